@@ -1,0 +1,186 @@
+package geomio
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/paulmach/orb"
+	"github.com/twpayne/go-geom"
+)
+
+// fromOrb converts a decoded GeoJSON geometry to the core go-geom model,
+// normalised as Feature.Geom documents: XY only, Polygon promoted to
+// MultiPolygon, empty parts dropped, and nil for an empty geometry.
+func fromOrb(g orb.Geometry, srid int) (geom.T, error) {
+	t, err := orbToGeom(g, true)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return setSRID(t, srid), nil
+}
+
+func orbToGeom(g orb.Geometry, promote bool) (geom.T, error) {
+	switch g := g.(type) {
+	case nil:
+		return nil, nil
+	case orb.Point:
+		if err := checkFinite(g); err != nil {
+			return nil, err
+		}
+		return geom.NewPointFlat(geom.XY, []float64{g[0], g[1]}), nil
+	case orb.MultiPoint:
+		if len(g) == 0 {
+			return nil, nil
+		}
+		flat, err := flatPoints(g)
+		if err != nil {
+			return nil, err
+		}
+		return geom.NewMultiPointFlat(geom.XY, flat), nil
+	case orb.LineString:
+		if len(g) == 0 {
+			return nil, nil
+		}
+		flat, err := flatPoints(g)
+		if err != nil {
+			return nil, err
+		}
+		return geom.NewLineStringFlat(geom.XY, flat), nil
+	case orb.MultiLineString:
+		var flat []float64
+		var ends []int
+		for _, ls := range g {
+			if len(ls) == 0 {
+				continue
+			}
+			f, err := flatPoints(ls)
+			if err != nil {
+				return nil, err
+			}
+			flat = append(flat, f...)
+			ends = append(ends, len(flat))
+		}
+		if len(ends) == 0 {
+			return nil, nil
+		}
+		return geom.NewMultiLineStringFlat(geom.XY, flat, ends), nil
+	case orb.Ring:
+		return orbToGeom(orb.Polygon{g}, promote)
+	case orb.Polygon:
+		return polygonsToGeom([]orb.Polygon{g})
+	case orb.MultiPolygon:
+		return polygonsToGeom(g)
+	case orb.Collection:
+		gc := geom.NewGeometryCollection()
+		for _, c := range g {
+			ct, err := orbToGeom(c, false)
+			if err != nil {
+				return nil, err
+			}
+			if ct == nil {
+				continue
+			}
+			if err := gc.Push(ct); err != nil {
+				return nil, err
+			}
+		}
+		if gc.NumGeoms() == 0 {
+			return nil, nil
+		}
+		return gc, nil
+	case orb.Bound:
+		return orbToGeom(g.ToPolygon(), promote)
+	default:
+		return nil, fmt.Errorf("unsupported geometry type %T", g)
+	}
+}
+
+// polygonsToGeom builds a MultiPolygon, dropping empty rings and polygons.
+// A polygon whose exterior ring is empty is dropped with its holes.
+func polygonsToGeom(ps []orb.Polygon) (geom.T, error) {
+	var flat []float64
+	var endss [][]int
+	for _, p := range ps {
+		if len(p) == 0 || len(p[0]) == 0 {
+			continue
+		}
+		var ends []int
+		for _, r := range p {
+			if len(r) == 0 {
+				continue
+			}
+			f, err := flatPoints(r)
+			if err != nil {
+				return nil, err
+			}
+			flat = append(flat, f...)
+			ends = append(ends, len(flat))
+		}
+		endss = append(endss, ends)
+	}
+	if len(endss) == 0 {
+		return nil, nil
+	}
+	return geom.NewMultiPolygonFlat(geom.XY, flat, endss), nil
+}
+
+func flatPoints[P ~[]orb.Point](ps P) ([]float64, error) {
+	flat := make([]float64, 0, 2*len(ps))
+	for _, p := range ps {
+		if err := checkFinite(p); err != nil {
+			return nil, err
+		}
+		flat = append(flat, p[0], p[1])
+	}
+	return flat, nil
+}
+
+func checkFinite(p orb.Point) error {
+	if math.IsNaN(p[0]) || math.IsNaN(p[1]) || math.IsInf(p[0], 0) || math.IsInf(p[1], 0) {
+		return fmt.Errorf("non-finite coordinate")
+	}
+	return nil
+}
+
+// setSRID sets the SRID on every go-geom type the readers produce.
+func setSRID(t geom.T, srid int) geom.T {
+	switch g := t.(type) {
+	case *geom.Point:
+		return g.SetSRID(srid)
+	case *geom.MultiPoint:
+		return g.SetSRID(srid)
+	case *geom.LineString:
+		return g.SetSRID(srid)
+	case *geom.MultiLineString:
+		return g.SetSRID(srid)
+	case *geom.Polygon:
+		return g.SetSRID(srid)
+	case *geom.MultiPolygon:
+		return g.SetSRID(srid)
+	case *geom.GeometryCollection:
+		return g.SetSRID(srid)
+	}
+	return t
+}
+
+// lonLatSlack is how far outside [-180,180]x[-90,90] a coordinate may lie
+// and still be accepted as longitude/latitude (real files carry rounding
+// noise such as 180.0000019).
+const lonLatSlack = 1e-3
+
+// checkLonLat returns an error if some coordinate of t cannot be a
+// longitude/latitude pair.
+func checkLonLat(t geom.T) error {
+	if t == nil {
+		return nil
+	}
+	b := t.Bounds()
+	if b.IsEmpty() {
+		return nil
+	}
+	if b.Min(0) < -180-lonLatSlack || b.Max(0) > 180+lonLatSlack ||
+		b.Min(1) < -90-lonLatSlack || b.Max(1) > 90+lonLatSlack {
+		return fmt.Errorf("coordinate (%g %g)..(%g %g) outside longitude/latitude range", b.Min(0), b.Min(1), b.Max(0), b.Max(1))
+	}
+	return nil
+}

@@ -1,0 +1,440 @@
+package geomio
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/paulmach/orb/geojson"
+)
+
+// errRecordTooLarge is returned by a limitReader when one record (a feature)
+// would exceed Limits.MaxRecordBytes.
+var errRecordTooLarge = errors.New("record exceeds size limit")
+
+// limitReader counts the bytes read and refuses to read past limit, so
+// that a json.Decoder cannot buffer an unbounded value.
+type limitReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n >= l.limit {
+		return 0, errRecordTooLarge
+	}
+	if int64(len(p)) > l.limit-l.n {
+		p = p[:l.limit-l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	return n, err
+}
+
+// decoderSlack is how many bytes beyond MaxRecordBytes a decoder may have
+// read ahead of its current value.
+const decoderSlack = 1 << 16
+
+// featureJSON is one GeoJSON Feature, with geometry and properties kept raw.
+type featureJSON struct {
+	Type       string          `json:"type"`
+	Geometry   json.RawMessage `json:"geometry"`
+	Properties json.RawMessage `json:"properties"`
+}
+
+// geojsonReader reads a GeoJSON FeatureCollection (streamed), a single
+// Feature or a bare geometry.
+type geojsonReader struct {
+	path   string
+	f      *os.File
+	lr     *limitReader
+	dec    *json.Decoder
+	opts   Options
+	layer  Layer
+	lonLat bool // SRID 4326 by RFC 7946 default: check coordinates
+
+	streaming bool         // inside the features array
+	pending   *featureJSON // the single Feature of a non-collection file
+	done      bool
+
+	idx  int64
+	feat Feature
+	err  error
+}
+
+func openGeoJSON(path string, opts Options) (*geojsonReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &Error{File: path, Problem: "open", Err: err}
+	}
+	r := &geojsonReader{path: path, f: f, opts: opts}
+	r.layer = Layer{Name: layerName(path), Format: FormatGeoJSON}
+	br := bufio.NewReaderSize(f, 1<<16)
+	skipBOM(br)
+	r.lr = &limitReader{r: br, limit: opts.Limits.MaxRecordBytes + decoderSlack}
+	r.dec = json.NewDecoder(r.lr)
+	if err := r.readHeader(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// skipBOM drops a UTF-8 byte order mark, which encoding/json refuses.
+func skipBOM(br *bufio.Reader) {
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte{0xEF, 0xBB, 0xBF}) {
+		br.Discard(3)
+	}
+}
+
+func (r *geojsonReader) fail(problem string, err error) *Error {
+	if errors.Is(err, errRecordTooLarge) {
+		problem += fmt.Sprintf(": a feature exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return &Error{File: r.path, Problem: fmt.Sprintf("%s at byte %d", problem, r.dec.InputOffset()), Err: err}
+}
+
+func (r *geojsonReader) bound() {
+	r.lr.limit = r.lr.n + r.opts.Limits.MaxRecordBytes + decoderSlack
+}
+
+// readHeader reads the top-level object up to the start of the features
+// array, or, for a Feature or a bare geometry, all of it.
+func (r *geojsonReader) readHeader() error {
+	tok, err := r.dec.Token()
+	if err != nil {
+		return r.fail("invalid json", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return &Error{File: r.path, Problem: "not a geojson object"}
+	}
+	members := map[string]json.RawMessage{}
+	for r.dec.More() {
+		r.bound()
+		tok, err := r.dec.Token()
+		if err != nil {
+			return r.fail("invalid json", err)
+		}
+		key, _ := tok.(string)
+		if key == "features" {
+			if t, ok := members["type"]; ok && jsonString(t) != "FeatureCollection" {
+				return &Error{File: r.path, Problem: fmt.Sprintf("features member in a %q object", jsonString(t))}
+			}
+			tok, err := r.dec.Token()
+			if err != nil {
+				return r.fail("invalid json", err)
+			}
+			if d, ok := tok.(json.Delim); !ok || d != '[' {
+				return r.fail("features is not an array", nil)
+			}
+			crs, seen := members["crs"]
+			if !seen {
+				if crs, err = scanTopLevelMember(r.path, "crs", 1<<20); err != nil {
+					return &Error{File: r.path, Problem: "scan for crs", Err: err}
+				}
+			}
+			r.streaming = true
+			return r.setCRS(crs)
+		}
+		var raw json.RawMessage
+		if err := r.dec.Decode(&raw); err != nil {
+			return r.fail("invalid json", err)
+		}
+		switch key {
+		case "type", "crs", "geometry", "properties", "coordinates", "geometries":
+			members[key] = raw
+		}
+	}
+	if _, err := r.dec.Token(); err != nil { // '}'
+		return r.fail("invalid json", err)
+	}
+	if err := r.expectEOF(); err != nil {
+		return err
+	}
+	typ := jsonString(members["type"])
+	switch typ {
+	case "Feature":
+		r.pending = &featureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"]}
+	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
+		g := map[string]json.RawMessage{"type": members["type"]}
+		for _, k := range []string{"coordinates", "geometries"} {
+			if v, ok := members[k]; ok {
+				g[k] = v
+			}
+		}
+		b, err := json.Marshal(g)
+		if err != nil {
+			return &Error{File: r.path, Problem: "invalid geometry", Err: err}
+		}
+		r.pending = &featureJSON{Type: "Feature", Geometry: b}
+	case "FeatureCollection":
+		return &Error{File: r.path, Problem: "featurecollection has no features member"}
+	default:
+		return &Error{File: r.path, Problem: fmt.Sprintf("unsupported geojson type %q", typ)}
+	}
+	return r.setCRS(members["crs"])
+}
+
+func (r *geojsonReader) setCRS(raw json.RawMessage) error {
+	srid, text, err := resolveGeoJSONCRS(raw, r.opts)
+	if err != nil {
+		if r.opts.ResolveCRS != nil && !strings.HasPrefix(err.Error(), "crs member") {
+			return fmt.Errorf("%s: %w", r.path, err) // the resolver failed: not the input's fault
+		}
+		return &Error{File: r.path, Problem: "invalid crs", Err: err}
+	}
+	r.layer.CRSText = text
+	r.layer.SRID = srid
+	if len(raw) == 0 || string(raw) == "null" {
+		r.layer.SRID = 4326 // RFC 7946
+		r.lonLat = true
+	}
+	if r.opts.SourceSRID != 0 {
+		r.layer.SRID = r.opts.SourceSRID
+		r.lonLat = false
+	}
+	return nil
+}
+
+func (r *geojsonReader) expectEOF() error {
+	if _, err := r.dec.Token(); err != io.EOF {
+		return r.fail("trailing data after geojson object", err)
+	}
+	return nil
+}
+
+// jsonString returns the JSON string in raw, or "" if raw is not a string.
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func (r *geojsonReader) Next() bool {
+	if r.err != nil || r.done {
+		return false
+	}
+	if r.pending != nil {
+		fj := r.pending
+		r.pending = nil
+		r.done = true
+		return r.emit(fj)
+	}
+	if !r.streaming {
+		r.done = true
+		return false
+	}
+	if !r.dec.More() {
+		r.streaming = false
+		r.done = true
+		if err := r.finish(); err != nil {
+			r.err = err
+		}
+		return false
+	}
+	r.bound()
+	var fj featureJSON
+	if err := r.dec.Decode(&fj); err != nil {
+		r.err = r.fail(fmt.Sprintf("feature %d: invalid json", r.idx), err)
+		return false
+	}
+	return r.emit(&fj)
+}
+
+// finish reads what follows the features array: more members and the end
+// of the object.
+func (r *geojsonReader) finish() error {
+	if _, err := r.dec.Token(); err != nil { // ']'
+		return r.fail("invalid json", err)
+	}
+	for r.dec.More() {
+		r.bound()
+		if _, err := r.dec.Token(); err != nil {
+			return r.fail("invalid json", err)
+		}
+		var raw json.RawMessage
+		if err := r.dec.Decode(&raw); err != nil {
+			return r.fail("invalid json", err)
+		}
+	}
+	if _, err := r.dec.Token(); err != nil { // '}'
+		return r.fail("invalid json", err)
+	}
+	return r.expectEOF()
+}
+
+func (r *geojsonReader) emit(fj *featureJSON) bool {
+	f, err := decodeFeature(fj, r.idx, r.layer, r.lonLat)
+	if err != nil {
+		r.err = &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
+		return false
+	}
+	r.feat = f
+	r.idx++
+	return true
+}
+
+// decodeFeature turns a raw Feature into a normalised Feature.
+func decodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool) (Feature, error) {
+	if fj.Type != "Feature" {
+		return Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
+	}
+	f := Feature{Index: idx, Layer: layer.Name}
+	if len(fj.Geometry) > 0 && string(fj.Geometry) != "null" {
+		g, err := geojson.UnmarshalGeometry(fj.Geometry)
+		if err != nil {
+			return Feature{}, fmt.Errorf("invalid geometry: %w", err)
+		}
+		t, err := fromOrb(g.Geometry(), layer.SRID)
+		if err != nil {
+			return Feature{}, fmt.Errorf("invalid geometry: %w", err)
+		}
+		if lonLat {
+			if err := checkLonLat(t); err != nil {
+				return Feature{}, fmt.Errorf("file has no crs member, so RFC 7946 means EPSG:4326, but %w: give a source SRID", err)
+			}
+		}
+		f.Geom = t
+	}
+	props, err := compactObject(fj.Properties)
+	if err != nil {
+		return Feature{}, err
+	}
+	f.Properties = props
+	return f, nil
+}
+
+// compactObject returns raw compacted, "{}" for a missing or null value,
+// and an error if raw is not a JSON object.
+func compactObject(raw json.RawMessage) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return []byte("{}"), nil
+	}
+	if raw[0] != '{' {
+		return nil, errors.New("properties is not an object")
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("invalid properties: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func (r *geojsonReader) Feature() Feature { return r.feat }
+func (r *geojsonReader) Layer() Layer     { return r.layer }
+func (r *geojsonReader) Err() error       { return r.err }
+
+func (r *geojsonReader) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
+
+// layerName is the file name without its extension.
+func layerName(path string) string {
+	base := filepath.Base(path)
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
+// scanTopLevelMember finds the member named key of the top-level JSON object
+// in the file at path and returns its raw value (nil if there is none). It
+// streams the file byte by byte without decoding values, so it is cheap
+// enough to run before streaming a large FeatureCollection whose crs member
+// comes after its features. Values longer than max bytes are refused.
+func scanTopLevelMember(path, key string, max int) (json.RawMessage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var (
+		buf               = make([]byte, 1<<16)
+		depth             int
+		inStr, esc        bool
+		expectKey, inKey  bool
+		isWant, capturing bool
+		keyBuf, val       []byte
+	)
+	for {
+		n, rerr := f.Read(buf)
+		for _, c := range buf[:n] {
+			if capturing {
+				if len(val) >= max {
+					return nil, fmt.Errorf("member %q exceeds %d bytes", key, max)
+				}
+				val = append(val, c)
+			}
+			if inStr {
+				switch {
+				case esc:
+					esc = false
+				case c == '\\':
+					esc = true
+				case c == '"':
+					inStr = false
+					if inKey {
+						inKey = false
+						isWant = string(keyBuf) == key
+					}
+					continue
+				}
+				if inKey && len(keyBuf) < 64 {
+					keyBuf = append(keyBuf, c)
+				}
+				continue
+			}
+			switch c {
+			case '"':
+				inStr = true
+				if depth == 1 && expectKey {
+					inKey, expectKey = true, false
+					keyBuf = keyBuf[:0]
+				}
+			case '{', '[':
+				depth++
+				if depth == 1 {
+					expectKey = c == '{'
+				}
+			case '}', ']':
+				depth--
+				if depth == 0 && capturing {
+					return bytes.TrimSpace(val[:len(val)-1]), nil
+				}
+			case ',':
+				if depth == 1 {
+					if capturing {
+						return bytes.TrimSpace(val[:len(val)-1]), nil
+					}
+					expectKey = true
+				}
+			case ':':
+				if depth == 1 && isWant {
+					isWant, capturing = false, true
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil, nil
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+}

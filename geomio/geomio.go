@@ -1,0 +1,138 @@
+// Package geomio reads vector uploads (GeoJSON, GeoJSON sequences, shapefiles,
+// zipped shapefiles) as pull iterators of features.
+//
+// Readers never touch the database. They stream: a reader holds at most one
+// feature (plus bounded buffers) in memory at a time, whatever the file's size.
+// They yield geometry as go-geom values, already normalised for a 2D
+// MultiPolygon target where that can be done without a CRS library:
+// Polygon is promoted to MultiPolygon and Z/M are dropped. Reprojection and
+// repair of invalid polygons are left to PostGIS (ST_Transform, ST_MakeValid),
+// which the write gate applies inside its transaction.
+package geomio
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twpayne/go-geom"
+)
+
+// Feature is one feature of a layer.
+type Feature struct {
+	// Index is the feature's 0-based position in its layer. It is stable: the
+	// same file always gives the same index to the same feature, so that
+	// (job, index) identifies a row.
+	Index int64
+	// Layer is the name of the layer the feature belongs to (see
+	// Layer.Name). A zip with several shapefile layers is read as one
+	// stream, layer after layer in lexical order of their paths; Index keeps
+	// counting across layers.
+	Layer string
+	// Geom is the feature's geometry, or nil for a null or empty geometry.
+	// Polygons are promoted to MultiPolygon and flattened to XY. Other
+	// geometry types (points, lines, collections) are passed through as they
+	// are (flattened to XY) so that the caller's policy can count or reject
+	// them. The SRID is set to Layer().SRID.
+	Geom geom.T
+	// Properties is the feature's attributes as a JSON object (never nil;
+	// "{}" when there are none), with numbers, booleans, dates (as ISO 8601
+	// strings) and nulls typed as JSON values.
+	Properties []byte
+}
+
+// Layer describes what a reader has found out about its layer. It is
+// complete once Next has been called once.
+type Layer struct {
+	// Name is the layer's name: the file name without extension, or for a
+	// zip, the path of the .shp inside the archive without extension.
+	Name string
+	// Format is "geojson", "geojsonseq" or "shapefile".
+	Format string
+	// SRID is the EPSG code of the layer's CRS, or 0 when the file names no
+	// CRS that could be identified. RFC 7946 GeoJSON without a "crs" member
+	// is 4326.
+	SRID int
+	// CRSText is the CRS as the file gave it (the .prj WKT, or the GeoJSON
+	// crs name), for error messages and the job record; "" if none.
+	CRSText string
+	// Encoding is the text encoding used to decode attributes ("UTF-8",
+	// "ISO-8859-1", "windows-1252", ...), "" when not applicable.
+	Encoding string
+}
+
+// Reader is a pull iterator over the features of one layer.
+//
+//	for r.Next() {
+//		f := r.Feature()
+//	}
+//	if err := r.Err(); err != nil { ... }
+//
+// Next returns false at the end of the layer or on the first error, which
+// Err then reports. An error is always an *Error naming the file.
+// The Feature returned is valid until the next call to Next.
+type Reader interface {
+	Next() bool
+	Feature() Feature
+	Layer() Layer
+	Err() error
+	Close() error
+}
+
+// Error is a problem with the input itself: it will not go away on retry.
+type Error struct {
+	// File is the path (or path inside an archive) of the offending file.
+	File string
+	// Problem is a short, lower-case description of what is wrong.
+	Problem string
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.File, e.Problem, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Problem)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsInputError reports whether err is (or wraps) an *Error, that is, a
+// permanent problem with the input.
+func IsInputError(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}
+
+// Options control how Open reads a file. The zero value is usable.
+type Options struct {
+	// SourceSRID, when non-zero, is the EPSG code to assume for every layer,
+	// overriding whatever CRS the file names or does not name.
+	SourceSRID int
+	// ResolveCRS identifies a CRS given as WKT (a .prj) or a name to an
+	// EPSG code, for CRSs that the reader cannot identify by itself. It may
+	// be nil. It returns 0 and no error when it does not know the CRS.
+	ResolveCRS func(text string) (int, error)
+	// DefaultEncoding is the DBF text encoding used when neither a .cpg
+	// nor the DBF language driver id names one. "" means UTF-8.
+	DefaultEncoding string
+	// Limits bound what a hostile or broken archive may cost. Zero fields
+	// take the defaults in DefaultLimits.
+	Limits Limits
+}
+
+// Limits bound the resources one upload may take.
+type Limits struct {
+	MaxUncompressedBytes int64 // total bytes extracted from a zip
+	MaxCompressionRatio  int64 // uncompressed/compressed per zip entry
+	MaxEntries           int   // entries in a zip
+	MaxRecordBytes       int64 // one feature (GeoJSON feature, shapefile record)
+}
+
+// DefaultLimits are the limits used for zero fields of Options.Limits.
+var DefaultLimits = Limits{
+	MaxUncompressedBytes: 8 << 30,
+	MaxCompressionRatio:  200,
+	MaxEntries:           10000,
+	MaxRecordBytes:       256 << 20,
+}

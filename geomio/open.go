@@ -1,0 +1,101 @@
+package geomio
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Format names, as reported in Layer.Format.
+const (
+	FormatGeoJSON    = "geojson"
+	FormatGeoJSONSeq = "geojsonseq"
+	FormatShapefile  = "shapefile"
+)
+
+// Open opens the file at path and returns a Reader over its features. The
+// format is chosen by content and extension:
+//
+//   - a zip (by magic bytes, whatever the extension) is read as the
+//     shapefile sets it holds, one stream over all of them;
+//   - a .shp (or a file with the shapefile magic number) is read with the
+//     .dbf, .prj and .cpg found beside it (case-insensitively);
+//   - JSON text in a .geojsonl, .geojsons or .ndjson file, or text that
+//     starts with the RFC 8142 record separator, is a GeoJSON sequence;
+//   - other JSON text (.geojson, .json, ...) is a GeoJSON FeatureCollection,
+//     Feature or bare geometry.
+//
+// Anything else fails with an *Error whose Problem is "unsupported
+// format". Problems with the input are returned as *Error. Errors from
+// opts.ResolveCRS are returned wrapped but not as *Error, since a failing
+// resolver is not the input's fault. The caller must Close the Reader.
+func Open(path string, opts Options) (Reader, error) {
+	opts.Limits = opts.Limits.withDefaults()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, &Error{File: path, Problem: "open", Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{File: path, Problem: "not a regular file"}
+	}
+	head, err := readHead(path, 512)
+	if err != nil {
+		return nil, &Error{File: path, Problem: "read", Err: err}
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	switch {
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")):
+		return openZip(path, opts)
+	case ext == ".shp" || bytes.HasPrefix(head, []byte{0x00, 0x00, 0x27, 0x0a}):
+		return openShapefile(path, filepath.Base(path), opts)
+	case ext == ".zip":
+		return nil, &Error{File: path, Problem: "invalid zip: bad magic bytes"}
+	}
+	text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte{0xEF, 0xBB, 0xBF}), " \t\r\n")
+	if len(text) == 0 {
+		return nil, &Error{File: path, Problem: "unsupported format: empty or blank file"}
+	}
+	switch {
+	case text[0] == 0x1E:
+		return openGeoJSONSeq(path, opts)
+	case text[0] == '{' && (ext == ".geojsonl" || ext == ".geojsons" || ext == ".ndjson" || ext == ".geojsonseq" || ext == ".jsonl"):
+		return openGeoJSONSeq(path, opts)
+	case text[0] == '{':
+		return openGeoJSON(path, opts)
+	}
+	return nil, &Error{File: path, Problem: fmt.Sprintf("unsupported format (extension %q)", ext)}
+}
+
+func readHead(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	m, err := io.ReadFull(f, buf)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil
+	}
+	return buf[:m], err
+}
+
+// withDefaults fills zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	if l.MaxUncompressedBytes <= 0 {
+		l.MaxUncompressedBytes = DefaultLimits.MaxUncompressedBytes
+	}
+	if l.MaxCompressionRatio <= 0 {
+		l.MaxCompressionRatio = DefaultLimits.MaxCompressionRatio
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = DefaultLimits.MaxEntries
+	}
+	if l.MaxRecordBytes <= 0 {
+		l.MaxRecordBytes = DefaultLimits.MaxRecordBytes
+	}
+	return l
+}

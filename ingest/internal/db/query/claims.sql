@@ -1,0 +1,56 @@
+-- name: ClaimJob :one
+-- ClaimJob takes the claim on a job for owner until now() + lease. It wins
+-- when no claim exists, when the existing claim is CLAIMED with an expired
+-- lease, or when it FAILED (a re-run of a failed job is allowed). It never
+-- takes a COMMITTED claim. No row comes back when the claim was lost.
+INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)
+VALUES (@job_id, 'CLAIMED', @owner, now() + make_interval(secs => @lease_seconds::float8),
+        @source_bucket, @source_key)
+ON CONFLICT (job_id) DO UPDATE
+SET state = 'CLAIMED',
+    owner = EXCLUDED.owner,
+    lease_until = EXCLUDED.lease_until,
+    attempts = claims.attempts + 1,
+    updated_at = now()
+WHERE claims.state = 'FAILED'
+   OR (claims.state = 'CLAIMED' AND claims.lease_until < now())
+RETURNING attempts;
+
+-- name: GetClaim :one
+SELECT * FROM claims WHERE job_id = @job_id;
+
+-- name: HeartbeatClaim :execrows
+-- HeartbeatClaim extends the lease while owner still holds the claim. Zero
+-- rows means the lease was lost.
+UPDATE claims
+SET lease_until = now() + make_interval(secs => @lease_seconds::float8), updated_at = now()
+WHERE job_id = @job_id AND owner = @owner AND state = 'CLAIMED';
+
+-- name: CommitClaimOwned :execrows
+-- CommitClaimOwned marks the claim COMMITTED if owner still holds it. Zero
+-- rows means the lease was stolen (or the claim row is gone).
+UPDATE claims
+SET state = 'COMMITTED', last_error = NULL, updated_at = now()
+WHERE job_id = @job_id AND owner = @owner AND state = 'CLAIMED';
+
+-- name: CommitClaimForce :exec
+-- CommitClaimForce makes the claim COMMITTED whoever holds it: used inside
+-- the write gate after a stolen lease, so that claims and ledger agree.
+INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)
+VALUES (@job_id, 'COMMITTED', @owner, now(), @source_bucket, @source_key)
+ON CONFLICT (job_id) DO UPDATE
+SET state = 'COMMITTED', owner = EXCLUDED.owner, last_error = NULL, updated_at = now();
+
+-- name: FailClaim :exec
+-- FailClaim records a permanent failure. A COMMITTED claim is never
+-- downgraded.
+UPDATE claims
+SET state = 'FAILED', last_error = @last_error, lease_until = now(), updated_at = now()
+WHERE job_id = @job_id AND state <> 'COMMITTED';
+
+-- name: ReleaseClaim :exec
+-- ReleaseClaim gives up owner's claim after a transient failure or on
+-- shutdown, so that the next delivery can claim it at once.
+UPDATE claims
+SET lease_until = now(), last_error = @last_error, updated_at = now()
+WHERE job_id = @job_id AND owner = @owner AND state = 'CLAIMED';

@@ -1,0 +1,50 @@
+-- name: InsertJob :execrows
+-- InsertJob is the write gate. It must be the first statement of the
+-- transaction that writes the job's features. Zero rows means the job was
+-- already written (or is being written by a concurrent transaction, in which
+-- case this statement waited for it to end).
+INSERT INTO jobs (job_id, source_bucket, source_key, version_token, order_token, params,
+                  pipeline, pipeline_version, target_table, status, content_hash, source_srid)
+VALUES (@job_id, @source_bucket, @source_key, @version_token, @order_token, @params,
+        @pipeline, @pipeline_version, @target_table, 'current', @content_hash, @source_srid)
+ON CONFLICT (job_id) DO NOTHING;
+
+-- name: GetJob :one
+SELECT * FROM jobs WHERE job_id = @job_id;
+
+-- name: FinishJob :exec
+-- FinishJob records what the write gate wrote for a job.
+UPDATE jobs
+SET status = @status, feature_count = @feature_count, total_area_m2 = @total_area_m2,
+    encoding = @encoding, skipped_null = @skipped_null, skipped_type = @skipped_type,
+    repaired_invalid = @repaired_invalid
+WHERE job_id = @job_id;
+
+-- name: SetJobStatus :exec
+UPDATE jobs SET status = @status WHERE job_id = @job_id;
+
+-- name: EnsureSource :exec
+INSERT INTO sources (source_bucket, source_key, target_table, pipeline_version)
+VALUES (@source_bucket, @source_key, @target_table, @pipeline_version)
+ON CONFLICT DO NOTHING;
+
+-- name: LockSource :one
+-- LockSource takes the source's row lock for the rest of the transaction, so
+-- that two versions of one source are written one after the other.
+SELECT * FROM sources
+WHERE source_bucket = @source_bucket AND source_key = @source_key
+  AND target_table = @target_table AND pipeline_version = @pipeline_version
+FOR UPDATE;
+
+-- name: SetSourceCurrent :exec
+UPDATE sources
+SET current_job_id = sqlc.narg(current_job_id), current_order = @current_order, updated_at = now()
+WHERE source_bucket = @source_bucket AND source_key = @source_key
+  AND target_table = @target_table AND pipeline_version = @pipeline_version;
+
+-- name: ResolveSRIDByWKT :one
+-- ResolveSRIDByWKT finds an EPSG code whose WKT in spatial_ref_sys is
+-- exactly the given text, or whose root element has the given name.
+SELECT coalesce(min(srid), 0)::int AS srid FROM spatial_ref_sys
+WHERE auth_name = 'EPSG'
+  AND (srtext = @wkt OR split_part(split_part(srtext, '"', 2), '"', 1) = @name);
