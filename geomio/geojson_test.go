@@ -1,0 +1,167 @@
+package geomio
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twpayne/go-geom"
+)
+
+// writeTemp writes content to a file called name in a fresh temp dir.
+func writeTemp(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+// readAll drains r and returns its features and final error.
+func readAll(t testing.TB, r Reader) ([]Feature, error) {
+	t.Helper()
+	var fs []Feature
+	for r.Next() {
+		fs = append(fs, r.Feature())
+	}
+	return fs, r.Err()
+}
+
+// openAll opens path, drains it and closes it.
+func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) {
+	t.Helper()
+	r, err := Open(path, opts)
+	if err != nil {
+		return Layer{}, nil, err
+	}
+	defer func() { require.NoError(t, r.Close()) }()
+	fs, err := readAll(t, r)
+	return r.Layer(), fs, err
+}
+
+const sq = `{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}`
+
+func TestGeoJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, file, content string
+		opts                Options
+		wantSRID            int
+		wantCRSText         string
+		wantN               int
+		wantErr             string // substring of the *Error; "" for none
+		check               func(t *testing.T, fs []Feature)
+	}{
+		{name: "crs before features", file: "a.geojson",
+			content:  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::27700"}},"features":[{"type":"Feature","properties":{"a":1},"geometry":` + sq + `}]}`,
+			wantSRID: 27700, wantCRSText: "urn:ogc:def:crs:EPSG::27700", wantN: 1},
+		{name: "crs after features", file: "a.geojson",
+			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"s":"}],\"crs\":"},"geometry":` + sq + `}],"crs":{"type":"name","properties":{"name":"EPSG:3857"}}}`,
+			wantSRID: 3857, wantCRSText: "EPSG:3857", wantN: 1,
+			check: func(t *testing.T, fs []Feature) { require.Equal(t, 3857, fs[0].Geom.SRID()) }},
+		{name: "no crs is RFC 7946", file: "a.json",
+			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":null,"geometry":` + sq + `},{"type":"Feature","geometry":null}]}`,
+			wantSRID: 4326, wantN: 2,
+			check: func(t *testing.T, fs []Feature) {
+				require.Equal(t, "{}", string(fs[0].Properties))
+				require.Equal(t, "{}", string(fs[1].Properties))
+				require.Nil(t, fs[1].Geom)
+				require.Equal(t, int64(1), fs[1].Index)
+				mp, ok := fs[0].Geom.(*geom.MultiPolygon)
+				require.True(t, ok, "polygon promoted to multipolygon, got %T", fs[0].Geom)
+				require.Equal(t, 1, mp.NumPolygons())
+				require.Equal(t, 4326, mp.SRID())
+				require.Equal(t, "a", fs[0].Layer)
+			}},
+		{name: "CRS84", file: "a.geojson",
+			content:  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:OGC:1.3:CRS84"}},"features":[]}`,
+			wantSRID: 4326, wantCRSText: "urn:ogc:def:crs:OGC:1.3:CRS84"},
+		{name: "unknown crs is 0, not a guess", file: "a.geojson",
+			content:  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:x:local"}},"features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}]}`,
+			wantSRID: 0, wantCRSText: "urn:x:local", wantN: 1},
+		{name: "unknown crs resolved", file: "a.geojson",
+			content: `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:x:local"}},"features":[]}`,
+			opts: Options{ResolveCRS: func(s string) (int, error) {
+				if s == "urn:x:local" {
+					return 2154, nil
+				}
+				return 0, nil
+			}},
+			wantSRID: 2154, wantCRSText: "urn:x:local"},
+		{name: "source srid overrides", file: "a.geojson",
+			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[631443.6,187400.6]}}]}`,
+			opts:     Options{SourceSRID: 2227},
+			wantSRID: 2227, wantN: 1},
+		{name: "projected coordinates without crs fail", file: "a.geojson",
+			content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[631443.6,187400.6]}}]}`,
+			wantErr: "outside longitude/latitude range"},
+		{name: "single feature", file: "a.geojson",
+			content:  `{"properties": {"b" : [1, 2]}, "geometry":{"type":"MultiLineString","coordinates":[[[0,0,5],[1,1,6]],[]]},"type":"Feature"}`,
+			wantSRID: 4326, wantN: 1,
+			check: func(t *testing.T, fs []Feature) {
+				require.Equal(t, `{"b":[1,2]}`, string(fs[0].Properties))
+				mls := fs[0].Geom.(*geom.MultiLineString)
+				require.Equal(t, geom.XY, mls.Layout(), "z dropped")
+				require.Equal(t, 1, mls.NumLineStrings(), "empty part dropped")
+			}},
+		{name: "bare geometry", file: "a.geojson", content: "\xEF\xBB\xBF" + sq, wantSRID: 4326, wantN: 1,
+			check: func(t *testing.T, fs []Feature) {
+				require.IsType(t, &geom.MultiPolygon{}, fs[0].Geom)
+				require.Equal(t, "{}", string(fs[0].Properties))
+			}},
+		{name: "empty geometry is nil", file: "a.geojson",
+			content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"MultiPolygon","coordinates":[]}},{"type":"Feature","properties":{},"geometry":{"type":"GeometryCollection","geometries":[]}}]}`,
+			wantSRID: 4326, wantN: 2,
+			check: func(t *testing.T, fs []Feature) { require.Nil(t, fs[0].Geom); require.Nil(t, fs[1].Geom) }},
+		{name: "truncated", file: "a.geojson", content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":` + sq + `},{"type":"Feat`,
+			wantErr: "feature 1"},
+		{name: "features not array", file: "a.geojson", content: `{"type":"FeatureCollection","features":{}}`, wantErr: "features is not an array"},
+		{name: "not a feature", file: "a.geojson", content: `{"type":"FeatureCollection","features":[{"type":"Point"}]}`, wantErr: "not Feature"},
+		{name: "bad geometry", file: "a.geojson", content: `{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Polygon","coordinates":"x"}}]}`, wantErr: "invalid geometry"},
+		{name: "properties not object", file: "a.geojson", content: `{"type":"Feature","properties":[1],"geometry":null}`, wantErr: "properties is not an object"},
+		{name: "trailing data", file: "a.geojson", content: `{"type":"FeatureCollection","features":[]} {}`, wantErr: "trailing data"},
+		{name: "array", file: "a.geojson", content: `[1,2]`, wantErr: "unsupported format"},
+		{name: "unknown type", file: "a.geojson", content: `{"type":"Topology"}`, wantErr: `unsupported geojson type "Topology"`},
+		{name: "record too large", file: "a.geojson", opts: Options{Limits: Limits{MaxRecordBytes: 100}},
+			content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`,
+			wantErr: "exceeds 100 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeTemp(t, tc.file, tc.content)
+			layer, fs, err := openAll(t, path, tc.opts)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				require.True(t, IsInputError(err), "want *Error, got %T %v", err, err)
+				require.Contains(t, err.Error(), tc.wantErr)
+				require.Contains(t, err.Error(), path)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, FormatGeoJSON, layer.Format)
+			require.Equal(t, tc.wantSRID, layer.SRID)
+			require.Equal(t, tc.wantCRSText, layer.CRSText)
+			require.Len(t, fs, tc.wantN)
+			for i, f := range fs {
+				require.Equal(t, int64(i), f.Index)
+			}
+			if tc.check != nil {
+				tc.check(t, fs)
+			}
+		})
+	}
+}
+
+func TestScanTopLevelMember(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ content, want string }{
+		{`{"a":{"crs":1},"crs" : {"x":[1,"]"]} }`, `{"x":[1,"]"]}`},
+		{`{"features":[{"crs":2}],"b":"crs","crs":"EPSG:1"}`, `"EPSG:1"`},
+		{`{"features":[],"c\"rs":3}`, ``},
+	} {
+		got, err := scanTopLevelMember(writeTemp(t, "a.json", tc.content), "crs", 1024)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, string(got), tc.content)
+	}
+}
