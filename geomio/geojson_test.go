@@ -111,7 +111,7 @@ func TestGeoJSON(t *testing.T) {
 				require.Equal(t, "{}", string(fs[0].Properties))
 			}},
 		{name: "empty geometry is nil", file: "a.geojson",
-			content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"MultiPolygon","coordinates":[]}},{"type":"Feature","properties":{},"geometry":{"type":"GeometryCollection","geometries":[]}}]}`,
+			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"MultiPolygon","coordinates":[]}},{"type":"Feature","properties":{},"geometry":{"type":"GeometryCollection","geometries":[]}}]}`,
 			wantSRID: 4326, wantN: 2,
 			check: func(t *testing.T, fs []Feature) { require.Nil(t, fs[0].Geom); require.Nil(t, fs[1].Geom) }},
 		{name: "truncated", file: "a.geojson", content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":` + sq + `},{"type":"Feat`,
