@@ -1,0 +1,525 @@
+package geomio
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	shp "github.com/jonas-p/go-shp"
+	"github.com/twpayne/go-geom"
+)
+
+// Where github.com/jonas-p/go-shp v0.1.1 falls short, geomio parses the .shp
+// records itself and uses go-shp only for its shape type constants:
+//
+//   - it allocates slices sized by the untrusted NumParts/NumPoints of a
+//     record before reading it (a corrupt count is an out-of-memory crash,
+//     which recover cannot catch, or a panic on a negative count);
+//   - it always reads the optional M section of Z shapes, so a PolyLineZ
+//     without measures makes it read into the next record;
+//   - its shape readers are unexported, so they cannot be applied to a
+//     bounded, validated record buffer;
+//   - its DBF reading ignores encodings (see dbf.go).
+
+// shpSidecars holds the files of one shapefile set.
+type shpSidecars struct {
+	shp, dbf, prj, cpg string // paths; "" when absent
+}
+
+// findSidecars finds the .dbf, .prj and .cpg beside shpPath whose base
+// name matches case-insensitively. The .shx is not needed: records are read
+// in order from the .shp.
+func findSidecars(shpPath string) (shpSidecars, error) {
+	s := shpSidecars{shp: shpPath}
+	dir, base := filepath.Split(shpPath)
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return s, err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		ext := filepath.Ext(n)
+		if e.IsDir() || !strings.EqualFold(strings.TrimSuffix(n, ext), stem) {
+			continue
+		}
+		p := filepath.Join(dir, n)
+		switch strings.ToLower(ext) {
+		case ".dbf":
+			s.dbf = p
+		case ".prj":
+			s.prj = p
+		case ".cpg":
+			s.cpg = p
+		}
+	}
+	return s, nil
+}
+
+// shpReader reads one shapefile set.
+type shpReader struct {
+	file   string // name used in errors (the path, or the path in a zip)
+	opts   Options
+	layer  Layer
+	files  []*os.File
+	shp    *bufio.Reader
+	dbf    *dbfReader
+	shpOff int64
+	rec    []byte
+	recNo  int
+	base   int64 // Index of the first feature (for multi-layer streams)
+	idx    int64
+	feat   Feature
+	err    error
+	done   bool
+}
+
+func openShapefile(path, name string, opts Options) (Reader, error) {
+	s, err := findSidecars(path)
+	if err != nil {
+		return nil, &Error{File: path, Problem: "open", Err: err}
+	}
+	return openShapefileSet(s, path, layerName(name), opts, 0)
+}
+
+// readSmall reads a small sidecar (.prj, .cpg), refusing large ones.
+func readSmall(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<16+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > 1<<16 {
+		return "", fmt.Errorf("larger than %d bytes", 1<<16)
+	}
+	return string(b), nil
+}
+
+func openShapefileSet(s shpSidecars, file, name string, opts Options, base int64) (_ *shpReader, err error) {
+	r := &shpReader{file: file, opts: opts, base: base, idx: base}
+	r.layer = Layer{Name: name, Format: FormatShapefile}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if s.dbf == "" {
+		return nil, &Error{File: file, Problem: "missing .dbf beside the .shp"}
+	}
+	var cpg string
+	if s.cpg != "" {
+		if cpg, err = readSmall(s.cpg); err != nil {
+			return nil, &Error{File: s.cpg, Problem: "read .cpg", Err: err}
+		}
+	}
+	if s.prj != "" {
+		prj, err := readSmall(s.prj)
+		if err != nil {
+			return nil, &Error{File: s.prj, Problem: "read .prj", Err: err}
+		}
+		r.layer.CRSText = strings.TrimSpace(prj)
+		r.layer.SRID = identifyPRJ(prj)
+		if r.layer.SRID == 0 && r.layer.CRSText != "" && opts.SourceSRID == 0 {
+			if r.layer.SRID, err = resolveWith(opts, r.layer.CRSText); err != nil {
+				return nil, fmt.Errorf("%s: %w", s.prj, err)
+			}
+		}
+	}
+	if opts.SourceSRID != 0 {
+		r.layer.SRID = opts.SourceSRID
+	}
+	sf, err := os.Open(s.shp)
+	if err != nil {
+		return nil, &Error{File: file, Problem: "open", Err: err}
+	}
+	r.files = append(r.files, sf)
+	r.shp = bufio.NewReaderSize(sf, 1<<16)
+	var h [100]byte
+	if _, err := io.ReadFull(r.shp, h[:]); err != nil {
+		return nil, &Error{File: file, Problem: "truncated .shp header", Err: err}
+	}
+	if binary.BigEndian.Uint32(h[0:4]) != 9994 {
+		return nil, &Error{File: file, Problem: "not a shapefile: bad file code"}
+	}
+	r.shpOff = 100
+	df, err := os.Open(s.dbf)
+	if err != nil {
+		return nil, &Error{File: s.dbf, Problem: "open", Err: err}
+	}
+	r.files = append(r.files, df)
+	dbfName := strings.TrimSuffix(file, filepath.Ext(file)) + filepath.Ext(s.dbf)
+	if r.dbf, err = openDBF(dbfName, df, cpg, opts.DefaultEncoding, opts.Limits.MaxRecordBytes); err != nil {
+		return nil, err
+	}
+	r.layer.Encoding = r.dbf.encName
+	return r, nil
+}
+
+func (r *shpReader) Next() bool {
+	if r.err != nil || r.done {
+		return false
+	}
+	for {
+		deleted, err := r.dbf.next()
+		if err == io.EOF {
+			r.done = true
+			return false
+		}
+		if err != nil {
+			r.err = err
+			return false
+		}
+		g, err := r.nextShape()
+		if err != nil {
+			r.err = err
+			return false
+		}
+		if deleted {
+			continue // GDAL skips deleted records too
+		}
+		props, err := r.dbf.properties()
+		if err != nil {
+			r.err = err
+			return false
+		}
+		if g != nil {
+			g = setSRID(g, r.layer.SRID)
+		}
+		r.feat = Feature{Index: r.idx, Layer: r.layer.Name, Geom: g, Properties: props}
+		r.idx++
+		return true
+	}
+}
+
+// nextShape reads and decodes the next .shp record, never panicking.
+func (r *shpReader) nextShape() (g geom.T, err error) {
+	off := r.shpOff
+	defer func() {
+		if p := recover(); p != nil {
+			g, err = nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d: corrupt shape", r.recNo, off), Err: fmt.Errorf("%v", p)}
+		}
+	}()
+	var h [8]byte
+	if _, err := io.ReadFull(r.shp, h[:]); err != nil {
+		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d: .shp has fewer records than the .dbf", r.recNo, off), Err: err}
+	}
+	n := int64(binary.BigEndian.Uint32(h[4:8])) * 2
+	if n < 4 || n > r.opts.Limits.MaxRecordBytes {
+		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d: invalid content length %d", r.recNo, off, n)}
+	}
+	if int64(cap(r.rec)) < n {
+		r.rec = make([]byte, n)
+	}
+	rec := r.rec[:n]
+	if _, err := io.ReadFull(r.shp, rec); err != nil {
+		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d: truncated", r.recNo, off), Err: err}
+	}
+	r.shpOff += 8 + n
+	r.recNo++
+	g, err = decodeShape(rec)
+	if err != nil {
+		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d", r.recNo-1, off), Err: err}
+	}
+	return g, nil
+}
+
+// decodeShape decodes one record's content (starting with its shape type)
+// to a normalised go-geom geometry: XY only, polygons as MultiPolygon,
+// nil for null and empty shapes.
+func decodeShape(b []byte) (geom.T, error) {
+	le := binary.LittleEndian
+	typ := shp.ShapeType(le.Uint32(b[0:4]))
+	switch typ {
+	case shp.NULL:
+		return nil, nil
+	case shp.POINT, shp.POINTZ, shp.POINTM:
+		if len(b) < 20 {
+			return nil, fmt.Errorf("point record of %d bytes", len(b))
+		}
+		x, y := f64(b[4:]), f64(b[12:])
+		if !finite(x, y) {
+			return nil, nil // "no data" points
+		}
+		return geom.NewPointFlat(geom.XY, []float64{x, y}), nil
+	case shp.MULTIPOINT, shp.MULTIPOINTZ, shp.MULTIPOINTM:
+		if len(b) < 40 {
+			return nil, fmt.Errorf("multipoint record of %d bytes", len(b))
+		}
+		np := int64(int32(le.Uint32(b[36:40])))
+		if np < 0 || 40+16*np > int64(len(b)) {
+			return nil, fmt.Errorf("multipoint with %d points in %d bytes", np, len(b))
+		}
+		if np == 0 {
+			return nil, nil
+		}
+		flat, err := shpPoints(b[40:], int(np))
+		if err != nil {
+			return nil, err
+		}
+		return geom.NewMultiPointFlat(geom.XY, flat), nil
+	case shp.POLYLINE, shp.POLYLINEZ, shp.POLYLINEM, shp.POLYGON, shp.POLYGONZ, shp.POLYGONM:
+		if len(b) < 44 {
+			return nil, fmt.Errorf("record of %d bytes", len(b))
+		}
+		nparts := int64(int32(le.Uint32(b[36:40])))
+		np := int64(int32(le.Uint32(b[40:44])))
+		if nparts < 0 || np < 0 || 44+4*nparts+16*np > int64(len(b)) {
+			return nil, fmt.Errorf("%d parts and %d points in %d bytes", nparts, np, len(b))
+		}
+		if nparts == 0 || np == 0 {
+			return nil, nil
+		}
+		flat, err := shpPoints(b[44+4*nparts:], int(np))
+		if err != nil {
+			return nil, err
+		}
+		starts := make([]int, nparts)
+		for i := range starts {
+			s := int64(int32(le.Uint32(b[44+4*i:])))
+			if s < 0 || s >= np || (i > 0 && s < int64(starts[i-1])) {
+				return nil, fmt.Errorf("part %d starts at invalid point %d", i, s)
+			}
+			starts[i] = int(s)
+		}
+		parts := make([][]float64, 0, nparts)
+		for i, s := range starts {
+			e := int(np)
+			if i+1 < len(starts) {
+				e = starts[i+1]
+			}
+			parts = append(parts, flat[2*s:2*e])
+		}
+		if typ == shp.POLYLINE || typ == shp.POLYLINEZ || typ == shp.POLYLINEM {
+			return lines(parts), nil
+		}
+		return polygons(parts), nil
+	case shp.MULTIPATCH:
+		return nil, fmt.Errorf("multipatch shapes are not supported")
+	}
+	return nil, fmt.Errorf("unknown shape type %d", typ)
+}
+
+func f64(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }
+
+func finite(x, y float64) bool {
+	return !math.IsNaN(x) && !math.IsNaN(y) && !math.IsInf(x, 0) && !math.IsInf(y, 0)
+}
+
+func shpPoints(b []byte, n int) ([]float64, error) {
+	flat := make([]float64, 2*n)
+	for i := 0; i < n; i++ {
+		x, y := f64(b[16*i:]), f64(b[16*i+8:])
+		if !finite(x, y) {
+			return nil, fmt.Errorf("non-finite coordinate at point %d", i)
+		}
+		flat[2*i], flat[2*i+1] = x, y
+	}
+	return flat, nil
+}
+
+// lines builds a MultiLineString from parts, dropping parts with fewer
+// than two points; nil if none is left.
+func lines(parts [][]float64) geom.T {
+	var flat []float64
+	var ends []int
+	for _, p := range parts {
+		if len(p) < 4 {
+			continue
+		}
+		flat = append(flat, p...)
+		ends = append(ends, len(flat))
+	}
+	if len(ends) == 0 {
+		return nil
+	}
+	return geom.NewMultiLineStringFlat(geom.XY, flat, ends)
+}
+
+// signedArea is twice the signed area of ring (positive when
+// counter-clockwise).
+func signedArea(ring []float64) float64 {
+	var a float64
+	n := len(ring) / 2
+	for i := 0; i < n; i++ {
+		j := (i + 1) % n
+		a += ring[2*i]*ring[2*j+1] - ring[2*j]*ring[2*i+1]
+	}
+	return a
+}
+
+// inRing reports whether (x, y) lies inside ring (even-odd rule).
+func inRing(ring []float64, x, y float64) bool {
+	in := false
+	n := len(ring) / 2
+	for i, j := 0, n-1; i < n; j, i = i, i+1 {
+		xi, yi, xj, yj := ring[2*i], ring[2*i+1], ring[2*j], ring[2*j+1]
+		if (yi > y) != (yj > y) && x < (xj-xi)*(y-yi)/(yj-yi)+xi {
+			in = !in
+		}
+	}
+	return in
+}
+
+// polygons groups shapefile rings into a MultiPolygon: clockwise rings are
+// outer rings, counter-clockwise rings are holes of the smallest outer ring
+// that contains their first point. A hole that no outer ring contains
+// becomes a polygon of its own; if there is no clockwise ring at all, every
+// ring is taken as an outer ring. Rings with fewer than four points are
+// dropped; nil if none is left.
+func polygons(rings [][]float64) geom.T {
+	type poly struct {
+		outer []float64
+		area  float64
+		holes [][]float64
+	}
+	var outers []*poly
+	var holes [][]float64
+	for _, r := range rings {
+		if len(r) < 8 {
+			continue
+		}
+		if a := signedArea(r); a < 0 {
+			outers = append(outers, &poly{outer: r, area: -a})
+		} else {
+			holes = append(holes, r)
+		}
+	}
+	for _, h := range holes {
+		var best *poly
+		for _, o := range outers {
+			if inRing(o.outer, h[0], h[1]) && (best == nil || o.area < best.area) {
+				best = o
+			}
+		}
+		if best != nil {
+			best.holes = append(best.holes, h)
+		} else {
+			outers = append(outers, &poly{outer: h})
+		}
+	}
+	if len(outers) == 0 {
+		return nil
+	}
+	var flat []float64
+	endss := make([][]int, 0, len(outers))
+	for _, p := range outers {
+		flat = append(flat, p.outer...)
+		ends := []int{len(flat)}
+		for _, h := range p.holes {
+			flat = append(flat, h...)
+			ends = append(ends, len(flat))
+		}
+		endss = append(endss, ends)
+	}
+	return geom.NewMultiPolygonFlat(geom.XY, flat, endss)
+}
+
+func (r *shpReader) Feature() Feature { return r.feat }
+func (r *shpReader) Layer() Layer     { return r.layer }
+func (r *shpReader) Err() error       { return r.err }
+
+func (r *shpReader) Close() error {
+	var first error
+	for _, f := range r.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	r.files = nil
+	return first
+}
+
+// multiReader reads several shapefile layers as one stream, in order,
+// keeping Index counting across layers, and runs cleanup on Close.
+type multiReader struct {
+	sets    []shpSidecars
+	names   []string // layer names
+	files   []string // names for errors
+	opts    Options
+	cur     *shpReader
+	next    int
+	idx     int64
+	err     error
+	cleanup func() error
+}
+
+func newMultiReader(sets []shpSidecars, names, files []string, opts Options, cleanup func() error) (*multiReader, error) {
+	order := make([]int, len(sets))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return names[order[a]] < names[order[b]] })
+	m := &multiReader{opts: opts, cleanup: cleanup}
+	for _, i := range order {
+		m.sets = append(m.sets, sets[i])
+		m.names = append(m.names, names[i])
+		m.files = append(m.files, files[i])
+	}
+	if err := m.openNext(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *multiReader) openNext() error {
+	if m.cur != nil {
+		m.cur.Close()
+	}
+	i := m.next
+	m.next++
+	cur, err := openShapefileSet(m.sets[i], m.files[i], m.names[i], m.opts, m.idx)
+	if err != nil {
+		return err
+	}
+	m.cur = cur
+	return nil
+}
+
+func (m *multiReader) Next() bool {
+	for m.err == nil {
+		if m.cur.Next() {
+			m.idx = m.cur.idx
+			return true
+		}
+		if m.err = m.cur.Err(); m.err != nil {
+			return false
+		}
+		if m.next >= len(m.sets) {
+			return false
+		}
+		m.err = m.openNext()
+	}
+	return false
+}
+
+func (m *multiReader) Feature() Feature { return m.cur.Feature() }
+func (m *multiReader) Layer() Layer     { return m.cur.Layer() }
+func (m *multiReader) Err() error       { return m.err }
+
+func (m *multiReader) Close() error {
+	var err error
+	if m.cur != nil {
+		err = m.cur.Close()
+		m.cur = nil
+	}
+	if m.cleanup != nil {
+		if cerr := m.cleanup(); err == nil {
+			err = cerr
+		}
+		m.cleanup = nil
+	}
+	return err
+}

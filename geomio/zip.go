@@ -1,0 +1,155 @@
+package geomio
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// ratioFloor is the entry size below which the compression ratio is not
+// checked: small runs of padding legitimately compress very well.
+const ratioFloor = 1 << 20
+
+var errZipLimit = errors.New("zip limit exceeded")
+
+// openZip extracts the shapefile sets of a zip into a private temporary
+// directory (removed by Close) and reads them as one stream. Entries with
+// absolute or parent-relative paths are refused; __MACOSX/ and files that
+// are not .shp, .shx, .dbf, .prj or .cpg are ignored. Limits are enforced
+// on the bytes actually extracted.
+func openZip(zipPath string, opts Options) (_ Reader, err error) {
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		return nil, &Error{File: zipPath, Problem: "invalid zip", Err: err}
+	}
+	defer zr.Close()
+	lim := opts.Limits
+	if len(zr.File) > lim.MaxEntries {
+		return nil, &Error{File: zipPath, Problem: fmt.Sprintf("zip has %d entries, more than the limit of %d", len(zr.File), lim.MaxEntries)}
+	}
+	dir, err := os.MkdirTemp("", "geomio-zip-")
+	if err != nil {
+		return nil, fmt.Errorf("%s: temp dir: %w", zipPath, err) // not the input's fault
+	}
+	cleanup := func() error { return os.RemoveAll(dir) }
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	var total int64
+	var shps []string // entry names of .shp files
+	seen := map[string]bool{}
+	for _, f := range zr.File {
+		name := strings.ReplaceAll(f.Name, `\`, "/")
+		if err := checkEntryName(name); err != nil {
+			return nil, &Error{File: zipPath + "/" + f.Name, Problem: "unsafe zip entry", Err: err}
+		}
+		if strings.HasSuffix(name, "/") || strings.HasPrefix(name, "__MACOSX/") || strings.HasPrefix(path.Base(name), "._") {
+			continue
+		}
+		switch strings.ToLower(path.Ext(name)) {
+		case ".shp", ".shx", ".dbf", ".prj", ".cpg":
+		default:
+			continue
+		}
+		clean := path.Clean(name)
+		if seen[strings.ToLower(clean)] {
+			return nil, &Error{File: zipPath + "/" + f.Name, Problem: "duplicate zip entry"}
+		}
+		seen[strings.ToLower(clean)] = true
+		n, err := extractEntry(f, filepath.Join(dir, filepath.FromSlash(clean)), lim, lim.MaxUncompressedBytes-total)
+		total += n
+		if err != nil {
+			var ie *Error
+			if errors.As(err, &ie) {
+				ie.File = zipPath + "/" + f.Name
+				return nil, ie
+			}
+			return nil, &Error{File: zipPath + "/" + f.Name, Problem: "extract", Err: err}
+		}
+		if strings.EqualFold(path.Ext(clean), ".shp") {
+			shps = append(shps, clean)
+		}
+	}
+	if len(shps) == 0 {
+		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile"}
+	}
+	sets := make([]shpSidecars, len(shps))
+	names := make([]string, len(shps))
+	files := make([]string, len(shps))
+	for i, s := range shps {
+		if sets[i], err = findSidecars(filepath.Join(dir, filepath.FromSlash(s))); err != nil {
+			return nil, &Error{File: zipPath + "/" + s, Problem: "open", Err: err}
+		}
+		names[i] = strings.TrimSuffix(s, path.Ext(s))
+		files[i] = zipPath + "/" + s
+	}
+	m, err := newMultiReader(sets, names, files, opts, cleanup)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkEntryName refuses absolute paths, drive letters and ".." elements.
+func checkEntryName(name string) error {
+	if strings.HasPrefix(name, "/") || (len(name) >= 2 && name[1] == ':') {
+		return fmt.Errorf("absolute path %q", name)
+	}
+	for _, el := range strings.Split(name, "/") {
+		if el == ".." {
+			return fmt.Errorf("parent directory in path %q", name)
+		}
+	}
+	return nil
+}
+
+// extractEntry copies one entry to dst, counting the bytes actually
+// written (headers are not trusted) against the remaining total budget and
+// the per-entry compression ratio. It returns the bytes written.
+func extractEntry(f *zip.File, dst string, lim Limits, budget int64) (int64, error) {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return 0, err
+	}
+	rc, err := f.Open() // reads at most CompressedSize64 compressed bytes
+	if err != nil {
+		return 0, &Error{Problem: "invalid zip entry", Err: err}
+	}
+	defer rc.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer out.Close()
+	maxRatio := lim.MaxCompressionRatio * max(int64(f.CompressedSize64), 1)
+	var n int64
+	buf := make([]byte, 32<<10)
+	for {
+		k, rerr := rc.Read(buf)
+		if k > 0 {
+			n += int64(k)
+			if n > budget {
+				return n, &Error{Problem: fmt.Sprintf("zip expands to more than %d bytes", lim.MaxUncompressedBytes), Err: errZipLimit}
+			}
+			if n > ratioFloor && n > maxRatio {
+				return n, &Error{Problem: fmt.Sprintf("zip entry compression ratio above %d", lim.MaxCompressionRatio), Err: errZipLimit}
+			}
+			if _, err := out.Write(buf[:k]); err != nil {
+				return n, err
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return n, &Error{Problem: "invalid zip entry", Err: rerr}
+		}
+	}
+	return n, out.Close()
+}
