@@ -201,6 +201,17 @@ func (q *Queries) ResolveSRIDByWKT(ctx context.Context, arg ResolveSRIDByWKTPara
 	return srid, err
 }
 
+const sRIDKnown = `-- name: SRIDKnown :one
+SELECT EXISTS (SELECT 1 FROM spatial_ref_sys WHERE srid = $1::int) AS known
+`
+
+func (q *Queries) SRIDKnown(ctx context.Context, srid int32) (bool, error) {
+	row := q.db.QueryRow(ctx, sRIDKnown, srid)
+	var known bool
+	err := row.Scan(&known)
+	return known, err
+}
+
 const setJobStatus = `-- name: SetJobStatus :exec
 UPDATE jobs SET status = $1 WHERE job_id = $2
 `

@@ -48,3 +48,6 @@ WHERE source_bucket = @source_bucket AND source_key = @source_key
 SELECT coalesce(min(srid), 0)::int AS srid FROM spatial_ref_sys
 WHERE auth_name = 'EPSG'
   AND (srtext = @wkt OR split_part(split_part(srtext, '"', 2), '"', 1) = @name);
+
+-- name: SRIDKnown :one
+SELECT EXISTS (SELECT 1 FROM spatial_ref_sys WHERE srid = @srid::int) AS known;

@@ -1,0 +1,267 @@
+// Command geoingest ingests vector uploads (shapefiles, zipped shapefiles,
+// GeoJSON) into PostGIS exactly once in effect. main only wires: the
+// commands live one per file, each registered in commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/pgcluster"
+	"github.com/geoingest/geoingest/migrations"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m := NewMain()
+	os.Exit(m.Run(ctx, os.Args[1:]))
+}
+
+// command is one geoingest subcommand.
+type command struct {
+	name    string
+	summary string
+	// run executes the command. It returns an exitError for a specific
+	// exit status, errUsage for a usage error (exit 2), any other error
+	// for exit 1.
+	run func(ctx context.Context, m *Main, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// errUsage means the arguments were wrong; the flag package has already
+// said how.
+var errUsage = errors.New("usage")
+
+// exitError asks for a specific exit status without printing anything more.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// Main is the program: its I/O and environment, so that tests can drive it
+// end to end in-process.
+type Main struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	// Log is set up by setupLog from --log-format/--log-level.
+	Log *slog.Logger
+}
+
+// NewMain returns a Main on the process's standard streams and environment.
+func NewMain() *Main {
+	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+}
+
+// Run runs the command named by args[0] and returns the exit status.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		m.usage()
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(m.Stderr, "geoingest: unknown command %q\n\n", args[0])
+		m.usage()
+		return 2
+	}
+	err := c.run(ctx, m, args[1:])
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, &ee):
+		return int(ee)
+	default:
+		fmt.Fprintf(m.Stderr, "geoingest %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+func (m *Main) usage() {
+	fmt.Fprintln(m.Stderr, "geoingest: ingest vector uploads into PostGIS exactly once in effect.")
+	fmt.Fprintln(m.Stderr, "\nUsage: geoingest COMMAND [flags] [args]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(m.Stderr, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(m.Stderr, "\nRun 'geoingest COMMAND -h' for a command's flags.")
+}
+
+// flagSet returns a FlagSet for a command that writes its usage to
+// m.Stderr.
+func (m *Main) flagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("geoingest "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(m.Stderr, "Usage: geoingest %s %s\n\nFlags:\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args, mapping flag errors to errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}
+
+// envDefault returns the environment variable's value, or def.
+func (m *Main) envDefault(name, def string) string {
+	if v := m.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// dbFlags are the flags of every command that uses the database.
+type dbFlags struct {
+	databaseURL string
+	logFormat   string
+	logLevel    string
+}
+
+func (m *Main) addDBFlags(fs *flag.FlagSet, d *dbFlags) {
+	m.addDBFlagsLevel(fs, d, "warn")
+}
+
+// addDBFlagsLevel is addDBFlags with another default log level.
+func (m *Main) addDBFlagsLevel(fs *flag.FlagSet, d *dbFlags, level string) {
+	fs.StringVar(&d.databaseURL, "database-url", "",
+		"PostgreSQL connection string, libpq URL or keyword form (default $DATABASE_URL; when neither is set, a private local PostGIS cluster started on demand)")
+	fs.StringVar(&d.logFormat, "log-format", m.envDefault("GEOINGEST_LOG_FORMAT", "text"), "log format: text or json (env GEOINGEST_LOG_FORMAT)")
+	fs.StringVar(&d.logLevel, "log-level", m.envDefault("GEOINGEST_LOG_LEVEL", level), "log level: debug, info, warn, error, none (env GEOINGEST_LOG_LEVEL)")
+}
+
+// setupLog makes m.Log from the flags. Logs go to stderr.
+func (m *Main) setupLog(d *dbFlags) error {
+	var level slog.Level
+	if d.logLevel == "none" {
+		level = slog.LevelError + 100
+	} else if err := level.UnmarshalText([]byte(d.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch d.logFormat {
+	case "text":
+		m.Log = slog.New(slog.NewTextHandler(m.Stderr, opts))
+	case "json":
+		m.Log = slog.New(slog.NewJSONHandler(m.Stderr, opts))
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", d.logFormat)
+	}
+	return nil
+}
+
+// resolveDatabaseURL returns the database to use: the flag, else
+// $DATABASE_URL, else the embedded default cluster (started if needed).
+func (m *Main) resolveDatabaseURL(ctx context.Context, d *dbFlags) (string, error) {
+	if d.databaseURL != "" {
+		return d.databaseURL, nil
+	}
+	if u := m.Getenv("DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	dir := pgcluster.DefaultDir()
+	if h := m.Getenv("GEOINGEST_HOME"); h != "" {
+		dir = h + "/pgdata"
+	}
+	c, err := pgcluster.Start(ctx, dir, func(msg string) { fmt.Fprintln(m.Stderr, "geoingest: "+msg) })
+	if err != nil {
+		return "", fmt.Errorf("embedded database: %w", err)
+	}
+	if err := pgcluster.EnsureDatabase(ctx, c.URL("postgres"), "geoingest"); err != nil {
+		return "", fmt.Errorf("embedded database: %w", err)
+	}
+	return c.URL("geoingest"), nil
+}
+
+// openDB resolves the database, applies the migrations (under
+// golang-migrate's lock) and returns a pool.
+func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
+	url, err := m.resolveDatabaseURL(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := migrations.Up(url); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database url: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "geoingest"
+	if cfg.MaxConns < 8 {
+		cfg.MaxConns = 8
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(pctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return pool, nil
+}
+
+// paramFlags are the processing parameters of a job (see ingest.Params).
+type paramFlags struct {
+	target, pipelineVersion, invalid, nullGeom, wrongType, encoding string
+	sourceSRID                                                      int
+}
+
+func (m *Main) addParamFlags(fs *flag.FlagSet, p *paramFlags) {
+	fs.StringVar(&p.target, "target", "parcels", "target table: "+strings.Join(ingest.Targets, " or "))
+	fs.StringVar(&p.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion),
+		"pipeline version; a new version makes every job key new (the new-key backfill)")
+	fs.IntVar(&p.sourceSRID, "source-srid", 0, "EPSG code of the input's CRS, overriding the file's (needed when the file names none)")
+	fs.StringVar(&p.invalid, "invalid", ingest.PolicyRepair, "invalid polygons: repair (ST_MakeValid) or fail")
+	fs.StringVar(&p.nullGeom, "null-geometry", ingest.PolicySkip, "null or empty geometries: skip (counted) or fail")
+	fs.StringVar(&p.wrongType, "wrong-type", ingest.PolicySkip, "non-polygonal geometries: skip (counted) or fail")
+	fs.StringVar(&p.encoding, "encoding", "", "DBF text encoding when the file names none (default UTF-8)")
+}
+
+func (p *paramFlags) params() ingest.Params {
+	ps := ingest.DefaultParams(p.target)
+	ps.PipelineVersion = p.pipelineVersion
+	ps.SourceSRID = p.sourceSRID
+	ps.Invalid, ps.NullGeometry, ps.WrongType = p.invalid, p.nullGeom, p.wrongType
+	ps.DefaultEncoding = p.encoding
+	return ps
+}

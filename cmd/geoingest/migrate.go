@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/geoingest/geoingest/migrations"
+)
+
+func init() {
+	register(&command{name: "migrate", summary: "apply the database migrations", run: runMigrate})
+}
+
+func runMigrate(ctx context.Context, m *Main, args []string) error {
+	fs := m.flagSet("migrate", "[--database-url URL]")
+	var d dbFlags
+	m.addDBFlags(fs, &d)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	url, err := m.resolveDatabaseURL(ctx, &d)
+	if err != nil {
+		return err
+	}
+	v, err := migrations.Up(url)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "schema at version %d\n", v)
+	return nil
+}

@@ -1,0 +1,79 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/geoingest/geoingest/geomio"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Kind classifies an error by what the caller should do next.
+type Kind int
+
+const (
+	// Transient errors may go away on retry: leave the message for
+	// redelivery with backoff.
+	Transient Kind = iota
+	// Permanent errors will not: record the job as FAILED and dead-letter
+	// the message.
+	Permanent
+	// Precondition errors mean a conditional write (replace --if-match)
+	// found the source changed; nothing was written.
+	Precondition
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Permanent:
+		return "permanent"
+	case Precondition:
+		return "precondition"
+	default:
+		return "transient"
+	}
+}
+
+// Error is an ingest error with a Kind. Read it with errors.As or KindOf.
+type Error struct {
+	Kind Kind
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Permanentf returns a Permanent error.
+func Permanentf(format string, args ...any) error {
+	return &Error{Kind: Permanent, Err: fmt.Errorf(format, args...)}
+}
+
+// Transientf returns a Transient error.
+func Transientf(format string, args ...any) error {
+	return &Error{Kind: Transient, Err: fmt.Errorf(format, args...)}
+}
+
+// KindOf classifies err. An *Error reports its own Kind; a geomio input
+// error, or a PostgreSQL data exception (SQLSTATE class 22) raised by a
+// feature, is Permanent; everything else, database unavailability
+// included, is Transient.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	if geomio.IsInputError(err) {
+		return Permanent
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "22" {
+		return Permanent
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
+		return Transient
+	}
+	return Transient
+}

@@ -1,0 +1,126 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+)
+
+// LocalBucket is the source bucket of jobs made from local files.
+const LocalBucket = "file"
+
+// Source identifies one version of an uploaded object.
+type Source struct {
+	// Bucket is the bucket name, or LocalBucket for a local file.
+	Bucket string
+	// Key is the object key, already URL-decoded (or the cleaned absolute
+	// path of a local file).
+	Key string
+	// VersionToken changes whenever the bytes change: the S3 versionId,
+	// else the ETag without quotes; for a local file the SHA-256 of its
+	// bytes. A shapefile uploaded as loose objects has one token covering
+	// every part.
+	VersionToken string
+	// Order orders versions of the same source: newer versions compare
+	// greater as strings (see OrderFromSequencer, OrderFromTime). "" sorts
+	// first.
+	Order string
+}
+
+// String names the source as a URL: file:///path for a local file,
+// s3://bucket/key otherwise.
+func (s Source) String() string {
+	if s.Bucket == LocalBucket {
+		return "file://" + s.Key
+	}
+	return "s3://" + s.Bucket + "/" + s.Key
+}
+
+// Fetched is a job's input, downloaded to a local file.
+type Fetched struct {
+	// Path is the local file to open with geomio.Open (for a shapefile
+	// uploaded as loose parts, the .shp with its sidecars beside it).
+	Path string
+	// ContentHash is the SHA-256 (hex) of the bytes fetched, recorded in
+	// the ledger and compared when the write gate rejects a duplicate.
+	ContentHash string
+}
+
+// Fetcher downloads a job's input. Fetch writes into dir, which the caller
+// creates and removes. It must not return until the bytes are on local
+// disk, and must fail if the object is no longer the version the job names
+// (a changed object is a new version, not silent drift). Errors are
+// classified as in KindOf; a missing part of a shapefile set is Transient.
+type Fetcher interface {
+	Fetch(ctx context.Context, dir string) (Fetched, error)
+}
+
+// Job is one unit of work: one version of one source, processed with one
+// set of parameters.
+type Job struct {
+	// ID is the job key (see JobKey).
+	ID     string
+	Source Source
+	Params Params
+	Fetch  Fetcher
+}
+
+// NewJob makes a job and computes its key. Returns a Permanent error if the
+// parameters are invalid.
+func NewJob(src Source, p Params, f Fetcher) (Job, error) {
+	if err := p.Validate(); err != nil {
+		return Job{}, err
+	}
+	canon, err := CanonicalJSON(p.Map())
+	if err != nil {
+		return Job{}, &Error{Kind: Permanent, Err: err}
+	}
+	return Job{
+		ID:     jobKeyDecoded(src.Bucket, src.Key, src.VersionToken, canon),
+		Source: src,
+		Params: p,
+		Fetch:  f,
+	}, nil
+}
+
+// Outcome is what happened to one delivery of a job.
+type Outcome string
+
+const (
+	// Written: this delivery wrote the job's features.
+	Written Outcome = "written"
+	// AlreadyPresent: the write gate found the job committed already.
+	AlreadyPresent Outcome = "already-present"
+	// ClaimLost: another worker holds (or completed) the claim; nothing was
+	// downloaded.
+	ClaimLost Outcome = "claim-lost"
+	// Superseded: a newer version of the source is current; the job was
+	// committed with no features.
+	Superseded Outcome = "superseded"
+	// Failed: the job failed; Result.Err says why and whether it is
+	// permanent.
+	Failed Outcome = "failed"
+)
+
+// Duplicate reports whether the outcome is a duplicate stopped by a gate,
+// which is success: the message is acked.
+func (o Outcome) Duplicate() bool { return o == AlreadyPresent || o == ClaimLost }
+
+// Result reports one delivery of a job.
+type Result struct {
+	JobID    string
+	Source   string
+	Outcome  Outcome
+	Features int64
+	AreaM2   float64
+	// Replaced is the job whose generation this one replaced, if any.
+	Replaced string
+	// Err is set when Outcome is Failed.
+	Err error
+}
+
+func (r Result) String() string {
+	if r.Err != nil {
+		return fmt.Sprintf("%s %s: %s: %v", r.JobID, r.Source, r.Outcome, r.Err)
+	}
+	return fmt.Sprintf("%s %s: %s (%d features)", r.JobID, r.Source, r.Outcome, r.Features)
+}

@@ -1,0 +1,159 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// shapefileParts are the sidecars that belong to a shapefile's identity: a
+// change in any of them is a new version.
+var shapefileParts = []string{".shp", ".shx", ".dbf", ".prj", ".cpg"}
+
+// LocalSource describes a local file as a job source: bucket LocalBucket,
+// key the cleaned absolute path, version token the SHA-256 of its bytes
+// (for a .shp, of every part of the set in a fixed order), order its
+// modification time. It also returns the Fetcher that copies the file (or
+// set) into the job's directory and checks it has not changed since.
+func LocalSource(path string) (Source, Fetcher, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Source{}, nil, Permanentf("%s: %w", path, err)
+	}
+	abs = filepath.Clean(abs)
+	parts, err := localParts(abs)
+	if err != nil {
+		return Source{}, nil, err
+	}
+	token, err := hashFiles(parts)
+	if err != nil {
+		return Source{}, nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return Source{}, nil, Permanentf("%s: %w", path, err)
+	}
+	src := Source{Bucket: LocalBucket, Key: abs, VersionToken: token, Order: OrderFromTime(st.ModTime())}
+	return src, &localFetcher{parts: parts, token: token}, nil
+}
+
+// localParts returns the files that make up path: the file itself, or for a
+// .shp, the .shp and whichever sidecars exist beside it (matched
+// case-insensitively), sorted by extension order.
+func localParts(abs string) ([]string, error) {
+	if _, err := os.Stat(abs); err != nil {
+		return nil, Permanentf("%s: %w", abs, err)
+	}
+	if !strings.EqualFold(filepath.Ext(abs), ".shp") {
+		return []string{abs}, nil
+	}
+	dir, base := filepath.Dir(abs), strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, Transientf("%s: %w", dir, err)
+	}
+	var parts []string
+	for _, ext := range shapefileParts {
+		for _, e := range entries {
+			n := e.Name()
+			if strings.EqualFold(n, base+ext) {
+				parts = append(parts, filepath.Join(dir, n))
+				break
+			}
+		}
+	}
+	return parts, nil
+}
+
+// hashFiles returns the SHA-256 of the files' bytes; for several files, of
+// each file's extension and hash in turn, so that the token covers every
+// part.
+func hashFiles(paths []string) (string, error) {
+	if len(paths) == 1 {
+		return hashFile(paths[0], nil)
+	}
+	h := sha256.New()
+	for _, p := range paths {
+		sum, err := hashFile(p, nil)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %s\n", strings.ToLower(filepath.Ext(p)), sum)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashFile hashes path, copying it to w on the way when w is not nil.
+func hashFile(path string, w io.Writer) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", Permanentf("%s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	dst := io.Writer(h)
+	if w != nil {
+		dst = io.MultiWriter(h, w)
+	}
+	if _, err := io.Copy(dst, f); err != nil {
+		return "", Transientf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type localFetcher struct {
+	parts []string
+	token string
+}
+
+// Fetch copies the file (or shapefile set) into dir, hashing it on the way,
+// and fails with a Transient error if it changed since its key was made.
+func (l *localFetcher) Fetch(ctx context.Context, dir string) (Fetched, error) {
+	var copies []string
+	for _, p := range l.parts {
+		dst := filepath.Join(dir, filepath.Base(p))
+		out, err := os.Create(dst)
+		if err != nil {
+			return Fetched{}, Transientf("%s: %w", dst, err)
+		}
+		_, err = hashFile(p, out)
+		if cerr := out.Close(); err == nil && cerr != nil {
+			err = Transientf("%s: %w", dst, cerr)
+		}
+		if err != nil {
+			return Fetched{}, err
+		}
+		copies = append(copies, dst)
+	}
+	token, err := hashFiles(copies)
+	if err != nil {
+		return Fetched{}, err
+	}
+	if token != l.token {
+		return Fetched{}, Transientf("%s: file changed while being ingested; run it again as a new version", l.parts[0])
+	}
+	return Fetched{Path: filepath.Join(dir, filepath.Base(l.parts[0])), ContentHash: token}, nil
+}
+
+// OrderFromTime is an order token for a version known by its time: later
+// times compare greater.
+func OrderFromTime(t time.Time) string {
+	return "t" + t.UTC().Format("20060102T150405.000000000")
+}
+
+// OrderFromSequencer is an order token for an S3 event sequencer (hex,
+// comparable only for the same key): left-padded with zeros to 64 digits so
+// that longer sequencers compare correctly.
+func OrderFromSequencer(seq string) string {
+	seq = strings.ToUpper(seq)
+	if len(seq) < 64 {
+		seq = strings.Repeat("0", 64-len(seq)) + seq
+	}
+	return "s" + seq
+}

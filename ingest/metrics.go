@@ -1,0 +1,70 @@
+package ingest
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are geoingest's Prometheus instruments. The rejection paths
+// (claims lost, write-gate already-present, stolen leases) are counted so
+// that an idempotency layer that never rejects anything shows up as such.
+type Metrics struct {
+	EventsReceived       prometheus.Counter
+	EventsFiltered       *prometheus.CounterVec // reason
+	Claims               *prometheus.CounterVec // result: won, lost
+	WriteGate            *prometheus.CounterVec // result: written, already_present, superseded, retired
+	LeasesStolen         prometheus.Counter
+	PayloadMismatches    prometheus.Counter
+	JobsFailed           *prometheus.CounterVec // kind: permanent, transient, precondition
+	DeadLettered         prometheus.Counter
+	FeaturesWritten      prometheus.Counter
+	Downloads            prometheus.Counter
+	JobDuration          prometheus.Histogram
+	VisibilityExtensions prometheus.Counter
+}
+
+// NewMetrics creates the instruments and registers them with reg, which
+// may be nil (instruments that nobody scrapes).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		EventsReceived: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_events_received_total", Help: "Bucket events received from the queue."}),
+		EventsFiltered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geoingest_events_filtered_total", Help: "Events dropped by the trigger gate, by reason."}, []string{"reason"}),
+		Claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geoingest_claims_total", Help: "Claim gate outcomes (won, lost)."}, []string{"result"}),
+		WriteGate: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geoingest_write_gate_total", Help: "Write gate outcomes (written, already_present, superseded, retired)."}, []string{"result"}),
+		LeasesStolen: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_leases_stolen_total", Help: "Commits that found their claim taken over by another worker."}),
+		PayloadMismatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_payload_mismatches_total", Help: "Write-gate rejections whose content hash differs from the ledger's."}),
+		JobsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "geoingest_jobs_failed_total", Help: "Failed job attempts, by kind."}, []string{"kind"}),
+		DeadLettered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_messages_dead_lettered_total", Help: "Messages sent to the dead-letter queue."}),
+		FeaturesWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_features_written_total", Help: "Features written to feature tables."}),
+		Downloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_downloads_total", Help: "Objects downloaded (or local files copied) for a job."}),
+		JobDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "geoingest_job_duration_seconds", Help: "Wall time of a job from claim to outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12)}),
+		VisibilityExtensions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_visibility_extensions_total", Help: "Queue visibility timeouts extended for running jobs."}),
+	}
+	for _, r := range []string{"won", "lost"} {
+		m.Claims.WithLabelValues(r)
+	}
+	for _, r := range []string{"written", "already_present", "superseded", "retired"} {
+		m.WriteGate.WithLabelValues(r)
+	}
+	for _, k := range []string{"permanent", "transient", "precondition"} {
+		m.JobsFailed.WithLabelValues(k)
+	}
+	if reg != nil {
+		reg.MustRegister(m.EventsReceived, m.EventsFiltered, m.Claims, m.WriteGate, m.LeasesStolen,
+			m.PayloadMismatches, m.JobsFailed, m.DeadLettered, m.FeaturesWritten, m.Downloads,
+			m.JobDuration, m.VisibilityExtensions)
+	}
+	return m
+}

@@ -1,0 +1,408 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/ingest/internal/db"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/ewkb"
+)
+
+// Store is geoingest's PostGIS seam: the claim gate and the write gate.
+// All SQL it runs is compiled by sqlc from ingest/internal/db/query.
+type Store struct {
+	pool    *pgxpool.Pool
+	q       *db.Queries
+	log     *slog.Logger
+	metrics *Metrics
+
+	sridMu    sync.Mutex
+	sridKnown map[int]bool
+}
+
+// NewStore returns a Store on pool. metrics and log may be nil.
+func NewStore(pool *pgxpool.Pool, metrics *Metrics, log *slog.Logger) *Store {
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Store{pool: pool, q: db.New(pool), log: log, metrics: metrics, sridKnown: map[int]bool{}}
+}
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// ClaimResult is the outcome of the claim gate.
+type ClaimResult int
+
+const (
+	// ClaimWon: the caller holds the claim and must go on to the write gate.
+	ClaimWon ClaimResult = iota
+	// ClaimHeld: another worker holds a live lease.
+	ClaimHeld
+	// ClaimCommitted: the job is committed already.
+	ClaimCommitted
+)
+
+// Claim takes the claim gate for job on behalf of owner for lease. Unless
+// it returns ClaimWon, the caller must stop before downloading anything.
+func (s *Store) Claim(ctx context.Context, job Job, owner string, lease time.Duration) (ClaimResult, error) {
+	_, err := s.q.ClaimJob(ctx, db.ClaimJobParams{
+		JobID: job.ID, Owner: owner, LeaseSeconds: lease.Seconds(),
+		SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
+	})
+	if err == nil {
+		return ClaimWon, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return ClaimHeld, Transientf("claim %s: %w", job.ID, err)
+	}
+	c, err := s.q.GetClaim(ctx, job.ID)
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) { // released and removed meanwhile: let the queue retry
+			return ClaimHeld, nil
+		}
+		return ClaimHeld, Transientf("claim %s: %w", job.ID, err)
+	}
+	if c.State == "COMMITTED" {
+		return ClaimCommitted, nil
+	}
+	return ClaimHeld, nil
+}
+
+// Heartbeat extends owner's lease on job. It returns false when owner no
+// longer holds the claim (the lease expired and another worker took it).
+func (s *Store) Heartbeat(ctx context.Context, jobID, owner string, lease time.Duration) (bool, error) {
+	n, err := s.q.HeartbeatClaim(ctx, db.HeartbeatClaimParams{JobID: jobID, Owner: owner, LeaseSeconds: lease.Seconds()})
+	if err != nil {
+		return false, Transientf("heartbeat %s: %w", jobID, err)
+	}
+	return n == 1, nil
+}
+
+// Fail records a permanent failure of job with reason. A committed job is
+// never marked failed.
+func (s *Store) Fail(ctx context.Context, jobID, reason string) error {
+	return s.q.FailClaim(ctx, db.FailClaimParams{JobID: jobID, LastError: pgtype.Text{String: reason, Valid: true}})
+}
+
+// Release gives up owner's claim on job after a transient failure, so that
+// the next delivery can claim it at once.
+func (s *Store) Release(ctx context.Context, jobID, owner, reason string) error {
+	return s.q.ReleaseClaim(ctx, db.ReleaseClaimParams{
+		JobID: jobID, Owner: owner, LastError: pgtype.Text{String: reason, Valid: reason != ""}})
+}
+
+// ResolveCRS identifies a CRS given as WKT against PostGIS's
+// spatial_ref_sys: an exact match of the WKT, or of the name of its root
+// element. It returns 0 when nothing matches. It is geomio's
+// Options.ResolveCRS.
+func (s *Store) ResolveCRS(text string) (int, error) {
+	name := ""
+	if i := strings.IndexByte(text, '"'); i >= 0 {
+		if j := strings.IndexByte(text[i+1:], '"'); j >= 0 {
+			name = text[i+1 : i+1+j]
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srid, err := s.q.ResolveSRIDByWKT(ctx, db.ResolveSRIDByWKTParams{Wkt: pgtype.Text{String: text, Valid: true}, Name: pgtype.Text{String: name, Valid: true}})
+	return int(srid), err
+}
+
+func (s *Store) checkSRID(ctx context.Context, srid int) (bool, error) {
+	s.sridMu.Lock()
+	known, ok := s.sridKnown[srid]
+	s.sridMu.Unlock()
+	if ok {
+		return known, nil
+	}
+	known, err := s.q.SRIDKnown(ctx, int32(srid))
+	if err != nil {
+		return false, err
+	}
+	s.sridMu.Lock()
+	s.sridKnown[srid] = known
+	s.sridMu.Unlock()
+	return known, nil
+}
+
+// writeResult is what the write gate did.
+type writeResult struct {
+	outcome  Outcome
+	features int64
+	areaM2   float64
+	replaced string
+}
+
+// Write is the write gate. In one transaction it inserts the job's ledger
+// row with ON CONFLICT (job_id) DO NOTHING, takes the source's row lock,
+// replaces the source's current generation (or records the job as
+// superseded when a newer version is current), streams the features from r
+// through COPY, records counts and area, marks the claim COMMITTED and
+// commits. If the ledger insert touches no row the job was already written:
+// the transaction is rolled back and AlreadyPresent returned, unless the
+// ledger's content hash differs from contentHash, which is a Permanent
+// payload-mismatch error. If owner no longer holds the claim at commit, the
+// stolen lease is logged at ERROR and counted, and the write still commits:
+// the ledger row keeps it exactly once.
+//
+// r must read a local file: no network wait may happen inside the
+// transaction. A parse error part-way rolls everything back.
+func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reader, contentHash string) (writeResult, error) {
+	p := job.Params
+	params, err := CanonicalJSON(p.Map())
+	if err != nil {
+		return writeResult{}, &Error{Kind: Permanent, Err: err}
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return writeResult{}, Transientf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	q := s.q.WithTx(tx)
+
+	n, err := q.InsertJob(ctx, db.InsertJobParams{
+		JobID: job.ID, SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
+		VersionToken: job.Source.VersionToken, OrderToken: job.Source.Order, Params: params,
+		Pipeline: Pipeline, PipelineVersion: p.PipelineVersion, TargetTable: p.Target,
+		ContentHash: contentHash, SourceSrid: pgtype.Int4{Int32: int32(p.SourceSRID), Valid: p.SourceSRID != 0},
+	})
+	if err != nil {
+		return writeResult{}, fmt.Errorf("write gate: %w", err)
+	}
+	if n == 0 {
+		_ = tx.Rollback(ctx)
+		return s.alreadyPresent(ctx, job, contentHash)
+	}
+
+	srcKey := db.EnsureSourceParams{SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
+		TargetTable: p.Target, PipelineVersion: p.PipelineVersion}
+	if err := q.EnsureSource(ctx, srcKey); err != nil {
+		return writeResult{}, fmt.Errorf("source: %w", err)
+	}
+	src, err := q.LockSource(ctx, db.LockSourceParams(srcKey))
+	if err != nil {
+		return writeResult{}, fmt.Errorf("lock source: %w", err)
+	}
+	if p.Replaces != "" && src.CurrentJobID.String != p.Replaces {
+		cur := src.CurrentJobID.String
+		if cur == "" {
+			cur = "none"
+		}
+		return writeResult{}, &Error{Kind: Precondition, Err: fmt.Errorf(
+			"precondition failed: source %s current generation is %s, not %s", job.Source, cur, p.Replaces)}
+	}
+	res := writeResult{outcome: Written}
+	if src.CurrentJobID.Valid && src.CurrentOrder > job.Source.Order && p.Replaces == "" {
+		// A newer version is current: commit this one as superseded.
+		res.outcome = Superseded
+		if err := q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded"}); err != nil {
+			return writeResult{}, err
+		}
+	} else {
+		if src.CurrentJobID.Valid {
+			res.replaced = src.CurrentJobID.String
+			if err := s.deleteFeatures(ctx, q, p.Target, res.replaced); err != nil {
+				return writeResult{}, err
+			}
+			if err := q.SetJobStatus(ctx, db.SetJobStatusParams{JobID: res.replaced, Status: "replaced"}); err != nil {
+				return writeResult{}, err
+			}
+		}
+		if err := s.copyFeatures(ctx, tx, q, job, r, &res); err != nil {
+			return writeResult{}, err
+		}
+		if err := q.SetSourceCurrent(ctx, db.SetSourceCurrentParams{
+			CurrentJobID: pgtype.Text{String: job.ID, Valid: true}, CurrentOrder: job.Source.Order,
+			SourceBucket: srcKey.SourceBucket, SourceKey: srcKey.SourceKey,
+			TargetTable: srcKey.TargetTable, PipelineVersion: srcKey.PipelineVersion,
+		}); err != nil {
+			return writeResult{}, err
+		}
+	}
+
+	owned, err := q.CommitClaimOwned(ctx, db.CommitClaimOwnedParams{JobID: job.ID, Owner: owner})
+	if err != nil {
+		return writeResult{}, err
+	}
+	if owned == 0 {
+		s.metrics.LeasesStolen.Inc()
+		s.log.Error("stolen lease: another worker took over this job's claim; the write gate keeps it exactly once",
+			"job", job.ID, "source", job.Source.String(), "owner", owner)
+		if err := q.CommitClaimForce(ctx, db.CommitClaimForceParams{JobID: job.ID, Owner: owner,
+			SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key}); err != nil {
+			return writeResult{}, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return writeResult{}, Transientf("commit: %w", err)
+	}
+	return res, nil
+}
+
+// alreadyPresent handles a write-gate rejection: a duplicate, unless the
+// payload differs.
+func (s *Store) alreadyPresent(ctx context.Context, job Job, contentHash string) (writeResult, error) {
+	prev, err := s.q.GetJob(ctx, job.ID)
+	if err != nil {
+		return writeResult{}, Transientf("read ledger: %w", err)
+	}
+	if prev.ContentHash != contentHash {
+		s.metrics.PayloadMismatches.Inc()
+		s.log.Error("payload mismatch: the ledger holds this job key with other content",
+			"job", job.ID, "source", job.Source.String(), "ledger_hash", prev.ContentHash, "content_hash", contentHash)
+		return writeResult{}, Permanentf("payload mismatch: job %s is committed with content %s, this delivery has %s (key collision or non-deterministic source)",
+			job.ID, prev.ContentHash, contentHash)
+	}
+	return writeResult{outcome: AlreadyPresent, features: prev.FeatureCount, areaM2: prev.TotalAreaM2}, nil
+}
+
+func (s *Store) deleteFeatures(ctx context.Context, q *db.Queries, target, jobID string) error {
+	var err error
+	switch target {
+	case "parcels":
+		_, err = q.DeleteParcelsByJob(ctx, jobID)
+	case "admin_units":
+		_, err = q.DeleteAdminUnitsByJob(ctx, jobID)
+	default:
+		err = Permanentf("unknown target table %q", target)
+	}
+	return err
+}
+
+// copyFeatures streams r into the staging table, normalises the staged
+// features into the target table and records the counts on the job.
+func (s *Store) copyFeatures(ctx context.Context, tx pgx.Tx, q *db.Queries, job Job, r geomio.Reader, res *writeResult) error {
+	if err := q.CreateStaging(ctx); err != nil {
+		return err
+	}
+	rows := &featureRows{ctx: ctx, r: r, p: job.Params, store: s}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"geoingest_staging"},
+		[]string{"feature_index", "layer", "properties", "wkb"}, rows)
+	if rows.err != nil {
+		return rows.err // the reader's error, with its classification
+	}
+	if err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	repair := job.Params.Invalid == PolicyRepair
+	var written, repaired, collapsed int64
+	var area float64
+	switch job.Params.Target {
+	case "parcels":
+		row, err := q.InsertParcelsFromStaging(ctx, db.InsertParcelsFromStagingParams{Repair: repair, JobID: job.ID})
+		if err != nil {
+			return fmt.Errorf("normalise features: %w", err)
+		}
+		written, area, repaired, collapsed = row.Written, row.AreaM2, row.Repaired, row.Collapsed
+	case "admin_units":
+		row, err := q.InsertAdminUnitsFromStaging(ctx, db.InsertAdminUnitsFromStagingParams{Repair: repair, JobID: job.ID})
+		if err != nil {
+			return fmt.Errorf("normalise features: %w", err)
+		}
+		written, area, repaired, collapsed = row.Written, row.AreaM2, row.Repaired, row.Collapsed
+	}
+	if collapsed > 0 && job.Params.NullGeometry == PolicyFail {
+		return Permanentf("%d features have no polygonal area left after repair", collapsed)
+	}
+	res.features, res.areaM2 = written, area
+	s.metrics.FeaturesWritten.Add(float64(written))
+	return q.FinishJob(ctx, db.FinishJobParams{
+		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area,
+		Encoding: r.Layer().Encoding, SkippedNull: rows.skippedNull + collapsed,
+		SkippedType: rows.skippedType, RepairedInvalid: repaired,
+	})
+}
+
+// featureRows adapts a geomio.Reader to pgx.CopyFromSource, applying the
+// null-geometry and wrong-type policies and checking that every geometry
+// has a known CRS. It holds one feature at a time.
+type featureRows struct {
+	ctx   context.Context
+	r     geomio.Reader
+	p     Params
+	store *Store
+	vals  [4]any
+	buf   []byte
+	err   error
+
+	skippedNull, skippedType int64
+}
+
+func (f *featureRows) Next() bool {
+	for f.r.Next() {
+		ft := f.r.Feature()
+		if ft.Geom == nil || ft.Geom.Empty() {
+			if f.p.NullGeometry == PolicyFail {
+				f.err = Permanentf("feature %d: null or empty geometry (null-geometry policy is fail)", ft.Index)
+				return false
+			}
+			f.skippedNull++
+			continue
+		}
+		g := ft.Geom
+		switch t := g.(type) {
+		case *geom.MultiPolygon:
+		case *geom.Polygon:
+			mp := geom.NewMultiPolygon(geom.XY).SetSRID(t.SRID())
+			if err := mp.Push(t); err != nil {
+				f.err = Permanentf("feature %d: %w", ft.Index, err)
+				return false
+			}
+			g = mp
+		default:
+			if f.p.WrongType == PolicyFail {
+				f.err = Permanentf("feature %d: %T is not polygonal (wrong-type policy is fail)", ft.Index, g)
+				return false
+			}
+			f.skippedType++
+			continue
+		}
+		srid := g.SRID()
+		if srid == 0 {
+			f.err = Permanentf("layer %q: unknown CRS (no .prj or crs member that names one); give the source SRID (--source-srid) if you know it", ft.Layer)
+			return false
+		}
+		known, err := f.store.checkSRID(f.ctx, srid)
+		if err != nil {
+			f.err = Transientf("check srid: %w", err)
+			return false
+		}
+		if !known {
+			f.err = Permanentf("layer %q: EPSG:%d is not a CRS that PostGIS knows (spatial_ref_sys)", ft.Layer, srid)
+			return false
+		}
+		wkb, err := ewkb.Marshal(g, ewkb.NDR)
+		if err != nil {
+			f.err = Permanentf("feature %d: encode geometry: %w", ft.Index, err)
+			return false
+		}
+		props := ft.Properties
+		if len(props) == 0 {
+			props = []byte("{}")
+		}
+		f.vals = [4]any{ft.Index, ft.Layer, string(props), wkb}
+		return true
+	}
+	if err := f.r.Err(); err != nil {
+		f.err = err
+	}
+	return false
+}
+
+func (f *featureRows) Values() ([]any, error) { return f.vals[:], nil }
+
+func (f *featureRows) Err() error { return f.err }
