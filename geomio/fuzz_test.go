@@ -1,0 +1,135 @@
+package geomio
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Fuzz targets: every parser must return features or an *Error for any
+// input, never panic, hang or return a non-input error.
+
+// drain reads r to the end, failing the fuzz run on a non-input error.
+func fuzzDrain(t *testing.T, path string, opts Options) {
+	r, err := Open(path, opts)
+	if err != nil {
+		if !IsInputError(err) {
+			t.Fatalf("open: non-input error %T: %v", err, err)
+		}
+		return
+	}
+	for r.Next() {
+		f := r.Feature()
+		if f.Properties == nil {
+			t.Fatal("nil properties")
+		}
+	}
+	if err := r.Err(); err != nil && !IsInputError(err) {
+		t.Fatalf("next: non-input error %T: %v", err, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
+func addCorpusFiles(f *testing.F, glob string) {
+	matches, _ := filepath.Glob(filepath.Join(corpusDir, glob))
+	for _, m := range matches {
+		if b, err := os.ReadFile(m); err == nil && len(b) < 200<<10 {
+			f.Add(b)
+		}
+	}
+}
+
+var fuzzLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100}
+
+func FuzzGeoJSON(f *testing.F) {
+	addCorpusFiles(f, "*/*.json")
+	addCorpusFiles(f, "*/*.geojson")
+	f.Add([]byte(`{"type":"FeatureCollection","features":[],"crs":{"type":"name","properties":{"name":"EPSG:2154"}}}`))
+	f.Add([]byte(`{"type":"GeometryCollection","geometries":[{"type":"Point","coordinates":[1,2]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "f.geojson")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fuzzDrain(t, p, Options{Limits: fuzzLimits})
+	})
+}
+
+func FuzzGeoJSONSeq(f *testing.F) {
+	f.Add([]byte("{\"type\":\"Feature\",\"properties\":{\"a\":1},\"geometry\":{\"type\":\"Point\",\"coordinates\":[1,2]}}\n\x1e{\"type\":\"Point\",\"coordinates\":[3,4]}\n"))
+	f.Add([]byte("\x1e{\"type\":\"Feature\",\"geometry\":null}\r\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "f.geojsonl")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fuzzDrain(t, p, Options{Limits: fuzzLimits})
+	})
+}
+
+// FuzzShapefile fuzzes the .shp bytes against a fixed .dbf with enough
+// records.
+func FuzzShapefile(f *testing.F) {
+	addCorpusFiles(f, "*/*.shp")
+	dbf := makeDBF(0, []dbfCol{{"ID", 'N', 4, 0}}, func() [][]string {
+		r := make([][]string, 64)
+		for i := range r {
+			r[i] = []string{"1"}
+		}
+		return r
+	}())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "f.shp"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f.dbf"), dbf, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fuzzDrain(t, filepath.Join(dir, "f.shp"), Options{Limits: fuzzLimits})
+	})
+}
+
+// FuzzDBF fuzzes the .dbf bytes (and a .cpg) against a fixed .shp.
+func FuzzDBF(f *testing.F) {
+	addCorpusFiles(f, "*/*.dbf")
+	shpBytes := makeSHP(make([][2]float64, 64))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "f.shp"), shpBytes, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f.dbf"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fuzzDrain(t, filepath.Join(dir, "f.shp"), Options{Limits: fuzzLimits})
+	})
+}
+
+func FuzzZip(f *testing.F) {
+	addCorpusFiles(f, "*/*.zip")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "f.zip")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fuzzDrain(t, p, Options{Limits: fuzzLimits})
+	})
+}
+
+func FuzzPRJ(f *testing.F) {
+	matches, _ := filepath.Glob(filepath.Join(corpusDir, "*/*.prj"))
+	for _, m := range matches {
+		if b, err := os.ReadFile(m); err == nil {
+			f.Add(string(b))
+		}
+	}
+	f.Add(`PROJCRS["x",ID["EPSG",2193]]`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if code := identifyPRJ(s); code < 0 {
+			t.Fatalf("negative code %d", code)
+		}
+	})
+}
