@@ -28,6 +28,12 @@ type Store struct {
 
 	sridMu    sync.Mutex
 	sridKnown map[int]bool
+
+	// BeforeCommit, when set, is called inside the write-gate transaction
+	// after the features and ledger are written and just before COMMIT.
+	// It exists for fault-injection tests (a worker killed between COPY and
+	// COMMIT); production code leaves it nil.
+	BeforeCommit func(jobID string)
 }
 
 // NewStore returns a Store on pool. metrics and log may be nil.
@@ -246,6 +252,9 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 			SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key}); err != nil {
 			return writeResult{}, err
 		}
+	}
+	if s.BeforeCommit != nil {
+		s.BeforeCommit(job.ID)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return writeResult{}, Transientf("commit: %w", err)

@@ -40,6 +40,7 @@ func Up(databaseURL string) (uint, error) {
 	if err != nil {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}
+	defer m.Close() // releases the driver's connection
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}

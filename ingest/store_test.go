@@ -1,0 +1,302 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+const epinay = "../testdata/corpus/epinay_cadastre_parcels/cadastre-91216-parcelles.json"
+
+type bundle struct {
+	pool    *pgxpool.Pool
+	svc     *Service
+	metrics *Metrics
+	logs    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// setup gives a test its own database and a Service on it.
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	url := pgtest.NewDB(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 40
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	metrics := NewMetrics(prometheus.NewRegistry())
+	return &bundle{pool: pool, metrics: metrics, logs: logs, svc: newTestService(pool, metrics, log)}
+}
+
+func newTestService(pool *pgxpool.Pool, metrics *Metrics, log *slog.Logger) *Service {
+	svc := NewService(NewStore(pool, metrics, log), metrics, log)
+	svc.Lease = time.Minute
+	return svc
+}
+
+func localJob(t *testing.T, path string, p Params) Job {
+	t.Helper()
+	src, f, err := LocalSource(path)
+	require.NoError(t, err)
+	job, err := NewJob(src, p, f)
+	require.NoError(t, err)
+	return job
+}
+
+// tableState is what a duplicate must not change.
+type tableState struct {
+	Jobs, Parcels int64
+	Area          float64
+	MaxID         int64
+}
+
+func state(t *testing.T, pool *pgxpool.Pool) tableState {
+	t.Helper()
+	var s tableState
+	require.NoError(t, pool.QueryRow(context.Background(), `
+		SELECT (SELECT count(*) FROM jobs), count(*), coalesce(sum(ST_Area(geom::geography)), 0), coalesce(max(id), 0)
+		FROM parcels`).Scan(&s.Jobs, &s.Parcels, &s.Area, &s.MaxID))
+	return s
+}
+
+func TestIngestEpinayExactlyOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	job := localJob(t, epinay, DefaultParams("parcels"))
+
+	res := b.svc.Run(ctx, job)
+	require.NoError(t, res.Err)
+	require.Equal(t, Written, res.Outcome)
+	require.EqualValues(t, 4241, res.Features)
+
+	after := state(t, b.pool)
+	require.EqualValues(t, 1, after.Jobs)
+	require.EqualValues(t, 4241, after.Parcels)
+	require.InDelta(t, 3836490, after.Area, 1.0, "corpus oracle: SUM(ST_Area(geom::geography))")
+
+	var ledgerCount int64
+	var ledgerArea float64
+	var claimState string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT feature_count, total_area_m2, c.state FROM jobs j JOIN claims c USING (job_id) WHERE job_id = $1`, job.ID).
+		Scan(&ledgerCount, &ledgerArea, &claimState))
+	require.EqualValues(t, 4241, ledgerCount)
+	require.InDelta(t, after.Area, ledgerArea, 1e-6)
+	require.Equal(t, "COMMITTED", claimState)
+
+	// A second and third delivery change nothing.
+	for i := 0; i < 2; i++ {
+		again := b.svc.Run(ctx, localJob(t, epinay, DefaultParams("parcels")))
+		require.NoError(t, again.Err)
+		require.Equal(t, AlreadyPresent, again.Outcome)
+		require.Equal(t, job.ID, again.JobID)
+		require.Equal(t, after, state(t, b.pool))
+	}
+	require.Equal(t, 2.0, testutil.ToFloat64(b.metrics.Claims.WithLabelValues("lost")))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Downloads), "duplicates stopped at the claim gate download nothing")
+}
+
+func TestSixteenConcurrentIngests(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 16
+	results := make([]Result, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// Each goroutine is its own worker, with its own owner id.
+			svc := newTestService(b.pool, b.metrics, b.svc.Log)
+			job := localJob(t, epinay, DefaultParams("parcels"))
+			<-start
+			results[i] = svc.Run(ctx, job)
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	counts := map[Outcome]int{}
+	for _, r := range results {
+		require.NoError(t, r.Err)
+		counts[r.Outcome]++
+	}
+	require.Equal(t, 1, counts[Written], "%v", counts)
+	require.Equal(t, n-1, counts[AlreadyPresent]+counts[ClaimLost], "%v", counts)
+	s := state(t, b.pool)
+	require.EqualValues(t, 1, s.Jobs)
+	require.EqualValues(t, 4241, s.Parcels)
+}
+
+// TestWriteGateStopsConcurrentDuplicate bypasses the claim gate (two workers
+// both believe they hold the claim) to show that the write gate alone keeps
+// the job exactly once: the loser blocks on the ledger's unique index and
+// then reports already-present.
+func TestWriteGateStopsConcurrentDuplicate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 6
+	var wg sync.WaitGroup
+	outcomes := make([]Outcome, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			job := localJob(t, epinay, DefaultParams("parcels"))
+			f, err := job.Fetch.Fetch(ctx, t.TempDir())
+			require.NoError(t, err)
+			r, err := openLocal(f.Path)
+			require.NoError(t, err)
+			defer r.Close()
+			wr, err := b.svc.Store.Write(ctx, job, "worker", r, f.ContentHash)
+			require.NoError(t, err)
+			outcomes[i] = wr.outcome
+		}(i)
+	}
+	wg.Wait()
+	written := 0
+	for _, o := range outcomes {
+		if o == Written {
+			written++
+		} else {
+			require.Equal(t, AlreadyPresent, o)
+		}
+	}
+	require.Equal(t, 1, written)
+	require.EqualValues(t, 4241, state(t, b.pool).Parcels)
+}
+
+// TestStolenLease: worker A's lease expires mid-job (no heartbeat); worker B
+// takes the claim over; A commits first and detects the stolen lease; B is
+// then stopped at the write gate. The features land exactly once.
+func TestStolenLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+
+	a := newTestService(b.pool, b.metrics, b.svc.Log)
+	a.Lease, a.noHeartbeat = 500*time.Millisecond, true
+	bw := newTestService(b.pool, b.metrics, b.svc.Log)
+
+	aReady, bClaimed, aDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	a.beforeWrite = func(Job) {
+		close(aReady)
+		<-bClaimed // B has taken over our expired lease
+	}
+	bw.beforeWrite = func(Job) {
+		close(bClaimed)
+		<-aDone // let A commit first
+	}
+	var resA, resB Result
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		resA = a.Run(ctx, localJob(t, epinay, DefaultParams("parcels")))
+		close(aDone)
+	}()
+	go func() {
+		defer wg.Done()
+		<-aReady
+		for { // wait for A's lease to expire, then claim
+			time.Sleep(200 * time.Millisecond)
+			job := localJob(t, epinay, DefaultParams("parcels"))
+			if c, err := bw.Store.Claim(ctx, job, "probe", time.Millisecond); err == nil && c == ClaimWon {
+				// The probe claim expires at once; B's real Run claims next.
+				time.Sleep(5 * time.Millisecond)
+				resB = bw.Run(ctx, job)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	require.NoError(t, resA.Err)
+	require.NoError(t, resB.Err)
+	require.Equal(t, Written, resA.Outcome)
+	require.Equal(t, AlreadyPresent, resB.Outcome)
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.LeasesStolen))
+	require.Contains(t, b.logs.String(), `"level":"ERROR","msg":"stolen lease`)
+	s := state(t, b.pool)
+	require.EqualValues(t, 1, s.Jobs)
+	require.EqualValues(t, 4241, s.Parcels)
+	var claimState string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT state FROM claims`).Scan(&claimState))
+	require.Equal(t, "COMMITTED", claimState)
+}
+
+func TestMalformedGeoJSONFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "broken.geojson")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"a":1},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}},
+{"type":"Feature","properties":{"a":2},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,`), 0o644))
+	job := localJob(t, bad, DefaultParams("parcels"))
+	res := b.svc.Run(ctx, job)
+	require.Equal(t, Failed, res.Outcome)
+	require.Equal(t, Permanent, KindOf(res.Err))
+	require.Contains(t, res.Err.Error(), "file://"+bad, "the error names the file")
+
+	var st, reason string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT state, last_error FROM claims WHERE job_id = $1`, job.ID).Scan(&st, &reason))
+	require.Equal(t, "FAILED", st)
+	require.Equal(t, res.Err.Error(), reason)
+	s := state(t, b.pool)
+	require.Zero(t, s.Jobs, "no ledger row: the first feature was rolled back with the rest")
+	require.Zero(t, s.Parcels)
+}
+
+func TestUnknownCRSFailsUnlessSourceSRIDGiven(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	// A shapefile without .prj in lon/lat: the reader must not guess.
+	shp := "../testdata/corpus/blockgroups_noprj/blockgroups.shp"
+	res := b.svc.Run(ctx, localJob(t, shp, DefaultParams("parcels")))
+	require.Equal(t, Failed, res.Outcome)
+	require.Contains(t, res.Err.Error(), "unknown CRS")
+	require.Zero(t, state(t, b.pool).Parcels)
+
+	p := DefaultParams("parcels")
+	p.SourceSRID = 4326
+	res = b.svc.Run(ctx, localJob(t, shp, p))
+	require.NoError(t, res.Err)
+	require.EqualValues(t, 663, res.Features)
+	require.Less(t, math.Abs(res.AreaM2-166117573)/166117573, 1e-4)
+}
