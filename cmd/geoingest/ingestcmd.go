@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -55,7 +56,16 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	defer pool.Close()
 	metrics := ingest.NewMetrics(nil)
-	svc := ingest.NewService(ingest.NewStore(pool, metrics, m.Log), metrics, m.Log)
+	store := ingest.NewStore(pool, metrics, m.Log)
+	if marker := m.Getenv("GEOINGEST_FAULT_PAUSE_BEFORE_COMMIT"); marker != "" {
+		// Fault injection for tests: stop inside the write-gate
+		// transaction, after COPY and before COMMIT, until killed.
+		store.BeforeCommit = func(string) {
+			_ = os.WriteFile(marker, []byte("paused\n"), 0o644)
+			<-ctx.Done()
+		}
+	}
+	svc := ingest.NewService(store, metrics, m.Log)
 	svc.Lease = *lease
 
 	failed := 0

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// binary is the geoingest binary built once for tests that need separate
+// processes.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "geoingest-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "geoingest")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		panic("go build: " + err.Error() + "\n" + string(out))
+	}
+	defer os.RemoveAll(dir)
+	pgtest.Main(m)
+}
+
+// run drives Main in-process and returns the exit status, stdout and stderr.
+func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	m := NewMain()
+	m.Stdout, m.Stderr = &stdout, &stderr
+	m.Getenv = func(k string) string { return env[k] }
+	code := m.Run(context.Background(), args)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestKeyReproducesVectors(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../testdata/jobkey_vectors.json")
+	require.NoError(t, err)
+	var vs []struct {
+		Name         string          `json:"name"`
+		Bucket       string          `json:"bucket"`
+		RawKey       string          `json:"raw_key"`
+		VersionToken string          `json:"version_token"`
+		Params       json.RawMessage `json:"params"`
+		JobKey       string          `json:"job_key"`
+	}
+	require.NoError(t, json.Unmarshal(data, &vs))
+	require.NotEmpty(t, vs)
+	for _, v := range vs {
+		code, out, errOut := run(t, nil, "key", "--bucket", v.Bucket, "--key", v.RawKey, "--version", v.VersionToken, "--params", string(v.Params))
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, v.JobKey+"\n", out, v.Name)
+	}
+}
+
+func TestKeyUsage(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := run(t, nil, "key", "--bucket", "b")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "Usage: geoingest key")
+	code, _, errOut = run(t, nil, "key", "--bucket", "b", "--key", "k", "--version", "v", "--params", "[1]")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "params")
+}
+
+type line struct {
+	JobID    string  `json:"job_id"`
+	Source   string  `json:"source"`
+	Outcome  string  `json:"outcome"`
+	Features int64   `json:"features"`
+	AreaM2   float64 `json:"area_m2"`
+	Error    string  `json:"error"`
+}
+
+func parseLines(t *testing.T, out string) []line {
+	t.Helper()
+	var ls []line
+	for _, s := range strings.Split(strings.TrimSpace(out), "\n") {
+		var l line
+		require.NoError(t, json.Unmarshal([]byte(s), &l), s)
+		ls = append(ls, l)
+	}
+	return ls
+}
