@@ -415,3 +415,24 @@ func (f *featureRows) Next() bool {
 func (f *featureRows) Values() ([]any, error) { return f.vals[:], nil }
 
 func (f *featureRows) Err() error { return f.err }
+
+// TableSummary is what a feature table holds of current generations.
+type TableSummary struct {
+	Target   string
+	Features int64
+	Jobs     int64
+	AreaM2   float64
+}
+
+// Summary reports each feature table's current rows, jobs and area.
+func (s *Store) Summary(ctx context.Context) ([]TableSummary, error) {
+	rows, err := s.q.TableSummary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TableSummary, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, TableSummary{Target: r.TargetTable, Features: r.Features, Jobs: r.Jobs, AreaM2: r.AreaM2})
+	}
+	return out, nil
+}
