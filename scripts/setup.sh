@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs what geoingest and its tests need on a Debian/Ubuntu machine, if
+# missing: PostgreSQL + PostGIS (the embedded default and the test helper
+# run a private cluster with them), and with --test also the test servers
+# (fauxqs, an SQS-compatible server, from npm; versitygw, an S3 server) and
+# sqlc for the generated-code check. Idempotent: a second run installs
+# nothing.
+set -euo pipefail
+
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+sudo_cmd() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "setup: need root (or sudo) to run: $*" >&2; exit 1; fi
+}
+
+apt_pkgs=()
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)
+if [ -z "$pg_bin" ] || ! ls /usr/share/postgresql/*/extension/postgis.control >/dev/null 2>&1; then
+  apt_pkgs+=(postgresql-15-postgis-3)
+fi
+if [ "$want_test" = 1 ] && ! command -v npm >/dev/null; then
+  apt_pkgs+=(nodejs npm)
+fi
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
+  echo "setup: installing ${apt_pkgs[*]}" >&2
+  sudo_cmd apt-get update -qq
+  sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_pkgs[@]}" >/dev/null
+fi
+# Debian's package starts a cluster of its own on port 5432; geoingest does
+# not use it (it runs a private cluster on a Unix socket), so leave it be.
+
+if [ "$want_test" = 1 ]; then
+  cache="${GEOINGEST_TEST_CACHE:-$HOME/.cache/geoingest-test}"
+  mkdir -p "$cache"
+  if [ ! -x "$cache/node_modules/.bin/fauxqs" ]; then
+    echo "setup: installing fauxqs@1.9.2 into $cache" >&2
+    npm install --silent --no-audit --no-fund --prefix "$cache" fauxqs@1.9.2 >/dev/null
+  fi
+  gobin="$(go env GOPATH)/bin"
+  if [ ! -x "$gobin/versitygw" ]; then
+    echo "setup: installing versitygw v1.8.0" >&2
+    GOFLAGS= go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+  fi
+  if [ ! -x "$gobin/sqlc" ]; then
+    echo "setup: installing sqlc v1.31.1" >&2
+    GOFLAGS= go install github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+  fi
+fi

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The README's second command: installs what the tests need if missing,
+# checks formatting, vet and that the sqlc-generated code is current, then
+# runs every test against real servers (a private PostGIS cluster, fauxqs,
+# an S3 server) that the tests start themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --test
+export PATH="$(go env GOPATH)/bin:$PATH"
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1; fi
+go vet ./...
+if ! sqlc diff >/dev/null 2>&1; then
+  echo "sqlc-generated code is stale: run 'sqlc generate' and commit the result" >&2
+  sqlc diff >&2 || true
+  exit 1
+fi
+go test -timeout 20m "$@" ./...
