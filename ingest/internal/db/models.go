@@ -30,6 +30,26 @@ type Claim struct {
 	UpdatedAt    pgtype.Timestamptz
 }
 
+type GeoingestCurrentAdminUnit struct {
+	ID              int64
+	JobID           string
+	FeatureIndex    int64
+	Layer           string
+	Properties      []byte
+	Geom            interface{}
+	PipelineVersion string
+}
+
+type GeoingestCurrentParcel struct {
+	ID              int64
+	JobID           string
+	FeatureIndex    int64
+	Layer           string
+	Properties      []byte
+	Geom            interface{}
+	PipelineVersion string
+}
+
 type GeoingestStaging struct {
 	FeatureIndex int64
 	Layer        string
