@@ -1,0 +1,148 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// AreaTolerance is the relative tolerance within which the area a job's
+// ledger row records must equal the area its feature rows hold. Both are
+// sums of the same ST_Area values, in different orders.
+const AreaTolerance = 1e-9
+
+// Verification is what Verify checked and what it found.
+type Verification struct {
+	// What was looked at.
+	Jobs, CurrentJobs, Sources, Claims, Parcels, AdminUnits int64
+	// Problems, ordered by job id then check. Empty when the database is
+	// consistent.
+	Problems []Problem
+}
+
+// Problem is one inconsistency found by Verify.
+type Problem struct {
+	// JobID is the offending job (for a stray feature row, the job id the
+	// row carries).
+	JobID string
+	// Check names the check that failed: "feature count", "area",
+	// "stray features", "sources", "claims".
+	Check string
+	// Detail says what differs.
+	Detail string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s  %s: %s", p.JobID, p.Check, p.Detail) }
+
+// OK reports whether no problem was found.
+func (v *Verification) OK() bool { return len(v.Problems) == 0 }
+
+// OffendingJobs returns the distinct offending job ids, sorted.
+func (v *Verification) OffendingJobs() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range v.Problems {
+		if !seen[p.JobID] {
+			seen[p.JobID] = true
+			out = append(out, p.JobID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Verify reconciles the database from its own contents, proving that every
+// committed job's features are present exactly once:
+//
+//   - for every current job, the ledger's feature_count equals the number
+//     of rows its target table holds for the job, and total_area_m2 their
+//     area on the spheroid within AreaTolerance (relative);
+//   - no feature row belongs to a job that is missing from the ledger, not
+//     current, or aimed at the other table;
+//   - no source has two current jobs, every current job is its source's
+//     current_job_id and every current_job_id is a current job of that
+//     source;
+//   - every ledger job has a COMMITTED claim, and no COMMITTED claim lacks
+//     a ledger row.
+//
+// It only reads. Inconsistencies come back as Problems with a nil error;
+// the error is Transient when the database could not be read.
+func (s *Store) Verify(ctx context.Context) (*Verification, error) {
+	v := &Verification{}
+	counts, err := s.q.VerifyCounts(ctx)
+	if err != nil {
+		return nil, Transientf("verify: %w", err)
+	}
+	v.Jobs, v.CurrentJobs, v.Sources, v.Claims = counts.Jobs, counts.CurrentJobs, counts.Sources, counts.Claims
+	v.Parcels, v.AdminUnits = counts.Parcels, counts.AdminUnits
+
+	jobs, err := s.q.VerifyCurrentJobs(ctx)
+	if err != nil {
+		return nil, Transientf("verify jobs: %w", err)
+	}
+	for _, j := range jobs {
+		if j.LedgerCount != j.HeldCount {
+			v.add(j.JobID, "feature count", fmt.Sprintf("ledger records %d features, %s holds %d for the job (%s)",
+				j.LedgerCount, j.TargetTable, j.HeldCount, sourceURL(j.SourceBucket, j.SourceKey)))
+		}
+		if !areaEqual(j.LedgerAreaM2, j.HeldAreaM2) {
+			v.add(j.JobID, "area", fmt.Sprintf("ledger records %.3f m², %s holds %.3f m² for the job (relative difference %.3g)",
+				j.LedgerAreaM2, j.TargetTable, j.HeldAreaM2, relDiff(j.LedgerAreaM2, j.HeldAreaM2)))
+		}
+	}
+
+	stray, err := s.q.VerifyStrayFeatures(ctx)
+	if err != nil {
+		return nil, Transientf("verify features: %w", err)
+	}
+	for _, f := range stray {
+		why := "whose job is not in the ledger"
+		if f.JobStatus != "" {
+			why = fmt.Sprintf("whose job is %s, not current (or targets the other table)", f.JobStatus)
+		}
+		v.add(f.JobID, "stray features", fmt.Sprintf("%d rows in %s %s", f.N, f.TargetTable, why))
+	}
+
+	srcs, err := s.q.VerifySources(ctx)
+	if err != nil {
+		return nil, Transientf("verify sources: %w", err)
+	}
+	for _, r := range srcs {
+		v.add(r.JobID, "sources", fmt.Sprintf("%s: %s %s pipeline version %s", r.Problem,
+			sourceURL(r.SourceBucket, r.SourceKey), r.TargetTable, r.PipelineVersion))
+	}
+
+	claims, err := s.q.VerifyClaims(ctx)
+	if err != nil {
+		return nil, Transientf("verify claims: %w", err)
+	}
+	for _, c := range claims {
+		if c.InLedger {
+			state := c.ClaimState
+			if state == "" {
+				state = "no claim"
+			}
+			v.add(c.JobID, "claims", "ledger row without a COMMITTED claim ("+state+")")
+		} else {
+			v.add(c.JobID, "claims", "COMMITTED claim without a ledger row")
+		}
+	}
+	sort.SliceStable(v.Problems, func(i, j int) bool { return v.Problems[i].JobID < v.Problems[j].JobID })
+	return v, nil
+}
+
+func (v *Verification) add(job, check, detail string) {
+	v.Problems = append(v.Problems, Problem{JobID: job, Check: check, Detail: detail})
+}
+
+func areaEqual(a, b float64) bool { return relDiff(a, b) <= AreaTolerance }
+
+func relDiff(a, b float64) float64 {
+	if a == b {
+		return 0
+	}
+	return math.Abs(a-b) / math.Max(math.Abs(a), math.Abs(b))
+}
+
+func sourceURL(bucket, key string) string { return Source{Bucket: bucket, Key: key}.String() }

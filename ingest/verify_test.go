@@ -1,0 +1,122 @@
+package ingest
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rpDuplicatedRun ingests the Bristol pair with every delivery duplicated,
+// two of them concurrently, and returns the parcels' job.
+func (e *rpEnv) rpDuplicatedRun(t *testing.T) Job {
+	t.Helper()
+	ctx := context.Background()
+	job := rpJob(t, rpBristolMSOA, "parcels")
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := e.svc.Run(ctx, job)
+			require.NoError(t, res.Err)
+		}()
+	}
+	wg.Wait()
+	e.rpIngest(t, rpBristolMSOA, "parcels")
+	e.rpIngest(t, rpBristolBoundary, "admin_units")
+	e.rpIngest(t, rpBristolBoundary, "admin_units")
+	return job
+}
+
+func (e *rpEnv) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	_, err := e.pool.Exec(context.Background(), sql, args...)
+	require.NoError(t, err)
+}
+
+func requireClean(t *testing.T, e *rpEnv) *Verification {
+	t.Helper()
+	v, err := e.store.Verify(context.Background())
+	require.NoError(t, err)
+	require.True(t, v.OK(), "problems: %v", v.Problems)
+	return v
+}
+
+// requireNames verifies and requires the problems to name exactly job,
+// under check.
+func requireNames(t *testing.T, e *rpEnv, job, check string) {
+	t.Helper()
+	v, err := e.store.Verify(context.Background())
+	require.NoError(t, err)
+	require.False(t, v.OK(), "verify found nothing")
+	require.Equal(t, []string{job}, v.OffendingJobs(), "problems: %v", v.Problems)
+	var checks []string
+	for _, p := range v.Problems {
+		checks = append(checks, p.Check)
+	}
+	require.Contains(t, checks, check, "problems: %v", v.Problems)
+}
+
+func TestVerifyCleanAfterDuplicatedDeliveries(t *testing.T) {
+	t.Parallel()
+	e := rpSetup(t)
+	e.rpDuplicatedRun(t)
+	v := requireClean(t, e)
+	require.EqualValues(t, 2, v.Jobs)
+	require.EqualValues(t, 2, v.CurrentJobs)
+	require.EqualValues(t, 72, v.Parcels)
+	require.EqualValues(t, 1, v.AdminUnits)
+}
+
+func TestVerifyFindsTampering(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, check string
+		tamper      func(t *testing.T, e *rpEnv, job string)
+		// offender is the job verify must name; "" means the parcels job.
+		offender string
+	}{
+		{name: "row inserted", check: "feature count", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `INSERT INTO parcels (job_id, feature_index, properties, geom)
+				SELECT job_id, feature_index + 1000, properties, geom FROM parcels WHERE job_id = $1 AND feature_index = 0`, job)
+		}},
+		{name: "row deleted", check: "feature count", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `DELETE FROM parcels WHERE job_id = $1 AND feature_index = 5`, job)
+		}},
+		{name: "geometry changed", check: "area", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0001)) WHERE job_id = $1 AND feature_index = 7`, job)
+		}},
+		{name: "row of an unknown job", check: "stray features", offender: strings.Repeat("ab", 32),
+			tamper: func(t *testing.T, e *rpEnv, job string) {
+				e.exec(t, `INSERT INTO parcels (job_id, feature_index, geom)
+					SELECT $2, 0, geom FROM parcels WHERE job_id = $1 AND feature_index = 0`, job, strings.Repeat("ab", 32))
+			}},
+		{name: "two current generations", check: "sources", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `UPDATE sources SET current_job_id = NULL WHERE current_job_id = $1`, job)
+		}},
+		{name: "claim missing", check: "claims", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `DELETE FROM claims WHERE job_id = $1`, job)
+		}},
+		{name: "claim without ledger", check: "claims", offender: strings.Repeat("cd", 32),
+			tamper: func(t *testing.T, e *rpEnv, job string) {
+				e.exec(t, `INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)
+					VALUES ($1, 'COMMITTED', 'x', now(), 'b', 'k')`, strings.Repeat("cd", 32))
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := rpSetup(t)
+			job := e.rpDuplicatedRun(t)
+			requireClean(t, e)
+			tc.tamper(t, e, job.ID)
+			want := tc.offender
+			if want == "" {
+				want = job.ID
+			}
+			requireNames(t, e, want, tc.check)
+		})
+	}
+}
