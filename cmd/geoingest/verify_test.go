@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+func execSQL(t *testing.T, url, sql string, args ...any) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), sql, args...)
+	require.NoError(t, err)
+}
+
+// jobOf returns the job id of the only job of a target table.
+func jobOf(t *testing.T, url, target string) string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var id string
+	require.NoError(t, conn.QueryRow(context.Background(),
+		`SELECT job_id FROM jobs WHERE target_table = $1`, target).Scan(&id))
+	return id
+}
+
+func TestVerifyCommand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, tamper string }{
+		{"row inserted", `INSERT INTO parcels (job_id, feature_index, properties, geom)
+			SELECT job_id, 1000, properties, geom FROM parcels WHERE job_id = $1 AND feature_index = 0`},
+		{"row deleted", `DELETE FROM parcels WHERE job_id = $1 AND feature_index = 10`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.NewDB(t)
+			env := map[string]string{"DATABASE_URL": url}
+			// Every file is delivered twice.
+			ingestInto(t, env, bristolMSOA, "parcels")
+			ingestInto(t, env, bristolBound, "admin_units")
+			code, out, errOut := run(t, env, "verify")
+			require.Equal(t, 0, code, "%s\n%s", out, errOut)
+			require.Contains(t, out, "checked 2 jobs (2 current), 2 sources, 2 claims, 72 parcels, 1 admin units")
+			require.Contains(t, out, "ok")
+
+			job := jobOf(t, url, "parcels")
+			execSQL(t, url, tc.tamper, job)
+			code, out, _ = run(t, env, "verify")
+			require.Equal(t, 1, code, out)
+			require.Contains(t, out, "FAILED")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			require.Equal(t, job, lines[len(lines)-1], "the offending job is listed last:\n%s", out)
+			require.Contains(t, out, job+"  feature count")
+			require.NotContains(t, out, jobOf(t, url, "admin_units"))
+		})
+	}
+}
