@@ -1,0 +1,181 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+)
+
+// SQSOptions configure an SQS receiver.
+type SQSOptions struct {
+	// Wait is the long-poll wait of one ReceiveMessage (rounded down to
+	// whole seconds, at most 20 s). Zero means 20 s.
+	Wait time.Duration
+	// Visibility, when set, is the visibility timeout asked for on
+	// receive (whole seconds); zero keeps the queue's default.
+	Visibility time.Duration
+	// DeadLetterURL is the queue that DeadLetter sends to; empty means
+	// none (DeadLetter returns ErrNoDeadLetterQueue).
+	DeadLetterURL string
+}
+
+// SQS is a Receiver on an Amazon SQS queue (or a compatible server).
+type SQS struct {
+	client *sqs.Client
+	url    string
+	opts   SQSOptions
+	once   sync.Once
+}
+
+// NewSQS returns a receiver on the queue at url. The client carries the
+// endpoint, region and credentials (config.LoadDefaultConfig honours
+// AWS_ENDPOINT_URL_SQS, AWS_REGION and the credential chain).
+func NewSQS(client *sqs.Client, url string, opts SQSOptions) *SQS {
+	if opts.Wait <= 0 || opts.Wait > 20*time.Second {
+		opts.Wait = 20 * time.Second
+	}
+	return &SQS{client: client, url: url, opts: opts}
+}
+
+// Receive long-polls for up to max messages (at most 10). It returns the
+// transport's error wrapped, or ctx.Err() when ctx is done.
+func (q *SQS) Receive(ctx context.Context, max int) ([]*Message, error) {
+	in := &sqs.ReceiveMessageInput{
+		QueueUrl:                    &q.url,
+		MaxNumberOfMessages:         int32(clampBatch(max)),
+		WaitTimeSeconds:             int32(q.opts.Wait / time.Second),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	}
+	if q.opts.Visibility > 0 {
+		in.VisibilityTimeout = int32(q.opts.Visibility.Round(time.Second) / time.Second)
+	}
+	out, err := q.client.ReceiveMessage(ctx, in)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("sqs receive: %w", err)
+	}
+	msgs := make([]*Message, 0, len(out.Messages))
+	for _, m := range out.Messages {
+		msg := &Message{ID: aws.ToString(m.MessageId), Body: []byte(aws.ToString(m.Body)),
+			ReceiveCount: 1, Attributes: map[string]string{}, handle: aws.ToString(m.ReceiptHandle)}
+		if n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil && n > 0 {
+			msg.ReceiveCount = n
+		}
+		if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+			msg.SentAt = time.UnixMilli(ms)
+		}
+		for k, v := range m.MessageAttributes {
+			if v.StringValue != nil {
+				msg.Attributes[k] = *v.StringValue
+			}
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
+}
+
+// Ack deletes m. An invalid or expired receipt handle is not an error.
+func (q *SQS) Ack(ctx context.Context, m *Message) error {
+	h, _ := m.handle.(string)
+	_, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &h})
+	if err != nil && !expiredHandle(err) {
+		return fmt.Errorf("sqs delete %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// Nack makes m visible again after delay (capped at 12 hours).
+func (q *SQS) Nack(ctx context.Context, m *Message, delay time.Duration) error {
+	if err := q.visibility(ctx, m, delay); err != nil {
+		return fmt.Errorf("sqs nack %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// Extend keeps m invisible for d from now (capped at 12 hours).
+func (q *SQS) Extend(ctx context.Context, m *Message, d time.Duration) error {
+	if err := q.visibility(ctx, m, d); err != nil {
+		return fmt.Errorf("sqs extend %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+func (q *SQS) visibility(ctx context.Context, m *Message, d time.Duration) error {
+	secs := int32((d + time.Second - 1) / time.Second)
+	if secs > 43200 {
+		secs = 43200
+	}
+	if secs < 0 {
+		secs = 0
+	}
+	h, _ := m.handle.(string)
+	_, err := q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: &q.url, ReceiptHandle: &h, VisibilityTimeout: secs})
+	if err != nil && expiredHandle(err) {
+		return nil // redelivered already: nothing left to change
+	}
+	return err
+}
+
+// DeadLetter sends m's body and attributes to the dead-letter queue with
+// the reason and the source message id as attributes, then deletes m.
+// If the send fails m is left in place (it will be delivered again).
+func (q *SQS) DeadLetter(ctx context.Context, m *Message, reason string) error {
+	if q.opts.DeadLetterURL == "" {
+		return ErrNoDeadLetterQueue
+	}
+	attrs := map[string]types.MessageAttributeValue{}
+	for k, v := range m.Attributes {
+		if k == ReasonAttribute || k == SourceIDAttribute || len(attrs) >= 8 {
+			continue // SQS allows 10 attributes
+		}
+		attrs[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
+	if len(reason) > 4096 {
+		reason = reason[:4096]
+	}
+	if reason == "" {
+		reason = "unspecified"
+	}
+	attrs[ReasonAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(reason)}
+	attrs[SourceIDAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.ID)}
+	body := string(m.Body)
+	if _, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: &q.opts.DeadLetterURL, MessageBody: &body, MessageAttributes: attrs}); err != nil {
+		return fmt.Errorf("sqs dead-letter %s: %w", m.ID, err)
+	}
+	return q.Ack(ctx, m)
+}
+
+// Close does nothing: the client holds no per-receiver resources.
+func (q *SQS) Close() error { return nil }
+
+// expiredHandle reports whether err says the receipt handle is no longer
+// valid: the message was deleted or redelivered meanwhile.
+func expiredHandle(err error) bool {
+	var rh *types.ReceiptHandleIsInvalid
+	var nf *types.MessageNotInflight
+	if errors.As(err, &rh) || errors.As(err, &nf) {
+		return true
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "ReceiptHandleIsInvalid", "InvalidParameterValue", "MessageNotInflight",
+			"AWS.SimpleQueueService.MessageNotInflight":
+			return true
+		}
+	}
+	return false
+}
