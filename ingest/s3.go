@@ -1,0 +1,232 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// ErrIncompleteShapefile is wrapped by the error a shapefile's Fetch
+// returns when its .shx or .dbf is not in the bucket (yet).
+var ErrIncompleteShapefile = errors.New("incomplete shapefile")
+
+// S3Options tune NewS3Source.
+type S3Options struct {
+	// FinalAttempt makes an incomplete shapefile set a Permanent error
+	// (recorded FAILED with the reason) instead of a Transient one: the
+	// caller sets it when its patience is exhausted (e.g. the message's
+	// receive count reached the limit).
+	FinalAttempt bool
+}
+
+// s3Part is one object of a job's input.
+type s3Part struct {
+	ext       string // ".shp", ".dbf", ... ("" for a single object)
+	key       string
+	etag      string // without quotes
+	versionID string
+}
+
+// token is what names the part's bytes.
+func (p s3Part) token() string {
+	if p.versionID != "" {
+		return p.versionID
+	}
+	return p.etag
+}
+
+// NewS3Source describes the object an event names as a job source, and
+// returns the Fetcher that downloads it. The version token is the event's
+// versionId, else its ETag. For a .shp it looks up (HeadObject) the
+// .shx, .dbf, .prj and .cpg beside it, before any claim, and the token is
+// the SHA-256 of one "EXT TOKEN" line per part present, in that order, so
+// that a late or changed sidecar makes a new job. A set missing its .shx
+// or .dbf still gets a source (its key covers the parts present), but its
+// Fetch fails with ErrIncompleteShapefile: Transient, or Permanent when
+// opts.FinalAttempt. Returns a Permanent error when the event names no
+// version (neither versionId nor eTag), a Transient one when a lookup
+// fails for any other reason than absence.
+func NewS3Source(ctx context.Context, client *s3.Client, ev Event, opts S3Options) (Source, Fetcher, error) {
+	main := s3Part{key: ev.Key, etag: ev.ETag, versionID: ev.VersionID}
+	if main.token() == "" {
+		return Source{}, nil, Permanentf("event for s3://%s/%s has neither versionId nor eTag", ev.Bucket, ev.Key)
+	}
+	src := Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: main.token(), Order: ev.Order()}
+	f := &s3Fetcher{client: client, bucket: ev.Bucket, parts: []s3Part{main}, final: opts.FinalAttempt}
+	ext := path.Ext(ev.Key)
+	if !strings.EqualFold(ext, ".shp") {
+		return src, f, nil
+	}
+	base := strings.TrimSuffix(ev.Key, ext)
+	upper := ext == ".SHP"
+	main.ext = ".shp"
+	f.parts = []s3Part{main}
+	h := sha256.New()
+	fmt.Fprintf(h, ".shp %s\n", main.token())
+	for _, sx := range shapefileParts[1:] {
+		k := base + sx
+		if upper {
+			k = base + strings.ToUpper(sx)
+		}
+		out, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ev.Bucket, Key: &k})
+		if err != nil {
+			if notFound(err) {
+				if sx == ".shx" || sx == ".dbf" {
+					f.missing = append(f.missing, sx)
+				}
+				continue
+			}
+			return Source{}, nil, classifyS3(err, "head s3://%s/%s", ev.Bucket, k)
+		}
+		p := s3Part{ext: sx, key: k, etag: strings.Trim(deref(out.ETag), `"`), versionID: deref(out.VersionId)}
+		f.parts = append(f.parts, p)
+		fmt.Fprintf(h, "%s %s\n", sx, p.token())
+	}
+	src.VersionToken = hex.EncodeToString(h.Sum(nil))
+	return src, f, nil
+}
+
+type s3Fetcher struct {
+	client  *s3.Client
+	bucket  string
+	parts   []s3Part
+	missing []string
+	final   bool
+}
+
+// Fetch downloads every part into dir, hashing on the way. Each GetObject
+// names the part's version (VersionId) when it has one, else sends
+// If-Match with its ETag, and the response's ETag and version are checked
+// too: an object that changed since the event is a Permanent error (the
+// new version's own event ingests it), not silent drift. A part that is
+// gone is Permanent, except a shapefile sidecar, which is
+// ErrIncompleteShapefile. Server errors, throttling and network failures
+// are Transient.
+func (f *s3Fetcher) Fetch(ctx context.Context, dir string) (Fetched, error) {
+	if len(f.missing) > 0 {
+		err := fmt.Errorf("%w: s3://%s/%s has no %s beside it", ErrIncompleteShapefile, f.bucket, f.parts[0].key,
+			strings.Join(f.missing, " or "))
+		if f.final {
+			return Fetched{}, &Error{Kind: Permanent, Err: fmt.Errorf("%w (gave up waiting)", err)}
+		}
+		return Fetched{}, &Error{Kind: Transient, Err: err}
+	}
+	var sums []string
+	for _, p := range f.parts {
+		sum, err := f.get(ctx, dir, p)
+		if err != nil {
+			return Fetched{}, err
+		}
+		sums = append(sums, sum)
+	}
+	out := Fetched{Path: filepath.Join(dir, localName(f.parts[0].key)), ContentHash: sums[0]}
+	if len(f.parts) > 1 {
+		h := sha256.New()
+		for i, p := range f.parts {
+			fmt.Fprintf(h, "%s %s\n", p.ext, sums[i])
+		}
+		out.ContentHash = hex.EncodeToString(h.Sum(nil))
+	}
+	return out, nil
+}
+
+// localName is the file name a key is downloaded to.
+func localName(key string) string {
+	n := path.Base(key)
+	if n == "." || n == "/" || n == "" || n == ".." {
+		n = "object"
+	}
+	return strings.ReplaceAll(n, string(filepath.Separator), "_")
+}
+
+func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, error) {
+	in := &s3.GetObjectInput{Bucket: &f.bucket, Key: &p.key}
+	if p.versionID != "" {
+		in.VersionId = &p.versionID
+	} else if p.etag != "" {
+		quoted := `"` + p.etag + `"`
+		in.IfMatch = &quoted
+	}
+	name := fmt.Sprintf("s3://%s/%s", f.bucket, p.key)
+	resp, err := f.client.GetObject(ctx, in)
+	if err != nil {
+		if notFound(err) && p.ext != "" && p.ext != ".shp" {
+			return "", &Error{Kind: Transient, Err: fmt.Errorf("%w: %s disappeared", ErrIncompleteShapefile, name)}
+		}
+		return "", classifyS3(err, "get %s", name)
+	}
+	defer resp.Body.Close()
+	if p.versionID != "" && resp.VersionId != nil && *resp.VersionId != p.versionID {
+		return "", Permanentf("get %s: server returned version %s, not %s", name, *resp.VersionId, p.versionID)
+	}
+	if p.versionID == "" && p.etag != "" && resp.ETag != nil && strings.Trim(*resp.ETag, `"`) != p.etag {
+		return "", Permanentf("get %s: object changed since the event (ETag %s, event says %s): the new version is a new job",
+			name, strings.Trim(*resp.ETag, `"`), p.etag)
+	}
+	dst := filepath.Join(dir, localName(p.key))
+	file, err := os.Create(dst)
+	if err != nil {
+		return "", Transientf("%s: %w", dst, err)
+	}
+	var h hash.Hash = sha256.New()
+	_, err = io.Copy(io.MultiWriter(file, h), resp.Body)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", Transientf("download %s: %w", name, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// notFound reports whether err is S3's "no such key/version".
+func notFound(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "NoSuchKey", "NotFound", "NoSuchVersion":
+			return true
+		}
+	}
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == 404
+}
+
+// classifyS3 wraps an S3 error: 404 and 412 (the object or version is gone
+// or changed) and 400 are Permanent; everything else (5xx, throttling,
+// 403 while permissions are being fixed, the network) is Transient.
+func classifyS3(err error, format string, args ...any) error {
+	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
+	if notFound(err) {
+		return &Error{Kind: Permanent, Err: fmt.Errorf("%w (the object or this version of it is gone)", wrapped)}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		switch re.HTTPStatusCode() {
+		case 412:
+			return &Error{Kind: Permanent, Err: fmt.Errorf("%w (the object changed since the event: the new version is a new job)", wrapped)}
+		case 400:
+			return &Error{Kind: Permanent, Err: wrapped}
+		}
+	}
+	return &Error{Kind: Transient, Err: wrapped}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
