@@ -308,3 +308,55 @@ func TestAreaReportUsesGiSTIndex(t *testing.T) {
 	require.NotContains(t, inter, `"Function Scan"`, "the function was not inlined:\n%s", inter)
 	require.Contains(t, inter, `"parcels_geom_idx"`, "intersection plan does not use the parcels' GiST index:\n%s", inter)
 }
+
+// BenchmarkAreaReport times both report methods. By default on the 10k
+// synthetic set; GEOINGEST_BENCH_PARCELS and GEOINGEST_BENCH_ADMIN name a
+// larger pair made by ../shared/tools/parcelgen (-n 1000000 -admin). It
+// logs the plan of each method with EXPLAIN (ANALYZE, BUFFERS) once.
+func BenchmarkAreaReport(b *testing.B) {
+	parcels, admin := rpParcels10k, rpAdmin
+	if p := os.Getenv("GEOINGEST_BENCH_PARCELS"); p != "" {
+		parcels, admin = p, os.Getenv("GEOINGEST_BENCH_ADMIN")
+	}
+	url := pgtest.NewDB(b)
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(b, err)
+	b.Cleanup(pool.Close)
+	store := NewStore(pool, nil, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	svc := NewService(store, nil, nil)
+	ctx := context.Background()
+	for _, f := range []struct{ path, target string }{{parcels, "parcels"}, {admin, "admin_units"}} {
+		src, fe, err := LocalSource(f.path)
+		require.NoError(b, err)
+		job, err := NewJob(src, DefaultParams(f.target), fe)
+		require.NoError(b, err)
+		start := time.Now()
+		res := svc.Run(ctx, job)
+		require.NoError(b, res.Err)
+		b.Logf("ingested %d %s in %v", res.Features, f.target, time.Since(start))
+	}
+	_, err = pool.Exec(ctx, "ANALYZE")
+	require.NoError(b, err)
+	for _, m := range Methods {
+		fn := "geoingest_area_by_point_on_surface"
+		if m == MethodIntersection {
+			fn = "geoingest_area_by_intersection"
+		}
+		rows, err := pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM "+fn+"($1, NULL)", "name")
+		require.NoError(b, err)
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			require.NoError(b, rows.Scan(&line))
+			plan.WriteString(line + "\n")
+		}
+		require.NoError(b, rows.Err())
+		b.Logf("%s:\n%s", m, plan.String())
+		b.Run(m, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				_, err := store.AreaReport(ctx, AreaQuery{Method: m})
+				require.NoError(b, err)
+			}
+		})
+	}
+}

@@ -88,30 +88,30 @@ $$;
 
 -- geoingest_area_by_intersection splits parcels by admin unit: for each
 -- value of the admin units' property admin_key, the area on the spheroid
--- of ST_Intersection(unit, parcel) summed over the parcels that overlap it
--- (whose interiors intersect: parcels that only touch the unit's boundary
--- neither count nor add area), and the number of those parcels. A parcel
--- wholly covered by the unit counts its whole area without computing the
--- intersection. Current generations of pipeline_version only, ordered by
--- admin_unit, as in geoingest_area_by_point_on_surface. Plan: per admin
--- unit, candidate parcels from parcels_geom_idx (ST_Intersects carries
--- the && index condition).
+-- of ST_Intersection(unit, parcel) summed over the parcels that overlap it,
+-- and the number of those parcels. A parcel overlaps a unit when their
+-- intersection has an area: parcels that only touch the unit's boundary
+-- neither count nor add area. A parcel wholly covered by the unit counts
+-- its whole area without computing the intersection. Current generations
+-- of pipeline_version only, ordered by admin_unit, as in
+-- geoingest_area_by_point_on_surface. Plan: per admin unit, candidate
+-- parcels from parcels_geom_idx (ST_Intersects carries the && index
+-- condition; the unit's geometry is prepared once for the exact tests).
 CREATE FUNCTION geoingest_area_by_intersection(admin_key text DEFAULT 'name',
                                                pipeline_version text DEFAULT NULL)
 RETURNS TABLE (admin_unit text, parcels bigint, area_m2 double precision, area_ha double precision)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT coalesce(geoingest_property(a.properties, $1), ''),
-           count(x.area),
+           count(x.area) FILTER (WHERE x.area > 0),
            coalesce(sum(x.area), 0)::double precision,
            coalesce(sum(x.area), 0)::double precision / 10000
     FROM geoingest_current_admin_units a
     LEFT JOIN LATERAL (
-        SELECT CASE WHEN ST_CoveredBy(p.geom, a.geom) THEN ST_Area(p.geom::geography)
+        SELECT CASE WHEN ST_Covers(a.geom, p.geom) THEN ST_Area(p.geom::geography)
                     ELSE ST_Area(ST_Intersection(a.geom, p.geom)::geography) END AS area
         FROM geoingest_current_parcels p
         WHERE p.pipeline_version = a.pipeline_version
           AND ST_Intersects(a.geom, p.geom)
-          AND NOT ST_Touches(a.geom, p.geom)
     ) x ON true
     WHERE a.pipeline_version = (SELECT coalesce($2, geoingest_newest_pipeline_version()))
     GROUP BY 1
