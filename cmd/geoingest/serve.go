@@ -1,0 +1,484 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/queue"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+func init() {
+	register(&command{name: "serve", summary: "consume bucket events (SQS) or a local inbox and ingest them", run: runServe})
+}
+
+// Default routes. In an inbox every file outside admin/ goes to parcels,
+// files directly in the directory included.
+var (
+	defaultQueueRoutes = []string{"parcels/=parcels", "admin/=admin_units"}
+	defaultInboxRoutes = []string{"admin/=admin_units", "=parcels"}
+)
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// serveConfig is serve's configuration.
+type serveConfig struct {
+	queueURL, dlqURL, inbox, metricsAddr, pipelineVersion string
+	workers, maxReceives                                  int
+	routes                                                listFlag
+	visibility, grace, backoffBase, backoffMax, lease     time.Duration
+	wait, poll                                            time.Duration
+	s3PathStyle                                           string
+}
+
+func (m *Main) envInt(name string, def int) int {
+	if v, err := strconv.Atoi(m.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func (m *Main) envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(m.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// runServe consumes events until ctx is cancelled (SIGTERM, SIGINT), then
+// stops receiving, lets in-flight jobs finish within --grace, cancels the
+// rest (nothing of theirs is committed, their claims are released) and
+// makes their messages visible again. It returns nil after a clean
+// shutdown.
+func runServe(ctx context.Context, m *Main, args []string) error {
+	fs := m.flagSet("serve", "[--queue-url URL | --inbox DIR] [flags]")
+	var d dbFlags
+	m.addDBFlagsLevel(fs, &d, "info")
+	var c serveConfig
+	fs.StringVar(&c.queueURL, "queue-url", m.Getenv("GEOINGEST_QUEUE_URL"), "SQS queue of bucket event notifications (env GEOINGEST_QUEUE_URL); endpoint, region and credentials from the AWS environment (AWS_ENDPOINT_URL_SQS, AWS_REGION, ...)")
+	fs.StringVar(&c.dlqURL, "dlq-url", m.Getenv("GEOINGEST_DLQ_URL"), "SQS dead-letter queue for permanently failed messages, with the reason in the "+queue.ReasonAttribute+" attribute (env GEOINGEST_DLQ_URL)")
+	fs.StringVar(&c.inbox, "inbox", m.Getenv("GEOINGEST_INBOX"), "local inbox directory, the default when no queue URL is given (env GEOINGEST_INBOX; default $GEOINGEST_HOME/inbox or ./inbox)")
+	fs.IntVar(&c.workers, "workers", m.envInt("GEOINGEST_WORKERS", 4), "concurrent jobs (env GEOINGEST_WORKERS)")
+	fs.Var(&c.routes, "route", "PREFIX=TARGET or BUCKET:PREFIX=TARGET, repeatable; longest prefix wins (env GEOINGEST_ROUTES, comma-separated; default parcels/=parcels,admin/=admin_units, for an inbox admin/=admin_units,=parcels)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", m.envDefault("GEOINGEST_METRICS_ADDR", "127.0.0.1:9464"), "address of /metrics, /healthz and /readyz; empty for none (env GEOINGEST_METRICS_ADDR)")
+	fs.DurationVar(&c.visibility, "visibility", m.envDuration("GEOINGEST_VISIBILITY", 60*time.Second), "SQS visibility timeout asked for on receive and renewed every third of it while a job runs (env GEOINGEST_VISIBILITY)")
+	fs.IntVar(&c.maxReceives, "max-receives", m.envInt("GEOINGEST_MAX_RECEIVES", 5), "patience for an incomplete shapefile set: on this receive it is failed and dead-lettered (env GEOINGEST_MAX_RECEIVES)")
+	fs.DurationVar(&c.grace, "grace", m.envDuration("GEOINGEST_GRACE", 30*time.Second), "on SIGTERM, how long in-flight jobs may run before they are cancelled and their messages given back (env GEOINGEST_GRACE)")
+	fs.DurationVar(&c.backoffBase, "backoff", m.envDuration("GEOINGEST_BACKOFF", 5*time.Second), "first retry delay after a transient failure, doubled per receive (env GEOINGEST_BACKOFF)")
+	fs.DurationVar(&c.backoffMax, "backoff-max", m.envDuration("GEOINGEST_BACKOFF_MAX", 15*time.Minute), "longest retry delay (env GEOINGEST_BACKOFF_MAX)")
+	fs.DurationVar(&c.lease, "lease", m.envDuration("GEOINGEST_LEASE", 5*time.Minute), "claim lease; heartbeats extend it every lease/3 (env GEOINGEST_LEASE)")
+	fs.DurationVar(&c.wait, "wait", m.envDuration("GEOINGEST_WAIT", 20*time.Second), "SQS long-poll wait, at most 20s (env GEOINGEST_WAIT)")
+	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
+	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
+	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	if err := m.setupLog(&d); err != nil {
+		return err
+	}
+	if c.workers < 1 {
+		return fmt.Errorf("--workers must be at least 1")
+	}
+	if c.queueURL != "" && c.inbox != "" {
+		return fmt.Errorf("give --queue-url or --inbox, not both")
+	}
+	specs := []string(c.routes)
+	if len(specs) == 0 && m.Getenv("GEOINGEST_ROUTES") != "" {
+		specs = []string{m.Getenv("GEOINGEST_ROUTES")}
+	}
+	if len(specs) == 0 {
+		specs = defaultQueueRoutes
+		if c.queueURL == "" {
+			specs = defaultInboxRoutes
+		}
+	}
+	routes, err := ingest.ParseRoutes(specs)
+	if err != nil {
+		return err
+	}
+	for _, r := range routes {
+		if err := paramsFor(r.Target, c.pipelineVersion).Validate(); err != nil {
+			return err
+		}
+	}
+
+	s := &server{cfg: c, log: m.Log, router: ingest.NewRouter(routes, nil)}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.metrics = ingest.NewMetrics(reg)
+
+	if c.queueURL != "" {
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return fmt.Errorf("aws config: %w", err)
+		}
+		pathStyle := c.s3PathStyle == "true" || (c.s3PathStyle == "auto" && os.Getenv("AWS_ENDPOINT_URL_S3") != "")
+		s.s3 = s3.NewFromConfig(awsCfg, func(o *s3.Options) { o.UsePathStyle = pathStyle })
+		s.recv = queue.NewSQS(sqs.NewFromConfig(awsCfg), c.queueURL,
+			queue.SQSOptions{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
+		s.extend = true
+	} else {
+		dir := c.inbox
+		if dir == "" {
+			dir = "inbox"
+			if h := m.Getenv("GEOINGEST_HOME"); h != "" {
+				dir = filepath.Join(h, "inbox")
+			}
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll})
+		if err != nil {
+			return err
+		}
+		s.recv, s.inbox = box, box.Dir()
+	}
+	defer s.recv.Close()
+
+	pool, err := m.openDB(ctx, &d)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s.svc = ingest.NewService(ingest.NewStore(pool, s.metrics, m.Log), s.metrics, m.Log)
+	s.svc.Lease = c.lease
+
+	if c.metricsAddr != "" {
+		ops, err := startOps(c.metricsAddr, reg, func(ctx context.Context) error {
+			if s.stopping.Load() {
+				return errors.New("shutting down")
+			}
+			return pool.Ping(ctx)
+		}, m.Log)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer ops.Close()
+	}
+	source := "inbox " + s.inbox
+	if c.queueURL != "" {
+		source = "queue " + c.queueURL
+	}
+	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(s.router.Routes()))
+	s.run(ctx)
+	m.Log.Info("stopped")
+	return nil
+}
+
+func paramsFor(target, pipelineVersion string) ingest.Params {
+	p := ingest.DefaultParams(target)
+	p.PipelineVersion = pipelineVersion
+	return p
+}
+
+// server is one running `geoingest serve`.
+type server struct {
+	cfg      serveConfig
+	log      *slog.Logger
+	router   *ingest.Router
+	metrics  *ingest.Metrics
+	svc      *ingest.Service
+	recv     queue.Receiver
+	s3       *s3.Client
+	inbox    string // the inbox directory, "" for SQS
+	extend   bool   // the receiver has a visibility timeout to extend
+	stopping atomic.Bool
+}
+
+// run receives and dispatches messages to at most cfg.workers concurrent
+// handlers until ctx is done, then shuts down gracefully.
+func (s *server) run(ctx context.Context) {
+	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJobs()
+	sem := make(chan struct{}, s.cfg.workers)
+	var wg sync.WaitGroup
+receive:
+	for ctx.Err() == nil {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break receive
+		}
+		n := 1
+	more:
+		for n < queue.MaxBatch {
+			select {
+			case sem <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		msgs, err := s.recv.Receive(ctx, n)
+		for i := len(msgs); i < n; i++ {
+			<-sem
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			s.log.Warn("receive failed; retrying", "error", err.Error())
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		for _, msg := range msgs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				s.handle(jobCtx, msg)
+			}()
+		}
+	}
+
+	s.stopping.Store(true)
+	s.log.Info("shutting down: no longer receiving; waiting for jobs in flight", "grace", s.cfg.grace.String())
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.grace):
+		s.log.Warn("grace period over: cancelling jobs in flight; their messages are given back")
+		cancelJobs()
+		<-done
+	}
+}
+
+// verdict is what becomes of a message.
+type verdict struct {
+	retry   bool     // nack with backoff (a transient failure)
+	reasons []string // permanent failures: dead-letter with these
+}
+
+// handle processes one message and acks, nacks or dead-letters it.
+func (s *server) handle(ctx context.Context, msg *queue.Message) {
+	stopExtend := s.keepInvisible(ctx, msg)
+	v := s.process(ctx, msg)
+	stopExtend()
+	log := s.log.With("message", msg.ID, "receive_count", msg.ReceiveCount)
+
+	// Settle with a context of its own: on shutdown the message must
+	// still be given back.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	switch {
+	case v.retry:
+		delay := s.backoff(msg.ReceiveCount)
+		if ctx.Err() != nil {
+			delay = 0 // shutting down: let another worker have it at once
+		}
+		if err := s.recv.Nack(sctx, msg, delay); err != nil {
+			log.Warn("nack failed; the message comes back after its visibility timeout", "error", err.Error())
+		} else {
+			log.Info("message given back for retry", "delay", delay.String())
+		}
+	case len(v.reasons) > 0:
+		reason := strings.Join(v.reasons, "; ")
+		err := s.recv.DeadLetter(sctx, msg, reason)
+		switch {
+		case errors.Is(err, queue.ErrNoDeadLetterQueue):
+			// The failure is recorded FAILED with its reason; without a
+			// DLQ, deleting is all that stops an endless retry.
+			log.Error("permanent failure and no dead-letter queue: message deleted; the job is recorded FAILED", "reason", reason)
+			if err := s.recv.Ack(sctx, msg); err != nil {
+				log.Warn("ack failed", "error", err.Error())
+			}
+		case err != nil:
+			log.Error("dead-letter failed; the message comes back", "error", err.Error())
+		default:
+			s.metrics.DeadLettered.Inc()
+			log.Error("message dead-lettered", "reason", reason)
+		}
+	default:
+		if err := s.recv.Ack(sctx, msg); err != nil {
+			log.Warn("ack failed; the message comes back and is a duplicate", "error", err.Error())
+		}
+	}
+}
+
+// backoff is the nack delay after the n-th receive.
+func (s *server) backoff(n int) time.Duration {
+	d := s.cfg.backoffBase
+	for i := 1; i < n && d < s.cfg.backoffMax; i++ {
+		d *= 2
+	}
+	if d > s.cfg.backoffMax {
+		d = s.cfg.backoffMax
+	}
+	return d
+}
+
+// keepInvisible renews msg's visibility every third of the visibility
+// timeout until the returned func is called.
+func (s *server) keepInvisible(ctx context.Context, msg *queue.Message) func() {
+	if !s.extend || s.cfg.visibility <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.cfg.visibility / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := s.recv.Extend(ctx, msg, s.cfg.visibility); err != nil {
+					if ctx.Err() == nil {
+						s.log.Warn("extend visibility", "message", msg.ID, "error", err.Error())
+					}
+					continue
+				}
+				s.metrics.VisibilityExtensions.Inc()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// process runs every event of msg through the three gates.
+func (s *server) process(ctx context.Context, msg *queue.Message) verdict {
+	if s.inbox != "" {
+		return s.processFile(ctx, msg)
+	}
+	evs, err := ingest.ParseEvents(msg.Body)
+	if err != nil {
+		s.metrics.EventsReceived.Inc()
+		s.log.Error("unreadable message", "message", msg.ID, "error", err.Error())
+		return verdict{reasons: []string{err.Error()}}
+	}
+	var v verdict
+	for _, ev := range evs {
+		s.metrics.EventsReceived.Inc()
+		route, reason, ok := s.router.Route(ev)
+		if !ok {
+			s.filtered(ev, reason)
+			continue
+		}
+		src, fetcher, err := ingest.NewS3Source(ctx, s.s3, ev, ingest.S3Options{FinalAttempt: msg.ReceiveCount >= s.cfg.maxReceives})
+		if err != nil {
+			s.failed(&v, ctx, ev.String(), err)
+			continue
+		}
+		s.runJob(ctx, &v, src, fetcher, route)
+	}
+	return v
+}
+
+// processFile handles an inbox message: one local file, routed by its
+// path relative to the inbox.
+func (s *server) processFile(ctx context.Context, msg *queue.Message) verdict {
+	p, rel := string(msg.Body), msg.Attributes["rel"]
+	s.metrics.EventsReceived.Inc()
+	st, err := os.Stat(p)
+	if err != nil {
+		s.filtered(ingest.Event{Key: rel}, "vanished")
+		return verdict{}
+	}
+	ev := ingest.Event{Name: "ObjectCreated:Put", Bucket: ingest.LocalBucket, Key: rel, RawKey: rel, Size: st.Size()}
+	route, reason, ok := s.router.Route(ev)
+	if !ok {
+		s.filtered(ev, reason)
+		return verdict{}
+	}
+	var v verdict
+	if strings.EqualFold(path.Ext(rel), ".shp") {
+		if missing := missingSidecars(p); len(missing) > 0 {
+			err := fmt.Errorf("%w: %s has no %s beside it", ingest.ErrIncompleteShapefile, p, strings.Join(missing, " or "))
+			if msg.ReceiveCount >= s.cfg.maxReceives {
+				err = ingest.Permanentf("%w (gave up waiting)", err)
+			}
+			s.failed(&v, ctx, "file://"+p, err)
+			return v
+		}
+	}
+	src, fetcher, err := ingest.LocalSource(p)
+	if err != nil {
+		s.failed(&v, ctx, "file://"+p, err)
+		return v
+	}
+	s.runJob(ctx, &v, src, fetcher, route)
+	return v
+}
+
+// missingSidecars returns the required parts (.shx, .dbf) not beside shp.
+func missingSidecars(shp string) []string {
+	base := strings.TrimSuffix(shp, filepath.Ext(shp))
+	var missing []string
+	for _, ext := range []string{".shx", ".dbf"} {
+		if _, err := os.Stat(base + ext); err == nil {
+			continue
+		}
+		if _, err := os.Stat(base + strings.ToUpper(ext)); err == nil {
+			continue
+		}
+		missing = append(missing, ext)
+	}
+	return missing
+}
+
+func (s *server) filtered(ev ingest.Event, reason string) {
+	s.metrics.EventsFiltered.WithLabelValues(reason).Inc()
+	s.log.Debug("event filtered", "event", ev.String(), "reason", reason)
+}
+
+// failed records a failure that happened before a job existed.
+func (s *server) failed(v *verdict, ctx context.Context, what string, err error) {
+	if ingest.KindOf(err) == ingest.Transient || ctx.Err() != nil {
+		s.log.Warn("event failed, will retry", "source", what, "error", err.Error())
+		v.retry = true
+		return
+	}
+	s.log.Error("event failed", "source", what, "error", err.Error())
+	v.reasons = append(v.reasons, what+": "+err.Error())
+}
+
+// runJob makes the job and runs it through the claim and write gates.
+func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f ingest.Fetcher, route ingest.Route) {
+	job, err := ingest.NewJob(src, paramsFor(route.Target, s.cfg.pipelineVersion), f)
+	if err != nil {
+		s.failed(v, ctx, src.String(), err)
+		return
+	}
+	res := s.svc.Run(ctx, job)
+	switch {
+	case res.Outcome.Duplicate():
+		// Logged at INFO with the job key by Run: a duplicate is success.
+	case res.Outcome == ingest.Failed:
+		if ingest.KindOf(res.Err) == ingest.Transient || ctx.Err() != nil {
+			v.retry = true
+			return
+		}
+		v.reasons = append(v.reasons, fmt.Sprintf("%s (job %s): %v", src, job.ID, res.Err))
+	}
+}
