@@ -137,7 +137,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			return fmt.Errorf("aws config: %w", err)
 		}
 		pathStyle := c.s3PathStyle == "true" || (c.s3PathStyle == "auto" && os.Getenv("AWS_ENDPOINT_URL_S3") != "")
-		s.s3 = s3.NewFromConfig(awsCfg, func(o *s3.Options) { o.UsePathStyle = pathStyle })
+		s.s3 = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+			o.UsePathStyle = pathStyle
+			o.DisableLogOutputChecksumValidationSkipped = true // local servers send none
+		})
 		s.recv = queue.NewSQS(sqs.NewFromConfig(awsCfg), c.queueURL,
 			queue.SQSOptions{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
 		s.extend = true

@@ -237,6 +237,7 @@ func S3(t testing.TB) *S3Server {
 	client := s3.NewFromConfig(awsConfig(), func(o *s3.Options) {
 		o.BaseEndpoint = aws.String(ts.URL)
 		o.UsePathStyle = true
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	return &S3Server{URL: ts.URL, Client: client}
 }

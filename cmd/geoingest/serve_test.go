@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// syncBuffer is a bytes.Buffer safe for the workers' concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serving is a `geoingest serve` running in-process.
+type serving struct {
+	cancel  context.CancelFunc
+	done    chan int
+	stderr  *syncBuffer
+	metrics string
+}
+
+// startServe runs Main with args in a goroutine; stop it with stop.
+func startServe(t *testing.T, env map[string]string, args ...string) *serving {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	s := &serving{done: make(chan int, 1), stderr: &syncBuffer{}, metrics: "http://" + addr + "/metrics"}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	m := NewMain()
+	m.Stdout, m.Stderr = &syncBuffer{}, s.stderr
+	m.Getenv = func(k string) string { return env[k] }
+	go func() { s.done <- m.Run(ctx, append([]string{"serve", "--metrics-addr", addr, "--log-level", "info"}, args...)) }()
+	t.Cleanup(func() { s.stop(t) })
+	// Ready once /readyz answers 200.
+	eventually(t, 60*time.Second, "serve to become ready", func() bool {
+		select {
+		case code := <-s.done:
+			s.done <- code
+			t.Fatalf("serve exited with %d:\n%s", code, s.stderr.String())
+		default:
+		}
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return s
+}
+
+// stop sends the equivalent of SIGTERM and waits for a clean exit.
+func (s *serving) stop(t *testing.T) {
+	t.Helper()
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case code := <-s.done:
+		require.Equal(t, 0, code, s.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not stop within 60s:\n%s", s.stderr.String())
+	}
+}
+
+// metric returns the value of the sample name{labels} ("" for none).
+func (s *serving) metric(t *testing.T, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(s.metrics)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, sample+" ") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(line[len(sample):]), 64)
+			require.NoError(t, err)
+			return v
+		}
+	}
+	return 0
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func queryInt(t *testing.T, db, sql string, args ...any) int64 {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), db)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var n int64
+	require.NoError(t, conn.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+// object is an uploaded object and the S3 record that announces it.
+type object struct {
+	key, etag, versionID string
+	size                 int64
+	seq                  int
+}
+
+// record is the object's S3 event record in exactly AWS's format, with
+// the key URL-encoded as S3 does ('+' for space).
+func (o object) record(bucket string) map[string]any {
+	return map[string]any{
+		"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
+		"eventTime": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), "eventName": "ObjectCreated:Put",
+		"userIdentity":      map[string]any{"principalId": "AWS:AIDAEXAMPLE"},
+		"requestParameters": map[string]any{"sourceIPAddress": "127.0.0.1"},
+		"responseElements":  map[string]any{"x-amz-request-id": "EXAMPLE123456789", "x-amz-id-2": "EXAMPLE/abc"},
+		"s3": map[string]any{
+			"s3SchemaVersion": "1.0", "configurationId": "geoingest",
+			"bucket": map[string]any{"name": bucket, "ownerIdentity": map[string]any{"principalId": "EXAMPLE"}, "arn": "arn:aws:s3:::" + bucket},
+			"object": map[string]any{"key": url.QueryEscape(o.key), "size": o.size, "eTag": o.etag,
+				"versionId": o.versionID, "sequencer": fmt.Sprintf("0065F1A2B3C4D5E6%02X", o.seq)},
+		},
+	}
+}
+
+func notification(bucket string, objs ...object) string {
+	var recs []map[string]any
+	for _, o := range objs {
+		recs = append(recs, o.record(bucket))
+	}
+	b, _ := json.Marshal(map[string]any{"Records": recs})
+	return string(b)
+}
+
+func snsWrapped(msg string) string {
+	b, _ := json.Marshal(map[string]string{"Type": "Notification", "MessageId": "0b0b0b0b-1111-2222-3333-444444444444",
+		"TopicArn": "arn:aws:sns:us-east-1:000000000000:uploads", "Subject": "Amazon S3 Notification", "Message": msg,
+		"Timestamp": time.Now().UTC().Format(time.RFC3339), "SignatureVersion": "1", "Signature": "EXAMPLE"})
+	return string(b)
+}
+
+func upload(t *testing.T, c *s3.Client, bucket, key, file string, seq int) object {
+	t.Helper()
+	var body []byte
+	if strings.HasPrefix(file, "literal:") {
+		body = []byte(strings.TrimPrefix(file, "literal:"))
+	} else {
+		var err error
+		body, err = os.ReadFile(file)
+		require.NoError(t, err)
+	}
+	out, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body)})
+	require.NoError(t, err)
+	return object{key: key, etag: strings.Trim(aws.ToString(out.ETag), `"`), versionID: aws.ToString(out.VersionId),
+		size: int64(len(body)), seq: seq}
+}
+
+func sendBody(t *testing.T, c *sqs.Client, queueURL, body string) {
+	t.Helper()
+	_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &queueURL, MessageBody: &body})
+	require.NoError(t, err)
+}
+
+// TestServeSQSEndToEnd: objects in S3, their notifications (plain, with
+// two records, SNS-wrapped, a test event and a sidecar) each delivered 3
+// times, the third copy after the first was processed and acked; serve
+// with 4 workers writes each object's features exactly once, counts the
+// duplicates, and dead-letters the unparseable object with its reason and
+// a FAILED job.
+func TestServeSQSEndToEnd(t *testing.T) {
+	db := pgtest.NewDB(t)
+	sq := testsrv.SQS(t)
+	st := testsrv.S3(t)
+	testsrv.Env(t, sq.URL, st.URL)
+	const bucket = "uploads"
+	st.NewBucket(t, bucket, true)
+	qURL := sq.NewQueue(t, "events", 30*time.Second)
+	dlqURL := sq.NewQueue(t, "events-dlq", 30*time.Second)
+
+	six := "../../testdata/corpus/six_counties/six_counties"
+	a := upload(t, st.Client, bucket, "parcels/city a.geojson", "../../testdata/corpus/montreal_landuse_overpass/export.geojson", 1)
+	b := upload(t, st.Client, bucket, "parcels/b.json", "../../testdata/corpus/mixed_feature_geojson/mixed_feature.json", 2)
+	adm := upload(t, st.Client, bucket, "admin/admin.geojson", "../../testdata/synthetic/admin.geojson", 3)
+	shp := upload(t, st.Client, bucket, "parcels/six.shp", six+".shp", 4)
+	dbf := upload(t, st.Client, bucket, "parcels/six.dbf", six+".dbf", 5)
+	upload(t, st.Client, bucket, "parcels/six.shx", six+".shx", 6)
+	upload(t, st.Client, bucket, "parcels/six.prj", six+".prj", 7)
+	bad := upload(t, st.Client, bucket, "parcels/bad.geojson", "literal:this is not GeoJSON at all", 8)
+
+	testEvent := `{"Service":"Amazon S3","Event":"s3:TestEvent","Time":"2024-03-01T12:00:00.000Z","Bucket":"uploads","RequestId":"5582815E1AEA5ADF","HostId":"EXAMPLE"}`
+	messages := []string{
+		notification(bucket, a, b), // two records in one message
+		snsWrapped(notification(bucket, adm)),
+		notification(bucket, shp),
+		notification(bucket, dbf), // a sidecar: filtered
+		notification(bucket, bad),
+		testEvent,
+	}
+	const goodJobs, eventsPerRound = 4, 7 // a, b, adm, shp; 7 events in the 6 messages
+	for round := 0; round < 2; round++ {
+		for _, m := range messages {
+			sendBody(t, sq.Client, qURL, m)
+		}
+	}
+	srv := startServe(t, nil, "--queue-url", qURL, "--dlq-url", dlqURL, "--workers", "4", "--database-url", db,
+		"--visibility", "6s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3")
+	eventually(t, 25*time.Second, "the first two rounds of events", func() bool {
+		return srv.metric(t, "geoingest_events_received_total") >= 2*eventsPerRound &&
+			queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) >= goodJobs
+	})
+	// The third copy of every message, after the first was acked.
+	for _, m := range messages {
+		sendBody(t, sq.Client, qURL, m)
+	}
+	eventually(t, 20*time.Second, "the third round", func() bool {
+		return srv.metric(t, "geoingest_events_received_total") >= 3*eventsPerRound &&
+			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 3
+	})
+	time.Sleep(500 * time.Millisecond) // let the last acks land
+	// Every duplicate delivery was stopped by a gate and counted.
+	written := srv.metric(t, `geoingest_write_gate_total{result="written"}`)
+	lost := srv.metric(t, `geoingest_claims_total{result="lost"}`)
+	present := srv.metric(t, `geoingest_write_gate_total{result="already_present"}`)
+	t.Logf("written %v, claim-lost %v, write-gate already-present %v, filtered sidecar %v, test %v, dead-lettered %v",
+		written, lost, present, srv.metric(t, `geoingest_events_filtered_total{reason="sidecar"}`),
+		srv.metric(t, `geoingest_events_filtered_total{reason="test_event"}`), srv.metric(t, "geoingest_messages_dead_lettered_total"))
+	require.EqualValues(t, goodJobs, written)
+	require.EqualValues(t, 2*goodJobs, lost+present, "each of the 2 duplicate deliveries of each object is a claim-lost or already-present")
+	require.EqualValues(t, 3, srv.metric(t, `geoingest_events_filtered_total{reason="sidecar"}`))
+	require.EqualValues(t, 3, srv.metric(t, `geoingest_events_filtered_total{reason="test_event"}`))
+	srv.stop(t)
+
+	// Exactly one committed job per object, each with its features once.
+	require.EqualValues(t, goodJobs, queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`))
+	require.EqualValues(t, goodJobs, queryInt(t, db, `SELECT count(*) FROM jobs`))
+	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM (SELECT job_id FROM parcels GROUP BY job_id, feature_index HAVING count(*) > 1) d`))
+	require.EqualValues(t, 0, queryInt(t, db, `
+		SELECT count(*) FROM jobs j WHERE j.feature_count <>
+		  (SELECT count(*) FROM parcels p WHERE p.job_id = j.job_id) + (SELECT count(*) FROM admin_units u WHERE u.job_id = j.job_id)`))
+	require.Greater(t, queryInt(t, db, `SELECT count(*) FROM parcels`), int64(0))
+	require.Greater(t, queryInt(t, db, `SELECT count(*) FROM admin_units`), int64(0))
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs WHERE source_key = 'parcels/city a.geojson'`), "the '+' in the event key is a space")
+	// The unparseable object: FAILED with its reason.
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM claims WHERE state = 'FAILED' AND source_key = 'parcels/bad.geojson' AND last_error <> ''`))
+
+	// Its three deliveries are in the DLQ with the reason attribute.
+	var reasons []string
+	eventually(t, 10*time.Second, "three dead letters", func() bool {
+		out, err := sq.Client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &dlqURL,
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
+		require.NoError(t, err)
+		for _, m := range out.Messages {
+			require.Contains(t, aws.ToString(m.Body), "bad.geojson")
+			reasons = append(reasons, aws.ToString(m.MessageAttributes[queue.ReasonAttribute].StringValue))
+		}
+		return len(reasons) >= 3
+	})
+	require.Len(t, reasons, 3)
+	for _, r := range reasons {
+		require.Contains(t, r, "s3://uploads/parcels/bad.geojson")
+	}
+	// The source queue is empty: nothing left, nothing lost.
+	out, err := sq.Client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &qURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	require.NoError(t, err)
+	require.Empty(t, out.Messages)
+}
