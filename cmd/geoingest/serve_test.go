@@ -65,7 +65,9 @@ func startServe(t *testing.T, env map[string]string, args ...string) *serving {
 	m := NewMain()
 	m.Stdout, m.Stderr = &syncBuffer{}, s.stderr
 	m.Getenv = func(k string) string { return env[k] }
-	go func() { s.done <- m.Run(ctx, append([]string{"serve", "--metrics-addr", addr, "--log-level", "info"}, args...)) }()
+	go func() {
+		s.done <- m.Run(ctx, append([]string{"serve", "--metrics-addr", addr, "--log-level", "info"}, args...))
+	}()
 	t.Cleanup(func() { s.stop(t) })
 	// Ready once /readyz answers 200.
 	eventually(t, 60*time.Second, "serve to become ready", func() bool {
@@ -306,4 +308,96 @@ func TestServeSQSEndToEnd(t *testing.T) {
 	out, err := sq.Client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &qURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 	require.NoError(t, err)
 	require.Empty(t, out.Messages)
+}
+
+// TestServeSIGTERMLosesNothing: serve is stopped while a long job (10,000
+// parcels) runs and its grace period is too short: the job is cancelled,
+// nothing is committed, the message is given back at once, and the next
+// serve commits it exactly once.
+func TestServeSIGTERMLosesNothing(t *testing.T) {
+	db := pgtest.NewDB(t)
+	sq := testsrv.SQS(t)
+	st := testsrv.S3(t)
+	testsrv.Env(t, sq.URL, st.URL)
+	st.NewBucket(t, "uploads", false)
+	qURL := sq.NewQueue(t, "long", 30*time.Second)
+	o := upload(t, st.Client, "uploads", "parcels/parcels_10k.geojson", "../../testdata/synthetic/parcels_10k.geojson", 1)
+	sendBody(t, sq.Client, qURL, notification("uploads", o))
+	args := []string{"--queue-url", qURL, "--workers", "1", "--database-url", db, "--wait", "1s", "--grace", "50ms"}
+
+	srv := startServe(t, nil, args...)
+	eventually(t, 20*time.Second, "the job to be claimed", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM claims WHERE state = 'CLAIMED'`) == 1
+	})
+	srv.stop(t) // SIGTERM
+	committed := queryInt(t, db, `SELECT count(*) FROM jobs`)
+	t.Logf("jobs committed before the stop: %d", committed)
+	if committed == 0 {
+		require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM parcels`), "a cancelled job commits nothing")
+		require.Contains(t, srv.stderr.String(), "grace period over")
+		require.Contains(t, srv.stderr.String(), "message given back for retry")
+	}
+
+	srv2 := startServe(t, nil, args...)
+	eventually(t, 25*time.Second, "the job to be committed", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == 1
+	})
+	time.Sleep(300 * time.Millisecond)
+	srv2.stop(t)
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs`))
+	require.EqualValues(t, 10000, queryInt(t, db, `SELECT count(*) FROM parcels`))
+	require.EqualValues(t, 10000, queryInt(t, db, `SELECT count(DISTINCT feature_index) FROM parcels`))
+	out, err := sq.Client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &qURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	require.NoError(t, err)
+	require.Empty(t, out.Messages, "the message was acked after the commit")
+}
+
+// TestServeInbox: files dropped into the inbox are ingested into the
+// table their directory routes to; a restart rescans everything and
+// re-ingests nothing (every file is a claim-gate duplicate).
+func TestServeInbox(t *testing.T) {
+	db := pgtest.NewDB(t)
+	dir := t.TempDir()
+	cp := func(src, dst string) {
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		p := dir + "/" + dst
+		require.NoError(t, os.MkdirAll(p[:strings.LastIndex(p, "/")], 0o755))
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
+	cp("../../testdata/corpus/montreal_landuse_overpass/export.geojson", "montreal.geojson")
+	cp("../../testdata/synthetic/admin.geojson", "admin/admin.geojson")
+	args := []string{"--inbox", dir, "--workers", "4", "--database-url", db, "--poll", "100ms"}
+
+	srv := startServe(t, nil, args...)
+	eventually(t, 20*time.Second, "two files ingested", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == 2
+	})
+	// Dropped while serving: a shapefile set, and a sidecar alone.
+	six := "../../testdata/corpus/six_counties/six_counties"
+	for _, ext := range []string{".dbf", ".shx", ".prj", ".shp"} {
+		cp(six+ext, "parcels/six"+ext)
+	}
+	eventually(t, 20*time.Second, "the shapefile ingested", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == 3
+	})
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs WHERE target_table = 'admin_units'`))
+	require.EqualValues(t, 2, queryInt(t, db, `SELECT count(*) FROM jobs WHERE target_table = 'parcels'`))
+	require.EqualValues(t, 3, srv.metric(t, `geoingest_write_gate_total{result="written"}`))
+	srv.stop(t)
+	parcels := queryInt(t, db, `SELECT count(*) FROM parcels`)
+
+	// Restart: every file is delivered again and stopped at the claim gate.
+	srv2 := startServe(t, nil, args...)
+	eventually(t, 20*time.Second, "the rescan", func() bool {
+		return srv2.metric(t, `geoingest_claims_total{result="lost"}`) >= 3
+	})
+	time.Sleep(500 * time.Millisecond)
+	require.EqualValues(t, 0, srv2.metric(t, `geoingest_write_gate_total{result="written"}`))
+	require.EqualValues(t, 0, srv2.metric(t, "geoingest_downloads_total"), "a duplicate is stopped before any copy")
+	require.EqualValues(t, 3, srv2.metric(t, `geoingest_claims_total{result="lost"}`))
+	require.EqualValues(t, 3, srv2.metric(t, `geoingest_events_filtered_total{reason="sidecar"}`))
+	srv2.stop(t)
+	require.EqualValues(t, 3, queryInt(t, db, `SELECT count(*) FROM jobs`))
+	require.EqualValues(t, parcels, queryInt(t, db, `SELECT count(*) FROM parcels`))
 }
