@@ -390,7 +390,7 @@ func (s *server) process(ctx context.Context, msg *queue.Message) verdict {
 		}
 		src, fetcher, err := ingest.NewS3Source(ctx, s.s3, ev, ingest.S3Options{FinalAttempt: msg.ReceiveCount >= s.cfg.maxReceives})
 		if err != nil {
-			s.failed(&v, ctx, ev.String(), err)
+			s.failed(ctx, &v, ev.String(), err)
 			continue
 		}
 		s.runJob(ctx, &v, src, fetcher, route)
@@ -421,13 +421,13 @@ func (s *server) processFile(ctx context.Context, msg *queue.Message) verdict {
 			if msg.ReceiveCount >= s.cfg.maxReceives {
 				err = ingest.Permanentf("%w (gave up waiting)", err)
 			}
-			s.failed(&v, ctx, "file://"+p, err)
+			s.failed(ctx, &v, "file://"+p, err)
 			return v
 		}
 	}
 	src, fetcher, err := ingest.LocalSource(p)
 	if err != nil {
-		s.failed(&v, ctx, "file://"+p, err)
+		s.failed(ctx, &v, "file://"+p, err)
 		return v
 	}
 	s.runJob(ctx, &v, src, fetcher, route)
@@ -456,7 +456,7 @@ func (s *server) filtered(ev ingest.Event, reason string) {
 }
 
 // failed records a failure that happened before a job existed.
-func (s *server) failed(v *verdict, ctx context.Context, what string, err error) {
+func (s *server) failed(ctx context.Context, v *verdict, what string, err error) {
 	if ingest.KindOf(err) == ingest.Transient || ctx.Err() != nil {
 		s.log.Warn("event failed, will retry", "source", what, "error", err.Error())
 		v.retry = true
@@ -470,7 +470,7 @@ func (s *server) failed(v *verdict, ctx context.Context, what string, err error)
 func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f ingest.Fetcher, route ingest.Route) {
 	job, err := ingest.NewJob(src, paramsFor(route.Target, s.cfg.pipelineVersion), f)
 	if err != nil {
-		s.failed(v, ctx, src.String(), err)
+		s.failed(ctx, v, src.String(), err)
 		return
 	}
 	res := s.svc.Run(ctx, job)

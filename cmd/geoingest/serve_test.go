@@ -338,11 +338,15 @@ func TestServeSIGTERMLosesNothing(t *testing.T) {
 		require.Contains(t, srv.stderr.String(), "message given back for retry")
 	}
 
-	srv2 := startServe(t, nil, args...)
+	// The second serve renews the visibility every 0.2 s while the job runs.
+	srv2 := startServe(t, nil, append(args, "--visibility", "600ms")...)
 	eventually(t, 25*time.Second, "the job to be committed", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == 1
 	})
 	time.Sleep(300 * time.Millisecond)
+	ext := srv2.metric(t, "geoingest_visibility_extensions_total")
+	t.Logf("visibility extensions: %v", ext)
+	require.GreaterOrEqual(t, ext, 1.0, "a job longer than a third of the visibility timeout extends it")
 	srv2.stop(t)
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs`))
 	require.EqualValues(t, 10000, queryInt(t, db, `SELECT count(*) FROM parcels`))
