@@ -58,12 +58,14 @@ JOIN sources s ON s.current_job_id = a.job_id AND s.target_table = 'admin_units'
 -- geoingest_area_by_point_on_surface assigns each whole parcel to the admin
 -- unit that contains its ST_PointOnSurface and sums parcel areas on the
 -- spheroid (ST_Area of geography) per value of the admin units' property
--- admin_key (see geoingest_property). Only parcels and admin units of current generations of
--- pipeline_version (NULL: geoingest_newest_pipeline_version()) count.
+-- admin_key (see geoingest_property). Only parcels and admin units of
+-- current generations of pipeline_version (NULL:
+-- geoingest_newest_pipeline_version()) count.
 -- Parcels whose point lies in no unit are left out; a unit with no parcel
 -- appears with 0. Rows come ordered by admin_unit.
 --
--- Plan: per admin unit, the parcels whose bounding box overlaps the
+-- Plan: per admin unit (aggregated per unit in a lateral subquery, so
+-- no parcel row is sorted), the parcels whose bounding box overlaps the
 -- unit's come from parcels_geom_idx (p.geom && a.geom is implied by the
 -- containment of a point of p, and spelt out so the index can serve it);
 -- then the exact test. LANGUAGE sql, STABLE, a single SELECT and not
@@ -73,14 +75,17 @@ CREATE FUNCTION geoingest_area_by_point_on_surface(admin_key text DEFAULT 'name'
 RETURNS TABLE (admin_unit text, parcels bigint, area_m2 double precision, area_ha double precision)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT coalesce(geoingest_property(a.properties, $1), ''),
-           count(p.id),
-           coalesce(sum(ST_Area(p.geom::geography)), 0)::double precision,
-           coalesce(sum(ST_Area(p.geom::geography)), 0)::double precision / 10000
+           sum(x.n)::bigint,
+           sum(x.area)::double precision,
+           sum(x.area)::double precision / 10000
     FROM geoingest_current_admin_units a
-    LEFT JOIN geoingest_current_parcels p
-           ON p.pipeline_version = a.pipeline_version
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS n, coalesce(sum(ST_Area(p.geom::geography)), 0) AS area
+        FROM geoingest_current_parcels p
+        WHERE p.pipeline_version = a.pipeline_version
           AND p.geom && a.geom
           AND ST_Contains(a.geom, ST_PointOnSurface(p.geom))
+    ) x
     WHERE a.pipeline_version = (SELECT coalesce($2, geoingest_newest_pipeline_version()))
     GROUP BY 1
     ORDER BY 1
@@ -102,17 +107,20 @@ CREATE FUNCTION geoingest_area_by_intersection(admin_key text DEFAULT 'name',
 RETURNS TABLE (admin_unit text, parcels bigint, area_m2 double precision, area_ha double precision)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT coalesce(geoingest_property(a.properties, $1), ''),
-           count(x.area) FILTER (WHERE x.area > 0),
-           coalesce(sum(x.area), 0)::double precision,
-           coalesce(sum(x.area), 0)::double precision / 10000
+           sum(x.n)::bigint,
+           sum(x.area)::double precision,
+           sum(x.area)::double precision / 10000
     FROM geoingest_current_admin_units a
-    LEFT JOIN LATERAL (
-        SELECT CASE WHEN ST_Covers(a.geom, p.geom) THEN ST_Area(p.geom::geography)
-                    ELSE ST_Area(ST_Intersection(a.geom, p.geom)::geography) END AS area
-        FROM geoingest_current_parcels p
-        WHERE p.pipeline_version = a.pipeline_version
-          AND ST_Intersects(a.geom, p.geom)
-    ) x ON true
+    CROSS JOIN LATERAL (
+        SELECT count(*) FILTER (WHERE i.area > 0) AS n, coalesce(sum(i.area), 0) AS area
+        FROM (
+            SELECT CASE WHEN ST_Covers(a.geom, p.geom) THEN ST_Area(p.geom::geography)
+                        ELSE ST_Area(ST_Intersection(a.geom, p.geom)::geography) END AS area
+            FROM geoingest_current_parcels p
+            WHERE p.pipeline_version = a.pipeline_version
+              AND ST_Intersects(a.geom, p.geom)
+        ) i
+    ) x
     WHERE a.pipeline_version = (SELECT coalesce($2, geoingest_newest_pipeline_version()))
     GROUP BY 1
     ORDER BY 1
