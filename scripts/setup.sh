@@ -2,7 +2,8 @@
 # Installs what geoingest and its tests need on a Debian/Ubuntu machine, if
 # missing: PostgreSQL + PostGIS (the embedded default and the test helper
 # run a private cluster with them), and with --test also the test servers
-# (fauxqs, an SQS-compatible server, from npm; versitygw, an S3 server) and
+# (fauxqs, an SQS-compatible server, from npm; the S3 server, gofakes3, runs
+# in-process) and
 # sqlc for the generated-code check. Idempotent: a second run installs
 # nothing.
 set -euo pipefail
@@ -39,10 +40,6 @@ if [ "$want_test" = 1 ]; then
     npm install --silent --no-audit --no-fund --prefix "$cache" fauxqs@1.9.2 >/dev/null
   fi
   gobin="$(go env GOPATH)/bin"
-  if [ ! -x "$gobin/versitygw" ]; then
-    echo "setup: installing versitygw v1.8.0" >&2
-    GOFLAGS= go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
-  fi
   if [ ! -x "$gobin/sqlc" ]; then
     echo "setup: installing sqlc v1.31.1" >&2
     GOFLAGS= go install github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1

@@ -1,64 +1,83 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/pgcluster"
 )
 
 func init() {
-	register(&command{name: "demo", summary: "ingest the sample parcels and admin units twice and show that the second delivery changed nothing", run: runDemo})
+	register(&command{name: "demo", summary: "run the service on a local inbox of sample data, twice, and show that the second delivery changed nothing", run: runDemo})
 }
 
-// runDemo is the README's first command: it runs the main job on the
-// embedded default (or DATABASE_URL) with local files as the bucket. Exit
-// status 1 if any delivery failed or the second delivery changed anything.
+// runDemo is the README's first command. It puts the sample parcels and
+// admin units into a local inbox (inbox/parcels/, inbox/admin/), runs
+// `serve` on it until idle, then restarts `serve` (a restart rescans and
+// so redelivers every file) and shows what happened to each delivery,
+// what landed, the area report and the reconciliation. It runs on the
+// embedded default unless --database-url or DATABASE_URL is given. Exit
+// status 1 if anything failed, the second delivery changed anything, or
+// verification found a problem.
 func runDemo(ctx context.Context, m *Main, args []string) error {
-	fs := m.flagSet("demo", "[--parcels FILE] [--admin FILE]")
+	fs := m.flagSet("demo", "[--parcels FILE] [--admin FILE] [--inbox DIR]")
 	var d dbFlags
 	m.addDBFlagsLevel(fs, &d, "none")
-	parcels := fs.String("parcels", "testdata/synthetic/parcels_10k.geojson", "parcels to ingest into parcels")
-	admin := fs.String("admin", "testdata/synthetic/admin.geojson", "admin units to ingest into admin_units")
+	parcels := fs.String("parcels", "testdata/synthetic/parcels_10k.geojson", "parcels to put into the inbox's parcels/ folder")
+	admin := fs.String("admin", "testdata/synthetic/admin.geojson", "admin units to put into the inbox's admin/ folder")
+	inbox := fs.String("inbox", "", "inbox directory (default: demo-inbox beside the embedded cluster's data)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := m.setupLog(&d); err != nil {
 		return err
 	}
+	if *inbox == "" {
+		home := filepath.Dir(pgcluster.DefaultDir())
+		if h := m.Getenv("GEOINGEST_HOME"); h != "" {
+			home = h
+		}
+		*inbox = filepath.Join(home, "demo-inbox")
+	}
+	// A stable inbox: the sources (and so the jobs) of a second demo run are
+	// the same as the first's, and are duplicates too.
+	for _, f := range []struct{ src, sub string }{{*parcels, "parcels"}, {*admin, "admin"}} {
+		if err := copyIfChanged(f.src, filepath.Join(*inbox, f.sub, filepath.Base(f.src))); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(m.Stdout, "inbox %s: parcels/%s, admin/%s\n", *inbox, filepath.Base(*parcels), filepath.Base(*admin))
+
+	serveArgs := []string{"--inbox", *inbox, "--until-idle", "1500ms", "--poll", "200ms", "--workers", "2",
+		"--metrics-addr", "", "--log-level", d.logLevel, "--log-format", d.logFormat}
+	if d.databaseURL != "" {
+		serveArgs = append(serveArgs, "--database-url", d.databaseURL)
+	}
 	pool, err := m.openDB(ctx, &d)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	metrics := ingest.NewMetrics(nil)
-	store := ingest.NewStore(pool, metrics, m.Log)
-	svc := ingest.NewService(store, metrics, m.Log)
+	store := ingest.NewStore(pool, nil, m.Log)
 
-	inputs := []struct{ path, target string }{{*parcels, "parcels"}, {*admin, "admin_units"}}
-	failed := false
 	var summaries [2][]ingest.TableSummary
-	for round, title := range []string{"first delivery", "second delivery of the same files (a duplicate)"} {
-		fmt.Fprintf(m.Stdout, "%s:\n", title)
-		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
-		for _, in := range inputs {
-			res := m.ingestFile(ctx, svc, in.path, ingest.DefaultParams(in.target))
-			detail := fmt.Sprintf("%d features", res.Features)
-			if res.Err != nil {
-				failed, detail = true, res.Err.Error()
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\tjob %s\t%s\n", res.Outcome, in.target, filepath.Base(in.path), short(res.JobID), detail)
-		}
-		tw.Flush()
-		s, err := store.Summary(ctx)
-		if err != nil {
+	for round, title := range []string{"first delivery (serve, until idle)", "second delivery (serve restarted: it rescans and redelivers every file)"} {
+		fmt.Fprintf(m.Stdout, "\n%s:\n  ", title)
+		if err := runServe(ctx, m, serveArgs); err != nil {
 			return err
 		}
-		summaries[round] = s
+		if summaries[round], err = store.Summary(ctx); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintln(m.Stdout, "what landed (current generations):")
+
+	fmt.Fprintln(m.Stdout, "\nwhat landed (current generations):")
 	tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  table\tfeatures\tjobs\tarea (ha)\t")
 	for _, s := range summaries[1] {
@@ -71,8 +90,49 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	} else {
 		fmt.Fprintln(m.Stdout, "the second delivery CHANGED the tables: this is a bug.")
 	}
-	if failed || !unchanged {
+
+	v, err := store.Verify(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "\ngeoingest verify: %s\n", verdictLine(v))
+	fmt.Fprintln(m.Stdout, "\nnext: geoingest report area    (parcel area by admin unit, current generations only)")
+	if !unchanged || !v.OK() {
 		return exitError(1)
 	}
 	return nil
+}
+
+func verdictLine(v *ingest.Verification) string {
+	if v.OK() {
+		return "clean: every committed job's features are present exactly once"
+	}
+	return fmt.Sprintf("%d problems in jobs %v", len(v.Problems), v.OffendingJobs())
+}
+
+// copyIfChanged copies src to dst unless dst already has the same bytes.
+func copyIfChanged(src, dst string) error {
+	want, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, bytes.NewReader(want)); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,8 +29,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic("go build: " + err.Error() + "\n" + string(out))
 	}
-	defer os.RemoveAll(dir)
-	pgtest.Main(m)
+	pgtest.Main(m, testsrv.Stop, func() { os.RemoveAll(dir) })
 }
 
 // run drives Main in-process and returns the exit status, stdout and stderr.

@@ -21,6 +21,7 @@ import (
 	"github.com/geoingest/geoingest/queue"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func init() {
@@ -48,6 +49,9 @@ type serveConfig struct {
 	visibility, grace, backoffBase, backoffMax, lease     time.Duration
 	wait, poll                                            time.Duration
 	s3PathStyle                                           string
+	// untilIdle, when positive, stops serve once nothing has been received
+	// and no job has run for this long (batch runs, the demo).
+	untilIdle time.Duration
 }
 
 func (m *Main) envInt(name string, def int) int {
@@ -90,6 +94,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
+	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -190,7 +195,29 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(s.router.Routes()))
 	s.run(ctx)
 	m.Log.Info("stopped")
+	fmt.Fprintln(m.Stdout, s.summary())
 	return nil
+}
+
+// summary tells what this run of serve did, from its metrics.
+func (s *server) summary() string {
+	m := s.metrics
+	v := func(c prometheus.Collector) int64 {
+		ch := make(chan prometheus.Metric, 64)
+		go func() { c.Collect(ch); close(ch) }()
+		var sum float64
+		for metric := range ch {
+			var d dto.Metric
+			if metric.Write(&d) == nil {
+				sum += d.GetCounter().GetValue()
+			}
+		}
+		return int64(sum)
+	}
+	return fmt.Sprintf("serve: %d events: %d written, %d duplicates stopped at the claim gate, %d at the write gate, %d superseded, %d failed, %d filtered, %d dead-lettered",
+		v(m.EventsReceived), v(m.WriteGate.WithLabelValues("written")), v(m.Claims.WithLabelValues("lost")),
+		v(m.WriteGate.WithLabelValues("already_present")), v(m.WriteGate.WithLabelValues("superseded")),
+		v(m.JobsFailed.WithLabelValues("permanent")), v(m.EventsFiltered), v(m.DeadLettered))
 }
 
 func paramsFor(target, pipelineVersion string) ingest.Params {
@@ -220,6 +247,8 @@ func (s *server) run(ctx context.Context) {
 	defer cancelJobs()
 	sem := make(chan struct{}, s.cfg.workers)
 	var wg sync.WaitGroup
+	var lastBusy atomic.Int64 // unix nanos of the last receive or job end
+	lastBusy.Store(time.Now().UnixNano())
 receive:
 	for ctx.Err() == nil {
 		select {
@@ -241,6 +270,13 @@ receive:
 		for i := len(msgs); i < n; i++ {
 			<-sem
 		}
+		if len(msgs) > 0 {
+			lastBusy.Store(time.Now().UnixNano())
+		} else if err == nil && s.cfg.untilIdle > 0 && len(sem) == 0 &&
+			time.Since(time.Unix(0, lastBusy.Load())) >= s.cfg.untilIdle {
+			s.log.Info("idle: stopping", "idle_for", s.cfg.untilIdle.String())
+			break
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -257,6 +293,7 @@ receive:
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
+				defer func() { lastBusy.Store(time.Now().UnixNano()) }()
 				s.handle(jobCtx, msg)
 			}()
 		}

@@ -41,10 +41,14 @@ var (
 	stopFns   []func()
 )
 
-// Main runs the package's tests and then stops whatever server pgtest
-// started for them.
-func Main(m *testing.M) {
+// Main runs the package's tests, then runs cleanups (for servers the
+// package started itself) and stops whatever server pgtest started for
+// them. It does not return.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
 	mu.Lock()
 	for _, f := range stopFns {
 		f()
