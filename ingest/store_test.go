@@ -300,3 +300,34 @@ func TestUnknownCRSFailsUnlessSourceSRIDGiven(t *testing.T) {
 	require.EqualValues(t, 663, res.Features)
 	require.Less(t, math.Abs(res.AreaM2-166117573)/166117573, 1e-4)
 }
+
+// TestHeartbeatKeepsLease: a job that runs for several lease periods keeps
+// its claim through heartbeats, so a duplicate delivery meanwhile loses at
+// the claim gate instead of taking the job over.
+func TestHeartbeatKeepsLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	slow := newTestService(b.pool, b.metrics, b.svc.Log)
+	slow.Lease = 600 * time.Millisecond
+	inWrite := make(chan struct{})
+	release := make(chan struct{})
+	slow.beforeWrite = func(Job) {
+		close(inWrite)
+		<-release
+	}
+	done := make(chan Result)
+	go func() { done <- slow.Run(ctx, localJob(t, epinay, DefaultParams("parcels"))) }()
+	<-inWrite
+	other := newTestService(b.pool, b.metrics, b.svc.Log)
+	for i := 0; i < 6; i++ { // 1.8 s: three lease periods
+		time.Sleep(300 * time.Millisecond)
+		res := other.Run(ctx, localJob(t, epinay, DefaultParams("parcels")))
+		require.Equal(t, ClaimLost, res.Outcome, "attempt %d", i)
+	}
+	close(release)
+	res := <-done
+	require.NoError(t, res.Err)
+	require.Equal(t, Written, res.Outcome)
+	require.Zero(t, testutil.ToFloat64(b.metrics.LeasesStolen))
+}
