@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what geoingest and its tests need on a Debian/Ubuntu machine, if
 # missing: PostgreSQL + PostGIS (the embedded default and the test helper
-# run a private cluster with them), and with --test also the test servers
+# run a private cluster with them), and with --test also promtool (Debian's prometheus package), the test servers
 # (fauxqs, an SQS-compatible server, from npm; the S3 server, gofakes3, runs
 # in-process) and
 # sqlc for the generated-code check. Idempotent: a second run installs
@@ -23,6 +23,9 @@ if [ -z "$pg_bin" ] || ! ls /usr/share/postgresql/*/extension/postgis.control >/
 fi
 if [ "$want_test" = 1 ] && ! command -v npm >/dev/null; then
   apt_pkgs+=(nodejs npm)
+fi
+if [ "$want_test" = 1 ] && ! command -v promtool >/dev/null; then
+  apt_pkgs+=(prometheus) # for promtool: checks and unit-tests the alert rules
 fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${apt_pkgs[*]}" >&2
