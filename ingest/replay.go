@@ -30,8 +30,11 @@ type Snapshot struct {
 	FeatureCount int64
 	TotalAreaM2  float64
 	ContentHash  string
-	ClaimState   string
-	Target       string
+	// FeaturesChecksum is the checksum of the job's rows recorded in the
+	// ledger at write time.
+	FeaturesChecksum string
+	ClaimState       string
+	Target           string
 	// SourceCurrent is the job id of the source's current generation ("" if
 	// none).
 	SourceCurrent string
@@ -59,7 +62,8 @@ func (s *Store) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
 	snap := Snapshot{
 		JobID: row.JobID, Status: row.Status, CommittedAt: row.CommittedAt.Time,
 		FeatureCount: row.FeatureCount, TotalAreaM2: row.TotalAreaM2, ContentHash: row.ContentHash,
-		ClaimState: row.ClaimState, Target: row.TargetTable, SourceCurrent: row.SourceCurrentJobID,
+		FeaturesChecksum: row.FeaturesChecksum,
+		ClaimState:       row.ClaimState, Target: row.TargetTable, SourceCurrent: row.SourceCurrentJobID,
 	}
 	if snap.Features, err = s.featureSum(ctx, row.TargetTable, jobID); err != nil {
 		return Snapshot{}, err
@@ -107,6 +111,10 @@ func (s Snapshot) Inconsistencies() []string {
 		}
 		if !areaEqual(s.Features.AreaM2, s.TotalAreaM2) {
 			out = append(out, fmt.Sprintf("job %s: ledger records %.3f m², %s holds %.3f m²", s.JobID, s.TotalAreaM2, s.Target, s.Features.AreaM2))
+		}
+		if s.Features.Checksum != s.FeaturesChecksum {
+			out = append(out, fmt.Sprintf("job %s: %s rows changed since they were written (checksum %s, ledger recorded %s)",
+				s.JobID, s.Target, s.Features.Checksum, s.FeaturesChecksum))
 		}
 		if s.SourceCurrent != s.JobID {
 			out = append(out, fmt.Sprintf("job %s is current but its source's current job is %q", s.JobID, s.SourceCurrent))

@@ -215,7 +215,7 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 	if src.CurrentJobID.Valid && src.CurrentOrder > job.Source.Order && p.Replaces == "" {
 		// A newer version is current: commit this one as superseded.
 		res.outcome = Superseded
-		if err := q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded"}); err != nil {
+		if err := q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded", FeaturesChecksum: "0"}); err != nil {
 			return writeResult{}, err
 		}
 	} else {
@@ -310,19 +310,20 @@ func (s *Store) copyFeatures(ctx context.Context, tx pgx.Tx, q *db.Queries, job 
 	repair := job.Params.Invalid == PolicyRepair
 	var written, repaired, collapsed int64
 	var area float64
+	var checksum string
 	switch job.Params.Target {
 	case "parcels":
 		row, err := q.InsertParcelsFromStaging(ctx, db.InsertParcelsFromStagingParams{Repair: repair, JobID: job.ID})
 		if err != nil {
 			return fmt.Errorf("normalise features: %w", err)
 		}
-		written, area, repaired, collapsed = row.Written, row.AreaM2, row.Repaired, row.Collapsed
+		written, area, repaired, collapsed, checksum = row.Written, row.AreaM2, row.Repaired, row.Collapsed, row.FeaturesChecksum
 	case "admin_units":
 		row, err := q.InsertAdminUnitsFromStaging(ctx, db.InsertAdminUnitsFromStagingParams{Repair: repair, JobID: job.ID})
 		if err != nil {
 			return fmt.Errorf("normalise features: %w", err)
 		}
-		written, area, repaired, collapsed = row.Written, row.AreaM2, row.Repaired, row.Collapsed
+		written, area, repaired, collapsed, checksum = row.Written, row.AreaM2, row.Repaired, row.Collapsed, row.FeaturesChecksum
 	}
 	if collapsed > 0 && job.Params.NullGeometry == PolicyFail {
 		return Permanentf("%d features have no polygonal area left after repair", collapsed)
@@ -330,7 +331,7 @@ func (s *Store) copyFeatures(ctx context.Context, tx pgx.Tx, q *db.Queries, job 
 	res.features, res.areaM2 = written, area
 	s.metrics.FeaturesWritten.Add(float64(written))
 	return q.FinishJob(ctx, db.FinishJobParams{
-		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area,
+		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area, FeaturesChecksum: checksum,
 		Encoding: r.Layer().Encoding, SkippedNull: rows.skippedNull + collapsed,
 		SkippedType: rows.skippedType, RepairedInvalid: repaired,
 	})

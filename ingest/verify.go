@@ -57,7 +57,9 @@ func (v *Verification) OffendingJobs() []string {
 //
 //   - for every current job, the ledger's feature_count equals the number
 //     of rows its target table holds for the job, and total_area_m2 their
-//     area on the spheroid within AreaTolerance (relative);
+//     area on the spheroid within AreaTolerance (relative), and the
+//     checksum of its rows (index, properties, geometry) recorded at write
+//     time;
 //   - no feature row belongs to a job that is missing from the ledger, not
 //     current, or aimed at the other table;
 //   - no source has two current jobs, every current job is its source's
@@ -85,6 +87,10 @@ func (s *Store) Verify(ctx context.Context) (*Verification, error) {
 		if j.LedgerCount != j.HeldCount {
 			v.add(j.JobID, "feature count", fmt.Sprintf("ledger records %d features, %s holds %d for the job (%s)",
 				j.LedgerCount, j.TargetTable, j.HeldCount, sourceURL(j.SourceBucket, j.SourceKey)))
+		}
+		if j.LedgerCount == j.HeldCount && j.LedgerChecksum != j.HeldChecksum {
+			v.add(j.JobID, "checksum", fmt.Sprintf("%s rows of the job changed since they were written (checksum %s, ledger recorded %s; %s)",
+				j.TargetTable, j.HeldChecksum, j.LedgerChecksum, sourceURL(j.SourceBucket, j.SourceKey)))
 		}
 		if !areaEqual(j.LedgerAreaM2, j.HeldAreaM2) {
 			v.add(j.JobID, "area", fmt.Sprintf("ledger records %.3f m², %s holds %.3f m² for the job (relative difference %.3g)",

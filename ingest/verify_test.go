@@ -89,6 +89,12 @@ func TestVerifyFindsTampering(t *testing.T) {
 		{name: "geometry changed", check: "area", tamper: func(t *testing.T, e *rpEnv, job string) {
 			e.exec(t, `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0001)) WHERE job_id = $1 AND feature_index = 7`, job)
 		}},
+		{name: "properties changed", check: "checksum", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `UPDATE parcels SET properties = properties || '{"edited": true}' WHERE job_id = $1 AND feature_index = 9`, job)
+		}},
+		{name: "geometry moved, same area", check: "checksum", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `UPDATE parcels SET geom = ST_Translate(geom, 0, 0.00001) WHERE job_id = $1 AND feature_index = 11`, job)
+		}},
 		{name: "row of an unknown job", check: "stray features", offender: strings.Repeat("ab", 32),
 			tamper: func(t *testing.T, e *rpEnv, job string) {
 				e.exec(t, `INSERT INTO parcels (job_id, feature_index, geom)

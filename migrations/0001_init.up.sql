@@ -29,6 +29,10 @@ CREATE TABLE jobs (
     feature_count    bigint NOT NULL DEFAULT 0,
     total_area_m2    double precision NOT NULL DEFAULT 0,
     content_hash     text NOT NULL,
+    -- features_checksum is geoingest_features_checksum over the rows the
+    -- job wrote, recorded at write time: verify and replay recompute it to
+    -- find rows changed since.
+    features_checksum text NOT NULL DEFAULT '0',
     source_srid      integer,
     encoding         text NOT NULL DEFAULT '',
     skipped_null     bigint NOT NULL DEFAULT 0,
@@ -129,4 +133,14 @@ BEGIN
     END IF;
     geom := ST_Multi(g);
 END
+$$;
+
+-- geoingest_feature_hash is a 64-bit hash of one feature row (its index,
+-- properties and EWKB geometry). Summed over a job's rows it gives an
+-- order-independent checksum that needs constant memory, however many rows
+-- the job has: geoingest_features_checksum.
+CREATE FUNCTION geoingest_feature_hash(feature_index bigint, properties jsonb, geom geometry)
+RETURNS numeric
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT ('x' || left(md5(feature_index::text || ':' || md5(properties::text) || ':' || md5(ST_AsEWKB(geom))), 16))::bit(64)::bigint::numeric
 $$;

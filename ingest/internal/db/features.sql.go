@@ -58,10 +58,12 @@ WITH src AS MATERIALIZED (
     INSERT INTO admin_units (job_id, feature_index, layer, properties, geom)
     SELECT $2::text, src.feature_index, src.layer, src.properties, src.geom
     FROM src WHERE src.geom IS NOT NULL
-    RETURNING ST_Area(admin_units.geom::geography) AS area
+    RETURNING ST_Area(admin_units.geom::geography) AS area,
+              geoingest_feature_hash(admin_units.feature_index, admin_units.properties, admin_units.geom) AS h
 )
 SELECT (SELECT count(*) FROM ins)::bigint AS written,
        (SELECT coalesce(sum(area), 0) FROM ins)::float8 AS area_m2,
+       (SELECT coalesce(sum(h), 0) FROM ins)::text AS features_checksum,
        (SELECT count(*) FROM src WHERE src.repaired)::bigint AS repaired,
        (SELECT count(*) FROM src WHERE src.geom IS NULL)::bigint AS collapsed
 `
@@ -72,10 +74,11 @@ type InsertAdminUnitsFromStagingParams struct {
 }
 
 type InsertAdminUnitsFromStagingRow struct {
-	Written   int64
-	AreaM2    float64
-	Repaired  int64
-	Collapsed int64
+	Written          int64
+	AreaM2           float64
+	FeaturesChecksum string
+	Repaired         int64
+	Collapsed        int64
 }
 
 // InsertAdminUnitsFromStaging is InsertParcelsFromStaging for admin_units.
@@ -85,6 +88,7 @@ func (q *Queries) InsertAdminUnitsFromStaging(ctx context.Context, arg InsertAdm
 	err := row.Scan(
 		&i.Written,
 		&i.AreaM2,
+		&i.FeaturesChecksum,
 		&i.Repaired,
 		&i.Collapsed,
 	)
@@ -100,10 +104,12 @@ WITH src AS MATERIALIZED (
     INSERT INTO parcels (job_id, feature_index, layer, properties, geom)
     SELECT $2::text, src.feature_index, src.layer, src.properties, src.geom
     FROM src WHERE src.geom IS NOT NULL
-    RETURNING ST_Area(parcels.geom::geography) AS area
+    RETURNING ST_Area(parcels.geom::geography) AS area,
+              geoingest_feature_hash(parcels.feature_index, parcels.properties, parcels.geom) AS h
 )
 SELECT (SELECT count(*) FROM ins)::bigint AS written,
        (SELECT coalesce(sum(area), 0) FROM ins)::float8 AS area_m2,
+       (SELECT coalesce(sum(h), 0) FROM ins)::text AS features_checksum,
        (SELECT count(*) FROM src WHERE src.repaired)::bigint AS repaired,
        (SELECT count(*) FROM src WHERE src.geom IS NULL)::bigint AS collapsed
 `
@@ -114,15 +120,16 @@ type InsertParcelsFromStagingParams struct {
 }
 
 type InsertParcelsFromStagingRow struct {
-	Written   int64
-	AreaM2    float64
-	Repaired  int64
-	Collapsed int64
+	Written          int64
+	AreaM2           float64
+	FeaturesChecksum string
+	Repaired         int64
+	Collapsed        int64
 }
 
 // InsertParcelsFromStaging normalises the staged features into parcels for
 // a job and returns how many rows it wrote, their total area on the
-// spheroid, how many were repaired and how many were dropped because
+// spheroid, their checksum (see geoingest_feature_hash), how many were repaired and how many were dropped because
 // nothing polygonal was left.
 func (q *Queries) InsertParcelsFromStaging(ctx context.Context, arg InsertParcelsFromStagingParams) (InsertParcelsFromStagingRow, error) {
 	row := q.db.QueryRow(ctx, insertParcelsFromStaging, arg.Repair, arg.JobID)
@@ -130,6 +137,7 @@ func (q *Queries) InsertParcelsFromStaging(ctx context.Context, arg InsertParcel
 	err := row.Scan(
 		&i.Written,
 		&i.AreaM2,
+		&i.FeaturesChecksum,
 		&i.Repaired,
 		&i.Collapsed,
 	)

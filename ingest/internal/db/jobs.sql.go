@@ -37,20 +37,22 @@ func (q *Queries) EnsureSource(ctx context.Context, arg EnsureSourceParams) erro
 const finishJob = `-- name: FinishJob :exec
 UPDATE jobs
 SET status = $1, feature_count = $2, total_area_m2 = $3,
-    encoding = $4, skipped_null = $5, skipped_type = $6,
-    repaired_invalid = $7
-WHERE job_id = $8
+    features_checksum = $4,
+    encoding = $5, skipped_null = $6, skipped_type = $7,
+    repaired_invalid = $8
+WHERE job_id = $9
 `
 
 type FinishJobParams struct {
-	Status          string
-	FeatureCount    int64
-	TotalAreaM2     float64
-	Encoding        string
-	SkippedNull     int64
-	SkippedType     int64
-	RepairedInvalid int64
-	JobID           string
+	Status           string
+	FeatureCount     int64
+	TotalAreaM2      float64
+	FeaturesChecksum string
+	Encoding         string
+	SkippedNull      int64
+	SkippedType      int64
+	RepairedInvalid  int64
+	JobID            string
 }
 
 // FinishJob records what the write gate wrote for a job.
@@ -59,6 +61,7 @@ func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 		arg.Status,
 		arg.FeatureCount,
 		arg.TotalAreaM2,
+		arg.FeaturesChecksum,
 		arg.Encoding,
 		arg.SkippedNull,
 		arg.SkippedType,
@@ -69,7 +72,7 @@ func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 }
 
 const getJob = `-- name: GetJob :one
-SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at FROM jobs WHERE job_id = $1
+SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at FROM jobs WHERE job_id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
@@ -89,6 +92,7 @@ func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
 		&i.FeatureCount,
 		&i.TotalAreaM2,
 		&i.ContentHash,
+		&i.FeaturesChecksum,
 		&i.SourceSrid,
 		&i.Encoding,
 		&i.SkippedNull,

@@ -58,25 +58,26 @@ type GeoingestStaging struct {
 }
 
 type Job struct {
-	JobID           string
-	SourceBucket    string
-	SourceKey       string
-	VersionToken    string
-	OrderToken      string
-	Params          []byte
-	Pipeline        string
-	PipelineVersion string
-	TargetTable     string
-	Status          string
-	FeatureCount    int64
-	TotalAreaM2     float64
-	ContentHash     string
-	SourceSrid      pgtype.Int4
-	Encoding        string
-	SkippedNull     int64
-	SkippedType     int64
-	RepairedInvalid int64
-	CommittedAt     pgtype.Timestamptz
+	JobID            string
+	SourceBucket     string
+	SourceKey        string
+	VersionToken     string
+	OrderToken       string
+	Params           []byte
+	Pipeline         string
+	PipelineVersion  string
+	TargetTable      string
+	Status           string
+	FeatureCount     int64
+	TotalAreaM2      float64
+	ContentHash      string
+	FeaturesChecksum string
+	SourceSrid       pgtype.Int4
+	Encoding         string
+	SkippedNull      int64
+	SkippedType      int64
+	RepairedInvalid  int64
+	CommittedAt      pgtype.Timestamptz
 }
 
 type Parcel struct {

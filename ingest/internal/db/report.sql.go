@@ -14,8 +14,7 @@ import (
 const adminUnitsChecksum = `-- name: AdminUnitsChecksum :one
 SELECT count(*)::bigint AS n,
        coalesce(sum(ST_Area(a.geom::geography)), 0)::float8 AS area_m2,
-       md5(coalesce(string_agg(a.feature_index::text || ':' || md5(a.properties::text) || ':' ||
-                               encode(ST_AsEWKB(a.geom), 'hex'), ',' ORDER BY a.feature_index), ''))::text AS checksum
+       coalesce(sum(geoingest_feature_hash(a.feature_index, a.properties, a.geom)), 0)::text AS checksum
 FROM admin_units a WHERE a.job_id = $1
 `
 
@@ -123,7 +122,7 @@ func (q *Queries) AreaByPointOnSurface(ctx context.Context, arg AreaByPointOnSur
 
 const jobSnapshot = `-- name: JobSnapshot :one
 SELECT j.job_id, j.status, j.committed_at, j.feature_count, j.total_area_m2, j.content_hash,
-       j.target_table, j.source_bucket, j.source_key, j.pipeline_version, j.params,
+       j.features_checksum, j.target_table, j.source_bucket, j.source_key, j.pipeline_version, j.params,
        coalesce(c.state, '')::text AS claim_state,
        coalesce(s.current_job_id, '')::text AS source_current_job_id
 FROM jobs j
@@ -140,6 +139,7 @@ type JobSnapshotRow struct {
 	FeatureCount       int64
 	TotalAreaM2        float64
 	ContentHash        string
+	FeaturesChecksum   string
 	TargetTable        string
 	SourceBucket       string
 	SourceKey          string
@@ -161,6 +161,7 @@ func (q *Queries) JobSnapshot(ctx context.Context, jobID string) (JobSnapshotRow
 		&i.FeatureCount,
 		&i.TotalAreaM2,
 		&i.ContentHash,
+		&i.FeaturesChecksum,
 		&i.TargetTable,
 		&i.SourceBucket,
 		&i.SourceKey,
@@ -186,8 +187,7 @@ func (q *Queries) NewestPipelineVersion(ctx context.Context) (string, error) {
 const parcelsChecksum = `-- name: ParcelsChecksum :one
 SELECT count(*)::bigint AS n,
        coalesce(sum(ST_Area(p.geom::geography)), 0)::float8 AS area_m2,
-       md5(coalesce(string_agg(p.feature_index::text || ':' || md5(p.properties::text) || ':' ||
-                               encode(ST_AsEWKB(p.geom), 'hex'), ',' ORDER BY p.feature_index), ''))::text AS checksum
+       coalesce(sum(geoingest_feature_hash(p.feature_index, p.properties, p.geom)), 0)::text AS checksum
 FROM parcels p WHERE p.job_id = $1
 `
 
@@ -283,15 +283,19 @@ func (q *Queries) VerifyCounts(ctx context.Context) (VerifyCountsRow, error) {
 const verifyCurrentJobs = `-- name: VerifyCurrentJobs :many
 WITH held AS (
     SELECT 'parcels'::text AS target_table, p.job_id, count(*) AS n,
-           sum(ST_Area(p.geom::geography)) AS area
+           sum(ST_Area(p.geom::geography)) AS area,
+           sum(geoingest_feature_hash(p.feature_index, p.properties, p.geom)) AS checksum
     FROM parcels p GROUP BY p.job_id
     UNION ALL
-    SELECT 'admin_units'::text, a.job_id, count(*), sum(ST_Area(a.geom::geography))
+    SELECT 'admin_units'::text, a.job_id, count(*), sum(ST_Area(a.geom::geography)),
+           sum(geoingest_feature_hash(a.feature_index, a.properties, a.geom))
     FROM admin_units a GROUP BY a.job_id
 )
 SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
        j.feature_count AS ledger_count, j.total_area_m2 AS ledger_area_m2,
-       coalesce(h.n, 0)::bigint AS held_count, coalesce(h.area, 0)::float8 AS held_area_m2
+       j.features_checksum AS ledger_checksum,
+       coalesce(h.n, 0)::bigint AS held_count, coalesce(h.area, 0)::float8 AS held_area_m2,
+       coalesce(h.checksum, 0)::text AS held_checksum
 FROM jobs j
 LEFT JOIN held h ON h.job_id = j.job_id AND h.target_table = j.target_table
 WHERE j.status = 'current'
@@ -299,14 +303,16 @@ ORDER BY j.job_id
 `
 
 type VerifyCurrentJobsRow struct {
-	JobID        string
-	TargetTable  string
-	SourceBucket string
-	SourceKey    string
-	LedgerCount  int64
-	LedgerAreaM2 float64
-	HeldCount    int64
-	HeldAreaM2   float64
+	JobID          string
+	TargetTable    string
+	SourceBucket   string
+	SourceKey      string
+	LedgerCount    int64
+	LedgerAreaM2   float64
+	LedgerChecksum string
+	HeldCount      int64
+	HeldAreaM2     float64
+	HeldChecksum   string
 }
 
 // VerifyCurrentJobs compares, for every current job, the ledger's feature
@@ -327,8 +333,10 @@ func (q *Queries) VerifyCurrentJobs(ctx context.Context) ([]VerifyCurrentJobsRow
 			&i.SourceKey,
 			&i.LedgerCount,
 			&i.LedgerAreaM2,
+			&i.LedgerChecksum,
 			&i.HeldCount,
 			&i.HeldAreaM2,
+			&i.HeldChecksum,
 		); err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ CREATE TEMP TABLE geoingest_staging (
 -- name: InsertParcelsFromStaging :one
 -- InsertParcelsFromStaging normalises the staged features into parcels for
 -- a job and returns how many rows it wrote, their total area on the
--- spheroid, how many were repaired and how many were dropped because
+-- spheroid, their checksum (see geoingest_feature_hash), how many were repaired and how many were dropped because
 -- nothing polygonal was left.
 WITH src AS MATERIALIZED (
     SELECT s.feature_index, s.layer, s.properties, n.geom, n.repaired
@@ -21,10 +21,12 @@ WITH src AS MATERIALIZED (
     INSERT INTO parcels (job_id, feature_index, layer, properties, geom)
     SELECT @job_id::text, src.feature_index, src.layer, src.properties, src.geom
     FROM src WHERE src.geom IS NOT NULL
-    RETURNING ST_Area(parcels.geom::geography) AS area
+    RETURNING ST_Area(parcels.geom::geography) AS area,
+              geoingest_feature_hash(parcels.feature_index, parcels.properties, parcels.geom) AS h
 )
 SELECT (SELECT count(*) FROM ins)::bigint AS written,
        (SELECT coalesce(sum(area), 0) FROM ins)::float8 AS area_m2,
+       (SELECT coalesce(sum(h), 0) FROM ins)::text AS features_checksum,
        (SELECT count(*) FROM src WHERE src.repaired)::bigint AS repaired,
        (SELECT count(*) FROM src WHERE src.geom IS NULL)::bigint AS collapsed;
 
@@ -38,10 +40,12 @@ WITH src AS MATERIALIZED (
     INSERT INTO admin_units (job_id, feature_index, layer, properties, geom)
     SELECT @job_id::text, src.feature_index, src.layer, src.properties, src.geom
     FROM src WHERE src.geom IS NOT NULL
-    RETURNING ST_Area(admin_units.geom::geography) AS area
+    RETURNING ST_Area(admin_units.geom::geography) AS area,
+              geoingest_feature_hash(admin_units.feature_index, admin_units.properties, admin_units.geom) AS h
 )
 SELECT (SELECT count(*) FROM ins)::bigint AS written,
        (SELECT coalesce(sum(area), 0) FROM ins)::float8 AS area_m2,
+       (SELECT coalesce(sum(h), 0) FROM ins)::text AS features_checksum,
        (SELECT count(*) FROM src WHERE src.repaired)::bigint AS repaired,
        (SELECT count(*) FROM src WHERE src.geom IS NULL)::bigint AS collapsed;
 

@@ -16,6 +16,7 @@ SELECT * FROM jobs WHERE job_id = @job_id;
 -- FinishJob records what the write gate wrote for a job.
 UPDATE jobs
 SET status = @status, feature_count = @feature_count, total_area_m2 = @total_area_m2,
+    features_checksum = @features_checksum,
     encoding = @encoding, skipped_null = @skipped_null, skipped_type = @skipped_type,
     repaired_invalid = @repaired_invalid
 WHERE job_id = @job_id;

@@ -18,15 +18,19 @@ SELECT coalesce(geoingest_newest_pipeline_version(), '')::text AS version;
 -- count and total area with what its target table holds for the job.
 WITH held AS (
     SELECT 'parcels'::text AS target_table, p.job_id, count(*) AS n,
-           sum(ST_Area(p.geom::geography)) AS area
+           sum(ST_Area(p.geom::geography)) AS area,
+           sum(geoingest_feature_hash(p.feature_index, p.properties, p.geom)) AS checksum
     FROM parcels p GROUP BY p.job_id
     UNION ALL
-    SELECT 'admin_units'::text, a.job_id, count(*), sum(ST_Area(a.geom::geography))
+    SELECT 'admin_units'::text, a.job_id, count(*), sum(ST_Area(a.geom::geography)),
+           sum(geoingest_feature_hash(a.feature_index, a.properties, a.geom))
     FROM admin_units a GROUP BY a.job_id
 )
 SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
        j.feature_count AS ledger_count, j.total_area_m2 AS ledger_area_m2,
-       coalesce(h.n, 0)::bigint AS held_count, coalesce(h.area, 0)::float8 AS held_area_m2
+       j.features_checksum AS ledger_checksum,
+       coalesce(h.n, 0)::bigint AS held_count, coalesce(h.area, 0)::float8 AS held_area_m2,
+       coalesce(h.checksum, 0)::text AS held_checksum
 FROM jobs j
 LEFT JOIN held h ON h.job_id = j.job_id AND h.target_table = j.target_table
 WHERE j.status = 'current'
@@ -107,7 +111,7 @@ SELECT (SELECT count(*) FROM jobs)::bigint AS jobs,
 -- JobSnapshot is a job's ledger row, its claim state and its source's
 -- current job.
 SELECT j.job_id, j.status, j.committed_at, j.feature_count, j.total_area_m2, j.content_hash,
-       j.target_table, j.source_bucket, j.source_key, j.pipeline_version, j.params,
+       j.features_checksum, j.target_table, j.source_bucket, j.source_key, j.pipeline_version, j.params,
        coalesce(c.state, '')::text AS claim_state,
        coalesce(s.current_job_id, '')::text AS source_current_job_id
 FROM jobs j
@@ -122,14 +126,12 @@ WHERE j.job_id = @job_id;
 -- every row in feature_index order: any change to a row changes it.
 SELECT count(*)::bigint AS n,
        coalesce(sum(ST_Area(p.geom::geography)), 0)::float8 AS area_m2,
-       md5(coalesce(string_agg(p.feature_index::text || ':' || md5(p.properties::text) || ':' ||
-                               encode(ST_AsEWKB(p.geom), 'hex'), ',' ORDER BY p.feature_index), ''))::text AS checksum
+       coalesce(sum(geoingest_feature_hash(p.feature_index, p.properties, p.geom)), 0)::text AS checksum
 FROM parcels p WHERE p.job_id = @job_id;
 
 -- name: AdminUnitsChecksum :one
 -- AdminUnitsChecksum is ParcelsChecksum for admin_units.
 SELECT count(*)::bigint AS n,
        coalesce(sum(ST_Area(a.geom::geography)), 0)::float8 AS area_m2,
-       md5(coalesce(string_agg(a.feature_index::text || ':' || md5(a.properties::text) || ':' ||
-                               encode(ST_AsEWKB(a.geom), 'hex'), ',' ORDER BY a.feature_index), ''))::text AS checksum
+       coalesce(sum(geoingest_feature_hash(a.feature_index, a.properties, a.geom)), 0)::text AS checksum
 FROM admin_units a WHERE a.job_id = @job_id;
