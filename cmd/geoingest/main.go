@@ -152,6 +152,11 @@ type dbFlags struct {
 	databaseURL string
 	logFormat   string
 	logLevel    string
+	// workers is how many jobs may run at once on the pool (default 1).
+	// Each running job holds one connection for its write-gate transaction
+	// and may need a second meanwhile (heartbeat, SRID and CRS lookups), so
+	// the pool gets at least 2*workers+2 connections.
+	workers int
 }
 
 func (m *Main) addDBFlags(fs *flag.FlagSet, d *dbFlags) {
@@ -224,8 +229,8 @@ func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("database url: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "geoingest"
-	if cfg.MaxConns < 8 {
-		cfg.MaxConns = 8
+	if want := int32(2*max(d.workers, 1) + 2); cfg.MaxConns < want {
+		cfg.MaxConns = want
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -168,6 +168,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	defer s.recv.Close()
 
+	d.workers = c.workers
 	pool, err := m.openDB(ctx, &d)
 	if err != nil {
 		return err
