@@ -61,7 +61,12 @@ type Job struct {
 	ID     string
 	Source Source
 	Params Params
-	Fetch  Fetcher
+	// Fetch downloads the input; nil for a delete.
+	Fetch Fetcher
+	// Delete marks a removal event mirrored into the database: the job
+	// retires the source's current generation (if the delete is newer)
+	// instead of writing features.
+	Delete bool
 }
 
 // NewJob makes a job and computes its key. Returns a Permanent error if the
@@ -82,6 +87,34 @@ func NewJob(src Source, p Params, f Fetcher) (Job, error) {
 	}, nil
 }
 
+// NewDeleteJob makes the job that mirrors a removal of src: src's
+// VersionToken names the removal (the delete marker's versionId, else
+// "delete:" + the event sequencer) and src.Order orders it among the
+// object's versions. Its parameters carry action "delete", so its key
+// differs from any write of the same version.
+func NewDeleteJob(src Source, p Params) (Job, error) {
+	if err := p.Validate(); err != nil {
+		return Job{}, err
+	}
+	job := Job{Source: src, Params: p, Delete: true}
+	canon, err := CanonicalJSON(job.paramsMap())
+	if err != nil {
+		return Job{}, &Error{Kind: Permanent, Err: err}
+	}
+	job.ID = jobKeyDecoded(src.Bucket, src.Key, src.VersionToken, canon)
+	return job, nil
+}
+
+// paramsMap is the job's parameters as they go into its key and the
+// ledger: Params.Map, plus action "delete" for a delete job.
+func (j Job) paramsMap() map[string]any {
+	m := j.Params.Map()
+	if j.Delete {
+		m["action"] = "delete"
+	}
+	return m
+}
+
 // Outcome is what happened to one delivery of a job.
 type Outcome string
 
@@ -96,6 +129,9 @@ const (
 	// Superseded: a newer version of the source is current; the job was
 	// committed with no features.
 	Superseded Outcome = "superseded"
+	// Retired: a delete was applied; the source's current generation (if
+	// any) was removed.
+	Retired Outcome = "retired"
 	// Failed: the job failed; Result.Err says why and whether it is
 	// permanent.
 	Failed Outcome = "failed"

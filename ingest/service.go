@@ -92,6 +92,14 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		go s.heartbeat(hbCtx, log, job.ID)
 	}
 
+	if job.Delete {
+		wr, err := s.Store.Retire(ctx, job, s.Owner)
+		if err != nil {
+			return s.fail(ctx, log, res, job, err)
+		}
+		return s.report(log, res, wr, start)
+	}
+
 	dir, err := os.MkdirTemp(s.TempDir, "geoingest-job-")
 	if err != nil {
 		return s.fail(ctx, log, res, job, Transientf("temp dir: %w", err))
@@ -122,6 +130,12 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}
+	return s.report(log, res, wr, start)
+}
+
+// report turns what the write gate did into the delivery's Result, counting
+// and logging it.
+func (s *Service) report(log *slog.Logger, res Result, wr writeResult, start time.Time) Result {
 	res.Outcome, res.Features, res.AreaM2, res.Replaced = wr.outcome, wr.features, wr.areaM2, wr.replaced
 	switch wr.outcome {
 	case AlreadyPresent:
@@ -130,6 +144,9 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	case Superseded:
 		s.Metrics.WriteGate.WithLabelValues("superseded").Inc()
 		log.Info("older version committed as superseded", "outcome", Superseded)
+	case Retired:
+		s.Metrics.WriteGate.WithLabelValues("retired").Inc()
+		log.Info("delete applied: the source has no current generation", "outcome", Retired, "retired", wr.replaced)
 	default:
 		s.Metrics.WriteGate.WithLabelValues("written").Inc()
 		log.Info("job written", "outcome", Written, "features", wr.features, "area_m2", wr.areaM2,

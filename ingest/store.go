@@ -168,41 +168,13 @@ type writeResult struct {
 // r must read a local file: no network wait may happen inside the
 // transaction. A parse error part-way rolls everything back.
 func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reader, contentHash string) (writeResult, error) {
+	g, dup, err := s.openGate(ctx, job, contentHash)
+	if err != nil || g == nil {
+		return dup, err
+	}
+	defer g.rollback(ctx)
 	p := job.Params
-	params, err := CanonicalJSON(p.Map())
-	if err != nil {
-		return writeResult{}, &Error{Kind: Permanent, Err: err}
-	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return writeResult{}, Transientf("begin: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	q := s.q.WithTx(tx)
-
-	n, err := q.InsertJob(ctx, db.InsertJobParams{
-		JobID: job.ID, SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
-		VersionToken: job.Source.VersionToken, OrderToken: job.Source.Order, Params: params,
-		Pipeline: Pipeline, PipelineVersion: p.PipelineVersion, TargetTable: p.Target,
-		ContentHash: contentHash, SourceSrid: pgtype.Int4{Int32: int32(p.SourceSRID), Valid: p.SourceSRID != 0},
-	})
-	if err != nil {
-		return writeResult{}, fmt.Errorf("write gate: %w", err)
-	}
-	if n == 0 {
-		_ = tx.Rollback(ctx)
-		return s.alreadyPresent(ctx, job, contentHash)
-	}
-
-	srcKey := db.EnsureSourceParams{SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
-		TargetTable: p.Target, PipelineVersion: p.PipelineVersion}
-	if err := q.EnsureSource(ctx, srcKey); err != nil {
-		return writeResult{}, fmt.Errorf("source: %w", err)
-	}
-	src, err := q.LockSource(ctx, db.LockSourceParams(srcKey))
-	if err != nil {
-		return writeResult{}, fmt.Errorf("lock source: %w", err)
-	}
+	src := g.src
 	if p.Replaces != "" && src.CurrentJobID.String != p.Replaces {
 		cur := src.CurrentJobID.String
 		if cur == "" {
@@ -212,54 +184,171 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 			"precondition failed: source %s current generation is %s, not %s", job.Source, cur, p.Replaces)}
 	}
 	res := writeResult{outcome: Written}
-	if src.CurrentJobID.Valid && src.CurrentOrder > job.Source.Order && p.Replaces == "" {
-		// A newer version is current: commit this one as superseded.
+	if src.CurrentOrder > job.Source.Order && p.Replaces == "" {
+		// A newer version (a write or a delete) was applied already:
+		// commit this one as superseded.
 		res.outcome = Superseded
-		if err := q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded", FeaturesChecksum: "0"}); err != nil {
+		if err := g.q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded", FeaturesChecksum: "0"}); err != nil {
 			return writeResult{}, err
 		}
 	} else {
 		if src.CurrentJobID.Valid {
 			res.replaced = src.CurrentJobID.String
-			if err := s.deleteFeatures(ctx, q, p.Target, res.replaced); err != nil {
-				return writeResult{}, err
-			}
-			if err := q.SetJobStatus(ctx, db.SetJobStatusParams{JobID: res.replaced, Status: "replaced"}); err != nil {
+			if err := s.retireCurrent(ctx, g.q, p.Target, res.replaced, "replaced"); err != nil {
 				return writeResult{}, err
 			}
 		}
-		if err := s.copyFeatures(ctx, tx, q, job, r, &res); err != nil {
+		if err := s.copyFeatures(ctx, g.tx, g.q, job, r, &res); err != nil {
 			return writeResult{}, err
 		}
-		if err := q.SetSourceCurrent(ctx, db.SetSourceCurrentParams{
-			CurrentJobID: pgtype.Text{String: job.ID, Valid: true}, CurrentOrder: job.Source.Order,
-			SourceBucket: srcKey.SourceBucket, SourceKey: srcKey.SourceKey,
-			TargetTable: srcKey.TargetTable, PipelineVersion: srcKey.PipelineVersion,
-		}); err != nil {
+		if err := g.setCurrent(ctx, pgtype.Text{String: job.ID, Valid: true}); err != nil {
 			return writeResult{}, err
 		}
 	}
+	return res, s.commitGate(ctx, g, job, owner)
+}
 
-	owned, err := q.CommitClaimOwned(ctx, db.CommitClaimOwnedParams{JobID: job.ID, Owner: owner})
+// Retire is the write gate for a delete job (job.Delete). In one
+// transaction gated by the delete's own ledger row, it retires the source's
+// current generation (features removed, job status "retired") if the
+// delete is newer than every version applied so far, records the delete as
+// "deleted" and leaves the source with no current generation; an older
+// delete is recorded as "superseded" and changes nothing. A duplicate
+// delivery returns AlreadyPresent. Claim handling is as in Write.
+func (s *Store) Retire(ctx context.Context, job Job, owner string) (writeResult, error) {
+	g, dup, err := s.openGate(ctx, job, deleteContentHash)
+	if err != nil || g == nil {
+		return dup, err
+	}
+	defer g.rollback(ctx)
+	res := writeResult{outcome: Retired}
+	if g.src.CurrentOrder > job.Source.Order {
+		res.outcome = Superseded
+		if err := g.q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded", FeaturesChecksum: "0"}); err != nil {
+			return writeResult{}, err
+		}
+	} else {
+		if g.src.CurrentJobID.Valid {
+			res.replaced = g.src.CurrentJobID.String
+			if err := s.retireCurrent(ctx, g.q, job.Params.Target, res.replaced, "retired"); err != nil {
+				return writeResult{}, err
+			}
+		}
+		if err := g.q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "deleted", FeaturesChecksum: "0"}); err != nil {
+			return writeResult{}, err
+		}
+		if err := g.setCurrent(ctx, pgtype.Text{}); err != nil {
+			return writeResult{}, err
+		}
+	}
+	return res, s.commitGate(ctx, g, job, owner)
+}
+
+// deleteContentHash is the content hash recorded for delete jobs, which
+// have no content.
+const deleteContentHash = "delete"
+
+// gate is an open write-gate transaction whose ledger row is inserted and
+// whose source row is locked.
+type gate struct {
+	tx     pgx.Tx
+	q      *db.Queries
+	src    db.Source
+	srcKey db.EnsureSourceParams
+	order  string
+}
+
+// openGate begins the write-gate transaction: the ledger insert ON
+// CONFLICT (job_id) DO NOTHING first, then the source's row lock. When the
+// job is in the ledger already it returns a nil gate and the rejection's
+// result (AlreadyPresent), or a payload-mismatch error.
+func (s *Store) openGate(ctx context.Context, job Job, contentHash string) (*gate, writeResult, error) {
+	p := job.Params
+	params, err := CanonicalJSON(job.paramsMap())
 	if err != nil {
-		return writeResult{}, err
+		return nil, writeResult{}, &Error{Kind: Permanent, Err: err}
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, writeResult{}, Transientf("begin: %w", err)
+	}
+	q := s.q.WithTx(tx)
+	n, err := q.InsertJob(ctx, db.InsertJobParams{
+		JobID: job.ID, SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
+		VersionToken: job.Source.VersionToken, OrderToken: job.Source.Order, Params: params,
+		Pipeline: Pipeline, PipelineVersion: p.PipelineVersion, TargetTable: p.Target,
+		ContentHash: contentHash, SourceSrid: pgtype.Int4{Int32: int32(p.SourceSRID), Valid: p.SourceSRID != 0},
+	})
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, writeResult{}, fmt.Errorf("write gate: %w", err)
+	}
+	if n == 0 {
+		_ = tx.Rollback(ctx)
+		res, err := s.alreadyPresent(ctx, job, contentHash)
+		return nil, res, err
+	}
+	g := &gate{tx: tx, q: q, order: job.Source.Order, srcKey: db.EnsureSourceParams{
+		SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
+		TargetTable: p.Target, PipelineVersion: p.PipelineVersion}}
+	if err := q.EnsureSource(ctx, g.srcKey); err != nil {
+		g.rollback(ctx)
+		return nil, writeResult{}, fmt.Errorf("source: %w", err)
+	}
+	if g.src, err = q.LockSource(ctx, db.LockSourceParams(g.srcKey)); err != nil {
+		g.rollback(ctx)
+		return nil, writeResult{}, fmt.Errorf("lock source: %w", err)
+	}
+	return g, writeResult{}, nil
+}
+
+func (g *gate) rollback(ctx context.Context) {
+	if g.tx != nil {
+		_ = g.tx.Rollback(context.WithoutCancel(ctx)) // no-op after commit
+	}
+}
+
+// setCurrent makes jobID (or no job, when invalid) the source's current
+// generation and advances its order to this job's.
+func (g *gate) setCurrent(ctx context.Context, jobID pgtype.Text) error {
+	return g.q.SetSourceCurrent(ctx, db.SetSourceCurrentParams{
+		CurrentJobID: jobID, CurrentOrder: g.order,
+		SourceBucket: g.srcKey.SourceBucket, SourceKey: g.srcKey.SourceKey,
+		TargetTable: g.srcKey.TargetTable, PipelineVersion: g.srcKey.PipelineVersion,
+	})
+}
+
+// retireCurrent removes a generation's features and gives its job status.
+func (s *Store) retireCurrent(ctx context.Context, q *db.Queries, target, jobID, status string) error {
+	if err := s.deleteFeatures(ctx, q, target, jobID); err != nil {
+		return err
+	}
+	return q.SetJobStatus(ctx, db.SetJobStatusParams{JobID: jobID, Status: status})
+}
+
+// commitGate marks the claim COMMITTED (detecting a stolen lease) and
+// commits the write-gate transaction.
+func (s *Store) commitGate(ctx context.Context, g *gate, job Job, owner string) error {
+	owned, err := g.q.CommitClaimOwned(ctx, db.CommitClaimOwnedParams{JobID: job.ID, Owner: owner})
+	if err != nil {
+		return err
 	}
 	if owned == 0 {
 		s.metrics.LeasesStolen.Inc()
 		s.log.Error("stolen lease: another worker took over this job's claim; the write gate keeps it exactly once",
 			"job", job.ID, "source", job.Source.String(), "owner", owner)
-		if err := q.CommitClaimForce(ctx, db.CommitClaimForceParams{JobID: job.ID, Owner: owner,
+		if err := g.q.CommitClaimForce(ctx, db.CommitClaimForceParams{JobID: job.ID, Owner: owner,
 			SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key}); err != nil {
-			return writeResult{}, err
+			return err
 		}
 	}
 	if s.BeforeCommit != nil {
 		s.BeforeCommit(job.ID)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return writeResult{}, Transientf("commit: %w", err)
+	if err := g.tx.Commit(ctx); err != nil {
+		return Transientf("commit: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // alreadyPresent handles a write-gate rejection: a duplicate, unless the

@@ -24,8 +24,10 @@ CREATE TABLE jobs (
     -- current: its features are the source's current generation;
     -- superseded: a late older version, committed with no features;
     -- replaced: was current, its features were removed by a newer version;
-    -- retired: was current, removed by a delete event.
-    status           text NOT NULL CHECK (status IN ('current', 'superseded', 'replaced', 'retired')),
+    -- retired: was current, removed by a delete event;
+    -- deleted: a delete event that was applied (the source then has no
+    -- current generation until a newer version arrives).
+    status           text NOT NULL CHECK (status IN ('current', 'superseded', 'replaced', 'retired', 'deleted')),
     feature_count    bigint NOT NULL DEFAULT 0,
     total_area_m2    double precision NOT NULL DEFAULT 0,
     content_hash     text NOT NULL,
@@ -66,6 +68,8 @@ CREATE TABLE sources (
     -- NULL when the source has no current generation (never written, or
     -- retired by a delete).
     current_job_id   text REFERENCES jobs (job_id),
+    -- current_order is the order token of the newest version applied to
+    -- the source (a write or a delete): an older version is superseded.
     current_order    text NOT NULL DEFAULT '',
     updated_at       timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (source_bucket, source_key, target_table, pipeline_version)
