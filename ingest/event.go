@@ -58,6 +58,19 @@ func (e Event) VersionToken() string {
 	return e.ETag
 }
 
+// DeleteVersionToken names a removal event for its delete job: the delete
+// marker's versionId when the bucket is versioned, else "delete:" and the
+// event's sequencer (else its time).
+func (e Event) DeleteVersionToken() string {
+	if e.VersionID != "" {
+		return e.VersionID
+	}
+	if e.Sequencer != "" {
+		return "delete:" + e.Sequencer
+	}
+	return "delete:" + e.Time.UTC().Format(time.RFC3339Nano)
+}
+
 // s3Notification is the body S3 sends to SQS (or inside an SNS
 // notification): several records, or a test event.
 type s3Notification struct {

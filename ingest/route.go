@@ -36,17 +36,27 @@ type Route struct {
 	Bucket string
 	// Target is the feature table ("parcels" or "admin_units").
 	Target string
+	// MirrorDeletes makes removal events retire the object's current
+	// generation; without it they are filtered.
+	MirrorDeletes bool
 }
 
-// ParseRoute parses "PREFIX=TARGET" or "BUCKET:PREFIX=TARGET" (e.g.
-// "parcels/=parcels", "uploads:admin/=admin_units"). Returns a Permanent
-// error for a malformed route or an unknown target.
+// mirrorDeletesSuffix opts a route in to mirroring deletes.
+const mirrorDeletesSuffix = "+deletes"
+
+// ParseRoute parses "PREFIX=TARGET" or "BUCKET:PREFIX=TARGET", with an
+// optional "+deletes" after the target to mirror removals (e.g.
+// "parcels/=parcels", "uploads:admin/=admin_units+deletes"). Returns a
+// Permanent error for a malformed route or an unknown target.
 func ParseRoute(s string) (Route, error) {
 	prefix, target, ok := strings.Cut(strings.TrimSpace(s), "=")
 	if !ok || target == "" {
 		return Route{}, Permanentf("route %q: want PREFIX=TARGET", s)
 	}
 	var r Route
+	if t, ok := strings.CutSuffix(target, mirrorDeletesSuffix); ok {
+		target, r.MirrorDeletes = t, true
+	}
 	if b, p, ok := strings.Cut(prefix, ":"); ok {
 		r.Bucket, prefix = b, p
 	}
@@ -58,10 +68,14 @@ func ParseRoute(s string) (Route, error) {
 }
 
 func (r Route) String() string {
+	s := r.Prefix + "=" + r.Target
 	if r.Bucket != "" {
-		return r.Bucket + ":" + r.Prefix + "=" + r.Target
+		s = r.Bucket + ":" + s
 	}
-	return r.Prefix + "=" + r.Target
+	if r.MirrorDeletes {
+		s += mirrorDeletesSuffix
+	}
+	return s
 }
 
 // Router is the trigger gate: it decides which events become jobs.
@@ -87,21 +101,18 @@ func (r *Router) Routes() []Route { return append([]Route(nil), r.routes...) }
 
 // Route passes ev through the trigger gate. It returns the route to
 // follow, or "" and false with the reason the event is dropped (one of the
-// Filter constants). A dropped event is never a failure: the caller counts
-// it and acks.
+// Filter constants). A removal event passes only when its route mirrors
+// deletes. A dropped event is never a failure: the caller counts it and
+// acks.
 func (r *Router) Route(ev Event) (Route, string, bool) {
 	switch {
 	case ev.Test():
 		return Route{}, FilterTestEvent, false
-	case ev.Removed():
-		// Deletes are not mirrored: the ingest core has no retire path
-		// driven by events yet.
-		return Route{}, FilterRemoval, false
-	case !ev.Created():
+	case !ev.Created() && !ev.Removed():
 		return Route{}, FilterEventType, false
 	case strings.HasSuffix(ev.Key, "/"):
 		return Route{}, FilterFolder, false
-	case ev.Size == 0:
+	case ev.Created() && ev.Size == 0:
 		return Route{}, FilterEmpty, false
 	}
 	ext := strings.ToLower(path.Ext(ev.Key))
@@ -122,8 +133,14 @@ func (r *Router) Route(ev Event) (Route, string, bool) {
 	}
 	for _, rt := range r.routes {
 		if (rt.Bucket == "" || rt.Bucket == ev.Bucket) && strings.HasPrefix(ev.Key, rt.Prefix) {
+			if ev.Removed() && !rt.MirrorDeletes {
+				return Route{}, FilterRemoval, false
+			}
 			return rt, "", true
 		}
+	}
+	if ev.Removed() {
+		return Route{}, FilterRemoval, false
 	}
 	return Route{}, FilterNoRoute, false
 }

@@ -60,3 +60,33 @@ func TestParseRoute(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "parcels", rt.Target, "a route for another bucket does not match")
 }
+
+func TestRouterMirrorsDeletesWhenAsked(t *testing.T) {
+	routes, err := ingest.ParseRoutes([]string{"parcels/=parcels+deletes,admin/=admin_units"})
+	require.NoError(t, err)
+	require.True(t, routes[0].MirrorDeletes)
+	require.Equal(t, "parcels/=parcels+deletes", routes[0].String())
+	r := ingest.NewRouter(routes, nil)
+	removed := func(key string) ingest.Event {
+		return ingest.Event{Name: "ObjectRemoved:Delete", Bucket: "b", Key: key, Sequencer: "0A"}
+	}
+	for _, tc := range []struct {
+		ev     ingest.Event
+		target string
+		reason string
+	}{
+		{removed("parcels/a.geojson"), "parcels", ""},
+		{ingest.Event{Name: "ObjectRemoved:DeleteMarkerCreated", Bucket: "b", Key: "parcels/x/a.shp"}, "parcels", ""},
+		{removed("parcels/a.dbf"), "", ingest.FilterSidecar}, // the .shp's removal retires the set
+		{removed("admin/a.zip"), "", ingest.FilterRemoval},   // that route does not mirror deletes
+		{removed("other/a.zip"), "", ingest.FilterRemoval},
+		{removed("parcels/dir/"), "", ingest.FilterFolder},
+	} {
+		rt, reason, ok := r.Route(tc.ev)
+		require.Equal(t, tc.reason, reason, tc.ev.Key)
+		require.Equal(t, tc.reason == "", ok, tc.ev.Key)
+		require.Equal(t, tc.target, rt.Target, tc.ev.Key)
+	}
+	require.Equal(t, "delete:0A", removed("k").DeleteVersionToken())
+	require.Equal(t, "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY", ingest.Event{VersionID: "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY"}.DeleteVersionToken())
+}

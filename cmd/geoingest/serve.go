@@ -426,6 +426,10 @@ func (s *server) process(ctx context.Context, msg *queue.Message) verdict {
 			s.filtered(ev, reason)
 			continue
 		}
+		if ev.Removed() {
+			s.runDelete(ctx, &v, ev, route)
+			continue
+		}
 		src, fetcher, err := ingest.NewS3Source(ctx, s.s3, ev, ingest.S3Options{FinalAttempt: msg.ReceiveCount >= s.cfg.maxReceives})
 		if err != nil {
 			s.failed(ctx, &v, ev.String(), err)
@@ -504,6 +508,18 @@ func (s *server) failed(ctx context.Context, v *verdict, what string, err error)
 	v.reasons = append(v.reasons, what+": "+err.Error())
 }
 
+// runDelete mirrors a removal event: a delete job that retires the
+// object's current generation if the removal is its newest version.
+func (s *server) runDelete(ctx context.Context, v *verdict, ev ingest.Event, route ingest.Route) {
+	src := ingest.Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: ev.DeleteVersionToken(), Order: ev.Order()}
+	job, err := ingest.NewDeleteJob(src, paramsFor(route.Target, s.cfg.pipelineVersion))
+	if err != nil {
+		s.failed(ctx, v, src.String(), err)
+		return
+	}
+	s.settle(ctx, v, s.svc.Run(ctx, job))
+}
+
 // runJob makes the job and runs it through the claim and write gates.
 func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f ingest.Fetcher, route ingest.Route) {
 	job, err := ingest.NewJob(src, paramsFor(route.Target, s.cfg.pipelineVersion), f)
@@ -511,15 +527,19 @@ func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f in
 		s.failed(ctx, v, src.String(), err)
 		return
 	}
-	res := s.svc.Run(ctx, job)
-	switch {
-	case res.Outcome.Duplicate():
-		// Logged at INFO with the job key by Run: a duplicate is success.
-	case res.Outcome == ingest.Failed:
-		if ingest.KindOf(res.Err) == ingest.Transient || ctx.Err() != nil {
-			v.retry = true
-			return
-		}
-		v.reasons = append(v.reasons, fmt.Sprintf("%s (job %s): %v", src, job.ID, res.Err))
+	s.settle(ctx, v, s.svc.Run(ctx, job))
+}
+
+// settle folds a job's result into the message's verdict: a duplicate is
+// success (Run logged it at INFO with the job key); a transient failure
+// asks for a retry; a permanent one for the dead-letter queue.
+func (s *server) settle(ctx context.Context, v *verdict, res ingest.Result) {
+	if res.Outcome != ingest.Failed {
+		return
 	}
+	if ingest.KindOf(res.Err) == ingest.Transient || ctx.Err() != nil {
+		v.retry = true
+		return
+	}
+	v.reasons = append(v.reasons, fmt.Sprintf("%s (job %s): %v", res.Source, res.JobID, res.Err))
 }
