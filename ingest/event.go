@@ -40,14 +40,9 @@ func (e Event) Created() bool { return strings.HasPrefix(e.Name, "ObjectCreated:
 // Removed reports whether the event says an object was removed.
 func (e Event) Removed() bool { return strings.HasPrefix(e.Name, "ObjectRemoved:") }
 
-// Order is the event's order token for Source.Order: its sequencer when it
-// has one, else its time.
-func (e Event) Order() string {
-	if e.Sequencer != "" {
-		return OrderFromSequencer(e.Sequencer)
-	}
-	return OrderFromTime(e.Time)
-}
+// Order is the event's order token for Source.Order: its time and its
+// sequencer (see CompareOrder).
+func (e Event) Order() string { return OrderFromEvent(e.Time, e.Sequencer) }
 
 // VersionToken is the token that names the object's bytes: the versionId
 // when the bucket is versioned, else the ETag.

@@ -20,9 +20,8 @@ type Source struct {
 	// bytes. A shapefile uploaded as loose objects has one token covering
 	// every part.
 	VersionToken string
-	// Order orders versions of the same source: newer versions compare
-	// greater as strings (see OrderFromSequencer, OrderFromTime). "" sorts
-	// first.
+	// Order orders versions of the same source (see CompareOrder,
+	// OrderFromEvent, OrderFromTime). "" is older than any version.
 	Order string
 }
 

@@ -184,7 +184,7 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 			"precondition failed: source %s current generation is %s, not %s", job.Source, cur, p.Replaces)}
 	}
 	res := writeResult{outcome: Written}
-	if src.CurrentOrder > job.Source.Order && p.Replaces == "" {
+	if CompareOrder(src.CurrentOrder, job.Source.Order) > 0 && p.Replaces == "" {
 		// A newer version (a write or a delete) was applied already:
 		// commit this one as superseded.
 		res.outcome = Superseded
@@ -222,7 +222,7 @@ func (s *Store) Retire(ctx context.Context, job Job, owner string) (writeResult,
 	}
 	defer g.rollback(ctx)
 	res := writeResult{outcome: Retired}
-	if g.src.CurrentOrder > job.Source.Order {
+	if CompareOrder(g.src.CurrentOrder, job.Source.Order) > 0 {
 		res.outcome = Superseded
 		if err := g.q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded", FeaturesChecksum: "0"}); err != nil {
 			return writeResult{}, err
@@ -309,10 +309,15 @@ func (g *gate) rollback(ctx context.Context) {
 }
 
 // setCurrent makes jobID (or no job, when invalid) the source's current
-// generation and advances its order to this job's.
+// generation and advances its order to this job's (never back: a repair
+// by replace-if-match may carry an older token).
 func (g *gate) setCurrent(ctx context.Context, jobID pgtype.Text) error {
+	order := g.order
+	if CompareOrder(g.src.CurrentOrder, order) > 0 {
+		order = g.src.CurrentOrder
+	}
 	return g.q.SetSourceCurrent(ctx, db.SetSourceCurrentParams{
-		CurrentJobID: jobID, CurrentOrder: g.order,
+		CurrentJobID: jobID, CurrentOrder: order,
 		SourceBucket: g.srcKey.SourceBucket, SourceKey: g.srcKey.SourceKey,
 		TargetTable: g.srcKey.TargetTable, PipelineVersion: g.srcKey.PipelineVersion,
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -250,4 +251,27 @@ func TestReplaceIfMatch(t *testing.T) {
 	requireVerified(t, b)
 	// The repair, delivered again, is a duplicate.
 	require.True(t, b.svc.Run(ctx, version(t, fixed, "v1", "10", match)).Outcome.Duplicate())
+}
+
+func TestCompareOrder(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	t1 := t0.Add(time.Minute)
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{OrderFromSequencer("FF"), OrderFromSequencer("0100"), -1},
+		// Two events: the sequencer decides, even against the clock.
+		{OrderFromEvent(t1, "0A"), OrderFromEvent(t0, "0B"), -1},
+		// A listed object (time only) against an event: the time decides.
+		{OrderFromTime(t0), OrderFromEvent(t1, "0A"), -1},
+		{OrderFromTime(t1), OrderFromEvent(t0, "0B"), 1},
+		{OrderFromTime(t0), OrderFromTime(t1), -1},
+		{"", OrderFromTime(t0), -1},
+		{OrderFromEvent(t0, "0A"), OrderFromEvent(t0, "0a"), 0},
+	} {
+		require.Equal(t, tc.want, CompareOrder(tc.a, tc.b), "%q vs %q", tc.a, tc.b)
+		require.Equal(t, -tc.want, CompareOrder(tc.b, tc.a), "%q vs %q", tc.b, tc.a)
+	}
 }

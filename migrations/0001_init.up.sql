@@ -14,8 +14,8 @@ CREATE TABLE jobs (
     source_bucket    text NOT NULL,
     source_key       text NOT NULL,
     version_token    text NOT NULL,
-    -- order_token orders versions of the same source: the S3 sequencer
-    -- left-padded with zeros, or an RFC 3339 time; compared as text.
+    -- order_token orders versions of the same source: a time and/or the
+    -- S3 sequencer (see ingest.CompareOrder, which compares them).
     order_token      text NOT NULL DEFAULT '',
     params           jsonb NOT NULL,
     pipeline         text NOT NULL,

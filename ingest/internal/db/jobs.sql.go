@@ -232,8 +232,7 @@ func (q *Queries) SetJobStatus(ctx context.Context, arg SetJobStatusParams) erro
 
 const setSourceCurrent = `-- name: SetSourceCurrent :exec
 UPDATE sources
-SET current_job_id = $1, current_order = GREATEST(current_order, $2::text),
-    updated_at = now()
+SET current_job_id = $1, current_order = $2, updated_at = now()
 WHERE source_bucket = $3 AND source_key = $4
   AND target_table = $5 AND pipeline_version = $6
 `

@@ -39,8 +39,7 @@ FOR UPDATE;
 
 -- name: SetSourceCurrent :exec
 UPDATE sources
-SET current_job_id = sqlc.narg(current_job_id), current_order = GREATEST(current_order, @current_order::text),
-    updated_at = now()
+SET current_job_id = sqlc.narg(current_job_id), current_order = @current_order, updated_at = now()
 WHERE source_bucket = @source_bucket AND source_key = @source_key
   AND target_table = @target_table AND pipeline_version = @pipeline_version;
 
