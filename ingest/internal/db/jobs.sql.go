@@ -257,3 +257,30 @@ func (q *Queries) SetSourceCurrent(ctx context.Context, arg SetSourceCurrentPara
 	)
 	return err
 }
+
+const sourceCurrentJob = `-- name: SourceCurrentJob :one
+SELECT coalesce((SELECT current_job_id FROM sources
+                 WHERE source_bucket = $1 AND source_key = $2
+                   AND target_table = $3 AND pipeline_version = $4), '')::text AS job_id
+`
+
+type SourceCurrentJobParams struct {
+	SourceBucket    string
+	SourceKey       string
+	TargetTable     string
+	PipelineVersion string
+}
+
+// SourceCurrentJob is the job id of a source's current generation, or ”
+// when it has none (or the source is unknown).
+func (q *Queries) SourceCurrentJob(ctx context.Context, arg SourceCurrentJobParams) (string, error) {
+	row := q.db.QueryRow(ctx, sourceCurrentJob,
+		arg.SourceBucket,
+		arg.SourceKey,
+		arg.TargetTable,
+		arg.PipelineVersion,
+	)
+	var job_id string
+	err := row.Scan(&job_id)
+	return job_id, err
+}

@@ -52,3 +52,10 @@ WHERE auth_name = 'EPSG'
 
 -- name: SRIDKnown :one
 SELECT EXISTS (SELECT 1 FROM spatial_ref_sys WHERE srid = @srid::int) AS known;
+
+-- name: SourceCurrentJob :one
+-- SourceCurrentJob is the job id of a source's current generation, or ''
+-- when it has none (or the source is unknown).
+SELECT coalesce((SELECT current_job_id FROM sources
+                 WHERE source_bucket = @source_bucket AND source_key = @source_key
+                   AND target_table = @target_table AND pipeline_version = @pipeline_version), '')::text AS job_id;

@@ -1,0 +1,244 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/geoingest/geoingest/ingest/internal/db"
+)
+
+// Backfill policies: what a re-run does with objects whose job is
+// committed already. A backfill always names one.
+const (
+	// BackfillSkip: committed keys do nothing (a gap fill).
+	BackfillSkip = "skip"
+	// BackfillNewKey: a new pipeline version; every key is new and the
+	// results land beside the old ones.
+	BackfillNewKey = "new-key"
+	// BackfillReplace: write a new generation for each source only while
+	// its current generation is still the one seen when the object was
+	// listed (replace if match); sources without one are written as usual.
+	BackfillReplace = "replace"
+)
+
+// BackfillObject is one listed object: an event as if the object had just
+// been created, and for a local file its path.
+type BackfillObject struct {
+	Event Event
+	// Path is the local file ("" for an S3 object).
+	Path string
+}
+
+// ListLocal calls fn for every regular file under dir, in lexical order,
+// as a created event of bucket LocalBucket whose key is the path relative
+// to dir (what routes match, as for the inbox). Hidden files and
+// directories (".name") are skipped.
+func ListLocal(ctx context.Context, dir string, fn func(BackfillObject) error) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.Name() != filepath.Base(dir) && len(d.Name()) > 0 && d.Name()[0] == '.' {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		return fn(BackfillObject{Path: p, Event: Event{Name: "ObjectCreated:Put", Bucket: LocalBucket,
+			Key: rel, RawKey: rel, Size: info.Size(), Time: info.ModTime()}})
+	})
+}
+
+// ListS3 calls fn for the latest version of every object under prefix in
+// bucket (ListObjectVersions, so that a versioned bucket's jobs get the
+// same versionId-based keys as live events; objects whose latest version
+// is a delete marker are left out), as a created event ordered by its
+// LastModified time.
+func ListS3(ctx context.Context, client *s3.Client, bucket, prefix string, fn func(BackfillObject) error) error {
+	p := s3.NewListObjectVersionsPaginator(client, &s3.ListObjectVersionsInput{Bucket: &bucket, Prefix: &prefix})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return Transientf("list s3://%s/%s: %w", bucket, prefix, err)
+		}
+		for _, v := range page.Versions {
+			if !aws.ToBool(v.IsLatest) {
+				continue
+			}
+			vid := aws.ToString(v.VersionId)
+			if vid == "null" {
+				vid = ""
+			}
+			ev := Event{Name: "ObjectCreated:Put", Bucket: bucket, Key: aws.ToString(v.Key), RawKey: aws.ToString(v.Key),
+				Size: aws.ToInt64(v.Size), ETag: trimQuotes(aws.ToString(v.ETag)), VersionID: vid,
+				Time: aws.ToTime(v.LastModified)}
+			if err := fn(BackfillObject{Event: ev}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func trimQuotes(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// BackfillStats counts what a backfill did. Written+AlreadyPresent+
+// ClaimLost+Superseded+Failed = Listed-Filtered once it is done.
+type BackfillStats struct {
+	Listed, Filtered, Written, AlreadyPresent, ClaimLost, Superseded, Failed int64
+	// Failures are the first failures' messages (at most 20).
+	Failures []string
+}
+
+// Done is how many listed objects have been dealt with.
+func (s BackfillStats) Done() int64 {
+	return s.Filtered + s.Written + s.AlreadyPresent + s.ClaimLost + s.Superseded + s.Failed
+}
+
+// Backfill runs a job for each listed object through the same claim and
+// write gates as live ingest, so it is safe alongside it: a committed job
+// stops at the claim gate before anything is downloaded.
+type Backfill struct {
+	Service *Service
+	Router  *Router
+	// Policy is BackfillSkip, BackfillNewKey or BackfillReplace.
+	Policy string
+	// Params are the jobs' parameters; the target comes from the route.
+	Params Params
+	// S3 fetches S3 objects (nil for a local backfill).
+	S3 *s3.Client
+	// Workers is how many jobs run at once (default 1).
+	Workers int
+	// Progress, when set, is called with the running totals after each
+	// object (from one goroutine at a time).
+	Progress func(BackfillStats)
+}
+
+// Run lists with list and runs the jobs. It returns the totals, and an
+// error only when listing failed or ctx ended (the totals then say how far
+// it got); job failures are counted, not returned.
+func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(BackfillObject) error) error) (BackfillStats, error) {
+	switch b.Policy {
+	case BackfillSkip, BackfillNewKey, BackfillReplace:
+	default:
+		return BackfillStats{}, Permanentf("backfill policy %q: want skip, new-key or replace", b.Policy)
+	}
+	workers := max(b.Workers, 1)
+	var (
+		mu    sync.Mutex
+		stats BackfillStats
+		wg    sync.WaitGroup
+	)
+	tally := func(f func(*BackfillStats)) {
+		mu.Lock()
+		defer mu.Unlock()
+		f(&stats)
+		if b.Progress != nil {
+			b.Progress(stats)
+		}
+	}
+	work := make(chan BackfillObject)
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for obj := range work {
+				res := b.runOne(ctx, obj)
+				tally(func(s *BackfillStats) {
+					switch res.Outcome {
+					case Written:
+						s.Written++
+					case AlreadyPresent:
+						s.AlreadyPresent++
+					case ClaimLost:
+						s.ClaimLost++
+					case Superseded:
+						s.Superseded++
+					default:
+						s.Failed++
+						if len(s.Failures) < 20 {
+							s.Failures = append(s.Failures, fmt.Sprintf("%s: %v", res.Source, res.Err))
+						}
+					}
+				})
+			}
+		}()
+	}
+	err := list(ctx, func(obj BackfillObject) error {
+		tally(func(s *BackfillStats) { s.Listed++ })
+		if _, reason, ok := b.Router.Route(obj.Event); !ok {
+			b.Service.Metrics.EventsFiltered.WithLabelValues(reason).Inc()
+			tally(func(s *BackfillStats) { s.Filtered++ })
+			return nil
+		}
+		select {
+		case work <- obj:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(work)
+	wg.Wait()
+	sort.Strings(stats.Failures)
+	return stats, err
+}
+
+// runOne makes and runs the job for one object.
+func (b *Backfill) runOne(ctx context.Context, obj BackfillObject) Result {
+	route, _, _ := b.Router.Route(obj.Event)
+	p := b.Params
+	p.Target = route.Target
+	var (
+		src Source
+		f   Fetcher
+		err error
+	)
+	if obj.Path != "" {
+		src, f, err = LocalSource(obj.Path)
+	} else {
+		src, f, err = NewS3Source(ctx, b.S3, obj.Event, S3Options{FinalAttempt: true})
+	}
+	if err != nil {
+		return Result{Source: "s3://" + obj.Event.Bucket + "/" + obj.Event.Key, Outcome: Failed, Err: err}
+	}
+	if b.Policy == BackfillReplace {
+		cur, err := b.Service.Store.q.SourceCurrentJob(ctx, db.SourceCurrentJobParams{
+			SourceBucket: src.Bucket, SourceKey: src.Key, TargetTable: p.Target, PipelineVersion: p.PipelineVersion})
+		if err != nil {
+			return Result{Source: src.String(), Outcome: Failed, Err: Transientf("read current generation: %w", err)}
+		}
+		p.Replaces = cur
+	}
+	job, err := NewJob(src, p, f)
+	if err != nil {
+		return Result{Source: src.String(), Outcome: Failed, Err: err}
+	}
+	return b.Service.Run(ctx, job)
+}
