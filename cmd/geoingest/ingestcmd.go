@@ -34,6 +34,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	// Failures are reported per file on stdout/stderr; logs only on request.
 	m.addDBFlagsLevel(fs, &d, "none")
 	m.addParamFlags(fs, &p)
+	var pf policyFlags
+	m.addPolicyFlags(fs, &pf, true)
 	lease := fs.Duration("lease", 5*time.Minute, "claim lease; heartbeats extend it every lease/3 while a job runs")
 	asJSON := fs.Bool("json", false, "print one JSON object per file on stdout")
 	if err := parse(fs, args); err != nil {
@@ -47,6 +49,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	params := p.params()
+	if err := pf.apply(fs, &params, true); err != nil {
+		return err
+	}
 	if err := params.Validate(); err != nil {
 		return err
 	}

@@ -270,3 +270,45 @@ func (p *paramFlags) params() ingest.Params {
 	ps.DefaultEncoding = p.encoding
 	return ps
 }
+
+// policyFlags choose what a re-run does with jobs committed already
+// (DESIGN.md, "Backfills and repairs"): skip (default), new-key (a new
+// --pipeline-version), or replace (--if-match JOB_ID for ingest; for a
+// backfill, the generation current when each object is processed).
+type policyFlags struct {
+	policy, ifMatch string
+}
+
+func (m *Main) addPolicyFlags(fs *flag.FlagSet, pf *policyFlags, ifMatch bool) {
+	fs.StringVar(&pf.policy, "policy", ingest.BackfillSkip, "re-run policy: skip (committed jobs do nothing), new-key (results beside the old ones under a new --pipeline-version), replace (a new generation only while the current one is the expected one)")
+	if ifMatch {
+		fs.StringVar(&pf.ifMatch, "if-match", "", "with --policy replace: the job id that must still be the source's current generation")
+	}
+}
+
+// apply checks the policy against the other flags and sets what it implies
+// on params. Returns errUsage-worthy errors as plain errors.
+func (pf *policyFlags) apply(fs *flag.FlagSet, params *ingest.Params, needIfMatch bool) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch pf.policy {
+	case ingest.BackfillSkip:
+		if pf.ifMatch != "" {
+			return fmt.Errorf("--if-match goes with --policy replace")
+		}
+	case ingest.BackfillNewKey:
+		if !set["pipeline-version"] {
+			return fmt.Errorf("--policy new-key needs --pipeline-version V, a version not used before: every key is then new and the results land beside the old ones")
+		}
+	case ingest.BackfillReplace:
+		if needIfMatch {
+			if len(pf.ifMatch) != 64 {
+				return fmt.Errorf("--policy replace needs --if-match JOB_ID (the 64-hex job id of the generation to replace; see geoingest jobs)")
+			}
+			params.Replaces = pf.ifMatch
+		}
+	default:
+		return fmt.Errorf("--policy %q: want skip, new-key or replace", pf.policy)
+	}
+	return nil
+}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -141,11 +142,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return fmt.Errorf("aws config: %w", err)
 		}
-		pathStyle := c.s3PathStyle == "true" || (c.s3PathStyle == "auto" && os.Getenv("AWS_ENDPOINT_URL_S3") != "")
-		s.s3 = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-			o.UsePathStyle = pathStyle
-			o.DisableLogOutputChecksumValidationSkipped = true // local servers send none
-		})
+		s.s3 = newS3Client(awsCfg, c.s3PathStyle)
 		s.recv = queue.NewSQS(sqs.NewFromConfig(awsCfg), c.queueURL,
 			queue.SQSOptions{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
 		s.extend = true
@@ -542,4 +539,15 @@ func (s *server) settle(ctx context.Context, v *verdict, res ingest.Result) {
 		return
 	}
 	v.reasons = append(v.reasons, fmt.Sprintf("%s (job %s): %v", res.Source, res.JobID, res.Err))
+}
+
+// newS3Client returns an S3 client on the AWS configuration; pathStyle is
+// "true", "false" or "auto" (path-style when AWS_ENDPOINT_URL_S3 points at
+// a local server).
+func newS3Client(awsCfg aws.Config, pathStyle string) *s3.Client {
+	ps := pathStyle == "true" || (pathStyle == "auto" && os.Getenv("AWS_ENDPOINT_URL_S3") != "")
+	return s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.UsePathStyle = ps
+		o.DisableLogOutputChecksumValidationSkipped = true // local servers send none
+	})
 }

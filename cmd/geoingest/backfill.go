@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/geoingest/geoingest/ingest"
+)
+
+func init() {
+	register(&command{name: "backfill", summary: "run (or re-run, by policy) a job for every object under a bucket prefix or directory", run: runBackfill})
+}
+
+// runBackfill lists a bucket prefix (S3) or a local directory (--bucket
+// file --prefix DIR, or --dir DIR) and runs every object through the claim
+// and write gates, with the re-run policy the user names. It is safe
+// alongside live ingest. Exit status 0 when no job failed, 1 otherwise.
+func runBackfill(ctx context.Context, m *Main, args []string) error {
+	fs := m.flagSet("backfill", "(--bucket B [--prefix P] | --dir DIR) [--policy skip|new-key|replace] [flags]")
+	var d dbFlags
+	m.addDBFlagsLevel(fs, &d, "none")
+	var p paramFlags
+	m.addParamFlags(fs, &p)
+	var pf policyFlags
+	m.addPolicyFlags(fs, &pf, false)
+	bucket := fs.String("bucket", "", "S3 bucket to list, or \"file\" for a local directory given by --prefix")
+	prefix := fs.String("prefix", "", "key prefix to list (with --bucket file: the directory)")
+	dir := fs.String("dir", "", "local directory to list (same as --bucket file --prefix DIR)")
+	workers := fs.Int("workers", 4, "jobs at once")
+	var routes listFlag
+	fs.Var(&routes, "route", "PREFIX=TARGET, repeatable, matched against the key (or the path under the directory); default: admin/=admin_units and everything else into --target")
+	pathStyle := fs.String("s3-path-style", "auto", "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *dir != "" {
+		if *bucket != "" && *bucket != ingest.LocalBucket {
+			return fmt.Errorf("give --bucket or --dir, not both")
+		}
+		*bucket, *prefix = ingest.LocalBucket, *dir
+	}
+	if *bucket == "" || fs.NArg() > 0 || (*bucket == ingest.LocalBucket && *prefix == "") {
+		fs.Usage()
+		return errUsage
+	}
+	if err := m.setupLog(&d); err != nil {
+		return err
+	}
+	params := p.params()
+	if err := pf.apply(fs, &params, false); err != nil {
+		return err
+	}
+	if err := params.Validate(); err != nil {
+		return err
+	}
+	specs := []string(routes)
+	if len(specs) == 0 {
+		specs = []string{"admin/=admin_units", "=" + p.target}
+	}
+	rs, err := ingest.ParseRoutes(specs)
+	if err != nil {
+		return err
+	}
+
+	d.workers = *workers
+	pool, err := m.openDB(ctx, &d)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	metrics := ingest.NewMetrics(nil)
+	svc := ingest.NewService(ingest.NewStore(pool, metrics, m.Log), metrics, m.Log)
+	bf := &ingest.Backfill{Service: svc, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
+
+	var list func(context.Context, func(ingest.BackfillObject) error) error
+	if *bucket == ingest.LocalBucket {
+		if st, err := os.Stat(*prefix); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s: not a directory", *prefix)
+		}
+		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
+			return ingest.ListLocal(ctx, *prefix, fn)
+		}
+	} else {
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return fmt.Errorf("aws config: %w", err)
+		}
+		bf.S3 = newS3Client(awsCfg, *pathStyle)
+		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
+			return ingest.ListS3(ctx, bf.S3, *bucket, *prefix, fn)
+		}
+	}
+	bar := newProgressBar(m.Stderr, !*quiet)
+	bf.Progress = bar.update
+	stats, err := bf.Run(ctx, list)
+	bar.finish(stats)
+	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d already present, %d superseded, %d failed\n",
+		source(*bucket, *prefix), pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written,
+		stats.AlreadyPresent+stats.ClaimLost, stats.Superseded, stats.Failed)
+	for _, f := range stats.Failures {
+		fmt.Fprintf(m.Stderr, "failed: %s\n", f)
+	}
+	if err != nil {
+		return err
+	}
+	if stats.Failed > 0 {
+		return exitError(1)
+	}
+	return nil
+}
+
+func source(bucket, prefix string) string {
+	if bucket == ingest.LocalBucket {
+		return prefix
+	}
+	return "s3://" + bucket + "/" + prefix
+}
+
+// progressBar draws the backfill's progress on a terminal, at most ten
+// times a second; elsewhere it draws nothing.
+type progressBar struct {
+	w       io.Writer
+	on      bool
+	last    time.Time
+	start   time.Time
+	drawn   bool
+	lastLen int
+}
+
+func newProgressBar(w io.Writer, want bool) *progressBar {
+	on := false
+	if f, ok := w.(*os.File); ok && want {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			on = true
+		}
+	}
+	return &progressBar{w: w, on: on, start: time.Now()}
+}
+
+func (b *progressBar) update(s ingest.BackfillStats) {
+	if !b.on || time.Since(b.last) < 100*time.Millisecond {
+		return
+	}
+	b.last = time.Now()
+	b.draw(s)
+}
+
+func (b *progressBar) draw(s ingest.BackfillStats) {
+	const width = 30
+	done, listed := s.Done(), s.Listed
+	filled := 0
+	if listed > 0 {
+		filled = int(float64(width) * float64(done) / float64(listed))
+	}
+	rate := float64(done) / max(time.Since(b.start).Seconds(), 0.001)
+	line := fmt.Sprintf("\r[%s%s] %d/%d listed  written %d  present %d  failed %d  %.0f/s",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, listed,
+		s.Written, s.AlreadyPresent+s.ClaimLost, s.Failed, rate)
+	pad := ""
+	if n := b.lastLen - len(line); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	b.lastLen = len(line)
+	fmt.Fprint(b.w, line+pad)
+	b.drawn = true
+}
+
+func (b *progressBar) finish(s ingest.BackfillStats) {
+	if !b.on {
+		return
+	}
+	b.draw(s)
+	fmt.Fprintln(b.w)
+}
