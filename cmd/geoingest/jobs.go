@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/geoingest/geoingest/ingest"
+)
+
+func init() {
+	register(&command{name: "jobs", summary: "list and show jobs and sources: state, generation, counts, failure reasons", run: runJobs})
+}
+
+// runJobs is `geoingest jobs [list|show JOB_ID|sources] [flags]`. Exit
+// status 1 when `show` names a job nobody has claimed.
+func runJobs(ctx context.Context, m *Main, args []string) error {
+	sub := "list"
+	if len(args) > 0 && (args[0] == "list" || args[0] == "show" || args[0] == "sources") {
+		sub, args = args[0], args[1:]
+	}
+	fs := m.flagSet("jobs", "[list|show JOB_ID|sources] [--state S] [--source PREFIX] [--limit N] [--format table|json]")
+	var d dbFlags
+	m.addDBFlags(fs, &d)
+	state := fs.String("state", "", "list: a claim state (CLAIMED, COMMITTED, FAILED) or a ledger status (current, superseded, replaced, retired, deleted)")
+	source := fs.String("source", "", "list, sources: only sources whose key starts with this")
+	limit := fs.Int("limit", 100, "list, sources: at most this many rows")
+	format := fs.String("format", "table", "table or json")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *format != "table" && *format != "json" {
+		return fmt.Errorf("--format %q: want table or json", *format)
+	}
+	if (sub == "show") != (fs.NArg() == 1) || fs.NArg() > 1 {
+		fs.Usage()
+		return errUsage
+	}
+	if err := m.setupLog(&d); err != nil {
+		return err
+	}
+	pool, err := m.openDB(ctx, &d)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := ingest.NewStore(pool, nil, m.Log)
+	asJSON := func(v any) error {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
+	defer tw.Flush()
+
+	switch sub {
+	case "show":
+		j, err := store.ShowJob(ctx, fs.Arg(0))
+		if errors.Is(err, ingest.ErrNoSuchJob) {
+			return fmt.Errorf("job %s: %w", fs.Arg(0), err)
+		}
+		if err != nil {
+			return err
+		}
+		if *format == "json" {
+			return asJSON(j)
+		}
+		row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+		row("job", j.JobID)
+		row("source", j.Source)
+		row("claim", fmt.Sprintf("%s (owner %s, %d attempts, lease until %s)", j.ClaimState, j.Owner, j.Attempts, j.LeaseUntil.Format("2006-01-02 15:04:05Z07:00")))
+		if j.LastError != "" {
+			row("last error", j.LastError)
+		}
+		if j.Status != "" {
+			generation := "not the source's current generation"
+			if j.SourceCurrentJob == j.JobID {
+				generation = "the source's current generation"
+			} else if j.SourceCurrentJob != "" {
+				generation += " (current: " + j.SourceCurrentJob + ")"
+			}
+			row("status", j.Status+": "+generation)
+			row("target", fmt.Sprintf("%s, pipeline version %s", j.Target, j.PipelineVersion))
+			row("features", fmt.Sprintf("%d, %.2f m² (skipped: %d null, %d wrong type; %d repaired)", j.Features, j.AreaM2, j.SkippedNull, j.SkippedType, j.RepairedInvalid))
+			row("version", fmt.Sprintf("%s (order %s)", j.VersionToken, j.OrderToken))
+			row("content", j.ContentHash)
+			if j.Encoding != "" {
+				row("encoding", j.Encoding)
+			}
+			row("params", string(j.Params))
+			if j.CommittedAt != nil {
+				row("committed", j.CommittedAt.Format("2006-01-02 15:04:05.000Z07:00"))
+			}
+		}
+		return nil
+	case "sources":
+		ss, err := store.ListSources(ctx, *source, int32(*limit))
+		if err != nil {
+			return err
+		}
+		if *format == "json" {
+			return asJSON(ss)
+		}
+		fmt.Fprintln(tw, "SOURCE\tTARGET\tPIPELINE\tCURRENT JOB\tGENERATIONS\tFEATURES\tAREA (m²)")
+		for _, s := range ss {
+			cur := short(s.CurrentJob)
+			if s.CurrentJob == "" {
+				cur = "(none)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.0f\n", s.Source, s.Target, s.PipelineVersion, cur, s.Generations, s.Features, s.AreaM2)
+		}
+		return nil
+	default:
+		js, err := store.ListJobs(ctx, ingest.JobFilter{State: *state, SourcePrefix: *source, Limit: int32(*limit)})
+		if err != nil {
+			return err
+		}
+		if *format == "json" {
+			return asJSON(js)
+		}
+		fmt.Fprintln(tw, "JOB\tCLAIM\tSTATUS\tSOURCE\tTARGET\tFEATURES\tUPDATED\tERROR")
+		for _, j := range js {
+			status := j.Status
+			if status == "" {
+				status = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", short(j.JobID), j.ClaimState, status, j.Source, j.Target,
+				j.Features, j.UpdatedAt.Format("2006-01-02 15:04:05"), j.LastError)
+		}
+		return nil
+	}
+}
