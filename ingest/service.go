@@ -162,6 +162,10 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 		kind = Transient
 		err = Transientf("interrupted: %w", err)
 	}
+	if kind != Transient && !strings.Contains(err.Error(), job.Source.String()) {
+		// What the operator reads (and the claim records) names the upload.
+		err = fmt.Errorf("%s: %w", job.Source, err)
+	}
 	s.Metrics.JobsFailed.WithLabelValues(kind.String()).Inc()
 	res.Outcome, res.Err = Failed, &Error{Kind: kind, Err: err}
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
