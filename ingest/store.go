@@ -422,6 +422,13 @@ func (s *Store) copyFeatures(ctx context.Context, tx pgx.Tx, q *db.Queries, job 
 	if collapsed > 0 && job.Params.NullGeometry == PolicyFail {
 		return Permanentf("%d features have no polygonal area left after repair", collapsed)
 	}
+	if written == 0 {
+		// Nothing to write is a wrong upload (a points or lines layer, an
+		// empty layer), not an empty generation: committing it would
+		// replace the source's current parcels with nothing.
+		return Permanentf("no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair",
+			job.Params.Target, rows.skippedNull, rows.skippedType, collapsed)
+	}
 	res.features, res.areaM2 = written, area
 	s.metrics.FeaturesWritten.Add(float64(written))
 	return q.FinishJob(ctx, db.FinishJobParams{
