@@ -134,9 +134,9 @@ func corpusTarget(o oracleFile, ds oracleDataset) string {
 // corpusResult is one row of docs/corpus-results.md.
 type corpusResult struct {
 	id, format, target, oracleCRS, foundCRS, outcome string
-	oracleN, gotN                                     int64
-	oracleArea, gotArea                               float64
-	hasArea                                           bool
+	oracleN, gotN                                    int64
+	oracleArea, gotArea                              float64
+	hasArea                                          bool
 }
 
 // TestCorpusOracle ingests every layer of the corpus with Service.Run into
@@ -485,4 +485,132 @@ with ` + "`oracle.json`" + ` (GDAL 3.6 + PostGIS 3.3; see ` + "`testdata/corpus/
 			r.id, r.format, r.target, r.oracleCRS, r.foundCRS, r.oracleN, r.gotN, oArea, gArea, diff, r.outcome)
 	}
 	require.NoError(t, os.WriteFile("../docs/corpus-results.md", []byte(b.String()), 0o644))
+}
+
+// hostileZip writes a zip of entries (name, bytes), in order, to dir/name.
+func hostileZip(t *testing.T, dir, name string, entries ...any) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	zw := zip.NewWriter(f)
+	for i := 0; i < len(entries); i += 2 {
+		w, err := zw.Create(entries[i].(string))
+		require.NoError(t, err)
+		_, err = w.Write(entries[i+1].([]byte))
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	require.NoError(t, f.Close())
+	return p
+}
+
+// copyCorpusSet copies a corpus shapefile set's sidecars (exts) to
+// dir/name.ext and returns dir/name.shp.
+func copyCorpusSet(t *testing.T, src, dir, name string, exts ...string) string {
+	t.Helper()
+	for _, ext := range exts {
+		data, err := os.ReadFile(src + ext)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+ext), data, 0o644))
+	}
+	return filepath.Join(dir, name+".shp")
+}
+
+// TestBadInputsFailPermanently: each hostile or broken upload is a
+// permanent failure with a specific reason naming the upload, a FAILED
+// claim whose last_error is that message, and nothing written (no ledger
+// row, no feature), including when the problem is found after many
+// features were already streamed into the COPY.
+func TestBadInputsFailPermanently(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	six := filepath.Join(corpusDir, "six_counties/six_counties")
+	shp, err := os.ReadFile(six + ".shp")
+	require.NoError(t, err)
+	epinayJSON, err := os.ReadFile(epinay)
+	require.NoError(t, err)
+	points := []byte(`{"type":"FeatureCollection","features":[` +
+		`{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[[2,48],[2.001,48],[2.001,48.001],[2,48]]]},"properties":{}},` +
+		`{"type":"Feature","geometry":{"type":"Point","coordinates":[2.3,48.8]},"properties":{"name":"a"}}]}`)
+
+	for _, tc := range []struct {
+		name   string
+		make   func(t *testing.T, dir string) string
+		params func(*Params)
+		limits geomio.Limits
+		want   []string
+	}{
+		{name: "zip traversal", make: func(t *testing.T, dir string) string {
+			return hostileZip(t, dir, "evil.zip", "ok/a.dbf", []byte("x"), "../x.shp", shp)
+		}, want: []string{"unsafe zip entry", `parent directory in path "../x.shp"`}},
+		{name: "zip absolute path", make: func(t *testing.T, dir string) string {
+			return hostileZip(t, dir, "abs.zip", "/etc/x.shp", shp)
+		}, want: []string{"unsafe zip entry", "absolute path"}},
+		{name: "zip bomb ratio", make: func(t *testing.T, dir string) string {
+			// 64 MiB of zeros deflates to about 64 KiB: ratio ~1000.
+			return hostileZip(t, dir, "bomb.zip", "bomb/a.shp", make([]byte, 64<<20))
+		}, want: []string{"compression ratio above 200"}},
+		{name: "zip bomb size", make: func(t *testing.T, dir string) string {
+			return hostileZip(t, dir, "big.zip", "a.shp", shp, "a.dbf", make([]byte, 2<<20))
+		}, limits: geomio.Limits{MaxUncompressedBytes: 1 << 20}, want: []string{"zip expands to more than 1048576 bytes"}},
+		{name: "zip entry count", make: func(t *testing.T, dir string) string {
+			var es []any
+			for i := 0; i < 20; i++ {
+				es = append(es, fmt.Sprintf("f%02d.txt", i), []byte("x"))
+			}
+			return hostileZip(t, dir, "many.zip", es...)
+		}, limits: geomio.Limits{MaxEntries: 10}, want: []string{"zip has 20 entries, more than the limit of 10"}},
+		{name: "truncated shp", make: func(t *testing.T, dir string) string {
+			p := copyCorpusSet(t, six, dir, "six", ".shx", ".dbf", ".prj")
+			require.NoError(t, os.WriteFile(p, shp[:len(shp)/2], 0o644))
+			return p
+		}, want: []string{"six.shp", "truncated"}},
+		{name: "corrupt geojson", make: func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "corrupt.geojson")
+			require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,"x"]]]},"properties":{}}]}`), 0o644))
+			return p
+		}, want: []string{"feature 0"}},
+		{name: "geojson cut off after 4000 features", make: func(t *testing.T, dir string) string {
+			// The first features stream into the COPY; the error at the
+			// end rolls all of them back.
+			p := filepath.Join(dir, "cut.geojson")
+			require.NoError(t, os.WriteFile(p, epinayJSON[:len(epinayJSON)*95/100], 0o644))
+			return p
+		}, want: []string{"cut.geojson", "unexpected EOF"}},
+		{name: "points into parcels, wrong-type fail", make: func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "points.geojson")
+			require.NoError(t, os.WriteFile(p, points, 0o644))
+			return p
+		}, params: func(p *Params) { p.WrongType = PolicyFail }, want: []string{"feature 1", "not polygonal (wrong-type policy is fail)"}},
+		{name: "unknown CRS", make: func(t *testing.T, dir string) string {
+			return copyCorpusSet(t, filepath.Join(corpusDir, "blockgroups_noprj/blockgroups"), dir, "blockgroups", ".shp", ".shx", ".dbf")
+		}, want: []string{"unknown CRS", "--source-srid"}},
+		{name: "unsupported format", make: func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "parcels.csv")
+			require.NoError(t, os.WriteFile(p, []byte("id,wkt\n1,POINT(0 0)\n"), 0o644))
+			return p
+		}, want: []string{"unsupported format"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := tc.make(t, t.TempDir())
+			p := DefaultParams("parcels")
+			if tc.params != nil {
+				tc.params(&p)
+			}
+			bb := *b
+			svc := *b.svc
+			svc.Limits = tc.limits
+			bb.svc = &svc
+			msg := requireRefused(t, &bb, file, p, tc.want[0])
+			for _, w := range tc.want[1:] {
+				require.Contains(t, msg, w)
+			}
+			t.Logf("%s", msg)
+		})
+	}
+	var jobs, parcels int64
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM parcels)`).Scan(&jobs, &parcels))
+	require.Zero(t, jobs)
+	require.Zero(t, parcels)
 }
