@@ -1,0 +1,114 @@
+package main
+
+import (
+	"archive/zip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// badInputZip writes a zip of entries (name, bytes, name, bytes, ...), in
+// that order, to path.
+func badInputZip(t *testing.T, path string, entries ...any) string {
+	t.Helper()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	zw := zip.NewWriter(f)
+	for i := 0; i < len(entries); i += 2 {
+		w, err := zw.Create(entries[i].(string))
+		require.NoError(t, err)
+		_, err = w.Write(entries[i+1].([]byte))
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	require.NoError(t, f.Close())
+	return path
+}
+
+// badInputCopy copies src+ext to dir/name+ext for each ext and returns
+// dir/name.shp.
+func badInputCopy(t *testing.T, src, dir, name string, exts ...string) string {
+	t.Helper()
+	for _, ext := range exts {
+		data, err := os.ReadFile(src + ext)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+ext), data, 0o644))
+	}
+	return filepath.Join(dir, name+".shp")
+}
+
+// TestIngestBadInputs: through the CLI, every bad upload exits with status
+// 1 and a specific message naming the file; its claim is FAILED with that
+// message as last_error, and there are no ledger rows and no features.
+func TestIngestBadInputs(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db}
+	six := "../../testdata/corpus/six_counties/six_counties"
+	shp, err := os.ReadFile(six + ".shp")
+	require.NoError(t, err)
+	points := []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"name":"a"}}]}`)
+
+	for _, tc := range []struct {
+		name  string
+		make  func(t *testing.T, dir string) string
+		flags []string
+		want  string
+	}{
+		{"zip traversal", func(t *testing.T, dir string) string {
+			return badInputZip(t, filepath.Join(dir, "evil.zip"), "ok.dbf", []byte("x"), "../x.shp", shp)
+		}, nil, `unsafe zip entry: parent directory in path "../x.shp"`},
+		{"zip bomb", func(t *testing.T, dir string) string {
+			// 64 MiB of zeros, about 64 KiB deflated.
+			return badInputZip(t, filepath.Join(dir, "bomb.zip"), "bomb/a.shp", make([]byte, 64<<20))
+		}, nil, "zip entry compression ratio above 200"},
+		{"truncated shp", func(t *testing.T, dir string) string {
+			p := badInputCopy(t, six, dir, "six", ".shx", ".dbf", ".prj")
+			require.NoError(t, os.WriteFile(p, shp[:len(shp)/2], 0o644))
+			return p
+		}, nil, "truncated"},
+		{"corrupt geojson", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "corrupt.geojson")
+			require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,"x"]]]},"properties":{}}]}`), 0o644))
+			return p
+		}, nil, "feature 0 at byte"},
+		{"points with --wrong-type fail", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "points.geojson")
+			require.NoError(t, os.WriteFile(p, points, 0o644))
+			return p
+		}, []string{"--wrong-type", "fail"}, "not polygonal (wrong-type policy is fail)"},
+		{"points with --wrong-type skip", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "points.geojson")
+			require.NoError(t, os.WriteFile(p, points, 0o644))
+			return p
+		}, nil, "no polygonal features to write for parcels: 0 null or empty, 1 not polygonal"},
+		{"unknown CRS", func(t *testing.T, dir string) string {
+			return badInputCopy(t, "../../testdata/corpus/blockgroups_noprj/blockgroups", dir, "blockgroups", ".shp", ".shx", ".dbf")
+		}, nil, "unknown CRS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := tc.make(t, t.TempDir())
+			args := append(append([]string{"ingest", "--json"}, tc.flags...), file)
+			code, out, _ := run(t, env, args...)
+			require.Equal(t, 1, code, out)
+			ls := parseLines(t, out)
+			require.Len(t, ls, 1)
+			l := ls[0]
+			require.Equal(t, "failed", l.Outcome)
+			require.Contains(t, l.Error, tc.want)
+			require.Contains(t, l.Error, "file://"+file, "the message names the file")
+			require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM claims WHERE job_id = $1 AND state = 'FAILED' AND last_error = $2`, l.JobID, l.Error))
+			require.Zero(t, queryInt(t, db, `SELECT count(*) FROM jobs`))
+			require.Zero(t, queryInt(t, db, `SELECT count(*) FROM parcels`))
+
+			// Without --json the message goes to stderr; the status is the same.
+			code, _, errOut := run(t, env, append([]string{"ingest"}, args[2:]...)...)
+			require.Equal(t, 1, code)
+			require.Contains(t, errOut, tc.want)
+			require.Contains(t, errOut, file)
+		})
+	}
+}
