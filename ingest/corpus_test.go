@@ -32,6 +32,7 @@ type oracleDataset struct {
 	AssumedSRS       *string             `json:"assumed_srs"`
 	FeatureCount     int64               `json:"feature_count"`
 	NullOrEmpty      int64               `json:"n_null_or_empty"`
+	Invalid4326      *int64              `json:"n_invalid_4326"`
 	GeometryTypes    map[string]int64    `json:"pg_geometry_types"`
 	AreaMakeValid    *float64            `json:"sum_area_geog_m2_makevalid"`
 	NonASCIISamples  map[string][]string `json:"non_ascii_samples"`
@@ -208,15 +209,27 @@ func TestCorpusOracle(t *testing.T) {
 			require.NoError(t, b.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*), coalesce(sum(ST_Area(geom::geography)), 0) FROM %s WHERE job_id = $1`, p.Target), job.ID).Scan(&rows, &area))
 			require.Equal(t, r.Features, rows)
 			res.gotArea = area
-			var ledgerN, skippedNull, skippedType int64
+			var ledgerN, skippedNull, skippedType, repaired int64
 			var ledgerArea float64
-			require.NoError(t, b.pool.QueryRow(ctx, `SELECT feature_count, total_area_m2, skipped_null, skipped_type FROM jobs WHERE job_id = $1`, job.ID).Scan(&ledgerN, &ledgerArea, &skippedNull, &skippedType))
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT feature_count, total_area_m2, skipped_null, skipped_type, repaired_invalid FROM jobs WHERE job_id = $1`, job.ID).Scan(&ledgerN, &ledgerArea, &skippedNull, &skippedType, &repaired))
 			require.Equal(t, rows, ledgerN, "ledger feature_count = table rows")
 			require.InDelta(t, area, ledgerArea, math.Max(area, 1)*1e-9, "ledger total_area_m2 = table area")
 			require.InEpsilon(t, res.oracleArea, area, 1e-4, "SUM(ST_Area(geog)) vs the oracle's after ST_MakeValid: within 0.01 %%")
 			require.Equal(t, ds.NullOrEmpty, skippedNull, "null or empty geometries skipped and counted")
 			require.Equal(t, ds.otherTypes(), skippedType, "points and lines skipped and counted")
 			require.Equal(t, ds.FeatureCount, r.Features+skippedNull+skippedType, "every feature is written or counted as skipped")
+
+			// Repair happens after the transform to 4326, as the oracle's
+			// ST_MakeValid on the reprojected table: the same features are
+			// invalid, and with --invalid fail the job is refused instead.
+			require.NotNil(t, ds.Invalid4326)
+			require.Equal(t, *ds.Invalid4326, repaired, "features repaired with ST_MakeValid = the oracle's invalid after reprojection")
+			if repaired > 0 {
+				res.outcome += fmt.Sprintf("; %d repaired", repaired)
+				pf := p
+				pf.Invalid = PolicyFail
+				requireRefused(t, b, path, pf, "invalid geometry")
+			}
 
 			// The samples on polygons are in the table, byte for byte
 			// (GDAL's PG driver lower-cases column names; geoingest keeps
@@ -464,6 +477,9 @@ with ` + "`oracle.json`" + ` (GDAL 3.6 + PostGIS 3.3; see ` + "`testdata/corpus/
   the oracle's ` + "`assumed_srs`" + ` datasets the test checks both the refusal and the run with ` + "`--source-srid 4326`" + `);
   and uploads with no polygonal feature at all (points, lines, an empty layer), which would
   otherwise commit an empty generation that replaces the source's current parcels with nothing.
+- *Repaired*: invalid polygons are repaired with ` + "`ST_MakeValid`" + ` after the transform to EPSG:4326, as the
+  oracle does; the job's ` + "`repaired_invalid`" + ` must equal the oracle's ` + "`n_invalid_4326`" + `, and with
+  ` + "`--invalid fail`" + ` those uploads must be refused ("invalid geometry").
 - Non-ASCII attribute samples recorded by the oracle are checked byte for byte in what the reader
   decodes (all features) and in the table (polygonal features).
 
