@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -310,6 +311,9 @@ func TestZip(t *testing.T) {
 		{"too many entries", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}, {"a.txt", ""}}, Options{Limits: Limits{MaxEntries: 2}}, "more than the limit of 2"},
 		{"total size", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}}, Options{Limits: Limits{MaxUncompressedBytes: 150}}, "expands to more than 150 bytes"},
 		{"ratio", [][2]string{{"a.shp", shp1}, {"a.dbf", strings.Repeat(" ", 3<<20)}}, Options{}, "compression ratio above 200"},
+		// Each entry is under the 1 MiB floor of the per-entry ratio check;
+		// together they are a bomb: the whole archive's ratio is checked.
+		{"ratio of small entries", manySmallBombEntries(shp1, dbf1, 300), Options{}, "zip expands to more than 200 times its size"},
 		{"no shapefile", [][2]string{{"readme.txt", "hi"}}, Options{}, "unsupported format"},
 		{"missing dbf", [][2]string{{"x/a.shp", shp1}}, Options{}, "missing .dbf"},
 	} {
@@ -333,4 +337,15 @@ func TestUnsupported(t *testing.T) {
 	}
 	_, _, err := openAll(t, writeTemp(t, "x.zip", "not a zip"), Options{})
 	require.ErrorContains(t, err, "invalid zip")
+}
+
+// manySmallBombEntries is a shapefile set plus n entries of just under
+// 1 MiB of zeros each (about 1 KiB deflated).
+func manySmallBombEntries(shp, dbf string, n int) [][2]string {
+	es := [][2]string{{"a.shp", shp}, {"a.dbf", dbf}}
+	zeros := strings.Repeat("\x00", 1<<20-1)
+	for i := 0; i < n; i++ {
+		es = append(es, [2]string{fmt.Sprintf("pad/p%03d.dbf", i), zeros})
+	}
+	return es
 }

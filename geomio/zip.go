@@ -29,6 +29,13 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	}
 	defer zr.Close()
 	lim := opts.Limits
+	fi, err := os.Stat(zipPath)
+	if err != nil {
+		return nil, &Error{File: zipPath, Problem: "open", Err: err}
+	}
+	// The whole archive's ratio bounds what many small entries, each below
+	// the per-entry ratio check's floor, may expand to together.
+	maxTotalRatio := lim.MaxCompressionRatio * max(fi.Size(), 1)
 	if len(zr.File) > lim.MaxEntries {
 		return nil, &Error{File: zipPath, Problem: fmt.Sprintf("zip has %d entries, more than the limit of %d", len(zr.File), lim.MaxEntries)}
 	}
@@ -65,6 +72,9 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 		seen[strings.ToLower(clean)] = true
 		n, err := extractEntry(f, filepath.Join(dir, filepath.FromSlash(clean)), lim, lim.MaxUncompressedBytes-total)
 		total += n
+		if err == nil && total > ratioFloor && total > maxTotalRatio {
+			err = &Error{Problem: fmt.Sprintf("zip expands to more than %d times its size", lim.MaxCompressionRatio), Err: errZipLimit}
+		}
 		if err != nil {
 			var ie *Error
 			if errors.As(err, &ie) {
