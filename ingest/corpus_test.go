@@ -567,6 +567,14 @@ func TestBadInputsFailPermanently(t *testing.T) {
 			// 64 MiB of zeros deflates to about 64 KiB: ratio ~1000.
 			return hostileZip(t, dir, "bomb.zip", "bomb/a.shp", make([]byte, 64<<20))
 		}, want: []string{"compression ratio above 200"}},
+		{name: "zip bomb of small entries", make: func(t *testing.T, dir string) string {
+			// Each entry is under the per-entry ratio check's 1 MiB floor.
+			es := []any{"a.shp", shp}
+			for i := 0; i < 300; i++ {
+				es = append(es, fmt.Sprintf("pad/p%03d.dbf", i), make([]byte, 1<<20-1))
+			}
+			return hostileZip(t, dir, "smallbomb.zip", es...)
+		}, want: []string{"zip expands to more than 200 times its size"}},
 		{name: "zip bomb size", make: func(t *testing.T, dir string) string {
 			return hostileZip(t, dir, "big.zip", "a.shp", shp, "a.dbf", make([]byte, 2<<20))
 		}, limits: geomio.Limits{MaxUncompressedBytes: 1 << 20}, want: []string{"zip expands to more than 1048576 bytes"}},
