@@ -96,18 +96,28 @@ func orbToGeom(g orb.Geometry, promote bool) (geom.T, error) {
 }
 
 // polygonsToGeom builds a MultiPolygon, dropping empty rings and polygons.
-// A polygon whose exterior ring is empty is dropped with its holes.
+// A polygon whose exterior ring is empty is dropped with its holes. A
+// non-empty ring must be a linear ring as RFC 7946 defines it (closed, at
+// least four positions): PostGIS refuses anything else when it parses the
+// geometry, and it is the file's fault, so it is reported here, per
+// feature, rather than as an error from the database.
 func polygonsToGeom(ps []orb.Polygon) (geom.T, error) {
 	var flat []float64
 	var endss [][]int
-	for _, p := range ps {
+	for i, p := range ps {
 		if len(p) == 0 || len(p[0]) == 0 {
 			continue
 		}
 		var ends []int
-		for _, r := range p {
+		for j, r := range p {
 			if len(r) == 0 {
 				continue
+			}
+			if len(r) < 4 {
+				return nil, fmt.Errorf("polygon %d ring %d has %d positions; a linear ring needs at least 4", i, j, len(r))
+			}
+			if r[0] != r[len(r)-1] {
+				return nil, fmt.Errorf("polygon %d ring %d is not closed (its first and last positions differ)", i, j)
 			}
 			f, err := flatPoints(r)
 			if err != nil {

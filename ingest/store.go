@@ -12,6 +12,7 @@ import (
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/ingest/internal/db"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twpayne/go-geom"
@@ -409,13 +410,13 @@ func (s *Store) copyFeatures(ctx context.Context, tx pgx.Tx, q *db.Queries, job 
 	case "parcels":
 		row, err := q.InsertParcelsFromStaging(ctx, db.InsertParcelsFromStagingParams{Repair: repair, JobID: job.ID})
 		if err != nil {
-			return fmt.Errorf("normalise features: %w", err)
+			return normaliseErr(err)
 		}
 		written, area, repaired, collapsed, checksum = row.Written, row.AreaM2, row.Repaired, row.Collapsed, row.FeaturesChecksum
 	case "admin_units":
 		row, err := q.InsertAdminUnitsFromStaging(ctx, db.InsertAdminUnitsFromStagingParams{Repair: repair, JobID: job.ID})
 		if err != nil {
-			return fmt.Errorf("normalise features: %w", err)
+			return normaliseErr(err)
 		}
 		written, area, repaired, collapsed, checksum = row.Written, row.AreaM2, row.Repaired, row.Collapsed, row.FeaturesChecksum
 	}
@@ -436,6 +437,23 @@ func (s *Store) copyFeatures(ctx context.Context, tx pgx.Tx, q *db.Queries, job 
 		Encoding: r.Layer().Encoding, SkippedNull: rows.skippedNull + collapsed,
 		SkippedType: rows.skippedType, RepairedInvalid: repaired,
 	})
+}
+
+// normaliseErr classifies an error from normalising the staged features.
+// PostGIS reports every problem with a geometry as SQLSTATE XX000
+// (internal_error): a ring PostGIS will not parse, or coordinates outside
+// the source CRS's domain ("transform: Point outside of projection
+// domain"). Those come from the upload's content and fail the same way on
+// every retry, so they are permanent; without this they were classified
+// transient and the message would be redelivered until it was
+// dead-lettered, with no FAILED claim saying why. Other errors (connection
+// lost, out of memory, serialization) keep their classification.
+func normaliseErr(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "XX000" {
+		return Permanentf("normalise features: PostGIS cannot use a geometry of this upload: %s", pgErr.Message)
+	}
+	return fmt.Errorf("normalise features: %w", err)
 }
 
 // featureRows adapts a geomio.Reader to pgx.CopyFromSource, applying the

@@ -85,6 +85,21 @@ func TestIngestBadInputs(t *testing.T) {
 			require.NoError(t, os.WriteFile(p, points, 0o644))
 			return p
 		}, nil, "no polygonal features to write for parcels: 0 null or empty, 1 not polygonal"},
+		{"polygon ring not closed", func(t *testing.T, dir string) string {
+			// RFC 7946 rings are closed; PostGIS refuses to parse one that
+			// is not. It used to surface as a transient database error
+			// (SQLSTATE XX000) and be retried.
+			p := filepath.Join(dir, "unclosed.geojson")
+			require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[[2,48],[2.01,48],[2.01,48.01],[2,48.01]]]},"properties":{}}]}`), 0o644))
+			return p
+		}, nil, "feature 0 at byte 162: invalid geometry: polygon 0 ring 0 is not closed"},
+		{"coordinates outside the CRS's domain", func(t *testing.T, dir string) string {
+			// Declared British National Grid, coordinates no projection
+			// can invert: ST_Transform fails the same way on every retry.
+			p := filepath.Join(dir, "bng.geojson")
+			require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::27700"}},"features":[{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[[1e15,1e15],[2e15,1e15],[2e15,2e15],[1e15,1e15]]]},"properties":{}}]}`), 0o644))
+			return p
+		}, nil, "PostGIS cannot use a geometry of this upload: transform: Point outside of projection domain"},
 		{"unknown CRS", func(t *testing.T, dir string) string {
 			return badInputCopy(t, "../../testdata/corpus/blockgroups_noprj/blockgroups", dir, "blockgroups", ".shp", ".shx", ".dbf")
 		}, nil, "unknown CRS"},
