@@ -456,6 +456,11 @@ func normaliseErr(err error) error {
 	return fmt.Errorf("normalise features: %w", err)
 }
 
+// lonLatSlack is how far outside [-180,180]x[-90,90] an EPSG:4326
+// coordinate may lie (real files carry rounding noise such as
+// 180.0000019); the same as geomio's.
+const lonLatSlack = 1e-3
+
 // featureRows adapts a geomio.Reader to pgx.CopyFromSource, applying the
 // null-geometry and wrong-type policies and checking that every geometry
 // has a known CRS. It holds one feature at a time.
@@ -513,6 +518,19 @@ func (f *featureRows) Next() bool {
 		if !known {
 			f.err = Permanentf("layer %q: EPSG:%d is not a CRS that PostGIS knows (spatial_ref_sys)", ft.Layer, srid)
 			return false
+		}
+		if srid == 4326 {
+			// The layer says (or the caller said) longitude/latitude, but
+			// projected coordinates are common under a wrong .prj or crs.
+			// Nothing downstream would notice (no transform from 4326),
+			// and the areas would be nonsense, so refuse, as geomio does
+			// for GeoJSON without a crs member.
+			if b := g.Bounds(); b.Min(0) < -180-lonLatSlack || b.Max(0) > 180+lonLatSlack ||
+				b.Min(1) < -90-lonLatSlack || b.Max(1) > 90+lonLatSlack {
+				f.err = Permanentf("layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range, but the CRS is EPSG:4326: the .prj, the crs member or --source-srid is wrong",
+					ft.Layer, ft.Index, b.Min(0), b.Min(1), b.Max(0), b.Max(1))
+				return false
+			}
 		}
 		wkb, err := ewkb.Marshal(g, ewkb.NDR)
 		if err != nil {

@@ -100,6 +100,18 @@ func TestIngestBadInputs(t *testing.T) {
 			require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::27700"}},"features":[{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[[1e15,1e15],[2e15,1e15],[2e15,2e15],[1e15,1e15]]]},"properties":{}}]}`), 0o644))
 			return p
 		}, nil, "PostGIS cannot use a geometry of this upload: transform: Point outside of projection domain"},
+		{"WGS 84 .prj on projected coordinates", func(t *testing.T, dir string) string {
+			// A UTM polygon with the wrong .prj beside it: GDAL and PostGIS
+			// accept it as lon/lat and report a continent-sized area.
+			p := badInputCopy(t, "../../testdata/corpus/utm18_polygon_c_noprj/c_utm", dir, "c_utm", ".shp", ".shx", ".dbf")
+			data, err := os.ReadFile(six + ".prj")
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "c_utm.prj"), data, 0o644))
+			return p
+		}, nil, "outside longitude/latitude range, but the CRS is EPSG:4326"},
+		{"--source-srid 4326 on projected coordinates", func(t *testing.T, dir string) string {
+			return badInputCopy(t, "../../testdata/corpus/utm18_polygon_c_noprj/c_utm", dir, "c_utm", ".shp", ".shx", ".dbf")
+		}, []string{"--source-srid", "4326"}, "outside longitude/latitude range, but the CRS is EPSG:4326"},
 		{"unknown CRS", func(t *testing.T, dir string) string {
 			return badInputCopy(t, "../../testdata/corpus/blockgroups_noprj/blockgroups", dir, "blockgroups", ".shp", ".shx", ".dbf")
 		}, nil, "unknown CRS"},
