@@ -207,20 +207,25 @@ func (s *Service) heartbeat(ctx context.Context, log *slog.Logger, jobID string)
 
 // nameSource rewrites a geomio input error about a file in the job's
 // download directory so that it names the upload the user knows: the
-// source itself, or for a file inside an archive, source!path.
+// source itself, or for an entry inside an archive, source!entry. The
+// entry path is kept as the archive gives it (a hostile "../" included).
 func nameSource(err error, dir string, src Source) error {
 	var ge *geomio.Error
 	if !errors.As(err, &ge) {
 		return err
 	}
-	rel, rerr := filepath.Rel(dir, ge.File)
-	if rerr != nil || strings.HasPrefix(rel, "..") {
+	rest, ok := strings.CutPrefix(ge.File, dir+string(filepath.Separator))
+	if !ok {
 		return err
 	}
-	name := src.String()
-	if rel != filepath.Base(src.Key) {
-		name += "!" + rel
+	base := filepath.Base(src.Key)
+	switch {
+	case rest == base:
+		ge.File = src.String()
+	case strings.HasPrefix(rest, base+"/"):
+		ge.File = src.String() + "!" + rest[len(base)+1:]
+	default:
+		ge.File = src.String() + "!" + rest
 	}
-	ge.File = name
 	return err
 }

@@ -65,6 +65,11 @@ func TestIngestBadInputs(t *testing.T) {
 			// 64 MiB of zeros, about 64 KiB deflated.
 			return badInputZip(t, filepath.Join(dir, "bomb.zip"), "bomb/a.shp", make([]byte, 64<<20))
 		}, nil, "zip entry compression ratio above 200"},
+		{"bad entry inside a zip is named archive!entry", func(t *testing.T, dir string) string {
+			shx, err := os.ReadFile(six + ".shx")
+			require.NoError(t, err)
+			return badInputZip(t, filepath.Join(dir, "parcels.zip"), "d/a.shp", shp, "d/a.shx", shx, "d/a.dbf", []byte("x"))
+		}, nil, "parcels.zip!d/a.dbf: truncated dbf header"},
 		{"truncated shp", func(t *testing.T, dir string) string {
 			p := badInputCopy(t, six, dir, "six", ".shx", ".dbf", ".prj")
 			require.NoError(t, os.WriteFile(p, shp[:len(shp)/2], 0o644))
@@ -115,6 +120,11 @@ func TestIngestBadInputs(t *testing.T) {
 		{"unknown CRS", func(t *testing.T, dir string) string {
 			return badInputCopy(t, "../../testdata/corpus/blockgroups_noprj/blockgroups", dir, "blockgroups", ".shp", ".shx", ".dbf")
 		}, nil, "unknown CRS"},
+		{"unsupported format", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "parcels.csv")
+			require.NoError(t, os.WriteFile(p, []byte("id,wkt\n1,POINT(0 0)\n"), 0o644))
+			return p
+		}, nil, "unsupported format"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := tc.make(t, t.TempDir())
@@ -127,6 +137,7 @@ func TestIngestBadInputs(t *testing.T) {
 			require.Equal(t, "failed", l.Outcome)
 			require.Contains(t, l.Error, tc.want)
 			require.Contains(t, l.Error, "file://"+file, "the message names the file")
+			require.NotContains(t, l.Error, "geoingest-job-", "not the temporary download")
 			require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM claims WHERE job_id = $1 AND state = 'FAILED' AND last_error = $2`, l.JobID, l.Error))
 			require.Zero(t, queryInt(t, db, `SELECT count(*) FROM jobs`))
 			require.Zero(t, queryInt(t, db, `SELECT count(*) FROM parcels`))
