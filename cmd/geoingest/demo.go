@@ -107,7 +107,7 @@ func verdictLine(v *ingest.Verification) string {
 	if v.OK() {
 		return "clean: every committed job's features are present exactly once"
 	}
-	return fmt.Sprintf("%d problems in jobs %v", len(v.Problems), v.OffendingJobs())
+	return fmt.Sprintf("%s in jobs %v", plural(len(v.Problems), "problem"), v.OffendingJobs())
 }
 
 // copyIfChanged copies src to dst unless dst already has the same bytes.

@@ -50,9 +50,17 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, p.String())
 	}
 	jobs := v.OffendingJobs()
-	fmt.Fprintf(m.Stdout, "FAILED: %d problems in %d jobs:\n", len(v.Problems), len(jobs))
+	fmt.Fprintf(m.Stdout, "FAILED: %s in %s:\n", plural(len(v.Problems), "problem"), plural(len(jobs), "job"))
 	for _, j := range jobs {
 		fmt.Fprintln(m.Stdout, j)
 	}
 	return exitError(1)
+}
+
+// plural is "1 job", "2 jobs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
