@@ -31,6 +31,13 @@ type Service struct {
 	TempDir string
 	// Limits bound what one upload may cost (zero: geomio.DefaultLimits).
 	Limits geomio.Limits
+	// Progress, when set, is called from the job's goroutine while a job
+	// reads its file (at most every ProgressInterval, default 200 ms) and
+	// once when the file is read and the write gate's last statements
+	// begin. It must return quickly. Independently of it, a job logs its
+	// progress at INFO every 10 s.
+	Progress         func(JobProgress)
+	ProgressInterval time.Duration
 
 	// Test hooks.
 	beforeWrite func(Job) // called after the download, before the write gate
@@ -126,7 +133,12 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if s.beforeWrite != nil {
 		s.beforeWrite(job)
 	}
-	wr, err := s.Store.Write(ctx, job, s.Owner, r, fetched.ContentHash)
+	every := s.ProgressInterval
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	pr := newProgressReader(r, log, s.Progress, every, progressLogEvery, job)
+	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}

@@ -134,13 +134,17 @@ type progressBar struct {
 }
 
 func newProgressBar(w io.Writer, want bool) *progressBar {
-	on := false
-	if f, ok := w.(*os.File); ok && want {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			on = true
-		}
+	return &progressBar{w: w, on: want && isTerminal(w), start: time.Now()}
+}
+
+// isTerminal reports whether w is a terminal (progress is drawn only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	return &progressBar{w: w, on: on, start: time.Now()}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (b *progressBar) update(s ingest.BackfillStats) {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -38,6 +41,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	m.addPolicyFlags(fs, &pf, true)
 	lease := fs.Duration("lease", 5*time.Minute, "claim lease; heartbeats extend it every lease/3 while a job runs")
 	asJSON := fs.Bool("json", false, "print one JSON object per file on stdout")
+	quiet := fs.Bool("quiet", false, "no progress line on a terminal")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -72,10 +76,15 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	svc := ingest.NewService(store, metrics, m.Log)
 	svc.Lease = *lease
+	progress := &progressLine{w: m.Stderr, on: !*quiet && isTerminal(m.Stderr)}
+	if progress.on {
+		svc.Progress = progress.update
+	}
 
 	failed := 0
 	for _, path := range fs.Args() {
 		res := m.ingestFile(ctx, svc, path, params)
+		progress.clear()
 		if res.Outcome == ingest.Failed {
 			failed++
 		}
@@ -124,4 +133,80 @@ func short(id string) string {
 		return "------------"
 	}
 	return id
+}
+
+// progressLine shows a running job's progress on one terminal line,
+// overwritten in place and cleared before the job's result is printed.
+// While the write gate's last statements run, it ticks the elapsed time
+// every second, since they report nothing until they finish.
+type progressLine struct {
+	w  io.Writer
+	on bool
+
+	mu      sync.Mutex
+	lastLen int
+	stop    chan struct{} // closed by clear to stop the writing ticker
+}
+
+func (p *progressLine) update(jp ingest.JobProgress) {
+	if jp.Phase != ingest.PhaseWriting {
+		rate := float64(jp.Features) / max(jp.Elapsed.Seconds(), 0.001)
+		p.draw(fmt.Sprintf("\r%s: %d features read (%.0f/s)", jp.Source, jp.Features, rate))
+		return
+	}
+	start := time.Now().Add(-jp.Elapsed)
+	line := func() string {
+		return fmt.Sprintf("\r%s: %d features read; writing (normalise, index, ledger), %s elapsed",
+			jp.Source, jp.Features, time.Since(start).Round(time.Second))
+	}
+	p.draw(line())
+	p.mu.Lock()
+	p.stop = make(chan struct{})
+	stop := p.stop
+	p.mu.Unlock()
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				if p.stop == stop { // not cleared meanwhile
+					p.drawLocked(line())
+				}
+				p.mu.Unlock()
+			}
+		}
+	}()
+}
+
+func (p *progressLine) draw(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drawLocked(line)
+}
+
+func (p *progressLine) drawLocked(line string) {
+	pad := ""
+	if n := p.lastLen - len(line); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	p.lastLen = len(line)
+	fmt.Fprint(p.w, line+pad)
+}
+
+func (p *progressLine) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
+	if !p.on || p.lastLen == 0 {
+		return
+	}
+	fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.lastLen)+"\r")
+	p.lastLen = 0
 }
