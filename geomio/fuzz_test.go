@@ -1,16 +1,25 @@
 package geomio
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
+
+// fuzzInputDeadline is how long one fuzz input may take to read.
+const fuzzInputDeadline = 10 * time.Second
 
 // Fuzz targets: every parser must return features or an *Error for any
 // input, never panic, hang or return a non-input error.
 
 // drain reads r to the end, failing the fuzz run on a non-input error.
 func fuzzDrain(t *testing.T, path string, opts Options) {
+	// A hang or a pathologically slow input is a bug too: crash the
+	// worker so that the fuzzer records the input.
+	watchdog := time.AfterFunc(fuzzInputDeadline, func() { panic(fmt.Sprintf("%s: input took more than %v", path, fuzzInputDeadline)) })
+	defer watchdog.Stop()
 	r, err := Open(path, opts)
 	if err != nil {
 		if !IsInputError(err) {
