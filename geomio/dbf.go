@@ -49,6 +49,14 @@ type dbfReader struct {
 	nameJSON [][]byte // field names, JSON-quoted
 }
 
+// CheckEncoding returns an error if name is not a text encoding that the
+// DBF reader knows (the names .cpg files use: "UTF-8", "1252", "CP1251",
+// "ISO-8859-1", "Shift_JIS", ...). "" is UTF-8.
+func CheckEncoding(name string) error {
+	_, _, err := encodingByName(name)
+	return err
+}
+
 // encodingByName maps code page names (as found in .cpg files and
 // Options.DefaultEncoding) to encodings. A nil encoding means UTF-8.
 func encodingByName(name string) (encoding.Encoding, string, error) {

@@ -213,8 +213,7 @@ func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(Back
 // runOne makes and runs the job for one object.
 func (b *Backfill) runOne(ctx context.Context, obj BackfillObject) Result {
 	route, _, _ := b.Router.Route(obj.Event)
-	p := b.Params
-	p.Target = route.Target
+	p := route.Params(b.Params)
 	var (
 		src Source
 		f   Fetcher

@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"fmt"
+
+	"github.com/geoingest/geoingest/geomio"
 )
 
 // Pipeline is the name of geoingest's pipeline in job parameters.
@@ -78,6 +80,9 @@ func (p Params) Validate() error {
 		if v != PolicySkip && v != PolicyFail {
 			return Permanentf("%s policy %q: want skip or fail", name, v)
 		}
+	}
+	if err := geomio.CheckEncoding(p.DefaultEncoding); err != nil {
+		return Permanentf("default encoding: %w", err)
 	}
 	return nil
 }

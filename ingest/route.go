@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -39,19 +40,64 @@ type Route struct {
 	// MirrorDeletes makes removal events retire the object's current
 	// generation; without it they are filtered.
 	MirrorDeletes bool
+	// Suffixes, when set, restrict the route to keys ending in one of them
+	// (case-insensitive); a key under the prefix with another suffix is
+	// left to the next matching route.
+	Suffixes []string
+	// Options override job parameters for the objects on this route.
+	Options RouteOptions
+}
+
+// RouteOptions are the job parameters a route may set; zero values leave
+// the caller's parameters as they are.
+type RouteOptions struct {
+	SourceSRID   int    // source-srid: the CRS of uploads that name none
+	Encoding     string // encoding: DBF text encoding when the file names none
+	Invalid      string // invalid: repair or fail
+	NullGeometry string // null-geometry: skip or fail
+	WrongType    string // wrong-type: skip or fail
+}
+
+// Params returns base with the route's target and options applied.
+func (r Route) Params(base Params) Params {
+	p := base
+	p.Target = r.Target
+	o := r.Options
+	if o.SourceSRID != 0 {
+		p.SourceSRID = o.SourceSRID
+	}
+	if o.Encoding != "" {
+		p.DefaultEncoding = o.Encoding
+	}
+	if o.Invalid != "" {
+		p.Invalid = o.Invalid
+	}
+	if o.NullGeometry != "" {
+		p.NullGeometry = o.NullGeometry
+	}
+	if o.WrongType != "" {
+		p.WrongType = o.WrongType
+	}
+	return p
 }
 
 // mirrorDeletesSuffix opts a route in to mirroring deletes.
 const mirrorDeletesSuffix = "+deletes"
 
-// ParseRoute parses "PREFIX=TARGET" or "BUCKET:PREFIX=TARGET", with an
-// optional "+deletes" after the target to mirror removals (e.g.
-// "parcels/=parcels", "uploads:admin/=admin_units+deletes"). Returns a
-// Permanent error for a malformed route or an unknown target.
+// ParseRoute parses "[BUCKET:]PREFIX=TARGET[+deletes][?OPTION=VALUE&...]":
+// "+deletes" mirrors removals, and the options set job parameters for the
+// route's objects: source-srid, encoding, invalid, null-geometry,
+// wrong-type, and suffixes (a "|"-separated list such as ".zip|.shp").
+// Examples: "parcels/=parcels", "uploads:admin/=admin_units+deletes",
+// "legacy/=parcels?source-srid=2154&encoding=cp1252&suffixes=.zip". A
+// malformed route, an unknown target or option, or an invalid value is a
+// Permanent error naming the route.
 func ParseRoute(s string) (Route, error) {
-	prefix, target, ok := strings.Cut(strings.TrimSpace(s), "=")
+	spec := strings.TrimSpace(s)
+	spec, query, _ := strings.Cut(spec, "?")
+	prefix, target, ok := strings.Cut(spec, "=")
 	if !ok || target == "" {
-		return Route{}, Permanentf("route %q: want PREFIX=TARGET", s)
+		return Route{}, Permanentf("route %q: want [BUCKET:]PREFIX=TARGET[+deletes][?OPTION=VALUE&...]", s)
 	}
 	var r Route
 	if t, ok := strings.CutSuffix(target, mirrorDeletesSuffix); ok {
@@ -64,7 +110,70 @@ func ParseRoute(s string) (Route, error) {
 	if !validTarget(target) {
 		return Route{}, Permanentf("route %q: unknown target table %q (want one of %v)", s, target, Targets)
 	}
+	if query != "" {
+		if err := r.parseOptions(query); err != nil {
+			return Route{}, Permanentf("route %q: %w", s, err)
+		}
+		// The options must make valid parameters on their own.
+		if err := r.Params(DefaultParams(r.Target)).Validate(); err != nil {
+			return Route{}, Permanentf("route %q: %w", s, err)
+		}
+	}
 	return r, nil
+}
+
+func (r *Route) parseOptions(query string) error {
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(query, "&") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || v == "" {
+			return fmt.Errorf("option %q: want OPTION=VALUE", kv)
+		}
+		if seen[k] {
+			return fmt.Errorf("option %q given twice", k)
+		}
+		seen[k] = true
+		switch k {
+		case "source-srid":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("source-srid %q: want a positive EPSG code", v)
+			}
+			r.Options.SourceSRID = n
+		case "encoding":
+			r.Options.Encoding = v
+		case "invalid":
+			r.Options.Invalid = v
+		case "null-geometry":
+			r.Options.NullGeometry = v
+		case "wrong-type":
+			r.Options.WrongType = v
+		case "suffixes":
+			for _, suf := range strings.Split(v, "|") {
+				if !strings.HasPrefix(suf, ".") || len(suf) < 2 {
+					return fmt.Errorf("suffix %q: want an extension such as .zip", suf)
+				}
+				if !hasSuffixFold(suf, DefaultSuffixes) {
+					return fmt.Errorf("suffix %q: not a format geoingest reads (%s)", suf, strings.Join(DefaultSuffixes, " "))
+				}
+				r.Suffixes = append(r.Suffixes, suf)
+			}
+		default:
+			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type or suffixes)", k)
+		}
+	}
+	return nil
+}
+
+// hasSuffixFold reports whether key ends in one of suffixes, ignoring case.
+func hasSuffixFold(key string, suffixes []string) bool {
+	k := strings.ToLower(key)
+	for _, s := range suffixes {
+		if strings.HasSuffix(k, strings.ToLower(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r Route) String() string {
@@ -74,6 +183,22 @@ func (r Route) String() string {
 	}
 	if r.MirrorDeletes {
 		s += mirrorDeletesSuffix
+	}
+	var opts []string
+	o := r.Options
+	if o.SourceSRID != 0 {
+		opts = append(opts, "source-srid="+strconv.Itoa(o.SourceSRID))
+	}
+	for _, kv := range [][2]string{{"encoding", o.Encoding}, {"invalid", o.Invalid}, {"null-geometry", o.NullGeometry}, {"wrong-type", o.WrongType}} {
+		if kv[1] != "" {
+			opts = append(opts, kv[0]+"="+kv[1])
+		}
+	}
+	if len(r.Suffixes) > 0 {
+		opts = append(opts, "suffixes="+strings.Join(r.Suffixes, "|"))
+	}
+	if len(opts) > 0 {
+		s += "?" + strings.Join(opts, "&")
 	}
 	return s
 }
@@ -121,18 +246,16 @@ func (r *Router) Route(ev Event) (Route, string, bool) {
 			return Route{}, FilterSidecar, false
 		}
 	}
-	supported := false
-	for _, s := range r.suffixes {
-		if strings.HasSuffix(strings.ToLower(ev.Key), strings.ToLower(s)) {
-			supported = true
-			break
-		}
-	}
-	if !supported {
+	if !hasSuffixFold(ev.Key, r.suffixes) {
 		return Route{}, FilterSuffix, false
 	}
+	suffixMiss := false
 	for _, rt := range r.routes {
 		if (rt.Bucket == "" || rt.Bucket == ev.Bucket) && strings.HasPrefix(ev.Key, rt.Prefix) {
+			if len(rt.Suffixes) > 0 && !hasSuffixFold(ev.Key, rt.Suffixes) {
+				suffixMiss = true
+				continue // the next (shorter) matching route may take it
+			}
 			if ev.Removed() && !rt.MirrorDeletes {
 				return Route{}, FilterRemoval, false
 			}
@@ -141,6 +264,9 @@ func (r *Router) Route(ev Event) (Route, string, bool) {
 	}
 	if ev.Removed() {
 		return Route{}, FilterRemoval, false
+	}
+	if suffixMiss {
+		return Route{}, FilterSuffix, false
 	}
 	return Route{}, FilterNoRoute, false
 }

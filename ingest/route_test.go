@@ -90,3 +90,73 @@ func TestRouterMirrorsDeletesWhenAsked(t *testing.T) {
 	require.Equal(t, "delete:0A", removed("k").DeleteVersionToken())
 	require.Equal(t, "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY", ingest.Event{VersionID: "3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY"}.DeleteVersionToken())
 }
+
+// TestRouteOptions: a route's options set the job parameters of its
+// objects, its suffixes restrict it (a miss falls through to a shorter
+// route), and bad options are refused naming the route.
+func TestRouteOptions(t *testing.T) {
+	spec := "legacy/=parcels?source-srid=2154&encoding=cp1252&invalid=fail&null-geometry=fail&wrong-type=fail&suffixes=.zip|.SHP"
+	r, err := ingest.ParseRoute(spec)
+	require.NoError(t, err)
+	require.Equal(t, ingest.RouteOptions{SourceSRID: 2154, Encoding: "cp1252", Invalid: "fail", NullGeometry: "fail", WrongType: "fail"}, r.Options)
+	require.Equal(t, []string{".zip", ".SHP"}, r.Suffixes)
+	again, err := ingest.ParseRoute(r.String())
+	require.NoError(t, err)
+	require.Equal(t, r, again, "String round-trips")
+
+	base := ingest.DefaultParams("admin_units")
+	base.PipelineVersion = "7"
+	p := r.Params(base)
+	require.Equal(t, "parcels", p.Target)
+	require.Equal(t, "7", p.PipelineVersion, "what the route does not set is the caller's")
+	require.Equal(t, 2154, p.SourceSRID)
+	require.Equal(t, "cp1252", p.DefaultEncoding)
+	require.Equal(t, [3]string{"fail", "fail", "fail"}, [3]string{p.Invalid, p.NullGeometry, p.WrongType})
+	plain, err := ingest.ParseRoute("=parcels")
+	require.NoError(t, err)
+	require.Equal(t, ingest.DefaultParams("parcels"), plain.Params(ingest.DefaultParams("parcels")))
+
+	// The options are part of the job key: the same object on a route with
+	// other options is another job.
+	k1, err := ingest.JobKey("b", "legacy/a.zip", "v", p.Map())
+	require.NoError(t, err)
+	k2, err := ingest.JobKey("b", "legacy/a.zip", "v", plain.Params(base).Map())
+	require.NoError(t, err)
+	require.NotEqual(t, k1, k2)
+
+	routes, err := ingest.ParseRoutes([]string{spec, "=admin_units"})
+	require.NoError(t, err)
+	router := ingest.NewRouter(routes, nil)
+	created := func(key string) ingest.Event {
+		return ingest.Event{Name: "ObjectCreated:Put", Bucket: "b", Key: key, Size: 10, ETag: "e"}
+	}
+	rt, _, ok := router.Route(created("legacy/a.ZIP"))
+	require.True(t, ok)
+	require.Equal(t, "parcels", rt.Target)
+	require.Equal(t, 2154, rt.Options.SourceSRID)
+	rt, _, ok = router.Route(created("legacy/a.geojson"))
+	require.True(t, ok, "a suffix the route does not take falls through to the catch-all")
+	require.Equal(t, "admin_units", rt.Target)
+	only, err := ingest.ParseRoutes([]string{spec})
+	require.NoError(t, err)
+	_, reason, ok := ingest.NewRouter(only, nil).Route(created("legacy/a.geojson"))
+	require.False(t, ok)
+	require.Equal(t, ingest.FilterSuffix, reason)
+
+	for bad, want := range map[string]string{
+		"x/=parcels?source-srid=abc":        "source-srid",
+		"x/=parcels?source-srid=-4":         "source-srid",
+		"x/=parcels?encoding=klingon":       "unknown code page",
+		"x/=parcels?invalid=ignore":         "invalid-geometry policy",
+		"x/=parcels?wrong-type=keep":        "wrong-type policy",
+		"x/=parcels?suffixes=.csv":          "not a format geoingest reads",
+		"x/=parcels?suffixes=zip":           "want an extension",
+		"x/=parcels?colour=red":             "unknown option",
+		"x/=parcels?invalid":                "want OPTION=VALUE",
+		"x/=parcels?invalid=fail&invalid=x": "given twice",
+	} {
+		_, err := ingest.ParseRoute(bad)
+		require.ErrorContains(t, err, want, bad)
+		require.ErrorContains(t, err, bad, "the error names the route")
+	}
+}

@@ -127,7 +127,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	for _, r := range routes {
-		if err := paramsFor(r.Target, c.pipelineVersion).Validate(); err != nil {
+		if err := paramsFor(r, c.pipelineVersion).Validate(); err != nil {
 			return err
 		}
 	}
@@ -218,10 +218,12 @@ func (s *server) summary() string {
 		v(m.JobsFailed.WithLabelValues("permanent")), v(m.EventsFiltered), v(m.DeadLettered))
 }
 
-func paramsFor(target, pipelineVersion string) ingest.Params {
-	p := ingest.DefaultParams(target)
+// paramsFor is the parameters of a job on route: the defaults, the
+// pipeline version, and the route's options.
+func paramsFor(route ingest.Route, pipelineVersion string) ingest.Params {
+	p := ingest.DefaultParams(route.Target)
 	p.PipelineVersion = pipelineVersion
-	return p
+	return route.Params(p)
 }
 
 // server is one running `geoingest serve`.
@@ -509,7 +511,7 @@ func (s *server) failed(ctx context.Context, v *verdict, what string, err error)
 // object's current generation if the removal is its newest version.
 func (s *server) runDelete(ctx context.Context, v *verdict, ev ingest.Event, route ingest.Route) {
 	src := ingest.Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: ev.DeleteVersionToken(), Order: ev.Order()}
-	job, err := ingest.NewDeleteJob(src, paramsFor(route.Target, s.cfg.pipelineVersion))
+	job, err := ingest.NewDeleteJob(src, paramsFor(route, s.cfg.pipelineVersion))
 	if err != nil {
 		s.failed(ctx, v, src.String(), err)
 		return
@@ -519,7 +521,7 @@ func (s *server) runDelete(ctx context.Context, v *verdict, ev ingest.Event, rou
 
 // runJob makes the job and runs it through the claim and write gates.
 func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f ingest.Fetcher, route ingest.Route) {
-	job, err := ingest.NewJob(src, paramsFor(route.Target, s.cfg.pipelineVersion), f)
+	job, err := ingest.NewJob(src, paramsFor(route, s.cfg.pipelineVersion), f)
 	if err != nil {
 		s.failed(ctx, v, src.String(), err)
 		return

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -404,4 +405,33 @@ func TestServeInbox(t *testing.T) {
 	srv2.stop(t)
 	require.EqualValues(t, 3, queryInt(t, db, `SELECT count(*) FROM jobs`))
 	require.EqualValues(t, parcels, queryInt(t, db, `SELECT count(*) FROM parcels`))
+}
+
+// TestServeRouteOptions: a route's options are the parameters of its
+// jobs: the same .prj-less shapefile is written under a route that gives
+// its source SRID, and refused as unknown CRS under one that does not.
+func TestServeRouteOptions(t *testing.T) {
+	db := pgtest.NewDB(t)
+	dir := t.TempDir()
+	src := "../../testdata/corpus/blockgroups_noprj/blockgroups"
+	for _, sub := range []string{"legacy", "other"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, sub), 0o755))
+		for _, ext := range []string{".dbf", ".shx", ".shp"} {
+			b, err := os.ReadFile(src + ext)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, sub, "bg"+ext), b, 0o644))
+		}
+	}
+	srv := startServe(t, nil, "--inbox", dir, "--workers", "2", "--database-url", db, "--poll", "100ms",
+		"--route", "legacy/=parcels?source-srid=4326&encoding=cp1252", "--route", "=parcels")
+	eventually(t, 20*time.Second, "both files dealt with", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM claims WHERE state IN ('COMMITTED', 'FAILED')`) == 2
+	})
+	srv.stop(t)
+	require.EqualValues(t, 1, queryInt(t, db, `
+		SELECT count(*) FROM jobs WHERE status = 'current' AND source_key LIKE '%/legacy/bg.shp'
+		  AND feature_count = 663 AND params->>'source_srid' = '4326' AND encoding = 'windows-1252'`))
+	require.EqualValues(t, 1, queryInt(t, db, `
+		SELECT count(*) FROM claims WHERE state = 'FAILED' AND source_key LIKE '%/other/bg.shp' AND last_error LIKE '%unknown CRS%'`))
+	require.EqualValues(t, 663, queryInt(t, db, `SELECT count(*) FROM parcels`))
 }
