@@ -50,6 +50,15 @@ func TestBackfillCommandLocal(t *testing.T) {
 	require.EqualValues(t, 60, queryInt(t, db, `SELECT count(*) FROM parcels`))
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
+
+	// Reports say which pipeline version they count: the newest by default.
+	code, out, errOut = run(t, env, "report", "area", "--format", "csv")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, errOut, "counting the current generations of pipeline version 2")
+	require.True(t, strings.HasPrefix(out, "admin_unit,parcels,area_m2,area_ha\n"), "stdout is the report alone: %q", out)
+	code, _, errOut = run(t, env, "report", "area", "--pipeline-version", "1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "counting the current generations of pipeline version 1")
 }
 
 func TestIngestPolicyReplaceIfMatch(t *testing.T) {

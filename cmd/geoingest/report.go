@@ -69,10 +69,24 @@ func runReport(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	rows, err := ingest.NewStore(pool, nil, m.Log).AreaReport(ctx, q)
+	store := ingest.NewStore(pool, nil, m.Log)
+	if q.PipelineVersion == "" {
+		// Resolve "the newest" once, so that the line below names the
+		// version the numbers are for even if a new one lands meanwhile.
+		if q.PipelineVersion, err = store.NewestPipelineVersion(ctx); err != nil {
+			return err
+		}
+	}
+	rows, err := store.AreaReport(ctx, q)
 	if err != nil {
 		return err
 	}
+	// What was counted, on stderr so that stdout stays the report alone.
+	counted := "nothing: no source has a current generation"
+	if q.PipelineVersion != "" {
+		counted = fmt.Sprintf("the current generations of pipeline version %s", q.PipelineVersion)
+	}
+	fmt.Fprintf(m.Stderr, "geoingest report: parcel area by admin unit (%s, admin key %q), counting %s\n", q.Method, q.AdminKey, counted)
 	switch *format {
 	case "csv":
 		return writeReportCSV(m.Stdout, rows)
