@@ -2,8 +2,9 @@
 # Installs what geoingest and its tests need on a Debian/Ubuntu machine, if
 # missing: PostgreSQL + PostGIS (the embedded default and the test helper
 # run a private cluster with them), and with --test also promtool (Debian's prometheus package), the test servers
-# (fauxqs, an SQS-compatible server, from npm; the S3 server, gofakes3, runs
-# in-process) and
+# (fauxqs, an SQS-compatible server, from npm; versitygw, an S3 server, with
+# go install into $(go env GOPATH)/bin, where the tests look for it; the
+# other S3 server, gofakes3, runs in-process) and
 # sqlc for the generated-code check. Idempotent: a second run installs
 # nothing.
 set -euo pipefail
@@ -46,5 +47,9 @@ if [ "$want_test" = 1 ]; then
   if [ ! -x "$gobin/sqlc" ]; then
     echo "setup: installing sqlc v1.31.1" >&2
     GOFLAGS= go install github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+  fi
+  if [ ! -x "$gobin/versitygw" ] && ! command -v versitygw >/dev/null; then
+    echo "setup: installing versitygw v1.8.0 into $gobin" >&2
+    GOFLAGS= GOBIN="$gobin" go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
   fi
 fi
