@@ -46,7 +46,7 @@ if [ "$want_test" = 1 ]; then
   gobin="$(go env GOPATH)/bin"
   if [ ! -x "$gobin/sqlc" ]; then
     echo "setup: installing sqlc v1.31.1" >&2
-    GOFLAGS= go install github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+    GOFLAGS= GOBIN="$gobin" go install github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
   fi
   if [ ! -x "$gobin/versitygw" ] && ! command -v versitygw >/dev/null; then
     echo "setup: installing versitygw v1.8.0 into $gobin" >&2

@@ -258,20 +258,28 @@ func TestServeSQSEndToEnd(t *testing.T) {
 	for _, m := range messages {
 		sendBody(t, sq.Client, qURL, m)
 	}
+	// Every object event of the three rounds (4 good objects and the bad
+	// one, 3 times each) ends written, stopped by a gate, or dead-lettered.
+	settled := func() (written, dupes, dead float64) {
+		return srv.metric(t, `geoingest_write_gate_total{result="written"}`),
+			srv.metric(t, `geoingest_claims_total{result="lost"}`) + srv.metric(t, `geoingest_write_gate_total{result="already_present"}`),
+			srv.metric(t, "geoingest_messages_dead_lettered_total")
+	}
 	eventually(t, 20*time.Second, "the third round", func() bool {
-		return srv.metric(t, "geoingest_events_received_total") >= 3*eventsPerRound &&
-			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 3
+		w, d, dl := settled()
+		return srv.metric(t, "geoingest_events_received_total") >= 3*eventsPerRound && w+d+dl >= 3*(goodJobs+1)
 	})
-	time.Sleep(500 * time.Millisecond) // let the last acks land
-	// Every duplicate delivery was stopped by a gate and counted.
-	written := srv.metric(t, `geoingest_write_gate_total{result="written"}`)
-	lost := srv.metric(t, `geoingest_claims_total{result="lost"}`)
-	present := srv.metric(t, `geoingest_write_gate_total{result="already_present"}`)
-	t.Logf("written %v, claim-lost %v, write-gate already-present %v, filtered sidecar %v, test %v, dead-lettered %v",
-		written, lost, present, srv.metric(t, `geoingest_events_filtered_total{reason="sidecar"}`),
-		srv.metric(t, `geoingest_events_filtered_total{reason="test_event"}`), srv.metric(t, "geoingest_messages_dead_lettered_total"))
+	written, dupes, dead := settled()
+	t.Logf("written %v, duplicates stopped at a gate %v, filtered sidecar %v, test %v, dead-lettered %v",
+		written, dupes, srv.metric(t, `geoingest_events_filtered_total{reason="sidecar"}`),
+		srv.metric(t, `geoingest_events_filtered_total{reason="test_event"}`), dead)
 	require.EqualValues(t, goodJobs, written)
-	require.EqualValues(t, 2*goodJobs, lost+present, "each of the 2 duplicate deliveries of each object is a claim-lost or already-present")
+	// The bad object is dead-lettered by every delivery that claims it; a
+	// copy that arrives while another worker holds its claim is a
+	// claim-gate duplicate of that failing job (one dead letter suffices).
+	require.GreaterOrEqual(t, dead, 1.0)
+	require.LessOrEqual(t, dead, 3.0)
+	require.EqualValues(t, 2*goodJobs+(3-dead), dupes, "every other delivery is a claim-lost or already-present duplicate")
 	require.EqualValues(t, 3, srv.metric(t, `geoingest_events_filtered_total{reason="sidecar"}`))
 	require.EqualValues(t, 3, srv.metric(t, `geoingest_events_filtered_total{reason="test_event"}`))
 	srv.stop(t)
@@ -299,9 +307,9 @@ func TestServeSQSEndToEnd(t *testing.T) {
 			require.Contains(t, aws.ToString(m.Body), "bad.geojson")
 			reasons = append(reasons, aws.ToString(m.MessageAttributes[queue.ReasonAttribute].StringValue))
 		}
-		return len(reasons) >= 3
+		return len(reasons) >= int(dead)
 	})
-	require.Len(t, reasons, 3)
+	require.Len(t, reasons, int(dead))
 	for _, r := range reasons {
 		require.Contains(t, r, "s3://uploads/parcels/bad.geojson")
 	}
