@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 )
@@ -484,36 +485,6 @@ func writeCorpusResults(t *testing.T, results []corpusResult) {
 	require.NoError(t, os.WriteFile(readme, []byte(s[:i]+b.String()+s[j:]), 0o644))
 }
 
-// hostileZip writes a zip of entries (name, bytes), in order, to dir/name.
-func hostileZip(t *testing.T, dir, name string, entries ...any) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	f, err := os.Create(p)
-	require.NoError(t, err)
-	zw := zip.NewWriter(f)
-	for i := 0; i < len(entries); i += 2 {
-		w, err := zw.Create(entries[i].(string))
-		require.NoError(t, err)
-		_, err = w.Write(entries[i+1].([]byte))
-		require.NoError(t, err)
-	}
-	require.NoError(t, zw.Close())
-	require.NoError(t, f.Close())
-	return p
-}
-
-// copyCorpusSet copies a corpus shapefile set's sidecars (exts) to
-// dir/name.ext and returns dir/name.shp.
-func copyCorpusSet(t *testing.T, src, dir, name string, exts ...string) string {
-	t.Helper()
-	for _, ext := range exts {
-		data, err := os.ReadFile(src + ext)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name+ext), data, 0o644))
-	}
-	return filepath.Join(dir, name+".shp")
-}
-
 // TestBadInputsFailPermanently: each hostile or broken upload is a
 // permanent failure with a specific reason naming the upload, a FAILED
 // claim whose last_error is that message, and nothing written (no ledger
@@ -539,14 +510,14 @@ func TestBadInputsFailPermanently(t *testing.T) {
 		want   []string
 	}{
 		{name: "zip traversal", make: func(t *testing.T, dir string) string {
-			return hostileZip(t, dir, "evil.zip", "ok/a.dbf", []byte("x"), "../x.shp", shp)
+			return testfiles.Zip(t, filepath.Join(dir, "evil.zip"), "ok/a.dbf", []byte("x"), "../x.shp", shp)
 		}, want: []string{"unsafe zip entry", `parent directory in path "../x.shp"`}},
 		{name: "zip absolute path", make: func(t *testing.T, dir string) string {
-			return hostileZip(t, dir, "abs.zip", "/etc/x.shp", shp)
+			return testfiles.Zip(t, filepath.Join(dir, "abs.zip"), "/etc/x.shp", shp)
 		}, want: []string{"unsafe zip entry", "absolute path"}},
 		{name: "zip bomb ratio", make: func(t *testing.T, dir string) string {
 			// 64 MiB of zeros deflates to about 64 KiB: ratio ~1000.
-			return hostileZip(t, dir, "bomb.zip", "bomb/a.shp", make([]byte, 64<<20))
+			return testfiles.Zip(t, filepath.Join(dir, "bomb.zip"), "bomb/a.shp", make([]byte, 64<<20))
 		}, want: []string{"compression ratio above 200"}},
 		{name: "zip bomb of small entries", make: func(t *testing.T, dir string) string {
 			// Each entry is under the per-entry ratio check's 1 MiB floor.
@@ -554,20 +525,20 @@ func TestBadInputsFailPermanently(t *testing.T) {
 			for i := 0; i < 300; i++ {
 				es = append(es, fmt.Sprintf("pad/p%03d.dbf", i), make([]byte, 1<<20-1))
 			}
-			return hostileZip(t, dir, "smallbomb.zip", es...)
+			return testfiles.Zip(t, filepath.Join(dir, "smallbomb.zip"), es...)
 		}, want: []string{"zip expands to more than 200 times its size"}},
 		{name: "zip bomb size", make: func(t *testing.T, dir string) string {
-			return hostileZip(t, dir, "big.zip", "a.shp", shp, "a.dbf", make([]byte, 2<<20))
+			return testfiles.Zip(t, filepath.Join(dir, "big.zip"), "a.shp", shp, "a.dbf", make([]byte, 2<<20))
 		}, limits: geomio.Limits{MaxUncompressedBytes: 1 << 20}, want: []string{"zip expands to more than 1048576 bytes"}},
 		{name: "zip entry count", make: func(t *testing.T, dir string) string {
 			var es []any
 			for i := 0; i < 20; i++ {
 				es = append(es, fmt.Sprintf("f%02d.txt", i), []byte("x"))
 			}
-			return hostileZip(t, dir, "many.zip", es...)
+			return testfiles.Zip(t, filepath.Join(dir, "many.zip"), es...)
 		}, limits: geomio.Limits{MaxEntries: 10}, want: []string{"zip has 20 entries, more than the limit of 10"}},
 		{name: "truncated shp", make: func(t *testing.T, dir string) string {
-			p := copyCorpusSet(t, six, dir, "six", ".shx", ".dbf", ".prj")
+			p := testfiles.CopySet(t, six, dir, "six", ".shx", ".dbf", ".prj")
 			require.NoError(t, os.WriteFile(p, shp[:len(shp)/2], 0o644))
 			return p
 		}, want: []string{"six.shp", "truncated"}},
@@ -589,7 +560,7 @@ func TestBadInputsFailPermanently(t *testing.T) {
 			return p
 		}, params: func(p *Params) { p.WrongType = PolicyFail }, want: []string{"feature 1", "not polygonal (wrong-type policy is fail)"}},
 		{name: "unknown CRS", make: func(t *testing.T, dir string) string {
-			return copyCorpusSet(t, filepath.Join(corpusDir, "blockgroups_noprj/blockgroups"), dir, "blockgroups", ".shp", ".shx", ".dbf")
+			return testfiles.CopySet(t, filepath.Join(corpusDir, "blockgroups_noprj/blockgroups"), dir, "blockgroups", ".shp", ".shx", ".dbf")
 		}, want: []string{"unknown CRS", "--source-srid"}},
 		{name: "unsupported format", make: func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "parcels.csv")

@@ -1,37 +1,23 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
 
-// lockedBuffer is a bytes.Buffer safe for the concurrent writes of slog.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
+// logLines parses the JSON log lines in l.
+func logLines(t *testing.T, l *testfiles.SyncBuffer) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -44,8 +30,8 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 
 // jsonLogged puts the env's services on a JSON logger at debug level into
 // a buffer.
-func (e *rpEnv) jsonLogged() *lockedBuffer {
-	buf := &lockedBuffer{}
+func (e *rpEnv) jsonLogged() *testfiles.SyncBuffer {
+	buf := &testfiles.SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.store.log = log
 	e.svc.Log = log
@@ -152,7 +138,7 @@ func TestMetricsStolenLease(t *testing.T) {
 	require.Equal(t, Written, res.Outcome)
 	require.Equal(t, 1.0, e.counter(t, "stolen", ""))
 	var sawError bool
-	for _, l := range logs.lines(t) {
+	for _, l := range logLines(t, logs) {
 		if l["level"] == "ERROR" && strings.Contains(l["msg"].(string), "stolen lease") {
 			sawError = true
 		}
@@ -193,7 +179,7 @@ func TestPayloadMismatchFailsTheMessage(t *testing.T) {
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT state FROM claims WHERE job_id = $1`, job.ID).Scan(&state))
 	require.Equal(t, "FAILED", state)
 	var sawError bool
-	for _, l := range logs.lines(t) {
+	for _, l := range logLines(t, logs) {
 		if l["level"] == "ERROR" && strings.Contains(l["msg"].(string), "payload mismatch") {
 			sawError = true
 		}
@@ -204,9 +190,9 @@ func TestPayloadMismatchFailsTheMessage(t *testing.T) {
 
 // requireJobOnEveryLine requires every log line to carry the job's key as
 // "job".
-func requireJobOnEveryLine(t *testing.T, logs *lockedBuffer, jobID string) {
+func requireJobOnEveryLine(t *testing.T, logs *testfiles.SyncBuffer, jobID string) {
 	t.Helper()
-	lines := logs.lines(t)
+	lines := logLines(t, logs)
 	require.NotEmpty(t, lines)
 	for _, l := range lines {
 		require.Equal(t, jobID, l["job"], "log line without the job key: %v", l)

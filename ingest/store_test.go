@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -24,24 +24,7 @@ type bundle struct {
 	pool    *pgxpool.Pool
 	svc     *Service
 	metrics *Metrics
-	logs    *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs    *testfiles.SyncBuffer
 }
 
 // setup gives a test its own database and a Service on it.
@@ -54,7 +37,7 @@ func setup(t *testing.T) *bundle {
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	logs := &syncBuffer{}
+	logs := &testfiles.SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	metrics := NewMetrics(prometheus.NewRegistry())
 	return &bundle{pool: pool, metrics: metrics, logs: logs, svc: newTestService(pool, metrics, log)}

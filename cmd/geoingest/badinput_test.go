@@ -1,44 +1,14 @@
 package main
 
 import (
-	"archive/zip"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/stretchr/testify/require"
 )
-
-// badInputZip writes a zip of entries (name, bytes, name, bytes, ...), in
-// that order, to path.
-func badInputZip(t *testing.T, path string, entries ...any) string {
-	t.Helper()
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	zw := zip.NewWriter(f)
-	for i := 0; i < len(entries); i += 2 {
-		w, err := zw.Create(entries[i].(string))
-		require.NoError(t, err)
-		_, err = w.Write(entries[i+1].([]byte))
-		require.NoError(t, err)
-	}
-	require.NoError(t, zw.Close())
-	require.NoError(t, f.Close())
-	return path
-}
-
-// badInputCopy copies src+ext to dir/name+ext for each ext and returns
-// dir/name.shp.
-func badInputCopy(t *testing.T, src, dir, name string, exts ...string) string {
-	t.Helper()
-	for _, ext := range exts {
-		data, err := os.ReadFile(src + ext)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name+ext), data, 0o644))
-	}
-	return filepath.Join(dir, name+".shp")
-}
 
 // TestIngestBadInputs: through the CLI, every bad upload exits with status
 // 1 and a specific message naming the file; its claim is FAILED with that
@@ -59,19 +29,19 @@ func TestIngestBadInputs(t *testing.T) {
 		want  string
 	}{
 		{"zip traversal", func(t *testing.T, dir string) string {
-			return badInputZip(t, filepath.Join(dir, "evil.zip"), "ok.dbf", []byte("x"), "../x.shp", shp)
+			return testfiles.Zip(t, filepath.Join(dir, "evil.zip"), "ok.dbf", []byte("x"), "../x.shp", shp)
 		}, nil, `unsafe zip entry: parent directory in path "../x.shp"`},
 		{"zip bomb", func(t *testing.T, dir string) string {
 			// 64 MiB of zeros, about 64 KiB deflated.
-			return badInputZip(t, filepath.Join(dir, "bomb.zip"), "bomb/a.shp", make([]byte, 64<<20))
+			return testfiles.Zip(t, filepath.Join(dir, "bomb.zip"), "bomb/a.shp", make([]byte, 64<<20))
 		}, nil, "zip entry compression ratio above 200"},
 		{"bad entry inside a zip is named archive!entry", func(t *testing.T, dir string) string {
 			shx, err := os.ReadFile(six + ".shx")
 			require.NoError(t, err)
-			return badInputZip(t, filepath.Join(dir, "parcels.zip"), "d/a.shp", shp, "d/a.shx", shx, "d/a.dbf", []byte("x"))
+			return testfiles.Zip(t, filepath.Join(dir, "parcels.zip"), "d/a.shp", shp, "d/a.shx", shx, "d/a.dbf", []byte("x"))
 		}, nil, "parcels.zip!d/a.dbf: truncated dbf header"},
 		{"truncated shp", func(t *testing.T, dir string) string {
-			p := badInputCopy(t, six, dir, "six", ".shx", ".dbf", ".prj")
+			p := testfiles.CopySet(t, six, dir, "six", ".shx", ".dbf", ".prj")
 			require.NoError(t, os.WriteFile(p, shp[:len(shp)/2], 0o644))
 			return p
 		}, nil, "truncated"},
@@ -108,17 +78,17 @@ func TestIngestBadInputs(t *testing.T) {
 		{"WGS 84 .prj on projected coordinates", func(t *testing.T, dir string) string {
 			// A UTM polygon with the wrong .prj beside it: GDAL and PostGIS
 			// accept it as lon/lat and report a continent-sized area.
-			p := badInputCopy(t, "../../testdata/corpus/utm18_polygon_c_noprj/c_utm", dir, "c_utm", ".shp", ".shx", ".dbf")
+			p := testfiles.CopySet(t, "../../testdata/corpus/utm18_polygon_c_noprj/c_utm", dir, "c_utm", ".shp", ".shx", ".dbf")
 			data, err := os.ReadFile(six + ".prj")
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "c_utm.prj"), data, 0o644))
 			return p
 		}, nil, "outside longitude/latitude range, but the CRS is EPSG:4326"},
 		{"--source-srid 4326 on projected coordinates", func(t *testing.T, dir string) string {
-			return badInputCopy(t, "../../testdata/corpus/utm18_polygon_c_noprj/c_utm", dir, "c_utm", ".shp", ".shx", ".dbf")
+			return testfiles.CopySet(t, "../../testdata/corpus/utm18_polygon_c_noprj/c_utm", dir, "c_utm", ".shp", ".shx", ".dbf")
 		}, []string{"--source-srid", "4326"}, "outside longitude/latitude range, but the CRS is EPSG:4326"},
 		{"unknown CRS", func(t *testing.T, dir string) string {
-			return badInputCopy(t, "../../testdata/corpus/blockgroups_noprj/blockgroups", dir, "blockgroups", ".shp", ".shx", ".dbf")
+			return testfiles.CopySet(t, "../../testdata/corpus/blockgroups_noprj/blockgroups", dir, "blockgroups", ".shp", ".shx", ".dbf")
 		}, nil, "unknown CRS"},
 		{"unsupported format", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "parcels.csv")

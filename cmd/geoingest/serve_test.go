@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,35 +20,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/geoingest/geoingest/queue"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
-// syncBuffer is a bytes.Buffer safe for the workers' concurrent logging.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serving is a `geoingest serve` running in-process.
 type serving struct {
 	cancel  context.CancelFunc
 	done    chan int
-	stderr  *syncBuffer
+	stderr  *testfiles.SyncBuffer
 	metrics string
 }
 
@@ -60,11 +42,11 @@ func startServe(t *testing.T, env map[string]string, args ...string) *serving {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
-	s := &serving{done: make(chan int, 1), stderr: &syncBuffer{}, metrics: "http://" + addr + "/metrics"}
+	s := &serving{done: make(chan int, 1), stderr: &testfiles.SyncBuffer{}, metrics: "http://" + addr + "/metrics"}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	m := NewMain()
-	m.Stdout, m.Stderr = &syncBuffer{}, s.stderr
+	m.Stdout, m.Stderr = &testfiles.SyncBuffer{}, s.stderr
 	m.Getenv = func(k string) string { return env[k] }
 	go func() {
 		s.done <- m.Run(ctx, append([]string{"serve", "--metrics-addr", addr, "--log-level", "info"}, args...))

@@ -1,7 +1,6 @@
 package testsrv
 
 import (
-	"bytes"
 	"debug/buildinfo"
 	"errors"
 	"fmt"
@@ -10,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/geoingest/geoingest/internal/testfiles"
 )
 
 // VersitygwVersion is the versitygw release the tests are written against
@@ -55,7 +54,7 @@ func Versitygw(t testing.TB, webhookURL string) *S3Server {
 		"--port", addr, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
 		"--health", "/health", "--quiet", "--event-webhook-url", webhookURL,
 		"posix", "--versioning-dir", versions, root)
-	logBuf := &lockedBuffer{}
+	logBuf := &testfiles.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logBuf, logBuf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -122,22 +121,4 @@ func versitygwBinary() (string, error) {
 		tried = append(tried, p)
 	}
 	return "", errors.New("not in PATH nor at " + strings.Join(tried, ", "))
-}
-
-// lockedBuffer collects a child's output, which arrives on two pipes at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
