@@ -1,6 +1,8 @@
 // Package testsrv starts the servers that geoingest's queue and S3 tests
 // talk to: fauxqs (an SQS-compatible server from npm) on a free loopback
-// port, and gofakes3 (an S3 server with versioning) in-process.
+// port, gofakes3 (an S3 server with versioning) in-process, and versitygw
+// (a real S3 server with bucket notifications to a webhook; Versitygw) as
+// a child process for the end-to-end test.
 //
 // When a server cannot be started the test fails with what to install: it
 // never skips.
