@@ -280,18 +280,7 @@ func TestServeSQSEndToEnd(t *testing.T) {
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM claims WHERE state = 'FAILED' AND source_key = 'parcels/bad.geojson' AND last_error <> ''`))
 
 	// Its three deliveries are in the DLQ with the reason attribute.
-	var reasons []string
-	eventually(t, 10*time.Second, "three dead letters", func() bool {
-		out, err := sq.Client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &dlqURL,
-			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
-		require.NoError(t, err)
-		for _, m := range out.Messages {
-			require.Contains(t, aws.ToString(m.Body), "bad.geojson")
-			reasons = append(reasons, aws.ToString(m.MessageAttributes[queue.ReasonAttribute].StringValue))
-		}
-		return len(reasons) >= int(dead)
-	})
-	require.Len(t, reasons, int(dead))
+	reasons := deadLetterReasons(t, sq.Client, dlqURL, int(dead), "bad.geojson")
 	for _, r := range reasons {
 		require.Contains(t, r, "s3://uploads/parcels/bad.geojson")
 	}
@@ -424,4 +413,23 @@ func TestServeRouteOptions(t *testing.T) {
 	require.EqualValues(t, 1, queryInt(t, db, `
 		SELECT count(*) FROM claims WHERE state = 'FAILED' AND source_key LIKE '%/other/bg.shp' AND last_error LIKE '%unknown CRS%'`))
 	require.EqualValues(t, 663, queryInt(t, db, `SELECT count(*) FROM parcels`))
+}
+
+// deadLetterReasons receives n messages from the dead-letter queue, checks
+// that each body names bodyHas, and returns their reason attributes.
+func deadLetterReasons(t *testing.T, c *sqs.Client, dlqURL string, n int, bodyHas string) []string {
+	t.Helper()
+	var reasons []string
+	eventually(t, 10*time.Second, "the dead letters", func() bool {
+		out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &dlqURL,
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
+		require.NoError(t, err)
+		for _, m := range out.Messages {
+			require.Contains(t, aws.ToString(m.Body), bodyHas)
+			reasons = append(reasons, aws.ToString(m.MessageAttributes[queue.ReasonAttribute].StringValue))
+		}
+		return len(reasons) >= n
+	})
+	require.Len(t, reasons, n)
+	return reasons
 }

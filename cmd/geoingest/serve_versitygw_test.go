@@ -15,13 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testsrv"
-	"github.com/geoingest/geoingest/queue"
 	"github.com/stretchr/testify/require"
 )
 
@@ -299,18 +297,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM claims WHERE state = 'FAILED'`))
 
 	// Its dead-lettered deliveries are in the DLQ with the reason attribute.
-	var reasons []string
-	eventually(t, 10*time.Second, "the dead letters", func() bool {
-		out, err := sq.Client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &dlqURL,
-			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
-		require.NoError(t, err)
-		for _, m := range out.Messages {
-			require.Contains(t, aws.ToString(m.Body), "bad.geojson")
-			reasons = append(reasons, aws.ToString(m.MessageAttributes[queue.ReasonAttribute].StringValue))
-		}
-		return len(reasons) >= int(dead)
-	})
-	require.Len(t, reasons, int(dead))
+	reasons := deadLetterReasons(t, sq.Client, dlqURL, int(dead), "bad.geojson")
 	for _, r := range reasons {
 		require.Contains(t, r, "s3://uploads/parcels/bad.geojson")
 	}

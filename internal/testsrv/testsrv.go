@@ -180,21 +180,10 @@ func startFauxqs() (*SQSServer, error) {
 		return nil, fmt.Errorf("start fauxqs: %w", err)
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			return nil, fmt.Errorf("fauxqs did not answer on %s within 30s: %v\n%s", url, err, logBuf.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := waitHealthy(url, nil); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("fauxqs: %w\n%s", err, logBuf.String())
 	}
 	fauxqsCmd = cmd
 	client := sqs.NewFromConfig(awsConfig(), func(o *sqs.Options) { o.BaseEndpoint = aws.String(url) })
@@ -266,4 +255,30 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitHealthy polls url/health until it answers 200 OK. It gives up after
+// 30 s, or as soon as exited (the server process's Wait result; nil if not
+// watched) delivers.
+func waitHealthy(url string, exited <-chan error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("GET /health: %s", resp.Status)
+		}
+		select {
+		case werr := <-exited:
+			return fmt.Errorf("exited while starting (%v)", werr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("did not answer on %s within 30s: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

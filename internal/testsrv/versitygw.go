@@ -4,7 +4,6 @@ import (
 	"debug/buildinfo"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,26 +71,11 @@ func Versitygw(t testing.TB, webhookURL string) *S3Server {
 		}
 	}
 	url := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-			err = fmt.Errorf("GET /health: %s", resp.Status)
-		}
-		select {
-		case werr := <-exited:
-			t.Fatalf("testsrv: versitygw exited while starting (%v):\n%s", werr, logBuf.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("testsrv: versitygw did not answer on %s within 30s: %v\n%s", url, err, logBuf.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := waitHealthy(url, exited); err != nil {
+		// Not stop(): waitHealthy may have taken the exit already. The
+		// goroutine above reaps the process.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("testsrv: versitygw %v:\n%s", err, logBuf.String())
 	}
 	t.Cleanup(stop)
 	client := s3.NewFromConfig(awsConfig(), func(o *s3.Options) {
