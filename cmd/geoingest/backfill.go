@@ -125,26 +125,14 @@ func source(bucket, prefix string) string {
 // progressBar draws the backfill's progress on a terminal, at most ten
 // times a second; elsewhere it draws nothing.
 type progressBar struct {
-	w       io.Writer
-	on      bool
-	last    time.Time
-	start   time.Time
-	drawn   bool
-	lastLen int
+	line  termLine
+	on    bool
+	last  time.Time
+	start time.Time
 }
 
 func newProgressBar(w io.Writer, want bool) *progressBar {
-	return &progressBar{w: w, on: want && isTerminal(w), start: time.Now()}
-}
-
-// isTerminal reports whether w is a terminal (progress is drawn only there).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return &progressBar{line: termLine{w: w}, on: want && isTerminal(w), start: time.Now()}
 }
 
 func (b *progressBar) update(s ingest.BackfillStats) {
@@ -163,16 +151,9 @@ func (b *progressBar) draw(s ingest.BackfillStats) {
 		filled = int(float64(width) * float64(done) / float64(listed))
 	}
 	rate := float64(done) / max(time.Since(b.start).Seconds(), 0.001)
-	line := fmt.Sprintf("\r[%s%s] %d/%d listed  written %d  present %d  failed %d  %.0f/s",
+	b.line.draw(fmt.Sprintf("[%s%s] %d/%d listed  written %d  present %d  failed %d  %.0f/s",
 		strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, listed,
-		s.Written, s.AlreadyPresent+s.ClaimLost, s.Failed, rate)
-	pad := ""
-	if n := b.lastLen - len(line); n > 0 {
-		pad = strings.Repeat(" ", n)
-	}
-	b.lastLen = len(line)
-	fmt.Fprint(b.w, line+pad)
-	b.drawn = true
+		s.Written, s.AlreadyPresent+s.ClaimLost, s.Failed, rate))
 }
 
 func (b *progressBar) finish(s ingest.BackfillStats) {
@@ -180,5 +161,5 @@ func (b *progressBar) finish(s ingest.BackfillStats) {
 		return
 	}
 	b.draw(s)
-	fmt.Fprintln(b.w)
+	fmt.Fprintln(b.line.w)
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -76,7 +74,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	svc := ingest.NewService(store, metrics, m.Log)
 	svc.Lease = *lease
-	progress := &progressLine{w: m.Stderr, on: !*quiet && isTerminal(m.Stderr)}
+	progress := &progressLine{line: termLine{w: m.Stderr}, on: !*quiet && isTerminal(m.Stderr)}
 	if progress.on {
 		svc.Progress = progress.update
 	}
@@ -140,26 +138,25 @@ func short(id string) string {
 // While the write gate's last statements run, it ticks the elapsed time
 // every second, since they report nothing until they finish.
 type progressLine struct {
-	w  io.Writer
 	on bool
 
-	mu      sync.Mutex
-	lastLen int
-	stop    chan struct{} // closed by clear to stop the writing ticker
+	mu   sync.Mutex
+	line termLine
+	stop chan struct{} // closed by clear to stop the writing ticker
 }
 
 func (p *progressLine) update(jp ingest.JobProgress) {
 	if jp.Phase != ingest.PhaseWriting {
 		rate := float64(jp.Features) / max(jp.Elapsed.Seconds(), 0.001)
-		p.draw(fmt.Sprintf("\r%s: %d features read (%.0f/s)", jp.Source, jp.Features, rate))
+		p.draw(fmt.Sprintf("%s: %d features read (%.0f/s)", jp.Source, jp.Features, rate))
 		return
 	}
 	start := time.Now().Add(-jp.Elapsed)
-	line := func() string {
-		return fmt.Sprintf("\r%s: %d features read; writing (normalise, index, ledger), %s elapsed",
+	text := func() string {
+		return fmt.Sprintf("%s: %d features read; writing (normalise, index, ledger), %s elapsed",
 			jp.Source, jp.Features, time.Since(start).Round(time.Second))
 	}
-	p.draw(line())
+	p.draw(text())
 	p.mu.Lock()
 	p.stop = make(chan struct{})
 	stop := p.stop
@@ -174,7 +171,7 @@ func (p *progressLine) update(jp ingest.JobProgress) {
 			case <-t.C:
 				p.mu.Lock()
 				if p.stop == stop { // not cleared meanwhile
-					p.drawLocked(line())
+					p.line.draw(text())
 				}
 				p.mu.Unlock()
 			}
@@ -182,19 +179,10 @@ func (p *progressLine) update(jp ingest.JobProgress) {
 	}()
 }
 
-func (p *progressLine) draw(line string) {
+func (p *progressLine) draw(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.drawLocked(line)
-}
-
-func (p *progressLine) drawLocked(line string) {
-	pad := ""
-	if n := p.lastLen - len(line); n > 0 {
-		pad = strings.Repeat(" ", n)
-	}
-	p.lastLen = len(line)
-	fmt.Fprint(p.w, line+pad)
+	p.line.draw(text)
 }
 
 func (p *progressLine) clear() {
@@ -204,9 +192,7 @@ func (p *progressLine) clear() {
 		close(p.stop)
 		p.stop = nil
 	}
-	if !p.on || p.lastLen == 0 {
-		return
+	if p.on {
+		p.line.clear()
 	}
-	fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.lastLen)+"\r")
-	p.lastLen = 0
 }

@@ -15,7 +15,7 @@ import (
 // writing phase's ticker.
 func TestProgressLine(t *testing.T) {
 	var buf bytes.Buffer
-	p := &progressLine{w: &buf, on: true}
+	p := &progressLine{line: termLine{w: &buf}, on: true}
 	p.update(ingest.JobProgress{Source: "file:///x.geojson", Phase: ingest.PhaseReading, Features: 512, Elapsed: time.Second})
 	require.Equal(t, "\rfile:///x.geojson: 512 features read (512/s)", buf.String())
 	p.update(ingest.JobProgress{Source: "file:///x.geojson", Phase: ingest.PhaseWriting, Features: 600, Elapsed: 2 * time.Second})
@@ -25,7 +25,7 @@ func TestProgressLine(t *testing.T) {
 	require.Nil(t, p.stop)
 	out := buf.String()
 	require.True(t, strings.HasSuffix(out, "\r"), "clear returns to the start of a blank line: %q", out)
-	require.Equal(t, 0, p.lastLen)
+	require.Equal(t, 0, p.line.lastLen)
 	p.clear() // idempotent
 	require.Equal(t, out, buf.String())
 }
