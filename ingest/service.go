@@ -35,7 +35,8 @@ type Service struct {
 	// reads its file (at most every ProgressInterval, default 200 ms) and
 	// once when the file is read and the write gate's last statements
 	// begin. It must return quickly. Independently of it, a job logs its
-	// progress at INFO every 10 s.
+	// progress at INFO every 10 s while it reads, and at that moment if it
+	// has run 10 s.
 	Progress         func(JobProgress)
 	ProgressInterval time.Duration
 
