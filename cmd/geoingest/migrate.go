@@ -23,6 +23,9 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	v, err := migrations.Up(url)
+	if migrations.IsInsufficientPrivilege(err) {
+		return fmt.Errorf("%w (migrations run as the schema owner, not as geoingest_writer or geoingest_analyst)", err)
+	}
 	if err != nil {
 		return err
 	}
