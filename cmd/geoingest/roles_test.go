@@ -123,8 +123,8 @@ func requireRefused(t *testing.T, url string, stmts ...string) {
 	}
 }
 
-// TestLeastPrivilegeRoles: the writer serves, ingests a file and a
-// replacement version and verifies, and is refused any schema change;
+// TestLeastPrivilegeRoles: the writer serves, backfills, ingests a file
+// and a replacement version and verifies, and is refused any schema change;
 // the analyst runs every report and verify and is refused any write.
 func TestLeastPrivilegeRoles(t *testing.T) {
 	t.Parallel()
@@ -142,12 +142,20 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	})
 	srv.stop(t)
 
+	// backfill as the writer, over the same directory with one file more:
+	// the admin units are skipped (committed), the new file is written.
+	copyWithMtime(t, "../../testdata/corpus/montreal_landuse_overpass/export.geojson", filepath.Join(inbox, "montreal.geojson"), time.Now())
+	code, out, errOut := run(t, asWriter, "backfill", "--dir", inbox, "--quiet")
+	require.Equal(t, 0, code, out+errOut)
+	require.EqualValues(t, 1, queryInt(t, d.owner, `SELECT count(*) FROM jobs WHERE target_table = 'parcels' AND status = 'current'`))
+	require.EqualValues(t, 2, queryInt(t, d.owner, `SELECT count(*) FROM jobs`))
+
 	// ingest as the writer: a file, then a replacement version of it (the
 	// same path, other bytes, newer).
 	path := filepath.Join(t.TempDir(), "parcels.geojson")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	copyWithMtime(t, epinay, path, t0)
-	code, out, errOut := run(t, asWriter, "ingest", "--json", path)
+	code, out, errOut = run(t, asWriter, "ingest", "--json", path)
 	require.Equal(t, 0, code, errOut)
 	first := parseLines(t, out)[0]
 	require.Equal(t, "written", first.Outcome, first.Error)
@@ -159,7 +167,8 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	require.Equal(t, "written", second.Outcome, second.Error)
 	require.EqualValues(t, 10000, second.Features)
 	require.EqualValues(t, 1, queryInt(t, d.owner, `SELECT count(*) FROM jobs WHERE job_id = $1 AND status = 'replaced'`, first.JobID))
-	require.EqualValues(t, 10000, queryInt(t, d.owner, `SELECT count(*) FROM parcels`))
+	require.EqualValues(t, 10000, queryInt(t, d.owner, `SELECT count(*) FROM parcels WHERE job_id = $1`, second.JobID))
+	require.EqualValues(t, 0, queryInt(t, d.owner, `SELECT count(*) FROM parcels WHERE job_id = $1`, first.JobID))
 	// A duplicate delivery, stopped at the claim gate.
 	code, out, errOut = run(t, asWriter, "ingest", "--json", path)
 	require.Equal(t, 0, code, errOut)
@@ -233,7 +242,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	code, _, errOut = run(t, asAnalyst, "ingest", epinay)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "permission denied")
-	require.EqualValues(t, 2, queryInt(t, d.owner, `SELECT count(*) FROM jobs WHERE target_table = 'parcels'`))
+	require.EqualValues(t, 3, queryInt(t, d.owner, `SELECT count(*) FROM jobs WHERE target_table = 'parcels'`))
 
 	requireCatalogLeastPrivilege(t, d)
 }
