@@ -51,9 +51,9 @@ BEGIN
             -- Created meanwhile by the migration of another database.
             WHEN duplicate_object OR unique_violation THEN NULL;
             WHEN insufficient_privilege THEN
-                RAISE EXCEPTION 'role % does not exist and % may not create it', r, current_user
-                    USING ERRCODE = 'insufficient_privilege',
-                          HINT = format('create it once per cluster as a superuser (CREATE ROLE %I NOLOGIN), or give %I CREATEROLE', r, current_user);
+                RAISE EXCEPTION 'role % does not exist and % may not create it: create it once per cluster as a superuser (CREATE ROLE % NOLOGIN), or give % CREATEROLE',
+                    r, current_user, quote_ident(r), quote_ident(current_user)
+                    USING ERRCODE = 'insufficient_privilege';
         END;
     END LOOP;
 END

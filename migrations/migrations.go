@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
@@ -30,7 +31,7 @@ func Up(databaseURL string) (uint, error) {
 	}
 	defer m.Close() // releases the driver's connection
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return 0, fmt.Errorf("migrate: %w", err)
+		return 0, fmt.Errorf("migrate: %w", plain(err))
 	}
 	v, dirty, err := m.Version()
 	if err != nil {
@@ -55,7 +56,7 @@ func open(databaseURL string) (*migrate.Migrate, error) {
 	driver, err := migratepgx.WithInstance(sqlDB, &migratepgx.Config{})
 	if err != nil {
 		sqlDB.Close()
-		return nil, fmt.Errorf("migrate: %w", err)
+		return nil, fmt.Errorf("migrate: %w", plain(err))
 	}
 	src, err := iofs.New(files, ".")
 	if err != nil {
@@ -106,7 +107,7 @@ func Version(databaseURL string) (v uint, dirty bool, err error) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("migrate: %w", err)
+		return 0, false, fmt.Errorf("migrate: %w", plain(err))
 	}
 	return v, dirty, nil
 }
@@ -135,26 +136,48 @@ func Ensure(databaseURL string) (uint, error) {
 	return got, err
 }
 
-// IsInsufficientPrivilege reports whether err is, or wraps, PostgreSQL's
-// insufficient_privilege (SQLSTATE 42501): permission denied, or must be
-// owner. It looks inside golang-migrate's database.Error, which does not
-// unwrap.
+// IsInsufficientPrivilege reports whether err, from Up, Version or
+// Ensure, is PostgreSQL's insufficient_privilege (SQLSTATE 42501):
+// permission denied, or must be owner.
 func IsInsufficientPrivilege(err error) bool {
-	for err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) {
-			return pgErr.Code == "42501"
-		}
-		var dp *database.Error
-		var dv database.Error
-		switch {
-		case errors.As(err, &dp):
-			err = dp.OrigErr
-		case errors.As(err, &dv):
-			err = dv.OrigErr
-		default:
-			return false
-		}
-	}
-	return false
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
+
+// plain turns golang-migrate's database.Error, which prints the SQL it ran
+// (a whole migration file when one fails) and does not unwrap, into an
+// error that says what failed and unwraps to PostgreSQL's error. Other
+// errors are returned as they are.
+func plain(err error) error {
+	var dv database.Error
+	var dp *database.Error
+	switch {
+	case errors.As(err, &dp):
+		dv = *dp
+	case errors.As(err, &dv):
+	default:
+		return err
+	}
+	if dv.OrigErr == nil {
+		return err
+	}
+	msg := dv.Err
+	switch {
+	case strings.HasPrefix(msg, "migration failed"):
+		msg = "migration failed"
+	case msg == "":
+		msg = "query failed"
+	}
+	if dv.Line > 0 {
+		msg = fmt.Sprintf("%s at line %d", msg, dv.Line)
+	}
+	return &queryError{msg: msg, err: dv.OrigErr}
+}
+
+type queryError struct {
+	msg string
+	err error
+}
+
+func (e *queryError) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *queryError) Unwrap() error { return e.err }

@@ -24,7 +24,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	}
 	v, err := migrations.Up(url)
 	if migrations.IsInsufficientPrivilege(err) {
-		return fmt.Errorf("%w (migrations run as the schema owner, not as geoingest_writer or geoingest_analyst)", err)
+		return fmt.Errorf("%w (migrations run as the schema owner, which needs CREATEROLE the first time unless the roles geoingest_writer and geoingest_analyst exist already; see README, Least privilege)", err)
 	}
 	if err != nil {
 		return err
