@@ -251,8 +251,9 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 // schema, so that tables and functions of later migrations are covered
 // too: the writer reads and writes every table but schema_migrations
 // (which it only reads), the analyst only reads, both execute every
-// function, neither owns anything or may create anything, and no
-// function is SECURITY DEFINER.
+// function (but a SECURITY DEFINER one, which only the writer may run and
+// which must pin its search_path), and neither owns anything or may
+// create anything.
 func requireCatalogLeastPrivilege(t *testing.T, d *leastPrivilegeDB) {
 	t.Helper()
 	ctx := context.Background()
@@ -297,17 +298,33 @@ func requireCatalogLeastPrivilege(t *testing.T, d *leastPrivilegeDB) {
 		require.True(t, seen[name], "%s not checked", name)
 	}
 
-	var functions, executable, definer int64
-	require.NoError(t, conn.QueryRow(ctx, `
-		SELECT count(*),
-		       count(*) FILTER (WHERE has_function_privilege($2, p.oid, 'EXECUTE') AND has_function_privilege($3, p.oid, 'EXECUTE')),
-		       count(*) FILTER (WHERE p.prosecdef)
+	// SECURITY DEFINER functions run with the owner's rights: each must
+	// pin its search_path, and the analyst may not run it.
+	fns, err := conn.Query(ctx, `
+		SELECT p.oid::regprocedure::text, p.prosecdef,
+		       has_function_privilege($2, p.oid, 'EXECUTE'), has_function_privilege($3, p.oid, 'EXECUTE'),
+		       EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search\_path=%')
 		FROM pg_proc p
-		WHERE p.pronamespace = 'public'::regnamespace AND p.proowner = $1::regrole`,
-		d.ownerRole, d.writerRole, d.analystRole).Scan(&functions, &executable, &definer))
-	require.GreaterOrEqual(t, functions, int64(6), "the functions of 0001 and 0002")
-	require.Equal(t, functions, executable, "functions the runtime roles may not execute")
-	require.Zero(t, definer, "SECURITY DEFINER functions")
+		WHERE p.pronamespace = 'public'::regnamespace AND p.proowner = $1::regrole
+		  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')`,
+		d.ownerRole, d.writerRole, d.analystRole)
+	require.NoError(t, err)
+	functions := 0
+	for fns.Next() {
+		var name string
+		var definer, wExec, aExec, pinned bool
+		require.NoError(t, fns.Scan(&name, &definer, &wExec, &aExec, &pinned))
+		functions++
+		require.True(t, wExec, "%s: the writer may not execute it", name)
+		if definer {
+			require.True(t, pinned, "%s: SECURITY DEFINER without SET search_path", name)
+			require.False(t, aExec, "%s: SECURITY DEFINER and executable by the analyst", name)
+		} else {
+			require.True(t, aExec, "%s: the analyst may not execute it", name)
+		}
+	}
+	require.NoError(t, fns.Err())
+	require.GreaterOrEqual(t, functions, 6, "the functions of 0001 and 0002")
 
 	var canCreate bool
 	require.NoError(t, conn.QueryRow(ctx, `
