@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // Service runs jobs through the claim gate and the write gate. It is safe
@@ -77,6 +78,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	res := Result{JobID: job.ID, Source: job.Source.String()}
 	defer func() { s.Metrics.JobDuration.Observe(time.Since(start).Seconds()) }()
 
+	testhook.At(testhook.BeforeClaim)
 	claim, err := s.Store.Claim(ctx, job, s.Owner, s.Lease)
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
@@ -93,6 +95,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		return res
 	}
 	s.Metrics.Claims.WithLabelValues("won").Inc()
+	testhook.At(testhook.AfterClaim)
 
 	hbCtx, stopHeartbeat := context.WithCancel(ctx)
 	defer stopHeartbeat()
@@ -138,7 +141,11 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
-	pr := newProgressReader(r, log, s.Progress, every, progressLogEvery, job)
+	var in geomio.Reader = r
+	if testhook.Enabled() {
+		in = &copyHook{Reader: r}
+	}
+	pr := newProgressReader(in, log, s.Progress, every, progressLogEvery, job)
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
@@ -241,4 +248,19 @@ func nameSource(err error, dir string, src Source) error {
 		ge.File = src.String() + "!" + rest
 	}
 	return err
+}
+
+// copyHook stops a test build at testhook.DuringCopy once the write gate's
+// COPY has taken the first features.
+type copyHook struct {
+	geomio.Reader
+	n int
+}
+
+func (c *copyHook) Next() bool {
+	ok := c.Reader.Next()
+	if c.n++; c.n == 2 {
+		testhook.At(testhook.DuringCopy)
+	}
+	return ok
 }

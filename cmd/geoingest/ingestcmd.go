@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 func init() {
@@ -64,14 +64,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	defer pool.Close()
 	metrics := ingest.NewMetrics(nil)
 	store := ingest.NewStore(pool, metrics, m.Log)
-	if marker := m.Getenv("GEOINGEST_FAULT_PAUSE_BEFORE_COMMIT"); marker != "" {
-		// Fault injection for tests: stop inside the write-gate
-		// transaction, after COPY and before COMMIT, until killed.
-		store.BeforeCommit = func(string) {
-			_ = os.WriteFile(marker, []byte("paused\n"), 0o644)
-			<-ctx.Done()
-		}
-	}
+	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
 	svc := ingest.NewService(store, metrics, m.Log)
 	svc.Lease = *lease
 	progress := &progressLine{line: termLine{w: m.Stderr}, on: !*quiet && isTerminal(m.Stderr)}

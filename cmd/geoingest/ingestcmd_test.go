@@ -104,7 +104,7 @@ func TestKilledBetweenCopyAndCommit(t *testing.T) {
 	url := pgtest.NewDB(t)
 	marker := filepath.Join(t.TempDir(), "paused")
 	cmd := exec.Command(binary, "ingest", "--lease", "2s", "--json", epinay)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "GEOINGEST_FAULT_PAUSE_BEFORE_COMMIT="+marker)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "GEOINGEST_TEST_PAUSE_AT=before-commit", "GEOINGEST_TEST_MARKER="+marker)
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/queue"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -171,7 +172,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	s.svc = ingest.NewService(ingest.NewStore(pool, s.metrics, m.Log), s.metrics, m.Log)
+	store := ingest.NewStore(pool, s.metrics, m.Log)
+	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
+	s.svc = ingest.NewService(store, s.metrics, m.Log)
 	s.svc.Lease = c.lease
 
 	if c.metricsAddr != "" {
@@ -358,9 +361,11 @@ func (s *server) handle(ctx context.Context, msg *queue.Message) {
 			log.Error("message dead-lettered", "reason", reason)
 		}
 	default:
+		testhook.At(testhook.BeforeAck)
 		if err := s.recv.Ack(sctx, msg); err != nil {
 			log.Warn("ack failed; the message comes back and is a duplicate", "error", err.Error())
 		}
+		testhook.At(testhook.AfterAck)
 	}
 }
 
