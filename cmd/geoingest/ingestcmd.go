@@ -27,7 +27,9 @@ type ingestLine struct {
 }
 
 // runIngest runs each file through the same gates as the queue consumer.
-// Exit status 0 when no file failed, 1 otherwise.
+// Exit status 0 when every file is committed (written, already present or
+// superseded), 1 when one failed or is in progress elsewhere (its claim
+// held under another worker's live lease).
 func runIngest(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("ingest", "[flags] PATH...")
 	var d dbFlags
@@ -76,8 +78,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	for _, path := range fs.Args() {
 		res := m.ingestFile(ctx, svc, path, params)
 		progress.clear()
-		if res.Outcome == ingest.Failed {
-			failed++
+		if res.Outcome == ingest.Failed || res.Outcome == ingest.Held {
+			failed++ // a held claim is not done: its worker may have died
 		}
 		if *asJSON {
 			line := ingestLine{JobID: res.JobID, Source: res.Source, Outcome: string(res.Outcome),
@@ -85,11 +87,17 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 			if res.Err != nil {
 				line.Error = res.Err.Error()
 			}
+			if res.Outcome == ingest.Held {
+				line.Error = res.HeldError()
+			}
 			b, _ := json.Marshal(line)
 			fmt.Fprintln(m.Stdout, string(b))
 			continue
 		}
 		switch {
+		case res.Outcome == ingest.Held:
+			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %s\n", path, res.HeldError())
+			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
 		case res.Err != nil:
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", res.Err)
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
