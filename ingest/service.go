@@ -127,6 +127,16 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	defer os.RemoveAll(dir)
 
 	fetched, err := job.Fetch.Fetch(ctx, dir)
+	if errors.Is(err, ErrObjectChanged) && ctx.Err() == nil {
+		// Pinned only by its ETag, this version was overwritten: it can
+		// never be read, and the newer version's event ingests that one.
+		log.Info("the object changed since the event: this version is superseded", "error", err.Error())
+		wr, err := s.Store.RecordSuperseded(ctx, job, s.Owner)
+		if err != nil {
+			return s.fail(ctx, log, res, job, err)
+		}
+		return s.report(log, res, wr, start)
+	}
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
 	}
