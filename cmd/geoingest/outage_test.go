@@ -106,15 +106,22 @@ func (p *dbProxy) Restore() {
 	p.mu.Unlock()
 }
 
-// readyz returns serve's /readyz status code (0 when it does not answer).
-func readyz(addr string) int {
+// readyz returns serve's /readyz status code (0 when it does not answer)
+// and body.
+func readyzBody(addr string) (int, string) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + addr + "/readyz")
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func readyz(addr string) int {
+	code, _ := readyzBody(addr)
+	return code
 }
 
 // outageDuration is how long TestServeDatabaseOutage keeps the database
@@ -173,7 +180,9 @@ func TestServeDatabaseOutage(t *testing.T) {
 	eventually(t, outage, "/readyz to report the outage", func() bool { return readyz(addr) == http.StatusServiceUnavailable })
 	notReadyAfter := time.Since(cutAt)
 	time.Sleep(time.Until(cutAt.Add(outage)))
-	require.Equal(t, http.StatusServiceUnavailable, readyz(addr), "still not ready at the end of the outage")
+	code, body := readyzBody(addr)
+	require.Equal(t, http.StatusServiceUnavailable, code, "still not ready at the end of the outage")
+	require.Contains(t, body, "database unavailable")
 	proxy.Restore()
 	restoredAt := time.Now()
 
