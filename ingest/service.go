@@ -39,6 +39,9 @@ type Service struct {
 	// has run 10 s.
 	Progress         func(JobProgress)
 	ProgressInterval time.Duration
+	// NoReportRefresh turns off the refresh of the report assignments
+	// after each committed write or delete (see Store.RefreshReports).
+	NoReportRefresh bool
 
 	// Test hooks.
 	beforeWrite func(Job) // called after the download, before the write gate
@@ -105,6 +108,9 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		if err != nil {
 			return s.fail(ctx, log, res, job, err)
 		}
+		if wr.outcome == Retired {
+			s.refreshReports(ctx, log)
+		}
 		return s.report(log, res, wr, start)
 	}
 
@@ -142,6 +148,9 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
+	}
+	if wr.outcome == Written {
+		s.refreshReports(ctx, log)
 	}
 	return s.report(log, res, wr, start)
 }

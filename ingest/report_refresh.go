@@ -1,0 +1,145 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest/internal/db"
+)
+
+// RefreshResult is what RefreshReports did.
+type RefreshResult struct {
+	// Assigned is the number of (parcel job, admin generation) pairs this
+	// call computed; Parcels the parcels they hold.
+	Assigned int
+	Parcels  int64
+	// Pruned is the number of assignments deleted because no report can
+	// use them any more.
+	Pruned int64
+	// Duration is the whole call's.
+	Duration time.Duration
+}
+
+// RefreshReports brings the report assignments of migration 0006 up to
+// date: every current parcel job is assigned to the current admin
+// generation of its pipeline version (its cells per admin unit are
+// computed by geoingest_report_compute and stored), and assignments that
+// no report can use any more are deleted.
+//
+// Each pair is computed in its own transaction gated like the write gate:
+// the pair's report_assignments row is inserted ON CONFLICT DO NOTHING
+// first, so a pair is computed exactly once however many workers refresh
+// at the same time (a concurrent refresh of the same pair waits for the
+// first and then skips it), and a crash leaves either the whole pair or
+// nothing. It is idempotent: a second call with nothing new does one
+// query. The reports never depend on it for correctness (they compute
+// whatever is not assigned yet), only for speed.
+//
+// Returns a Transient error when the database fails; the pairs committed
+// before the failure stay.
+func (s *Store) RefreshReports(ctx context.Context) (RefreshResult, error) {
+	start := time.Now()
+	var res RefreshResult
+	stale, err := s.q.StaleReportAssignments(ctx)
+	if err != nil {
+		return res, Transientf("refresh reports: %w", err)
+	}
+	overlapping := map[string][]int64{} // by admin generation
+	for _, st := range stale {
+		ov, ok := overlapping[st.AdminGeneration]
+		if !ok {
+			if ov, err = s.q.OverlappingUnits(ctx, nonNil(st.UnitIds)); err != nil {
+				return res, Transientf("refresh reports: overlapping units: %w", err)
+			}
+			overlapping[st.AdminGeneration] = ov
+		}
+		n, done, err := s.assign(ctx, st, ov)
+		if err != nil {
+			return res, err
+		}
+		if done {
+			res.Assigned++
+			res.Parcels += n
+		}
+	}
+	if res.Pruned, err = s.q.PruneReportAssignments(ctx); err != nil {
+		return res, Transientf("refresh reports: prune: %w", err)
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// assign computes one pair in its own transaction. done is false when the
+// pair was computed already (by someone else meanwhile).
+func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, overlapping []int64) (parcels int64, done bool, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, false, Transientf("refresh reports: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after commit
+	q := s.q.WithTx(tx)
+	start := time.Now()
+	n, err := q.InsertReportAssignment(ctx, db.InsertReportAssignmentParams{
+		ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
+		PipelineVersion: st.PipelineVersion, AdminJobIds: nonNil(st.AdminJobIds),
+	})
+	if err != nil {
+		return 0, false, Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+	}
+	if n == 0 {
+		return 0, false, nil
+	}
+	cells, err := q.InsertReportCells(ctx, db.InsertReportCellsParams{
+		ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
+		UnitIds: nonNil(st.UnitIds), OverlappingUnits: nonNil(overlapping),
+	})
+	if err != nil {
+		return 0, false, Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+	}
+	if err := q.FinishReportAssignment(ctx, db.FinishReportAssignmentParams{
+		ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
+		Parcels: cells.Parcels, AreaM2: cells.AreaM2, Seconds: time.Since(start).Seconds(),
+	}); err != nil {
+		return 0, false, Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, false, Transientf("refresh reports: commit: %w", err)
+	}
+	return cells.Parcels, true, nil
+}
+
+// nonNil turns a nil slice into an empty one, which pgx sends as '{}'
+// rather than NULL.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// refreshReports runs Store.RefreshReports after a committed write or
+// delete, unless NoReportRefresh is set. A failure is logged at WARN, not
+// returned: the job is committed and must be acked, and the reports stay
+// exact without the assignments (only slower) until the next refresh
+// (after the next job, or before the next `geoingest report`).
+func (s *Service) refreshReports(ctx context.Context, log *slog.Logger) {
+	if s.NoReportRefresh {
+		return
+	}
+	r, err := s.Store.RefreshReports(ctx)
+	if err != nil {
+		log.Warn("report assignments not refreshed; reports compute what is missing until the next refresh", "error", err.Error())
+		return
+	}
+	if r.Assigned > 0 || r.Pruned > 0 {
+		log.Info("report assignments refreshed", "assigned", r.Assigned, "parcels", r.Parcels,
+			"pruned", r.Pruned, "seconds", r.Duration.Seconds())
+	}
+}
+
+func (r RefreshResult) String() string {
+	return fmt.Sprintf("%d job assignments computed (%d parcels), %d pruned, in %.2f s",
+		r.Assigned, r.Parcels, r.Pruned, r.Duration.Seconds())
+}
