@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -16,8 +17,7 @@ var svgPalette = []string{"#ffffcc", "#a1dab4", "#41b6c4", "#2c7fb8", "#253494"}
 
 // WriteSVG writes the report as an SVG choropleth map: every admin unit
 // shaded by the share of its area that the report gives to parcels
-// (parcel area / unit area, in five equal classes up to the largest
-// share), with a legend, the report's total, what is in no unit and the
+// (parcel area / unit area, in five quantile classes), with a legend, the report's total, what is in no unit and the
 // admin check, and a title naming the method, the pipeline version and
 // the time. Units that overlap another are outlined in red. The map is
 // equirectangular, scaled by the cosine of the middle latitude so that
@@ -54,17 +54,28 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		}
 		return 0
 	}
-	top := 0.0
+	// Five quantile classes: each holds about a fifth of the units, so
+	// that a layer whose shares cluster still shows its differences.
+	shares := make([]float64, 0, len(units))
 	for _, u := range units {
-		top = math.Max(top, share(u))
+		shares = append(shares, share(u))
 	}
-	top = niceCeil(top)
-	class := func(v float64) int {
-		if top <= 0 {
-			return 0
+	sort.Float64s(shares)
+	breaks := make([]float64, len(svgPalette)+1) // class k is [breaks[k], breaks[k+1]]
+	if len(shares) > 0 {
+		for k := range breaks {
+			breaks[k] = shares[min(k*len(shares)/len(svgPalette), len(shares)-1)]
 		}
-		c := int(v / top * float64(len(svgPalette)))
-		return min(max(c, 0), len(svgPalette)-1)
+		breaks[len(svgPalette)] = shares[len(shares)-1]
+	}
+	class := func(v float64) int {
+		c := 0
+		for k := 1; k < len(svgPalette); k++ {
+			if v >= breaks[k] {
+				c = k
+			}
+		}
+		return c
 	}
 	overlapping := map[int64]bool{}
 	if r.Check != nil {
@@ -132,20 +143,25 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	p(`<g font-size="13">` + "\n")
 	p(`<text x="%.0f" y="%.0f" font-weight="bold">Parcel area / unit area</text>`+"\n", lx, ly)
 	for i, c := range svgPalette {
-		lo, hi := top*float64(i)/float64(len(svgPalette)), top*float64(i+1)/float64(len(svgPalette))
+		lo, hi := breaks[i], breaks[i+1]
 		y := ly + 14 + float64(i)*24
 		p(`<rect x="%.0f" y="%.0f" width="28" height="18" fill="%s" stroke="#555" stroke-width="0.6"/>`+"\n", lx, y, c)
-		p(`<text x="%.0f" y="%.0f">%s – %s %%</text>`+"\n", lx+38, y+14, trimFloat(100*lo), trimFloat(100*hi))
+		p(`<text x="%.0f" y="%.0f">%.1f – %.1f %%</text>`+"\n", lx+38, y+14, 100*lo, 100*hi)
 	}
 	y := ly + 14 + float64(len(svgPalette))*24 + 24
 	line := func(s string, attrs string) {
 		p(`<text x="%.0f" y="%.0f"%s>%s</text>`+"\n", lx, y, attrs, esc(s))
 		y += 20
 	}
+	indent := func(s string) {
+		p(`<text x="%.0f" y="%.0f">%s</text>`+"\n", lx+12, y, esc(s))
+		y += 20
+	}
 	line(fmt.Sprintf("%d admin units", len(units)), "")
-	line(fmt.Sprintf("Total: %d parcels", r.Total.Parcels), "")
-	line(fmt.Sprintf("%s ha", groupDigits(math.Round(r.Total.AreaHa))), ` x="`+fmt.Sprintf("%.0f", lx+48)+`"`)
-	line(fmt.Sprintf("In no unit: %d parcels, %s m²", r.Unassigned.Parcels, groupDigits(math.Round(r.Unassigned.AreaM2))), "")
+	line(fmt.Sprintf("Total: %d parcels,", r.Total.Parcels), "")
+	indent(fmt.Sprintf("%s ha", groupDigits(math.Round(r.Total.AreaHa))))
+	line(fmt.Sprintf("In no unit: %d parcels,", r.Unassigned.Parcels), "")
+	indent(fmt.Sprintf("%s m²", groupDigits(math.Round(r.Unassigned.AreaM2))))
 	if r.Reconciled {
 		line("Rows add up to the total: yes", ` fill="#1a7f37"`)
 	} else {
@@ -156,7 +172,8 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			line("Admin layer check: ok", ` fill="#1a7f37"`)
 		} else {
 			line(fmt.Sprintf("Admin layer check: %d problems", len(r.Check.Problems)), ` fill="#d7191c" font-weight="bold"`)
-			line(fmt.Sprintf("%d duplicate keys, %d overlaps", len(r.Check.DuplicateKeys), len(r.Check.Overlaps)), ` fill="#d7191c"`)
+			line(fmt.Sprintf("%d duplicate keys, %d overlaps,", len(r.Check.DuplicateKeys), len(r.Check.Overlaps)), ` fill="#d7191c"`)
+			line(fmt.Sprintf("%d parcels in no unit", r.Check.Gaps.Parcels), ` fill="#d7191c"`)
 			if len(r.Check.Overlaps) > 0 {
 				line("(overlapping units outlined in red)", ` fill="#d7191c"`)
 			}
@@ -164,25 +181,6 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	}
 	p("</g>\n</svg>\n")
 	return b.Flush()
-}
-
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten (0 stays 0).
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 0
-	}
-	e := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if v <= m*e*(1+1e-12) {
-			return m * e
-		}
-	}
-	return 10 * e
-}
-
-// trimFloat prints v with at most one decimal and no trailing ".0".
-func trimFloat(v float64) string {
-	return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0")
 }
 
 // groupDigits prints an integral float with thin spaces between groups of
