@@ -298,3 +298,36 @@ func TestReportAssignmentsFollowGenerations(t *testing.T) {
 	require.Zero(t, res.Assigned, "a second refresh has nothing to do")
 	requireClean(t, e)
 }
+
+// TestMigration0006DownAndUp undoes migration 0006 on a database with data
+// (the reports go back to 0002's, which still answer) and applies it again
+// in place: the reports are the same, computed on the fly until the next
+// refresh.
+func TestMigration0006DownAndUp(t *testing.T) {
+	t.Parallel()
+	e := rpSetup(t)
+	ctx := context.Background()
+	e.rpIngest(t, rpBristolMSOA, "parcels")
+	e.rpIngest(t, rpBristolBoundary, "admin_units")
+	before, err := e.store.AreaReport(ctx, AreaQuery{})
+	require.NoError(t, err)
+	down, err := os.ReadFile("../migrations/0006_report_assignments.down.sql")
+	require.NoError(t, err)
+	up, err := os.ReadFile("../migrations/0006_report_assignments.up.sql")
+	require.NoError(t, err)
+	e.exec(t, string(down))
+	var n int64
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT sum(parcels) FROM geoingest_area_by_point_on_surface('name', NULL)`).Scan(&n))
+	require.EqualValues(t, 72, n, "migration 0002's report")
+	e.exec(t, string(up))
+	after, err := e.store.AreaReport(ctx, AreaQuery{})
+	require.NoError(t, err)
+	require.Equal(t, before.Rows, after.Rows)
+	var job string
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT job_id FROM jobs WHERE target_table = 'parcels'`).Scan(&job))
+	requireNames(t, e, job, "report assignment")
+	res, err := e.store.RefreshReports(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Assigned)
+	requireClean(t, e)
+}
