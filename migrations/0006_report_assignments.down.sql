@@ -67,5 +67,6 @@ DROP FUNCTION IF EXISTS geoingest_admin_unit_ids(text);
 DROP FUNCTION IF EXISTS geoingest_admin_generation(text);
 DROP FUNCTION IF EXISTS geoingest_generation_name(text[]);
 DROP FUNCTION IF EXISTS geoingest_admin_job_ids(text);
+DROP VIEW IF EXISTS geoingest_report_parcels;
 DROP TABLE IF EXISTS report_assignment_cells;
 DROP TABLE IF EXISTS report_assignments;

@@ -65,6 +65,25 @@ CREATE TABLE report_assignment_cells (
         REFERENCES report_assignments (parcel_job_id, admin_generation) ON DELETE CASCADE
 );
 
+-- geoingest_report_parcels: the current parcels with what the report
+-- needs of each (id, job, geometry, area on the spheroid). When the parcels
+-- carry their area, computed once at write time (a column area_m2 of
+-- geoingest_current_parcels), it is that; otherwise ST_Area(geom::geography)
+-- is computed here, which is most of the cost of assigning a parcel job.
+DO $do$
+BEGIN
+    IF EXISTS (SELECT 1 FROM information_schema.columns
+               WHERE table_schema = current_schema() AND table_name = 'geoingest_current_parcels'
+                 AND column_name = 'area_m2') THEN
+        CREATE VIEW geoingest_report_parcels AS
+        SELECT p.id, p.job_id, p.geom, p.area_m2::double precision AS area_m2 FROM geoingest_current_parcels p;
+    ELSE
+        CREATE VIEW geoingest_report_parcels AS
+        SELECT p.id, p.job_id, p.geom, ST_Area(p.geom::geography) AS area_m2 FROM geoingest_current_parcels p;
+    END IF;
+END
+$do$;
+
 -- geoingest_admin_job_ids: the current admin-unit jobs of a pipeline
 -- version, sorted ({} when there is none).
 CREATE FUNCTION geoingest_admin_job_ids(pipeline_version text) RETURNS text[]
@@ -129,8 +148,12 @@ $$;
 -- overlapping_units must be geoingest_overlapping_units(unit_ids): the
 -- caller computes it once per admin generation.
 --
+-- With no admin unit at all (unit_ids empty) everything is in unit 0 and
+-- the numbers are the ledger's (count and area recorded at write time),
+-- so parcels written before the admin layer cost nothing to assign.
+--
 -- Plan: the job's parcels by job id; per parcel, its area on the spheroid
--- once, and the units whose boxes meet its box from admin_units_geom_idx,
+-- (see geoingest_report_parcels), and the units whose boxes meet its box from admin_units_geom_idx,
 -- each with ST_Covers (PostGIS prepares the unit's geometry once for the
 -- consecutive parcels it meets). A parcel that no unit's box meets, or
 -- that exactly one unit covers when that unit overlaps no other (nearly
@@ -146,10 +169,10 @@ RETURNS TABLE (unit_id bigint, pos_parcels bigint, pos_area_m2 double precision,
                int_parcels bigint, int_area_m2 double precision)
 LANGUAGE sql STABLE PARALLEL SAFE SET jit = off AS $$
     WITH p AS MATERIALIZED (
-        SELECT p.id, ST_Area(p.geom::geography) AS area, m.units, m.covers, m.cover_unit,
+        SELECT p.id, p.area_m2 AS area, m.units, m.covers, m.cover_unit,
                CASE WHEN m.units IS NOT NULL AND (m.n_cover <> 1 OR m.cover_unit = ANY ($3))
                     THEN p.geom END AS geom
-        FROM geoingest_current_parcels p
+        FROM geoingest_report_parcels p
         CROSS JOIN LATERAL (
             SELECT array_agg(c.id ORDER BY c.id) AS units, array_agg(c.covers ORDER BY c.id) AS covers,
                    min(c.id) FILTER (WHERE c.covers) AS cover_unit, count(*) FILTER (WHERE c.covers) AS n_cover
@@ -217,6 +240,13 @@ LANGUAGE sql STABLE PARALLEL SAFE SET jit = off AS $$
            coalesce(pos.n, 0)::bigint, coalesce(pos.area, 0)::double precision,
            coalesce(inter.n, 0)::bigint, coalesce(inter.area, 0)::double precision
     FROM pos FULL JOIN inter ON inter.unit_id = pos.unit_id
+    WHERE cardinality($2) > 0
+    UNION ALL
+    -- No admin unit at all: everything is in no unit, as the ledger says.
+    SELECT 0, j.feature_count, j.total_area_m2, j.feature_count, j.total_area_m2
+    FROM jobs j
+    WHERE cardinality($2) = 0 AND j.job_id = $1 AND j.feature_count > 0
+      AND EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id AND s.target_table = 'parcels')
 $$;
 
 -- geoingest_report_cells: the cells of every current parcel job of a
