@@ -153,45 +153,63 @@ $$;
 -- so parcels written before the admin layer cost nothing to assign.
 --
 -- Plan: the job's parcels by job id; per parcel, its area on the spheroid
--- (see geoingest_report_parcels), and the units whose boxes meet its box from admin_units_geom_idx,
--- each with ST_Covers (PostGIS prepares the unit's geometry once for the
--- consecutive parcels it meets). A parcel that no unit's box meets, or
--- that exactly one unit covers when that unit overlaps no other (nearly
--- every parcel), is settled with that alone: its interior, and so its
--- point on surface, lies in that unit's interior (or in no unit), which
--- no other unit's interior meets, so all its area is in that unit (or
--- outside every unit). Only the others (across a unit boundary, in a gap,
--- under overlapping units) pay for ST_PointOnSurface, ST_Intersection and
--- ST_Difference, and only they keep their geometry in the plan's working
--- set. JIT is off: compiling this plan costs more than running it.
+-- (see geoingest_report_parcels), its ST_PointOnSurface, the lowest-id
+-- unit containing that point (admin_units_geom_idx, then a
+-- point-in-polygon test), and whether that unit covers the parcel (one
+-- ST_Covers per parcel: consecutive parcels mostly meet the same unit, so
+-- PostGIS prepares its geometry once for all of them). A parcel that this
+-- unit covers, when the unit overlaps no other, or whose box meets no
+-- unit's box, is settled with that alone (nearly every parcel): its
+-- interior lies in that unit's interior, which no other unit's interior
+-- meets, so its point and all its area are in that unit (or in none).
+-- Only the others (across a unit boundary, in a gap, under overlapping
+-- units) are matched with every unit whose box meets theirs and pay for
+-- ST_Intersection and ST_Difference, and only they keep their geometry in
+-- the plan's working set. JIT is off: compiling this plan costs more than
+-- running it.
 CREATE FUNCTION geoingest_report_compute(parcel_job_id text, unit_ids bigint[], overlapping_units bigint[])
 RETURNS TABLE (unit_id bigint, pos_parcels bigint, pos_area_m2 double precision,
                int_parcels bigint, int_area_m2 double precision)
 LANGUAGE sql STABLE PARALLEL SAFE SET jit = off AS $$
     WITH p AS MATERIALIZED (
-        SELECT p.id, p.area_m2 AS area, m.units, m.covers, m.cover_unit,
-               CASE WHEN m.units IS NOT NULL AND (m.n_cover <> 1 OR m.cover_unit = ANY ($3))
-                    THEN p.geom END AS geom
+        SELECT p.id, p.area_m2 AS area,
+               CASE WHEN f.covers AND f.unit_id <> ALL ($3) THEN f.unit_id END AS cover_unit,
+               CASE WHEN (f.covers AND f.unit_id <> ALL ($3))
+                         OR (f.unit_id IS NULL AND NOT EXISTS (SELECT 1 FROM admin_units a
+                                                               WHERE a.id = ANY ($2) AND a.geom && p.geom))
+                    THEN NULL ELSE p.geom END AS geom
         FROM geoingest_report_parcels p
-        CROSS JOIN LATERAL (
-            SELECT array_agg(c.id ORDER BY c.id) AS units, array_agg(c.covers ORDER BY c.id) AS covers,
-                   min(c.id) FILTER (WHERE c.covers) AS cover_unit, count(*) FILTER (WHERE c.covers) AS n_cover
-            FROM (SELECT a.id, ST_Covers(a.geom, p.geom) AS covers
-                  FROM admin_units a
-                  WHERE a.id = ANY ($2) AND a.geom && p.geom
-                  OFFSET 0) c
-        ) m
+        CROSS JOIN LATERAL (SELECT ST_PointOnSurface(p.geom) AS pt OFFSET 0) q
+        LEFT JOIN LATERAL (
+            SELECT a.id AS unit_id, ST_Covers(a.geom, p.geom) AS covers
+            FROM admin_units a
+            WHERE a.id = ANY ($2) AND a.geom && q.pt AND ST_Intersects(a.geom, q.pt)
+            ORDER BY a.id
+            LIMIT 1
+        ) f ON true
         WHERE p.job_id = $1
     ), simple AS (
         SELECT coalesce(p.cover_unit, 0) AS unit_id, count(*) AS n, sum(p.area) AS area
         FROM p
         WHERE p.geom IS NULL
         GROUP BY 1
+    ), cx AS MATERIALIZED (
+        SELECT p.id, p.geom, p.area, m.units, m.covers, m.cover_unit
+        FROM p
+        CROSS JOIN LATERAL (
+            SELECT array_agg(c.id ORDER BY c.id) AS units, array_agg(c.covers ORDER BY c.id) AS covers,
+                   min(c.id) FILTER (WHERE c.covers) AS cover_unit
+            FROM (SELECT a.id, ST_Covers(a.geom, p.geom) AS covers
+                  FROM admin_units a
+                  WHERE a.id = ANY ($2) AND a.geom && p.geom
+                  OFFSET 0) c
+        ) m
+        WHERE p.geom IS NOT NULL
     ), u AS MATERIALIZED (
         SELECT a.id, a.geom FROM admin_units a WHERE a.id = ANY ($2)
     ), piece AS (
         SELECT x.unit_id, x.area
-        FROM p
+        FROM cx p
         CROSS JOIN LATERAL (
             SELECT c.id AS unit_id,
                    CASE WHEN c.covers THEN p.area
@@ -201,17 +219,15 @@ LANGUAGE sql STABLE PARALLEL SAFE SET jit = off AS $$
             JOIN u ON u.id = c.id
             OFFSET 0
         ) x
-        WHERE p.geom IS NOT NULL
     ), complex_pos AS (
         SELECT coalesce((SELECT min(u.id) FROM u
                          WHERE u.id = ANY (p.units) AND ST_Intersects(u.geom, ST_PointOnSurface(p.geom))), 0) AS unit_id,
                count(*) AS n, sum(p.area) AS area
-        FROM p
-        WHERE p.geom IS NOT NULL
+        FROM cx p
         GROUP BY 1
     ), merged AS MATERIALIZED (
         SELECT x.units, ST_Union(u.geom) AS geom
-        FROM (SELECT DISTINCT p.units FROM p WHERE p.geom IS NOT NULL AND p.cover_unit IS NULL) x
+        FROM (SELECT DISTINCT p.units FROM cx p WHERE p.cover_unit IS NULL) x
         JOIN u ON u.id = ANY (x.units)
         GROUP BY x.units
     ), complex_int AS (
@@ -223,8 +239,8 @@ LANGUAGE sql STABLE PARALLEL SAFE SET jit = off AS $$
         SELECT 0, count(*), sum(o.area)
         FROM (SELECT CASE WHEN ST_Covers(m.geom, p.geom) THEN 0
                           ELSE coalesce(ST_Area(ST_Difference(p.geom, m.geom)::geography), p.area) END AS area
-              FROM p JOIN merged m ON m.units = p.units
-              WHERE p.geom IS NOT NULL AND p.cover_unit IS NULL) o
+              FROM cx p JOIN merged m ON m.units = p.units
+              WHERE p.cover_unit IS NULL) o
         WHERE o.area > 0
         HAVING count(*) > 0
     ), pos AS (
