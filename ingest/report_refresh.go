@@ -40,9 +40,43 @@ type RefreshResult struct {
 // Returns a Transient error when the database fails; the pairs committed
 // before the failure stay.
 func (s *Store) RefreshReports(ctx context.Context) (RefreshResult, error) {
+	res, err := s.refresh(ctx, "")
+	if err != nil {
+		return res, err
+	}
+	if res.Pruned, err = s.q.PruneReportAssignments(ctx); err != nil {
+		return res, Transientf("refresh reports: prune: %w", err)
+	}
+	return res, nil
+}
+
+// RefreshParcelJob is RefreshReports for one parcel job just written: it
+// assigns that job (if it is current and not assigned yet; none when
+// jobID is "", as for a delete) and deletes the assignments of the job it
+// replaced or retired (replaced may be ""). Its cost does
+// not grow with the number of other jobs, so it can run after every one.
+func (s *Store) RefreshParcelJob(ctx context.Context, jobID, replaced string) (RefreshResult, error) {
+	var res RefreshResult
+	var err error
+	if jobID != "" {
+		if res, err = s.refresh(ctx, jobID); err != nil {
+			return res, err
+		}
+	}
+	if replaced == "" {
+		return res, nil
+	}
+	if res.Pruned, err = s.q.DeleteReportAssignmentsOfJob(ctx, replaced); err != nil {
+		return res, Transientf("refresh reports: prune: %w", err)
+	}
+	return res, nil
+}
+
+// refresh assigns every stale current parcel job, or only jobID.
+func (s *Store) refresh(ctx context.Context, jobID string) (RefreshResult, error) {
 	start := time.Now()
 	var res RefreshResult
-	stale, err := s.q.StaleReportAssignments(ctx)
+	stale, err := s.q.StaleReportAssignments(ctx, jobID)
 	if err != nil {
 		return res, Transientf("refresh reports: %w", err)
 	}
@@ -63,9 +97,6 @@ func (s *Store) RefreshReports(ctx context.Context) (RefreshResult, error) {
 			res.Assigned++
 			res.Parcels += n
 		}
-	}
-	if res.Pruned, err = s.q.PruneReportAssignments(ctx); err != nil {
-		return res, Transientf("refresh reports: prune: %w", err)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
@@ -119,16 +150,29 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// refreshReports runs Store.RefreshReports after a committed write or
-// delete, unless NoReportRefresh is set. A failure is logged at WARN, not
-// returned: the job is committed and must be acked, and the reports stay
-// exact without the assignments (only slower) until the next refresh
-// (after the next job, or before the next `geoingest report`).
-func (s *Service) refreshReports(ctx context.Context, log *slog.Logger) {
+// refreshReports brings the report assignments up to date after a
+// committed write or delete of job, unless NoReportRefresh is set: for a
+// parcel job, that job's assignment (Store.RefreshParcelJob), whatever the
+// number of other jobs; for an admin-unit job, which makes a new admin
+// generation, every parcel job of its version (Store.RefreshReports). A
+// failure is logged at WARN, not returned: the job is committed and must
+// be acked, and the reports stay exact without the assignments (only
+// slower) until the next refresh (after the next job, or before the next
+// `geoingest report`).
+func (s *Service) refreshReports(ctx context.Context, log *slog.Logger, job Job, wr writeResult) {
 	if s.NoReportRefresh {
 		return
 	}
-	r, err := s.Store.RefreshReports(ctx)
+	var r RefreshResult
+	var err error
+	switch {
+	case job.Params.Target != "parcels":
+		r, err = s.Store.RefreshReports(ctx)
+	case job.Delete:
+		r, err = s.Store.RefreshParcelJob(ctx, "", wr.replaced)
+	default:
+		r, err = s.Store.RefreshParcelJob(ctx, job.ID, wr.replaced)
+	}
 	if err != nil {
 		log.Warn("report assignments not refreshed; reports compute what is missing until the next refresh", "error", err.Error())
 		return

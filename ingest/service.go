@@ -109,7 +109,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 			return s.fail(ctx, log, res, job, err)
 		}
 		if wr.outcome == Retired {
-			s.refreshReports(ctx, log)
+			s.refreshReports(ctx, log, job, wr)
 		}
 		return s.report(log, res, wr, start)
 	}
@@ -150,7 +150,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}
 	if wr.outcome == Written {
-		s.refreshReports(ctx, log)
+		s.refreshReports(ctx, log, job, wr)
 	}
 	return s.report(log, res, wr, start)
 }

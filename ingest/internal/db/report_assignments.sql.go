@@ -90,6 +90,20 @@ func (q *Queries) AdminOverlaps(ctx context.Context, arg AdminOverlapsParams) ([
 	return items, nil
 }
 
+const deleteReportAssignmentsOfJob = `-- name: DeleteReportAssignmentsOfJob :execrows
+DELETE FROM report_assignments WHERE parcel_job_id = $1
+`
+
+// DeleteReportAssignmentsOfJob deletes a parcel job's assignments (when it
+// is replaced or retired).
+func (q *Queries) DeleteReportAssignmentsOfJob(ctx context.Context, parcelJobID string) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteReportAssignmentsOfJob, parcelJobID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const finishReportAssignment = `-- name: FinishReportAssignment :exec
 UPDATE report_assignments
 SET parcels = $1, area_m2 = $2, seconds = $3
@@ -196,11 +210,17 @@ func (q *Queries) OverlappingUnits(ctx context.Context, unitIds []int64) ([]int6
 }
 
 const pruneReportAssignments = `-- name: PruneReportAssignments :execrows
+WITH g AS MATERIALIZED (
+    SELECT v.pipeline_version, geoingest_admin_generation(v.pipeline_version) AS gen
+    FROM (SELECT DISTINCT r.pipeline_version FROM report_assignments r) v
+)
 DELETE FROM report_assignments r
-WHERE NOT EXISTS (SELECT 1 FROM sources s
-                  WHERE s.current_job_id = r.parcel_job_id AND s.target_table = 'parcels'
-                    AND s.pipeline_version = r.pipeline_version)
-   OR r.admin_generation <> geoingest_admin_generation(r.pipeline_version)
+USING g
+WHERE g.pipeline_version = r.pipeline_version
+  AND (r.admin_generation <> g.gen
+       OR NOT EXISTS (SELECT 1 FROM sources s
+                      WHERE s.current_job_id = r.parcel_job_id AND s.target_table = 'parcels'
+                        AND s.pipeline_version = r.pipeline_version))
 `
 
 // PruneReportAssignments deletes the assignments that no report can use
@@ -355,21 +375,23 @@ func (q *Queries) ReportUnitCells(ctx context.Context, arg ReportUnitCellsParams
 
 const staleReportAssignments = `-- name: StaleReportAssignments :many
 
-WITH g AS (
-    SELECT v.pipeline_version, geoingest_admin_job_ids(v.pipeline_version) AS job_ids,
+WITH v AS (
+    SELECT DISTINCT s.pipeline_version FROM sources s
+    WHERE s.target_table = 'parcels' AND s.current_job_id IS NOT NULL
+      AND ($1::text = '' OR s.current_job_id = $1::text)
+), g AS MATERIALIZED (
+    SELECT v.pipeline_version, x.job_ids, geoingest_generation_name(x.job_ids) AS gen,
            geoingest_admin_unit_ids(v.pipeline_version) AS unit_ids
-    FROM (SELECT DISTINCT s.pipeline_version FROM sources s
-          WHERE s.target_table = 'parcels' AND s.current_job_id IS NOT NULL) v
+    FROM v CROSS JOIN LATERAL (SELECT geoingest_admin_job_ids(v.pipeline_version) AS job_ids) x
 )
 SELECT s.current_job_id::text AS parcel_job_id, s.pipeline_version,
-       geoingest_generation_name(g.job_ids)::text AS admin_generation,
-       g.job_ids::text[] AS admin_job_ids, g.unit_ids::bigint[] AS unit_ids
+       g.gen::text AS admin_generation, g.job_ids::text[] AS admin_job_ids, g.unit_ids::bigint[] AS unit_ids
 FROM sources s
 JOIN g ON g.pipeline_version = s.pipeline_version
 WHERE s.target_table = 'parcels' AND s.current_job_id IS NOT NULL
+  AND ($1::text = '' OR s.current_job_id = $1::text)
   AND NOT EXISTS (SELECT 1 FROM report_assignments r
-                  WHERE r.parcel_job_id = s.current_job_id
-                    AND r.admin_generation = geoingest_generation_name(g.job_ids))
+                  WHERE r.parcel_job_id = s.current_job_id AND r.admin_generation = g.gen)
 ORDER BY s.pipeline_version, s.current_job_id
 `
 
@@ -384,11 +406,12 @@ type StaleReportAssignmentsRow struct {
 // Report assignments (migration 0006): what the area reports need from
 // each parcel job against the current admin generation of its pipeline
 // version, computed once, plus the admin-layer checks and the map.
-// StaleReportAssignments lists the current parcel jobs that have no
-// assignment to the current admin generation of their pipeline version,
-// with that generation's name, admin jobs and unit ids.
-func (q *Queries) StaleReportAssignments(ctx context.Context) ([]StaleReportAssignmentsRow, error) {
-	rows, err := q.db.Query(ctx, staleReportAssignments)
+// StaleReportAssignments lists the current parcel jobs (all of them, or
+// only @job_id when it is not empty) that have no assignment to the
+// current admin generation of their pipeline version, with that
+// generation's name, admin jobs and unit ids.
+func (q *Queries) StaleReportAssignments(ctx context.Context, jobID string) ([]StaleReportAssignmentsRow, error) {
+	rows, err := q.db.Query(ctx, staleReportAssignments, jobID)
 	if err != nil {
 		return nil, err
 	}

@@ -3,24 +3,27 @@
 -- version, computed once, plus the admin-layer checks and the map.
 
 -- name: StaleReportAssignments :many
--- StaleReportAssignments lists the current parcel jobs that have no
--- assignment to the current admin generation of their pipeline version,
--- with that generation's name, admin jobs and unit ids.
-WITH g AS (
-    SELECT v.pipeline_version, geoingest_admin_job_ids(v.pipeline_version) AS job_ids,
+-- StaleReportAssignments lists the current parcel jobs (all of them, or
+-- only @job_id when it is not empty) that have no assignment to the
+-- current admin generation of their pipeline version, with that
+-- generation's name, admin jobs and unit ids.
+WITH v AS (
+    SELECT DISTINCT s.pipeline_version FROM sources s
+    WHERE s.target_table = 'parcels' AND s.current_job_id IS NOT NULL
+      AND (@job_id::text = '' OR s.current_job_id = @job_id::text)
+), g AS MATERIALIZED (
+    SELECT v.pipeline_version, x.job_ids, geoingest_generation_name(x.job_ids) AS gen,
            geoingest_admin_unit_ids(v.pipeline_version) AS unit_ids
-    FROM (SELECT DISTINCT s.pipeline_version FROM sources s
-          WHERE s.target_table = 'parcels' AND s.current_job_id IS NOT NULL) v
+    FROM v CROSS JOIN LATERAL (SELECT geoingest_admin_job_ids(v.pipeline_version) AS job_ids) x
 )
 SELECT s.current_job_id::text AS parcel_job_id, s.pipeline_version,
-       geoingest_generation_name(g.job_ids)::text AS admin_generation,
-       g.job_ids::text[] AS admin_job_ids, g.unit_ids::bigint[] AS unit_ids
+       g.gen::text AS admin_generation, g.job_ids::text[] AS admin_job_ids, g.unit_ids::bigint[] AS unit_ids
 FROM sources s
 JOIN g ON g.pipeline_version = s.pipeline_version
 WHERE s.target_table = 'parcels' AND s.current_job_id IS NOT NULL
+  AND (@job_id::text = '' OR s.current_job_id = @job_id::text)
   AND NOT EXISTS (SELECT 1 FROM report_assignments r
-                  WHERE r.parcel_job_id = s.current_job_id
-                    AND r.admin_generation = geoingest_generation_name(g.job_ids))
+                  WHERE r.parcel_job_id = s.current_job_id AND r.admin_generation = g.gen)
 ORDER BY s.pipeline_version, s.current_job_id;
 
 -- name: OverlappingUnits :one
@@ -59,11 +62,22 @@ WHERE parcel_job_id = @parcel_job_id AND admin_generation = @admin_generation;
 -- any more: of a parcel job that is not current, or to an admin
 -- generation that is not its version's current one. Neither comes back (a
 -- job never becomes current again).
+WITH g AS MATERIALIZED (
+    SELECT v.pipeline_version, geoingest_admin_generation(v.pipeline_version) AS gen
+    FROM (SELECT DISTINCT r.pipeline_version FROM report_assignments r) v
+)
 DELETE FROM report_assignments r
-WHERE NOT EXISTS (SELECT 1 FROM sources s
-                  WHERE s.current_job_id = r.parcel_job_id AND s.target_table = 'parcels'
-                    AND s.pipeline_version = r.pipeline_version)
-   OR r.admin_generation <> geoingest_admin_generation(r.pipeline_version);
+USING g
+WHERE g.pipeline_version = r.pipeline_version
+  AND (r.admin_generation <> g.gen
+       OR NOT EXISTS (SELECT 1 FROM sources s
+                      WHERE s.current_job_id = r.parcel_job_id AND s.target_table = 'parcels'
+                        AND s.pipeline_version = r.pipeline_version));
+
+-- name: DeleteReportAssignmentsOfJob :execrows
+-- DeleteReportAssignmentsOfJob deletes a parcel job's assignments (when it
+-- is replaced or retired).
+DELETE FROM report_assignments WHERE parcel_job_id = @parcel_job_id;
 
 -- name: ReportTotal :one
 -- ReportTotal is what the ledger records for the current parcel jobs of a
