@@ -142,11 +142,15 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	lx, ly := margin+mapW+30, headerH+margin+10
 	p(`<g font-size="13">` + "\n")
 	p(`<text x="%.0f" y="%.0f" font-weight="bold">Parcel area / unit area</text>`+"\n", lx, ly)
+	prec := 1 // decimals of the legend's percentages: enough to tell the classes apart
+	if spread := 100 * (breaks[len(breaks)-1] - breaks[0]); spread > 0 {
+		prec = min(max(1, int(math.Ceil(-math.Log10(spread/50)))), 4)
+	}
 	for i, c := range svgPalette {
 		lo, hi := breaks[i], breaks[i+1]
 		y := ly + 14 + float64(i)*24
 		p(`<rect x="%.0f" y="%.0f" width="28" height="18" fill="%s" stroke="#555" stroke-width="0.6"/>`+"\n", lx, y, c)
-		p(`<text x="%.0f" y="%.0f">%.1f – %.1f %%</text>`+"\n", lx+38, y+14, 100*lo, 100*hi)
+		p(`<text x="%.0f" y="%.0f">%.*f – %.*f %%</text>`+"\n", lx+38, y+14, prec, 100*lo, prec, 100*hi)
 	}
 	y := ly + 14 + float64(len(svgPalette))*24 + 24
 	line := func(s string, attrs string) {
