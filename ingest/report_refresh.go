@@ -83,7 +83,7 @@ func (s *Store) refresh(ctx context.Context, jobID string) (RefreshResult, error
 	overlapping := map[string][]int64{} // by admin generation
 	for _, st := range stale {
 		ov, ok := overlapping[st.AdminGeneration]
-		if !ok {
+		if !ok && len(st.UnitIds) > 0 {
 			if ov, err = s.q.OverlappingUnits(ctx, nonNil(st.UnitIds)); err != nil {
 				return res, Transientf("refresh reports: overlapping units: %w", err)
 			}
