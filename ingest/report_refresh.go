@@ -111,7 +111,6 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after commit
 	q := s.q.WithTx(tx)
-	start := time.Now()
 	n, err := q.InsertReportAssignment(ctx, db.InsertReportAssignmentParams{
 		ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
 		PipelineVersion: st.PipelineVersion, AdminJobIds: nonNil(st.AdminJobIds),
@@ -122,23 +121,26 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 	if n == 0 {
 		return 0, false, nil
 	}
-	cells, err := q.InsertReportCells(ctx, db.InsertReportCellsParams{
-		ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
-		UnitIds: nonNil(st.UnitIds), OverlappingUnits: nonNil(overlapping),
-	})
-	if err != nil {
-		return 0, false, Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+	if len(st.UnitIds) == 0 {
+		var row db.InsertReportCellsNoUnitsRow
+		row, err = q.InsertReportCellsNoUnits(ctx, db.InsertReportCellsNoUnitsParams{
+			ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration})
+		parcels = row.Parcels
+	} else {
+		var row db.InsertReportCellsRow
+		row, err = q.InsertReportCells(ctx, db.InsertReportCellsParams{
+			ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
+			UnitIds: st.UnitIds, OverlappingUnits: nonNil(overlapping),
+		})
+		parcels = row.Parcels
 	}
-	if err := q.FinishReportAssignment(ctx, db.FinishReportAssignmentParams{
-		ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
-		Parcels: cells.Parcels, AreaM2: cells.AreaM2, Seconds: time.Since(start).Seconds(),
-	}); err != nil {
+	if err != nil {
 		return 0, false, Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, false, Transientf("refresh reports: commit: %w", err)
 	}
-	return cells.Parcels, true, nil
+	return parcels, true, nil
 }
 
 // nonNil turns a nil slice into an empty one, which pgx sends as '{}'

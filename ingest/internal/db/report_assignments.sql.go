@@ -104,31 +104,6 @@ func (q *Queries) DeleteReportAssignmentsOfJob(ctx context.Context, parcelJobID 
 	return result.RowsAffected(), nil
 }
 
-const finishReportAssignment = `-- name: FinishReportAssignment :exec
-UPDATE report_assignments
-SET parcels = $1, area_m2 = $2, seconds = $3
-WHERE parcel_job_id = $4 AND admin_generation = $5
-`
-
-type FinishReportAssignmentParams struct {
-	Parcels         int64
-	AreaM2          float64
-	Seconds         float64
-	ParcelJobID     string
-	AdminGeneration string
-}
-
-func (q *Queries) FinishReportAssignment(ctx context.Context, arg FinishReportAssignmentParams) error {
-	_, err := q.db.Exec(ctx, finishReportAssignment,
-		arg.Parcels,
-		arg.AreaM2,
-		arg.Seconds,
-		arg.ParcelJobID,
-		arg.AdminGeneration,
-	)
-	return err
-}
-
 const insertReportAssignment = `-- name: InsertReportAssignment :execrows
 INSERT INTO report_assignments (parcel_job_id, admin_generation, pipeline_version, admin_job_ids)
 VALUES ($1, $2, $3, $4::text[])
@@ -167,9 +142,12 @@ WITH ins AS (
     FROM geoingest_report_compute($1::text, $3::bigint[], $4::bigint[]) c
     RETURNING pos_parcels, pos_area_m2
 )
-SELECT coalesce(sum(ins.pos_parcels), 0)::bigint AS parcels,
-       coalesce(sum(ins.pos_area_m2), 0)::float8 AS area_m2
-FROM ins
+UPDATE report_assignments r
+SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
+    area_m2 = (SELECT coalesce(sum(ins.pos_area_m2), 0) FROM ins),
+    seconds = extract(epoch FROM clock_timestamp() - r.assigned_at)
+WHERE r.parcel_job_id = $1::text AND r.admin_generation = $2::text
+RETURNING r.parcels, r.area_m2
 `
 
 type InsertReportCellsParams struct {
@@ -184,8 +162,9 @@ type InsertReportCellsRow struct {
 	AreaM2  float64
 }
 
-// InsertReportCells computes the pair's cells with geoingest_report_compute
-// and stores them; it returns the totals of the point-on-surface cells.
+// InsertReportCells computes the pair's cells with geoingest_report_compute,
+// stores them, and records their point-on-surface totals and the time
+// taken on the pair's row, which it returns.
 func (q *Queries) InsertReportCells(ctx context.Context, arg InsertReportCellsParams) (InsertReportCellsRow, error) {
 	row := q.db.QueryRow(ctx, insertReportCells,
 		arg.ParcelJobID,
@@ -194,6 +173,44 @@ func (q *Queries) InsertReportCells(ctx context.Context, arg InsertReportCellsPa
 		arg.OverlappingUnits,
 	)
 	var i InsertReportCellsRow
+	err := row.Scan(&i.Parcels, &i.AreaM2)
+	return i, err
+}
+
+const insertReportCellsNoUnits = `-- name: InsertReportCellsNoUnits :one
+WITH ins AS (
+    INSERT INTO report_assignment_cells (parcel_job_id, admin_generation, unit_id,
+                                         pos_parcels, pos_area_m2, int_parcels, int_area_m2)
+    SELECT j.job_id, $2::text, 0, j.feature_count, j.total_area_m2, j.feature_count, j.total_area_m2
+    FROM jobs j
+    WHERE j.job_id = $1::text AND j.feature_count > 0
+      AND EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id AND s.target_table = 'parcels')
+    RETURNING pos_parcels, pos_area_m2
+)
+UPDATE report_assignments r
+SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
+    area_m2 = (SELECT coalesce(sum(ins.pos_area_m2), 0) FROM ins),
+    seconds = extract(epoch FROM clock_timestamp() - r.assigned_at)
+WHERE r.parcel_job_id = $1::text AND r.admin_generation = $2::text
+RETURNING r.parcels, r.area_m2
+`
+
+type InsertReportCellsNoUnitsParams struct {
+	ParcelJobID     string
+	AdminGeneration string
+}
+
+type InsertReportCellsNoUnitsRow struct {
+	Parcels int64
+	AreaM2  float64
+}
+
+// InsertReportCellsNoUnits is InsertReportCells for an empty admin
+// generation: what geoingest_report_compute returns then (everything in
+// unit 0, the ledger's count and area), without planning its query.
+func (q *Queries) InsertReportCellsNoUnits(ctx context.Context, arg InsertReportCellsNoUnitsParams) (InsertReportCellsNoUnitsRow, error) {
+	row := q.db.QueryRow(ctx, insertReportCellsNoUnits, arg.ParcelJobID, arg.AdminGeneration)
+	var i InsertReportCellsNoUnitsRow
 	err := row.Scan(&i.Parcels, &i.AreaM2)
 	return i, err
 }

@@ -38,8 +38,9 @@ VALUES (@parcel_job_id, @admin_generation, @pipeline_version, @admin_job_ids::te
 ON CONFLICT (parcel_job_id, admin_generation) DO NOTHING;
 
 -- name: InsertReportCells :one
--- InsertReportCells computes the pair's cells with geoingest_report_compute
--- and stores them; it returns the totals of the point-on-surface cells.
+-- InsertReportCells computes the pair's cells with geoingest_report_compute,
+-- stores them, and records their point-on-surface totals and the time
+-- taken on the pair's row, which it returns.
 WITH ins AS (
     INSERT INTO report_assignment_cells (parcel_job_id, admin_generation, unit_id,
                                          pos_parcels, pos_area_m2, int_parcels, int_area_m2)
@@ -48,14 +49,32 @@ WITH ins AS (
     FROM geoingest_report_compute(@parcel_job_id::text, @unit_ids::bigint[], @overlapping_units::bigint[]) c
     RETURNING pos_parcels, pos_area_m2
 )
-SELECT coalesce(sum(ins.pos_parcels), 0)::bigint AS parcels,
-       coalesce(sum(ins.pos_area_m2), 0)::float8 AS area_m2
-FROM ins;
+UPDATE report_assignments r
+SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
+    area_m2 = (SELECT coalesce(sum(ins.pos_area_m2), 0) FROM ins),
+    seconds = extract(epoch FROM clock_timestamp() - r.assigned_at)
+WHERE r.parcel_job_id = @parcel_job_id::text AND r.admin_generation = @admin_generation::text
+RETURNING r.parcels, r.area_m2;
 
--- name: FinishReportAssignment :exec
-UPDATE report_assignments
-SET parcels = @parcels, area_m2 = @area_m2, seconds = @seconds
-WHERE parcel_job_id = @parcel_job_id AND admin_generation = @admin_generation;
+-- name: InsertReportCellsNoUnits :one
+-- InsertReportCellsNoUnits is InsertReportCells for an empty admin
+-- generation: what geoingest_report_compute returns then (everything in
+-- unit 0, the ledger's count and area), without planning its query.
+WITH ins AS (
+    INSERT INTO report_assignment_cells (parcel_job_id, admin_generation, unit_id,
+                                         pos_parcels, pos_area_m2, int_parcels, int_area_m2)
+    SELECT j.job_id, @admin_generation::text, 0, j.feature_count, j.total_area_m2, j.feature_count, j.total_area_m2
+    FROM jobs j
+    WHERE j.job_id = @parcel_job_id::text AND j.feature_count > 0
+      AND EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id AND s.target_table = 'parcels')
+    RETURNING pos_parcels, pos_area_m2
+)
+UPDATE report_assignments r
+SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
+    area_m2 = (SELECT coalesce(sum(ins.pos_area_m2), 0) FROM ins),
+    seconds = extract(epoch FROM clock_timestamp() - r.assigned_at)
+WHERE r.parcel_job_id = @parcel_job_id::text AND r.admin_generation = @admin_generation::text
+RETURNING r.parcels, r.area_m2;
 
 -- name: PruneReportAssignments :execrows
 -- PruneReportAssignments deletes the assignments that no report can use
