@@ -108,10 +108,11 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		if err != nil {
 			return s.fail(ctx, log, res, job, err)
 		}
+		res = s.report(log, res, wr, start)
 		if wr.outcome == Retired {
 			s.refreshReports(ctx, log, job, wr)
 		}
-		return s.report(log, res, wr, start)
+		return res
 	}
 
 	dir, err := os.MkdirTemp(s.TempDir, "geoingest-job-")
@@ -149,10 +150,12 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}
+	// Count and log the commit first, then refresh the report assignments.
+	res = s.report(log, res, wr, start)
 	if wr.outcome == Written {
 		s.refreshReports(ctx, log, job, wr)
 	}
-	return s.report(log, res, wr, start)
+	return res
 }
 
 // report turns what the write gate did into the delivery's Result, counting
