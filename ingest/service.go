@@ -41,6 +41,9 @@ type Service struct {
 	// has run 10 s.
 	Progress         func(JobProgress)
 	ProgressInterval time.Duration
+	// NoReportRefresh turns off the refresh of the report assignments
+	// after each committed write or delete (see Store.RefreshReports).
+	NoReportRefresh bool
 
 	// Test hooks.
 	beforeWrite func(Job) // called after the download, before the write gate
@@ -117,7 +120,11 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		if err != nil {
 			return s.fail(ctx, log, res, job, err)
 		}
-		return s.report(log, res, wr, start)
+		res = s.report(log, res, wr, start)
+		if wr.outcome == Retired {
+			s.refreshReports(ctx, log, job, wr)
+		}
+		return res
 	}
 
 	dir, err := os.MkdirTemp(s.TempDir, "geoingest-job-")
@@ -169,7 +176,12 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}
-	return s.report(log, res, wr, start)
+	// Count and log the commit first, then refresh the report assignments.
+	res = s.report(log, res, wr, start)
+	if wr.outcome == Written {
+		s.refreshReports(ctx, log, job, wr)
+	}
+	return res
 }
 
 // MaxRetryAfter bounds Result.RetryAfter: the longest an SQS message can
