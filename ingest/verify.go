@@ -19,6 +19,13 @@ type Verification struct {
 	// Problems, ordered by job id then check. Empty when the database is
 	// consistent.
 	Problems []Problem
+	// PendingAssignments lists the current parcel jobs whose report
+	// assignment to the current admin generation is not stored yet (a
+	// worker died, or the database went away, between the commit and the
+	// refresh that follows it). That is not an inconsistency: the reports
+	// compute a missing assignment on every call, exactly, until `geoingest
+	// report refresh` or serve's periodic refresh stores it.
+	PendingAssignments []string
 }
 
 // Problem is one inconsistency found by Verify.
@@ -67,10 +74,11 @@ func (v *Verification) OffendingJobs() []string {
 //     source;
 //   - every ledger job has a COMMITTED claim, and no COMMITTED claim lacks
 //     a ledger row;
-//   - every current parcel job is assigned to the current admin generation
-//     of its pipeline version (see RefreshReports), and its assignment
-//     holds as many parcels as the ledger records, with the same area
-//     within AreaTolerance.
+//   - every stored report assignment of a current parcel job to the
+//     current admin generation of its pipeline version (see
+//     RefreshReports) holds as many parcels as the ledger records, with
+//     the same area within AreaTolerance; a job with no stored assignment
+//     is listed in PendingAssignments, not as a problem.
 //
 // It only reads. Inconsistencies come back as Problems with a nil error;
 // the error is Transient when the database could not be read.
@@ -146,8 +154,8 @@ func (s *Store) Verify(ctx context.Context) (*Verification, error) {
 }
 
 // verifyAssignments adds a "report assignment" problem for every current
-// parcel job that is not assigned to its version's current admin
-// generation, or whose assignment disagrees with the ledger.
+// parcel job whose stored assignment disagrees with the ledger, and lists
+// the jobs with none stored yet in v.PendingAssignments.
 func (s *Store) verifyAssignments(ctx context.Context, v *Verification) error {
 	rows, err := s.q.VerifyReportAssignments(ctx)
 	if err != nil {
@@ -156,8 +164,7 @@ func (s *Store) verifyAssignments(ctx context.Context, v *Verification) error {
 	for _, r := range rows {
 		switch {
 		case !r.Assigned:
-			v.add(r.JobID, "report assignment", fmt.Sprintf("not assigned to the current admin generation of pipeline version %s"+
-				" (reports compute it on every call until `geoingest report refresh` runs)", r.PipelineVersion))
+			v.PendingAssignments = append(v.PendingAssignments, r.JobID)
 		case r.CellCount != r.LedgerCount:
 			v.add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %d parcels, the ledger records %d", r.CellCount, r.LedgerCount))
 		case !areaEqual(r.CellAreaM2, r.LedgerAreaM2):

@@ -60,6 +60,14 @@ func requireNames(t *testing.T, e *rpEnv, job, check string) {
 	require.Contains(t, checks, check, "problems: %v", v.Problems)
 }
 
+// requirePending verifies and requires no problem, with exactly job's
+// report assignment pending.
+func requirePending(t *testing.T, e *rpEnv, job string) {
+	t.Helper()
+	v := requireClean(t, e)
+	require.Equal(t, []string{job}, v.PendingAssignments)
+}
+
 func TestVerifyCleanAfterDuplicatedDeliveries(t *testing.T) {
 	t.Parallel()
 	e := rpSetup(t)
