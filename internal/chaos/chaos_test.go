@@ -34,7 +34,7 @@ var (
 	flagLogDir     = flag.String("chaos.logdir", "", "keep the serve logs in this directory (default: a temporary one, removed)")
 	flagPGDown     = flag.Duration("chaos.pgdown", 0, "how long PostgreSQL stays down when it is restarted (default 3s, 20s with -chaos.long)")
 	flagKillEvery  = flag.Duration("chaos.kill-every", 3*time.Second, "mean time between SIGKILLs")
-	flagLargeN     = flag.Int("chaos.large-features", 12000, "features of a large object (steal targets have 1.5 times as many)")
+	flagLargeN     = flag.Int("chaos.large-features", 8000, "features of the largest large object (they have half to all of it; steal targets have twice as many)")
 )
 
 // config is one run's shape.
@@ -89,6 +89,7 @@ func TestChaos(t *testing.T) {
 		seed, seed, cfg.deliveries, cfg.duration, cfg.serves, cfg.workers, cfg.lease, cfg.visibility)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	setupStart := time.Now()
 
 	// The servers.
 	db := pgtest.NewDB(t)
@@ -124,6 +125,7 @@ func TestChaos(t *testing.T) {
 	del := newDeliverer(sq.Client, qURL, rand.New(rand.NewPCG(seed, 2)))
 	sl := &stealer{pool: pool, fleet: fl, del: del, bucket: bucket}
 	r := &run{cfg: cfg, t: t, plan: plan, start: time.Now(), hook: hook, del: del, steal: sl, fleet: fl}
+	r.took.setup = time.Since(setupStart)
 
 	var wg sync.WaitGroup
 	chaosCtx, stopChaos := context.WithDeadline(ctx, r.start.Add(cfg.duration))
@@ -142,9 +144,11 @@ func TestChaos(t *testing.T) {
 
 	// The drain: no more kills; the queue must empty.
 	drained := r.drain(ctx, sq.Client, qURL)
-	drainTime := time.Since(chaosEnd)
+	r.took.drain = time.Since(chaosEnd)
+	stopStart := time.Now()
 	fl.stop()
-	r.report(ctx, pool, db, sq.Client, dlqURL, drained, drainTime)
+	r.took.stop = time.Since(stopStart)
+	r.report(ctx, pool, db, sq.Client, dlqURL, drained)
 }
 
 // run is one chaos run's state.
@@ -162,6 +166,7 @@ type run struct {
 	uploaded                     atomic.Int64
 	pgRestartAt                  time.Duration
 	pgRestartTook                time.Duration
+	took                         struct{ setup, drain, stop time.Duration }
 }
 
 // at is the moment a fraction of the chaos has passed.

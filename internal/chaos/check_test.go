@@ -38,8 +38,9 @@ type found struct {
 
 // report checks the end state and prints what the run did and found.
 // Every failed check is reported (t.Errorf), not only the first.
-func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.Client, dlqURL string, drained bool, drainTime time.Duration) {
+func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.Client, dlqURL string, drained bool) {
 	t := r.t
+	checkStart := time.Now()
 	const bucket = "uploads"
 	newest := map[string]*object{}
 	for _, o := range r.plan {
@@ -213,7 +214,7 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		}
 	}
 	p("uploads:        %d objects to versitygw (%d keys: %d with a second version, %d large (%d-%d features), %d meant to fail)",
-		len(r.plan), len(keys), nVersions2, nLarge, r.cfg.spec.largeN/2, r.cfg.spec.largeN*3/2, len(badKeys))
+		len(r.plan), len(keys), nVersions2, nLarge, r.cfg.spec.largeN/2, r.cfg.spec.largeN*2, len(badKeys))
 	p("notifications:  %d captured from versitygw's webhook (the s3:TestEvent included)", r.hook.count())
 	p("deliveries:     %d messages sent to SQS, shuffled: notifications by copies %s; %d extra copies sent by the stealer",
 		r.del.sentCount(), strings.Join(mult, ", "), r.del.extra)
@@ -226,7 +227,10 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 	for _, n := range r.steal.notes {
 		p("                %s", n)
 	}
-	p("chaos:          %s; drain %s (%s)", r.cfg.duration, drainTime.Round(100*time.Millisecond), map[bool]string{true: "the queue emptied", false: "DID NOT EMPTY"}[drained])
+	p("time:           setup %s, chaos %s, drain %s (%s), stop %s, checks %s",
+		r.took.setup.Round(100*time.Millisecond), r.cfg.duration, r.took.drain.Round(100*time.Millisecond),
+		map[bool]string{true: "the queue emptied", false: "DID NOT EMPTY"}[drained],
+		r.took.stop.Round(100*time.Millisecond), time.Since(checkStart).Round(100*time.Millisecond))
 	p("serve logs:")
 	for _, k := range sortedKeys(logCounts) {
 		p("  %6d  %s", logCounts[k], k)

@@ -219,7 +219,7 @@ func (f *fleet) ready(ctx context.Context) error {
 	}
 }
 
-// stop scrapes every serve's metrics and stops it with SIGTERM (a
+// stop scrapes every serve's metrics and stops them all with SIGTERM (a
 // graceful shutdown), then waits for the supervisors.
 func (f *fleet) stop() {
 	f.mu.Lock()
@@ -231,6 +231,7 @@ func (f *fleet) stop() {
 		}
 	}
 	f.mu.Unlock()
+	var exits []chan struct{}
 	for _, s := range procs {
 		m := scrape(s.metrics)
 		f.mu.Lock()
@@ -240,12 +241,14 @@ func (f *fleet) stop() {
 		if s.cmd != nil {
 			_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		}
-		exited := s.exited
+		exits = append(exits, s.exited)
 		f.mu.Unlock()
+	}
+	for i, exited := range exits {
 		select {
 		case <-exited:
 		case <-time.After(30 * time.Second):
-			f.t.Errorf("serve %d did not stop within 30 s of SIGTERM", s.idx)
+			f.t.Errorf("serve %d did not stop within 30 s of SIGTERM", procs[i].idx)
 			f.kill()
 		}
 	}
@@ -297,6 +300,9 @@ func (f *fleet) logCounts() map[string]int {
 		msg, _ := rec["msg"].(string)
 		if strings.HasPrefix(msg, "serve: ") {
 			msg = "serve: (summary)"
+		}
+		if len(msg) > 110 {
+			msg = msg[:110] + "..."
 		}
 		counts[fmt.Sprintf("%-5s %s", lvl, msg)]++
 	})

@@ -23,26 +23,16 @@ type object struct {
 	etag  string // from the PUT
 }
 
-// newest reports whether o is the last version uploaded for its key.
-func (o *object) newest(plan []*object) bool {
-	for _, p := range plan {
-		if p.key == o.key && p.version > o.version {
-			return false
-		}
-	}
-	return true
-}
-
 // planSpec sizes a plan.
 type planSpec struct {
 	small, large, steal, twoVersions int
 	smallMax, largeN                 int
 }
 
-// makePlan lays out the uploads: large and steal-target objects, small
-// ones (5 to smallMax features), a second version for twoVersions of the
-// small and large keys, and three bad objects. Version 1 of every key
-// comes before its version 2 in the slice.
+// makePlan lays out the uploads, in upload order: steal targets (2 ×
+// largeN features) and large objects (largeN/2 to largeN) first, then
+// small ones (5 to smallMax features) and three bad objects shuffled, then
+// a second version for twoVersions of the small and large keys.
 func makePlan(spec planSpec, rng *rand.Rand) []*object {
 	var plan []*object
 	slot := 0
@@ -54,7 +44,7 @@ func makePlan(spec planSpec, rng *rand.Rand) []*object {
 	}
 	var keys []*object
 	for i := 0; i < spec.steal; i++ {
-		add(&object{key: fmt.Sprintf("parcels/steal-%02d.geojson", i), version: 1, n: spec.largeN * 3 / 2, large: true, steal: true})
+		add(&object{key: fmt.Sprintf("parcels/steal-%02d.geojson", i), version: 1, n: spec.largeN * 2, large: true, steal: true})
 	}
 	for i := 0; i < spec.large; i++ {
 		keys = append(keys, add(&object{key: fmt.Sprintf("parcels/large-%02d.geojson", i), version: 1, n: spec.largeN/2 + rng.IntN(spec.largeN/2+1), large: true}))
@@ -65,6 +55,8 @@ func makePlan(spec planSpec, rng *rand.Rand) []*object {
 	for _, bad := range []string{"notjson", "truncated", "projected"} {
 		add(&object{key: "parcels/bad-" + bad + ".geojson", version: 1, n: 400, bad: bad})
 	}
+	rest := plan[spec.steal+spec.large:]
+	rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
 	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	for _, k := range keys[:min(spec.twoVersions, len(keys))] {
 		n := 5 + rng.IntN(spec.smallMax-4)
