@@ -27,7 +27,7 @@ import (
 var (
 	flagLong       = flag.Bool("chaos.long", false, "the long run: 10,000 deliveries and 10 minutes of chaos (unless -chaos.deliveries/-chaos.duration say otherwise)")
 	flagDeliveries = flag.Int("chaos.deliveries", 0, "about how many messages to deliver (default 200, 10000 with -chaos.long)")
-	flagDuration   = flag.Duration("chaos.duration", 0, "how long the chaos lasts before the drain (default 35s, 10m with -chaos.long)")
+	flagDuration   = flag.Duration("chaos.duration", 0, "how long the chaos lasts before the drain (default 30s, 10m with -chaos.long)")
 	flagServes     = flag.Int("chaos.serves", 3, "geoingest serve processes")
 	flagWorkers    = flag.Int("chaos.workers", 3, "--workers of each serve")
 	flagSeed       = flag.Uint64("chaos.seed", 0, "random seed (0: a new one, printed)")
@@ -49,7 +49,7 @@ type config struct {
 }
 
 func newConfig() config {
-	c := config{deliveries: 200, duration: 35 * time.Second, pgDown: 3 * time.Second, stealWant: 1, drainMax: 3 * time.Minute}
+	c := config{deliveries: 200, duration: 30 * time.Second, pgDown: 3 * time.Second, stealWant: 1, drainMax: 3 * time.Minute}
 	if *flagLong {
 		c = config{deliveries: 10000, duration: 10 * time.Minute, pgDown: 20 * time.Second, stealWant: 5, drainMax: 15 * time.Minute}
 	}
@@ -124,7 +124,8 @@ func TestChaos(t *testing.T) {
 
 	del := newDeliverer(sq.Client, qURL, rand.New(rand.NewPCG(seed, 2)))
 	sl := &stealer{pool: pool, fleet: fl, del: del, bucket: bucket}
-	r := &run{cfg: cfg, t: t, plan: plan, start: time.Now(), hook: hook, del: del, steal: sl, fleet: fl}
+	r := &run{cfg: cfg, t: t, plan: plan, start: time.Now(), hook: hook, del: del, steal: sl, fleet: fl,
+		uploadsDone: make(chan struct{})}
 	r.took.setup = time.Since(setupStart)
 
 	var wg sync.WaitGroup
@@ -162,6 +163,7 @@ type run struct {
 	steal *stealer
 	fleet *fleet
 
+	uploadsDone                  chan struct{} // closed when upload returns
 	uploadErr, deliverErr, pgErr error
 	uploaded                     atomic.Int64
 	pgRestartAt                  time.Duration
@@ -174,15 +176,16 @@ func (r *run) at(frac float64) time.Time {
 	return r.start.Add(time.Duration(frac * float64(r.cfg.duration)))
 }
 
-// upload PUTs the plan's objects, spread over the first 65 % of the
-// chaos: large objects and steal targets first, then the others'
-// first versions, then second versions.
+// upload PUTs the plan's objects in order, spread over the first 65 % of
+// the chaos (on a slow machine it may run late: every object is uploaded
+// all the same).
 func (r *run) upload(ctx context.Context, c *s3.Client, bucket string) {
+	defer close(r.uploadsDone)
 	every := time.Duration(float64(r.cfg.duration) * 0.65 / float64(len(r.plan)))
 	next := time.Now()
 	for _, o := range r.plan {
 		body := o.body()
-		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &o.key, Body: bytes.NewReader(body)})
+		out, err := c.PutObject(context.WithoutCancel(ctx), &s3.PutObjectInput{Bucket: &bucket, Key: &o.key, Body: bytes.NewReader(body)})
 		if err != nil {
 			r.uploadErr = fmt.Errorf("put %s: %w", o.key, err)
 			return
@@ -220,9 +223,10 @@ func (r *run) deliver(ctx context.Context) {
 	for {
 		done := ctx.Err() != nil
 		if done {
-			// Wait for the uploads' last notifications (the chaos may
-			// end before versitygw has sent them).
-			for deadline := time.Now().Add(10 * time.Second); int64(r.hook.count()) < r.uploaded.Load()+1 && time.Now().Before(deadline); {
+			// Wait for the last uploads and their notifications
+			// (versitygw sends them asynchronously).
+			<-r.uploadsDone
+			for deadline := time.Now().Add(30 * time.Second); int64(r.hook.count()) < r.uploaded.Load()+1 && time.Now().Before(deadline); {
 				time.Sleep(50 * time.Millisecond)
 			}
 		}

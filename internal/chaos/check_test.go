@@ -41,6 +41,15 @@ type found struct {
 func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.Client, dlqURL string, drained bool) {
 	t := r.t
 	checkStart := time.Now()
+	// geoingest verify, as an operator runs it, while the suite computes
+	// its own checks.
+	var verifyOut []byte
+	var verifyErr error
+	verified := make(chan struct{})
+	go func() {
+		defer close(verified)
+		verifyOut, verifyErr = exec.Command(binary, "verify", "--database-url", db).CombinedOutput()
+	}()
 	const bucket = "uploads"
 	newest := map[string]*object{}
 	for _, o := range r.plan {
@@ -177,12 +186,9 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		}
 	}
 
-	// geoingest verify, as an operator runs it.
-	verifyCmd := exec.Command(binary, "verify", "--database-url", db)
-	verifyOut, verifyErr := verifyCmd.CombinedOutput()
-
 	// The dead-letter queue.
 	dlq := r.drainDLQ(ctx, c, dlqURL)
+	<-verified
 
 	// What the serves did, from their logs and metrics.
 	logCounts := r.fleet.logCounts()
@@ -291,6 +297,9 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 	if strings.Join(dlqKeys, ",") != strings.Join(badKeys, ",") {
 		t.Errorf("the DLQ holds %v, want exactly the objects meant to fail: %v", dlqKeys, badKeys)
 	}
+	if r.hook.count() != len(r.plan)+1 {
+		t.Errorf("versitygw sent %d notifications for %d uploads and its test event", r.hook.count(), len(r.plan))
+	}
 	if r.fleet.kills == 0 || r.fleet.restarts == 0 {
 		t.Errorf("no serve was killed and restarted")
 	}
@@ -303,18 +312,16 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 }
 
 // drainDLQ receives (and deletes) every message in the dead-letter queue
-// and counts them by the object key their notification names.
+// and counts them by the object key their notification names. Nothing
+// else writes to the queue by then: the serves have stopped.
 func (r *run) drainDLQ(ctx context.Context, c *sqs.Client, url string) map[string]int {
 	out := map[string]int{}
-	empty := 0
-	for empty < 2 {
+	for {
 		res, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60})
 		require.NoError(r.t, err)
 		if len(res.Messages) == 0 {
-			empty++
-			continue
+			return out
 		}
-		empty = 0
 		for _, m := range res.Messages {
 			key := "(unreadable)"
 			if evs, err := ingest.ParseEvents([]byte(*m.Body)); err == nil && len(evs) > 0 {
@@ -325,7 +332,6 @@ func (r *run) drainDLQ(ctx context.Context, c *sqs.Client, url string) map[strin
 			require.NoError(r.t, err)
 		}
 	}
-	return out
 }
 
 // evidence logs what the serves logged about the first few lost keys.
