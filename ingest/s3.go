@@ -16,6 +16,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // ErrIncompleteShapefile is wrapped by the error a shapefile's Fetch
@@ -181,7 +182,7 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, erro
 		return "", Transientf("%s: %w", dst, err)
 	}
 	var h hash.Hash = sha256.New()
-	_, err = io.Copy(io.MultiWriter(file, h), resp.Body)
+	_, err = io.Copy(io.MultiWriter(file, h), testhook.Reader(resp.Body, testhook.DuringDownload))
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}

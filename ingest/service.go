@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // Service runs jobs through the claim gate and the write gate. It is safe
@@ -66,33 +68,43 @@ func DefaultOwner() string {
 }
 
 // Run delivers job once: claim, download, write. It never returns a
-// duplicate as an error: ClaimLost and AlreadyPresent are successes. A
-// failed job comes back with Outcome Failed and Err set; KindOf(Err) says
-// whether to retry (Transient: the claim was released) or dead-letter
-// (Permanent: the claim is recorded FAILED with the reason). When ctx is
-// cancelled mid-job nothing is committed and the claim is released.
+// duplicate of a committed job as an error: AlreadyPresent (stopped at the
+// claim gate or at the write gate) is success. A claim held by another
+// worker under a live lease comes back as Outcome Held with RetryAfter
+// set: the job is not done, and the delivery must be retried then, never
+// acked. A failed job comes back with Outcome Failed and Err set;
+// KindOf(Err) says whether to retry (Transient: the claim was released)
+// or dead-letter (Permanent: the claim is recorded FAILED with the
+// reason). When ctx is cancelled mid-job nothing is committed and the
+// claim is released.
 func (s *Service) Run(ctx context.Context, job Job) Result {
 	start := time.Now()
 	log := s.Log.With("job", job.ID, "source", job.Source.String())
 	res := Result{JobID: job.ID, Source: job.Source.String()}
 	defer func() { s.Metrics.JobDuration.Observe(time.Since(start).Seconds()) }()
 
+	testhook.At(testhook.BeforeClaim)
 	claim, err := s.Store.Claim(ctx, job, s.Owner, s.Lease)
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
 	}
-	if claim != ClaimWon {
-		// A committed job reports AlreadyPresent; a live lease elsewhere
-		// ClaimLost. Both were stopped at the claim gate.
-		s.Metrics.Claims.WithLabelValues("lost").Inc()
-		res.Outcome = ClaimLost
-		if claim == ClaimCommitted {
-			res.Outcome = AlreadyPresent
-		}
+	switch claim.Result {
+	case ClaimCommitted:
+		s.Metrics.Claims.WithLabelValues("duplicate").Inc()
+		res.Outcome = AlreadyPresent
 		log.Info("duplicate stopped at the claim gate", "outcome", res.Outcome)
+		return res
+	case ClaimHeld:
+		s.Metrics.Claims.WithLabelValues("held").Inc()
+		res.Outcome, res.HeldBy, res.LeaseUntil = Held, claim.Owner, claim.LeaseUntil
+		res.RetryAfter = heldRetryAfter(claim.LeaseLeft)
+		log.Info("claim held by another worker: not a duplicate; retry once its lease ends",
+			"outcome", Held, "holder", claim.Owner, "lease_until", claim.LeaseUntil.UTC().Format(time.RFC3339Nano),
+			"retry_after", res.RetryAfter.String())
 		return res
 	}
 	s.Metrics.Claims.WithLabelValues("won").Inc()
+	testhook.At(testhook.AfterClaim)
 
 	hbCtx, stopHeartbeat := context.WithCancel(ctx)
 	defer stopHeartbeat()
@@ -138,12 +150,30 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
-	pr := newProgressReader(r, log, s.Progress, every, progressLogEvery, job)
+	var in geomio.Reader = r
+	if testhook.Enabled() {
+		in = &copyHook{Reader: r}
+	}
+	pr := newProgressReader(in, log, s.Progress, every, progressLogEvery, job)
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}
 	return s.report(log, res, wr, start)
+}
+
+// MaxRetryAfter bounds Result.RetryAfter: the longest an SQS message can
+// be kept invisible (ChangeMessageVisibility allows 12 hours).
+const MaxRetryAfter = 12 * time.Hour
+
+// heldRetryAfter is how long a delivery that found the claim held waits:
+// what is left of the lease, plus jitter (a quarter second to a tenth of
+// the lease left, at least one second more) so that the copies of a
+// message do not all come back in the same instant, at most MaxRetryAfter.
+func heldRetryAfter(left time.Duration) time.Duration {
+	spread := max(left/10, time.Second)
+	d := left + 250*time.Millisecond + time.Duration(mrand.Int64N(int64(spread)))
+	return min(d, MaxRetryAfter)
 }
 
 // report turns what the write gate did into the delivery's Result, counting
@@ -241,4 +271,19 @@ func nameSource(err error, dir string, src Source) error {
 		ge.File = src.String() + "!" + rest
 	}
 	return err
+}
+
+// copyHook stops a test build at testhook.DuringCopy once the write gate's
+// COPY has taken the first features.
+type copyHook struct {
+	geomio.Reader
+	n int
+}
+
+func (c *copyHook) Next() bool {
+	ok := c.Reader.Next()
+	if c.n++; c.n == 2 {
+		testhook.At(testhook.DuringCopy)
+	}
+	return ok
 }
