@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -125,7 +126,7 @@ func TestChaos(t *testing.T) {
 	del := newDeliverer(sq.Client, qURL, rand.New(rand.NewPCG(seed, 2)))
 	sl := &stealer{pool: pool, fleet: fl, del: del, bucket: bucket}
 	r := &run{cfg: cfg, t: t, plan: plan, start: time.Now(), hook: hook, del: del, steal: sl, fleet: fl,
-		uploadsDone: make(chan struct{})}
+		uploadsDone: make(chan struct{}), db: db}
 	r.took.setup = time.Since(setupStart)
 
 	var wg sync.WaitGroup
@@ -168,6 +169,8 @@ type run struct {
 	uploaded                     atomic.Int64
 	pgRestartAt                  time.Duration
 	pgRestartTook                time.Duration
+	pgOutageOnly                 bool   // the server could not be restarted: an outage of the database instead
+	db                           string // the suite's database
 	took                         struct{ setup, drain, stop time.Duration }
 }
 
@@ -297,7 +300,10 @@ func (r *run) kill(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// restartPG restarts PostgreSQL once, half-way through the chaos.
+// restartPG restarts PostgreSQL once, half-way through the chaos. When
+// the test server is not pgtest's private cluster (TEST_DATABASE_URL, a
+// container), which cannot be restarted without disturbing others, it
+// stages an outage of the suite's database instead, and says so.
 func (r *run) restartPG(ctx context.Context) {
 	select {
 	case <-time.After(time.Until(r.at(0.5))):
@@ -308,6 +314,10 @@ func (r *run) restartPG(ctx context.Context) {
 	r.pgRestartAt = time.Since(r.start)
 	t0 := time.Now()
 	r.pgErr = pgtest.Restart(ctx, r.t, r.cfg.pgDown)
+	if errors.Is(r.pgErr, pgtest.ErrCannotRestart) {
+		r.pgOutageOnly = true
+		r.pgErr = pgtest.Outage(ctx, r.t, r.db, r.cfg.pgDown)
+	}
 	r.pgRestartTook = time.Since(t0)
 }
 

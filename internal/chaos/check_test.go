@@ -226,8 +226,13 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		r.del.sentCount(), strings.Join(mult, ", "), r.del.extra)
 	p("kills:          %d SIGKILLs of a serve (every %s on average), %d restarts, %d exits not caused by the suite",
 		r.fleet.kills, r.cfg.killEvery, r.fleet.restarts, r.fleet.selfExit)
-	p("postgres:       restarted once at %s (down %s; stop, down and start took %s)",
-		r.pgRestartAt.Round(time.Second), r.cfg.pgDown, r.pgRestartTook.Round(100*time.Millisecond))
+	if r.pgOutageOnly {
+		p("postgres:       NOT restarted (not pgtest's private cluster): the database refused connections and its sessions were cut at %s for %s",
+			r.pgRestartAt.Round(time.Second), r.cfg.pgDown)
+	} else {
+		p("postgres:       restarted once at %s (down %s; stop, down and start took %s)",
+			r.pgRestartAt.Round(time.Second), r.cfg.pgDown, r.pgRestartTook.Round(100*time.Millisecond))
+	}
 	p("steals:         %d attempts, %d claims taken from a live serve mid-job, %d stolen leases logged (ERROR), geoingest_leases_stolen_total %g (scraped before kills)",
 		r.steal.attempts, r.steal.took.Load(), stolenLogged, metrics["geoingest_leases_stolen_total"])
 	for _, n := range r.steal.notes {
