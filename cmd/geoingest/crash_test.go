@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -178,4 +179,55 @@ func queryTime(t *testing.T, db, sql string) time.Time {
 	var v time.Time
 	require.NoError(t, conn.QueryRow(context.Background(), sql).Scan(&v))
 	return v
+}
+
+// sqsEmpty reports whether the queue holds no message, visible, in flight
+// or delayed.
+func (c *crashEnv) sqsEmpty(t *testing.T) bool {
+	return sqsDepth(t, c.sqs.Client, c.queueURL) == 0
+}
+
+// TestServeCrashPoints kills a `geoingest serve` worker with SIGKILL at
+// each point of a job's life (internal/testhook makes the process kill
+// itself there), then starts a second worker and lets it run with no one
+// stepping in. At every point the job ends committed exactly once, the
+// queue and the dead-letter queue empty, within about lease + visibility
+// of the kill. "During the ack" is tested at both of its edges: the ack
+// not yet done (before-ack: the message comes back and is a duplicate of
+// the committed job) and done (after-ack: nothing comes back).
+func TestServeCrashPoints(t *testing.T) {
+	t.Parallel()
+	const lease, visibility = 3 * time.Second, 2 * time.Second
+	points := []string{testhook.BeforeClaim, testhook.AfterClaim, testhook.DuringDownload, testhook.DuringCopy,
+		testhook.BeforeCommit, testhook.BeforeAck, testhook.AfterAck}
+	for _, point := range points {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			c := newCrashEnv(t, "crash-"+point)
+			o := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", squaresFile(t, 40), 1)
+			sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
+			args := []string{"--lease", lease.String(), "--visibility", visibility.String()}
+
+			a := c.serve(t, []string{"GEOINGEST_TEST_CRASH_AT=" + point}, args...)
+			select {
+			case <-a.exited:
+			case <-time.After(90 * time.Second):
+				t.Fatalf("worker A never reached %s:\n%s", point, a.stderr.String())
+			}
+			killedAt := time.Now()
+			require.True(t, a.killed(), "worker A died of SIGKILL at %s:\n%s", point, a.stderr.String())
+			wasCommitted := c.committed(t)
+			require.Zero(t, queryInt(t, c.db, `SELECT count(*) FROM parcels WHERE job_id NOT IN (SELECT job_id FROM jobs)`),
+				"an uncommitted transaction leaves nothing behind")
+
+			b := c.serve(t, nil, args...)
+			eventually(t, lease+visibility+60*time.Second, "the job committed and the queue drained", func() bool {
+				return c.committed(t) && c.sqsEmpty(t)
+			})
+			t.Logf("killed at %s (committed before the kill: %v); committed and drained %.1fs after the kill (lease %s, visibility %s)",
+				point, wasCommitted, time.Since(killedAt).Seconds(), lease, visibility)
+			b.stop(t)
+			c.committedOnce(t, 40)
+		})
+	}
 }
