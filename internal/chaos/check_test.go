@@ -255,22 +255,23 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 	p("=== chaos: what it found ===")
 	p("keys:           %d expected current, %d current jobs; jobs by status %v; claims by state %v", len(want), currentJobs, statuses, claimStates)
 	p("lost:           %d", len(lost))
-	for _, s := range lost {
+	for _, s := range firstOf(lost, 20) {
 		p("                %s", s)
 	}
 	p("doubled:        %d; duplicate uids %d, duplicate geometries %d", len(doubled), dupUIDs, dupGeoms)
-	for _, s := range doubled {
+	for _, s := range firstOf(doubled, 20) {
 		p("                %s", s)
 	}
 	p("wrong:          %d", len(wrong))
-	for _, s := range wrong {
+	for _, s := range firstOf(wrong, 20) {
 		p("                %s", s)
 	}
 	p("rows:           %d parcels (%d expected), %d outside a current generation, %d admin units", totalRows, wantRows, strayRows, adminRows)
 	p("claims held:    %d still CLAIMED after the drain", heldClaims)
 	p("verify:         %s", strings.ReplaceAll(strings.TrimSpace(string(verifyOut)), "\n", "\n                "))
 	dlqKeys := sortedKeys(dlq)
-	p("DLQ:            %d messages for %d keys: %v (meant to fail: %v)", sumValues(dlq), len(dlq), dlqKeys, badKeys)
+	p("DLQ:            %d messages for %d keys: %s (meant to fail: %s)", sumValues(dlq), len(dlq),
+		strings.Join(firstOf(dlqKeys, 20), " "), strings.Join(badKeys, " "))
 	t.Log(b.String())
 
 	// The checks.
@@ -278,13 +279,14 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		t.Errorf("the queue did not empty within %s of the chaos's end", r.cfg.drainMax)
 	}
 	if len(lost) > 0 {
-		t.Errorf("%d keys lost their newest version: %v", len(lost), lost)
+		t.Errorf("%d keys lost their newest version: %s", len(lost), strings.Join(firstOf(lost, 5), "; "))
 		r.evidence(lost)
 	}
 	if len(doubled) > 0 || dupUIDs != 0 || dupGeoms != 0 {
-		t.Errorf("features written twice: %v; %d duplicate uids, %d duplicate geometries", doubled, dupUIDs, dupGeoms)
+		t.Errorf("features written twice: %d keys (%s); %d duplicate uids, %d duplicate geometries",
+			len(doubled), strings.Join(firstOf(doubled, 5), "; "), dupUIDs, dupGeoms)
 	}
-	for _, s := range wrong {
+	for _, s := range firstOf(wrong, 10) {
 		t.Error(s)
 	}
 	if strayRows != 0 || totalRows != int64(wantRows) || adminRows != 0 {
@@ -300,7 +302,8 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		t.Errorf("geoingest verify: %v\n%s", verifyErr, verifyOut)
 	}
 	if strings.Join(dlqKeys, ",") != strings.Join(badKeys, ",") {
-		t.Errorf("the DLQ holds %v, want exactly the objects meant to fail: %v", dlqKeys, badKeys)
+		t.Errorf("the DLQ holds %d keys (%s), want exactly the objects meant to fail: %s", len(dlqKeys),
+			strings.Join(firstOf(dlqKeys, 10), " "), strings.Join(badKeys, " "))
 	}
 	if r.hook.count() != len(r.plan)+1 {
 		t.Errorf("versitygw sent %d notifications for %d uploads and its test event", r.hook.count(), len(r.plan))
@@ -374,4 +377,13 @@ func sumValues(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// firstOf returns the first n of list, and a last line saying how many
+// more there are.
+func firstOf(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(append([]string(nil), list[:n]...), fmt.Sprintf("... and %d more", len(list)-n))
 }
