@@ -127,6 +127,16 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	defer os.RemoveAll(dir)
 
 	fetched, err := job.Fetch.Fetch(ctx, dir)
+	if errors.Is(err, ErrObjectChanged) && ctx.Err() == nil {
+		// Pinned only by its ETag, this version was overwritten: it can
+		// never be read, and the newer version's event ingests that one.
+		log.Info("the object changed since the event: this version is superseded", "error", err.Error())
+		wr, err := s.Store.RecordSuperseded(ctx, job, s.Owner)
+		if err != nil {
+			return s.fail(ctx, log, res, job, err)
+		}
+		return s.report(log, res, wr, start)
+	}
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
 	}
@@ -198,7 +208,11 @@ func (s *Service) report(log *slog.Logger, res Result, wr writeResult, start tim
 	return res
 }
 
-// fail records err against the job according to its kind.
+// fail records err against the job according to its kind: a transient
+// failure releases the claim; a permanent (or precondition) one records
+// the claim FAILED with the reason, and becomes transient when that
+// record cannot be written (the database is down), so that nothing is
+// dead-lettered because of a database outage.
 func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Job, err error) Result {
 	kind := KindOf(err)
 	if ctx.Err() != nil {
@@ -209,7 +223,6 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 		// What the operator reads (and the claim records) names the upload.
 		err = fmt.Errorf("%s: %w", job.Source, err)
 	}
-	s.Metrics.JobsFailed.WithLabelValues(kind.String()).Inc()
 	res.Outcome, res.Err = Failed, &Error{Kind: kind, Err: err}
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -217,14 +230,22 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 	case Transient:
 		log.Warn("job failed, will retry", "kind", kind.String(), "error", err.Error())
 		if rerr := s.Store.Release(bg, job.ID, s.Owner, err.Error()); rerr != nil {
-			log.Warn("release claim", "error", rerr.Error())
+			log.Warn("release claim (it expires with its lease)", "error", rerr.Error())
 		}
 	default:
-		log.Error("job failed", "kind", kind.String(), "error", err.Error())
 		if ferr := s.Store.Fail(bg, job.ID, err.Error()); ferr != nil {
-			log.Warn("record failure", "error", ferr.Error())
+			// The database is unavailable: a failure that nobody can
+			// query must not go to the dead-letter queue. Retry: the
+			// next attempt fails the same way and records it.
+			log.Warn("job failed, but its failure could not be recorded: will retry", "kind", kind.String(),
+				"error", err.Error(), "record_error", ferr.Error())
+			kind = Transient
+			res.Err = &Error{Kind: Transient, Err: fmt.Errorf("%w (recording the failure: %v)", err, ferr)}
+			break
 		}
+		log.Error("job failed", "kind", kind.String(), "error", err.Error())
 	}
+	s.Metrics.JobsFailed.WithLabelValues(kind.String()).Inc()
 	return res
 }
 

@@ -182,7 +182,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			if s.stopping.Load() {
 				return errors.New("shutting down")
 			}
-			return pool.Ping(ctx)
+			if err := pool.Ping(ctx); err != nil {
+				// Jobs fail as transient and are retried until it is back.
+				return fmt.Errorf("database unavailable: %w", err)
+			}
+			return nil
 		}, m.Log)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
