@@ -243,7 +243,7 @@ func (r *run) deliver(ctx context.Context) {
 		}
 		// One steal at a time, after the kills have begun, while the
 		// chaos lasts and fewer than wanted have succeeded.
-		if len(targets) > 0 && !done && time.Now().After(stealAfter) && int(r.steal.took.Load()) < r.cfg.stealWant {
+		if len(targets) > 0 && !done && time.Now().After(stealAfter) && int(r.steal.stolen.Load()) < r.cfg.stealWant {
 			select {
 			case <-stealing:
 				n := targets[0]
@@ -258,7 +258,7 @@ func (r *run) deliver(ctx context.Context) {
 			default:
 			}
 		}
-		if done || int(r.steal.took.Load()) >= r.cfg.stealWant {
+		if done || int(r.steal.stolen.Load()) >= r.cfg.stealWant {
 			for _, n := range targets {
 				r.del.schedule(n, window(), 0)
 			}

@@ -233,8 +233,8 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		p("postgres:       restarted once at %s (down %s; stop, down and start took %s)",
 			r.pgRestartAt.Round(time.Second), r.cfg.pgDown, r.pgRestartTook.Round(100*time.Millisecond))
 	}
-	p("steals:         %d attempts, %d claims taken from a live serve mid-job, %d stolen leases logged (ERROR), geoingest_leases_stolen_total %g (scraped before kills)",
-		r.steal.attempts, r.steal.took.Load(), stolenLogged, metrics["geoingest_leases_stolen_total"])
+	p("steals:         %d attempts, %d claims taken from a live serve mid-job, %d stolen leases logged by their victims; in all %d stolen leases logged (ERROR), geoingest_leases_stolen_total %g (scraped before kills)",
+		r.steal.attempts, r.steal.took, r.steal.stolen.Load(), stolenLogged, metrics["geoingest_leases_stolen_total"])
 	for _, n := range r.steal.notes {
 		p("                %s", n)
 	}
@@ -312,7 +312,7 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		t.Errorf("no serve was killed and restarted")
 	}
 	if stolenLogged < 1 {
-		t.Errorf("no stolen lease was logged (%d steal attempts, %d claims taken)", r.steal.attempts, r.steal.took.Load())
+		t.Errorf("no stolen lease was logged (%d steal attempts, %d claims taken)", r.steal.attempts, r.steal.took)
 	}
 	if r.del.sendFails > 0 {
 		t.Logf("%d sends to SQS were retried", r.del.sendFails)

@@ -49,6 +49,7 @@ type slot struct {
 	metrics   string    // its /metrics URL
 	killed    bool      // the suite SIGKILLed the current process
 	protected bool      // not to be killed (the stealer's victim)
+	log       string    // the current process's log file
 	exited    chan struct{}
 }
 
@@ -129,7 +130,7 @@ func (f *fleet) start(s *slot, gen int) (*exec.Cmd, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start serve: %w", err)
 	}
-	s.cmd, s.metrics, s.exited = cmd, "http://"+addr+"/metrics", make(chan struct{})
+	s.cmd, s.metrics, s.exited, s.log = cmd, "http://"+addr+"/metrics", make(chan struct{}), logPath
 	f.logs = append(f.logs, logPath)
 	return cmd, nil
 }
@@ -166,21 +167,24 @@ func (f *fleet) killRandom(rng *rand.Rand) bool {
 	return true
 }
 
-// slotOf returns the slot whose running process has pid, or nil.
-func (f *fleet) slotOf(pid int) *slot {
+// protectPID keeps the running process with pid from being killed until
+// unprotect, and returns its slot and log file; nil when no running
+// process has pid.
+func (f *fleet) protectPID(pid int) (*slot, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range f.slots {
 		if s.cmd != nil && !s.killed && s.cmd.Process.Pid == pid {
-			return s
+			s.protected = true
+			return s, s.log
 		}
 	}
-	return nil
+	return nil, ""
 }
 
-func (f *fleet) protect(s *slot, on bool) {
+func (f *fleet) unprotect(s *slot) {
 	f.mu.Lock()
-	s.protected = on
+	s.protected = false
 	f.mu.Unlock()
 }
 
@@ -189,6 +193,25 @@ func (f *fleet) alive(s *slot, pid int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return s.cmd != nil && !s.killed && s.cmd.Process.Pid == pid
+}
+
+// logged reports whether the log file at path has a line containing every
+// one of words.
+func logged(path string, words ...string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		ok := true
+		for _, w := range words {
+			ok = ok && strings.Contains(line, w)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ready waits until every slot runs a serve whose /readyz answers 200.

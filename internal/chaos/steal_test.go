@@ -2,21 +2,24 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// stealer forces stolen leases: while a live serve (the victim) is in the
-// middle of a large job, it expires the job's lease in the claims table,
-// as a stalled heartbeat would let it expire, and delivers another copy of
-// the job's notification, until a worker of another serve claims the job.
-// The victim then finds at commit that it no longer owns the claim: a
-// stolen lease, which it must log and count, while the write gate still
+// stealer forces stolen leases: while a live serve (the victim) is inside
+// the write-gate transaction of a large job, it expires the job's lease in
+// the claims table, as a stalled heartbeat would let it expire, and
+// delivers another copy of the job's notification, until a worker of
+// another serve claims the job. That worker blocks on the victim's ledger
+// row; the victim finds at commit that it no longer owns the claim: a
+// stolen lease, which it must log at ERROR and count, while the write gate
 // keeps the job's features exactly once. The victim is kept from being
 // killed until its job is committed.
 type stealer struct {
@@ -26,8 +29,8 @@ type stealer struct {
 	bucket string
 
 	attempts int
-	took     atomic.Int64 // attempts where a worker of another serve took the claim
-	victims  []string     // job ids whose lease was taken
+	took     int          // attempts where a worker of another serve took the claim
+	stolen   atomic.Int64 // ... and the victim logged the stolen lease
 	notes    []string     // what each attempt did
 }
 
@@ -60,6 +63,49 @@ func (s *stealer) expire(ctx context.Context, jobID, owner string) bool {
 	return err == nil && tag.RowsAffected() == 1
 }
 
+// gateState says where a job is in the write gate.
+type gateState int
+
+const (
+	gateNotYet    gateState = iota // no ledger row: the worker has not reached the write gate
+	gateOpen                       // an uncommitted ledger row: a transaction is writing the job
+	gateCommitted                  // the ledger row is committed
+	gateUnknown                    // the probe failed
+)
+
+// gate probes whether a transaction is writing jobID now: it inserts the
+// job's ledger row itself, ON CONFLICT DO NOTHING, in a transaction it
+// always rolls back, with a short lock timeout. An uncommitted row of
+// another transaction makes the insert wait (lock timeout: gateOpen); a
+// committed one makes it insert nothing (gateCommitted); otherwise it
+// inserts (gateNotYet), and the rollback leaves nothing behind. A write
+// gate that reaches its own insert meanwhile waits the few milliseconds
+// until the rollback, as for any concurrent duplicate.
+func (s *stealer) gate(ctx context.Context, jobID string) gateState {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return gateUnknown
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // always rolled back
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '200ms'`); err != nil {
+		return gateUnknown
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO jobs (job_id, source_bucket, source_key, version_token, params,
+		pipeline, pipeline_version, target_table, status, content_hash)
+		VALUES ($1, 'chaos-probe', 'chaos-probe', 'chaos-probe', '{}', 'chaos-probe', 'chaos-probe', 'parcels', 'superseded', 'chaos-probe')
+		ON CONFLICT (job_id) DO NOTHING`, jobID)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "55P03":
+		return gateOpen
+	case err != nil:
+		return gateUnknown
+	case tag.RowsAffected() == 0:
+		return gateCommitted
+	}
+	return gateNotYet
+}
+
 // ownerPID is the process id in an owner name (hostname:pid:random).
 func ownerPID(owner string) int {
 	parts := strings.Split(owner, ":")
@@ -85,6 +131,7 @@ func (s *stealer) steal(ctx context.Context, n notification) int {
 	sent := 1
 	// The victim: a live serve that claimed the job.
 	var victim claimRow
+	var victimLog string
 	var sl *slot
 	pid := 0
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -95,8 +142,7 @@ func (s *stealer) steal(ctx context.Context, n notification) int {
 			}
 			if c.state == "CLAIMED" {
 				if pid = ownerPID(c.owner); pid != 0 {
-					if sl = s.fleet.slotOf(pid); sl != nil {
-						s.fleet.protect(sl, true)
+					if sl, victimLog = s.fleet.protectPID(pid); sl != nil {
 						victim = c
 						break
 					}
@@ -109,9 +155,19 @@ func (s *stealer) steal(ctx context.Context, n notification) int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	defer s.fleet.protect(sl, false)
-	// Let the victim download the object and open the write gate.
-	time.Sleep(time.Second)
+	defer s.fleet.unprotect(sl)
+	// Wait until the victim has downloaded the object and is writing it
+	// inside the write-gate transaction.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		st := s.gate(ctx, victim.jobID)
+		if st == gateOpen {
+			break
+		}
+		if st == gateCommitted || !s.fleet.alive(sl, pid) || time.Now().After(deadline) {
+			note("the victim (pid %d) committed, died or did not reach the write gate in time", pid)
+			return sent
+		}
+	}
 	took := false
 	for copyNo := 0; copyNo < 6 && !took; copyNo++ {
 		if !s.expire(ctx, victim.jobID, victim.owner) {
@@ -145,8 +201,7 @@ func (s *stealer) steal(ctx context.Context, n notification) int {
 		note("the victim (pid %d) committed or failed before another serve took the claim", pid)
 		return sent
 	}
-	s.took.Add(1)
-	s.victims = append(s.victims, victim.jobID)
+	s.took++
 	// Keep the victim alive until its job is committed, so that it reaches
 	// the commit and finds its lease stolen.
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && s.fleet.alive(sl, pid); {
@@ -155,6 +210,14 @@ func (s *stealer) steal(ctx context.Context, n notification) int {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	note("job %s: the claim of serve pid %d was taken by another serve after %d copies", victim.jobID[:12], pid, sent)
+	time.Sleep(200 * time.Millisecond) // the victim logs just after its commit
+	if logged(victimLog, "stolen lease", victim.jobID) {
+		s.stolen.Add(1)
+		note("job %s: serve pid %d was writing it when another serve took its claim (after %d copies); it logged the stolen lease at commit",
+			victim.jobID[:12], pid, sent)
+	} else {
+		note("job %s: another serve took the claim of serve pid %d (after %d copies), but pid %d logged no stolen lease (died, or the thief committed first)",
+			victim.jobID[:12], pid, sent, pid)
+	}
 	return sent
 }
