@@ -132,7 +132,7 @@ func TestKilledBetweenCopyAndCommit(t *testing.T) {
 	defer conn.Close(context.Background())
 	var inFlight int
 	require.NoError(t, conn.QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'geoingest' AND state = 'idle in transaction'`).Scan(&inFlight))
+		`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'geoingest' AND datname = current_database() AND state = 'idle in transaction'`).Scan(&inFlight))
 	require.GreaterOrEqual(t, inFlight, 1)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -141,7 +141,7 @@ func TestKilledBetweenCopyAndCommit(t *testing.T) {
 	require.Eventually(t, func() bool {
 		jobs, parcels := counts(t, url)
 		var active int
-		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'geoingest'`).Scan(&active)
+		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'geoingest' AND datname = current_database()`).Scan(&active)
 		return jobs == 0 && parcels == 0 && active == 0
 	}, 10*time.Second, 100*time.Millisecond)
 	var state string
