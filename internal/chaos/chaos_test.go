@@ -165,6 +165,7 @@ type run struct {
 	fleet *fleet
 
 	uploadsDone                  chan struct{} // closed when upload returns
+	pgMu                         sync.Mutex    // held by a steal, and by the PostgreSQL restart
 	uploadErr, deliverErr, pgErr error
 	uploaded                     atomic.Int64
 	pgRestartAt                  time.Duration
@@ -241,9 +242,12 @@ func (r *run) deliver(ctx context.Context) {
 			}
 			r.del.schedule(n, window(), 0)
 		}
-		// One steal at a time, after the kills have begun, while the
-		// chaos lasts and fewer than wanted have succeeded.
-		if len(targets) > 0 && !done && time.Now().After(stealAfter) && int(r.steal.stolen.Load()) < r.cfg.stealWant {
+		// One steal at a time, after the kills have begun, until as many
+		// as wanted have succeeded or the targets run out (after the
+		// chaos too, without kills then). A steal and the PostgreSQL
+		// restart do not overlap: the restart would end both workers'
+		// transactions.
+		if len(targets) > 0 && time.Now().After(stealAfter) && int(r.steal.stolen.Load()) < r.cfg.stealWant {
 			select {
 			case <-stealing:
 				n := targets[0]
@@ -251,20 +255,22 @@ func (r *run) deliver(ctx context.Context) {
 				stealWG.Add(1)
 				go func() {
 					defer stealWG.Done()
+					r.pgMu.Lock()
 					sent := r.steal.steal(context.WithoutCancel(ctx), n)
+					r.pgMu.Unlock()
 					r.del.schedule(n, window(), sent)
 					stealing <- struct{}{}
 				}()
 			default:
 			}
 		}
-		if done || int(r.steal.stolen.Load()) >= r.cfg.stealWant {
+		if int(r.steal.stolen.Load()) >= r.cfg.stealWant {
 			for _, n := range targets {
 				r.del.schedule(n, window(), 0)
 			}
 			targets = nil
 		}
-		if done {
+		if done && len(targets) == 0 {
 			stealWG.Wait()
 			for _, n := range r.hook.since(seen) {
 				seen++
@@ -300,10 +306,11 @@ func (r *run) kill(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// restartPG restarts PostgreSQL once, half-way through the chaos. When
-// the test server is not pgtest's private cluster (TEST_DATABASE_URL, a
-// container), which cannot be restarted without disturbing others, it
-// stages an outage of the suite's database instead, and says so.
+// restartPG restarts PostgreSQL once, half-way through the chaos (later
+// if a steal is in progress then). When the test server is not pgtest's
+// private cluster (TEST_DATABASE_URL, a container), which cannot be
+// restarted without disturbing others, it stages an outage of the suite's
+// database instead, and says so.
 func (r *run) restartPG(ctx context.Context) {
 	select {
 	case <-time.After(time.Until(r.at(0.5))):
@@ -311,6 +318,9 @@ func (r *run) restartPG(ctx context.Context) {
 		r.pgErr = fmt.Errorf("the chaos ended before PostgreSQL was restarted")
 		return
 	}
+	r.pgMu.Lock()
+	defer r.pgMu.Unlock()
+	ctx = context.WithoutCancel(ctx)
 	r.pgRestartAt = time.Since(r.start)
 	t0 := time.Now()
 	r.pgErr = pgtest.Restart(ctx, r.t, r.cfg.pgDown)
