@@ -20,8 +20,8 @@ import (
 // another serve claims the job. That worker blocks on the victim's ledger
 // row; the victim finds at commit that it no longer owns the claim: a
 // stolen lease, which it must log at ERROR and count, while the write gate
-// keeps the job's features exactly once. The victim is kept from being
-// killed until its job is committed.
+// keeps the job's features exactly once. The victim and the thief are
+// kept from being killed until the job is committed.
 type stealer struct {
 	pool   *pgxpool.Pool
 	fleet  *fleet
@@ -190,6 +190,12 @@ func (s *stealer) steal(ctx context.Context, n notification) int {
 			if c.attempts > before {
 				if c.owner != victim.owner {
 					took = true
+					// Keep the thief alive too: were it killed, its
+					// lease would run out and the victim's serve could
+					// claim the job back before the victim commits.
+					if thief, _ := s.fleet.protectPID(ownerPID(c.owner)); thief != nil {
+						defer s.fleet.unprotect(thief)
+					}
 				}
 				victim.attempts = c.attempts // the victim's own serve took it back: another copy
 				break
