@@ -176,6 +176,9 @@ func (r Result) String() string {
 // HeldError describes a Held result for a person: the job is in progress
 // elsewhere, by whom and until when.
 func (r Result) HeldError() string {
+	if r.HeldBy == "" || r.LeaseUntil.IsZero() { // released in the moment between two statements
+		return "in progress elsewhere a moment ago (the claim was held, then released): try again"
+	}
 	return fmt.Sprintf("in progress elsewhere: the claim is held by %s until %s (its lease); not done, try again after then",
 		r.HeldBy, r.LeaseUntil.UTC().Format(time.RFC3339))
 }

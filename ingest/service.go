@@ -173,7 +173,8 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 }
 
 // MaxRetryAfter bounds Result.RetryAfter: the longest an SQS message can
-// be kept invisible (ChangeMessageVisibility allows 12 hours).
+// be kept invisible (ChangeMessageVisibility allows 12 hours from the
+// receive; the SQS driver caps a nack at what is left of them).
 const MaxRetryAfter = 12 * time.Hour
 
 // heldRetryAfter is how long a delivery that found the claim held waits:
