@@ -139,6 +139,7 @@ func TestChaos(t *testing.T) {
 	go func() { defer wg.Done(); r.restartPG(chaosCtx) }()
 	wg.Wait()
 	chaosEnd := time.Now()
+	r.took.chaos = chaosEnd.Sub(r.start)
 	require.Empty(t, hook.failures(), "versitygw's notifications")
 	require.NoError(t, r.uploadErr, "uploads")
 	require.NoError(t, r.deliverErr, "deliveries")
@@ -172,7 +173,7 @@ type run struct {
 	pgRestartTook                time.Duration
 	pgOutageOnly                 bool   // the server could not be restarted: an outage of the database instead
 	db                           string // the suite's database
-	took                         struct{ setup, drain, stop time.Duration }
+	took                         struct{ setup, chaos, drain, stop time.Duration }
 }
 
 // at is the moment a fraction of the chaos has passed.

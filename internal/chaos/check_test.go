@@ -238,8 +238,8 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 	for _, n := range r.steal.notes {
 		p("                %s", n)
 	}
-	p("time:           setup %s, chaos %s, drain %s (%s), stop %s, checks %s",
-		r.took.setup.Round(100*time.Millisecond), r.cfg.duration, r.took.drain.Round(100*time.Millisecond),
+	p("time:           setup %s, chaos %s (planned %s; the last uploads and steals may run over), drain %s (%s), stop %s, checks %s",
+		r.took.setup.Round(100*time.Millisecond), r.took.chaos.Round(100*time.Millisecond), r.cfg.duration, r.took.drain.Round(100*time.Millisecond),
 		map[bool]string{true: "the queue emptied", false: "DID NOT EMPTY"}[drained],
 		r.took.stop.Round(100*time.Millisecond), time.Since(checkStart).Round(100*time.Millisecond))
 	p("serve logs:")
