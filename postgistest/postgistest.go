@@ -109,26 +109,12 @@ type Server struct {
 // must Close the server. Errors say what is missing: no Docker API for
 // Mode Container, no PostgreSQL or PostGIS for Mode Cluster.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	if opts.URL == "" {
-		opts.URL = os.Getenv("TEST_DATABASE_URL")
-	}
-	if opts.Mode == "" {
-		opts.Mode = Mode(os.Getenv("GEOINGEST_TEST_POSTGIS"))
-	}
-	if opts.Mode == "" {
-		opts.Mode = ModeAuto
-	}
-	if opts.Image == "" {
-		opts.Image = os.Getenv("GEOINGEST_POSTGIS_IMAGE")
-	}
-	if opts.Image == "" {
-		opts.Image = DefaultImage
-	}
+	opts = opts.WithDefaults()
 	s := &Server{stop: func() {}}
 	switch {
 	case opts.URL != "":
 		s.adminURL, s.desc = opts.URL, "the server at TEST_DATABASE_URL"
-	case opts.Mode == ModeContainer || (opts.Mode == ModeAuto && DockerAnswers()):
+	case opts.WantsContainer():
 		c, err := StartContainer(ctx, opts.Image)
 		if err != nil {
 			return nil, err
@@ -157,6 +143,34 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		opts.Logf("postgistest: %s, geoingest schema version %d", s.desc, v)
 	}
 	return s, nil
+}
+
+// WithDefaults returns opts with its empty fields taken from the
+// environment, as Start does.
+func (o Options) WithDefaults() Options {
+	if o.URL == "" {
+		o.URL = os.Getenv("TEST_DATABASE_URL")
+	}
+	if o.Mode == "" {
+		o.Mode = Mode(os.Getenv("GEOINGEST_TEST_POSTGIS"))
+	}
+	if o.Mode == "" {
+		o.Mode = ModeAuto
+	}
+	if o.Image == "" {
+		o.Image = os.Getenv("GEOINGEST_POSTGIS_IMAGE")
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	return o
+}
+
+// WantsContainer reports whether Start, given opts (after WithDefaults),
+// starts a container: no URL, and ModeContainer, or ModeAuto with a Docker
+// API answering.
+func (o Options) WantsContainer() bool {
+	return o.URL == "" && (o.Mode == ModeContainer || o.Mode == ModeAuto && DockerAnswers())
 }
 
 // AdminURL is a connection string to the server's "postgres" database as

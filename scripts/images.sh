@@ -2,7 +2,7 @@
 # Builds geoingest's container images locally, from Debian packages only: no
 # image registry is needed. Run as root (debootstrap, rootful podman).
 #
-#   scripts/images.sh [base|builder|postgis|geoingest|versitygw|fauxqs|all]...
+#   scripts/images.sh [base|builder|postgis|geoingest|versitygw|fauxqs|prometheus|all]...
 #
 # The images (podman's storage, or docker's with CONTAINER_CLI=docker):
 #   localhost/geoingest/debian:bookworm     a slim Debian 12 root file system made with
@@ -14,8 +14,12 @@
 #   localhost/geoingest/postgis:15-3        PostgreSQL 15 + PostGIS 3 from Debian, with the
 #                                           env interface of the postgis/postgis image
 #   localhost/geoingest/geoingest:dev       the Dockerfile at the repository root
+#   localhost/geoingest/stack:dev           its "stack" target: the compose stack's init
+#                                           and S3-to-SQS bridge (deploy/stack)
 #   localhost/geoingest/versitygw:v1.8.0    versitygw (S3 server), go install'ed on this machine
-#   localhost/geoingest/fauxqs:1.9.2        fauxqs (SQS server) from npm on Debian's node
+#   localhost/geoingest/prometheus:2.42     Prometheus from Debian, for the compose stack
+#   localhost/geoingest/fauxqs:1.9.2        fauxqs (SQS server), npm install'ed on this
+#                                           machine, on Debian's Node.js
 #
 # An image that exists is not rebuilt unless REBUILD=1 (geoingest's image is
 # always rebuilt: the build reuses its layers and Go caches, so an unchanged
@@ -33,10 +37,12 @@ goversion=$(go env GOVERSION | sed 's/^go//')
 builder=${GO_IMAGE:-localhost/geoingest/golang:$goversion-$suite}
 postgis_image=localhost/geoingest/postgis:15-3
 geoingest_image=${GEOINGEST_IMAGE:-localhost/geoingest/geoingest:dev}
+stack_image=localhost/geoingest/stack:dev
 versitygw_version=v1.8.0
 versitygw_image=localhost/geoingest/versitygw:$versitygw_version
 fauxqs_version=1.9.2
 fauxqs_image=localhost/geoingest/fauxqs:$fauxqs_version
+prometheus_image=localhost/geoingest/prometheus:2.42
 
 log() { echo "images: $*" >&2; }
 have() { [ "${REBUILD:-0}" != 1 ] && $cli image exists "$1" 2>/dev/null; }
@@ -94,8 +100,17 @@ image_postgis() {
 }
 
 image_geoingest() {
-  log "geoingest: $geoingest_image from ./Dockerfile"
-  build "$geoingest_image" . --build-arg "GO_IMAGE=$builder" --build-arg "RUNTIME_IMAGE=$base"
+  log "geoingest: $geoingest_image and $stack_image from ./Dockerfile"
+  local args=(--build-arg "GO_IMAGE=$builder" --build-arg "RUNTIME_IMAGE=$base")
+  if [ "$cli" = podman ]; then
+    # The build takes its modules from this machine's module cache (a
+    # file:// GOPROXY), filled here first: no download inside the build,
+    # which may not trust this machine's TLS proxy or reach the network.
+    go list -deps ./cmd/geoingest ./deploy/stack >/dev/null
+    args+=(-v "$(go env GOMODCACHE)/cache/download:/host-gomodcache:ro" --build-arg GOPROXY=file:///host-gomodcache)
+  fi
+  build "$geoingest_image" . "${args[@]}"
+  build "$stack_image" . "${args[@]}" --target stack
   log "geoingest: $geoingest_image is $($cli image inspect --format '{{.Size}}' "$geoingest_image" | awk '{printf "%.0f MB", $1/1e6}'), user $($cli image inspect --format '{{.Config.User}}' "$geoingest_image")"
 }
 
@@ -115,15 +130,41 @@ image_versitygw() {
 
 image_fauxqs() {
   have "$fauxqs_image" && { log "fauxqs: $fauxqs_image exists"; return; }
+  local ctx; ctx=$(mktemp -d); cp deploy/fauxqs/Containerfile "$ctx/"
+  log "fauxqs: npm install fauxqs@$fauxqs_version (here, not in the build: pure JavaScript)"
+  npm install --silent --no-audit --no-fund --omit=dev --prefer-offline --prefix "$ctx" "fauxqs@$fauxqs_version" >/dev/null
   log "fauxqs: $fauxqs_image"
-  build "$fauxqs_image" deploy/fauxqs --build-arg "FAUXQS_VERSION=$fauxqs_version"
+  build "$fauxqs_image" "$ctx"; rm -rf "$ctx"
+}
+
+image_prometheus() {
+  have "$prometheus_image" && { log "prometheus: $prometheus_image exists"; return; }
+  log "prometheus: $prometheus_image"
+  build "$prometheus_image" deploy/prometheus
+}
+
+# parallel: the images after the base, built concurrently (their builds
+# wait mostly on apt's downloads); each one's log goes to $cache/logs and is
+# shown when it fails.
+parallel() {
+  local logs=$cache/logs pids=() names=() failed=0 i
+  mkdir -p "$logs"
+  (timed image_builder && timed image_geoingest) >"$logs/builder+geoingest.log" 2>&1 & pids+=($!); names+=(builder+geoingest)
+  for s in postgis versitygw fauxqs prometheus; do
+    timed "image_$s" >"$logs/$s.log" 2>&1 & pids+=($!); names+=("$s")
+  done
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then grep '^images: ' "$logs/${names[$i]}.log" >&2 || true
+    else failed=1; log "${names[$i]} FAILED:"; tail -n 60 "$logs/${names[$i]}.log" >&2; fi
+  done
+  return $failed
 }
 
 targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(all)
 for t in "${targets[@]}"; do
   case $t in
-    all) for s in base builder postgis geoingest versitygw fauxqs; do timed "image_$s"; done ;;
-    base|builder|postgis|geoingest|versitygw|fauxqs) timed "image_$t" ;;
+    all) timed image_base; parallel ;;
+    base|builder|postgis|geoingest|versitygw|fauxqs|prometheus) timed "image_$t" ;;
     *) echo "images: unknown image $t" >&2; exit 2 ;;
   esac
 done
