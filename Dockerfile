@@ -16,20 +16,24 @@ RUN apt-get update && apt-get install -y --no-install-recommends libproj-dev \
 WORKDIR /src
 COPY . .
 # The module and build caches are cache mounts: they outlive the build, so
-# a rebuild after a code change compiles only what changed. GOPROXY may name
-# a module cache mounted into the build (scripts/images.sh:
-# file:///host-gomodcache), so that the build downloads nothing.
-# geoingest-stack is the compose stack's S3-to-SQS wiring (deploy/stack),
-# for the "stack" target.
-ARG GOPROXY
+# a rebuild after a code change compiles only what changed. The ARGs let a
+# build use a machine's own caches instead (scripts/images.sh mounts this
+# machine's module and build caches and builds without -trimpath, so that
+# the packages its tests compiled are reused, and GOPROXY=off: the build
+# downloads nothing). geoingest-stack is the compose stack's S3-to-SQS
+# wiring (deploy/stack), for the "stack" target.
+ARG GOPROXY=https://proxy.golang.org,direct
+ARG GOMODCACHE=/go/pkg/mod
+ARG GOCACHE=/root/.cache/go-build
+ARG BUILDFLAGS=-trimpath
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    export CGO_ENABLED=1 GOFLAGS=-buildvcs=false GOPROXY="${GOPROXY:-$(go env GOPROXY)}" \
-    && go build -trimpath -ldflags='-s -w' -o /out/geoingest ./cmd/geoingest \
-    && go build -trimpath -ldflags='-s -w' -o /out/geoingest-stack ./deploy/stack
+    export CGO_ENABLED=1 GOFLAGS=-buildvcs=false GOPROXY GOMODCACHE GOCACHE \
+    && go build $BUILDFLAGS -ldflags='-s -w' -o /out/geoingest ./cmd/geoingest \
+    && go build $BUILDFLAGS -ldflags='-s -w' -o /out/geoingest-stack ./deploy/stack
 
 # docker build --target stack: the compose stack's init and notification bridge.
 FROM ${RUNTIME_IMAGE} AS stack
-RUN useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin geoingest
+RUN groupadd --system --gid 10001 geoingest && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin geoingest
 COPY --from=build /out/geoingest-stack /usr/local/bin/geoingest-stack
 USER 10001:10001
 ENTRYPOINT ["geoingest-stack"]
@@ -39,7 +43,7 @@ ENTRYPOINT ["geoingest-stack"]
 FROM ${RUNTIME_IMAGE} AS geoingest
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libproj25 proj-data \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --user-group --home-dir /var/lib/geoingest --create-home --shell /usr/sbin/nologin geoingest
+    && groupadd --system --gid 10001 geoingest && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/geoingest --create-home --shell /usr/sbin/nologin geoingest
 COPY --from=build /out/geoingest /usr/local/bin/geoingest
 USER 10001:10001
 WORKDIR /var/lib/geoingest

@@ -103,11 +103,14 @@ image_geoingest() {
   log "geoingest: $geoingest_image and $stack_image from ./Dockerfile"
   local args=(--build-arg "GO_IMAGE=$builder" --build-arg "RUNTIME_IMAGE=$base")
   if [ "$cli" = podman ]; then
-    # The build takes its modules from this machine's module cache (a
-    # file:// GOPROXY), filled here first: no download inside the build,
-    # which may not trust this machine's TLS proxy or reach the network.
+    # The build uses this machine's module cache (filled here first) and
+    # build cache, mounted at paths that keep the compiler's inputs equal to
+    # this machine's (no -trimpath): the packages `go vet` and `go test`
+    # compiled here are reused, and nothing is downloaded in the build.
+    local modcache gocache; modcache=$(go env GOMODCACHE) gocache=$(go env GOCACHE)
     go list -deps ./cmd/geoingest ./deploy/stack >/dev/null
-    args+=(-v "$(go env GOMODCACHE)/cache/download:/host-gomodcache:ro" --build-arg GOPROXY=file:///host-gomodcache)
+    args+=(-v "$modcache:$modcache" -v "$gocache:/host-gocache"
+      --build-arg GOPROXY=off --build-arg "GOMODCACHE=$modcache" --build-arg GOCACHE=/host-gocache --build-arg BUILDFLAGS=)
   fi
   build "$geoingest_image" . "${args[@]}"
   build "$stack_image" . "${args[@]}" --target stack

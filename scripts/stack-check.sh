@@ -39,15 +39,16 @@ wait_for() {
   done
   say "$what"
 }
-psql_stack() { "${compose[@]}" exec -T postgis psql -U geoingest -d geoingest -XAtq -c "$1"; }
+# curl signs S3 requests itself (SigV4); S3 wants the payload hash header too.
+s3() { curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user geoingest:geoingest-secret -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@"; }
+# psql on this machine, through the published port (compose exec adds its own lines to stdout).
+psql_stack() { psql "host=127.0.0.1 port=$POSTGIS_PORT user=geoingest password=geoingest dbname=geoingest" -XAtq -c "$1"; }
 wait_for "geoingest serve is ready (/readyz)" 180 curl -sf "http://127.0.0.1:$METRICS_PORT/readyz"
-wait_for "the bucket exists (init)" 60 curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user geoingest:geoingest-secret \
-  "http://127.0.0.1:$S3_PORT/uploads?location"
+wait_for "the bucket exists (init)" 60 s3 --head "http://127.0.0.1:$S3_PORT/uploads"
 
 file=testdata/synthetic/admin.geojson
 key="admin/admin units.geojson"
-curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user geoingest:geoingest-secret -T "$file" \
-  "http://127.0.0.1:$S3_PORT/uploads/admin/admin%20units.geojson" || fail "upload $file"
+s3 -T "$file" "http://127.0.0.1:$S3_PORT/uploads/admin/admin%20units.geojson" || fail "upload $file"
 say "uploaded $file as s3://uploads/$key"
 
 landed() { [ "$(psql_stack "SELECT count(*) FROM jobs WHERE status = 'current'")" = 1 ]; }
