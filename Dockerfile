@@ -11,8 +11,8 @@ ARG GO_IMAGE=docker.io/library/golang:1.26-bookworm
 ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
 
 FROM ${GO_IMAGE} AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libproj-dev \
-    && rm -rf /var/lib/apt/lists/*
+RUN dpkg -s libproj-dev >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends libproj-dev \
+    && rm -rf /var/lib/apt/lists/*; }
 WORKDIR /src
 COPY . .
 # The module and build caches are cache mounts: they outlive the build, so

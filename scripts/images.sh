@@ -17,7 +17,7 @@
 #   localhost/geoingest/stack:dev           its "stack" target: the compose stack's init
 #                                           and S3-to-SQS bridge (deploy/stack)
 #   localhost/geoingest/versitygw:v1.8.0    versitygw (S3 server), go install'ed on this machine
-#   localhost/geoingest/prometheus:2.42     Prometheus from Debian, for the compose stack
+#   localhost/geoingest/prometheus:2.42     Prometheus (this machine's Debian binary), for the stack
 #   localhost/geoingest/fauxqs:1.9.2        fauxqs (SQS server), npm install'ed on this
 #                                           machine, on Debian's Node.js
 #
@@ -142,8 +142,11 @@ image_fauxqs() {
 
 image_prometheus() {
   have "$prometheus_image" && { log "prometheus: $prometheus_image exists"; return; }
-  log "prometheus: $prometheus_image"
-  build "$prometheus_image" deploy/prometheus
+  local bin ctx; bin=$(command -v prometheus || true)
+  [ -n "$bin" ] || { log "prometheus: not installed here (apt-get install prometheus)"; return 1; }
+  ctx=$(mktemp -d); cp deploy/prometheus/Containerfile "$bin" "$ctx/"
+  log "prometheus: $prometheus_image with $bin ($("$bin" --version 2>&1 | head -n1))"
+  build "$prometheus_image" "$ctx"; rm -rf "$ctx"
 }
 
 # parallel: the images after the base, built concurrently (their builds
