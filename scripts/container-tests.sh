@@ -46,18 +46,28 @@ if ! curl -sf --unix-socket "$sock" http://d/_ping >/dev/null 2>&1; then
   curl -sf --unix-socket "$sock" http://d/_ping >/dev/null || { cat /tmp/geoingest-podman-service.log >&2; exit 1; }
 fi
 
+# With the reaper off, a test binary killed mid-run leaves its container
+# behind: remove our PostGIS test containers before and after.
+reap() {
+  local ids; ids=$(podman ps -aq --filter label=org.testcontainers=true --filter ancestor=localhost/geoingest/postgis:15-3)
+  [ -z "$ids" ] || podman rm -f $ids >/dev/null 2>&1 || true
+}
+reap
+trap 'reap; [ -n "$service_pid" ] && kill "$service_pid" 2>/dev/null; true' EXIT
+
 step "tests on a testcontainers PostGIS (podman, $DOCKER_HOST)"
 store_tests=$(grep -oE '^func (Test[A-Za-z0-9_]+)' ingest/store_test.go | cut -d' ' -f2 | paste -sd'|')
 log=$(mktemp)
 export GEOINGEST_TEST_POSTGIS=container GEOINGEST_POSTGIS_IMAGE=localhost/geoingest/postgis:15-3
-run_tests() { # PKG REGEX: verbose to $log; the container's start and the test results to the CI log
-  if go test -count=1 -timeout 10m -v -run "$2" "$1" >"$log" 2>&1; then status=0; else status=$?; fi
-  grep -E '(🐳|✅|🔔|pgtest:|postgistest:)|^(=== RUN|--- (PASS|FAIL|SKIP)|PASS|FAIL|ok )' "$log" | grep -v '^=== RUN.*/' >&2 || true
-  if [ "$status" != 0 ]; then tail -n 150 "$log" >&2; echo "container tests: FAILED: go test $1 -run '$2'" >&2; exit 1; fi
-}
-run_tests ./ingest "^($store_tests)\$"
-run_tests ./postgistest .
-run_tests ./cmd/geoingest '^TestServeVersitygwEndToEnd$'
+# One go test for the three packages: they build and run side by side,
+# each with a container of its own. Verbose output goes to $log; the
+# containers' start and the tests' results go to the CI log.
+tests="^($store_tests|TestIngestTwiceWritesOnce|TestNewDBIsFreshAndDropped|TestServeVersitygwEndToEnd)\$"
+if go test -count=1 -timeout 10m -v -run "$tests" ./ingest ./postgistest ./cmd/geoingest >"$log" 2>&1; then status=0; else status=$?; fi
+grep -E '(🐳|✅|🔔|pgtest:|postgistest:)|^(=== RUN|--- (PASS|FAIL|SKIP)|PASS|FAIL|ok )' "$log" | grep -v '^=== RUN.*/' >&2 || true
+if [ "$status" != 0 ]; then tail -n 200 "$log" >&2; echo "container tests: FAILED: go test -run '$tests'" >&2; exit 1; fi
+n=$(grep -c '^--- PASS' "$log" || true) want=$(($(tr '|' '\n' <<<"$store_tests" | wc -l) + 3))
+[ "$n" -ge "$want" ] || { echo "container tests: FAILED: $n tests passed, want the $want named" >&2; exit 1; }
 rm -f "$log"
 unset GEOINGEST_TEST_POSTGIS GEOINGEST_POSTGIS_IMAGE
 

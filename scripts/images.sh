@@ -64,20 +64,26 @@ mirror() {
 
 image_base() {
   [ -n "${BASE_IMAGE:-}" ] && { log "base: using $BASE_IMAGE"; return; }
-  have "$base" && { log "base: $base exists"; return; }
-  local tar=$cache/debian-$suite-rootfs.tar
+  # The recipe's hash names the tarball and labels the image: a changed
+  # recipe makes a new root file system.
+  local recipe
+  recipe=$(sha256sum deploy/images/slim-rootfs.sh | cut -c1-12)
+  if have "$base" && [ "$($cli image inspect --format '{{index .Labels "geoingest.rootfs"}}' "$base" 2>/dev/null)" = "$recipe" ]; then
+    log "base: $base exists"; return
+  fi
+  local tar=$cache/debian-$suite-rootfs-$recipe.tar
   if [ ! -s "$tar" ] || [ "${REBUILD:-0}" = 1 ]; then
-    local m dir; m=$(mirror); dir=$(mktemp -d "$cache/rootfs.XXXXXX")
+    local m dir; m=$(mirror); mkdir -p "$cache"; dir=$(mktemp -d "$cache/rootfs.XXXXXX")
     log "base: debootstrap --variant=minbase $suite from $m"
-    mkdir -p "$cache"
     debootstrap --variant=minbase --include=ca-certificates "$suite" "$dir" "$m" >"$cache/debootstrap.log" 2>&1 ||
       { tail -n 30 "$cache/debootstrap.log" >&2; rm -rf "$dir"; exit 1; }
     deploy/images/slim-rootfs.sh "$dir" "$m" "$suite"
+    rm -f "$cache/debian-$suite-rootfs-"*.tar # other recipes'
     tar --numeric-owner -C "$dir" -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
     rm -rf "$dir"
   fi
   log "base: podman import $tar ($(du -h "$tar" | cut -f1))"
-  $cli import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' "$tar" "$base" >/dev/null
+  $cli import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' --change "LABEL geoingest.rootfs=$recipe" "$tar" "$base" >/dev/null
 }
 
 image_builder() {
