@@ -45,7 +45,7 @@ fauxqs_image=localhost/geoingest/fauxqs:$fauxqs_version
 prometheus_image=localhost/geoingest/prometheus:2.42
 
 log() { echo "images: $*" >&2; }
-have() { [ "${REBUILD:-0}" != 1 ] && $cli image exists "$1" 2>/dev/null; }
+have() { [ "${REBUILD:-0}" != 1 ] && $cli image inspect "$1" >/dev/null 2>&1; }
 timed() { local t0=$SECONDS; "$@"; log "$1 done in $((SECONDS - t0)) s"; }
 # build IMAGE CONTEXT [ARGS...]: docker format, so that HEALTHCHECK is kept.
 build() {
