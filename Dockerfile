@@ -39,7 +39,6 @@ USER 10001:10001
 ENTRYPOINT ["geoingest-stack"]
 
 # The default target: geoingest serve.
-
 FROM ${RUNTIME_IMAGE} AS geoingest
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libproj25 proj-data \
     && rm -rf /var/lib/apt/lists/* \
