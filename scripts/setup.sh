@@ -11,6 +11,10 @@ set -euo pipefail
 
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
+# --test also sets up podman for the container tests and the compose stack
+# (scripts/images.sh, scripts/stack-check.sh): GEOINGEST_PODMAN=0 leaves it out.
+want_podman=$want_test
+[ "${GEOINGEST_PODMAN:-1}" = 0 ] && want_podman=0
 
 sudo_cmd() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
@@ -28,6 +32,11 @@ fi
 if [ "$want_test" = 1 ] && ! command -v promtool >/dev/null; then
   apt_pkgs+=(prometheus) # for promtool: checks and unit-tests the alert rules
 fi
+if [ "$want_podman" = 1 ]; then
+  for p in podman runc debootstrap podman-compose slirp4netns fuse-overlayfs; do
+    command -v "$p" >/dev/null || [ -x "/usr/sbin/$p" ] || apt_pkgs+=("$p")
+  done
+fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${apt_pkgs[*]}" >&2
   sudo_cmd apt-get update -qq
@@ -35,6 +44,24 @@ if [ ${#apt_pkgs[@]} -gt 0 ]; then
 fi
 # Debian's package starts a cluster of its own on port 5432; geoingest does
 # not use it (it runs a private cluster on a Unix socket), so leave it be.
+
+# podman's containers get podman's default rlimits (nofile 1048576, and
+# nproc), which a process without CAP_SYS_RESOURCE cannot grant: runc then
+# fails with "error setting rlimits for ready process: operation not
+# permitted". Give containers what this machine allows instead: the hard
+# nofile limit, and nproc no higher than the 32768 podman sets for itself.
+if [ "$want_podman" = 1 ]; then
+  nofile=$(ulimit -Hn); [ "$nofile" = unlimited ] && nofile=1048576
+  nproc=$(ulimit -Hu); { [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; } && nproc=32768
+  conf=/etc/containers/containers.conf.d/50-geoingest-ulimits.conf
+  want="[containers]
+default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]"
+  if [ "$(cat "$conf" 2>/dev/null)" != "$want" ]; then
+    echo "setup: podman: container rlimits nofile=$nofile nproc=$nproc in $conf" >&2
+    sudo_cmd mkdir -p "$(dirname "$conf")"
+    printf '%s\n' "$want" | sudo_cmd tee "$conf" >/dev/null
+  fi
+fi
 
 if [ "$want_test" = 1 ]; then
   cache="${GEOINGEST_TEST_CACHE:-$HOME/.cache/geoingest-test}"

@@ -2,7 +2,10 @@
 # The README's second command: installs what the tests need if missing,
 # checks formatting, vet and that the sqlc-generated code is current, then
 # runs every test against real servers (a private PostGIS cluster, fauxqs,
-# an S3 server) that the tests start themselves.
+# an S3 server) that the tests start themselves, and then the container
+# tests (scripts/container-tests.sh: the images, tests on a testcontainers
+# PostGIS under podman, the compose stack; required in CI, skipped with a
+# notice elsewhere when podman cannot run containers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
@@ -17,3 +20,4 @@ if ! sqlc diff >/dev/null 2>&1; then
   exit 1
 fi
 go test -timeout 20m "$@" ./...
+scripts/container-tests.sh

@@ -3,8 +3,11 @@
 //
 // The server comes from, in order: TEST_DATABASE_URL (a server on which the
 // user may CREATE DATABASE); a PostGIS container through testcontainers-go
-// when a Docker API answers; a private throwaway cluster started with the
-// machine's initdb/pg_ctl and PostGIS. When none can be had the test fails
+// (postgistest.StartContainer) when a Docker API answers or
+// GEOINGEST_TEST_POSTGIS=container asks for one, of the image
+// GEOINGEST_POSTGIS_IMAGE (default postgistest.DefaultImage); a private
+// throwaway cluster started with the machine's initdb/pg_ctl and PostGIS
+// (or GEOINGEST_TEST_POSTGIS=cluster). When none can be had the test fails
 // with what to install: it never silently skips.
 //
 // Call pgtest.Main from TestMain so that a private cluster is stopped when
@@ -15,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"sync"
@@ -25,10 +27,9 @@ import (
 
 	"github.com/geoingest/geoingest/internal/pgcluster"
 	"github.com/geoingest/geoingest/migrations"
+	"github.com/geoingest/geoingest/postgistest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 var (
@@ -117,13 +118,14 @@ func setup() error {
 	switch {
 	case os.Getenv("TEST_DATABASE_URL") != "":
 		adminURL = os.Getenv("TEST_DATABASE_URL")
-	case dockerAnswers():
-		url, stop, err := startContainer(ctx)
+	case postgistest.Options{}.WithDefaults().WantsContainer():
+		c, err := postgistest.StartContainer(ctx, postgistest.Options{}.WithDefaults().Image)
 		if err != nil {
 			return err
 		}
-		adminURL = url
-		stopFns = append(stopFns, stop)
+		fmt.Fprintf(os.Stderr, "pgtest: PostGIS in %s\n", c)
+		adminURL = c.URL
+		stopFns = append(stopFns, func() { _ = c.Terminate(context.Background()) })
 	default:
 		dir, err := os.MkdirTemp("", "geoingest-pgtest-")
 		if err != nil {
@@ -174,45 +176,4 @@ func withDB(url, name string) string {
 
 func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
-}
-
-// dockerAnswers reports whether a Docker API socket accepts connections.
-func dockerAnswers() bool {
-	addr := "/var/run/docker.sock"
-	if h := os.Getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
-		addr = strings.TrimPrefix(h, "unix://")
-	} else if h != "" {
-		return true // a remote engine: let testcontainers try it
-	}
-	c, err := net.DialTimeout("unix", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
-}
-
-func startContainer(ctx context.Context) (string, func(), error) {
-	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: testcontainers.ContainerRequest{
-			Image:        "postgis/postgis:15-3.4",
-			ExposedPorts: []string{"5432/tcp"},
-			Env:          map[string]string{"POSTGRES_PASSWORD": "postgres"},
-			WaitingFor:   wait.ForLog("database system is ready to accept connections").WithOccurrence(2).WithStartupTimeout(2 * time.Minute),
-		},
-		Started: true,
-	})
-	if err != nil {
-		return "", nil, fmt.Errorf("postgis container: %w", err)
-	}
-	host, err := c.Host(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	port, err := c.MappedPort(ctx, "5432")
-	if err != nil {
-		return "", nil, err
-	}
-	url := fmt.Sprintf("host=%s port=%d user=postgres password=postgres dbname=postgres sslmode=disable", host, port.Num())
-	return url, func() { _ = testcontainers.TerminateContainer(c) }, nil
 }

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Builds geoingest's container images locally, from Debian packages only: no
+# image registry is needed. Run as root (debootstrap, rootful podman).
+#
+#   scripts/images.sh [base|builder|postgis|geoingest|versitygw|fauxqs|prometheus|all]...
+#
+# The images (podman's storage, or docker's with CONTAINER_CLI=docker):
+#   localhost/geoingest/debian:bookworm     a slim Debian 12 root file system made with
+#                                           debootstrap from the machine's apt mirror and
+#                                           imported with `podman import` (or BASE_IMAGE,
+#                                           e.g. docker.io/library/debian:bookworm-slim)
+#   localhost/geoingest/golang:<go version> the builder: the base, gcc and pkg-config, and
+#                                           this machine's Go toolchain copied in
+#   localhost/geoingest/postgis:15-3        PostgreSQL 15 + PostGIS 3 from Debian, with the
+#                                           env interface of the postgis/postgis image
+#   localhost/geoingest/geoingest:dev       the Dockerfile at the repository root
+#   localhost/geoingest/stack:dev           its "stack" target: the compose stack's init
+#                                           and S3-to-SQS bridge (deploy/stack)
+#   localhost/geoingest/versitygw:v1.8.0    versitygw (S3 server), go install'ed on this machine
+#   localhost/geoingest/prometheus:2.42     Prometheus (this machine's Debian binary), for the stack
+#   localhost/geoingest/fauxqs:1.9.2        fauxqs (SQS server), npm install'ed on this
+#                                           machine, on Debian's Node.js
+#
+# An image that exists is not rebuilt unless REBUILD=1 (geoingest's image is
+# always rebuilt: the build reuses its layers and Go caches, so an unchanged
+# tree takes seconds). The debootstrap tarball is kept in
+# $GEOINGEST_IMAGE_CACHE (default /var/cache/geoingest), so even a wiped
+# image store re-imports it without a download.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cli=${CONTAINER_CLI:-podman}
+cache=${GEOINGEST_IMAGE_CACHE:-/var/cache/geoingest}
+suite=bookworm
+base=${BASE_IMAGE:-localhost/geoingest/debian:$suite}
+goversion=$(go env GOVERSION | sed 's/^go//')
+builder=${GO_IMAGE:-localhost/geoingest/golang:$goversion-$suite}
+postgis_image=localhost/geoingest/postgis:15-3
+geoingest_image=${GEOINGEST_IMAGE:-localhost/geoingest/geoingest:dev}
+stack_image=localhost/geoingest/stack:dev
+versitygw_version=v1.8.0
+versitygw_image=localhost/geoingest/versitygw:$versitygw_version
+fauxqs_version=1.9.2
+fauxqs_image=localhost/geoingest/fauxqs:$fauxqs_version
+prometheus_image=localhost/geoingest/prometheus:2.42
+
+log() { echo "images: $*" >&2; }
+have() { [ "${REBUILD:-0}" != 1 ] && $cli image inspect "$1" >/dev/null 2>&1; }
+timed() { local t0=$SECONDS; "$@"; log "$1 done in $((SECONDS - t0)) s"; }
+# build IMAGE CONTEXT [ARGS...]: docker format, so that HEALTHCHECK is kept.
+build() {
+  local image=$1 context=$2; shift 2
+  local fmt=(); [ "$cli" = podman ] && fmt=(--format docker)
+  $cli build "${fmt[@]}" --build-arg "BASE=$base" -t "$image" "$@" "$context"
+}
+
+# mirror prints the Debian mirror the machine's apt uses.
+mirror() {
+  local m
+  m=$(grep -hoE '^(deb|URIs:)[[:space:]]+(\[[^]]*\][[:space:]]+)?https?://[^[:space:]]+/debian/?([[:space:]]|$)' \
+        /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null | grep -oE 'https?://[^[:space:]]+' | head -n1 || true)
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+image_base() {
+  [ -n "${BASE_IMAGE:-}" ] && { log "base: using $BASE_IMAGE"; return; }
+  # The recipe's hash names the tarball and labels the image: a changed
+  # recipe makes a new root file system.
+  local recipe
+  recipe=$(sha256sum deploy/images/slim-rootfs.sh | cut -c1-12)
+  if have "$base" && [ "$($cli image inspect --format '{{index .Labels "geoingest.rootfs"}}' "$base" 2>/dev/null)" = "$recipe" ]; then
+    log "base: $base exists"; return
+  fi
+  local tar=$cache/debian-$suite-rootfs-$recipe.tar
+  if [ ! -s "$tar" ] || [ "${REBUILD:-0}" = 1 ]; then
+    local m dir; m=$(mirror); mkdir -p "$cache"; dir=$(mktemp -d "$cache/rootfs.XXXXXX")
+    log "base: debootstrap --variant=minbase $suite from $m"
+    debootstrap --variant=minbase --include=ca-certificates "$suite" "$dir" "$m" >"$cache/debootstrap.log" 2>&1 ||
+      { tail -n 30 "$cache/debootstrap.log" >&2; rm -rf "$dir"; exit 1; }
+    deploy/images/slim-rootfs.sh "$dir" "$m" "$suite"
+    rm -f "$cache/debian-$suite-rootfs-"*.tar # other recipes'
+    tar --numeric-owner -C "$dir" -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+    rm -rf "$dir"
+  fi
+  log "base: podman import $tar ($(du -h "$tar" | cut -f1))"
+  $cli import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' --change "LABEL geoingest.rootfs=$recipe" "$tar" "$base" >/dev/null
+}
+
+image_builder() {
+  [ -n "${GO_IMAGE:-}" ] && { log "builder: using $GO_IMAGE"; return; }
+  have "$builder" && { log "builder: $builder exists"; return; }
+  local goroot; goroot=$(go env GOROOT)
+  log "builder: $builder (the base, gcc, and Go $goversion from $goroot)"
+  if [ "$cli" = podman ]; then
+    build "$builder" deploy/images -f deploy/images/golang.Containerfile -v "$goroot:/host-go:ro"
+  else # docker build has no volumes: copy the toolchain into a context
+    local ctx; ctx=$(mktemp -d); cp -a deploy/images/golang.Containerfile "$ctx/"; cp -a "$goroot" "$ctx/go"
+    build "$builder" "$ctx" -f "$ctx/golang.Containerfile" --build-arg GO_FROM_CONTEXT=1; rm -rf "$ctx"
+  fi
+}
+
+image_postgis() {
+  have "$postgis_image" && { log "postgis: $postgis_image exists"; return; }
+  log "postgis: $postgis_image"
+  build "$postgis_image" deploy/postgis
+}
+
+image_geoingest() {
+  log "geoingest: $geoingest_image and $stack_image from ./Dockerfile"
+  local args=(--build-arg "GO_IMAGE=$builder" --build-arg "RUNTIME_IMAGE=$base")
+  if [ "$cli" = podman ]; then
+    # The build uses this machine's module cache (filled here first) and
+    # build cache, mounted at paths that keep the compiler's inputs equal to
+    # this machine's (no -trimpath): the packages `go vet` and `go test`
+    # compiled here are reused, and nothing is downloaded in the build.
+    local modcache gocache; modcache=$(go env GOMODCACHE) gocache=$(go env GOCACHE)
+    go list -deps ./cmd/geoingest ./deploy/stack >/dev/null
+    args+=(-v "$modcache:$modcache" -v "$gocache:/host-gocache"
+      --build-arg GOPROXY=off --build-arg "GOMODCACHE=$modcache" --build-arg GOCACHE=/host-gocache --build-arg BUILDFLAGS=)
+  fi
+  build "$geoingest_image" . "${args[@]}"
+  build "$stack_image" . "${args[@]}" --target stack
+  log "geoingest: $geoingest_image is $($cli image inspect --format '{{.Size}}' "$geoingest_image" | awk '{printf "%.0f MB", $1/1e6}'), user $($cli image inspect --format '{{.Config.User}}' "$geoingest_image")"
+}
+
+image_versitygw() {
+  have "$versitygw_image" && { log "versitygw: $versitygw_image exists"; return; }
+  local bin ctx
+  bin=$(command -v versitygw || echo "$(go env GOPATH)/bin/versitygw")
+  if [ ! -x "$bin" ] || ! go version -m "$bin" | grep -q "mod.*github.com/versity/versitygw[[:space:]]*$versitygw_version"; then
+    log "versitygw: go install github.com/versity/versitygw/cmd/versitygw@$versitygw_version"
+    GOFLAGS= GOBIN="$(go env GOPATH)/bin" go install "github.com/versity/versitygw/cmd/versitygw@$versitygw_version"
+    bin="$(go env GOPATH)/bin/versitygw"
+  fi
+  ctx=$(mktemp -d); cp deploy/versitygw/Containerfile "$ctx/"; cp "$bin" "$ctx/versitygw"
+  log "versitygw: $versitygw_image with $bin"
+  build "$versitygw_image" "$ctx"; rm -rf "$ctx"
+}
+
+image_fauxqs() {
+  have "$fauxqs_image" && { log "fauxqs: $fauxqs_image exists"; return; }
+  local ctx; ctx=$(mktemp -d); cp deploy/fauxqs/Containerfile "$ctx/"
+  log "fauxqs: npm install fauxqs@$fauxqs_version (here, not in the build: pure JavaScript)"
+  npm install --silent --no-audit --no-fund --omit=dev --prefer-offline --prefix "$ctx" "fauxqs@$fauxqs_version" >/dev/null
+  log "fauxqs: $fauxqs_image"
+  build "$fauxqs_image" "$ctx"; rm -rf "$ctx"
+}
+
+image_prometheus() {
+  have "$prometheus_image" && { log "prometheus: $prometheus_image exists"; return; }
+  local bin ctx; bin=$(command -v prometheus || true)
+  [ -n "$bin" ] || { log "prometheus: not installed here (apt-get install prometheus)"; return 1; }
+  ctx=$(mktemp -d); cp deploy/prometheus/Containerfile "$bin" "$ctx/"
+  log "prometheus: $prometheus_image with $bin ($("$bin" --version 2>&1 | head -n1))"
+  build "$prometheus_image" "$ctx"; rm -rf "$ctx"
+}
+
+# parallel: the images after the base, built concurrently (their builds
+# wait mostly on apt's downloads); each one's log goes to $cache/logs and is
+# shown when it fails.
+parallel() {
+  local logs=$cache/logs pids=() names=() failed=0 i
+  mkdir -p "$logs"
+  (timed image_builder && timed image_geoingest) >"$logs/builder+geoingest.log" 2>&1 & pids+=($!); names+=(builder+geoingest)
+  for s in postgis versitygw fauxqs prometheus; do
+    timed "image_$s" >"$logs/$s.log" 2>&1 & pids+=($!); names+=("$s")
+  done
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then grep '^images: ' "$logs/${names[$i]}.log" >&2 || true
+    else failed=1; log "${names[$i]} FAILED:"; tail -n 60 "$logs/${names[$i]}.log" >&2; fi
+  done
+  return $failed
+}
+
+targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(all)
+for t in "${targets[@]}"; do
+  case $t in
+    all) timed image_base; parallel ;;
+    base|builder|postgis|geoingest|versitygw|fauxqs|prometheus) timed "image_$t" ;;
+    *) echo "images: unknown image $t" >&2; exit 2 ;;
+  esac
+done
