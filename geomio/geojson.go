@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/paulmach/orb/geojson"
 )
 
@@ -186,24 +187,18 @@ func (r *geojsonReader) readHeader() error {
 }
 
 func (r *geojsonReader) setCRS(raw json.RawMessage) error {
-	srid, text, err := resolveGeoJSONCRS(raw, r.opts)
+	text, err := geojsonCRSText(raw)
 	if err != nil {
-		if r.opts.ResolveCRS != nil && !strings.HasPrefix(err.Error(), "crs member") {
-			return fmt.Errorf("%s: %w", r.path, err) // the resolver failed: not the input's fault
-		}
 		return &Error{File: r.path, Problem: "invalid crs", Err: err}
 	}
-	r.layer.CRSText = text
-	r.layer.SRID = srid
-	if len(raw) == 0 || string(raw) == "null" {
-		r.layer.SRID = 4326 // RFC 7946
+	if text == "" && r.opts.SourceSRID == 0 {
+		// RFC 7946: no crs member means longitude/latitude on WGS 84.
+		r.layer.SRID = 4326
+		r.layer.CRS = crs.CRS{Method: crs.Default, EPSG: 4326}
 		r.lonLat = true
+		return nil
 	}
-	if r.opts.SourceSRID != 0 {
-		r.layer.SRID = r.opts.SourceSRID
-		r.lonLat = false
-	}
-	return nil
+	return setLayerCRS(&r.layer, r.path, text, r.opts)
 }
 
 func (r *geojsonReader) expectEOF() error {

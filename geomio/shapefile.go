@@ -125,21 +125,15 @@ func openShapefileSet(s shpSidecars, file, name string, opts Options, base int64
 			return nil, &Error{File: s.cpg, Problem: "read .cpg", Err: err}
 		}
 	}
+	var prj string
 	if s.prj != "" {
-		prj, err := readSmall(s.prj)
-		if err != nil {
+		if prj, err = readSmall(s.prj); err != nil {
 			return nil, &Error{File: s.prj, Problem: "read .prj", Err: err}
 		}
-		r.layer.CRSText = strings.TrimSpace(prj)
-		r.layer.SRID = identifyPRJ(prj)
-		if r.layer.SRID == 0 && r.layer.CRSText != "" && opts.SourceSRID == 0 {
-			if r.layer.SRID, err = resolveWith(opts, r.layer.CRSText); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.prj, err)
-			}
-		}
 	}
-	if opts.SourceSRID != 0 {
-		r.layer.SRID = opts.SourceSRID
+	prjName := strings.TrimSuffix(file, filepath.Ext(file)) + filepath.Ext(s.prj)
+	if err := setLayerCRS(&r.layer, prjName, strings.TrimSpace(prj), opts); err != nil {
+		return nil, err
 	}
 	sf, err := os.Open(s.shp)
 	if err != nil {

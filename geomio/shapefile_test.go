@@ -135,7 +135,7 @@ func TestDBFTypes(t *testing.T) {
 		{"-7", "0.00", "0", "n", "00000000", `a"b\c`},
 	})
 	dir := t.TempDir()
-	path := writeSet(t, dir, "types", makeSHP([][2]float64{{1, 2}, {3, 4}, {5, 6}, {7, 8}}), dbf, map[string]string{".prj": `GEOGCS["GCS_WGS_1984"]`})
+	path := writeSet(t, dir, "types", makeSHP([][2]float64{{1, 2}, {3, 4}, {5, 6}, {7, 8}}), dbf, map[string]string{".prj": esriWGS84})
 	layer, fs, err := openAll(t, path, Options{})
 	require.NoError(t, err)
 	require.Equal(t, 4326, layer.SRID)
@@ -272,12 +272,12 @@ func TestZip(t *testing.T) {
 	dbf2 := string(makeDBF(0, cols, [][]string{{"1"}, {"2"}}))
 	shp1 := string(makeSHP([][2]float64{{3, 3}}))
 	dbf1 := string(makeDBF(0, cols, [][]string{{"3"}}))
-	prj := `GEOGCS["GCS_WGS_1984"]`
+	prj := esriWGS84
 
 	t.Run("several layers in lexical order", func(t *testing.T) {
 		t.Parallel()
 		p := makeZip(t, [][2]string{
-			{"b/Second.SHP", shp1}, {"b/Second.DBF", dbf1}, {"b/second.Prj", `PROJCS["British_National_Grid"]`},
+			{"b/Second.SHP", shp1}, {"b/Second.DBF", dbf1}, {"b/second.Prj", `PROJCS["British_National_Grid",GEOGCS["GCS_OSGB_1936",DATUM["D_OSGB_1936",SPHEROID["Airy_1830",6377563.396,299.3249646]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Transverse_Mercator"],PARAMETER["False_Easting",400000.0],PARAMETER["False_Northing",-100000.0],PARAMETER["Central_Meridian",-2.0],PARAMETER["Scale_Factor",0.9996012717],PARAMETER["Latitude_Of_Origin",49.0],UNIT["Meter",1.0]]`},
 			{"__MACOSX/a/._First.shp", "junk"}, {"a/First.shp", shp2}, {"a/First.dbf", dbf2}, {"a/First.prj", prj},
 			{"a/First.sbn", "ignored"}, {"a/First.shp.xml", "<x/>"},
 		})
@@ -349,3 +349,6 @@ func manySmallBombEntries(shp, dbf string, n int) [][2]string {
 	}
 	return es
 }
+
+// esriWGS84 is the .prj ArcGIS writes for EPSG:4326.
+const esriWGS84 = `GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`

@@ -267,7 +267,7 @@ type corpusScan struct {
 func scanCorpus(t *testing.T, store *Store, path string, srid int, ds oracleDataset) corpusScan {
 	t.Helper()
 	var out corpusScan
-	r, err := geomio.Open(path, geomio.Options{SourceSRID: srid, ResolveCRS: store.ResolveCRS})
+	r, err := geomio.Open(path, geomio.Options{SourceSRID: srid, RegisterCRS: store.RegisterCRS})
 	if err != nil {
 		out.crs = "refused by reader"
 		require.Empty(t, ds.NonASCIISamples, "samples cannot be checked: %v", err)

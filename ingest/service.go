@@ -122,7 +122,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 
 	r, err := geomio.Open(fetched.Path, geomio.Options{
 		SourceSRID:      job.Params.SourceSRID,
-		ResolveCRS:      s.Store.ResolveCRS,
+		RegisterCRS:     s.Store.RegisterCRS,
 		DefaultEncoding: job.Params.DefaultEncoding,
 		Limits:          s.Limits,
 	})
@@ -138,7 +138,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
-	pr := newProgressReader(r, log, s.Progress, every, progressLogEvery, job)
+	pr := &layerLog{Reader: newProgressReader(r, log, s.Progress, every, progressLogEvery, job)}
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
