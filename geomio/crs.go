@@ -16,7 +16,8 @@ import (
 //   - opts.SourceSRID, when set, wins and the text is not even parsed:
 //     the caller knows better than the file (method Override);
 //   - no text: SRID 0 (unknown), for the caller to refuse;
-//   - an EPSG CRS (named by the file or identified by PROJ): its code;
+//   - an EPSG CRS (named by the file or identified by PROJ): the SRID
+//     opts.RegisterCRS gives it, or its code when RegisterCRS is nil;
 //   - a custom CRS: the SRID opts.RegisterCRS gives it, or 0 when
 //     RegisterCRS is nil.
 //
@@ -44,13 +45,10 @@ func setLayerCRS(l *Layer, file, text string, opts Options) error {
 		return fmt.Errorf("%s: resolve CRS: %w", file, err)
 	}
 	l.CRS = c
-	l.SRID = c.EPSG
-	if c.Method == crs.Custom {
-		l.SRID = 0
-		if opts.RegisterCRS != nil {
-			if l.SRID, err = opts.RegisterCRS(c); err != nil {
-				return fmt.Errorf("%s: register custom CRS %q: %w", file, c.Name, err)
-			}
+	l.SRID = c.EPSG // 0 for a custom CRS
+	if opts.RegisterCRS != nil {
+		if l.SRID, err = opts.RegisterCRS(c); err != nil {
+			return fmt.Errorf("%s: register CRS %s: %w", file, c, err)
 		}
 	}
 	return nil

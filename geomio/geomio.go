@@ -114,9 +114,10 @@ type Options struct {
 	// SourceSRID, when non-zero, is the EPSG code to assume for every layer,
 	// overriding whatever CRS the file names or does not name.
 	SourceSRID int
-	// RegisterCRS gives a custom CRS (one PROJ finds no EPSG equivalent
-	// for: crs.Custom) the SRID under which PostGIS knows it, registering
-	// it if need be. When nil, a layer in a custom CRS gets SRID 0.
+	// RegisterCRS returns the SRID under which PostGIS knows a CRS that a
+	// file names (an EPSG CRS, or a custom one PROJ finds no EPSG
+	// equivalent for), registering it if need be. When nil, a layer gets
+	// its CRS's EPSG code as SRID, or 0 for a custom CRS.
 	RegisterCRS func(c crs.CRS) (srid int, err error)
 	// DefaultEncoding is the DBF text encoding used when neither a .cpg
 	// nor the DBF language driver id names one. "" means UTF-8.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -14,30 +15,58 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// RegisterCRS gives a custom CRS (crs.Custom: one with no EPSG equivalent)
-// the SRID under which PostGIS knows it, registering it in spatial_ref_sys
-// (and custom_crs) under the lowest free SRID of geoingest's range
-// 990000-998999 the first time any worker sees it. Identical definitions
-// (the same WKT from PROJ) share one SRID; two workers registering one at
-// once serialise on an advisory lock, in a short transaction of its own
-// (a registered CRS that no job ends up using is harmless). The SRID is
-// cached in the Store. It is geomio's Options.RegisterCRS.
+// RegisterCRS returns the SRID under which PostGIS knows a CRS that
+// crs.Resolve resolved; it is geomio's Options.RegisterCRS.
 //
-// A full range is a Permanent error; database errors are Transient.
+//   - An EPSG CRS (Authority, Identified) is its EPSG code when
+//     spatial_ref_sys has it. PostGIS's spatial_ref_sys is older than
+//     PROJ's database, so a recent code may be missing: it is then
+//     registered with auth_name 'EPSG' and its code, so that PostGIS builds
+//     it from PROJ's database like any other.
+//   - A custom CRS (no EPSG equivalent) is registered with its own
+//     definition (PROJ's WKT and PROJ string), auth_name 'GEOINGEST'.
+//
+// Registered CRSs take the lowest free SRID of geoingest's range
+// 990000-998999, once per definition, recorded in custom_crs: identical
+// definitions share one SRID, and two workers registering one at once
+// serialise on an advisory lock, in a short transaction of its own (a
+// registered CRS that no job ends up using is harmless). SRIDs are cached
+// in the Store. A full range is a Permanent error; database errors are
+// Transient.
 func (s *Store) RegisterCRS(c crs.CRS) (int, error) {
-	if c.Method != crs.Custom || c.Definition == "" {
-		return 0, Permanentf("register CRS: %s is not a custom definition", c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key, def := c.Definition, c.PROJString
+	var epsg pgtype.Int4
+	switch {
+	case c.Method == crs.Custom && c.Definition != "":
+	case c.EPSG > 0:
+		known, err := s.checkSRID(ctx, c.EPSG)
+		if err != nil {
+			return 0, Transientf("check srid: %w", err)
+		}
+		if known {
+			return c.EPSG, nil
+		}
+		key, epsg = fmt.Sprintf("EPSG:%d", c.EPSG), pgtype.Int4{Int32: int32(c.EPSG), Valid: true}
+	default:
+		return 0, Permanentf("register CRS: %s has neither an EPSG code nor a definition", c)
 	}
-	sum := sha256.Sum256([]byte(c.Definition))
+	sum := sha256.Sum256([]byte(key))
 	hash := hex.EncodeToString(sum[:])
 	if srid, ok := s.customCRS.Load(hash); ok {
 		return srid.(int), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	srid, err := s.q.CustomCRSByHash(ctx, hash)
 	if errors.Is(err, pgx.ErrNoRows) {
-		srid, err = s.registerCRS(ctx, hash, c)
+		wkt := c.Definition
+		if epsg.Valid {
+			if wkt, def, err = crs.EPSGDefinition(c.EPSG); err != nil {
+				return 0, Transientf("register EPSG:%d: %w", c.EPSG, err)
+			}
+		}
+		srid, err = s.registerCRS(ctx, db.RegisterCustomCRSParams{DefinitionSha256: hash, Epsg: epsg, Name: c.Name,
+			Srtext: pgtype.Text{String: wkt, Valid: true}, Proj4text: pgtype.Text{String: def, Valid: true}})
 	}
 	if err != nil {
 		return 0, err
@@ -46,7 +75,7 @@ func (s *Store) RegisterCRS(c crs.CRS) (int, error) {
 	return int(srid), nil
 }
 
-func (s *Store) registerCRS(ctx context.Context, hash string, c crs.CRS) (int32, error) {
+func (s *Store) registerCRS(ctx context.Context, p db.RegisterCustomCRSParams) (int32, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, Transientf("register CRS: %w", err)
@@ -56,13 +85,11 @@ func (s *Store) registerCRS(ctx context.Context, hash string, c crs.CRS) (int32,
 	if err := q.LockCustomCRS(ctx); err != nil {
 		return 0, Transientf("register CRS: %w", err)
 	}
-	srid, err := q.CustomCRSByHash(ctx, hash) // registered while we waited?
+	srid, err := q.CustomCRSByHash(ctx, p.DefinitionSha256) // registered while we waited?
 	if errors.Is(err, pgx.ErrNoRows) {
-		srid, err = q.RegisterCustomCRS(ctx, db.RegisterCustomCRSParams{
-			DefinitionSha256: hash, Name: c.Name,
-			Srtext: pgtype.Text{String: c.Definition, Valid: true}, Proj4text: pgtype.Text{String: c.PROJString, Valid: true}})
+		srid, err = q.RegisterCustomCRS(ctx, p)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, Permanentf("register custom CRS %q: geoingest's SRID range 990000-998999 is full", c.Name)
+			return 0, Permanentf("register CRS %q: geoingest's SRID range 990000-998999 is full", p.Name)
 		}
 	}
 	if err != nil {
@@ -71,7 +98,7 @@ func (s *Store) registerCRS(ctx context.Context, hash string, c crs.CRS) (int32,
 	if err := tx.Commit(ctx); err != nil {
 		return 0, Transientf("register CRS: %w", err)
 	}
-	s.log.Info("registered a custom CRS in spatial_ref_sys", "srid", srid, "crs", c.Name)
+	s.log.Info("registered a CRS in spatial_ref_sys", "srid", srid, "crs", p.Name, "epsg", p.Epsg.Int32)
 	return srid, nil
 }
 
@@ -119,7 +146,7 @@ func recordJobCRS(ctx context.Context, q *db.Queries, jobID string, r geomio.Rea
 			JobID: jobID, Layer: l.Name, Method: method, Srid: int32(l.SRID),
 			Epsg:       pgtype.Int4{Int32: int32(c.EPSG), Valid: c.EPSG != 0},
 			Confidence: pgtype.Int4{Int32: int32(c.Confidence), Valid: confident},
-			CrsName:    c.Name, Definition: c.Definition, Transformation: c.Transformation,
+			CrsName:    c.Name, Definition: c.Definition, Transformation: c.Transformation, // Definition: custom only
 			SourceText: l.CRSText,
 		}); err != nil {
 			return err

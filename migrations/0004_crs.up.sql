@@ -1,17 +1,20 @@
 -- geoingest schema, version 4: the CRS of every upload, resolved with PROJ.
 --
--- custom_crs holds the CRSs that have no EPSG equivalent (a custom Lambert
--- conformal conic, a Robinson world map, ...) which geoingest registered in
--- spatial_ref_sys, so that ST_Transform in the write gate uses them by SRID
--- like any EPSG CRS. Their SRIDs are in geoingest's range 990000-998999
--- (PostGIS allows user SRIDs up to 998999), auth_name 'GEOINGEST'. A
--- definition is registered once: definition_sha256 is the SHA-256 of the
--- WKT PROJ writes for it (srtext), so identical definitions share one SRID,
--- and two workers registering one at the same moment serialise on an
--- advisory lock (see query/crs.sql).
+-- custom_crs holds the CRSs geoingest registered in spatial_ref_sys, so
+-- that ST_Transform in the write gate uses them by SRID like any other:
+-- CRSs with no EPSG equivalent (a custom Lambert conformal conic, a
+-- Robinson world map, ...; auth_name 'GEOINGEST', epsg NULL), and EPSG CRSs
+-- that PROJ knows but PostGIS's older spatial_ref_sys lacks (auth_name
+-- 'EPSG', so PostGIS builds them from PROJ's database by code). Their
+-- SRIDs are in geoingest's range 990000-998999 (PostGIS allows user SRIDs
+-- up to 998999). A definition is registered once: definition_sha256 is the
+-- SHA-256 of the WKT PROJ writes for it (or of "EPSG:n"), so identical
+-- definitions share one SRID, and two workers registering one at the same
+-- moment serialise on an advisory lock (see query/crs.sql).
 CREATE TABLE custom_crs (
     srid              integer PRIMARY KEY CHECK (srid BETWEEN 990000 AND 998999),
     definition_sha256 text NOT NULL UNIQUE,
+    epsg              integer,
     name              text NOT NULL,
     srtext            text NOT NULL,
     proj4text         text NOT NULL,

@@ -308,6 +308,9 @@ func (p *projCtx) bestOperation(src, dst pj) (name string, ballpark bool, err er
 	}
 	op := pj{C.proj_list_get(p.c, ops, 0)}
 	defer op.destroy()
+	if C.proj_coordoperation_is_instantiable(p.c, op.p) == 0 {
+		return "", false, fmt.Errorf("PROJ cannot compute %q (a projection method it does not implement)", p.name(op))
+	}
 	return p.name(op), C.proj_coordoperation_has_ballpark_transformation(p.c, op.p) != 0, nil
 }
 

@@ -110,6 +110,34 @@ func (p *projCtx) resolve(o pj, c CRS) (CRS, error) {
 	return p.custom(o, c)
 }
 
+// EPSGDefinition returns PROJ's definition of EPSG:code as WKT (WKT 2019,
+// or WKT 1 when that does not fit in spatial_ref_sys) and as a PROJ.4
+// string (or ""), for registering an EPSG CRS that PostGIS's
+// spatial_ref_sys, older than PROJ's database, lacks.
+func EPSGDefinition(code int) (wkt, projString string, err error) {
+	p, err := newCtx()
+	if err != nil {
+		return "", "", err
+	}
+	defer p.close()
+	o, err := p.epsg(code)
+	if err != nil {
+		return "", "", err
+	}
+	defer o.destroy()
+	wkt = p.wkt(o, "WKT2_2019")
+	if wkt == "" || len(wkt) > maxDefinition {
+		wkt = p.wkt(o, "WKT1_GDAL")
+	}
+	if wkt == "" || len(wkt) > maxDefinition {
+		return "", "", fmt.Errorf("EPSG:%d: no WKT of at most %d characters", code, maxDefinition)
+	}
+	if projString = p.projString(o); len(projString) > maxDefinition {
+		projString = ""
+	}
+	return wkt, projString, nil
+}
+
 // same reports whether a and b are the same CRS once both have easting
 // first (several national grids are northing-first in EPSG, never in a
 // .prj).
@@ -219,7 +247,7 @@ func (p *projCtx) checkTransformation(src pj, c CRS) (CRS, error) {
 	defer dst.destroy()
 	name, ballpark, err := p.bestOperation(src, dst)
 	if err != nil {
-		return c, &InputError{Msg: fmt.Sprintf("PROJ has no transformation from %s to WGS 84: %v; %s", c, err, overrideHint)}
+		return c, &InputError{Msg: fmt.Sprintf("PROJ cannot transform %s to WGS 84: %v; %s", c, err, overrideHint)}
 	}
 	c.Transformation = name
 	if ballpark && !p.onWGS84Ellipsoid(src) {

@@ -125,12 +125,13 @@ WITH free AS (
     WHERE NOT EXISTS (SELECT 1 FROM spatial_ref_sys r WHERE r.srid = s.srid)
     ORDER BY s.srid LIMIT 1
 ), registered AS (
-    INSERT INTO custom_crs (srid, definition_sha256, name, srtext, proj4text)
-    SELECT free.srid, $3, $4, $1, $2 FROM free
-    RETURNING custom_crs.srid
+    INSERT INTO custom_crs (srid, definition_sha256, epsg, name, srtext, proj4text)
+    SELECT free.srid, $3, $4::int, $5, $1, $2 FROM free
+    RETURNING custom_crs.srid, custom_crs.epsg
 )
 INSERT INTO spatial_ref_sys (srid, auth_name, auth_srid, srtext, proj4text)
-SELECT registered.srid, 'GEOINGEST', registered.srid, $1, $2 FROM registered
+SELECT registered.srid, CASE WHEN registered.epsg IS NULL THEN 'GEOINGEST' ELSE 'EPSG' END,
+       coalesce(registered.epsg, registered.srid), $1, $2 FROM registered
 RETURNING srid
 `
 
@@ -138,18 +139,22 @@ type RegisterCustomCRSParams struct {
 	Srtext           pgtype.Text
 	Proj4text        pgtype.Text
 	DefinitionSha256 string
+	Epsg             pgtype.Int4
 	Name             string
 }
 
-// RegisterCustomCRS registers a custom CRS under the lowest SRID of
-// geoingest's range (990000-998999) that spatial_ref_sys does not use, in
-// custom_crs and in spatial_ref_sys. Run it under LockCustomCRS, after
-// CustomCRSByHash found nothing. No row: the range is full.
+// RegisterCustomCRS registers a CRS under the lowest SRID of geoingest's
+// range (990000-998999) that spatial_ref_sys does not use, in custom_crs
+// and in spatial_ref_sys: a custom one (auth_name 'GEOINGEST', epsg NULL)
+// or an EPSG one PostGIS lacks (auth_name 'EPSG', auth_srid its code). Run
+// it under LockCustomCRS, after CustomCRSByHash found nothing. No row: the
+// range is full.
 func (q *Queries) RegisterCustomCRS(ctx context.Context, arg RegisterCustomCRSParams) (int32, error) {
 	row := q.db.QueryRow(ctx, registerCustomCRS,
 		arg.Srtext,
 		arg.Proj4text,
 		arg.DefinitionSha256,
+		arg.Epsg,
 		arg.Name,
 	)
 	var srid int32

@@ -33,6 +33,7 @@ type Claim struct {
 type CustomCr struct {
 	Srid             int32
 	DefinitionSha256 string
+	Epsg             pgtype.Int4
 	Name             string
 	Srtext           string
 	Proj4text        string

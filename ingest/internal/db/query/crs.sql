@@ -9,21 +9,24 @@ SELECT srid FROM custom_crs WHERE definition_sha256 = @definition_sha256;
 SELECT pg_advisory_xact_lock(hashtext('geoingest.custom_crs'));
 
 -- name: RegisterCustomCRS :one
--- RegisterCustomCRS registers a custom CRS under the lowest SRID of
--- geoingest's range (990000-998999) that spatial_ref_sys does not use, in
--- custom_crs and in spatial_ref_sys. Run it under LockCustomCRS, after
--- CustomCRSByHash found nothing. No row: the range is full.
+-- RegisterCustomCRS registers a CRS under the lowest SRID of geoingest's
+-- range (990000-998999) that spatial_ref_sys does not use, in custom_crs
+-- and in spatial_ref_sys: a custom one (auth_name 'GEOINGEST', epsg NULL)
+-- or an EPSG one PostGIS lacks (auth_name 'EPSG', auth_srid its code). Run
+-- it under LockCustomCRS, after CustomCRSByHash found nothing. No row: the
+-- range is full.
 WITH free AS (
     SELECT s.srid FROM generate_series(990000, 998999) AS s(srid)
     WHERE NOT EXISTS (SELECT 1 FROM spatial_ref_sys r WHERE r.srid = s.srid)
     ORDER BY s.srid LIMIT 1
 ), registered AS (
-    INSERT INTO custom_crs (srid, definition_sha256, name, srtext, proj4text)
-    SELECT free.srid, @definition_sha256, @name, @srtext, @proj4text FROM free
-    RETURNING custom_crs.srid
+    INSERT INTO custom_crs (srid, definition_sha256, epsg, name, srtext, proj4text)
+    SELECT free.srid, @definition_sha256, sqlc.narg(epsg)::int, @name, @srtext, @proj4text FROM free
+    RETURNING custom_crs.srid, custom_crs.epsg
 )
 INSERT INTO spatial_ref_sys (srid, auth_name, auth_srid, srtext, proj4text)
-SELECT registered.srid, 'GEOINGEST', registered.srid, @srtext, @proj4text FROM registered
+SELECT registered.srid, CASE WHEN registered.epsg IS NULL THEN 'GEOINGEST' ELSE 'EPSG' END,
+       coalesce(registered.epsg, registered.srid), @srtext, @proj4text FROM registered
 RETURNING srid;
 
 -- name: RecordJobCRS :exec
