@@ -167,7 +167,7 @@ func TestDBFEncodings(t *testing.T) {
 		{name: "ldid 0x01", dbf: cp437, want: `{"NAME":"Äeh"}`, enc: "IBM437"},
 		{name: "cpg wins over ldid", dbf: cp437, cpg: "1252", want: `{"NAME":"Žeh"}`, enc: "windows-1252"},
 		{name: "default encoding", dbf: noLDID, opts: Options{DefaultEncoding: "ISO-8859-1"}, want: `{"NAME":"Åland"}`, enc: "ISO-8859-1"},
-		{name: "invalid utf-8 fails", dbf: noLDID, wantErr: `record 0 field "NAME": invalid utf-8`},
+		{name: "invalid utf-8 fails", dbf: noLDID, wantErr: `record 0 field "NAME": invalid utf-8; the file names no text encoding (no .cpg, no language driver id), so it was read as UTF-8: give its encoding with --encoding (or the route option encoding=)`},
 		{name: "cpg utf-8 with latin-1 bytes fails", dbf: cp1252, cpg: "UTF-8\n", wantErr: "invalid utf-8"},
 		{name: "byte undefined in cp1252 fails", dbf: makeDBF(0x03, cols, [][]string{{"a\x81"}}), wantErr: "not defined in windows-1252"},
 		{name: "unknown cpg fails", dbf: cp1252, cpg: "KLINGON", wantErr: `unknown code page "KLINGON"`},
