@@ -237,9 +237,6 @@ func TestCRSMatrix(t *testing.T) {
 				t.Errorf("%s (%s, %s EPSG:%d at %d %%): area %.3f m², GDAL %.3f m² (%+.5f %%)", c.name, c.info.Method, c.method, c.epsg, c.confident,
 					c.area, c.gdalArea, 100*(c.area-c.gdalArea)/c.gdalArea)
 			}
-			if strings.HasPrefix(c.name, "EPSG:") && c.method == "custom" && c.info.Method == "" {
-				t.Logf("%s: custom", c.name)
-			}
 		case strings.Contains(c.err, "ballpark transformation"):
 			counts["refused (ballpark)"]++
 			refused = append(refused, c.name)
