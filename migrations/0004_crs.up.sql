@@ -1,5 +1,11 @@
 -- geoingest schema, version 4: the CRS of every upload, resolved with PROJ.
 --
+-- Privileges (migration 0003, on branches that have it): both tables take
+-- the default privileges 0003 sets for tables the owner creates later
+-- (geoingest_writer reads and writes them, geoingest_analyst reads them),
+-- and 0003 grants the writer INSERT on spatial_ref_sys, which registering a
+-- CRS needs. Nothing here needs a grant of its own.
+--
 -- custom_crs holds the CRSs geoingest registered in spatial_ref_sys, so
 -- that ST_Transform in the write gate uses them by SRID like any other:
 -- CRSs with no EPSG equivalent (a custom Lambert conformal conic, a
