@@ -74,3 +74,16 @@ func BenchmarkResolve(b *testing.B) {
 		}
 	}
 }
+
+// TestNoDatabase: without PROJ's data (proj-data), Resolve says what to
+// install, and the error is not an *InputError: the upload is not at
+// fault, so the job is retried rather than failed.
+func TestNoDatabase(t *testing.T) {
+	t.Setenv("PROJ_DATA", t.TempDir())
+	t.Setenv("PROJ_LIB", t.TempDir())
+	_, err := Resolve(esriMassFeet)
+	require.Error(t, err)
+	var ie *InputError
+	require.False(t, errors.As(err, &ie), "%v", err)
+	require.Contains(t, err.Error(), "apt-get install proj-data")
+}
