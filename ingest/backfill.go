@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -109,16 +110,20 @@ func trimQuotes(s string) string {
 }
 
 // BackfillStats counts what a backfill did. Written+AlreadyPresent+
-// ClaimLost+Superseded+Failed = Listed-Filtered once it is done.
+// Held+Superseded+Failed = Listed-Filtered once it is done.
 type BackfillStats struct {
-	Listed, Filtered, Written, AlreadyPresent, ClaimLost, Superseded, Failed int64
+	Listed, Filtered, Written, AlreadyPresent, Held, Superseded, Failed int64
+	// Held counts jobs in progress elsewhere: their claim was held under
+	// another worker's live lease, so they are not done; HeldUntil is the
+	// last of those leases' ends.
+	HeldUntil time.Time
 	// Failures are the first failures' messages (at most 20).
 	Failures []string
 }
 
 // Done is how many listed objects have been dealt with.
 func (s BackfillStats) Done() int64 {
-	return s.Filtered + s.Written + s.AlreadyPresent + s.ClaimLost + s.Superseded + s.Failed
+	return s.Filtered + s.Written + s.AlreadyPresent + s.Held + s.Superseded + s.Failed
 }
 
 // Backfill runs a job for each listed object through the same claim and
@@ -176,8 +181,11 @@ func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(Back
 						s.Written++
 					case AlreadyPresent:
 						s.AlreadyPresent++
-					case ClaimLost:
-						s.ClaimLost++
+					case Held:
+						s.Held++
+						if res.LeaseUntil.After(s.HeldUntil) {
+							s.HeldUntil = res.LeaseUntil
+						}
 					case Superseded:
 						s.Superseded++
 					default:

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // LocalBucket is the source bucket of jobs made from local files.
@@ -122,9 +123,11 @@ const (
 	Written Outcome = "written"
 	// AlreadyPresent: the write gate found the job committed already.
 	AlreadyPresent Outcome = "already-present"
-	// ClaimLost: another worker holds (or completed) the claim; nothing was
-	// downloaded.
-	ClaimLost Outcome = "claim-lost"
+	// Held: another worker holds the job's claim under a live lease;
+	// nothing was downloaded. The job is not done (that worker may have
+	// died): this is not a duplicate. Retry after Result.RetryAfter, when
+	// the lease has ended; never ack the message.
+	Held Outcome = "held"
 	// Superseded: a newer version of the source is current; the job was
 	// committed with no features.
 	Superseded Outcome = "superseded"
@@ -136,9 +139,10 @@ const (
 	Failed Outcome = "failed"
 )
 
-// Duplicate reports whether the outcome is a duplicate stopped by a gate,
-// which is success: the message is acked.
-func (o Outcome) Duplicate() bool { return o == AlreadyPresent || o == ClaimLost }
+// Duplicate reports whether the outcome is a duplicate of a committed job
+// stopped by a gate, which is success: the message is acked. Held is not
+// a duplicate.
+func (o Outcome) Duplicate() bool { return o == AlreadyPresent }
 
 // Result reports one delivery of a job.
 type Result struct {
@@ -151,11 +155,30 @@ type Result struct {
 	Replaced string
 	// Err is set when Outcome is Failed.
 	Err error
+	// For Outcome Held: the worker holding the claim, when its lease
+	// ends, and how long to wait before delivering the job again (what is
+	// left of the lease plus jitter, at most MaxRetryAfter).
+	HeldBy     string
+	LeaseUntil time.Time
+	RetryAfter time.Duration
 }
 
 func (r Result) String() string {
+	if r.Outcome == Held {
+		return fmt.Sprintf("%s %s: %s", r.JobID, r.Source, r.HeldError())
+	}
 	if r.Err != nil {
 		return fmt.Sprintf("%s %s: %s: %v", r.JobID, r.Source, r.Outcome, r.Err)
 	}
 	return fmt.Sprintf("%s %s: %s (%d features)", r.JobID, r.Source, r.Outcome, r.Features)
+}
+
+// HeldError describes a Held result for a person: the job is in progress
+// elsewhere, by whom and until when.
+func (r Result) HeldError() string {
+	if r.HeldBy == "" || r.LeaseUntil.IsZero() { // released in the moment between two statements
+		return "in progress elsewhere a moment ago (the claim was held, then released): try again"
+	}
+	return fmt.Sprintf("in progress elsewhere: the claim is held by %s until %s (its lease); not done, try again after then",
+		r.HeldBy, r.LeaseUntil.UTC().Format(time.RFC3339))
 }

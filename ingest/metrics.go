@@ -5,12 +5,14 @@ import (
 )
 
 // Metrics are geoingest's Prometheus instruments. The rejection paths
-// (claims lost, write-gate already-present, stolen leases) are counted so
+// (claim-gate and write-gate duplicates, stolen leases) are counted so
 // that an idempotency layer that never rejects anything shows up as such.
+// A claim held under another worker's live lease is counted apart
+// (claims{result="held"}): it is not a duplicate, the job is not done.
 type Metrics struct {
 	EventsReceived       prometheus.Counter
 	EventsFiltered       *prometheus.CounterVec // reason
-	Claims               *prometheus.CounterVec // result: won, lost
+	Claims               *prometheus.CounterVec // result: won, duplicate, held
 	WriteGate            *prometheus.CounterVec // result: written, already_present, superseded, retired
 	LeasesStolen         prometheus.Counter
 	PayloadMismatches    prometheus.Counter
@@ -31,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		EventsFiltered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoingest_events_filtered_total", Help: "Events dropped by the trigger gate, by reason."}, []string{"reason"}),
 		Claims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "geoingest_claims_total", Help: "Claim gate outcomes (won, lost)."}, []string{"result"}),
+			Name: "geoingest_claims_total", Help: "Claim gate outcomes: won; duplicate (the job is committed: acked); held (another worker's live lease: not done, retried after it)."}, []string{"result"}),
 		WriteGate: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoingest_write_gate_total", Help: "Write gate outcomes (written, already_present, superseded, retired)."}, []string{"result"}),
 		LeasesStolen: prometheus.NewCounter(prometheus.CounterOpts{
@@ -52,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		VisibilityExtensions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoingest_visibility_extensions_total", Help: "Queue visibility timeouts extended for running jobs."}),
 	}
-	for _, r := range []string{"won", "lost"} {
+	for _, r := range []string{"won", "duplicate", "held"} {
 		m.Claims.WithLabelValues(r)
 	}
 	for _, r := range []string{"written", "already_present", "superseded", "retired"} {

@@ -92,7 +92,8 @@ func TestMetricsCountDuplicatesAtBothGates(t *testing.T) {
 	require.True(t, c.Outcome.Duplicate())
 
 	require.Equal(t, 2.0, e.counter(t, "claims", "won"), "A and B won the claim")
-	require.Equal(t, 1.0, e.counter(t, "claims", "lost"), "the third delivery lost it")
+	require.Equal(t, 1.0, e.counter(t, "claims", "duplicate"), "the third delivery is a duplicate of the committed job")
+	require.Equal(t, 0.0, e.counter(t, "claims", "held"))
 	require.Equal(t, 1.0, e.counter(t, "write_gate", "written"))
 	require.Equal(t, 1.0, e.counter(t, "write_gate", "already_present"))
 	require.Equal(t, 72.0, e.counter(t, "features", ""))
@@ -100,9 +101,10 @@ func TestMetricsCountDuplicatesAtBothGates(t *testing.T) {
 
 	// The same numbers as the exposition format that /metrics serves.
 	require.NoError(t, testutil.GatherAndCompare(e.reg, strings.NewReader(`
-# HELP geoingest_claims_total Claim gate outcomes (won, lost).
+# HELP geoingest_claims_total Claim gate outcomes: won; duplicate (the job is committed: acked); held (another worker's live lease: not done, retried after it).
 # TYPE geoingest_claims_total counter
-geoingest_claims_total{result="lost"} 1
+geoingest_claims_total{result="duplicate"} 1
+geoingest_claims_total{result="held"} 0
 geoingest_claims_total{result="won"} 2
 # HELP geoingest_features_written_total Features written to feature tables.
 # TYPE geoingest_features_written_total counter
@@ -131,7 +133,7 @@ func TestMetricsStolenLease(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		r, err := e.store.Claim(ctx, j, "worker-b", time.Minute)
 		require.NoError(t, err)
-		require.Equal(t, ClaimWon, r)
+		require.Equal(t, ClaimWon, r.Result)
 	}
 	res := a.Run(ctx, job)
 	require.NoError(t, res.Err)

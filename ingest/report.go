@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest/internal/db"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Report methods: how parcels are attributed to admin units.
 const (
 	// MethodPointOnSurface assigns each whole parcel to the admin unit
-	// that contains its ST_PointOnSurface.
+	// that contains its ST_PointOnSurface; a point on a boundary shared by
+	// several units goes to the one with the lowest id (admin_units.id),
+	// so every parcel counts exactly once.
 	MethodPointOnSurface = "point-on-surface"
 	// MethodIntersection splits parcels by admin unit with ST_Intersection.
 	MethodIntersection = "intersection"
@@ -33,6 +37,8 @@ type AreaRow struct {
 	// same in hectares.
 	AreaM2 float64 `json:"area_m2"`
 	AreaHa float64 `json:"area_ha"`
+	// Unassigned marks the UnassignedUnit row.
+	Unassigned bool `json:"unassigned,omitempty"`
 }
 
 // AreaQuery selects the report.
@@ -46,6 +52,9 @@ type AreaQuery struct {
 	// PipelineVersion selects the generations counted; "" means the newest
 	// (see geoingest_newest_pipeline_version in migration 0002).
 	PipelineVersion string
+	// Shapes asks for each admin unit's outline (Report.Units), for the
+	// map.
+	Shapes bool
 }
 
 // adminKeyRE bounds what an admin key may be: a property name, not free
@@ -71,34 +80,179 @@ func (q *AreaQuery) Validate() error {
 	return nil
 }
 
-// AreaReport runs the admin-unit area report (migration 0002's
-// geoingest_area_by_point_on_surface or geoingest_area_by_intersection),
-// counting only current generations of the chosen pipeline version for
-// both parcels and admin units. Rows come back ordered by admin unit.
-// Returns a Permanent error for an invalid query, a Transient one when the
-// database fails.
-func (s *Store) AreaReport(ctx context.Context, q AreaQuery) ([]AreaRow, error) {
+// UnassignedUnit is the name of the report row of what lies in no admin
+// unit: the parcels whose point on surface is in no unit
+// (point-on-surface), or the parcel area outside every unit
+// (intersection).
+const UnassignedUnit = "(unassigned)"
+
+// Report is the admin-unit area report of one pipeline version, read from
+// one snapshot of the database.
+type Report struct {
+	Method          string    `json:"method"`
+	AdminKey        string    `json:"admin_key"`
+	PipelineVersion string    `json:"pipeline_version"`
+	GeneratedAt     time.Time `json:"generated_at"`
+	// Rows are the admin units by key value, ordered by it, then the
+	// UnassignedUnit row when it is not empty (its Unassigned is true).
+	Rows []AreaRow `json:"rows"`
+	// Unassigned is what lies in no unit (zero when nothing does).
+	Unassigned AreaRow `json:"unassigned"`
+	// Total is every current parcel of the version, as the ledger records
+	// them (feature counts and SUM(ST_Area(geom::geography)) at write time;
+	// `geoingest verify` checks both against the rows).
+	Total AreaRow `json:"total"`
+	// Difference is the rows' area minus Total's, in m². Reconciled is
+	// true when the rows add up to Total: for point-on-surface the same
+	// number of parcels and the area within AreaTolerance; for
+	// intersection the area within IntersectionTolerance (parcels met by
+	// several units count in each). Overlapping admin units make an
+	// intersection report add up to more than Total.
+	Difference float64 `json:"difference_m2"`
+	Reconciled bool    `json:"reconciled"`
+	// Check is the admin layer's check (see AdminCheck), shown with every
+	// report.
+	Check *AdminCheck `json:"admin_check"`
+	// Units are the report per admin unit (not per key value), ordered by
+	// unit id, for the map.
+	Units []UnitCell `json:"-"`
+}
+
+// IntersectionTolerance is the relative tolerance within which the rows of
+// an intersection report must add up to the parcels' area: the pieces of a
+// parcel cut by unit boundaries add up to its area only to the precision
+// of ST_Intersection (about 1e-8 relative on the synthetic set).
+const IntersectionTolerance = 1e-6
+
+// UnitCell is the report of one admin unit (UnitID 0: in no unit).
+type UnitCell struct {
+	UnitID    int64
+	AdminUnit string
+	// UnitAreaM2 is the unit's own area on the spheroid.
+	UnitAreaM2 float64
+	// PosParcels and PosAreaM2: the parcels assigned by point on surface,
+	// and their area. IntParcels and IntAreaM2: the parcels with area in
+	// the unit, and that area.
+	PosParcels int64
+	PosAreaM2  float64
+	IntParcels int64
+	IntAreaM2  float64
+	// Path is the unit's outline as SVG path data (ST_AsSVG: x is
+	// longitude, y is -latitude), with its bounding box; only when the
+	// query asked for shapes.
+	Path                   string
+	XMin, YMin, XMax, YMax float64
+}
+
+// AreaReport runs the admin-unit area report (geoingest_area_by_point_on_surface
+// or geoingest_area_by_intersection, migration 0006), counting only current
+// generations of the chosen pipeline version for both parcels and admin
+// units, and checks the admin layer, all in one read-only snapshot. It
+// uses the report assignments where they are current (see
+// RefreshReports) and computes the rest. Returns a Permanent error for an
+// invalid query, a Transient one when the database fails.
+func (s *Store) AreaReport(ctx context.Context, q AreaQuery) (*Report, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	version := pgtype.Text{String: q.PipelineVersion, Valid: q.PipelineVersion != ""}
-	var out []AreaRow
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, Transientf("area report: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	qt := s.q.WithTx(tx)
+	r := &Report{Method: q.Method, AdminKey: q.AdminKey, PipelineVersion: q.PipelineVersion, GeneratedAt: time.Now().UTC()}
+	if r.PipelineVersion == "" {
+		if r.PipelineVersion, err = qt.NewestPipelineVersion(ctx); err != nil {
+			return nil, Transientf("area report: %w", err)
+		}
+	}
+	version := pgtype.Text{String: r.PipelineVersion, Valid: true}
 	switch q.Method {
 	case MethodIntersection:
-		rows, err := s.q.AreaByIntersection(ctx, db.AreaByIntersectionParams{AdminKey: q.AdminKey, PipelineVersion: version})
+		rows, err := qt.AreaByIntersection(ctx, db.AreaByIntersectionParams{AdminKey: q.AdminKey, PipelineVersion: version})
 		if err != nil {
 			return nil, Transientf("area report: %w", err)
 		}
-		for _, r := range rows {
-			out = append(out, AreaRow(r))
+		for _, row := range rows {
+			r.Rows = append(r.Rows, AreaRow{AdminUnit: row.AdminUnit, Parcels: row.Parcels, AreaM2: row.AreaM2, AreaHa: row.AreaHa})
 		}
 	default:
-		rows, err := s.q.AreaByPointOnSurface(ctx, db.AreaByPointOnSurfaceParams{AdminKey: q.AdminKey, PipelineVersion: version})
+		rows, err := qt.AreaByPointOnSurface(ctx, db.AreaByPointOnSurfaceParams{AdminKey: q.AdminKey, PipelineVersion: version})
 		if err != nil {
 			return nil, Transientf("area report: %w", err)
 		}
-		for _, r := range rows {
-			out = append(out, AreaRow(r))
+		for _, row := range rows {
+			r.Rows = append(r.Rows, AreaRow{AdminUnit: row.AdminUnit, Parcels: row.Parcels, AreaM2: row.AreaM2, AreaHa: row.AreaHa})
+		}
+	}
+	total, err := qt.ReportTotal(ctx, r.PipelineVersion)
+	if err != nil {
+		return nil, Transientf("area report: total: %w", err)
+	}
+	r.Total = AreaRow{AdminUnit: "total", Parcels: total.Parcels, AreaM2: total.AreaM2, AreaHa: total.AreaM2 / 1e4}
+	if r.Units, err = unitCells(ctx, qt, q.AdminKey, r.PipelineVersion, q.Shapes); err != nil {
+		return nil, err
+	}
+	for _, u := range r.Units {
+		if u.UnitID != 0 {
+			continue
+		}
+		r.Unassigned = AreaRow{AdminUnit: UnassignedUnit, Parcels: u.PosParcels, AreaM2: u.PosAreaM2, Unassigned: true}
+		if q.Method == MethodIntersection {
+			r.Unassigned.Parcels, r.Unassigned.AreaM2 = u.IntParcels, u.IntAreaM2
+		}
+		r.Unassigned.AreaHa = r.Unassigned.AreaM2 / 1e4
+	}
+	// The SQL function names its last row UnassignedUnit when something is
+	// in no unit; mark it (a unit whose key is "(unassigned)" is not it).
+	if n := len(r.Rows); n > 0 && r.Unassigned.Parcels > 0 && r.Rows[n-1].AdminUnit == UnassignedUnit {
+		r.Rows[n-1].Unassigned = true
+	}
+	var parcels int64
+	var area float64
+	for _, row := range r.Rows {
+		parcels += row.Parcels
+		area += row.AreaM2
+	}
+	r.Difference = area - r.Total.AreaM2
+	if q.Method == MethodIntersection {
+		r.Reconciled = relDiff(area, r.Total.AreaM2) <= IntersectionTolerance
+	} else {
+		r.Reconciled = parcels == r.Total.Parcels && areaEqual(area, r.Total.AreaM2)
+	}
+	if r.Check, err = adminCheck(ctx, qt, q.AdminKey, r.PipelineVersion, r.Units); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// unitCells reads the report per admin unit, with the units' outlines when
+// shapes is set.
+func unitCells(ctx context.Context, q *db.Queries, adminKey, version string, shapes bool) ([]UnitCell, error) {
+	rows, err := q.ReportUnitCells(ctx, db.ReportUnitCellsParams{AdminKey: adminKey, PipelineVersion: version})
+	if err != nil {
+		return nil, Transientf("area report: units: %w", err)
+	}
+	out := make([]UnitCell, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, UnitCell{UnitID: r.UnitID, AdminUnit: r.AdminUnit, UnitAreaM2: r.UnitAreaM2,
+			PosParcels: r.PosParcels, PosAreaM2: r.PosAreaM2, IntParcels: r.IntParcels, IntAreaM2: r.IntAreaM2})
+	}
+	if !shapes {
+		return out, nil
+	}
+	paths, err := q.ReportMapUnits(ctx, version)
+	if err != nil {
+		return nil, Transientf("area report: shapes: %w", err)
+	}
+	byID := map[int64]db.ReportMapUnitsRow{}
+	for _, p := range paths {
+		byID[p.UnitID] = p
+	}
+	for i := range out {
+		if p, ok := byID[out[i].UnitID]; ok {
+			out[i].Path, out[i].XMin, out[i].YMin, out[i].XMax, out[i].YMax = p.Path, p.Xmin, p.Ymin, p.Xmax, p.Ymax
 		}
 	}
 	return out, nil

@@ -16,11 +16,21 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // ErrIncompleteShapefile is wrapped by the error a shapefile's Fetch
 // returns when its .shx or .dbf is not in the bucket (yet).
 var ErrIncompleteShapefile = errors.New("incomplete shapefile")
+
+// ErrObjectChanged is wrapped by the error Fetch returns when the object
+// an event names is pinned only by its ETag (an unversioned bucket) and
+// has changed since the event: S3 answers If-Match with 412
+// PreconditionFailed (or a server that ignores If-Match sends another
+// ETag). That version can never be read again and a newer one exists,
+// whose own event ingests it: Service.Run records the job as superseded
+// (committed, no features), not as a failure.
+var ErrObjectChanged = errors.New("the object changed since the event")
 
 // S3Options tune NewS3Source.
 type S3Options struct {
@@ -109,8 +119,9 @@ type s3Fetcher struct {
 // Fetch downloads every part into dir, hashing on the way. Each GetObject
 // names the part's version (VersionId) when it has one, else sends
 // If-Match with its ETag, and the response's ETag and version are checked
-// too: an object that changed since the event is a Permanent error (the
-// new version's own event ingests it), not silent drift. A part that is
+// too: an object that changed since the event is an error wrapping
+// ErrObjectChanged (the new version's own event ingests it; the job is
+// recorded superseded), not silent drift. A part that is
 // gone is Permanent, except a shapefile sidecar, which is
 // ErrIncompleteShapefile. Server errors, throttling and network failures
 // are Transient.
@@ -160,10 +171,17 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, erro
 		in.IfMatch = &quoted
 	}
 	name := fmt.Sprintf("s3://%s/%s", f.bucket, p.key)
+	// Only the object the event names (not a sidecar, whose change no
+	// event of its own announces) is superseded by a change.
+	named := p.ext == "" || p.ext == ".shp"
 	resp, err := f.client.GetObject(ctx, in)
 	if err != nil {
-		if notFound(err) && p.ext != "" && p.ext != ".shp" {
+		if notFound(err) && !named {
 			return "", &Error{Kind: Transient, Err: fmt.Errorf("%w: %s disappeared", ErrIncompleteShapefile, name)}
+		}
+		if named && p.versionID == "" && preconditionFailed(err) {
+			return "", &Error{Kind: Permanent, Err: fmt.Errorf("get %s: %w (If-Match ETag %s: 412): this version is superseded",
+				name, ErrObjectChanged, p.etag)}
 		}
 		return "", classifyS3(err, "get %s", name)
 	}
@@ -172,8 +190,13 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, erro
 		return "", Permanentf("get %s: server returned version %s, not %s", name, *resp.VersionId, p.versionID)
 	}
 	if p.versionID == "" && p.etag != "" && resp.ETag != nil && strings.Trim(*resp.ETag, `"`) != p.etag {
-		return "", Permanentf("get %s: object changed since the event (ETag %s, event says %s): the new version is a new job",
+		err := fmt.Errorf("get %s: object changed since the event (ETag %s, event says %s): the new version is a new job",
 			name, strings.Trim(*resp.ETag, `"`), p.etag)
+		if named {
+			err = fmt.Errorf("get %s: %w (ETag %s, event says %s): this version is superseded",
+				name, ErrObjectChanged, strings.Trim(*resp.ETag, `"`), p.etag)
+		}
+		return "", &Error{Kind: Permanent, Err: err}
 	}
 	dst := filepath.Join(dir, localName(p.key))
 	file, err := os.Create(dst)
@@ -181,7 +204,7 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, erro
 		return "", Transientf("%s: %w", dst, err)
 	}
 	var h hash.Hash = sha256.New()
-	_, err = io.Copy(io.MultiWriter(file, h), resp.Body)
+	_, err = io.Copy(io.MultiWriter(file, h), testhook.Reader(resp.Body, testhook.DuringDownload))
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
@@ -202,6 +225,16 @@ func notFound(err error) bool {
 	}
 	var re *awshttp.ResponseError
 	return errors.As(err, &re) && re.HTTPStatusCode() == 404
+}
+
+// preconditionFailed reports whether err is S3's 412 PreconditionFailed.
+func preconditionFailed(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
+		return true
+	}
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == 412
 }
 
 // classifyS3 wraps an S3 error: 404 and 412 (the object or version is gone

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // Service runs jobs through the claim gate and the write gate. It is safe
@@ -39,6 +41,9 @@ type Service struct {
 	// has run 10 s.
 	Progress         func(JobProgress)
 	ProgressInterval time.Duration
+	// NoReportRefresh turns off the refresh of the report assignments
+	// after each committed write or delete (see Store.RefreshReports).
+	NoReportRefresh bool
 
 	// Test hooks.
 	beforeWrite func(Job) // called after the download, before the write gate
@@ -66,33 +71,43 @@ func DefaultOwner() string {
 }
 
 // Run delivers job once: claim, download, write. It never returns a
-// duplicate as an error: ClaimLost and AlreadyPresent are successes. A
-// failed job comes back with Outcome Failed and Err set; KindOf(Err) says
-// whether to retry (Transient: the claim was released) or dead-letter
-// (Permanent: the claim is recorded FAILED with the reason). When ctx is
-// cancelled mid-job nothing is committed and the claim is released.
+// duplicate of a committed job as an error: AlreadyPresent (stopped at the
+// claim gate or at the write gate) is success. A claim held by another
+// worker under a live lease comes back as Outcome Held with RetryAfter
+// set: the job is not done, and the delivery must be retried then, never
+// acked. A failed job comes back with Outcome Failed and Err set;
+// KindOf(Err) says whether to retry (Transient: the claim was released)
+// or dead-letter (Permanent: the claim is recorded FAILED with the
+// reason). When ctx is cancelled mid-job nothing is committed and the
+// claim is released.
 func (s *Service) Run(ctx context.Context, job Job) Result {
 	start := time.Now()
 	log := s.Log.With("job", job.ID, "source", job.Source.String())
 	res := Result{JobID: job.ID, Source: job.Source.String()}
 	defer func() { s.Metrics.JobDuration.Observe(time.Since(start).Seconds()) }()
 
+	testhook.At(testhook.BeforeClaim)
 	claim, err := s.Store.Claim(ctx, job, s.Owner, s.Lease)
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
 	}
-	if claim != ClaimWon {
-		// A committed job reports AlreadyPresent; a live lease elsewhere
-		// ClaimLost. Both were stopped at the claim gate.
-		s.Metrics.Claims.WithLabelValues("lost").Inc()
-		res.Outcome = ClaimLost
-		if claim == ClaimCommitted {
-			res.Outcome = AlreadyPresent
-		}
+	switch claim.Result {
+	case ClaimCommitted:
+		s.Metrics.Claims.WithLabelValues("duplicate").Inc()
+		res.Outcome = AlreadyPresent
 		log.Info("duplicate stopped at the claim gate", "outcome", res.Outcome)
+		return res
+	case ClaimHeld:
+		s.Metrics.Claims.WithLabelValues("held").Inc()
+		res.Outcome, res.HeldBy, res.LeaseUntil = Held, claim.Owner, claim.LeaseUntil
+		res.RetryAfter = heldRetryAfter(claim.LeaseLeft)
+		log.Info("claim held by another worker: not a duplicate; retry once its lease ends",
+			"outcome", Held, "holder", claim.Owner, "lease_until", claim.LeaseUntil.UTC().Format(time.RFC3339Nano),
+			"retry_after", res.RetryAfter.String())
 		return res
 	}
 	s.Metrics.Claims.WithLabelValues("won").Inc()
+	testhook.At(testhook.AfterClaim)
 
 	hbCtx, stopHeartbeat := context.WithCancel(ctx)
 	defer stopHeartbeat()
@@ -105,7 +120,11 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		if err != nil {
 			return s.fail(ctx, log, res, job, err)
 		}
-		return s.report(log, res, wr, start)
+		res = s.report(log, res, wr, start)
+		if wr.outcome == Retired {
+			s.refreshReports(ctx, log, job, wr)
+		}
+		return res
 	}
 
 	dir, err := os.MkdirTemp(s.TempDir, "geoingest-job-")
@@ -115,6 +134,16 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	defer os.RemoveAll(dir)
 
 	fetched, err := job.Fetch.Fetch(ctx, dir)
+	if errors.Is(err, ErrObjectChanged) && ctx.Err() == nil {
+		// Pinned only by its ETag, this version was overwritten: it can
+		// never be read, and the newer version's event ingests that one.
+		log.Info("the object changed since the event: this version is superseded", "error", err.Error())
+		wr, err := s.Store.RecordSuperseded(ctx, job, s.Owner)
+		if err != nil {
+			return s.fail(ctx, log, res, job, err)
+		}
+		return s.report(log, res, wr, start)
+	}
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
 	}
@@ -138,12 +167,36 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
-	pr := &layerLog{Reader: newProgressReader(r, log, s.Progress, every, progressLogEvery, job)}
+	var in geomio.Reader = r
+	if testhook.Enabled() {
+		in = &copyHook{Reader: r}
+	}
+	pr := &layerLog{Reader: newProgressReader(in, log, s.Progress, every, progressLogEvery, job)}
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}
-	return s.report(log, res, wr, start)
+	// Count and log the commit first, then refresh the report assignments.
+	res = s.report(log, res, wr, start)
+	if wr.outcome == Written {
+		s.refreshReports(ctx, log, job, wr)
+	}
+	return res
+}
+
+// MaxRetryAfter bounds Result.RetryAfter: the longest an SQS message can
+// be kept invisible (ChangeMessageVisibility allows 12 hours from the
+// receive; the SQS driver caps a nack at what is left of them).
+const MaxRetryAfter = 12 * time.Hour
+
+// heldRetryAfter is how long a delivery that found the claim held waits:
+// what is left of the lease, plus jitter (a quarter second to a tenth of
+// the lease left, at least one second more) so that the copies of a
+// message do not all come back in the same instant, at most MaxRetryAfter.
+func heldRetryAfter(left time.Duration) time.Duration {
+	spread := max(left/10, time.Second)
+	d := left + 250*time.Millisecond + time.Duration(mrand.Int64N(int64(spread)))
+	return min(d, MaxRetryAfter)
 }
 
 // report turns what the write gate did into the delivery's Result, counting
@@ -168,7 +221,11 @@ func (s *Service) report(log *slog.Logger, res Result, wr writeResult, start tim
 	return res
 }
 
-// fail records err against the job according to its kind.
+// fail records err against the job according to its kind: a transient
+// failure releases the claim; a permanent (or precondition) one records
+// the claim FAILED with the reason, and becomes transient when that
+// record cannot be written (the database is down), so that nothing is
+// dead-lettered because of a database outage.
 func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Job, err error) Result {
 	kind := KindOf(err)
 	if ctx.Err() != nil {
@@ -179,7 +236,6 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 		// What the operator reads (and the claim records) names the upload.
 		err = fmt.Errorf("%s: %w", job.Source, err)
 	}
-	s.Metrics.JobsFailed.WithLabelValues(kind.String()).Inc()
 	res.Outcome, res.Err = Failed, &Error{Kind: kind, Err: err}
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -187,14 +243,22 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 	case Transient:
 		log.Warn("job failed, will retry", "kind", kind.String(), "error", err.Error())
 		if rerr := s.Store.Release(bg, job.ID, s.Owner, err.Error()); rerr != nil {
-			log.Warn("release claim", "error", rerr.Error())
+			log.Warn("release claim (it expires with its lease)", "error", rerr.Error())
 		}
 	default:
-		log.Error("job failed", "kind", kind.String(), "error", err.Error())
 		if ferr := s.Store.Fail(bg, job.ID, err.Error()); ferr != nil {
-			log.Warn("record failure", "error", ferr.Error())
+			// The database is unavailable: a failure that nobody can
+			// query must not go to the dead-letter queue. Retry: the
+			// next attempt fails the same way and records it.
+			log.Warn("job failed, but its failure could not be recorded: will retry", "kind", kind.String(),
+				"error", err.Error(), "record_error", ferr.Error())
+			kind = Transient
+			res.Err = &Error{Kind: Transient, Err: fmt.Errorf("%w (recording the failure: %v)", err, ferr)}
+			break
 		}
+		log.Error("job failed", "kind", kind.String(), "error", err.Error())
 	}
+	s.Metrics.JobsFailed.WithLabelValues(kind.String()).Inc()
 	return res
 }
 
@@ -241,4 +305,19 @@ func nameSource(err error, dir string, src Source) error {
 		ge.File = src.String() + "!" + rest
 	}
 	return err
+}
+
+// copyHook stops a test build at testhook.DuringCopy once the write gate's
+// COPY has taken the first features.
+type copyHook struct {
+	geomio.Reader
+	n int
+}
+
+func (c *copyHook) Next() bool {
+	ok := c.Reader.Next()
+	if c.n++; c.n == 2 {
+		testhook.At(testhook.DuringCopy)
+	}
+	return ok
 }

@@ -57,36 +57,54 @@ type ClaimResult int
 const (
 	// ClaimWon: the caller holds the claim and must go on to the write gate.
 	ClaimWon ClaimResult = iota
-	// ClaimHeld: another worker holds a live lease.
+	// ClaimHeld: another worker holds a live lease. The job is not done
+	// and that worker may be dead: the delivery is not a duplicate, and
+	// must be retried once the lease has ended.
 	ClaimHeld
-	// ClaimCommitted: the job is committed already.
+	// ClaimCommitted: the job is committed already: the delivery is a
+	// duplicate.
 	ClaimCommitted
 )
 
+// ClaimStatus is what the claim gate answered.
+type ClaimStatus struct {
+	Result ClaimResult
+	// For ClaimHeld: the worker holding the claim, when its lease ends,
+	// and how long that is from now by the database's clock (zero when
+	// the claim was released or expired a moment ago: retry at once).
+	Owner      string
+	LeaseUntil time.Time
+	LeaseLeft  time.Duration
+}
+
 // Claim takes the claim gate for job on behalf of owner for lease. Unless
 // it returns ClaimWon, the caller must stop before downloading anything.
-func (s *Store) Claim(ctx context.Context, job Job, owner string, lease time.Duration) (ClaimResult, error) {
+// A database error is Transient (and the status ClaimHeld with no lease).
+func (s *Store) Claim(ctx context.Context, job Job, owner string, lease time.Duration) (ClaimStatus, error) {
 	_, err := s.q.ClaimJob(ctx, db.ClaimJobParams{
 		JobID: job.ID, Owner: owner, LeaseSeconds: lease.Seconds(),
 		SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
 	})
 	if err == nil {
-		return ClaimWon, nil
+		return ClaimStatus{Result: ClaimWon}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return ClaimHeld, Transientf("claim %s: %w", job.ID, err)
+		return ClaimStatus{Result: ClaimHeld}, Transientf("claim %s: %w", job.ID, err)
 	}
-	c, err := s.q.GetClaim(ctx, job.ID)
+	c, err := s.q.ClaimHolder(ctx, job.ID)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) { // released and removed meanwhile: let the queue retry
-			return ClaimHeld, nil
+			return ClaimStatus{Result: ClaimHeld}, nil
 		}
-		return ClaimHeld, Transientf("claim %s: %w", job.ID, err)
+		return ClaimStatus{Result: ClaimHeld}, Transientf("claim %s: %w", job.ID, err)
 	}
 	if c.State == "COMMITTED" {
-		return ClaimCommitted, nil
+		return ClaimStatus{Result: ClaimCommitted}, nil
 	}
-	return ClaimHeld, nil
+	// CLAIMED under a live lease, or (in the moment between the two
+	// statements) released, expired or FAILED: then LeaseLeft is 0.
+	return ClaimStatus{Result: ClaimHeld, Owner: c.Owner, LeaseUntil: c.LeaseUntil.Time,
+		LeaseLeft: time.Duration(c.LeaseLeftSeconds * float64(time.Second))}, nil
 }
 
 // Heartbeat extends owner's lease on job. It returns false when owner no

@@ -107,7 +107,8 @@ func TestIngestEpinayExactlyOnce(t *testing.T) {
 		require.Equal(t, job.ID, again.JobID)
 		require.Equal(t, after, state(t, b.pool))
 	}
-	require.Equal(t, 2.0, testutil.ToFloat64(b.metrics.Claims.WithLabelValues("lost")))
+	require.Equal(t, 2.0, testutil.ToFloat64(b.metrics.Claims.WithLabelValues("duplicate")))
+	require.Zero(t, testutil.ToFloat64(b.metrics.Claims.WithLabelValues("held")))
 	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Downloads), "duplicates stopped at the claim gate download nothing")
 }
 
@@ -133,12 +134,20 @@ func TestSixteenConcurrentIngests(t *testing.T) {
 	close(start)
 	wg.Wait()
 	counts := map[Outcome]int{}
-	for _, r := range results {
+	for i, r := range results {
 		require.NoError(t, r.Err)
 		counts[r.Outcome]++
+		if r.Outcome == Held {
+			// Not done: the delivery must come back. Now that the
+			// writer has committed, it is a duplicate.
+			require.Positive(t, r.RetryAfter)
+			require.NotEmpty(t, r.HeldBy)
+			again := newTestService(b.pool, b.metrics, b.svc.Log).Run(ctx, localJob(t, epinay, DefaultParams("parcels")))
+			require.Equal(t, AlreadyPresent, again.Outcome, "held delivery %d, retried", i)
+		}
 	}
 	require.Equal(t, 1, counts[Written], "%v", counts)
-	require.Equal(t, n-1, counts[AlreadyPresent]+counts[ClaimLost], "%v", counts)
+	require.Equal(t, n-1, counts[AlreadyPresent]+counts[Held], "%v", counts)
 	s := state(t, b.pool)
 	require.EqualValues(t, 1, s.Jobs)
 	require.EqualValues(t, 4241, s.Parcels)
@@ -218,7 +227,7 @@ func TestStolenLease(t *testing.T) {
 		for { // wait for A's lease to expire, then claim
 			time.Sleep(200 * time.Millisecond)
 			job := localJob(t, epinay, DefaultParams("parcels"))
-			if c, err := bw.Store.Claim(ctx, job, "probe", time.Millisecond); err == nil && c == ClaimWon {
+			if c, err := bw.Store.Claim(ctx, job, "probe", time.Millisecond); err == nil && c.Result == ClaimWon {
 				// The probe claim expires at once; B's real Run claims next.
 				time.Sleep(5 * time.Millisecond)
 				resB = bw.Run(ctx, job)
@@ -306,7 +315,11 @@ func TestHeartbeatKeepsLease(t *testing.T) {
 	for i := 0; i < 6; i++ { // 1.8 s: three lease periods
 		time.Sleep(300 * time.Millisecond)
 		res := other.Run(ctx, localJob(t, epinay, DefaultParams("parcels")))
-		require.Equal(t, ClaimLost, res.Outcome, "attempt %d", i)
+		require.Equal(t, Held, res.Outcome, "attempt %d", i)
+		// Retried once what is left of the live lease has passed.
+		require.Positive(t, res.RetryAfter)
+		require.LessOrEqual(t, res.RetryAfter, slow.Lease+1300*time.Millisecond)
+		require.Equal(t, slow.Owner, res.HeldBy)
 	}
 	close(release)
 	res := <-done

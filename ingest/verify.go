@@ -27,7 +27,7 @@ type Problem struct {
 	// row carries).
 	JobID string
 	// Check names the check that failed: "feature count", "area",
-	// "stray features", "sources", "claims".
+	// "stray features", "sources", "claims", "report assignment".
 	Check string
 	// Detail says what differs.
 	Detail string
@@ -66,7 +66,11 @@ func (v *Verification) OffendingJobs() []string {
 //     current_job_id and every current_job_id is a current job of that
 //     source;
 //   - every ledger job has a COMMITTED claim, and no COMMITTED claim lacks
-//     a ledger row.
+//     a ledger row;
+//   - every current parcel job is assigned to the current admin generation
+//     of its pipeline version (see RefreshReports), and its assignment
+//     holds as many parcels as the ledger records, with the same area
+//     within AreaTolerance.
 //
 // It only reads. Inconsistencies come back as Problems with a nil error;
 // the error is Transient when the database could not be read.
@@ -134,8 +138,34 @@ func (s *Store) Verify(ctx context.Context) (*Verification, error) {
 			v.add(c.JobID, "claims", "COMMITTED claim without a ledger row")
 		}
 	}
+	if err := s.verifyAssignments(ctx, v); err != nil {
+		return nil, err
+	}
 	sort.SliceStable(v.Problems, func(i, j int) bool { return v.Problems[i].JobID < v.Problems[j].JobID })
 	return v, nil
+}
+
+// verifyAssignments adds a "report assignment" problem for every current
+// parcel job that is not assigned to its version's current admin
+// generation, or whose assignment disagrees with the ledger.
+func (s *Store) verifyAssignments(ctx context.Context, v *Verification) error {
+	rows, err := s.q.VerifyReportAssignments(ctx)
+	if err != nil {
+		return Transientf("verify report assignments: %w", err)
+	}
+	for _, r := range rows {
+		switch {
+		case !r.Assigned:
+			v.add(r.JobID, "report assignment", fmt.Sprintf("not assigned to the current admin generation of pipeline version %s"+
+				" (reports compute it on every call until `geoingest report refresh` runs)", r.PipelineVersion))
+		case r.CellCount != r.LedgerCount:
+			v.add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %d parcels, the ledger records %d", r.CellCount, r.LedgerCount))
+		case !areaEqual(r.CellAreaM2, r.LedgerAreaM2):
+			v.add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %.3f m², the ledger records %.3f m² (relative difference %.3g)",
+				r.CellAreaM2, r.LedgerAreaM2, relDiff(r.CellAreaM2, r.LedgerAreaM2)))
+		}
+	}
+	return nil
 }
 
 func (v *Verification) add(job, check, detail string) {

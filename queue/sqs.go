@@ -58,6 +58,7 @@ func (q *SQS) Receive(ctx context.Context, max int) ([]*Message, error) {
 	if q.opts.Visibility > 0 {
 		in.VisibilityTimeout = int32(q.opts.Visibility.Round(time.Second) / time.Second)
 	}
+	received := time.Now()
 	out, err := q.client.ReceiveMessage(ctx, in)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -68,7 +69,7 @@ func (q *SQS) Receive(ctx context.Context, max int) ([]*Message, error) {
 	msgs := make([]*Message, 0, len(out.Messages))
 	for _, m := range out.Messages {
 		msg := &Message{ID: aws.ToString(m.MessageId), Body: []byte(aws.ToString(m.Body)),
-			ReceiveCount: 1, Attributes: map[string]string{}, handle: aws.ToString(m.ReceiptHandle)}
+			ReceiveCount: 1, Attributes: map[string]string{}, handle: sqsHandle{receipt: aws.ToString(m.ReceiptHandle), received: received}}
 		if n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil && n > 0 {
 			msg.ReceiveCount = n
 		}
@@ -85,9 +86,21 @@ func (q *SQS) Receive(ctx context.Context, max int) ([]*Message, error) {
 	return msgs, nil
 }
 
+// sqsHandle is an SQS delivery: its receipt handle, and when the receive
+// that returned it was sent.
+type sqsHandle struct {
+	receipt  string
+	received time.Time
+}
+
+// maxVisibility is the longest SQS keeps a received message invisible:
+// 12 hours from the receive (ChangeMessageVisibility refuses more).
+const maxVisibility = 12 * time.Hour
+
 // Ack deletes m. An invalid or expired receipt handle is not an error.
 func (q *SQS) Ack(ctx context.Context, m *Message) error {
-	h, _ := m.handle.(string)
+	hd, _ := m.handle.(sqsHandle)
+	h := hd.receipt
 	_, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &h})
 	if err != nil && !expiredHandle(err) {
 		return fmt.Errorf("sqs delete %s: %w", m.ID, err)
@@ -95,7 +108,8 @@ func (q *SQS) Ack(ctx context.Context, m *Message) error {
 	return nil
 }
 
-// Nack makes m visible again after delay (capped at 12 hours).
+// Nack makes m visible again after delay, capped at what SQS allows: 12
+// hours from the receive.
 func (q *SQS) Nack(ctx context.Context, m *Message, delay time.Duration) error {
 	if err := q.visibility(ctx, m, delay); err != nil {
 		return fmt.Errorf("sqs nack %s: %w", m.ID, err)
@@ -103,7 +117,7 @@ func (q *SQS) Nack(ctx context.Context, m *Message, delay time.Duration) error {
 	return nil
 }
 
-// Extend keeps m invisible for d from now (capped at 12 hours).
+// Extend keeps m invisible for d from now, capped like Nack's delay.
 func (q *SQS) Extend(ctx context.Context, m *Message, d time.Duration) error {
 	if err := q.visibility(ctx, m, d); err != nil {
 		return fmt.Errorf("sqs extend %s: %w", m.ID, err)
@@ -112,20 +126,28 @@ func (q *SQS) Extend(ctx context.Context, m *Message, d time.Duration) error {
 }
 
 func (q *SQS) visibility(ctx context.Context, m *Message, d time.Duration) error {
-	secs := int32((d + time.Second - 1) / time.Second)
-	if secs > 43200 {
-		secs = 43200
-	}
-	if secs < 0 {
-		secs = 0
-	}
-	h, _ := m.handle.(string)
+	hd, _ := m.handle.(sqsHandle)
+	secs := visibilitySeconds(d, time.Since(hd.received))
+	h := hd.receipt
 	_, err := q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: &q.url, ReceiptHandle: &h, VisibilityTimeout: secs})
 	if err != nil && expiredHandle(err) {
 		return nil // redelivered already: nothing left to change
 	}
 	return err
+}
+
+// visibilitySeconds is d in whole seconds (rounded up), capped at what is
+// left of SQS's 12 hours for a message received age ago, less a second
+// for the time the request takes.
+func visibilitySeconds(d, age time.Duration) int32 {
+	if left := (maxVisibility - age - time.Second).Truncate(time.Second); d > left {
+		d = left
+	}
+	if d < 0 {
+		return 0
+	}
+	return int32((d + time.Second - 1) / time.Second)
 }
 
 // DeadLetter sends m's body and attributes to the dead-letter queue with

@@ -100,16 +100,22 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	bf.Progress = bar.update
 	stats, err := bf.Run(ctx, list)
 	bar.finish(stats)
-	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d already present, %d superseded, %d failed\n",
+	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d already present, %d superseded, %d failed, %d in progress elsewhere\n",
 		source(*bucket, *prefix), pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written,
-		stats.AlreadyPresent+stats.ClaimLost, stats.Superseded, stats.Failed)
+		stats.AlreadyPresent, stats.Superseded, stats.Failed, stats.Held)
 	for _, f := range stats.Failures {
 		fmt.Fprintf(m.Stderr, "failed: %s\n", f)
+	}
+	if stats.Held > 0 {
+		// Not done: their workers may have died. Their claims can be
+		// taken over once the leases end.
+		fmt.Fprintf(m.Stderr, "geoingest backfill: %d jobs in progress elsewhere (their claims are held under other workers' live leases, the last until %s): they are not done; run the backfill again after then\n",
+			stats.Held, stats.HeldUntil.UTC().Format(time.RFC3339))
 	}
 	if err != nil {
 		return err
 	}
-	if stats.Failed > 0 {
+	if stats.Failed > 0 || stats.Held > 0 {
 		return exitError(1)
 	}
 	return nil
@@ -151,9 +157,9 @@ func (b *progressBar) draw(s ingest.BackfillStats) {
 		filled = int(float64(width) * float64(done) / float64(listed))
 	}
 	rate := float64(done) / max(time.Since(b.start).Seconds(), 0.001)
-	b.line.draw(fmt.Sprintf("[%s%s] %d/%d listed  written %d  present %d  failed %d  %.0f/s",
+	b.line.draw(fmt.Sprintf("[%s%s] %d/%d listed  written %d  present %d  elsewhere %d  failed %d  %.0f/s",
 		strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, listed,
-		s.Written, s.AlreadyPresent+s.ClaimLost, s.Failed, rate))
+		s.Written, s.AlreadyPresent, s.Held, s.Failed, rate))
 }
 
 func (b *progressBar) finish(s ingest.BackfillStats) {

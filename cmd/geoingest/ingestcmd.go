@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 func init() {
@@ -27,7 +27,9 @@ type ingestLine struct {
 }
 
 // runIngest runs each file through the same gates as the queue consumer.
-// Exit status 0 when no file failed, 1 otherwise.
+// Exit status 0 when every file is committed (written, already present or
+// superseded), 1 when one failed or is in progress elsewhere (its claim
+// held under another worker's live lease).
 func runIngest(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("ingest", "[flags] PATH...")
 	var d dbFlags
@@ -64,14 +66,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	defer pool.Close()
 	metrics := ingest.NewMetrics(nil)
 	store := ingest.NewStore(pool, metrics, m.Log)
-	if marker := m.Getenv("GEOINGEST_FAULT_PAUSE_BEFORE_COMMIT"); marker != "" {
-		// Fault injection for tests: stop inside the write-gate
-		// transaction, after COPY and before COMMIT, until killed.
-		store.BeforeCommit = func(string) {
-			_ = os.WriteFile(marker, []byte("paused\n"), 0o644)
-			<-ctx.Done()
-		}
-	}
+	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
 	svc := ingest.NewService(store, metrics, m.Log)
 	svc.Lease = *lease
 	progress := &progressLine{line: termLine{w: m.Stderr}, on: !*quiet && isTerminal(m.Stderr)}
@@ -83,8 +78,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	for _, path := range fs.Args() {
 		res := m.ingestFile(ctx, svc, path, params)
 		progress.clear()
-		if res.Outcome == ingest.Failed {
-			failed++
+		if res.Outcome == ingest.Failed || res.Outcome == ingest.Held {
+			failed++ // a held claim is not done: its worker may have died
 		}
 		if *asJSON {
 			line := ingestLine{JobID: res.JobID, Source: res.Source, Outcome: string(res.Outcome),
@@ -92,11 +87,17 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 			if res.Err != nil {
 				line.Error = res.Err.Error()
 			}
+			if res.Outcome == ingest.Held {
+				line.Error = res.HeldError()
+			}
 			b, _ := json.Marshal(line)
 			fmt.Fprintln(m.Stdout, string(b))
 			continue
 		}
 		switch {
+		case res.Outcome == ingest.Held:
+			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %s\n", path, res.HeldError())
+			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
 		case res.Err != nil:
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", res.Err)
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)

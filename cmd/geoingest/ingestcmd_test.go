@@ -78,7 +78,15 @@ func TestEightProcesses(t *testing.T) {
 			cmd := exec.Command(binary, "ingest", "--json", epinay)
 			cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
 			out, err := cmd.Output()
-			require.NoError(t, err)
+			if ls := parseLines(t, string(out)); len(ls) == 1 && ls[0].Outcome == "held" {
+				// In progress in another process: not done, exit 1.
+				var ee *exec.ExitError
+				require.ErrorAs(t, err, &ee)
+				require.Equal(t, 1, ee.ExitCode())
+				require.Contains(t, ls[0].Error, "in progress elsewhere")
+			} else {
+				require.NoError(t, err)
+			}
 			outs[i] = string(out)
 		}(i)
 	}
@@ -90,7 +98,11 @@ func TestEightProcesses(t *testing.T) {
 		byOutcome[ls[0].Outcome]++
 	}
 	require.Equal(t, 1, byOutcome["written"], "%v", byOutcome)
-	require.Equal(t, n-1, byOutcome["already-present"]+byOutcome["claim-lost"], "%v", byOutcome)
+	require.Equal(t, n-1, byOutcome["already-present"]+byOutcome["held"], "%v", byOutcome)
+	// Run again, a held one is a duplicate of the committed job.
+	code, out, errOut := run(t, map[string]string{"DATABASE_URL": url}, "ingest", "--json", epinay)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "already-present", parseLines(t, out)[0].Outcome)
 	jobs, parcels := counts(t, url)
 	require.EqualValues(t, 1, jobs)
 	require.EqualValues(t, 4241, parcels)
@@ -104,7 +116,7 @@ func TestKilledBetweenCopyAndCommit(t *testing.T) {
 	url := pgtest.NewDB(t)
 	marker := filepath.Join(t.TempDir(), "paused")
 	cmd := exec.Command(binary, "ingest", "--lease", "2s", "--json", epinay)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "GEOINGEST_FAULT_PAUSE_BEFORE_COMMIT="+marker)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "GEOINGEST_TEST_PAUSE_AT=before-commit", "GEOINGEST_TEST_MARKER="+marker)
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -120,7 +132,7 @@ func TestKilledBetweenCopyAndCommit(t *testing.T) {
 	defer conn.Close(context.Background())
 	var inFlight int
 	require.NoError(t, conn.QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'geoingest' AND state = 'idle in transaction'`).Scan(&inFlight))
+		`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'geoingest' AND datname = current_database() AND state = 'idle in transaction'`).Scan(&inFlight))
 	require.GreaterOrEqual(t, inFlight, 1)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -129,7 +141,7 @@ func TestKilledBetweenCopyAndCommit(t *testing.T) {
 	require.Eventually(t, func() bool {
 		jobs, parcels := counts(t, url)
 		var active int
-		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'geoingest'`).Scan(&active)
+		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'geoingest' AND datname = current_database()`).Scan(&active)
 		return jobs == 0 && parcels == 0 && active == 0
 	}, 10*time.Second, 100*time.Millisecond)
 	var state string

@@ -214,14 +214,18 @@ func (m *Main) resolveDatabaseURL(ctx context.Context, d *dbFlags) (string, erro
 	return c.URL("geoingest"), nil
 }
 
-// openDB resolves the database, applies the migrations (under
-// golang-migrate's lock) and returns a pool.
+// openDB resolves the database, makes sure its schema is current and
+// returns a pool. A current schema is only read (migrations.Ensure), so
+// the runtime and analyst roles of migration 0003 can run the commands; a
+// schema behind is migrated (under golang-migrate's lock) when the role
+// may, else openDB fails with "schema is at version N, need M: run
+// geoingest migrate as the schema owner".
 func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
 	url, err := m.resolveDatabaseURL(ctx, d)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := migrations.Up(url); err != nil {
+	if _, err := migrations.Ensure(url); err != nil {
 		return nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(url)

@@ -25,7 +25,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "geoingest")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	// The test build honours internal/testhook's fault-injection variables.
+	out, err := exec.Command("go", "build", "-tags", "geoingest_testhooks", "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		panic("go build: " + err.Error() + "\n" + string(out))
 	}

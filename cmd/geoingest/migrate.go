@@ -23,6 +23,9 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	v, err := migrations.Up(url)
+	if migrations.IsInsufficientPrivilege(err) {
+		return fmt.Errorf("%w (migrations run as the schema owner, which needs CREATEROLE the first time unless the roles geoingest_writer and geoingest_analyst exist already; see README, Least privilege)", err)
+	}
 	if err != nil {
 		return err
 	}

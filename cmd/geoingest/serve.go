@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/queue"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -95,7 +96,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
-	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long (0: serve until SIGTERM)")
+	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -171,7 +172,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	s.svc = ingest.NewService(ingest.NewStore(pool, s.metrics, m.Log), s.metrics, m.Log)
+	store := ingest.NewStore(pool, s.metrics, m.Log)
+	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
+	s.svc = ingest.NewService(store, s.metrics, m.Log)
 	s.svc.Lease = c.lease
 
 	if c.metricsAddr != "" {
@@ -179,7 +182,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			if s.stopping.Load() {
 				return errors.New("shutting down")
 			}
-			return pool.Ping(ctx)
+			if err := pool.Ping(ctx); err != nil {
+				// Jobs fail as transient and are retried until it is back.
+				return fmt.Errorf("database unavailable: %w", err)
+			}
+			return nil
 		}, m.Log)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
@@ -212,10 +219,10 @@ func (s *server) summary() string {
 		}
 		return int64(sum)
 	}
-	return fmt.Sprintf("serve: %d events: %d written, %d duplicates stopped at the claim gate, %d at the write gate, %d superseded, %d failed, %d filtered, %d dead-lettered",
-		v(m.EventsReceived), v(m.WriteGate.WithLabelValues("written")), v(m.Claims.WithLabelValues("lost")),
+	return fmt.Sprintf("serve: %d events: %d written, %d duplicates stopped at the claim gate, %d at the write gate, %d superseded, %d held elsewhere (given back until the lease ended), %d failed, %d filtered, %d dead-lettered",
+		v(m.EventsReceived), v(m.WriteGate.WithLabelValues("written")), v(m.Claims.WithLabelValues("duplicate")),
 		v(m.WriteGate.WithLabelValues("already_present")), v(m.WriteGate.WithLabelValues("superseded")),
-		v(m.JobsFailed.WithLabelValues("permanent")), v(m.EventsFiltered), v(m.DeadLettered))
+		v(m.Claims.WithLabelValues("held")), v(m.JobsFailed.WithLabelValues("permanent")), v(m.EventsFiltered), v(m.DeadLettered))
 }
 
 // paramsFor is the parameters of a job on route: the defaults, the
@@ -238,6 +245,21 @@ type server struct {
 	inbox    string // the inbox directory, "" for SQS
 	extend   bool   // the receiver has a visibility timeout to extend
 	stopping atomic.Bool
+	// heldUntil (unix nanos) is when the last message given back for a
+	// held claim comes back: --until-idle waits for it.
+	heldUntil atomic.Int64
+}
+
+// noteHeld records that a message given back for a held claim comes back
+// after delay.
+func (s *server) noteHeld(delay time.Duration) {
+	t := time.Now().Add(delay).UnixNano()
+	for {
+		cur := s.heldUntil.Load()
+		if cur >= t || s.heldUntil.CompareAndSwap(cur, t) {
+			return
+		}
+	}
 }
 
 // run receives and dispatches messages to at most cfg.workers concurrent
@@ -273,7 +295,8 @@ receive:
 		if len(msgs) > 0 {
 			lastBusy.Store(time.Now().UnixNano())
 		} else if err == nil && s.cfg.untilIdle > 0 && len(sem) == 0 &&
-			time.Since(time.Unix(0, lastBusy.Load())) >= s.cfg.untilIdle {
+			time.Since(time.Unix(0, lastBusy.Load())) >= s.cfg.untilIdle &&
+			time.Since(time.Unix(0, s.heldUntil.Load())) >= s.cfg.untilIdle {
 			s.log.Info("idle: stopping", "idle_for", s.cfg.untilIdle.String())
 			break
 		}
@@ -314,8 +337,9 @@ receive:
 
 // verdict is what becomes of a message.
 type verdict struct {
-	retry   bool     // nack with backoff (a transient failure)
-	reasons []string // permanent failures: dead-letter with these
+	retry   bool          // nack with backoff (a transient failure)
+	held    time.Duration // a claim is held elsewhere: nack, visible again no sooner than this
+	reasons []string      // permanent failures: dead-letter with these
 }
 
 // handle processes one message and acks, nacks or dead-letters it.
@@ -330,13 +354,21 @@ func (s *server) handle(ctx context.Context, msg *queue.Message) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	switch {
-	case v.retry:
-		delay := s.backoff(msg.ReceiveCount)
-		if ctx.Err() != nil {
-			delay = 0 // shutting down: let another worker have it at once
+	case v.retry || v.held > 0:
+		var delay time.Duration
+		if v.retry && ctx.Err() == nil { // shutting down: let another worker have it at once
+			delay = s.backoff(msg.ReceiveCount)
+		}
+		// A held claim's job is not done and its worker may be dead: the
+		// message comes back when the lease has ended, to take it over.
+		delay = max(delay, v.held)
+		if v.held > 0 {
+			s.noteHeld(delay)
 		}
 		if err := s.recv.Nack(sctx, msg, delay); err != nil {
 			log.Warn("nack failed; the message comes back after its visibility timeout", "error", err.Error())
+		} else if v.held > 0 && !v.retry {
+			log.Info("message given back: its job is in progress elsewhere; it comes back when that lease has ended", "delay", delay.String())
 		} else {
 			log.Info("message given back for retry", "delay", delay.String())
 		}
@@ -358,9 +390,11 @@ func (s *server) handle(ctx context.Context, msg *queue.Message) {
 			log.Error("message dead-lettered", "reason", reason)
 		}
 	default:
+		testhook.At(testhook.BeforeAck)
 		if err := s.recv.Ack(sctx, msg); err != nil {
 			log.Warn("ack failed; the message comes back and is a duplicate", "error", err.Error())
 		}
+		testhook.At(testhook.AfterAck)
 	}
 }
 
@@ -529,10 +563,16 @@ func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f in
 	s.settle(ctx, v, s.svc.Run(ctx, job))
 }
 
-// settle folds a job's result into the message's verdict: a duplicate is
-// success (Run logged it at INFO with the job key); a transient failure
-// asks for a retry; a permanent one for the dead-letter queue.
+// settle folds a job's result into the message's verdict: a duplicate of
+// a committed job is success (Run logged it at INFO with the job key); a
+// claim held under another worker's live lease is not done, and asks for
+// the message back after the lease; a transient failure asks for a retry;
+// a permanent one for the dead-letter queue.
 func (s *server) settle(ctx context.Context, v *verdict, res ingest.Result) {
+	if res.Outcome == ingest.Held {
+		v.held = max(v.held, res.RetryAfter)
+		return
+	}
 	if res.Outcome != ingest.Failed {
 		return
 	}

@@ -41,7 +41,8 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 	fmt.Fprintf(m.Stdout, "checked %d jobs (%d current), %d sources, %d claims, %d parcels, %d admin units\n",
 		v.Jobs, v.CurrentJobs, v.Sources, v.Claims, v.Parcels, v.AdminUnits)
 	fmt.Fprintln(m.Stdout, "checks: ledger feature_count and total_area_m2 (relative tolerance 1e-9) against the feature rows of every current job;"+
-		" no feature row without a current job; one current generation per source, agreeing with jobs.status; claims and ledger agree")
+		" no feature row without a current job; one current generation per source, agreeing with jobs.status; claims and ledger agree;"+
+		" every current parcel job assigned to the current admin generation, with the ledger's count and area")
 	if v.OK() {
 		fmt.Fprintln(m.Stdout, "ok: every committed job's features are present exactly once")
 		return nil

@@ -11,6 +11,36 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const claimHolder = `-- name: ClaimHolder :one
+SELECT state, owner, lease_until,
+       greatest(extract(epoch FROM lease_until - now()), 0)::float8 AS lease_left_seconds
+FROM claims
+WHERE job_id = $1
+`
+
+type ClaimHolderRow struct {
+	State            string
+	Owner            string
+	LeaseUntil       pgtype.Timestamptz
+	LeaseLeftSeconds float64
+}
+
+// ClaimHolder reads a job's claim after a lost ClaimJob: its state, the
+// worker holding it, when that worker's lease ends, and how long that is
+// from now by the database's clock (0 once it has ended), so that a
+// worker's own clock never matters.
+func (q *Queries) ClaimHolder(ctx context.Context, jobID string) (ClaimHolderRow, error) {
+	row := q.db.QueryRow(ctx, claimHolder, jobID)
+	var i ClaimHolderRow
+	err := row.Scan(
+		&i.State,
+		&i.Owner,
+		&i.LeaseUntil,
+		&i.LeaseLeftSeconds,
+	)
+	return i, err
+}
+
 const claimJob = `-- name: ClaimJob :one
 INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)
 VALUES ($1, 'CLAIMED', $2, now() + make_interval(secs => $3::float8),

@@ -112,6 +112,27 @@ type Parcel struct {
 	Geom         interface{}
 }
 
+type ReportAssignment struct {
+	ParcelJobID     string
+	AdminGeneration string
+	PipelineVersion string
+	AdminJobIds     []string
+	Parcels         int64
+	AreaM2          float64
+	Seconds         float64
+	AssignedAt      pgtype.Timestamptz
+}
+
+type ReportAssignmentCell struct {
+	ParcelJobID     string
+	AdminGeneration string
+	UnitID          int64
+	PosParcels      int64
+	PosAreaM2       float64
+	IntParcels      int64
+	IntAreaM2       float64
+}
+
 type Source struct {
 	SourceBucket    string
 	SourceKey       string

@@ -54,3 +54,13 @@ WHERE job_id = @job_id AND state <> 'COMMITTED';
 UPDATE claims
 SET lease_until = now(), last_error = @last_error, updated_at = now()
 WHERE job_id = @job_id AND owner = @owner AND state = 'CLAIMED';
+
+-- name: ClaimHolder :one
+-- ClaimHolder reads a job's claim after a lost ClaimJob: its state, the
+-- worker holding it, when that worker's lease ends, and how long that is
+-- from now by the database's clock (0 once it has ended), so that a
+-- worker's own clock never matters.
+SELECT state, owner, lease_until,
+       greatest(extract(epoch FROM lease_until - now()), 0)::float8 AS lease_left_seconds
+FROM claims
+WHERE job_id = @job_id;
