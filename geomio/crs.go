@@ -2,79 +2,89 @@ package geomio
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/geoingest/geoingest/geomio/crs"
 )
 
-// geojsonCRS is the legacy (GeoJSON 2008) "crs" member.
+// setLayerCRS resolves text, the CRS a layer's file gives ("" for none),
+// into l.SRID and l.CRS, with PROJ (package crs):
+//
+//   - opts.SourceSRID, when set, wins and the text is not even parsed:
+//     the caller knows better than the file (method Override);
+//   - no text: SRID 0 (unknown), for the caller to refuse;
+//   - an EPSG CRS (named by the file or identified by PROJ): the SRID
+//     opts.RegisterCRS gives it, or its code when RegisterCRS is nil;
+//   - a custom CRS: the SRID opts.RegisterCRS gives it, or 0 when
+//     RegisterCRS is nil.
+//
+// A CRS that PROJ cannot read or can only transform to WGS 84 with a
+// ballpark transformation is an *Error naming file. Failures of PROJ's
+// environment or of RegisterCRS are returned as other errors: they are not
+// the input's fault.
+func setLayerCRS(l *Layer, file, text string, opts Options) error {
+	l.CRSText = text
+	if opts.SourceSRID != 0 {
+		l.SRID = opts.SourceSRID
+		l.CRS = crs.CRS{Method: crs.Override, EPSG: opts.SourceSRID, Text: text}
+		return nil
+	}
+	if strings.TrimSpace(strings.TrimPrefix(text, "\uFEFF")) == "" {
+		l.SRID, l.CRS = 0, crs.CRS{Text: text}
+		return nil
+	}
+	c, err := crs.Resolve(text)
+	if err != nil {
+		var ie *crs.InputError
+		if errors.As(err, &ie) {
+			return &Error{File: file, Problem: "unusable CRS", Err: err}
+		}
+		return fmt.Errorf("%s: resolve CRS: %w", file, err)
+	}
+	l.CRS = c
+	l.SRID = c.EPSG // 0 for a custom CRS
+	if opts.RegisterCRS != nil {
+		if l.SRID, err = opts.RegisterCRS(c); err != nil {
+			return fmt.Errorf("%s: register CRS %s: %w", file, c, err)
+		}
+	}
+	return nil
+}
+
+// geojsonCRS is the legacy (GeoJSON 2008) "crs" member, in its named form
+// {"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::27700"}} and
+// its older EPSG form {"type":"EPSG","properties":{"code":27700}}.
 type geojsonCRS struct {
 	Type       string `json:"type"`
 	Properties struct {
-		Name string `json:"name"`
+		Name string          `json:"name"`
+		Code json.RawMessage `json:"code"`
 	} `json:"properties"`
 }
 
-var (
-	reEPSGURN  = regexp.MustCompile(`(?i)^urn:ogc:def:crs:EPSG:[0-9.]*:([0-9]+)$`)
-	reEPSGCode = regexp.MustCompile(`(?i)^EPSG:+([0-9]+)$`)
-	reEPSGURL  = regexp.MustCompile(`(?i)^https?://www\.opengis\.net/def/crs/EPSG/[0-9.]+/([0-9]+)$`)
-	reCRS84    = regexp.MustCompile(`(?i)^(urn:ogc:def:crs:OGC:[0-9.]*:CRS84|https?://www\.opengis\.net/def/crs/OGC/[0-9.]+/CRS84|CRS84|OGC:CRS84)$`)
-)
-
-// crsNameToEPSG identifies a GeoJSON crs name ("urn:ogc:def:crs:EPSG::27700",
-// "EPSG:3857", "urn:ogc:def:crs:OGC:1.3:CRS84", an opengis.net URL) to an
-// EPSG code. It returns 0 when the name is not one of those forms.
-func crsNameToEPSG(name string) int {
-	name = strings.TrimSpace(name)
-	if reCRS84.MatchString(name) {
-		return 4326
-	}
-	for _, re := range []*regexp.Regexp{reEPSGURN, reEPSGCode, reEPSGURL} {
-		if m := re.FindStringSubmatch(name); m != nil {
-			n, err := strconv.Atoi(m[1])
-			if err == nil && n > 0 && n < 1<<31-1 {
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-// resolveGeoJSONCRS returns the EPSG code and text of a legacy crs member.
-// A crs that is present but cannot be identified (not by name, not by
-// opts.ResolveCRS) gives SRID 0: the caller decides, geomio does not guess.
-func resolveGeoJSONCRS(raw json.RawMessage, opts Options) (srid int, text string, err error) {
+// geojsonCRSText returns the CRS that a crs member names, as text PROJ
+// reads ("urn:ogc:def:crs:EPSG::27700", "EPSG:27700", a URL). It is ""
+// when there is no crs member.
+func geojsonCRSText(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return 0, "", nil
+		return "", nil
 	}
 	var c geojsonCRS
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return 0, "", fmt.Errorf("crs member: %w", err)
+		return "", fmt.Errorf("crs member: %w", err)
 	}
-	text = c.Properties.Name
-	if text == "" {
-		text = string(raw)
+	switch {
+	case strings.EqualFold(c.Type, "name") && strings.TrimSpace(c.Properties.Name) != "":
+		return c.Properties.Name, nil
+	case strings.EqualFold(c.Type, "EPSG") && len(c.Properties.Code) > 0:
+		code := strings.Trim(string(c.Properties.Code), `"`)
+		if n, err := strconv.Atoi(code); err == nil && n > 0 {
+			return "EPSG:" + strconv.Itoa(n), nil
+		}
+		return "", fmt.Errorf("crs member: EPSG code %s is not a positive number", c.Properties.Code)
 	}
-	if !strings.EqualFold(c.Type, "name") || c.Properties.Name == "" {
-		srid, err = resolveWith(opts, text)
-		return srid, text, err
-	}
-	if srid = crsNameToEPSG(c.Properties.Name); srid != 0 {
-		return srid, text, nil
-	}
-	srid, err = resolveWith(opts, text)
-	return srid, text, err
-}
-
-func resolveWith(opts Options, text string) (int, error) {
-	if opts.ResolveCRS == nil {
-		return 0, nil
-	}
-	srid, err := opts.ResolveCRS(text)
-	if err != nil {
-		return 0, fmt.Errorf("resolve crs: %w", err)
-	}
-	return srid, nil
+	return "", fmt.Errorf("crs member of type %q names no CRS geoingest can read (it reads the \"name\" and \"EPSG\" forms); give the source SRID (--source-srid, or the route option source-srid=)", c.Type)
 }

@@ -42,6 +42,7 @@ type dbfReader struct {
 	recLen   int
 	fields   []dbfField
 	enc      encoding.Encoding // nil for UTF-8
+	unnamed  bool              // neither a .cpg nor the language driver id names enc
 	encName  string
 	rec      []byte
 	read     int
@@ -133,6 +134,7 @@ func openDBF(file string, r io.Reader, cpg, defaultEnc string, maxRecord int64) 
 		d.enc, d.encName, err = encodingByName(ldidCodePages[h[29]])
 	default:
 		d.enc, d.encName, err = encodingByName(defaultEnc)
+		d.unnamed = true
 	}
 	if err != nil {
 		return nil, &Error{File: file, Problem: "text encoding", Err: err}
@@ -221,6 +223,11 @@ func (d *dbfReader) properties() ([]byte, error) {
 		var err error
 		out, err = d.appendValue(out, f, d.rec[f.offset:f.offset+f.length])
 		if err != nil {
+			if d.unnamed {
+				// Never guess: only the uploader knows the encoding.
+				err = fmt.Errorf("%w; the file names no text encoding (no .cpg, no language driver id), so it was read as %s: "+
+					"give its encoding with --encoding (or the route option encoding=), for example windows-1252", err, d.encName)
+			}
 			return nil, &Error{File: d.file, Problem: fmt.Sprintf("record %d field %q", d.read-1, f.name), Err: err}
 		}
 	}

@@ -1,11 +1,14 @@
 package geomio
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/geoingest/geoingest/geomio/crs"
 )
 
 // fuzzInputDeadline is how long one fuzz input may take to read.
@@ -136,9 +139,32 @@ func FuzzPRJ(f *testing.F) {
 		}
 	}
 	f.Add(`PROJCRS["x",ID["EPSG",2193]]`)
+	f.Add("\uFEFFGEOGCS[\"GCS_WGS_1984\",DATUM[\"D_WGS_1984\",SPHEROID[\"WGS_1984\",6378137.0,298.257223563]],PRIMEM[\"Greenwich\",0.0],UNIT[\"Degree\",0.0174532925199433]]")
+	f.Add("urn:ogc:def:crs:EPSG::27700")
 	f.Fuzz(func(t *testing.T, s string) {
-		if code := identifyPRJ(s); code < 0 {
-			t.Fatalf("negative code %d", code)
+		start := time.Now()
+		c, err := crs.Resolve(s)
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("resolving took %s", d)
+		}
+		if err != nil {
+			var ie *crs.InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("not an input error: %v", err)
+			}
+			return
+		}
+		switch c.Method {
+		case crs.Authority, crs.Identified:
+			if c.EPSG <= 0 {
+				t.Fatalf("%s without an EPSG code: %+v", c.Method, c)
+			}
+		case crs.Custom:
+			if c.Definition == "" || len(c.Definition) > 2048 {
+				t.Fatalf("custom definition of %d bytes", len(c.Definition))
+			}
+		default:
+			t.Fatalf("method %q", c.Method)
 		}
 	})
 }

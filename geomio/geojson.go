@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/paulmach/orb/geojson"
 )
 
@@ -52,7 +53,9 @@ type featureJSON struct {
 // geojsonReader reads a GeoJSON FeatureCollection (streamed), a single
 // Feature or a bare geometry.
 type geojsonReader struct {
-	path   string
+	path string // the file read
+	name string // the file named in errors
+
 	f      *os.File
 	lr     *limitReader
 	dec    *json.Decoder
@@ -70,12 +73,19 @@ type geojsonReader struct {
 }
 
 func openGeoJSON(path string, opts Options) (*geojsonReader, error) {
+	return openGeoJSONAs(path, path, layerName(path), 0, opts)
+}
+
+// openGeoJSONAs opens the GeoJSON file at path as the layer called layer
+// whose first feature has Index base, naming it file in errors (a zip
+// entry is read from a temporary copy but named archive/entry).
+func openGeoJSONAs(path, file, layer string, base int64, opts Options) (*geojsonReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &Error{File: path, Problem: "open", Err: err}
+		return nil, &Error{File: file, Problem: "open", Err: err}
 	}
-	r := &geojsonReader{path: path, f: f, opts: opts}
-	r.layer = Layer{Name: layerName(path), Format: FormatGeoJSON}
+	r := &geojsonReader{path: path, name: file, f: f, opts: opts, idx: base}
+	r.layer = Layer{Name: layer, Format: FormatGeoJSON}
 	br := bufio.NewReaderSize(f, 1<<16)
 	skipBOM(br)
 	r.lr = &limitReader{r: br, limit: opts.Limits.MaxRecordBytes + decoderSlack}
@@ -101,7 +111,7 @@ func (r *geojsonReader) fail(problem string, err error) *Error {
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return &Error{File: r.path, Problem: fmt.Sprintf("%s at byte %d", problem, r.dec.InputOffset()), Err: err}
+	return &Error{File: r.name, Problem: fmt.Sprintf("%s at byte %d", problem, r.dec.InputOffset()), Err: err}
 }
 
 func (r *geojsonReader) bound() {
@@ -116,7 +126,7 @@ func (r *geojsonReader) readHeader() error {
 		return r.fail("invalid json", err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return &Error{File: r.path, Problem: "not a geojson object"}
+		return &Error{File: r.name, Problem: "not a geojson object"}
 	}
 	members := map[string]json.RawMessage{}
 	for r.dec.More() {
@@ -128,7 +138,7 @@ func (r *geojsonReader) readHeader() error {
 		key, _ := tok.(string)
 		if key == "features" {
 			if t, ok := members["type"]; ok && jsonString(t) != "FeatureCollection" {
-				return &Error{File: r.path, Problem: fmt.Sprintf("features member in a %q object", jsonString(t))}
+				return &Error{File: r.name, Problem: fmt.Sprintf("features member in a %q object", jsonString(t))}
 			}
 			tok, err := r.dec.Token()
 			if err != nil {
@@ -140,7 +150,7 @@ func (r *geojsonReader) readHeader() error {
 			crs, seen := members["crs"]
 			if !seen {
 				if crs, err = scanTopLevelMember(r.path, "crs", 1<<20); err != nil {
-					return &Error{File: r.path, Problem: "scan for crs", Err: err}
+					return &Error{File: r.name, Problem: "scan for crs", Err: err}
 				}
 			}
 			r.streaming = true
@@ -174,36 +184,30 @@ func (r *geojsonReader) readHeader() error {
 		}
 		b, err := json.Marshal(g)
 		if err != nil {
-			return &Error{File: r.path, Problem: "invalid geometry", Err: err}
+			return &Error{File: r.name, Problem: "invalid geometry", Err: err}
 		}
 		r.pending = &featureJSON{Type: "Feature", Geometry: b}
 	case "FeatureCollection":
-		return &Error{File: r.path, Problem: "featurecollection has no features member"}
+		return &Error{File: r.name, Problem: "featurecollection has no features member"}
 	default:
-		return &Error{File: r.path, Problem: fmt.Sprintf("unsupported geojson type %q", typ)}
+		return &Error{File: r.name, Problem: fmt.Sprintf("unsupported geojson type %q", typ)}
 	}
 	return r.setCRS(members["crs"])
 }
 
 func (r *geojsonReader) setCRS(raw json.RawMessage) error {
-	srid, text, err := resolveGeoJSONCRS(raw, r.opts)
+	text, err := geojsonCRSText(raw)
 	if err != nil {
-		if r.opts.ResolveCRS != nil && !strings.HasPrefix(err.Error(), "crs member") {
-			return fmt.Errorf("%s: %w", r.path, err) // the resolver failed: not the input's fault
-		}
-		return &Error{File: r.path, Problem: "invalid crs", Err: err}
+		return &Error{File: r.name, Problem: "invalid crs", Err: err}
 	}
-	r.layer.CRSText = text
-	r.layer.SRID = srid
-	if len(raw) == 0 || string(raw) == "null" {
-		r.layer.SRID = 4326 // RFC 7946
+	if text == "" && r.opts.SourceSRID == 0 {
+		// RFC 7946: no crs member means longitude/latitude on WGS 84.
+		r.layer.SRID = 4326
+		r.layer.CRS = crs.CRS{Method: crs.Default, EPSG: 4326}
 		r.lonLat = true
+		return nil
 	}
-	if r.opts.SourceSRID != 0 {
-		r.layer.SRID = r.opts.SourceSRID
-		r.lonLat = false
-	}
-	return nil
+	return setLayerCRS(&r.layer, r.name, text, r.opts)
 }
 
 func (r *geojsonReader) expectEOF() error {
@@ -278,7 +282,7 @@ func (r *geojsonReader) finish() error {
 func (r *geojsonReader) emit(fj *featureJSON) bool {
 	f, err := decodeFeature(fj, r.idx, r.layer, r.lonLat)
 	if err != nil {
-		r.err = &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
+		r.err = &Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
 		return false
 	}
 	r.feat = f
@@ -333,6 +337,8 @@ func compactObject(raw json.RawMessage) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+func (r *geojsonReader) nextIndex() int64 { return r.idx }
 
 func (r *geojsonReader) Feature() Feature { return r.feat }
 func (r *geojsonReader) Layer() Layer     { return r.layer }

@@ -1,11 +1,14 @@
 package geomio
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/crs"
+	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 )
@@ -77,18 +80,30 @@ func TestGeoJSON(t *testing.T) {
 		{name: "CRS84", file: "a.geojson",
 			content:  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:OGC:1.3:CRS84"}},"features":[]}`,
 			wantSRID: 4326, wantCRSText: "urn:ogc:def:crs:OGC:1.3:CRS84"},
-		{name: "unknown crs is 0, not a guess", file: "a.geojson",
-			content:  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:x:local"}},"features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}]}`,
-			wantSRID: 0, wantCRSText: "urn:x:local", wantN: 1},
-		{name: "unknown crs resolved", file: "a.geojson",
-			content: `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:x:local"}},"features":[]}`,
-			opts: Options{ResolveCRS: func(s string) (int, error) {
-				if s == "urn:x:local" {
-					return 2154, nil
+		{name: "unknown crs is refused, not guessed", file: "a.geojson",
+			content: `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:x:local"}},"features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}]}`,
+			wantErr: "--source-srid"},
+		{name: "old EPSG form", file: "a.geojson",
+			content:  `{"type":"FeatureCollection","crs":{"type":"EPSG","properties":{"code":2154}},"features":[]}`,
+			wantSRID: 2154, wantCRSText: "EPSG:2154"},
+		{name: "opengis URL", file: "a.geojson",
+			content:  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"http://www.opengis.net/def/crs/EPSG/0/3006"}},"features":[]}`,
+			wantSRID: 3006, wantCRSText: "http://www.opengis.net/def/crs/EPSG/0/3006"},
+		{name: "link crs is refused", file: "a.geojson",
+			content: `{"type":"FeatureCollection","crs":{"type":"link","properties":{"href":"http://example.com/crs/42","type":"proj4"}},"features":[]}`,
+			wantErr: `crs member of type "link"`},
+		{name: "custom crs without a registrar has srid 0", file: "a.geojson",
+			content:  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"+proj=robin +datum=WGS84 +type=crs"}},"features":[]}`,
+			wantSRID: 0, wantCRSText: "+proj=robin +datum=WGS84 +type=crs"},
+		{name: "custom crs registered", file: "a.geojson",
+			content: `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"+proj=robin +datum=WGS84 +type=crs"}},"features":[]}`,
+			opts: Options{RegisterCRS: func(c crs.CRS) (int, error) {
+				if c.Method != crs.Custom || !strings.Contains(c.PROJString, "+proj=robin") {
+					return 0, fmt.Errorf("not the custom robinson: %+v", c)
 				}
-				return 0, nil
+				return 990001, nil
 			}},
-			wantSRID: 2154, wantCRSText: "urn:x:local"},
+			wantSRID: 990001, wantCRSText: "+proj=robin +datum=WGS84 +type=crs"},
 		{name: "source srid overrides", file: "a.geojson",
 			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[631443.6,187400.6]}}]}`,
 			opts:     Options{SourceSRID: 2227},
@@ -164,4 +179,42 @@ func TestScanTopLevelMember(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tc.want, string(got), tc.content)
 	}
+}
+
+// TestZipGeoJSON: a zip holding GeoJSON (counties.zip with
+// counties.geojson, in a folder) is read like a zipped shapefile: its
+// layer is the path in the zip, its crs member is honoured, errors name
+// archive/entry, and a zip with several layers keeps Index counting.
+func TestZipGeoJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	counties := `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::27700"}},"features":[` +
+		`{"type":"Feature","properties":{"name":"A"},"geometry":{"type":"Polygon","coordinates":[[[358000,172000],[359000,172000],[359000,173000],[358000,172000]]]}},` +
+		`{"type":"Feature","properties":{"name":"B"},"geometry":null}]}`
+	p := testfiles.Zip(t, filepath.Join(dir, "counties.zip"), "export/counties.geojson", []byte(counties), "__MACOSX/export/._counties.geojson", []byte("junk"))
+	layer, fs, err := openAll(t, p, Options{})
+	require.NoError(t, err)
+	require.Equal(t, FormatGeoJSON, layer.Format)
+	require.Equal(t, "export/counties", layer.Name)
+	require.Equal(t, 27700, layer.SRID)
+	require.Len(t, fs, 2)
+	require.Equal(t, "export/counties", fs[0].Layer)
+	require.Equal(t, 27700, fs[0].Geom.SRID())
+
+	// Two GeoJSON layers: lexical order, Index across layers.
+	p = testfiles.Zip(t, filepath.Join(dir, "two.zip"), "b.geojson", []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":`+sq+`}]}`),
+		"a.json", []byte(counties))
+	_, fs, err = openAll(t, p, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 3)
+	require.Equal(t, []string{"a", "a", "b"}, []string{fs[0].Layer, fs[1].Layer, fs[2].Layer})
+	require.Equal(t, int64(2), fs[2].Index)
+	require.Equal(t, 4326, fs[2].Geom.SRID())
+
+	// A broken entry is named archive/entry.
+	p = testfiles.Zip(t, filepath.Join(dir, "bad.zip"), "bad.geojson", []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Polygon","coordinates":"x"}}]}`))
+	_, _, err = openAll(t, p, Options{})
+	require.Error(t, err)
+	require.True(t, IsInputError(err))
+	require.Contains(t, err.Error(), "bad.zip/bad.geojson")
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/geoingest/geoingest/geomio/crs"
 	"io"
 	"os"
 )
@@ -35,10 +36,12 @@ func openGeoJSONSeq(path string, opts Options) (*seqReader, error) {
 		return nil, &Error{File: path, Problem: "open", Err: err}
 	}
 	r := &seqReader{path: path, f: f, br: bufio.NewReaderSize(f, 1<<16), opts: opts}
-	r.layer = Layer{Name: layerName(path), Format: FormatGeoJSONSeq, SRID: 4326}
+	r.layer = Layer{Name: layerName(path), Format: FormatGeoJSONSeq, SRID: 4326,
+		CRS: crs.CRS{Method: crs.Default, EPSG: 4326}}
 	r.lonLat = true
 	if opts.SourceSRID != 0 {
 		r.layer.SRID, r.lonLat = opts.SourceSRID, false
+		r.layer.CRS = crs.CRS{Method: crs.Override, EPSG: opts.SourceSRID}
 	}
 	if b, err := r.br.Peek(3); err == nil && bytes.Equal(b, []byte{0xEF, 0xBB, 0xBF}) {
 		r.br.Discard(3)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/twpayne/go-geom"
 )
 
@@ -48,10 +49,14 @@ type Layer struct {
 	Name string
 	// Format is "geojson", "geojsonseq" or "shapefile".
 	Format string
-	// SRID is the EPSG code of the layer's CRS, or 0 when the file names no
-	// CRS that could be identified. RFC 7946 GeoJSON without a "crs" member
-	// is 4326.
+	// SRID is the SRID PostGIS transforms the layer's coordinates with:
+	// the EPSG code of its CRS, the SRID Options.RegisterCRS gave a custom
+	// CRS, or 0 when the file names no CRS (or a custom one with no
+	// RegisterCRS). RFC 7946 GeoJSON without a "crs" member is 4326.
 	SRID int
+	// CRS is how the layer's CRS was resolved (see package crs); its
+	// Method is "" when the file names no CRS.
+	CRS crs.CRS
 	// CRSText is the CRS as the file gave it (the .prj WKT, or the GeoJSON
 	// crs name), for error messages and the job record; "" if none.
 	CRSText string
@@ -109,10 +114,11 @@ type Options struct {
 	// SourceSRID, when non-zero, is the EPSG code to assume for every layer,
 	// overriding whatever CRS the file names or does not name.
 	SourceSRID int
-	// ResolveCRS identifies a CRS given as WKT (a .prj) or a name to an
-	// EPSG code, for CRSs that the reader cannot identify by itself. It may
-	// be nil. It returns 0 and no error when it does not know the CRS.
-	ResolveCRS func(text string) (int, error)
+	// RegisterCRS returns the SRID under which PostGIS knows a CRS that a
+	// file names (an EPSG CRS, or a custom one PROJ finds no EPSG
+	// equivalent for), registering it if need be. When nil, a layer gets
+	// its CRS's EPSG code as SRID, or 0 for a custom CRS.
+	RegisterCRS func(c crs.CRS) (srid int, err error)
 	// DefaultEncoding is the DBF text encoding used when neither a .cpg
 	// nor the DBF language driver id names one. "" means UTF-8.
 	DefaultEncoding string

@@ -125,21 +125,15 @@ func openShapefileSet(s shpSidecars, file, name string, opts Options, base int64
 			return nil, &Error{File: s.cpg, Problem: "read .cpg", Err: err}
 		}
 	}
+	var prj string
 	if s.prj != "" {
-		prj, err := readSmall(s.prj)
-		if err != nil {
+		if prj, err = readSmall(s.prj); err != nil {
 			return nil, &Error{File: s.prj, Problem: "read .prj", Err: err}
 		}
-		r.layer.CRSText = strings.TrimSpace(prj)
-		r.layer.SRID = identifyPRJ(prj)
-		if r.layer.SRID == 0 && r.layer.CRSText != "" && opts.SourceSRID == 0 {
-			if r.layer.SRID, err = resolveWith(opts, r.layer.CRSText); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.prj, err)
-			}
-		}
 	}
-	if opts.SourceSRID != 0 {
-		r.layer.SRID = opts.SourceSRID
+	prjName := strings.TrimSuffix(file, filepath.Ext(file)) + filepath.Ext(s.prj)
+	if err := setLayerCRS(&r.layer, prjName, strings.TrimSpace(prj), opts); err != nil {
+		return nil, err
 	}
 	sf, err := os.Open(s.shp)
 	if err != nil {
@@ -442,32 +436,37 @@ func (r *shpReader) Close() error {
 	return first
 }
 
-// multiReader reads several shapefile layers as one stream, in order,
-// keeping Index counting across layers, and runs cleanup on Close.
+// layerReader is a Reader of one layer of a multi-layer stream.
+type layerReader interface {
+	Reader
+	// nextIndex is the Index the layer's next feature would get.
+	nextIndex() int64
+}
+
+func (r *shpReader) nextIndex() int64 { return r.idx }
+
+// zipLayer is one layer of a zip: its name (the path in the zip without
+// extension) and how to open it with its first feature's Index.
+type zipLayer struct {
+	name string
+	open func(base int64) (layerReader, error)
+}
+
+// multiReader reads several layers (shapefiles, GeoJSON files) as one
+// stream, in lexical order of their names, keeping Index counting across
+// layers, and runs cleanup on Close.
 type multiReader struct {
-	sets    []shpSidecars
-	names   []string // layer names
-	files   []string // names for errors
-	opts    Options
-	cur     *shpReader
+	layers  []zipLayer
+	cur     layerReader
 	next    int
 	idx     int64
 	err     error
 	cleanup func() error
 }
 
-func newMultiReader(sets []shpSidecars, names, files []string, opts Options, cleanup func() error) (*multiReader, error) {
-	order := make([]int, len(sets))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(a, b int) bool { return names[order[a]] < names[order[b]] })
-	m := &multiReader{opts: opts, cleanup: cleanup}
-	for _, i := range order {
-		m.sets = append(m.sets, sets[i])
-		m.names = append(m.names, names[i])
-		m.files = append(m.files, files[i])
-	}
+func newMultiReader(layers []zipLayer, cleanup func() error) (*multiReader, error) {
+	sort.SliceStable(layers, func(a, b int) bool { return layers[a].name < layers[b].name })
+	m := &multiReader{layers: layers, cleanup: cleanup}
 	if err := m.openNext(); err != nil {
 		return nil, err
 	}
@@ -480,7 +479,7 @@ func (m *multiReader) openNext() error {
 	}
 	i := m.next
 	m.next++
-	cur, err := openShapefileSet(m.sets[i], m.files[i], m.names[i], m.opts, m.idx)
+	cur, err := m.layers[i].open(m.idx)
 	if err != nil {
 		return err
 	}
@@ -491,13 +490,13 @@ func (m *multiReader) openNext() error {
 func (m *multiReader) Next() bool {
 	for m.err == nil {
 		if m.cur.Next() {
-			m.idx = m.cur.idx
+			m.idx = m.cur.nextIndex()
 			return true
 		}
 		if m.err = m.cur.Err(); m.err != nil {
 			return false
 		}
-		if m.next >= len(m.sets) {
+		if m.next >= len(m.layers) {
 			return false
 		}
 		m.err = m.openNext()

@@ -135,7 +135,7 @@ func TestDBFTypes(t *testing.T) {
 		{"-7", "0.00", "0", "n", "00000000", `a"b\c`},
 	})
 	dir := t.TempDir()
-	path := writeSet(t, dir, "types", makeSHP([][2]float64{{1, 2}, {3, 4}, {5, 6}, {7, 8}}), dbf, map[string]string{".prj": `GEOGCS["GCS_WGS_1984"]`})
+	path := writeSet(t, dir, "types", makeSHP([][2]float64{{1, 2}, {3, 4}, {5, 6}, {7, 8}}), dbf, map[string]string{".prj": esriWGS84})
 	layer, fs, err := openAll(t, path, Options{})
 	require.NoError(t, err)
 	require.Equal(t, 4326, layer.SRID)
@@ -167,7 +167,7 @@ func TestDBFEncodings(t *testing.T) {
 		{name: "ldid 0x01", dbf: cp437, want: `{"NAME":"Äeh"}`, enc: "IBM437"},
 		{name: "cpg wins over ldid", dbf: cp437, cpg: "1252", want: `{"NAME":"Žeh"}`, enc: "windows-1252"},
 		{name: "default encoding", dbf: noLDID, opts: Options{DefaultEncoding: "ISO-8859-1"}, want: `{"NAME":"Åland"}`, enc: "ISO-8859-1"},
-		{name: "invalid utf-8 fails", dbf: noLDID, wantErr: `record 0 field "NAME": invalid utf-8`},
+		{name: "invalid utf-8 fails", dbf: noLDID, wantErr: `record 0 field "NAME": invalid utf-8; the file names no text encoding (no .cpg, no language driver id), so it was read as UTF-8: give its encoding with --encoding (or the route option encoding=)`},
 		{name: "cpg utf-8 with latin-1 bytes fails", dbf: cp1252, cpg: "UTF-8\n", wantErr: "invalid utf-8"},
 		{name: "byte undefined in cp1252 fails", dbf: makeDBF(0x03, cols, [][]string{{"a\x81"}}), wantErr: "not defined in windows-1252"},
 		{name: "unknown cpg fails", dbf: cp1252, cpg: "KLINGON", wantErr: `unknown code page "KLINGON"`},
@@ -272,12 +272,12 @@ func TestZip(t *testing.T) {
 	dbf2 := string(makeDBF(0, cols, [][]string{{"1"}, {"2"}}))
 	shp1 := string(makeSHP([][2]float64{{3, 3}}))
 	dbf1 := string(makeDBF(0, cols, [][]string{{"3"}}))
-	prj := `GEOGCS["GCS_WGS_1984"]`
+	prj := esriWGS84
 
 	t.Run("several layers in lexical order", func(t *testing.T) {
 		t.Parallel()
 		p := makeZip(t, [][2]string{
-			{"b/Second.SHP", shp1}, {"b/Second.DBF", dbf1}, {"b/second.Prj", `PROJCS["British_National_Grid"]`},
+			{"b/Second.SHP", shp1}, {"b/Second.DBF", dbf1}, {"b/second.Prj", `PROJCS["British_National_Grid",GEOGCS["GCS_OSGB_1936",DATUM["D_OSGB_1936",SPHEROID["Airy_1830",6377563.396,299.3249646]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Transverse_Mercator"],PARAMETER["False_Easting",400000.0],PARAMETER["False_Northing",-100000.0],PARAMETER["Central_Meridian",-2.0],PARAMETER["Scale_Factor",0.9996012717],PARAMETER["Latitude_Of_Origin",49.0],UNIT["Meter",1.0]]`},
 			{"__MACOSX/a/._First.shp", "junk"}, {"a/First.shp", shp2}, {"a/First.dbf", dbf2}, {"a/First.prj", prj},
 			{"a/First.sbn", "ignored"}, {"a/First.shp.xml", "<x/>"},
 		})
@@ -295,7 +295,7 @@ func TestZip(t *testing.T) {
 		require.Equal(t, []int{4326, 4326, 27700}, srids)
 		require.Equal(t, []int64{0, 1, 2}, idx)
 		// Close removes the extraction directory.
-		tmp := filepath.Dir(filepath.Dir(r.(*multiReader).cur.files[0].Name()))
+		tmp := filepath.Dir(filepath.Dir(r.(*multiReader).cur.(*shpReader).files[0].Name()))
 		require.DirExists(t, tmp)
 		require.NoError(t, r.Close())
 		require.NoDirExists(t, tmp)
@@ -349,3 +349,6 @@ func manySmallBombEntries(shp, dbf string, n int) [][2]string {
 	}
 	return es
 }
+
+// esriWGS84 is the .prj ArcGIS writes for EPSG:4326.
+const esriWGS84 = `GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`

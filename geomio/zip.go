@@ -17,11 +17,11 @@ const ratioFloor = 1 << 20
 
 var errZipLimit = errors.New("zip limit exceeded")
 
-// openZip extracts the shapefile sets of a zip into a private temporary
-// directory (removed by Close) and reads them as one stream. Entries with
-// absolute or parent-relative paths are refused; __MACOSX/ and files that
-// are not .shp, .shx, .dbf, .prj or .cpg are ignored. Limits are enforced
-// on the bytes actually extracted.
+// openZip extracts the layers of a zip (shapefile sets, and GeoJSON files:
+// .geojson, and .json in a zip without shapefiles) into a private temporary directory (removed by Close)
+// and reads them as one stream, in lexical order of their paths. Entries
+// with absolute or parent-relative paths are refused; __MACOSX/ and other
+// files are ignored. Limits are enforced on the bytes actually extracted.
 func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	zr, err := zip.OpenReader(zipPath)
 	if err != nil {
@@ -50,7 +50,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 		}
 	}()
 	var total int64
-	var shps []string // entry names of .shp files
+	var shps, jsons []string // entry names of .shp and GeoJSON files
 	seen := map[string]bool{}
 	for _, f := range zr.File {
 		name := strings.ReplaceAll(f.Name, `\`, "/")
@@ -61,7 +61,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			continue
 		}
 		switch strings.ToLower(path.Ext(name)) {
-		case ".shp", ".shx", ".dbf", ".prj", ".cpg":
+		case ".shp", ".shx", ".dbf", ".prj", ".cpg", ".geojson", ".json":
 		default:
 			continue
 		}
@@ -83,24 +83,37 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			}
 			return nil, &Error{File: zipPath + "/" + f.Name, Problem: "extract", Err: err}
 		}
-		if strings.EqualFold(path.Ext(clean), ".shp") {
+		switch strings.ToLower(path.Ext(clean)) {
+		case ".shp":
 			shps = append(shps, clean)
+		case ".geojson", ".json":
+			jsons = append(jsons, clean)
 		}
 	}
-	if len(shps) == 0 {
-		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile"}
+	if len(shps) == 0 && len(jsons) == 0 {
+		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile and no GeoJSON"}
 	}
-	sets := make([]shpSidecars, len(shps))
-	names := make([]string, len(shps))
-	files := make([]string, len(shps))
-	for i, s := range shps {
-		if sets[i], err = findSidecars(filepath.Join(dir, filepath.FromSlash(s))); err != nil {
+	var layers []zipLayer
+	for _, s := range shps {
+		set, err := findSidecars(filepath.Join(dir, filepath.FromSlash(s)))
+		if err != nil {
 			return nil, &Error{File: zipPath + "/" + s, Problem: "open", Err: err}
 		}
-		names[i] = strings.TrimSuffix(s, path.Ext(s))
-		files[i] = zipPath + "/" + s
+		name, file := strings.TrimSuffix(s, path.Ext(s)), zipPath+"/"+s
+		layers = append(layers, zipLayer{name: name, open: func(base int64) (layerReader, error) {
+			return openShapefileSet(set, file, name, opts, base)
+		}})
 	}
-	m, err := newMultiReader(sets, names, files, opts, cleanup)
+	for _, j := range jsons {
+		if len(shps) > 0 && strings.EqualFold(path.Ext(j), ".json") {
+			continue // beside shapefiles, a .json is metadata, not a layer
+		}
+		name, file, local := strings.TrimSuffix(j, path.Ext(j)), zipPath+"/"+j, filepath.Join(dir, filepath.FromSlash(j))
+		layers = append(layers, zipLayer{name: name, open: func(base int64) (layerReader, error) {
+			return openGeoJSONAs(local, file, name, base, opts)
+		}})
+	}
+	m, err := newMultiReader(layers, cleanup)
 	if err != nil {
 		return nil, err
 	}

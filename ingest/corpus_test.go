@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
@@ -267,7 +268,7 @@ type corpusScan struct {
 func scanCorpus(t *testing.T, store *Store, path string, srid int, ds oracleDataset) corpusScan {
 	t.Helper()
 	var out corpusScan
-	r, err := geomio.Open(path, geomio.Options{SourceSRID: srid, ResolveCRS: store.ResolveCRS})
+	r, err := geomio.Open(path, geomio.Options{SourceSRID: srid, RegisterCRS: store.RegisterCRS})
 	if err != nil {
 		out.crs = "refused by reader"
 		require.Empty(t, ds.NonASCIISamples, "samples cannot be checked: %v", err)
@@ -309,6 +310,9 @@ func scanCorpus(t *testing.T, store *Store, path string, srid int, ds oracleData
 	out.crs = "none"
 	if l := r.Layer(); l.SRID != 0 {
 		out.crs = fmt.Sprintf("EPSG:%d", l.SRID)
+		if l.CRS.Method == crs.Identified || l.CRS.Method == crs.Authority || l.CRS.Method == crs.Custom {
+			out.crs = l.CRS.String() // how PROJ resolved it
+		}
 		if srid != 0 {
 			out.crs = fmt.Sprintf("none; EPSG:%d given", l.SRID)
 		}

@@ -75,6 +75,8 @@ type JobDetail struct {
 	// SourceCurrentJob is the job id of the source's current generation
 	// ("" if none): the job itself when it is current.
 	SourceCurrentJob string `json:"source_current_job_id,omitempty"`
+	// CRS is the CRS each layer was read in (written jobs only).
+	CRS []LayerCRS `json:"crs,omitempty"`
 }
 
 // ErrNoSuchJob is returned by ShowJob for a job id nobody has claimed.
@@ -101,6 +103,9 @@ func (s *Store) ShowJob(ctx context.Context, jobID string) (JobDetail, error) {
 	}
 	if r.Status != "" {
 		d.Params = json.RawMessage(r.Params)
+		if d.CRS, err = s.JobCRS(ctx, jobID); err != nil {
+			return JobDetail{}, err
+		}
 	}
 	return d, nil
 }

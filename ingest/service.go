@@ -151,7 +151,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 
 	r, err := geomio.Open(fetched.Path, geomio.Options{
 		SourceSRID:      job.Params.SourceSRID,
-		ResolveCRS:      s.Store.ResolveCRS,
+		RegisterCRS:     s.Store.RegisterCRS,
 		DefaultEncoding: job.Params.DefaultEncoding,
 		Limits:          s.Limits,
 	})
@@ -171,7 +171,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 	if testhook.Enabled() {
 		in = &copyHook{Reader: r}
 	}
-	pr := newProgressReader(in, log, s.Progress, every, progressLogEvery, job)
+	pr := &layerLog{Reader: newProgressReader(in, log, s.Progress, every, progressLogEvery, job)}
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ type Store struct {
 
 	sridMu    sync.Mutex
 	sridKnown map[int]bool
+	customCRS sync.Map // definition hash -> SRID of registered custom CRSs (crs.go)
 
 	// BeforeCommit, when set, is called inside the write-gate transaction
 	// after the features and ledger are written and just before COMMIT.
@@ -130,23 +130,6 @@ func (s *Store) Release(ctx context.Context, jobID, owner, reason string) error 
 		JobID: jobID, Owner: owner, LastError: pgtype.Text{String: reason, Valid: reason != ""}})
 }
 
-// ResolveCRS identifies a CRS given as WKT against PostGIS's
-// spatial_ref_sys: an exact match of the WKT, or of the name of its root
-// element. It returns 0 when nothing matches. It is geomio's
-// Options.ResolveCRS.
-func (s *Store) ResolveCRS(text string) (int, error) {
-	name := ""
-	if i := strings.IndexByte(text, '"'); i >= 0 {
-		if j := strings.IndexByte(text[i+1:], '"'); j >= 0 {
-			name = text[i+1 : i+1+j]
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srid, err := s.q.ResolveSRIDByWKT(ctx, db.ResolveSRIDByWKTParams{Wkt: pgtype.Text{String: text, Valid: true}, Name: pgtype.Text{String: name, Valid: true}})
-	return int(srid), err
-}
-
 func (s *Store) checkSRID(ctx context.Context, srid int) (bool, error) {
 	s.sridMu.Lock()
 	known, ok := s.sridKnown[srid]
@@ -219,6 +202,9 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 		}
 		if err := s.copyFeatures(ctx, g.tx, g.q, job, r, &res); err != nil {
 			return writeResult{}, err
+		}
+		if err := recordJobCRS(ctx, g.q, job.ID, r); err != nil { // the CRS of each layer read (crs.go)
+			return writeResult{}, fmt.Errorf("record job crs: %w", err)
 		}
 		if err := g.setCurrent(ctx, pgtype.Text{String: job.ID, Valid: true}); err != nil {
 			return writeResult{}, err

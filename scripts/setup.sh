@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what geoingest and its tests need on a Debian/Ubuntu machine, if
 # missing: PostgreSQL + PostGIS (the embedded default and the test helper
-# run a private cluster with them), and with --test also promtool (Debian's prometheus package), the test servers
+# run a private cluster with them), PROJ (libproj-dev to build geoingest's
+# cgo, proj-data for its database at run time), and with --test also GDAL's
+# command-line tools (gdal-bin: the oracle of the CRS test matrix), promtool (Debian's prometheus package), the test servers
 # (fauxqs, an SQS-compatible server, from npm; versitygw, an S3 server, with
 # go install into $(go env GOPATH)/bin, where the tests look for it; the
 # other S3 server, gofakes3, runs in-process) and
@@ -25,6 +27,20 @@ apt_pkgs=()
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)
 if [ -z "$pg_bin" ] || ! ls /usr/share/postgresql/*/extension/postgis.control >/dev/null 2>&1; then
   apt_pkgs+=(postgresql-15-postgis-3)
+fi
+# PROJ: geoingest resolves CRSs with it through cgo (geomio/crs), which
+# needs a C compiler too.
+if ! command -v gcc >/dev/null && ! command -v cc >/dev/null; then
+  apt_pkgs+=(gcc libc6-dev)
+fi
+if [ ! -f /usr/include/proj.h ] && [ ! -f /usr/local/include/proj.h ]; then
+  apt_pkgs+=(libproj-dev)
+fi
+if [ ! -f /usr/share/proj/proj.db ] && [ ! -f /usr/local/share/proj/proj.db ]; then
+  apt_pkgs+=(proj-data)
+fi
+if [ "$want_test" = 1 ] && { ! command -v ogr2ogr >/dev/null || ! command -v gdalsrsinfo >/dev/null; }; then
+  apt_pkgs+=(gdal-bin) # the CRS test matrix's oracle (ingest/crs_matrix_test.go)
 fi
 if [ "$want_test" = 1 ] && ! command -v npm >/dev/null; then
   apt_pkgs+=(nodejs npm)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -89,6 +90,9 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 			if j.Encoding != "" {
 				row("encoding", j.Encoding)
 			}
+			for _, c := range j.CRS {
+				crsRows(row, c, len(j.CRS) > 1)
+			}
 			row("params", string(j.Params))
 			if j.CommittedAt != nil {
 				row("committed", j.CommittedAt.Format("2006-01-02 15:04:05.000Z07:00"))
@@ -131,4 +135,45 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 		}
 		return nil
 	}
+}
+
+// crsRows prints the CRS a layer was read in: how it was found, what
+// PostGIS transformed with, and the file's own text.
+func crsRows(row func(k string, v any), c ingest.LayerCRS, named bool) {
+	key := "crs"
+	if named {
+		key = "crs (" + c.Layer + ")"
+	}
+	var what string
+	switch c.Method {
+	case "custom":
+		what = fmt.Sprintf("custom %q, registered as SRID %d", c.Name, c.SRID)
+	case "identified":
+		what = fmt.Sprintf("EPSG:%d %s, identified by PROJ at %d %%", c.EPSG, c.Name, deref(c.Confidence))
+	case "authority":
+		what = fmt.Sprintf("EPSG:%d %s, named by the file", c.EPSG, c.Name)
+	case "override":
+		what = fmt.Sprintf("EPSG:%d, given by --source-srid", c.EPSG)
+	case "default":
+		what = fmt.Sprintf("EPSG:%d, GeoJSON without crs (RFC 7946)", c.EPSG)
+	default:
+		what = fmt.Sprintf("%s, SRID %d", c.Method, c.SRID)
+	}
+	row(key, what)
+	if c.Transformation != "" {
+		row("  to WGS 84", c.Transformation)
+	}
+	if c.Definition != "" {
+		row("  definition", c.Definition)
+	}
+	if c.SourceText != "" {
+		row("  file's text", strings.Join(strings.Fields(c.SourceText), " "))
+	}
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -185,26 +185,6 @@ func (q *Queries) LockSource(ctx context.Context, arg LockSourceParams) (Source,
 	return i, err
 }
 
-const resolveSRIDByWKT = `-- name: ResolveSRIDByWKT :one
-SELECT coalesce(min(srid), 0)::int AS srid FROM spatial_ref_sys
-WHERE auth_name = 'EPSG'
-  AND (srtext = $1 OR split_part(split_part(srtext, '"', 2), '"', 1) = $2)
-`
-
-type ResolveSRIDByWKTParams struct {
-	Wkt  pgtype.Text
-	Name pgtype.Text
-}
-
-// ResolveSRIDByWKT finds an EPSG code whose WKT in spatial_ref_sys is
-// exactly the given text, or whose root element has the given name.
-func (q *Queries) ResolveSRIDByWKT(ctx context.Context, arg ResolveSRIDByWKTParams) (int32, error) {
-	row := q.db.QueryRow(ctx, resolveSRIDByWKT, arg.Wkt, arg.Name)
-	var srid int32
-	err := row.Scan(&srid)
-	return srid, err
-}
-
 const sRIDKnown = `-- name: SRIDKnown :one
 SELECT EXISTS (SELECT 1 FROM spatial_ref_sys WHERE srid = $1::int) AS known
 `

@@ -30,6 +30,16 @@ type Claim struct {
 	UpdatedAt    pgtype.Timestamptz
 }
 
+type CustomCr struct {
+	Srid             int32
+	DefinitionSha256 string
+	Epsg             pgtype.Int4
+	Name             string
+	Srtext           string
+	Proj4text        string
+	CreatedAt        pgtype.Timestamptz
+}
+
 type GeoingestCurrentAdminUnit struct {
 	ID              int64
 	JobID           string
@@ -78,6 +88,19 @@ type Job struct {
 	SkippedType      int64
 	RepairedInvalid  int64
 	CommittedAt      pgtype.Timestamptz
+}
+
+type JobCr struct {
+	JobID          string
+	Layer          string
+	Method         string
+	Srid           int32
+	Epsg           pgtype.Int4
+	Confidence     pgtype.Int4
+	CrsName        string
+	Definition     string
+	Transformation string
+	SourceText     string
 }
 
 type Parcel struct {

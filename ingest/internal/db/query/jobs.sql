@@ -43,13 +43,6 @@ SET current_job_id = sqlc.narg(current_job_id), current_order = @current_order, 
 WHERE source_bucket = @source_bucket AND source_key = @source_key
   AND target_table = @target_table AND pipeline_version = @pipeline_version;
 
--- name: ResolveSRIDByWKT :one
--- ResolveSRIDByWKT finds an EPSG code whose WKT in spatial_ref_sys is
--- exactly the given text, or whose root element has the given name.
-SELECT coalesce(min(srid), 0)::int AS srid FROM spatial_ref_sys
-WHERE auth_name = 'EPSG'
-  AND (srtext = @wkt OR split_part(split_part(srtext, '"', 2), '"', 1) = @name);
-
 -- name: SRIDKnown :one
 SELECT EXISTS (SELECT 1 FROM spatial_ref_sys WHERE srid = @srid::int) AS known;
 

@@ -1,0 +1,377 @@
+//go:build cgo
+
+package crs
+
+/*
+#cgo LDFLAGS: -lproj
+#include <stdlib.h>
+#include <string.h>
+#include <proj.h>
+#include <proj_experimental.h>
+
+// geoingest_wkt_options are proj_as_wkt's options: one line.
+static const char *geoingest_wkt_options[] = {"MULTILINE=NO", NULL};
+
+static const char *geoingest_wkt(PJ_CONTEXT *ctx, const PJ *pj, PJ_WKT_TYPE type) {
+	return proj_as_wkt(ctx, pj, type, geoingest_wkt_options);
+}
+
+// geoingest_from_wkt parses WKT leniently (as GDAL reads .prj files) and
+// returns the first error message in *err (NULL if none), which the caller
+// must free.
+static PJ *geoingest_from_wkt(PJ_CONTEXT *ctx, const char *wkt, char **err) {
+	PROJ_STRING_LIST warnings = NULL, errors = NULL;
+	const char *opts[] = {"STRICT=NO", NULL};
+	PJ *pj = proj_create_from_wkt(ctx, wkt, opts, &warnings, &errors);
+	*err = NULL;
+	if (errors != NULL && errors[0] != NULL) {
+		size_t n = 0;
+		while (errors[0][n]) n++;
+		*err = malloc(n + 1);
+		if (*err) { for (size_t i = 0; i <= n; i++) (*err)[i] = errors[0][i]; }
+	}
+	proj_string_list_destroy(warnings);
+	proj_string_list_destroy(errors);
+	return pj;
+}
+
+// geoingest_operations lists the operations from src to dst as
+// proj_create_crs_to_crs would consider them: operations needing a grid
+// that is not installed are left out, and the area of use may intersect
+// partially.
+static PJ_OBJ_LIST *geoingest_operations(PJ_CONTEXT *ctx, const PJ *src, const PJ *dst) {
+	PJ_OPERATION_FACTORY_CONTEXT *f = proj_create_operation_factory_context(ctx, NULL);
+	if (f == NULL) return NULL;
+	proj_operation_factory_context_set_grid_availability_use(ctx, f, PROJ_GRID_AVAILABILITY_DISCARD_OPERATION_IF_MISSING_GRID);
+	proj_operation_factory_context_set_spatial_criterion(ctx, f, PROJ_SPATIAL_CRITERION_PARTIAL_INTERSECTION);
+	PJ_OBJ_LIST *ops = proj_create_operations(ctx, src, dst, f);
+	proj_operation_factory_context_destroy(f);
+	return ops;
+}
+
+// geoingest_swapped returns crs (a 2D geographic or projected CRS whose
+// axes point east and north) with its two axes in the other order, or NULL.
+// proj_identify weighs axis order: an EPSG CRS that is northing-first is
+// found at a low confidence for the easting-first definition of a .prj.
+static PJ *geoingest_swapped(PJ_CONTEXT *ctx, const PJ *crs) {
+	PJ_TYPE t = proj_get_type(crs);
+	if (t != PJ_TYPE_GEOGRAPHIC_2D_CRS && t != PJ_TYPE_PROJECTED_CRS) return NULL;
+	PJ *cs = proj_crs_get_coordinate_system(ctx, crs);
+	if (cs == NULL) return NULL;
+	const char *d0 = NULL, *d1 = NULL, *unit = NULL;
+	double conv = 0;
+	PJ *out = NULL;
+	if (proj_cs_get_axis_count(ctx, cs) == 2 &&
+	    proj_cs_get_axis_info(ctx, cs, 0, NULL, NULL, &d0, &conv, &unit, NULL, NULL) &&
+	    proj_cs_get_axis_info(ctx, cs, 1, NULL, NULL, &d1, NULL, NULL, NULL, NULL) && d0 && d1) {
+		int en = strcmp(d0, "east") == 0 && strcmp(d1, "north") == 0;
+		int ne = strcmp(d0, "north") == 0 && strcmp(d1, "east") == 0;
+		if (en || ne) {
+			if (t == PJ_TYPE_GEOGRAPHIC_2D_CRS) {
+				PJ *datum = proj_crs_get_datum_forced(ctx, crs);
+				PJ *ncs = proj_create_ellipsoidal_2D_cs(ctx, en ? PJ_ELLPS2D_LATITUDE_LONGITUDE : PJ_ELLPS2D_LONGITUDE_LATITUDE, unit, conv);
+				if (datum && ncs) out = proj_create_geographic_crs_from_datum(ctx, proj_get_name(crs), datum, ncs);
+				proj_destroy(datum);
+				proj_destroy(ncs);
+			} else {
+				PJ *base = proj_crs_get_geodetic_crs(ctx, crs);
+				PJ *op = proj_crs_get_coordoperation(ctx, crs);
+				PJ *ncs = proj_create_cartesian_2D_cs(ctx, en ? PJ_CART2D_NORTHING_EASTING : PJ_CART2D_EASTING_NORTHING, unit, conv);
+				if (base && op && ncs) out = proj_create_projected_crs(ctx, proj_get_name(crs), base, op, ncs);
+				proj_destroy(base);
+				proj_destroy(op);
+				proj_destroy(ncs);
+			}
+		}
+	}
+	proj_destroy(cs);
+	return out;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// projCtx is one PROJ context. A context must not be used by two goroutines
+// at once; Resolve makes one per call.
+type projCtx struct {
+	c *C.PJ_CONTEXT
+}
+
+// errNoDatabase is returned when PROJ cannot open its database: the
+// machine lacks proj-data, not the input something.
+var errNoDatabase = errors.New("PROJ cannot open its database proj.db: install PROJ's data (Debian: apt-get install proj-data) or set PROJ_DATA to its directory")
+
+func newCtx() (*projCtx, error) {
+	c := C.proj_context_create()
+	if c == nil {
+		return nil, errors.New("proj_context_create failed")
+	}
+	C.proj_log_level(c, C.PJ_LOG_NONE)
+	C.proj_context_set_enable_network(c, 0)
+	p := &projCtx{c: c}
+	if C.proj_context_get_database_path(c) == nil {
+		p.close()
+		return nil, errNoDatabase
+	}
+	return p, nil
+}
+
+func (p *projCtx) close() { C.proj_context_destroy(p.c) }
+
+// pj is a PROJ object owned by Go code: destroy it.
+type pj struct {
+	p *C.PJ
+}
+
+func (o pj) destroy() {
+	if o.p != nil {
+		C.proj_destroy(o.p)
+	}
+}
+
+func (p *projCtx) lastError() string {
+	e := C.proj_context_errno(p.c)
+	if e == 0 {
+		return "unknown error"
+	}
+	return C.GoString(C.proj_context_errno_string(p.c, e))
+}
+
+// create parses a CRS given as WKT (leniently), a PROJ string, a URN, an
+// authority:code pair, or PROJJSON.
+func (p *projCtx) create(text string, wkt bool) (pj, error) {
+	cs := C.CString(text)
+	defer C.free(unsafe.Pointer(cs))
+	if wkt {
+		var cerr *C.char
+		o := C.geoingest_from_wkt(p.c, cs, &cerr)
+		if cerr != nil {
+			msg := C.GoString(cerr)
+			C.free(unsafe.Pointer(cerr))
+			if o == nil {
+				return pj{}, errors.New(msg)
+			}
+		}
+		if o == nil {
+			return pj{}, errors.New(p.lastError())
+		}
+		return pj{o}, nil
+	}
+	o := C.proj_create(p.c, cs)
+	if o == nil {
+		return pj{}, errors.New(p.lastError())
+	}
+	return pj{o}, nil
+}
+
+// epsg returns the CRS EPSG:code from PROJ's database.
+func (p *projCtx) epsg(code int) (pj, error) {
+	auth := C.CString("EPSG")
+	defer C.free(unsafe.Pointer(auth))
+	cc := C.CString(fmt.Sprint(code))
+	defer C.free(unsafe.Pointer(cc))
+	o := C.proj_create_from_database(p.c, auth, cc, C.PJ_CATEGORY_CRS, 0, nil)
+	if o == nil {
+		return pj{}, fmt.Errorf("EPSG:%d: %s", code, p.lastError())
+	}
+	return pj{o}, nil
+}
+
+func (p *projCtx) typ(o pj) C.PJ_TYPE { return C.proj_get_type(o.p) }
+
+func (p *projCtx) isCRS(o pj) bool { return C.proj_is_crs(o.p) != 0 }
+
+func (p *projCtx) name(o pj) string { return C.GoString(C.proj_get_name(o.p)) }
+
+// id returns the first identifier of o (authority and code), or "", "".
+func (p *projCtx) id(o pj) (auth, code string) {
+	a := C.proj_get_id_auth_name(o.p, 0)
+	c := C.proj_get_id_code(o.p, 0)
+	if a == nil || c == nil {
+		return "", ""
+	}
+	return C.GoString(a), C.GoString(c)
+}
+
+func (p *projCtx) deprecated(o pj) bool { return C.proj_is_deprecated(o.p) != 0 }
+
+// sourceCRS is the base CRS of a BoundCRS.
+func (p *projCtx) sourceCRS(o pj) pj { return pj{C.proj_get_source_crs(p.c, o.p)} }
+
+// subCRS is the i-th component of a CompoundCRS.
+func (p *projCtx) subCRS(o pj, i int) pj { return pj{C.proj_crs_get_sub_crs(p.c, o.p, C.int(i))} }
+
+// boundParams returns the parameter values of a BoundCRS's transformation
+// to its hub (the TOWGS84 terms).
+func (p *projCtx) boundParams(o pj) []float64 {
+	op := pj{C.proj_crs_get_coordoperation(p.c, o.p)}
+	if op.p == nil {
+		return nil
+	}
+	defer op.destroy()
+	n := int(C.proj_coordoperation_get_param_count(p.c, op.p))
+	out := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		var v C.double
+		if C.proj_coordoperation_get_param(p.c, op.p, C.int(i), nil, nil, nil, &v, nil, nil, nil, nil, nil, nil) != 0 {
+			out = append(out, float64(v))
+		}
+	}
+	return out
+}
+
+// ellipsoid returns the semi-major axis and inverse flattening of the
+// CRS's ellipsoid.
+func (p *projCtx) ellipsoid(o pj) (a, invf float64, ok bool) {
+	e := pj{C.proj_get_ellipsoid(p.c, o.p)}
+	if e.p == nil {
+		return 0, 0, false
+	}
+	defer e.destroy()
+	var ca, cb, cf C.double
+	var computed C.int
+	if C.proj_ellipsoid_get_parameters(p.c, e.p, &ca, &cb, &computed, &cf) == 0 {
+		return 0, 0, false
+	}
+	return float64(ca), float64(cf), true
+}
+
+// normalized returns o with its axes in GIS order: easting (longitude)
+// first, northing (latitude) second.
+func (p *projCtx) normalized(o pj) (pj, error) {
+	n := C.proj_normalize_for_visualization(p.c, o.p)
+	if n == nil {
+		return pj{}, errors.New(p.lastError())
+	}
+	return pj{n}, nil
+}
+
+// equivalent reports whether a and b describe the same CRS for the purpose
+// of coordinate operations, axis order of geographic CRSs aside.
+func (p *projCtx) equivalent(a, b pj) bool {
+	return C.proj_is_equivalent_to_with_ctx(p.c, a.p, b.p, C.PJ_COMP_EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS) != 0
+}
+
+// candidate is one result of proj_identify.
+type candidate struct {
+	crs        pj
+	code       int
+	confidence int
+}
+
+// identify returns the EPSG CRSs PROJ finds for o, best first, with their
+// confidence (0-100). The caller destroys each candidate's crs.
+func (p *projCtx) identify(o pj) []candidate {
+	auth := C.CString("EPSG")
+	defer C.free(unsafe.Pointer(auth))
+	var conf *C.int
+	list := C.proj_identify(p.c, o.p, auth, nil, &conf)
+	if list == nil {
+		return nil
+	}
+	defer C.proj_list_destroy(list)
+	defer C.proj_int_list_destroy(conf)
+	n := int(C.proj_list_get_count(list))
+	confs := unsafe.Slice(conf, n)
+	out := make([]candidate, 0, n)
+	for i := 0; i < n; i++ {
+		c := pj{C.proj_list_get(p.c, list, C.int(i))}
+		var code int
+		if _, s := p.id(c); s != "" {
+			fmt.Sscan(s, &code)
+		}
+		out = append(out, candidate{crs: c, code: code, confidence: int(confs[i])})
+	}
+	return out
+}
+
+// swapped returns o with its east and north axes in the other order, or a
+// nil pj when o is not a 2D geographic or projected CRS with such axes.
+func (p *projCtx) swapped(o pj) pj { return pj{C.geoingest_swapped(p.c, o.p)} }
+
+// bestOperation returns the name of PROJ's preferred operation from src to
+// dst (the first of those proj_create_crs_to_crs considers), and whether
+// it is a ballpark transformation.
+func (p *projCtx) bestOperation(src, dst pj) (name string, ballpark bool, err error) {
+	ops := C.geoingest_operations(p.c, src.p, dst.p)
+	if ops == nil {
+		return "", false, errors.New(p.lastError())
+	}
+	defer C.proj_list_destroy(ops)
+	if C.proj_list_get_count(ops) == 0 {
+		return "", false, errors.New("PROJ finds no coordinate operation")
+	}
+	op := pj{C.proj_list_get(p.c, ops, 0)}
+	defer op.destroy()
+	if C.proj_coordoperation_is_instantiable(p.c, op.p) == 0 {
+		return "", false, fmt.Errorf("PROJ cannot compute %q (a projection method it does not implement)", p.name(op))
+	}
+	return p.name(op), C.proj_coordoperation_has_ballpark_transformation(p.c, op.p) != 0, nil
+}
+
+// wkt exports o as WKT of the given version ("WKT2_2019" or "WKT1_GDAL")
+// on one line, or "" when o cannot be expressed in it.
+func (p *projCtx) wkt(o pj, version string) string {
+	t := C.PJ_WKT2_2019
+	if version == "WKT1_GDAL" {
+		t = C.PJ_WKT1_GDAL
+	}
+	s := C.geoingest_wkt(p.c, o.p, C.PJ_WKT_TYPE(t))
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}
+
+// projString exports o as a PROJ.4 string, or "" when it cannot be.
+func (p *projCtx) projString(o pj) string {
+	s := C.proj_as_proj_string(p.c, o.p, C.PJ_PROJ_4, nil)
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}
+
+// PROJ types the resolver distinguishes.
+const (
+	typeBound      = C.PJ_TYPE_BOUND_CRS
+	typeCompound   = C.PJ_TYPE_COMPOUND_CRS
+	typeGeog2D     = C.PJ_TYPE_GEOGRAPHIC_2D_CRS
+	typeGeog3D     = C.PJ_TYPE_GEOGRAPHIC_3D_CRS
+	typeProjected  = C.PJ_TYPE_PROJECTED_CRS
+	typeGeodetic   = C.PJ_TYPE_GEODETIC_CRS
+	typeGeocentric = C.PJ_TYPE_GEOCENTRIC_CRS
+)
+
+// Version is the PROJ library's version, as "9.1.1".
+func Version() string {
+	info := C.proj_info()
+	return C.GoString(info.version)
+}
+
+// datumName is the name of the CRS's datum (or datum ensemble), or "".
+func (p *projCtx) datumName(o pj) string {
+	d := pj{C.proj_crs_get_datum_forced(p.c, o.p)}
+	if d.p == nil {
+		// A bound or compound CRS: its base, or its horizontal part.
+		var b pj
+		switch p.typ(o) {
+		case typeBound:
+			b = p.sourceCRS(o)
+		case typeCompound:
+			b = p.subCRS(o, 0)
+		}
+		if b.p == nil {
+			return ""
+		}
+		defer b.destroy()
+		return p.datumName(b)
+	}
+	defer d.destroy()
+	return p.name(d)
+}
