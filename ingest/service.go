@@ -31,8 +31,9 @@ type Service struct {
 	TempDir string
 	// Limits bound what one upload may cost (zero: geomio.DefaultLimits).
 	Limits geomio.Limits
-	// Progress, when set, is called from the job's goroutine while a job
-	// reads its file (at most every ProgressInterval, default 200 ms) and
+	// Progress, when set, is called from the goroutine that reads the
+	// job's file while a job reads it (at most every ProgressInterval,
+	// default 200 ms) and
 	// once when the file is read and the write gate's last statements
 	// begin. It must return quickly. Independently of it, a job logs its
 	// progress at INFO every 10 s while it reads, and at that moment if it
@@ -139,7 +140,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		every = 200 * time.Millisecond
 	}
 	pr := newProgressReader(r, log, s.Progress, every, progressLogEvery, job)
-	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
+	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}

@@ -10,11 +10,22 @@ import (
 
 type AdminUnit struct {
 	ID           int64
-	JobID        string
+	JobRef       int64
 	FeatureIndex int64
 	Layer        string
 	Properties   []byte
 	Geom         interface{}
+	AreaM2       pgtype.Float8
+}
+
+type AdminUnitsShared struct {
+	ID           int64
+	JobRef       int64
+	FeatureIndex int64
+	Layer        string
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
 }
 
 type Claim struct {
@@ -38,6 +49,8 @@ type GeoingestCurrentAdminUnit struct {
 	Properties      []byte
 	Geom            interface{}
 	PipelineVersion string
+	JobRef          int64
+	AreaM2          pgtype.Float8
 }
 
 type GeoingestCurrentParcel struct {
@@ -48,6 +61,19 @@ type GeoingestCurrentParcel struct {
 	Properties      []byte
 	Geom            interface{}
 	PipelineVersion string
+	JobRef          int64
+	AreaM2          pgtype.Float8
+}
+
+type GeoingestFeature struct {
+	TargetTable  string
+	JobRef       int64
+	ID           int64
+	FeatureIndex int64
+	Layer        string
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
 }
 
 type GeoingestStaging struct {
@@ -78,15 +104,27 @@ type Job struct {
 	SkippedType      int64
 	RepairedInvalid  int64
 	CommittedAt      pgtype.Timestamptz
+	JobRef           int64
 }
 
 type Parcel struct {
 	ID           int64
-	JobID        string
+	JobRef       int64
 	FeatureIndex int64
 	Layer        string
 	Properties   []byte
 	Geom         interface{}
+	AreaM2       pgtype.Float8
+}
+
+type ParcelsShared struct {
+	ID           int64
+	JobRef       int64
+	FeatureIndex int64
+	Layer        string
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
 }
 
 type Source struct {
