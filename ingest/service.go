@@ -73,12 +73,29 @@ func DefaultOwner() string {
 // (Permanent: the claim is recorded FAILED with the reason). When ctx is
 // cancelled mid-job nothing is committed and the claim is released.
 func (s *Service) Run(ctx context.Context, job Job) Result {
+	return s.run(ctx, job, nil)
+}
+
+// RunClaimed is Run for a job whose claim gate was already taken, with
+// claim its outcome, by ClaimBatch for this service (so by its Owner). A
+// ClaimWon job must be run (or released) by the caller.
+func (s *Service) RunClaimed(ctx context.Context, job Job, claim ClaimResult) Result {
+	return s.run(ctx, job, &claim)
+}
+
+func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result {
 	start := time.Now()
 	log := s.Log.With("job", job.ID, "source", job.Source.String())
 	res := Result{JobID: job.ID, Source: job.Source.String()}
 	defer func() { s.Metrics.JobDuration.Observe(time.Since(start).Seconds()) }()
 
-	claim, err := s.Store.Claim(ctx, job, s.Owner, s.Lease)
+	var claim ClaimResult
+	var err error
+	if claimed != nil {
+		claim = *claimed
+	} else {
+		claim, err = s.Store.Claim(ctx, job, s.Owner, s.Lease)
+	}
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
 	}
