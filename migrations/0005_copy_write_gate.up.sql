@@ -39,12 +39,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 -- The job reference. Jobs written before this migration are numbered -1,
--- -2, ... in commit order; new jobs get a random ref from the writer (see
--- ingest.Store), whose magnitude is at least 2^32, so the two never meet.
+-- -2, ... in commit order, and so is a ledger row inserted by hand (the
+-- column's default); geoingest's writer gives each new job a random ref
+-- (see ingest.Store) whose magnitude is at least 2^32, so the two never
+-- meet.
+CREATE SEQUENCE geoingest_job_ref_seq;
 ALTER TABLE jobs ADD COLUMN job_ref bigint;
-UPDATE jobs j SET job_ref = -n.rn
-FROM (SELECT job_id, row_number() OVER (ORDER BY committed_at, job_id) AS rn FROM jobs) n
+UPDATE jobs j SET job_ref = -nextval('geoingest_job_ref_seq')
+FROM (SELECT job_id FROM jobs ORDER BY committed_at, job_id) n
 WHERE n.job_id = j.job_id;
+ALTER TABLE jobs ALTER COLUMN job_ref SET DEFAULT -nextval('geoingest_job_ref_seq');
 ALTER TABLE jobs ALTER COLUMN job_ref SET NOT NULL;
 ALTER TABLE jobs ADD CONSTRAINT jobs_job_ref_key UNIQUE (job_ref);
 

@@ -238,6 +238,9 @@ type server struct {
 	inbox    string // the inbox directory, "" for SQS
 	extend   bool   // the receiver has a visibility timeout to extend
 	stopping atomic.Bool
+	// preclaimed holds claims taken for a received batch (see preclaim):
+	// job id -> ingest.ClaimResult, taken by runJob.
+	preclaimed sync.Map
 }
 
 // run receives and dispatches messages to at most cfg.workers concurrent
@@ -288,6 +291,7 @@ receive:
 			}
 			continue
 		}
+		s.preclaim(jobCtx, msgs)
 		for _, msg := range msgs {
 			wg.Add(1)
 			go func() {
@@ -524,6 +528,10 @@ func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f in
 	job, err := ingest.NewJob(src, paramsFor(route, s.cfg.pipelineVersion), f)
 	if err != nil {
 		s.failed(ctx, v, src.String(), err)
+		return
+	}
+	if claim, ok := s.takePreclaim(job.ID); ok {
+		s.settle(ctx, v, s.svc.RunClaimed(ctx, job, claim))
 		return
 	}
 	s.settle(ctx, v, s.svc.Run(ctx, job))
