@@ -55,7 +55,7 @@ ALTER TABLE admin_units ALTER COLUMN id SET GENERATED ALWAYS;
 
 ALTER TABLE jobs DROP CONSTRAINT jobs_job_ref_key;
 ALTER TABLE jobs DROP COLUMN job_ref;
-DROP SEQUENCE geoingest_job_ref_seq;
+DROP SEQUENCE IF EXISTS geoingest_job_ref_seq;
 
 CREATE VIEW geoingest_current_parcels AS
 SELECT p.id, p.job_id, p.feature_index, p.layer, p.properties, p.geom, s.pipeline_version
