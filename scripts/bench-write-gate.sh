@@ -28,8 +28,12 @@
 # is generated once there and reused), PARCELGEN_DIR
 # (../shared/tools/parcelgen). Needs ogr2ogr (gdal-bin), psql and
 # /usr/bin/time. Uses the embedded cluster in $BENCH_DIR/home.
-# Times are wall clock of the whole client command; peak RSS is the
-# client process's (the server's memory is not counted on either side).
+# Times are wall clock of the whole client command; CPU is the client's
+# user+system time plus the server's: the CPU of the PostgreSQL backends
+# that ended meanwhile (the command's connections; read from the
+# postmaster's reaped children in /proc), which, unlike wall time, a busy
+# shared machine hardly moves. Peak RSS is the client process's (the
+# server's memory is not counted on either side).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cases=("$@")
@@ -78,12 +82,20 @@ data() {
   echo "$d"
 }
 
-# timed CMD...: runs CMD under /usr/bin/time; sets T (seconds) and RSS (MB).
+# servercpu: CPU seconds of the cluster's ended backends so far.
+pm=$(head -1 "$GEOINGEST_HOME/pgdata/postmaster.pid")
+servercpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($16 + $17) / t}' "/proc/$pm/stat"; }
+# timed CMD...: runs CMD under /usr/bin/time; sets T (wall seconds), RSS
+# (MB) and CPU (client + server CPU seconds).
 timed() {
-  /usr/bin/time -f "%e %M" -o "$work/time.out" "$@" >"$work/out.log" 2>"$work/err.log" ||
+  local s0 s1 u sy
+  sleep 0.5; s0=$(servercpu)
+  /usr/bin/time -f "%e %M %U %S" -o "$work/time.out" "$@" >"$work/out.log" 2>"$work/err.log" ||
     { echo "bench: $* failed:" >&2; tail -n 5 "$work/out.log" "$work/err.log" >&2; exit 1; }
-  read -r T RSS < "$work/time.out"
+  sleep 0.5; s1=$(servercpu)
+  read -r T RSS u sy < "$work/time.out"
   RSS=$((RSS / 1024))
+  CPU=$(awk -v a="$u" -v b="$sy" -v c="$s0" -v d="$s1" 'BEGIN {printf "%.2f", a + b + d - c}')
 }
 ingest() { # DB FILE VERSION
   timed "$work/geoingest" ingest --json --database-url "$(dburl "$1")" --pipeline-version "$3" "$2"
@@ -107,22 +119,20 @@ echo "# bench-write-gate: $(git rev-parse --short HEAD)$(git diff --quiet || ech
 echo "# machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(awk '/MemTotal/ {printf "%.1f GB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); $(ogr2ogr --version | cut -d, -f1); $(psql -V | cut -d' ' -f3- ); $(go version | cut -d' ' -f3)"
 echo "# rounds $rounds, base $base_n, append $append_n"
 
-# summary LABEL FILE: FILE has one line per round: "geo ogr raw geoRSS ogrRSS".
+# summary LABEL FILE: FILE has one line per round:
+# "geo ogr raw geoRSS ogrRSS geoCPU ogrCPU rawCPU".
 summary() {
-  local label=$1 f=$2
-  local g o r gm om
-  g=$(cut -d' ' -f1 "$f" | median); o=$(cut -d' ' -f2 "$f" | median); r=$(cut -d' ' -f3 "$f" | median)
-  gm=$(cut -d' ' -f4 "$f" | median); om=$(cut -d' ' -f5 "$f" | median)
-  local rr ro
-  rr=$(awk '{printf "%s%.2f", (NR>1?" ":""), $1/$3}' "$f"); ro=$(awk '{printf "%s%.2f", (NR>1?" ":""), $1/$2}' "$f")
-  echo "| $label | ${g} s | ${o} s | ${r} s | $(ratio "$g" "$r") ($rr) | $(ratio "$g" "$o") ($ro) | ${gm} MB | ${om} MB |"
+  local label=$1 f=$2 col
+  col() { cut -d' ' -f"$1" "$f" | median; }
+  local per='{printf "%s%.2f", (NR>1?" ":""), $a/$b}'
+  echo "| $label | $(col 1) s | $(col 2) s | $(col 3) s | $(ratio "$(col 1)" "$(col 3)") ($(awk -v a=1 -v b=3 "$per" "$f")) | $(ratio "$(col 1)" "$(col 2)") ($(awk -v a=1 -v b=2 "$per" "$f")) | $(col 6) / $(col 7) / $(col 8) s | $(ratio "$(col 6)" "$(col 8)") / $(ratio "$(col 6)" "$(col 7)") | $(col 4) MB | $(col 5) MB |"
 }
 header() {
   echo
   echo "$1"
   echo
-  echo "| case | geoingest (median) | ogr2ogr | raw COPY | geoingest / raw COPY (median; per round) | geoingest / ogr2ogr (median; per round) | geoingest peak RSS | ogr2ogr peak RSS |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| case | geoingest wall | ogr2ogr wall | raw COPY wall | geoingest / raw COPY, wall (of medians; per round) | geoingest / ogr2ogr, wall (of medians; per round) | CPU: geoingest / ogr2ogr / raw COPY | CPU ratio: geoingest / raw COPY, / ogr2ogr | geoingest peak RSS | ogr2ogr peak RSS |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 }
 
 for c in "${cases[@]}"; do
@@ -137,12 +147,12 @@ append)
   for f in shp geojson; do
     : > "$work/append-$f.txt"
     for r in $(seq "$rounds"); do
-      ingest bench_append "$ad/parcels_$append_n.$f" "append-$f-$r"; gt=$T; gm=$RSS
+      ingest bench_append "$ad/parcels_$append_n.$f" "append-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
       dumprows bench_append "$JOB" "$work/rows.bin" "$baseref"
-      ogr bench_append "$ad/parcels_$append_n.$f" ogr_parcels -append; ot=$T; om=$RSS
-      timed "${psqlcmd[@]}" "$(dburl bench_append)" -c "\\copy parcels (job_ref, feature_index, layer, properties, geom) FROM '$work/rows.bin' (FORMAT binary)"; rt=$T
-      echo "$gt $ot $rt $gm $om" >> "$work/append-$f.txt"
-      echo "#   append $f round $r: geoingest ${gt} s (${gm} MB), ogr2ogr ${ot} s (${om} MB), raw COPY ${rt} s" >&2
+      ogr bench_append "$ad/parcels_$append_n.$f" ogr_parcels -append; ot=$T; om=$RSS; oc=$CPU
+      timed "${psqlcmd[@]}" "$(dburl bench_append)" -c "\\copy parcels (job_ref, feature_index, layer, properties, geom) FROM '$work/rows.bin' (FORMAT binary)"; rt=$T; rc=$CPU
+      echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/append-$f.txt"
+      echo "#   append $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY ${rt} s (${rc} s CPU)" >&2
     done
     summary "append $append_n ($f)" "$work/append-$f.txt"
   done
@@ -154,16 +164,16 @@ fresh)
     : > "$work/fresh-$f.txt"
     for r in $(seq "$rounds"); do
       freshdb bench_fresh
-      ingest bench_fresh "$bd/parcels_$base_n.$f" "fresh-$f-$r"; gt=$T; gm=$RSS
+      ingest bench_fresh "$bd/parcels_$base_n.$f" "fresh-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
       dumprows bench_fresh "$JOB" "$work/rows.bin"
       freshdb bench_fresh
-      ogr bench_fresh "$bd/parcels_$base_n.$f" ogr_parcels -overwrite; ot=$T; om=$RSS
+      ogr bench_fresh "$bd/parcels_$base_n.$f" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU
       freshdb bench_fresh
       timed "${psqlcmd[@]}" "$(dburl bench_fresh)" -c "CREATE TABLE raw (LIKE parcels INCLUDING DEFAULTS INCLUDING GENERATED)" \
         -c "\\copy raw (job_ref, feature_index, layer, properties, geom) FROM '$work/rows.bin' (FORMAT binary)" \
-        -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T
-      echo "$gt $ot $rt $gm $om" >> "$work/fresh-$f.txt"
-      echo "#   fresh $f round $r: geoingest ${gt} s (${gm} MB), ogr2ogr ${ot} s (${om} MB), raw COPY + GiST ${rt} s" >&2
+        -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T; rc=$CPU
+      echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/fresh-$f.txt"
+      echo "#   fresh $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
     done
     summary "fresh $base_n ($f)" "$work/fresh-$f.txt"
   done
@@ -178,21 +188,21 @@ replace)
   echo
   echo "Replacing a $base_n-feature generation (GeoJSON lines) with a new version, against a fresh load of that version"
   echo
-  echo "| round | replace | fresh load of the same version | replace / fresh | peak RSS |"
-  echo "|---:|---:|---:|---:|---:|"
+  echo "| round | replace | fresh load of the same version | replace / fresh | CPU: replace / fresh | peak RSS |"
+  echo "|---:|---:|---:|---:|---:|---:|"
   : > "$work/replace.txt"
   for r in $(seq "$rounds"); do
     freshdb bench_replace
     version "$r-a"; ingest bench_replace "$src" replace
-    version "$r-b"; ingest bench_replace "$src" replace; rt=$T; rm=$RSS
+    version "$r-b"; ingest bench_replace "$src" replace; rt=$T; rm=$RSS; rc=$CPU
     [ "$(sql bench_replace -c "SELECT count(*) FROM jobs WHERE status = 'replaced'")" = 1 ] ||
       { echo "bench: the second version did not replace the first" >&2; exit 1; }
     freshdb bench_replace
-    ingest bench_replace "$src" replace; ft=$T
+    ingest bench_replace "$src" replace; ft=$T; fc=$CPU
     echo "$rt $ft" >> "$work/replace.txt"
-    echo "| $r | ${rt} s | ${ft} s | $(ratio "$rt" "$ft") | ${rm} MB |"
+    echo "| $r | ${rt} s | ${ft} s | $(ratio "$rt" "$ft") | ${rc} / ${fc} s | ${rm} MB |"
   done
-  echo "| median | $(cut -d' ' -f1 "$work/replace.txt" | median) s | $(cut -d' ' -f2 "$work/replace.txt" | median) s | $(ratio "$(cut -d' ' -f1 "$work/replace.txt" | median)" "$(cut -d' ' -f2 "$work/replace.txt" | median)") | |"
+  echo "| median | $(cut -d' ' -f1 "$work/replace.txt" | median) s | $(cut -d' ' -f2 "$work/replace.txt" | median) s | $(ratio "$(cut -d' ' -f1 "$work/replace.txt" | median)" "$(cut -d' ' -f2 "$work/replace.txt" | median)") | | |"
   ;;
 small)
   inbox="$work/small-$small_jobs"
