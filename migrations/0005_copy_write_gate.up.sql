@@ -267,3 +267,24 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The functions that create, attach and drop partitions run with their
+-- owner's rights (the migration's role, which owns parcels and
+-- admin_units): a writer role that may only read and write the tables
+-- (migration 0003's geoingest_writer) may neither create tables in the
+-- schema nor attach partitions to a table it does not own. Their
+-- search_path is pinned to this schema, with pg_temp last, so that no
+-- caller's object can stand in for one of theirs. The tables they create
+-- belong to that owner, and the writer gets its rights on them from the
+-- schema's default privileges (0003).
+DO $$
+DECLARE
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['geoingest_create_job_table(text, bigint)',
+                             'geoingest_finish_job_table(text, bigint, boolean)',
+                             'geoingest_drop_job_features(text, bigint)'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_temp', f, current_schema());
+    END LOOP;
+END
+$$;
