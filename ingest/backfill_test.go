@@ -154,7 +154,7 @@ func TestBackfillPolicies(t *testing.T) {
 	require.EqualValues(t, 5, run(BackfillNewKey, "2").Written, "new-key: every key is new")
 	var byVersion [2]int64
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE j.pipeline_version = '1'), count(*) FILTER (WHERE j.pipeline_version = '2')
-		FROM parcels p JOIN jobs j USING (job_id) WHERE j.status = 'current'`).Scan(&byVersion[0], &byVersion[1]))
+		FROM parcels p JOIN jobs j USING (job_ref) WHERE j.status = 'current'`).Scan(&byVersion[0], &byVersion[1]))
 	require.Equal(t, [2]int64{5, 5}, byVersion, "both pipeline versions' results are current side by side")
 
 	var before []string

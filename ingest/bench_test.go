@@ -19,11 +19,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// BenchmarkIngest measures the whole ingest (claim, read, COPY,
-// normalisation in PostGIS, ledger, commit) of synthetic parcels through
-// Service.Run, in this process: features per second and the Go heap's
-// peak while a job runs (sampled every 10 ms), which must not grow with
-// the file's size. GEOINGEST_BENCH_N sets the parcels per file (default
+// BenchmarkIngest measures the whole ingest (claim, read, COPY into a
+// partition of the job's own or into the shared partition, the server's
+// validity, area and checksum pass, ledger, commit) of synthetic parcels
+// through Service.Run, in this process: features per second and the Go
+// heap's peak while a job runs (sampled every 10 ms), which must not grow
+// with the file's size. GEOINGEST_BENCH_N sets the parcels per file (default
 // 20000). scripts/bench-ingest.sh measures the built binary's peak RSS
 // against ogr2ogr on 100k and 1M parcels; see docs/benchmarks.md.
 //
@@ -44,9 +45,14 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	writeBenchParcels(b, files["geojson"], n, false)
 	writeBenchParcels(b, files["geojsonl"], n, true)
-	for _, format := range []string{"geojson", "geojsonl"} {
-		b.Run(fmt.Sprintf("%s/%d", format, n), func(b *testing.B) {
+	for _, c := range []struct {
+		format, partition string
+		ownBytes          int64
+	}{{"geojson", "own", 1}, {"geojsonl", "own", 1}, {"geojson", "shared", 1 << 40}} {
+		format := c.format
+		b.Run(fmt.Sprintf("%s/%d/%s-partition", format, n, c.partition), func(b *testing.B) {
 			bb := setupBench(b)
+			bb.Store.OwnPartitionBytes = c.ownBytes
 			b.ReportAllocs()
 			ctx := context.Background()
 			var peak uint64

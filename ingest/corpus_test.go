@@ -157,10 +157,17 @@ func TestCorpusOracle(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 
+	golden := loadV4Golden(t)
 	var mu sync.Mutex
 	var results []corpusResult
-	for _, ds := range o.Datasets {
+	for i, ds := range o.Datasets {
 		t.Run(ds.ID, func(t *testing.T) {
+			// Every other dataset gets a partition of its own, the rest go
+			// to the shared partition: both write paths see the corpus.
+			b.svc.Store.OwnPartitionBytes = 1
+			if i%2 == 1 {
+				b.svc.Store.OwnPartitionBytes = 1 << 40
+			}
 			path := corpusPath(ds.Source)
 			exp := expectFor(ds)
 			p := DefaultParams(corpusTarget(o, ds))
@@ -204,11 +211,12 @@ func TestCorpusOracle(t *testing.T) {
 				res.outcome = fmt.Sprintf("written with --source-srid %d (unknown CRS without)", p.SourceSRID)
 			}
 			require.Equal(t, ds.polygons(), r.Features, "polygonal features")
+			requireSameAsV4(t, b, golden, ds.ID, job)
 
 			// The table, the ledger and the oracle agree.
 			var rows int64
 			var area float64
-			require.NoError(t, b.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*), coalesce(sum(ST_Area(geom::geography)), 0) FROM %s WHERE job_id = $1`, p.Target), job.ID).Scan(&rows, &area))
+			require.NoError(t, b.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*), coalesce(sum(ST_Area(geom::geography)), 0) FROM %s WHERE job_ref = geoingest_job_ref($1)`, p.Target), job.ID).Scan(&rows, &area))
 			require.Equal(t, r.Features, rows)
 			res.gotArea = area
 			var ledgerN, skippedNull, skippedType, repaired int64
@@ -239,7 +247,7 @@ func TestCorpusOracle(t *testing.T) {
 			for _, s := range scan.onPolygons {
 				var n int64
 				require.NoError(t, b.pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s p, jsonb_each_text(p.properties) kv
-					WHERE p.job_id = $1 AND lower(kv.key) = lower($2) AND kv.value = $3`, p.Target), job.ID, s[0], s[1]).Scan(&n))
+					WHERE p.job_ref = geoingest_job_ref($1) AND lower(kv.key) = lower($2) AND kv.value = $3`, p.Target), job.ID, s[0], s[1]).Scan(&n))
 				require.Positive(t, n, "non-ASCII sample %s=%q written", s[0], s[1])
 			}
 			if len(scan.onPolygons) > 0 {
@@ -253,6 +261,49 @@ func TestCorpusOracle(t *testing.T) {
 	if os.Getenv("GEOINGEST_WRITE_RESULTS") != "" && !t.Failed() {
 		writeCorpusResults(t, results)
 	}
+}
+
+// v4Golden is what the version-4 write path (staging table, then
+// geoingest_normalize into the target; migration 0001) wrote for a corpus
+// dataset: testdata/corpus_v4_golden.json, recorded before migration 0005.
+type v4Golden struct {
+	AreaM2      float64 `json:"area_m2"`
+	Features    int64   `json:"features"`
+	MD5Checksum string  `json:"md5_checksum"`
+	Repaired    int64   `json:"repaired"`
+	Target      string  `json:"target"`
+}
+
+func loadV4Golden(t *testing.T) map[string]v4Golden {
+	t.Helper()
+	data, err := os.ReadFile("testdata/corpus_v4_golden.json")
+	require.NoError(t, err)
+	var g map[string]v4Golden
+	require.NoError(t, json.Unmarshal(data, &g))
+	return g
+}
+
+// requireSameAsV4 requires the job's rows to be those the version-4 write
+// path wrote for the dataset: the same count and repairs, the same area
+// within 1e-9, and the same geoingest_feature_hash checksum (md5 of every
+// row's index, properties and EWKB geometry), so the same rows byte for
+// byte.
+func requireSameAsV4(t *testing.T, b *bundle, golden map[string]v4Golden, id string, job Job) {
+	t.Helper()
+	want, ok := golden[id]
+	require.True(t, ok, "no version-4 result for %s in testdata/corpus_v4_golden.json", id)
+	var n, repaired int64
+	var area float64
+	var md5sum string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+		SELECT j.feature_count, j.total_area_m2, j.repaired_invalid,
+		       (SELECT coalesce(sum(geoingest_feature_hash(f.feature_index, f.properties, f.geom)), 0)::text
+		        FROM geoingest_features f WHERE f.target_table = j.target_table AND f.job_ref = j.job_ref)
+		FROM jobs j WHERE j.job_id = $1`, job.ID).Scan(&n, &area, &repaired, &md5sum))
+	require.Equal(t, want.Features, n, "features as version 4")
+	require.Equal(t, want.Repaired, repaired, "repaired as version 4")
+	require.InEpsilon(t, want.AreaM2, area, 1e-9, "area as version 4")
+	require.Equal(t, want.MD5Checksum, md5sum, "rows (index, properties, geometry) as version 4")
 }
 
 // corpusScan is what reading a dataset with geomio shows.
@@ -355,7 +406,7 @@ func requireRefused(t *testing.T, b *bundle, path string, p Params, reason strin
 	require.Equal(t, msg, lastErr, "the claim records the reason an operator reads")
 	var n int64
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs WHERE job_id = $1)
-		+ (SELECT count(*) FROM parcels WHERE job_id = $1) + (SELECT count(*) FROM admin_units WHERE job_id = $1)`, job.ID).Scan(&n))
+		+ (SELECT count(*) FROM parcels WHERE job_ref = geoingest_job_ref($1)) + (SELECT count(*) FROM admin_units WHERE job_ref = geoingest_job_ref($1))`, job.ID).Scan(&n))
 	require.Zero(t, n, "a refused job writes no ledger row and no features")
 	return msg
 }
@@ -405,9 +456,9 @@ func TestCorpusMultiLayerZip(t *testing.T) {
 	}
 	require.Equal(t, wantN, r.Features)
 	var area float64
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT sum(ST_Area(geom::geography)) FROM parcels WHERE job_id = $1`, job.ID).Scan(&area))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT sum(ST_Area(geom::geography)) FROM parcels WHERE job_ref = geoingest_job_ref($1)`, job.ID).Scan(&area))
 	require.InEpsilon(t, wantArea, area, 1e-4)
-	rows, err := b.pool.Query(ctx, `SELECT layer, count(*) FROM parcels WHERE job_id = $1 GROUP BY layer ORDER BY layer`, job.ID)
+	rows, err := b.pool.Query(ctx, `SELECT layer, count(*) FROM parcels WHERE job_ref = geoingest_job_ref($1) GROUP BY layer ORDER BY layer`, job.ID)
 	require.NoError(t, err)
 	got := map[string]int64{}
 	for rows.Next() {

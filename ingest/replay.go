@@ -12,8 +12,8 @@ import (
 )
 
 // FeatureSum summarises the feature rows of one job: their number, their
-// area on the spheroid and an md5 over feature_index, md5(properties) and
-// the EWKB of each row in feature_index order.
+// area on the spheroid and their checksum, the sum of geoingest_row_hash
+// (feature_index, properties, geometry) over the rows (migration 0005).
 type FeatureSum struct {
 	JobID    string
 	N        int64
@@ -78,25 +78,14 @@ func (s *Store) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
 }
 
 func (s *Store) featureSum(ctx context.Context, target, jobID string) (FeatureSum, error) {
-	var sum FeatureSum
-	switch target {
-	case "parcels":
-		r, err := s.q.ParcelsChecksum(ctx, jobID)
-		if err != nil {
-			return sum, Transientf("checksum %s: %w", jobID, err)
-		}
-		sum = FeatureSum{N: r.N, AreaM2: r.AreaM2, Checksum: r.Checksum}
-	case "admin_units":
-		r, err := s.q.AdminUnitsChecksum(ctx, jobID)
-		if err != nil {
-			return sum, Transientf("checksum %s: %w", jobID, err)
-		}
-		sum = FeatureSum{N: r.N, AreaM2: r.AreaM2, Checksum: r.Checksum}
-	default:
-		return sum, Permanentf("job %s: unknown target table %q", jobID, target)
+	if target != "parcels" && target != "admin_units" {
+		return FeatureSum{}, Permanentf("job %s: unknown target table %q", jobID, target)
 	}
-	sum.JobID = jobID
-	return sum, nil
+	r, err := s.q.JobFeaturesChecksum(ctx, db.JobFeaturesChecksumParams{TargetTable: target, JobID: jobID})
+	if err != nil {
+		return FeatureSum{}, Transientf("checksum %s: %w", jobID, err)
+	}
+	return FeatureSum{JobID: jobID, N: r.N, AreaM2: r.AreaM2, Checksum: r.Checksum}, nil
 }
 
 // Inconsistencies lists how the snapshot disagrees with its own ledger: a

@@ -37,11 +37,11 @@ func TestReplayUnchangedJob(t *testing.T) {
 func TestReplayFindsTamperedFeatures(t *testing.T) {
 	t.Parallel()
 	for name, tamper := range map[string]string{
-		"row deleted":        `DELETE FROM parcels WHERE job_id = $1 AND feature_index = 3`,
-		"geometry changed":   `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0001)) WHERE job_id = $1 AND feature_index = 3`,
-		"properties changed": `UPDATE parcels SET properties = properties || '{"edited": true}' WHERE job_id = $1 AND feature_index = 3`,
-		"row inserted": `INSERT INTO parcels (job_id, feature_index, geom)
-			SELECT job_id, 999, geom FROM parcels WHERE job_id = $1 AND feature_index = 0`,
+		"row deleted":        `DELETE FROM parcels WHERE job_ref = geoingest_job_ref($1) AND feature_index = 3`,
+		"geometry changed":   `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0001)) WHERE job_ref = geoingest_job_ref($1) AND feature_index = 3`,
+		"properties changed": `UPDATE parcels SET properties = properties || '{"edited": true}' WHERE job_ref = geoingest_job_ref($1) AND feature_index = 3`,
+		"row inserted": `INSERT INTO parcels (job_ref, feature_index, geom)
+			SELECT job_ref, 999, geom FROM parcels WHERE job_ref = geoingest_job_ref($1) AND feature_index = 0`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -33,8 +33,9 @@ type Service struct {
 	TempDir string
 	// Limits bound what one upload may cost (zero: geomio.DefaultLimits).
 	Limits geomio.Limits
-	// Progress, when set, is called from the job's goroutine while a job
-	// reads its file (at most every ProgressInterval, default 200 ms) and
+	// Progress, when set, is called from the goroutine that reads the
+	// job's file while a job reads it (at most every ProgressInterval,
+	// default 200 ms) and
 	// once when the file is read and the write gate's last statements
 	// begin. It must return quickly. Independently of it, a job logs its
 	// progress at INFO every 10 s while it reads, and at that moment if it
@@ -81,13 +82,32 @@ func DefaultOwner() string {
 // reason). When ctx is cancelled mid-job nothing is committed and the
 // claim is released.
 func (s *Service) Run(ctx context.Context, job Job) Result {
+	return s.run(ctx, job, nil)
+}
+
+// RunClaimed is Run for a job whose claim gate was already taken, with
+// claim its outcome, by ClaimBatch for this service (so by its Owner). A
+// ClaimWon job must be run (or released) by the caller.
+func (s *Service) RunClaimed(ctx context.Context, job Job, claim ClaimResult) Result {
+	return s.run(ctx, job, &claim)
+}
+
+func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result {
 	start := time.Now()
 	log := s.Log.With("job", job.ID, "source", job.Source.String())
 	res := Result{JobID: job.ID, Source: job.Source.String()}
 	defer func() { s.Metrics.JobDuration.Observe(time.Since(start).Seconds()) }()
 
 	testhook.At(testhook.BeforeClaim)
-	claim, err := s.Store.Claim(ctx, job, s.Owner, s.Lease)
+	var claim ClaimStatus
+	var err error
+	if claimed != nil && *claimed != ClaimHeld {
+		claim = ClaimStatus{Result: *claimed}
+	} else {
+		// A claim the batch found held is asked again, one job at a time,
+		// for its holder and what is left of its lease (or it is won now).
+		claim, err = s.Store.Claim(ctx, job, s.Owner, s.Lease)
+	}
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
 	}
@@ -172,7 +192,7 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 		in = &copyHook{Reader: r}
 	}
 	pr := &layerLog{Reader: newProgressReader(in, log, s.Progress, every, progressLogEvery, job)}
-	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched.ContentHash)
+	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}

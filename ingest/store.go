@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twpayne/go-geom"
-	"github.com/twpayne/go-geom/encoding/ewkb"
 )
 
 // Store is geoingest's PostGIS seam: the claim gate and the write gate.
@@ -29,6 +32,13 @@ type Store struct {
 	sridMu    sync.Mutex
 	sridKnown map[int]bool
 	customCRS sync.Map // definition hash -> SRID of registered custom CRSs (crs.go)
+
+	// OwnPartitionBytes is the input size (bytes) from which a job's
+	// features get a partition of their own, indexed once after the COPY
+	// and dropped whole when the generation is replaced; smaller jobs
+	// share the target's shared partition. 0 means
+	// DefaultOwnPartitionBytes. Set it before the first Write.
+	OwnPartitionBytes int64
 
 	// BeforeCommit, when set, is called inside the write-gate transaction
 	// after the features and ledger are written and just before COMMIT.
@@ -167,10 +177,13 @@ type writeResult struct {
 // stolen lease is logged at ERROR and counted, and the write still commits:
 // the ledger row keeps it exactly once.
 //
-// r must read a local file: no network wait may happen inside the
-// transaction. A parse error part-way rolls everything back.
-func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reader, contentHash string) (writeResult, error) {
-	g, dup, err := s.openGate(ctx, job, contentHash)
+// r must read in.Path, a local file: no network wait may happen inside the
+// transaction. A parse error part-way rolls everything back. The size of
+// in.Path (with its sidecars) decides whether the features get a partition
+// of their own (see OwnPartitionBytes).
+func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reader, in Fetched) (writeResult, error) {
+	contentHash := in.ContentHash
+	g, dup, err := s.openGate(ctx, job, contentHash, newJobRef(inputSize(in.Path) >= s.ownPartitionBytes()))
 	if err != nil || g == nil {
 		return dup, err
 	}
@@ -194,14 +207,16 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 			return writeResult{}, err
 		}
 	} else {
+		if err := s.copyFeatures(ctx, g, job, r, &res); err != nil {
+			return writeResult{}, err
+		}
+		// The previous generation goes last: dropping a partition locks
+		// the target table until commit.
 		if src.CurrentJobID.Valid {
 			res.replaced = src.CurrentJobID.String
 			if err := s.retireCurrent(ctx, g.q, p.Target, res.replaced, "replaced"); err != nil {
 				return writeResult{}, err
 			}
-		}
-		if err := s.copyFeatures(ctx, g.tx, g.q, job, r, &res); err != nil {
-			return writeResult{}, err
 		}
 		if err := recordJobCRS(ctx, g.q, job.ID, r); err != nil { // the CRS of each layer read (crs.go)
 			return writeResult{}, fmt.Errorf("record job crs: %w", err)
@@ -221,7 +236,7 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 // delete is recorded as "superseded" and changes nothing. A duplicate
 // delivery returns AlreadyPresent. Claim handling is as in Write.
 func (s *Store) Retire(ctx context.Context, job Job, owner string) (writeResult, error) {
-	g, dup, err := s.openGate(ctx, job, deleteContentHash)
+	g, dup, err := s.openGate(ctx, job, deleteContentHash, newJobRef(false))
 	if err != nil || g == nil {
 		return dup, err
 	}
@@ -261,13 +276,15 @@ type gate struct {
 	src    db.Source
 	srcKey db.EnsureSourceParams
 	order  string
+	ref    int64 // the job's job_ref
 }
 
 // openGate begins the write-gate transaction: the ledger insert ON
-// CONFLICT (job_id) DO NOTHING first, then the source's row lock. When the
-// job is in the ledger already it returns a nil gate and the rejection's
-// result (AlreadyPresent), or a payload-mismatch error.
-func (s *Store) openGate(ctx context.Context, job Job, contentHash string) (*gate, writeResult, error) {
+// CONFLICT (job_id) DO NOTHING first (with ref as the job's job_ref),
+// then the source's row lock. When the job is in the ledger already it
+// returns a nil gate and the rejection's result (AlreadyPresent), or a
+// payload-mismatch error.
+func (s *Store) openGate(ctx context.Context, job Job, contentHash string, ref int64) (*gate, writeResult, error) {
 	p := job.Params
 	params, err := CanonicalJSON(job.paramsMap())
 	if err != nil {
@@ -283,6 +300,7 @@ func (s *Store) openGate(ctx context.Context, job Job, contentHash string) (*gat
 		VersionToken: job.Source.VersionToken, OrderToken: job.Source.Order, Params: params,
 		Pipeline: Pipeline, PipelineVersion: p.PipelineVersion, TargetTable: p.Target,
 		ContentHash: contentHash, SourceSrid: pgtype.Int4{Int32: int32(p.SourceSRID), Valid: p.SourceSRID != 0},
+		JobRef: ref,
 	})
 	if err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
@@ -293,7 +311,7 @@ func (s *Store) openGate(ctx context.Context, job Job, contentHash string) (*gat
 		res, err := s.alreadyPresent(ctx, job, contentHash)
 		return nil, res, err
 	}
-	g := &gate{tx: tx, q: q, order: job.Source.Order, srcKey: db.EnsureSourceParams{
+	g := &gate{tx: tx, q: q, order: job.Source.Order, ref: ref, srcKey: db.EnsureSourceParams{
 		SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
 		TargetTable: p.Target, PipelineVersion: p.PipelineVersion}}
 	if err := q.EnsureSource(ctx, g.srcKey); err != nil {
@@ -328,10 +346,11 @@ func (g *gate) setCurrent(ctx context.Context, jobID pgtype.Text) error {
 	})
 }
 
-// retireCurrent removes a generation's features and gives its job status.
+// retireCurrent removes a generation's features (its partition, or its
+// rows of the shared one) and gives its job status.
 func (s *Store) retireCurrent(ctx context.Context, q *db.Queries, target, jobID, status string) error {
-	if err := s.deleteFeatures(ctx, q, target, jobID); err != nil {
-		return err
+	if err := q.DropJobFeatures(ctx, jobID); err != nil {
+		return fmt.Errorf("remove features of %s: %w", jobID, err)
 	}
 	return q.SetJobStatus(ctx, db.SetJobStatusParams{JobID: jobID, Status: status})
 }
@@ -378,52 +397,41 @@ func (s *Store) alreadyPresent(ctx context.Context, job Job, contentHash string)
 	return writeResult{outcome: AlreadyPresent, features: prev.FeatureCount, areaM2: prev.TotalAreaM2}, nil
 }
 
-func (s *Store) deleteFeatures(ctx context.Context, q *db.Queries, target, jobID string) error {
-	var err error
-	switch target {
-	case "parcels":
-		_, err = q.DeleteParcelsByJob(ctx, jobID)
-	case "admin_units":
-		_, err = q.DeleteAdminUnitsByJob(ctx, jobID)
-	default:
-		err = Permanentf("unknown target table %q", target)
+// copyFeatures streams r into the job's table (its own partition or the
+// target's shared one) with one binary COPY, the geometry already
+// MultiPolygon EWKB; features in a CRS other than EPSG:4326 go through the
+// staging table to be transformed by PostGIS. Then one pass on the server
+// checks validity (repairing per the invalid policy) and sums the count,
+// area and checksum, and a job with its own partition gets its GiST index
+// and is attached. The counts are recorded on the job.
+func (s *Store) copyFeatures(ctx context.Context, g *gate, job Job, r geomio.Reader, res *writeResult) error {
+	target := job.Params.Target
+	table, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref})
+	if err != nil {
+		return fmt.Errorf("job table: %w", err)
 	}
-	return err
-}
-
-// copyFeatures streams r into the staging table, normalises the staged
-// features into the target table and records the counts on the job.
-func (s *Store) copyFeatures(ctx context.Context, tx pgx.Tx, q *db.Queries, job Job, r geomio.Reader, res *writeResult) error {
-	if err := q.CreateStaging(ctx); err != nil {
+	rows := &featureRows{ctx: ctx, r: r, p: job.Params, store: s, ref: g.ref}
+	if _, err := copyRows(ctx, g.tx, table, false, g.ref > 0, rows); err != nil {
 		return err
 	}
-	rows := &featureRows{ctx: ctx, r: r, p: job.Params, store: s}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"geoingest_staging"},
-		[]string{"feature_index", "layer", "properties", "wkb"}, rows)
-	if rows.err != nil {
-		return rows.err // the reader's error, with its classification
+	if rows.switched {
+		// A feature in another CRS: it and the rest are staged and
+		// transformed to 4326 by PostGIS.
+		if err := g.q.CreateStaging(ctx); err != nil {
+			return err
+		}
+		if _, err := copyRows(ctx, g.tx, "geoingest_staging", true, false, rows); err != nil {
+			return err
+		}
+		if _, err := g.q.InsertStagedFeatures(ctx, db.InsertStagedFeaturesParams{TargetTable: target, JobRef: g.ref}); err != nil {
+			return normaliseErr(err)
+		}
 	}
+	fin, err := g.q.FinishJobTable(ctx, db.FinishJobTableParams{TargetTable: target, JobRef: g.ref, Repair: job.Params.Invalid == PolicyRepair})
 	if err != nil {
-		return fmt.Errorf("copy: %w", err)
+		return normaliseErr(err)
 	}
-	repair := job.Params.Invalid == PolicyRepair
-	var written, repaired, collapsed int64
-	var area float64
-	var checksum string
-	switch job.Params.Target {
-	case "parcels":
-		row, err := q.InsertParcelsFromStaging(ctx, db.InsertParcelsFromStagingParams{Repair: repair, JobID: job.ID})
-		if err != nil {
-			return normaliseErr(err)
-		}
-		written, area, repaired, collapsed, checksum = row.Written, row.AreaM2, row.Repaired, row.Collapsed, row.FeaturesChecksum
-	case "admin_units":
-		row, err := q.InsertAdminUnitsFromStaging(ctx, db.InsertAdminUnitsFromStagingParams{Repair: repair, JobID: job.ID})
-		if err != nil {
-			return normaliseErr(err)
-		}
-		written, area, repaired, collapsed, checksum = row.Written, row.AreaM2, row.Repaired, row.Collapsed, row.FeaturesChecksum
-	}
+	written, area, repaired, collapsed := fin.Written, fin.AreaM2, fin.Repaired, fin.Collapsed
 	if collapsed > 0 && job.Params.NullGeometry == PolicyFail {
 		return Permanentf("%d features have no polygonal area left after repair", collapsed)
 	}
@@ -432,15 +440,63 @@ func (s *Store) copyFeatures(ctx context.Context, tx pgx.Tx, q *db.Queries, job 
 		// empty layer), not an empty generation: committing it would
 		// replace the source's current parcels with nothing.
 		return Permanentf("no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair",
-			job.Params.Target, rows.skippedNull, rows.skippedType, collapsed)
+			target, rows.skippedNull, rows.skippedType, collapsed)
 	}
 	res.features, res.areaM2 = written, area
 	s.metrics.FeaturesWritten.Add(float64(written))
-	return q.FinishJob(ctx, db.FinishJobParams{
-		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area, FeaturesChecksum: checksum,
+	return g.q.FinishJob(ctx, db.FinishJobParams{
+		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area, FeaturesChecksum: fin.FeaturesChecksum,
 		Encoding: r.Layer().Encoding, SkippedNull: rows.skippedNull + collapsed,
 		SkippedType: rows.skippedType, RepairedInvalid: repaired,
 	})
+}
+
+// DefaultOwnPartitionBytes is Store.OwnPartitionBytes's default: inputs
+// of 8 MiB (some 20,000 parcels) or more get a partition of their own.
+const DefaultOwnPartitionBytes = 8 << 20
+
+func (s *Store) ownPartitionBytes() int64 {
+	if s.OwnPartitionBytes > 0 {
+		return s.OwnPartitionBytes
+	}
+	return DefaultOwnPartitionBytes
+}
+
+// newJobRef returns a random job_ref for a new ledger row: positive for a
+// job with a partition of its own, negative for one in the shared
+// partition. Its magnitude is in [2^32, 2^62): jobs migrated by 0005 have
+// refs -1, -2, ..., and a collision between two random refs (one in 2^61)
+// fails the ledger insert on jobs_job_ref_key, a transient error.
+func newJobRef(own bool) int64 {
+	ref := int64(1)<<32 + rand.Int64N(int64(1)<<62-int64(1)<<32)
+	if !own {
+		ref = -ref
+	}
+	return ref
+}
+
+// inputSize is the size in bytes of the file at path and of the files
+// beside it that share its name without extension (a shapefile's
+// sidecars); 0 when it cannot be read.
+func inputSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	n := st.Size()
+	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if ents, err := os.ReadDir(filepath.Dir(path)); err == nil && len(ents) < 1000 {
+		for _, e := range ents {
+			name := e.Name()
+			if name == filepath.Base(path) || strings.TrimSuffix(name, filepath.Ext(name)) != stem {
+				continue
+			}
+			if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+				n += info.Size()
+			}
+		}
+	}
+	return n
 }
 
 // normaliseErr classifies an error from normalising the staged features.
@@ -465,22 +521,35 @@ func normaliseErr(err error) error {
 // 180.0000019); the same as geomio's.
 const lonLatSlack = 1e-3
 
-// featureRows adapts a geomio.Reader to pgx.CopyFromSource, applying the
-// null-geometry and wrong-type policies and checking that every geometry
-// has a known CRS. It holds one feature at a time.
+// featureRows reads a geomio.Reader for COPY (see copyRows), applying the
+// null-geometry and wrong-type policies, promoting Polygon to MultiPolygon
+// and checking that every geometry has a known CRS. It holds one feature
+// at a time. While direct, it stops at the first feature not in EPSG:4326
+// (switched), which it keeps for the staged COPY that follows.
 type featureRows struct {
 	ctx   context.Context
 	r     geomio.Reader
 	p     Params
 	store *Store
-	vals  [4]any
-	buf   []byte
+	ref   int64 // job_ref
+	row   copyRow
 	err   error
+
+	// switched: next(true) stopped at a feature in another CRS, which is
+	// in row and is the first that next(false) yields.
+	switched, pending bool
 
 	skippedNull, skippedType int64
 }
 
-func (f *featureRows) Next() bool {
+// next advances to the next feature to write, in f.row. direct means the
+// feature table takes the rows as they are, so a geometry in another CRS
+// ends the rows with f.switched set.
+func (f *featureRows) next(direct bool) bool {
+	if f.pending {
+		f.pending = false
+		return true
+	}
 	for f.r.Next() {
 		ft := f.r.Feature()
 		if ft.Geom == nil || ft.Geom.Empty() {
@@ -491,25 +560,25 @@ func (f *featureRows) Next() bool {
 			f.skippedNull++
 			continue
 		}
-		g := ft.Geom
-		switch t := g.(type) {
+		var mp *geom.MultiPolygon
+		switch t := ft.Geom.(type) {
 		case *geom.MultiPolygon:
+			mp = t
 		case *geom.Polygon:
-			mp := geom.NewMultiPolygon(geom.XY).SetSRID(t.SRID())
+			mp = geom.NewMultiPolygon(geom.XY).SetSRID(t.SRID())
 			if err := mp.Push(t); err != nil {
 				f.err = Permanentf("feature %d: %w", ft.Index, err)
 				return false
 			}
-			g = mp
 		default:
 			if f.p.WrongType == PolicyFail {
-				f.err = Permanentf("feature %d: %T is not polygonal (wrong-type policy is fail)", ft.Index, g)
+				f.err = Permanentf("feature %d: %T is not polygonal (wrong-type policy is fail)", ft.Index, ft.Geom)
 				return false
 			}
 			f.skippedType++
 			continue
 		}
-		srid := g.SRID()
+		srid := mp.SRID()
 		if srid == 0 {
 			f.err = Permanentf("layer %q: unknown CRS (no .prj or crs member that names one); give the source SRID (--source-srid) if you know it", ft.Layer)
 			return false
@@ -529,23 +598,22 @@ func (f *featureRows) Next() bool {
 			// Nothing downstream would notice (no transform from 4326),
 			// and the areas would be nonsense, so refuse, as geomio does
 			// for GeoJSON without a crs member.
-			if b := g.Bounds(); b.Min(0) < -180-lonLatSlack || b.Max(0) > 180+lonLatSlack ||
+			if b := mp.Bounds(); b.Min(0) < -180-lonLatSlack || b.Max(0) > 180+lonLatSlack ||
 				b.Min(1) < -90-lonLatSlack || b.Max(1) > 90+lonLatSlack {
 				f.err = Permanentf("layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range, but the CRS is EPSG:4326: the .prj, the crs member or --source-srid is wrong",
 					ft.Layer, ft.Index, b.Min(0), b.Min(1), b.Max(0), b.Max(1))
 				return false
 			}
 		}
-		wkb, err := ewkb.Marshal(g, ewkb.NDR)
-		if err != nil {
-			f.err = Permanentf("feature %d: encode geometry: %w", ft.Index, err)
-			return false
-		}
 		props := ft.Properties
 		if len(props) == 0 {
 			props = []byte("{}")
 		}
-		f.vals = [4]any{ft.Index, ft.Layer, string(props), wkb}
+		f.row = copyRow{index: ft.Index, layer: ft.Layer, props: props, geom: mp}
+		if direct && srid != 4326 {
+			f.switched, f.pending = true, true
+			return false
+		}
 		return true
 	}
 	if err := f.r.Err(); err != nil {
@@ -553,10 +621,6 @@ func (f *featureRows) Next() bool {
 	}
 	return false
 }
-
-func (f *featureRows) Values() ([]any, error) { return f.vals[:], nil }
-
-func (f *featureRows) Err() error { return f.err }
 
 // TableSummary is what a feature table holds of current generations.
 type TableSummary struct {

@@ -2,10 +2,12 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +60,9 @@ func localJob(t *testing.T, path string, p Params) Job {
 	return job
 }
 
-// tableState is what a duplicate must not change.
+// tableState is what a duplicate must not change. The area is summed in
+// id order: a parallel plan over the partitions would sum in any order and
+// differ in the last bits from one query to the next.
 type tableState struct {
 	Jobs, Parcels int64
 	Area          float64
@@ -69,7 +73,7 @@ func state(t *testing.T, pool *pgxpool.Pool) tableState {
 	t.Helper()
 	var s tableState
 	require.NoError(t, pool.QueryRow(context.Background(), `
-		SELECT (SELECT count(*) FROM jobs), count(*), coalesce(sum(ST_Area(geom::geography)), 0), coalesce(max(id), 0)
+		SELECT (SELECT count(*) FROM jobs), count(*), coalesce(sum(ST_Area(geom::geography) ORDER BY id), 0), coalesce(max(id), 0)
 		FROM parcels`).Scan(&s.Jobs, &s.Parcels, &s.Area, &s.MaxID))
 	return s
 }
@@ -174,7 +178,7 @@ func TestWriteGateStopsConcurrentDuplicate(t *testing.T) {
 			r, err := openLocal(f.Path)
 			require.NoError(t, err)
 			defer r.Close()
-			wr, err := b.svc.Store.Write(ctx, job, "worker", r, f.ContentHash)
+			wr, err := b.svc.Store.Write(ctx, job, "worker", r, f)
 			require.NoError(t, err)
 			outcomes[i] = wr.outcome
 		}(i)
@@ -326,4 +330,66 @@ func TestHeartbeatKeepsLease(t *testing.T) {
 	require.NoError(t, res.Err)
 	require.Equal(t, Written, res.Outcome)
 	require.Zero(t, testutil.ToFloat64(b.metrics.LeasesStolen))
+}
+
+// TestMidCopyParseErrorRollsBack breaks a file after thousands of
+// features, well past the first COPY buffers the server has already
+// inserted, on both write paths (a partition of the job's own, the shared
+// partition), as a new version of a source whose first version is
+// committed: the job fails permanently, and nothing of it remains (no
+// ledger row, no rows, no partition), and the first version is still the
+// source's current generation, intact.
+func TestMidCopyParseErrorRollsBack(t *testing.T) {
+	t.Parallel()
+	for name, own := range map[string]int64{"own partition": 1, "shared partition": 1 << 40} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.svc.Store.OwnPartitionBytes = own
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "parcels.geojson")
+			writeParcels := func(n int, broken bool) {
+				var sb strings.Builder
+				sb.WriteString(`{"type":"FeatureCollection","features":[`)
+				for i := 0; i < n; i++ {
+					x, y := 2+float64(i%100)*0.001, 48+float64(i/100)*0.001
+					fmt.Fprintf(&sb, `{"type":"Feature","properties":{"i":%d},"geometry":{"type":"Polygon","coordinates":[[[%g,%g],[%g,%g],[%g,%g],[%g,%g]]]}},`,
+						i, x, y, x+0.0005, y, x+0.0005, y+0.0005, x, y)
+				}
+				if broken {
+					sb.WriteString(`{"type":"Feature","properties":{"i":-1},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,`)
+				} else {
+					sb.WriteString(`{"type":"Feature","properties":{"i":-1},"geometry":null}]}`)
+				}
+				require.NoError(t, os.WriteFile(path, []byte(sb.String()), 0o644))
+			}
+			writeParcels(10, false)
+			v1 := b.svc.Run(ctx, localJob(t, path, DefaultParams("parcels")))
+			require.NoError(t, v1.Err)
+			require.Equal(t, Written, v1.Outcome)
+
+			writeParcels(5000, true)
+			job := localJob(t, path, DefaultParams("parcels"))
+			res := b.svc.Run(ctx, job)
+			require.Equal(t, Failed, res.Outcome)
+			require.Equal(t, Permanent, KindOf(res.Err), "%v", res.Err)
+
+			var jobs, rows, tables int64
+			var current string
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM parcels),
+				(SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relname LIKE 'parcels\_job\_%'),
+				(SELECT current_job_id FROM sources)`).Scan(&jobs, &rows, &tables, &current))
+			require.EqualValues(t, 1, jobs, "only the first version's ledger row")
+			require.EqualValues(t, 10, rows, "only the first version's rows")
+			require.Equal(t, v1.JobID, current)
+			if own == 1 {
+				require.EqualValues(t, 1, tables, "only the first version's partition")
+			} else {
+				require.Zero(t, tables)
+			}
+			v, err := b.svc.Store.Verify(ctx)
+			require.NoError(t, err)
+			require.True(t, v.OK(), "%v", v.Problems)
+		})
+	}
 }

@@ -19,7 +19,7 @@ const supersededContentHash = "superseded"
 // that every later delivery of the old event is a duplicate. A duplicate
 // delivery returns AlreadyPresent. Claim handling is as in Write.
 func (s *Store) RecordSuperseded(ctx context.Context, job Job, owner string) (writeResult, error) {
-	g, dup, err := s.openGate(ctx, job, supersededContentHash)
+	g, dup, err := s.openGate(ctx, job, supersededContentHash, newJobRef(false))
 	if err != nil || g == nil {
 		return dup, err
 	}

@@ -88,25 +88,25 @@ func TestVerifyFindsTampering(t *testing.T) {
 		offender string
 	}{
 		{name: "row inserted", check: "feature count", tamper: func(t *testing.T, e *rpEnv, job string) {
-			e.exec(t, `INSERT INTO parcels (job_id, feature_index, properties, geom)
-				SELECT job_id, feature_index + 1000, properties, geom FROM parcels WHERE job_id = $1 AND feature_index = 0`, job)
+			e.exec(t, `INSERT INTO parcels (job_ref, feature_index, properties, geom)
+				SELECT job_ref, feature_index + 1000, properties, geom FROM parcels WHERE job_ref = geoingest_job_ref($1) AND feature_index = 0`, job)
 		}},
 		{name: "row deleted", check: "feature count", tamper: func(t *testing.T, e *rpEnv, job string) {
-			e.exec(t, `DELETE FROM parcels WHERE job_id = $1 AND feature_index = 5`, job)
+			e.exec(t, `DELETE FROM parcels WHERE job_ref = geoingest_job_ref($1) AND feature_index = 5`, job)
 		}},
 		{name: "geometry changed", check: "area", tamper: func(t *testing.T, e *rpEnv, job string) {
-			e.exec(t, `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0001)) WHERE job_id = $1 AND feature_index = 7`, job)
+			e.exec(t, `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0001)) WHERE job_ref = geoingest_job_ref($1) AND feature_index = 7`, job)
 		}},
 		{name: "properties changed", check: "checksum", tamper: func(t *testing.T, e *rpEnv, job string) {
-			e.exec(t, `UPDATE parcels SET properties = properties || '{"edited": true}' WHERE job_id = $1 AND feature_index = 9`, job)
+			e.exec(t, `UPDATE parcels SET properties = properties || '{"edited": true}' WHERE job_ref = geoingest_job_ref($1) AND feature_index = 9`, job)
 		}},
 		{name: "geometry moved, same area", check: "checksum", tamper: func(t *testing.T, e *rpEnv, job string) {
-			e.exec(t, `UPDATE parcels SET geom = ST_Translate(geom, 0, 0.00001) WHERE job_id = $1 AND feature_index = 11`, job)
+			e.exec(t, `UPDATE parcels SET geom = ST_Translate(geom, 0, 0.00001) WHERE job_ref = geoingest_job_ref($1) AND feature_index = 11`, job)
 		}},
-		{name: "row of an unknown job", check: "stray features", offender: strings.Repeat("ab", 32),
+		{name: "row of an unknown job", check: "stray features", offender: "job_ref -4242",
 			tamper: func(t *testing.T, e *rpEnv, job string) {
-				e.exec(t, `INSERT INTO parcels (job_id, feature_index, geom)
-					SELECT $2, 0, geom FROM parcels WHERE job_id = $1 AND feature_index = 0`, job, strings.Repeat("ab", 32))
+				e.exec(t, `INSERT INTO parcels (job_ref, feature_index, geom)
+					SELECT -4242, 0, geom FROM parcels WHERE job_ref = geoingest_job_ref($1) AND feature_index = 0`, job)
 			}},
 		{name: "two current generations", check: "sources", tamper: func(t *testing.T, e *rpEnv, job string) {
 			e.exec(t, `UPDATE sources SET current_job_id = NULL WHERE current_job_id = $1`, job)

@@ -77,8 +77,8 @@ func currentOf(t *testing.T, b *bundle) sourceState {
 	var s sourceState
 	require.NoError(t, b.pool.QueryRow(context.Background(), `
 		SELECT coalesce(s.current_job_id, ''),
-		       (SELECT count(*) FROM parcels p WHERE p.job_id = s.current_job_id),
-		       (SELECT coalesce(sum(ST_Area(p.geom::geography)), 0) FROM parcels p WHERE p.job_id = s.current_job_id)
+		       (SELECT count(*) FROM parcels p WHERE p.job_ref = geoingest_job_ref(s.current_job_id)),
+		       (SELECT coalesce(sum(ST_Area(p.geom::geography)), 0) FROM parcels p WHERE p.job_ref = geoingest_job_ref(s.current_job_id))
 		FROM sources s WHERE s.source_bucket = 'b' AND s.source_key = 'parcels/x.geojson'`).Scan(&s.Current, &s.Rows, &s.Area))
 	var all int64
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM parcels`).Scan(&all))
@@ -205,7 +205,7 @@ func TestNewKeyKeepsBothPipelineVersions(t *testing.T) {
 	require.Equal(t, Written, b.svc.Run(ctx, j1).Outcome)
 	require.Equal(t, Written, b.svc.Run(ctx, j2).Outcome)
 
-	rows, err := b.pool.Query(ctx, `SELECT j.pipeline_version, count(*) FROM parcels p JOIN jobs j USING (job_id)
+	rows, err := b.pool.Query(ctx, `SELECT j.pipeline_version, count(*) FROM parcels p JOIN jobs j USING (job_ref)
 		JOIN sources s ON s.current_job_id = j.job_id GROUP BY 1 ORDER BY 1`)
 	require.NoError(t, err)
 	got := map[string]int64{}

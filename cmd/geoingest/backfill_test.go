@@ -86,7 +86,7 @@ func TestIngestPolicyReplaceIfMatch(t *testing.T) {
 	repair := parseLines(t, out)[0]
 	require.Equal(t, "written", repair.Outcome)
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'replaced' AND job_id = $1`, first.JobID))
-	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM parcels WHERE job_id = $1`, repair.JobID))
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM parcels WHERE job_ref = geoingest_job_ref($1)`, repair.JobID))
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM parcels`))
 }
 

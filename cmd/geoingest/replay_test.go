@@ -26,7 +26,7 @@ func TestReplayCommand(t *testing.T) {
 	require.Contains(t, out, "unchanged")
 
 	// Tamper with the source's features: replay must notice.
-	execSQL(t, url, `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0005)) WHERE job_id = $1 AND feature_index = 1`, job)
+	execSQL(t, url, `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0005)) WHERE job_ref = geoingest_job_ref($1) AND feature_index = 1`, job)
 	code, out, _ = run(t, env, "replay", "--job", job)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "CHANGED")

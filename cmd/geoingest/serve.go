@@ -54,6 +54,9 @@ type serveConfig struct {
 	// untilIdle, when positive, stops serve once nothing has been received
 	// and no job has run for this long (batch runs, the demo).
 	untilIdle time.Duration
+	// reportRefresh is how often serve stores the report assignments that
+	// are missing (see ingest.Store.RefreshReports); 0 turns it off.
+	reportRefresh time.Duration
 }
 
 func (m *Main) envInt(name string, def int) int {
@@ -96,6 +99,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
+	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "how often to store report assignments a job could not store after its commit (a worker killed or the database gone in between); 0: never (env GEOINGEST_REPORT_REFRESH)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -198,6 +202,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		source = "queue " + c.queueURL
 	}
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(s.router.Routes()))
+	go s.refreshReports(ctx)
 	s.run(ctx)
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, s.summary())
@@ -248,6 +253,9 @@ type server struct {
 	// heldUntil (unix nanos) is when the last message given back for a
 	// held claim comes back: --until-idle waits for it.
 	heldUntil atomic.Int64
+	// preclaimed holds claims taken for a received batch (see preclaim):
+	// job id -> ingest.ClaimResult, taken by runJob.
+	preclaimed sync.Map
 }
 
 // noteHeld records that a message given back for a held claim comes back
@@ -311,6 +319,7 @@ receive:
 			}
 			continue
 		}
+		s.preclaim(jobCtx, msgs)
 		for _, msg := range msgs {
 			wg.Add(1)
 			go func() {
@@ -560,6 +569,10 @@ func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f in
 		s.failed(ctx, v, src.String(), err)
 		return
 	}
+	if claim, ok := s.takePreclaim(job.ID); ok {
+		s.settle(ctx, v, s.svc.RunClaimed(ctx, job, claim))
+		return
+	}
 	s.settle(ctx, v, s.svc.Run(ctx, job))
 }
 
@@ -592,4 +605,32 @@ func newS3Client(awsCfg aws.Config, pathStyle string) *s3.Client {
 		o.UsePathStyle = ps
 		o.DisableLogOutputChecksumValidationSkipped = true // local servers send none
 	})
+}
+
+// refreshReports stores, every cfg.reportRefresh until ctx ends, the
+// report assignments no job stored: each job refreshes its own after its
+// commit, but a worker killed (or a database outage) between the commit
+// and that refresh leaves one missing, and the job's redelivery is a
+// duplicate that does not refresh. The reports are exact without it (they
+// compute a missing assignment on every call); this keeps them fast.
+func (s *server) refreshReports(ctx context.Context) {
+	if s.cfg.reportRefresh <= 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.reportRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r, err := s.svc.Store.RefreshReports(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				s.log.Warn("periodic report refresh failed; the next one tries again", "error", err.Error())
+			case err == nil && (r.Assigned > 0 || r.Pruned > 0):
+				s.log.Info("periodic report refresh", "assigned", r.Assigned, "parcels", r.Parcels, "pruned", r.Pruned)
+			}
+		}
+	}
 }

@@ -277,10 +277,10 @@ func TestServeSQSEndToEnd(t *testing.T) {
 	// Exactly one committed job per object, each with its features once.
 	require.EqualValues(t, goodJobs, queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`))
 	require.EqualValues(t, goodJobs, queryInt(t, db, `SELECT count(*) FROM jobs`))
-	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM (SELECT job_id FROM parcels GROUP BY job_id, feature_index HAVING count(*) > 1) d`))
+	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM (SELECT job_ref FROM parcels GROUP BY job_ref, feature_index HAVING count(*) > 1) d`))
 	require.EqualValues(t, 0, queryInt(t, db, `
 		SELECT count(*) FROM jobs j WHERE j.feature_count <>
-		  (SELECT count(*) FROM parcels p WHERE p.job_id = j.job_id) + (SELECT count(*) FROM admin_units u WHERE u.job_id = j.job_id)`))
+		  (SELECT count(*) FROM parcels p WHERE p.job_ref = j.job_ref) + (SELECT count(*) FROM admin_units u WHERE u.job_ref = j.job_ref)`))
 	require.Greater(t, queryInt(t, db, `SELECT count(*) FROM parcels`), int64(0))
 	require.Greater(t, queryInt(t, db, `SELECT count(*) FROM admin_units`), int64(0))
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs WHERE source_key = 'parcels/city a.geojson'`), "the '+' in the event key is a space")

@@ -63,7 +63,7 @@ func TestServeVersionsAndDeletes(t *testing.T) {
 		"--wait", "1s", "--route", "parcels/=parcels+deletes")
 	// current returns how many generations hold rows, and how many rows.
 	current := func() (int64, int64) {
-		return queryInt(t, db, `SELECT count(DISTINCT job_id) FROM parcels`), queryInt(t, db, `SELECT count(*) FROM parcels`)
+		return queryInt(t, db, `SELECT count(DISTINCT job_ref) FROM parcels`), queryInt(t, db, `SELECT count(*) FROM parcels`)
 	}
 	for _, m := range []string{notification(bucket, v2), notification(bucket, v1), notification(bucket, v2), notification(bucket, v1)} {
 		sendBody(t, sq.Client, qURL, m)

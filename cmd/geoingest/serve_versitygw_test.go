@@ -283,11 +283,11 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 	// Exactly one committed job per object, each with its features once.
 	require.EqualValues(t, goodJobs, queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`))
 	require.EqualValues(t, goodJobs, queryInt(t, db, `SELECT count(*) FROM jobs`))
-	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM (SELECT job_id FROM parcels GROUP BY job_id, feature_index HAVING count(*) > 1) d`))
-	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM (SELECT job_id FROM admin_units GROUP BY job_id, feature_index HAVING count(*) > 1) d`))
+	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM (SELECT job_ref FROM parcels GROUP BY job_ref, feature_index HAVING count(*) > 1) d`))
+	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM (SELECT job_ref FROM admin_units GROUP BY job_ref, feature_index HAVING count(*) > 1) d`))
 	require.EqualValues(t, 0, queryInt(t, db, `
 		SELECT count(*) FROM jobs j WHERE j.feature_count <>
-		  (SELECT count(*) FROM parcels p WHERE p.job_id = j.job_id) + (SELECT count(*) FROM admin_units u WHERE u.job_id = j.job_id)`))
+		  (SELECT count(*) FROM parcels p WHERE p.job_ref = j.job_ref) + (SELECT count(*) FROM admin_units u WHERE u.job_ref = j.job_ref)`))
 	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM jobs WHERE feature_count = 0`))
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs WHERE target_table = 'admin_units' AND source_key = 'admin/admin.geojson'`))
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs WHERE source_key = 'parcels/six.shp'`))
@@ -341,7 +341,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 	require.EqualValues(t, 1, queryInt(t, db, `
 		SELECT count(*) FROM sources s JOIN jobs j ON j.job_id = s.current_job_id
 		 WHERE s.source_key = $1 AND j.version_token = $2`, a.key, evA2[0].VersionToken()))
-	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(DISTINCT p.job_id) FROM parcels p JOIN jobs j USING (job_id) WHERE j.source_key = $1`, a.key),
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(DISTINCT p.job_ref) FROM parcels p JOIN jobs j USING (job_ref) WHERE j.source_key = $1`, a.key),
 		"only one generation of the key holds features")
 	require.EqualValues(t, goodJobs, queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`))
 	code, out, errOut := run(t, map[string]string{"DATABASE_URL": db}, "verify")

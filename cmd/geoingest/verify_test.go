@@ -34,9 +34,9 @@ func jobOf(t *testing.T, url, target string) string {
 func TestVerifyCommand(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, tamper string }{
-		{"row inserted", `INSERT INTO parcels (job_id, feature_index, properties, geom)
-			SELECT job_id, 1000, properties, geom FROM parcels WHERE job_id = $1 AND feature_index = 0`},
-		{"row deleted", `DELETE FROM parcels WHERE job_id = $1 AND feature_index = 10`},
+		{"row inserted", `INSERT INTO parcels (job_ref, feature_index, properties, geom)
+			SELECT job_ref, 1000, properties, geom FROM parcels WHERE job_ref = geoingest_job_ref($1) AND feature_index = 0`},
+		{"row deleted", `DELETE FROM parcels WHERE job_ref = geoingest_job_ref($1) AND feature_index = 10`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -81,6 +81,82 @@ func (q *Queries) ClaimJob(ctx context.Context, arg ClaimJobParams) (int32, erro
 	return attempts, err
 }
 
+const claimJobs = `-- name: ClaimJobs :many
+WITH input AS (
+    SELECT DISTINCT ON (i.job_id) i.job_id, i.source_bucket, i.source_key
+    FROM (SELECT unnest($1::text[]) AS job_id, unnest($2::text[]) AS source_bucket,
+                 unnest($3::text[]) AS source_key) i
+    ORDER BY i.job_id
+), won AS (
+    INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)
+    SELECT input.job_id, 'CLAIMED', $4::text, now() + make_interval(secs => $5::float8),
+           input.source_bucket, input.source_key
+    FROM input
+    ORDER BY input.job_id
+    ON CONFLICT (job_id) DO UPDATE
+    SET state = 'CLAIMED',
+        owner = EXCLUDED.owner,
+        lease_until = EXCLUDED.lease_until,
+        attempts = claims.attempts + 1,
+        updated_at = now()
+    WHERE claims.state = 'FAILED'
+       OR (claims.state = 'CLAIMED' AND claims.lease_until < now())
+    RETURNING claims.job_id
+)
+SELECT input.job_id::text AS job_id, (won.job_id IS NOT NULL)::boolean AS won,
+       coalesce(c.state, '')::text AS state
+FROM input
+LEFT JOIN won ON won.job_id = input.job_id
+LEFT JOIN claims c ON c.job_id = input.job_id
+ORDER BY input.job_id
+`
+
+type ClaimJobsParams struct {
+	JobIds        []string
+	SourceBuckets []string
+	SourceKeys    []string
+	Owner         string
+	LeaseSeconds  float64
+}
+
+type ClaimJobsRow struct {
+	JobID string
+	Won   bool
+	State string
+}
+
+// ClaimJobs is ClaimJob for a batch of jobs in one statement: one row per
+// distinct job id, won when this statement took the claim (as ClaimJob
+// would), otherwise with the state of the claim that stopped it (” when
+// it was taken by a transaction that committed after this statement
+// began). Claims are taken in job id order, so that two batches never
+// deadlock.
+func (q *Queries) ClaimJobs(ctx context.Context, arg ClaimJobsParams) ([]ClaimJobsRow, error) {
+	rows, err := q.db.Query(ctx, claimJobs,
+		arg.JobIds,
+		arg.SourceBuckets,
+		arg.SourceKeys,
+		arg.Owner,
+		arg.LeaseSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimJobsRow
+	for rows.Next() {
+		var i ClaimJobsRow
+		if err := rows.Scan(&i.JobID, &i.Won, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const commitClaimForce = `-- name: CommitClaimForce :exec
 INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)
 VALUES ($1, 'COMMITTED', $2, now(), $3, $4)

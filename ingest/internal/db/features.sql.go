@@ -9,6 +9,24 @@ import (
 	"context"
 )
 
+const createJobTable = `-- name: CreateJobTable :one
+SELECT geoingest_create_job_table($1::text, $2::bigint)::text AS table_name
+`
+
+type CreateJobTableParams struct {
+	TargetTable string
+	JobRef      int64
+}
+
+// CreateJobTable returns the table to COPY the job's features into,
+// creating it when the job has a partition of its own (migration 0005).
+func (q *Queries) CreateJobTable(ctx context.Context, arg CreateJobTableParams) (string, error) {
+	row := q.db.QueryRow(ctx, createJobTable, arg.TargetTable, arg.JobRef)
+	var table_name string
+	err := row.Scan(&table_name)
+	return table_name, err
+}
+
 const createStaging = `-- name: CreateStaging :exec
 CREATE TEMP TABLE geoingest_staging (
     feature_index bigint NOT NULL,
@@ -18,62 +36,40 @@ CREATE TEMP TABLE geoingest_staging (
 ) ON COMMIT DROP
 `
 
-// CreateStaging creates the per-transaction staging table that raw features
-// are COPYed into. It is dropped at commit or rollback.
+// CreateStaging creates the per-transaction staging table that features in
+// a CRS other than EPSG:4326 are COPYed into before geoingest_insert_staged
+// transforms them into the job's table. It is dropped at commit or rollback.
 func (q *Queries) CreateStaging(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, createStaging)
 	return err
 }
 
-const deleteAdminUnitsByJob = `-- name: DeleteAdminUnitsByJob :execrows
-DELETE FROM admin_units WHERE job_id = $1
+const dropJobFeatures = `-- name: DropJobFeatures :exec
+SELECT geoingest_drop_job_features(j.target_table, j.job_ref)
+FROM jobs j WHERE j.job_id = $1
 `
 
-func (q *Queries) DeleteAdminUnitsByJob(ctx context.Context, jobID string) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteAdminUnitsByJob, jobID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// DropJobFeatures removes a job's feature rows (its partition, or its rows
+// of the shared partition). Call it last in the transaction: dropping a
+// partition locks the target table until commit.
+func (q *Queries) DropJobFeatures(ctx context.Context, jobID string) error {
+	_, err := q.db.Exec(ctx, dropJobFeatures, jobID)
+	return err
 }
 
-const deleteParcelsByJob = `-- name: DeleteParcelsByJob :execrows
-DELETE FROM parcels WHERE job_id = $1
+const finishJobTable = `-- name: FinishJobTable :one
+SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
+       f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
+FROM geoingest_finish_job_table($1::text, $2::bigint, $3::boolean) f
 `
 
-func (q *Queries) DeleteParcelsByJob(ctx context.Context, jobID string) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteParcelsByJob, jobID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+type FinishJobTableParams struct {
+	TargetTable string
+	JobRef      int64
+	Repair      bool
 }
 
-const insertAdminUnitsFromStaging = `-- name: InsertAdminUnitsFromStaging :one
-WITH src AS MATERIALIZED (
-    SELECT s.feature_index, s.layer, s.properties, n.geom, n.repaired
-    FROM geoingest_staging s
-    CROSS JOIN LATERAL geoingest_normalize(s.wkb, s.feature_index, $1::boolean) n
-), ins AS (
-    INSERT INTO admin_units (job_id, feature_index, layer, properties, geom)
-    SELECT $2::text, src.feature_index, src.layer, src.properties, src.geom
-    FROM src WHERE src.geom IS NOT NULL
-    RETURNING ST_Area(admin_units.geom::geography) AS area,
-              geoingest_feature_hash(admin_units.feature_index, admin_units.properties, admin_units.geom) AS h
-)
-SELECT (SELECT count(*) FROM ins)::bigint AS written,
-       (SELECT coalesce(sum(area), 0) FROM ins)::float8 AS area_m2,
-       (SELECT coalesce(sum(h), 0) FROM ins)::text AS features_checksum,
-       (SELECT count(*) FROM src WHERE src.repaired)::bigint AS repaired,
-       (SELECT count(*) FROM src WHERE src.geom IS NULL)::bigint AS collapsed
-`
-
-type InsertAdminUnitsFromStagingParams struct {
-	Repair bool
-	JobID  string
-}
-
-type InsertAdminUnitsFromStagingRow struct {
+type FinishJobTableRow struct {
 	Written          int64
 	AreaM2           float64
 	FeaturesChecksum string
@@ -81,10 +77,11 @@ type InsertAdminUnitsFromStagingRow struct {
 	Collapsed        int64
 }
 
-// InsertAdminUnitsFromStaging is InsertParcelsFromStaging for admin_units.
-func (q *Queries) InsertAdminUnitsFromStaging(ctx context.Context, arg InsertAdminUnitsFromStagingParams) (InsertAdminUnitsFromStagingRow, error) {
-	row := q.db.QueryRow(ctx, insertAdminUnitsFromStaging, arg.Repair, arg.JobID)
-	var i InsertAdminUnitsFromStagingRow
+// FinishJobTable checks, repairs (or refuses) and summarises the job's rows
+// and attaches its own partition: see geoingest_finish_job_table.
+func (q *Queries) FinishJobTable(ctx context.Context, arg FinishJobTableParams) (FinishJobTableRow, error) {
+	row := q.db.QueryRow(ctx, finishJobTable, arg.TargetTable, arg.JobRef, arg.Repair)
+	var i FinishJobTableRow
 	err := row.Scan(
 		&i.Written,
 		&i.AreaM2,
@@ -95,51 +92,20 @@ func (q *Queries) InsertAdminUnitsFromStaging(ctx context.Context, arg InsertAdm
 	return i, err
 }
 
-const insertParcelsFromStaging = `-- name: InsertParcelsFromStaging :one
-WITH src AS MATERIALIZED (
-    SELECT s.feature_index, s.layer, s.properties, n.geom, n.repaired
-    FROM geoingest_staging s
-    CROSS JOIN LATERAL geoingest_normalize(s.wkb, s.feature_index, $1::boolean) n
-), ins AS (
-    INSERT INTO parcels (job_id, feature_index, layer, properties, geom)
-    SELECT $2::text, src.feature_index, src.layer, src.properties, src.geom
-    FROM src WHERE src.geom IS NOT NULL
-    RETURNING ST_Area(parcels.geom::geography) AS area,
-              geoingest_feature_hash(parcels.feature_index, parcels.properties, parcels.geom) AS h
-)
-SELECT (SELECT count(*) FROM ins)::bigint AS written,
-       (SELECT coalesce(sum(area), 0) FROM ins)::float8 AS area_m2,
-       (SELECT coalesce(sum(h), 0) FROM ins)::text AS features_checksum,
-       (SELECT count(*) FROM src WHERE src.repaired)::bigint AS repaired,
-       (SELECT count(*) FROM src WHERE src.geom IS NULL)::bigint AS collapsed
+const insertStagedFeatures = `-- name: InsertStagedFeatures :one
+SELECT geoingest_insert_staged($1::text, $2::bigint)::bigint AS inserted
 `
 
-type InsertParcelsFromStagingParams struct {
-	Repair bool
-	JobID  string
+type InsertStagedFeaturesParams struct {
+	TargetTable string
+	JobRef      int64
 }
 
-type InsertParcelsFromStagingRow struct {
-	Written          int64
-	AreaM2           float64
-	FeaturesChecksum string
-	Repaired         int64
-	Collapsed        int64
-}
-
-// InsertParcelsFromStaging normalises the staged features into parcels for
-// a job and returns how many rows it wrote, their total area on the
-// spheroid, their checksum (see geoingest_feature_hash), how many were repaired and how many were dropped because
-// nothing polygonal was left.
-func (q *Queries) InsertParcelsFromStaging(ctx context.Context, arg InsertParcelsFromStagingParams) (InsertParcelsFromStagingRow, error) {
-	row := q.db.QueryRow(ctx, insertParcelsFromStaging, arg.Repair, arg.JobID)
-	var i InsertParcelsFromStagingRow
-	err := row.Scan(
-		&i.Written,
-		&i.AreaM2,
-		&i.FeaturesChecksum,
-		&i.Repaired,
-		&i.Collapsed,
-	)
-	return i, err
+// InsertStagedFeatures transforms the staged features to EPSG:4326 into the
+// job's table and returns how many rows it inserted.
+func (q *Queries) InsertStagedFeatures(ctx context.Context, arg InsertStagedFeaturesParams) (int64, error) {
+	row := q.db.QueryRow(ctx, insertStagedFeatures, arg.TargetTable, arg.JobRef)
+	var inserted int64
+	err := row.Scan(&inserted)
+	return inserted, err
 }

@@ -72,7 +72,7 @@ func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 }
 
 const getJob = `-- name: GetJob :one
-SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at FROM jobs WHERE job_id = $1
+SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref FROM jobs WHERE job_id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
@@ -99,15 +99,16 @@ func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
 		&i.SkippedType,
 		&i.RepairedInvalid,
 		&i.CommittedAt,
+		&i.JobRef,
 	)
 	return i, err
 }
 
 const insertJob = `-- name: InsertJob :execrows
 INSERT INTO jobs (job_id, source_bucket, source_key, version_token, order_token, params,
-                  pipeline, pipeline_version, target_table, status, content_hash, source_srid)
+                  pipeline, pipeline_version, target_table, status, content_hash, source_srid, job_ref)
 VALUES ($1, $2, $3, $4, $5, $6,
-        $7, $8, $9, 'current', $10, $11)
+        $7, $8, $9, 'current', $10, $11, $12)
 ON CONFLICT (job_id) DO NOTHING
 `
 
@@ -123,12 +124,16 @@ type InsertJobParams struct {
 	TargetTable     string
 	ContentHash     string
 	SourceSrid      pgtype.Int4
+	JobRef          int64
 }
 
 // InsertJob is the write gate. It must be the first statement of the
 // transaction that writes the job's features. Zero rows means the job was
 // already written (or is being written by a concurrent transaction, in which
-// case this statement waited for it to end).
+// case this statement waited for it to end). job_ref is the job's compact
+// reference in the feature tables: positive for a job whose features get a
+// partition of their own, negative for one that shares the target's shared
+// partition (see migration 0005).
 func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (int64, error) {
 	result, err := q.db.Exec(ctx, insertJob,
 		arg.JobID,
@@ -142,6 +147,7 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (int64, er
 		arg.TargetTable,
 		arg.ContentHash,
 		arg.SourceSrid,
+		arg.JobRef,
 	)
 	if err != nil {
 		return 0, err

@@ -10,11 +10,22 @@ import (
 
 type AdminUnit struct {
 	ID           int64
-	JobID        string
+	JobRef       int64
 	FeatureIndex int64
 	Layer        string
 	Properties   []byte
 	Geom         interface{}
+	AreaM2       pgtype.Float8
+}
+
+type AdminUnitsShared struct {
+	ID           int64
+	JobRef       int64
+	FeatureIndex int64
+	Layer        string
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
 }
 
 type Claim struct {
@@ -48,6 +59,8 @@ type GeoingestCurrentAdminUnit struct {
 	Properties      []byte
 	Geom            interface{}
 	PipelineVersion string
+	JobRef          int64
+	AreaM2          pgtype.Float8
 }
 
 type GeoingestCurrentParcel struct {
@@ -58,6 +71,19 @@ type GeoingestCurrentParcel struct {
 	Properties      []byte
 	Geom            interface{}
 	PipelineVersion string
+	JobRef          int64
+	AreaM2          pgtype.Float8
+}
+
+type GeoingestFeature struct {
+	TargetTable  string
+	JobRef       int64
+	ID           int64
+	FeatureIndex int64
+	Layer        string
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
 }
 
 type GeoingestStaging struct {
@@ -88,6 +114,7 @@ type Job struct {
 	SkippedType      int64
 	RepairedInvalid  int64
 	CommittedAt      pgtype.Timestamptz
+	JobRef           int64
 }
 
 type JobCr struct {
@@ -105,11 +132,22 @@ type JobCr struct {
 
 type Parcel struct {
 	ID           int64
-	JobID        string
+	JobRef       int64
 	FeatureIndex int64
 	Layer        string
 	Properties   []byte
 	Geom         interface{}
+	AreaM2       pgtype.Float8
+}
+
+type ParcelsShared struct {
+	ID           int64
+	JobRef       int64
+	FeatureIndex int64
+	Layer        string
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
 }
 
 type ReportAssignment struct {

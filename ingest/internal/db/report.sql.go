@@ -11,27 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const adminUnitsChecksum = `-- name: AdminUnitsChecksum :one
-SELECT count(*)::bigint AS n,
-       coalesce(sum(ST_Area(a.geom::geography)), 0)::float8 AS area_m2,
-       coalesce(sum(geoingest_feature_hash(a.feature_index, a.properties, a.geom)), 0)::text AS checksum
-FROM admin_units a WHERE a.job_id = $1
-`
-
-type AdminUnitsChecksumRow struct {
-	N        int64
-	AreaM2   float64
-	Checksum string
-}
-
-// AdminUnitsChecksum is ParcelsChecksum for admin_units.
-func (q *Queries) AdminUnitsChecksum(ctx context.Context, jobID string) (AdminUnitsChecksumRow, error) {
-	row := q.db.QueryRow(ctx, adminUnitsChecksum, jobID)
-	var i AdminUnitsChecksumRow
-	err := row.Scan(&i.N, &i.AreaM2, &i.Checksum)
-	return i, err
-}
-
 const areaByIntersection = `-- name: AreaByIntersection :many
 SELECT r.admin_unit::text AS admin_unit, r.parcels::bigint AS parcels,
        r.area_m2::float8 AS area_m2, r.area_ha::float8 AS area_ha
@@ -120,6 +99,36 @@ func (q *Queries) AreaByPointOnSurface(ctx context.Context, arg AreaByPointOnSur
 	return items, nil
 }
 
+const jobFeaturesChecksum = `-- name: JobFeaturesChecksum :one
+SELECT count(*)::bigint AS n,
+       coalesce(sum(f.area_m2), 0)::float8 AS area_m2,
+       coalesce(sum(geoingest_row_hash(f.feature_index, f.properties, f.geom)), 0)::text AS checksum
+FROM geoingest_features f
+WHERE f.target_table = $1::text
+  AND f.job_ref = (SELECT j.job_ref FROM jobs j WHERE j.job_id = $2::text)
+`
+
+type JobFeaturesChecksumParams struct {
+	TargetTable string
+	JobID       string
+}
+
+type JobFeaturesChecksumRow struct {
+	N        int64
+	AreaM2   float64
+	Checksum string
+}
+
+// JobFeaturesChecksum is the number of a job's rows in its target table,
+// their area on the spheroid and their checksum (see geoingest_row_hash):
+// any change to a row changes it.
+func (q *Queries) JobFeaturesChecksum(ctx context.Context, arg JobFeaturesChecksumParams) (JobFeaturesChecksumRow, error) {
+	row := q.db.QueryRow(ctx, jobFeaturesChecksum, arg.TargetTable, arg.JobID)
+	var i JobFeaturesChecksumRow
+	err := row.Scan(&i.N, &i.AreaM2, &i.Checksum)
+	return i, err
+}
+
 const jobSnapshot = `-- name: JobSnapshot :one
 SELECT j.job_id, j.status, j.committed_at, j.feature_count, j.total_area_m2, j.content_hash,
        j.features_checksum, j.target_table, j.source_bucket, j.source_key, j.pipeline_version, j.params,
@@ -182,29 +191,6 @@ func (q *Queries) NewestPipelineVersion(ctx context.Context) (string, error) {
 	var version string
 	err := row.Scan(&version)
 	return version, err
-}
-
-const parcelsChecksum = `-- name: ParcelsChecksum :one
-SELECT count(*)::bigint AS n,
-       coalesce(sum(ST_Area(p.geom::geography)), 0)::float8 AS area_m2,
-       coalesce(sum(geoingest_feature_hash(p.feature_index, p.properties, p.geom)), 0)::text AS checksum
-FROM parcels p WHERE p.job_id = $1
-`
-
-type ParcelsChecksumRow struct {
-	N        int64
-	AreaM2   float64
-	Checksum string
-}
-
-// ParcelsChecksum is the number of a job's parcels, their area on the
-// spheroid, and an md5 over feature_index, md5(properties) and EWKB of
-// every row in feature_index order: any change to a row changes it.
-func (q *Queries) ParcelsChecksum(ctx context.Context, jobID string) (ParcelsChecksumRow, error) {
-	row := q.db.QueryRow(ctx, parcelsChecksum, jobID)
-	var i ParcelsChecksumRow
-	err := row.Scan(&i.N, &i.AreaM2, &i.Checksum)
-	return i, err
 }
 
 const verifyClaims = `-- name: VerifyClaims :many
@@ -282,14 +268,9 @@ func (q *Queries) VerifyCounts(ctx context.Context) (VerifyCountsRow, error) {
 
 const verifyCurrentJobs = `-- name: VerifyCurrentJobs :many
 WITH held AS (
-    SELECT 'parcels'::text AS target_table, p.job_id, count(*) AS n,
-           sum(ST_Area(p.geom::geography)) AS area,
-           sum(geoingest_feature_hash(p.feature_index, p.properties, p.geom)) AS checksum
-    FROM parcels p GROUP BY p.job_id
-    UNION ALL
-    SELECT 'admin_units'::text, a.job_id, count(*), sum(ST_Area(a.geom::geography)),
-           sum(geoingest_feature_hash(a.feature_index, a.properties, a.geom))
-    FROM admin_units a GROUP BY a.job_id
+    SELECT f.target_table, f.job_ref, count(*) AS n, sum(f.area_m2) AS area,
+           sum(geoingest_row_hash(f.feature_index, f.properties, f.geom)) AS checksum
+    FROM geoingest_features f GROUP BY f.target_table, f.job_ref
 )
 SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
        j.feature_count AS ledger_count, j.total_area_m2 AS ledger_area_m2,
@@ -297,7 +278,7 @@ SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
        coalesce(h.n, 0)::bigint AS held_count, coalesce(h.area, 0)::float8 AS held_area_m2,
        coalesce(h.checksum, 0)::text AS held_checksum
 FROM jobs j
-LEFT JOIN held h ON h.job_id = j.job_id AND h.target_table = j.target_table
+LEFT JOIN held h ON h.job_ref = j.job_ref AND h.target_table = j.target_table
 WHERE j.status = 'current'
 ORDER BY j.job_id
 `
@@ -316,7 +297,8 @@ type VerifyCurrentJobsRow struct {
 }
 
 // VerifyCurrentJobs compares, for every current job, the ledger's feature
-// count and total area with what its target table holds for the job.
+// count, total area and checksum with what its target table holds for the
+// job (area_m2 is generated from geom, so it is the rows' area).
 func (q *Queries) VerifyCurrentJobs(ctx context.Context) ([]VerifyCurrentJobsRow, error) {
 	rows, err := q.db.Query(ctx, verifyCurrentJobs)
 	if err != nil {
@@ -419,16 +401,11 @@ func (q *Queries) VerifySources(ctx context.Context) ([]VerifySourcesRow, error)
 }
 
 const verifyStrayFeatures = `-- name: VerifyStrayFeatures :many
-SELECT 'parcels'::text AS target_table, p.job_id, coalesce(j.status, '')::text AS job_status,
-       count(*)::bigint AS n
-FROM parcels p LEFT JOIN jobs j ON j.job_id = p.job_id
-WHERE j.job_id IS NULL OR j.status <> 'current' OR j.target_table <> 'parcels'
-GROUP BY p.job_id, j.status
-UNION ALL
-SELECT 'admin_units'::text, a.job_id, coalesce(j.status, '')::text, count(*)::bigint
-FROM admin_units a LEFT JOIN jobs j ON j.job_id = a.job_id
-WHERE j.job_id IS NULL OR j.status <> 'current' OR j.target_table <> 'admin_units'
-GROUP BY a.job_id, j.status
+SELECT f.target_table, coalesce(j.job_id, 'job_ref ' || f.job_ref)::text AS job_id,
+       coalesce(j.status, '')::text AS job_status, count(*)::bigint AS n
+FROM geoingest_features f LEFT JOIN jobs j ON j.job_ref = f.job_ref
+WHERE j.job_id IS NULL OR j.status <> 'current' OR j.target_table <> f.target_table
+GROUP BY f.target_table, f.job_ref, j.job_id, j.status
 ORDER BY 1, 2
 `
 
@@ -439,9 +416,10 @@ type VerifyStrayFeaturesRow struct {
 	N           int64
 }
 
-// VerifyStrayFeatures lists, per table and job id, feature rows whose job
+// VerifyStrayFeatures lists, per table and job, feature rows whose job
 // is missing from the ledger, is not current, or targets the other table.
-// job_status is empty when the job is missing.
+// job_status is empty when the job is missing, and job_id is then
+// "job_ref N".
 func (q *Queries) VerifyStrayFeatures(ctx context.Context) ([]VerifyStrayFeaturesRow, error) {
 	rows, err := q.db.Query(ctx, verifyStrayFeatures)
 	if err != nil {

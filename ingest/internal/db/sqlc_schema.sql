@@ -2,10 +2,11 @@
 -- the migrations do not create. This file is not a migration and is never
 -- run.
 --
--- geoingest_staging is the temporary table that the write gate COPYs raw
--- features into before normalising them into the target table; it is
--- created inside each write-gate transaction by the query CreateStaging
--- (ON COMMIT DROP).
+-- geoingest_staging is the temporary table that the write gate COPYs
+-- features in a CRS other than EPSG:4326 into before
+-- geoingest_insert_staged transforms them into the job's table (migration
+-- 0005); it is created inside the write-gate transaction by the query
+-- CreateStaging (ON COMMIT DROP).
 CREATE TABLE geoingest_staging (
     feature_index bigint NOT NULL,
     layer         text NOT NULL,

@@ -64,3 +64,38 @@ SELECT state, owner, lease_until,
        greatest(extract(epoch FROM lease_until - now()), 0)::float8 AS lease_left_seconds
 FROM claims
 WHERE job_id = @job_id;
+
+-- name: ClaimJobs :many
+-- ClaimJobs is ClaimJob for a batch of jobs in one statement: one row per
+-- distinct job id, won when this statement took the claim (as ClaimJob
+-- would), otherwise with the state of the claim that stopped it ('' when
+-- it was taken by a transaction that committed after this statement
+-- began). Claims are taken in job id order, so that two batches never
+-- deadlock.
+WITH input AS (
+    SELECT DISTINCT ON (i.job_id) i.job_id, i.source_bucket, i.source_key
+    FROM (SELECT unnest(@job_ids::text[]) AS job_id, unnest(@source_buckets::text[]) AS source_bucket,
+                 unnest(@source_keys::text[]) AS source_key) i
+    ORDER BY i.job_id
+), won AS (
+    INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)
+    SELECT input.job_id, 'CLAIMED', @owner::text, now() + make_interval(secs => @lease_seconds::float8),
+           input.source_bucket, input.source_key
+    FROM input
+    ORDER BY input.job_id
+    ON CONFLICT (job_id) DO UPDATE
+    SET state = 'CLAIMED',
+        owner = EXCLUDED.owner,
+        lease_until = EXCLUDED.lease_until,
+        attempts = claims.attempts + 1,
+        updated_at = now()
+    WHERE claims.state = 'FAILED'
+       OR (claims.state = 'CLAIMED' AND claims.lease_until < now())
+    RETURNING claims.job_id
+)
+SELECT input.job_id::text AS job_id, (won.job_id IS NOT NULL)::boolean AS won,
+       coalesce(c.state, '')::text AS state
+FROM input
+LEFT JOIN won ON won.job_id = input.job_id
+LEFT JOIN claims c ON c.job_id = input.job_id
+ORDER BY input.job_id;

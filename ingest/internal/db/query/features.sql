@@ -1,6 +1,7 @@
 -- name: CreateStaging :exec
--- CreateStaging creates the per-transaction staging table that raw features
--- are COPYed into. It is dropped at commit or rollback.
+-- CreateStaging creates the per-transaction staging table that features in
+-- a CRS other than EPSG:4326 are COPYed into before geoingest_insert_staged
+-- transforms them into the job's table. It is dropped at commit or rollback.
 CREATE TEMP TABLE geoingest_staging (
     feature_index bigint NOT NULL,
     layer         text NOT NULL,
@@ -8,49 +9,26 @@ CREATE TEMP TABLE geoingest_staging (
     wkb           bytea NOT NULL
 ) ON COMMIT DROP;
 
--- name: InsertParcelsFromStaging :one
--- InsertParcelsFromStaging normalises the staged features into parcels for
--- a job and returns how many rows it wrote, their total area on the
--- spheroid, their checksum (see geoingest_feature_hash), how many were repaired and how many were dropped because
--- nothing polygonal was left.
-WITH src AS MATERIALIZED (
-    SELECT s.feature_index, s.layer, s.properties, n.geom, n.repaired
-    FROM geoingest_staging s
-    CROSS JOIN LATERAL geoingest_normalize(s.wkb, s.feature_index, @repair::boolean) n
-), ins AS (
-    INSERT INTO parcels (job_id, feature_index, layer, properties, geom)
-    SELECT @job_id::text, src.feature_index, src.layer, src.properties, src.geom
-    FROM src WHERE src.geom IS NOT NULL
-    RETURNING ST_Area(parcels.geom::geography) AS area,
-              geoingest_feature_hash(parcels.feature_index, parcels.properties, parcels.geom) AS h
-)
-SELECT (SELECT count(*) FROM ins)::bigint AS written,
-       (SELECT coalesce(sum(area), 0) FROM ins)::float8 AS area_m2,
-       (SELECT coalesce(sum(h), 0) FROM ins)::text AS features_checksum,
-       (SELECT count(*) FROM src WHERE src.repaired)::bigint AS repaired,
-       (SELECT count(*) FROM src WHERE src.geom IS NULL)::bigint AS collapsed;
+-- name: CreateJobTable :one
+-- CreateJobTable returns the table to COPY the job's features into,
+-- creating it when the job has a partition of its own (migration 0005).
+SELECT geoingest_create_job_table(@target_table::text, @job_ref::bigint)::text AS table_name;
 
--- name: InsertAdminUnitsFromStaging :one
--- InsertAdminUnitsFromStaging is InsertParcelsFromStaging for admin_units.
-WITH src AS MATERIALIZED (
-    SELECT s.feature_index, s.layer, s.properties, n.geom, n.repaired
-    FROM geoingest_staging s
-    CROSS JOIN LATERAL geoingest_normalize(s.wkb, s.feature_index, @repair::boolean) n
-), ins AS (
-    INSERT INTO admin_units (job_id, feature_index, layer, properties, geom)
-    SELECT @job_id::text, src.feature_index, src.layer, src.properties, src.geom
-    FROM src WHERE src.geom IS NOT NULL
-    RETURNING ST_Area(admin_units.geom::geography) AS area,
-              geoingest_feature_hash(admin_units.feature_index, admin_units.properties, admin_units.geom) AS h
-)
-SELECT (SELECT count(*) FROM ins)::bigint AS written,
-       (SELECT coalesce(sum(area), 0) FROM ins)::float8 AS area_m2,
-       (SELECT coalesce(sum(h), 0) FROM ins)::text AS features_checksum,
-       (SELECT count(*) FROM src WHERE src.repaired)::bigint AS repaired,
-       (SELECT count(*) FROM src WHERE src.geom IS NULL)::bigint AS collapsed;
+-- name: InsertStagedFeatures :one
+-- InsertStagedFeatures transforms the staged features to EPSG:4326 into the
+-- job's table and returns how many rows it inserted.
+SELECT geoingest_insert_staged(@target_table::text, @job_ref::bigint)::bigint AS inserted;
 
--- name: DeleteParcelsByJob :execrows
-DELETE FROM parcels WHERE job_id = @job_id;
+-- name: FinishJobTable :one
+-- FinishJobTable checks, repairs (or refuses) and summarises the job's rows
+-- and attaches its own partition: see geoingest_finish_job_table.
+SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
+       f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
+FROM geoingest_finish_job_table(@target_table::text, @job_ref::bigint, @repair::boolean) f;
 
--- name: DeleteAdminUnitsByJob :execrows
-DELETE FROM admin_units WHERE job_id = @job_id;
+-- name: DropJobFeatures :exec
+-- DropJobFeatures removes a job's feature rows (its partition, or its rows
+-- of the shared partition). Call it last in the transaction: dropping a
+-- partition locks the target table until commit.
+SELECT geoingest_drop_job_features(j.target_table, j.job_ref)
+FROM jobs j WHERE j.job_id = @job_id;

@@ -2,11 +2,14 @@
 -- InsertJob is the write gate. It must be the first statement of the
 -- transaction that writes the job's features. Zero rows means the job was
 -- already written (or is being written by a concurrent transaction, in which
--- case this statement waited for it to end).
+-- case this statement waited for it to end). job_ref is the job's compact
+-- reference in the feature tables: positive for a job whose features get a
+-- partition of their own, negative for one that shares the target's shared
+-- partition (see migration 0005).
 INSERT INTO jobs (job_id, source_bucket, source_key, version_token, order_token, params,
-                  pipeline, pipeline_version, target_table, status, content_hash, source_srid)
+                  pipeline, pipeline_version, target_table, status, content_hash, source_srid, job_ref)
 VALUES (@job_id, @source_bucket, @source_key, @version_token, @order_token, @params,
-        @pipeline, @pipeline_version, @target_table, 'current', @content_hash, @source_srid)
+        @pipeline, @pipeline_version, @target_table, 'current', @content_hash, @source_srid, @job_ref)
 ON CONFLICT (job_id) DO NOTHING;
 
 -- name: GetJob :one

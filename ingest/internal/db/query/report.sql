@@ -15,16 +15,12 @@ SELECT coalesce(geoingest_newest_pipeline_version(), '')::text AS version;
 
 -- name: VerifyCurrentJobs :many
 -- VerifyCurrentJobs compares, for every current job, the ledger's feature
--- count and total area with what its target table holds for the job.
+-- count, total area and checksum with what its target table holds for the
+-- job (area_m2 is generated from geom, so it is the rows' area).
 WITH held AS (
-    SELECT 'parcels'::text AS target_table, p.job_id, count(*) AS n,
-           sum(ST_Area(p.geom::geography)) AS area,
-           sum(geoingest_feature_hash(p.feature_index, p.properties, p.geom)) AS checksum
-    FROM parcels p GROUP BY p.job_id
-    UNION ALL
-    SELECT 'admin_units'::text, a.job_id, count(*), sum(ST_Area(a.geom::geography)),
-           sum(geoingest_feature_hash(a.feature_index, a.properties, a.geom))
-    FROM admin_units a GROUP BY a.job_id
+    SELECT f.target_table, f.job_ref, count(*) AS n, sum(f.area_m2) AS area,
+           sum(geoingest_row_hash(f.feature_index, f.properties, f.geom)) AS checksum
+    FROM geoingest_features f GROUP BY f.target_table, f.job_ref
 )
 SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
        j.feature_count AS ledger_count, j.total_area_m2 AS ledger_area_m2,
@@ -32,24 +28,20 @@ SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
        coalesce(h.n, 0)::bigint AS held_count, coalesce(h.area, 0)::float8 AS held_area_m2,
        coalesce(h.checksum, 0)::text AS held_checksum
 FROM jobs j
-LEFT JOIN held h ON h.job_id = j.job_id AND h.target_table = j.target_table
+LEFT JOIN held h ON h.job_ref = j.job_ref AND h.target_table = j.target_table
 WHERE j.status = 'current'
 ORDER BY j.job_id;
 
 -- name: VerifyStrayFeatures :many
--- VerifyStrayFeatures lists, per table and job id, feature rows whose job
+-- VerifyStrayFeatures lists, per table and job, feature rows whose job
 -- is missing from the ledger, is not current, or targets the other table.
--- job_status is empty when the job is missing.
-SELECT 'parcels'::text AS target_table, p.job_id, coalesce(j.status, '')::text AS job_status,
-       count(*)::bigint AS n
-FROM parcels p LEFT JOIN jobs j ON j.job_id = p.job_id
-WHERE j.job_id IS NULL OR j.status <> 'current' OR j.target_table <> 'parcels'
-GROUP BY p.job_id, j.status
-UNION ALL
-SELECT 'admin_units'::text, a.job_id, coalesce(j.status, '')::text, count(*)::bigint
-FROM admin_units a LEFT JOIN jobs j ON j.job_id = a.job_id
-WHERE j.job_id IS NULL OR j.status <> 'current' OR j.target_table <> 'admin_units'
-GROUP BY a.job_id, j.status
+-- job_status is empty when the job is missing, and job_id is then
+-- "job_ref N".
+SELECT f.target_table, coalesce(j.job_id, 'job_ref ' || f.job_ref)::text AS job_id,
+       coalesce(j.status, '')::text AS job_status, count(*)::bigint AS n
+FROM geoingest_features f LEFT JOIN jobs j ON j.job_ref = f.job_ref
+WHERE j.job_id IS NULL OR j.status <> 'current' OR j.target_table <> f.target_table
+GROUP BY f.target_table, f.job_ref, j.job_id, j.status
 ORDER BY 1, 2;
 
 -- name: VerifySources :many
@@ -120,18 +112,13 @@ LEFT JOIN sources s ON s.source_bucket = j.source_bucket AND s.source_key = j.so
                    AND s.target_table = j.target_table AND s.pipeline_version = j.pipeline_version
 WHERE j.job_id = @job_id;
 
--- name: ParcelsChecksum :one
--- ParcelsChecksum is the number of a job's parcels, their area on the
--- spheroid, and an md5 over feature_index, md5(properties) and EWKB of
--- every row in feature_index order: any change to a row changes it.
+-- name: JobFeaturesChecksum :one
+-- JobFeaturesChecksum is the number of a job's rows in its target table,
+-- their area on the spheroid and their checksum (see geoingest_row_hash):
+-- any change to a row changes it.
 SELECT count(*)::bigint AS n,
-       coalesce(sum(ST_Area(p.geom::geography)), 0)::float8 AS area_m2,
-       coalesce(sum(geoingest_feature_hash(p.feature_index, p.properties, p.geom)), 0)::text AS checksum
-FROM parcels p WHERE p.job_id = @job_id;
-
--- name: AdminUnitsChecksum :one
--- AdminUnitsChecksum is ParcelsChecksum for admin_units.
-SELECT count(*)::bigint AS n,
-       coalesce(sum(ST_Area(a.geom::geography)), 0)::float8 AS area_m2,
-       coalesce(sum(geoingest_feature_hash(a.feature_index, a.properties, a.geom)), 0)::text AS checksum
-FROM admin_units a WHERE a.job_id = @job_id;
+       coalesce(sum(f.area_m2), 0)::float8 AS area_m2,
+       coalesce(sum(geoingest_row_hash(f.feature_index, f.properties, f.geom)), 0)::text AS checksum
+FROM geoingest_features f
+WHERE f.target_table = @target_table::text
+  AND f.job_ref = (SELECT j.job_ref FROM jobs j WHERE j.job_id = @job_id::text);

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Measures geoingest's write gate against ogr2ogr and against a raw COPY of
+# the same rows into the same table, side by side in one run, for several
+# rounds; prints each round and the medians, and the ratios per round.
+#
+#   scripts/bench-write-gate.sh [CASE ...]
+#
+# Cases (default: append fresh replace small):
+#   append   append APPEND_N parcels (shapefile, GeoJSON) to a parcels table
+#            of BASE_N with its indexes. geoingest: `geoingest ingest` (a new
+#            job); ogr2ogr: --config PG_USE_COPY YES -append into its own
+#            table of BASE_N with a GiST index; raw COPY: psql \copy (binary)
+#            of geoingest's own rows of the round into the partition that
+#            holds the BASE_N rows, with its GiST index.
+#   fresh    a fresh load of BASE_N parcels (shapefile, GeoJSON) into an empty
+#            database. raw COPY limit: binary \copy of geoingest's rows into
+#            an empty table shaped like parcels, then the GiST build.
+#   replace  a new version of a BASE_N-feature source (GeoJSON) replacing the
+#            current generation, against the fresh load of the same file.
+#   small    SMALL_JOBS small GeoJSON files (1-3 parcels each) in an inbox,
+#            served by 1, 2, 4 and 8 `geoingest serve --inbox` processes
+#            (PROCS) on one fresh database: every process delivers every
+#            file, so all but one delivery of each are duplicates, stopped
+#            at the claim gate. Prints committed jobs per second.
+#
+# Environment: ROUNDS (3), BASE_N (1000000), APPEND_N (100000), SMALL_JOBS
+# (10000), PROCS ("1 2 4 8"), BENCH_DIR (a new temporary directory; data
+# is generated once there and reused), PARCELGEN_DIR
+# (../shared/tools/parcelgen). Needs ogr2ogr (gdal-bin), psql and
+# /usr/bin/time. Uses the embedded cluster in $BENCH_DIR/home.
+# Times are wall clock of the whole client command; CPU is the client's
+# user+system time plus the server's: the CPU of the PostgreSQL backends
+# that ended meanwhile (the command's connections; read from the
+# postmaster's reaped children in /proc), which, unlike wall time, a busy
+# shared machine hardly moves. Peak RSS is the client process's (the
+# server's memory is not counted on either side).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(append fresh replace small)
+rounds=${ROUNDS:-3}
+base_n=${BASE_N:-1000000}
+append_n=${APPEND_N:-100000}
+small_jobs=${SMALL_JOBS:-10000}
+procs=${PROCS:-1 2 4 8}
+work=${BENCH_DIR:-$(mktemp -d /tmp/geoingest-wgbench-XXXXXX)}
+mkdir -p "$work"
+chmod 755 "$work"
+pgsrc=${PARCELGEN_DIR:-../shared/tools/parcelgen}
+for c in ogr2ogr psql; do command -v $c >/dev/null || { echo "bench: $c not found" >&2; exit 1; }; done
+[ -x /usr/bin/time ] || { echo "bench: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
+
+go build -o "$work/geoingest" ./cmd/geoingest
+if [ ! -x "$work/parcelgen" ]; then
+  rm -rf "$work/parcelgen-src"
+  cp -r "$pgsrc" "$work/parcelgen-src"
+  (cd "$work/parcelgen-src" && GOFLAGS= go build -o "$work/parcelgen" .)
+fi
+export GEOINGEST_HOME="$work/home"
+mkdir -p "$GEOINGEST_HOME"
+chmod 755 "$GEOINGEST_HOME"
+url0=$("$work/geoingest" db start 2>/dev/null)
+trap '"$work/geoingest" db stop >/dev/null 2>&1 || true' EXIT
+socket=$(sed -E 's/.*host=([^ ]+).*/\1/' <<<"$url0")
+dburl() { echo "host=$socket user=postgres dbname=$1 sslmode=disable"; }
+psqlcmd=(psql -X -q -v ON_ERROR_STOP=1 -At)
+sql() { local db=$1; shift; "${psqlcmd[@]}" "$(dburl "$db")" "$@"; }
+freshdb() {
+  sql postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1"
+  "$work/geoingest" migrate --database-url "$(dburl "$1")" >/dev/null 2>&1
+}
+
+# data N: generates parcels_N.{geojson,geojsonl,shp} once.
+data() {
+  local n=$1 d="$work/data-$1"
+  if [ ! -f "$d/parcels_$n.shp" ]; then
+    mkdir -p "$d"
+    "$work/parcelgen" -n "$n" -label "$n" -out "$d" >/dev/null
+    rm -f "$d/parcels_$n.copy"
+    ogr2ogr -f "ESRI Shapefile" "$d/parcels_$n.shp" "$d/parcels_$n.geojsonl" -nlt MULTIPOLYGON -lco ENCODING=UTF-8 2>/dev/null
+  fi
+  echo "$d"
+}
+
+# servercpu: CPU seconds of the cluster's ended backends so far.
+pm=$(head -1 "$GEOINGEST_HOME/pgdata/postmaster.pid")
+servercpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($16 + $17) / t}' "/proc/$pm/stat"; }
+# timed CMD...: runs CMD under /usr/bin/time; sets T (wall seconds), RSS
+# (MB) and CPU (client + server CPU seconds).
+timed() {
+  local s0 s1 u sy
+  sleep 0.5; s0=$(servercpu)
+  /usr/bin/time -f "%e %M %U %S" -o "$work/time.out" "$@" >"$work/out.log" 2>"$work/err.log" ||
+    { echo "bench: $* failed:" >&2; tail -n 5 "$work/out.log" "$work/err.log" >&2; exit 1; }
+  sleep 0.5; s1=$(servercpu)
+  read -r T RSS u sy < "$work/time.out"
+  RSS=$((RSS / 1024))
+  CPU=$(awk -v a="$u" -v b="$sy" -v c="$s0" -v d="$s1" 'BEGIN {printf "%.2f", a + b + d - c}')
+}
+ingest() { # DB FILE VERSION
+  timed "$work/geoingest" ingest --json --database-url "$(dburl "$1")" --pipeline-version "$3" "$2"
+  grep -q '"outcome":"written"' "$work/out.log" || { echo "bench: geoingest did not write $2: $(cat "$work/out.log")" >&2; exit 1; }
+  JOB=$(sed -E 's/.*"job_id":"([0-9a-f]+)".*/\1/' "$work/out.log")
+}
+ogr() { # DB FILE TABLE MODE(-append|-overwrite)
+  timed ogr2ogr --config PG_USE_COPY YES -f PostgreSQL "PG:$(dburl "$1")" "$2" -nln "$3" "$4" \
+    -nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom -lco SPATIAL_INDEX=GIST
+}
+# dumprows DB JOB FILE [REF]: geoingest's rows of JOB as binary COPY data, with
+# job_ref replaced by REF when given.
+dumprows() {
+  local ref=${4:-j.job_ref}
+  sql "$1" -c "\\copy (SELECT $ref, f.feature_index, f.layer, f.properties, f.geom FROM geoingest_features f JOIN jobs j ON j.job_ref = f.job_ref AND j.target_table = f.target_table WHERE j.job_id = '$2') TO '$3' (FORMAT binary)"
+}
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+
+echo "# bench-write-gate: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+dirty'), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "# machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(awk '/MemTotal/ {printf "%.1f GB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); $(ogr2ogr --version | cut -d, -f1); $(psql -V | cut -d' ' -f3- ); $(go version | cut -d' ' -f3)"
+echo "# rounds $rounds, base $base_n, append $append_n"
+
+# summary LABEL FILE: FILE has one line per round:
+# "geo ogr raw geoRSS ogrRSS geoCPU ogrCPU rawCPU".
+summary() {
+  local label=$1 f=$2 col
+  col() { cut -d' ' -f"$1" "$f" | median; }
+  local per='{printf "%s%.2f", (NR>1?" ":""), $a/$b}'
+  echo "| $label | $(col 1) s | $(col 2) s | $(col 3) s | $(ratio "$(col 1)" "$(col 3)") ($(awk -v a=1 -v b=3 "$per" "$f")) | $(ratio "$(col 1)" "$(col 2)") ($(awk -v a=1 -v b=2 "$per" "$f")) | $(col 6) / $(col 7) / $(col 8) s | $(ratio "$(col 6)" "$(col 8)") / $(ratio "$(col 6)" "$(col 7)") | $(col 4) MB | $(col 5) MB |"
+}
+header() {
+  echo
+  echo "$1"
+  echo
+  echo "| case | geoingest wall | ogr2ogr wall | raw COPY wall | geoingest / raw COPY, wall (of medians; per round) | geoingest / ogr2ogr, wall (of medians; per round) | CPU: geoingest / ogr2ogr / raw COPY | CPU ratio: geoingest / raw COPY, / ogr2ogr | geoingest peak RSS | ogr2ogr peak RSS |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+}
+
+for c in "${cases[@]}"; do
+case $c in
+append)
+  bd=$(data "$base_n"); ad=$(data "$append_n")
+  freshdb bench_append
+  ingest bench_append "$bd/parcels_$base_n.geojsonl" base
+  baseref=$(sql bench_append -c "SELECT job_ref FROM jobs WHERE job_id = '$JOB'")
+  ogr bench_append "$bd/parcels_$base_n.geojsonl" ogr_parcels -overwrite
+  header "Append $append_n parcels to a table of $base_n (raw COPY: into the $base_n-row partition, with its GiST index)"
+  for f in shp geojson; do
+    : > "$work/append-$f.txt"
+    for r in $(seq "$rounds"); do
+      ingest bench_append "$ad/parcels_$append_n.$f" "append-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
+      dumprows bench_append "$JOB" "$work/rows.bin" "$baseref"
+      ogr bench_append "$ad/parcels_$append_n.$f" ogr_parcels -append; ot=$T; om=$RSS; oc=$CPU
+      timed "${psqlcmd[@]}" "$(dburl bench_append)" -c "\\copy parcels (job_ref, feature_index, layer, properties, geom) FROM '$work/rows.bin' (FORMAT binary)"; rt=$T; rc=$CPU
+      echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/append-$f.txt"
+      echo "#   append $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY ${rt} s (${rc} s CPU)" >&2
+    done
+    summary "append $append_n ($f)" "$work/append-$f.txt"
+  done
+  ;;
+fresh)
+  bd=$(data "$base_n")
+  header "Fresh load of $base_n parcels into an empty database (raw COPY limit: binary COPY into an empty table shaped like parcels, then the GiST build)"
+  for f in shp geojson; do
+    : > "$work/fresh-$f.txt"
+    for r in $(seq "$rounds"); do
+      freshdb bench_fresh
+      ingest bench_fresh "$bd/parcels_$base_n.$f" "fresh-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
+      dumprows bench_fresh "$JOB" "$work/rows.bin"
+      freshdb bench_fresh
+      ogr bench_fresh "$bd/parcels_$base_n.$f" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU
+      freshdb bench_fresh
+      timed "${psqlcmd[@]}" "$(dburl bench_fresh)" -c "CREATE TABLE raw (LIKE parcels INCLUDING DEFAULTS INCLUDING GENERATED)" \
+        -c "\\copy raw (job_ref, feature_index, layer, properties, geom) FROM '$work/rows.bin' (FORMAT binary)" \
+        -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T; rc=$CPU
+      echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/fresh-$f.txt"
+      echo "#   fresh $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
+    done
+    summary "fresh $base_n ($f)" "$work/fresh-$f.txt"
+  done
+  ;;
+replace)
+  bd=$(data "$base_n")
+  src="$work/replace/parcels.geojsonl"
+  mkdir -p "$work/replace"
+  version() { # V: a version of the source that differs from the others in one property
+    sed "1s/\"parcel_id\":\"/\"parcel_id\":\"v$1-/" "$bd/parcels_$base_n.geojsonl" > "$src"
+  }
+  echo
+  echo "Replacing a $base_n-feature generation (GeoJSON lines) with a new version, against a fresh load of that version"
+  echo
+  echo "| round | replace | fresh load of the same version | replace / fresh | CPU: replace / fresh | peak RSS |"
+  echo "|---:|---:|---:|---:|---:|---:|"
+  : > "$work/replace.txt"
+  for r in $(seq "$rounds"); do
+    freshdb bench_replace
+    version "$r-a"; ingest bench_replace "$src" replace
+    # What the first version's load leaves (autovacuum's work on the new
+    # partition, a checkpoint's worth of WAL) is settled first, as the
+    # fresh load below starts on a settled database too.
+    sql bench_replace -c "VACUUM (ANALYZE) parcels" -c "CHECKPOINT"
+    version "$r-b"; ingest bench_replace "$src" replace; rt=$T; rm=$RSS; rc=$CPU
+    [ "$(sql bench_replace -c "SELECT count(*) FROM jobs WHERE status = 'replaced'")" = 1 ] ||
+      { echo "bench: the second version did not replace the first" >&2; exit 1; }
+    freshdb bench_replace
+    sql bench_replace -c "CHECKPOINT"
+    ingest bench_replace "$src" replace; ft=$T; fc=$CPU
+    echo "$rt $ft" >> "$work/replace.txt"
+    echo "| $r | ${rt} s | ${ft} s | $(ratio "$rt" "$ft") | ${rc} / ${fc} s | ${rm} MB |"
+  done
+  echo "| median | $(cut -d' ' -f1 "$work/replace.txt" | median) s | $(cut -d' ' -f2 "$work/replace.txt" | median) s | $(ratio "$(cut -d' ' -f1 "$work/replace.txt" | median)" "$(cut -d' ' -f2 "$work/replace.txt" | median)") | | |"
+  ;;
+small)
+  inbox="$work/small-$small_jobs"
+  if [ ! -f "$inbox/.done" ]; then
+    rm -rf "$inbox"; mkdir -p "$inbox"
+    "$work/parcelgen" -n $((small_jobs * 2)) -label small -out "$work/small-src" >/dev/null
+    awk -v dir="$inbox" -v jobs="$small_jobs" '
+      { f = sprintf("%s/upload_%05d.geojson", dir, (NR - 1) % jobs);
+        n[f]++; printf "%s%s", (n[f] == 1 ? "{\"type\":\"FeatureCollection\",\"features\":[" : ","), $0 > f }
+      END { for (f in n) { print "]}" > f; close(f) } }' "$work/small-src/parcels_small.geojsonl"
+    touch "$inbox/.done"
+  fi
+  echo
+  echo "$small_jobs small GeoJSON uploads (2 parcels each) in one inbox, served by P \`geoingest serve --inbox\` processes on one database (each process delivers every file: the other P-1 deliveries of each are duplicates)"
+  echo
+  echo "| serve processes | wall time | committed jobs | jobs/s | duplicates stopped at the claim gate |"
+  echo "|---:|---:|---:|---:|---:|"
+  for p in $procs; do
+    freshdb bench_small
+    start=$(date +%s.%N)
+    pids=()
+    for i in $(seq "$p"); do
+      "$work/geoingest" serve --database-url "$(dburl bench_small)" --inbox "$inbox" --until-idle 3s --poll 200ms \
+        --metrics-addr "" >"$work/serve-$i.log" 2>&1 &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || { echo "bench: serve failed: $(tail -3 "$work"/serve-*.log)" >&2; exit 1; }; done
+    wall=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s - 3}')
+    jobs=$(sql bench_small -c "SELECT count(*) FROM jobs")
+    dups=$(cat "$work"/serve-*.log | grep -c "duplicate stopped at the claim gate" || true)
+    echo "| $p | ${wall} s | $jobs | $(ratio "$jobs" "$wall") | $dups |"
+  done
+  ;;
+*) echo "bench: unknown case $c" >&2; exit 2 ;;
+esac
+done
