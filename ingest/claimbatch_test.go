@@ -31,7 +31,7 @@ func TestClaimBatch(t *testing.T) {
 	require.Equal(t, Written, b.svc.Run(ctx, committed).Outcome)
 	other, err := b.svc.Store.Claim(ctx, held, "another-worker", time.Hour)
 	require.NoError(t, err)
-	require.Equal(t, ClaimWon, other)
+	require.Equal(t, ClaimWon, other.Result)
 
 	got, err := b.svc.ClaimBatch(ctx, []Job{a, c, a, committed, held})
 	require.NoError(t, err)

@@ -276,7 +276,8 @@ $$;
 -- search_path is pinned to this schema, with pg_temp last, so that no
 -- caller's object can stand in for one of theirs. The tables they create
 -- belong to that owner, and the writer gets its rights on them from the
--- schema's default privileges (0003).
+-- schema's default privileges (0003). Only the writer may call them:
+-- EXECUTE is taken from PUBLIC and from the read-only analyst role.
 DO $$
 DECLARE
     f text;
@@ -285,6 +286,13 @@ BEGIN
                              'geoingest_finish_job_table(text, bigint, boolean)',
                              'geoingest_drop_job_features(text, bigint)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_temp', f, current_schema());
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM geoingest_analyst', f);
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_writer') THEN
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO geoingest_writer', f);
+        END IF;
     END LOOP;
 END
 $$;

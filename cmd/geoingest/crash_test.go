@@ -217,7 +217,7 @@ func TestServeCrashPoints(t *testing.T) {
 			killedAt := time.Now()
 			require.True(t, a.killed(), "worker A died of SIGKILL at %s:\n%s", point, a.stderr.String())
 			wasCommitted := c.committed(t)
-			require.Zero(t, queryInt(t, c.db, `SELECT count(*) FROM parcels WHERE job_id NOT IN (SELECT job_id FROM jobs)`),
+			require.Zero(t, queryInt(t, c.db, `SELECT count(*) FROM parcels WHERE job_ref NOT IN (SELECT job_ref FROM jobs)`),
 				"an uncommitted transaction leaves nothing behind")
 
 			b := c.serve(t, nil, args...)

@@ -203,7 +203,7 @@ func TestServeDatabaseOutage(t *testing.T) {
 	require.EqualValues(t, len(objs), queryInt(t, c.db, `SELECT count(*) FROM jobs`))
 	require.EqualValues(t, len(objs), queryInt(t, c.db, `SELECT count(*) FROM claims WHERE state = 'COMMITTED'`))
 	require.EqualValues(t, 3*10000+10+11+12, queryInt(t, c.db, `SELECT count(*) FROM parcels`))
-	require.Zero(t, queryInt(t, c.db, `SELECT count(*) FROM (SELECT 1 FROM parcels GROUP BY job_id, feature_index HAVING count(*) > 1) d`))
+	require.Zero(t, queryInt(t, c.db, `SELECT count(*) FROM (SELECT 1 FROM parcels GROUP BY job_ref, feature_index HAVING count(*) > 1) d`))
 	code, vout, verr := run(t, map[string]string{"DATABASE_URL": c.db}, "verify")
 	require.Equal(t, 0, code, vout+verr)
 	require.Zero(t, sqsDepth(t, c.sqs.Client, c.dlqURL), "nothing dead-lettered")

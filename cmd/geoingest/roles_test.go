@@ -167,8 +167,8 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	require.Equal(t, "written", second.Outcome, second.Error)
 	require.EqualValues(t, 10000, second.Features)
 	require.EqualValues(t, 1, queryInt(t, d.owner, `SELECT count(*) FROM jobs WHERE job_id = $1 AND status = 'replaced'`, first.JobID))
-	require.EqualValues(t, 10000, queryInt(t, d.owner, `SELECT count(*) FROM parcels WHERE job_id = $1`, second.JobID))
-	require.EqualValues(t, 0, queryInt(t, d.owner, `SELECT count(*) FROM parcels WHERE job_id = $1`, first.JobID))
+	require.EqualValues(t, 10000, queryInt(t, d.owner, `SELECT count(*) FROM parcels WHERE job_ref = geoingest_job_ref($1)`, second.JobID))
+	require.EqualValues(t, 0, queryInt(t, d.owner, `SELECT count(*) FROM parcels WHERE job_ref = geoingest_job_ref($1)`, first.JobID))
 	// A duplicate delivery, stopped at the claim gate.
 	code, out, errOut = run(t, asWriter, "ingest", "--json", path)
 	require.Equal(t, 0, code, errOut)
@@ -233,7 +233,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 		 VALUES (repeat('a', 64), 'b', 'k', 'v', '{}', 'p', '1', 'parcels', 'current', 'h')`,
 		`UPDATE jobs SET feature_count = 0`,
 		`DELETE FROM jobs`,
-		`INSERT INTO parcels (job_id, feature_index, geom) VALUES ('x', 0, 'SRID=4326;MULTIPOLYGON(((0 0,1 0,1 1,0 0)))')`,
+		`INSERT INTO parcels (job_ref, feature_index, geom) VALUES (-1, 0, 'SRID=4326;MULTIPOLYGON(((0 0,1 0,1 1,0 0)))')`,
 		`UPDATE parcels SET layer = 'x'`,
 		`DELETE FROM parcels`,
 		`UPDATE claims SET state = 'FAILED'`,

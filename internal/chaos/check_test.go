@@ -107,7 +107,7 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		       coalesce(sum(ST_Area(p.geom::geography)), 0)
 		  FROM unnest($1::text[], $2::text[]) AS e(key, prefix)
 		  LEFT JOIN jobs j ON j.source_bucket = $3 AND j.source_key = e.key
-		  LEFT JOIN parcels p ON p.job_id = j.job_id
+		  LEFT JOIN parcels p ON p.job_ref = j.job_ref
 		 GROUP BY e.key`, keys, prefixes, bucket)
 	require.NoError(t, err)
 	for rows.Next() {
@@ -146,7 +146,7 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		return n
 	}
 	totalRows := q(`SELECT count(*) FROM parcels`)
-	strayRows := q(`SELECT count(*) FROM parcels p LEFT JOIN jobs j USING (job_id) WHERE j.status IS DISTINCT FROM 'current'`)
+	strayRows := q(`SELECT count(*) FROM parcels p LEFT JOIN jobs j USING (job_ref) WHERE j.status IS DISTINCT FROM 'current'`)
 	dupUIDs := q(`SELECT count(*) FROM (SELECT 1 FROM parcels GROUP BY properties->>'uid' HAVING count(*) > 1) d`)
 	dupGeoms := q(`SELECT count(*) - count(DISTINCT ST_AsEWKB(geom)) FROM parcels`)
 	adminRows := q(`SELECT count(*) FROM admin_units`)
