@@ -99,7 +99,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
-	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "how often to store report assignments a job could not store after its commit (a worker killed or the database gone in between); 0: never (env GEOINGEST_REPORT_REFRESH)")
+	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -180,6 +180,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
 	s.svc = ingest.NewService(store, s.metrics, m.Log)
 	s.svc.Lease = c.lease
+	// The report assignments are stored by refreshReports in the
+	// background, not by each job before its message is acked.
+	s.svc.NoReportRefresh = c.reportRefresh > 0
+	s.refreshKick = make(chan struct{}, 1)
 
 	if c.metricsAddr != "" {
 		ops, err := startOps(c.metricsAddr, reg, func(ctx context.Context) error {
@@ -202,8 +206,18 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		source = "queue " + c.queueURL
 	}
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(s.router.Routes()))
-	go s.refreshReports(ctx)
+	rctx, stopRefresh := context.WithCancel(ctx)
+	refreshed := make(chan struct{})
+	go func() { defer close(refreshed); s.refreshReports(rctx) }()
 	s.run(ctx)
+	stopRefresh()
+	<-refreshed
+	if c.untilIdle > 0 && c.reportRefresh > 0 && ctx.Err() == nil {
+		// A batch run leaves every assignment stored.
+		if _, err := s.svc.Store.RefreshReports(ctx); err != nil {
+			m.Log.Warn("report refresh failed; reports compute what is missing until the next one", "error", err.Error())
+		}
+	}
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, s.summary())
 	return nil
@@ -253,6 +267,8 @@ type server struct {
 	// heldUntil (unix nanos) is when the last message given back for a
 	// held claim comes back: --until-idle waits for it.
 	heldUntil atomic.Int64
+	// refreshKick asks refreshReports to run soon (a job was committed).
+	refreshKick chan struct{}
 	// preclaimed holds claims taken for a received batch (see preclaim):
 	// job id -> ingest.ClaimResult, taken by runJob.
 	preclaimed sync.Map
@@ -582,6 +598,13 @@ func (s *server) runJob(ctx context.Context, v *verdict, src ingest.Source, f in
 // the message back after the lease; a transient failure asks for a retry;
 // a permanent one for the dead-letter queue.
 func (s *server) settle(ctx context.Context, v *verdict, res ingest.Result) {
+	switch res.Outcome {
+	case ingest.Written, ingest.Superseded, ingest.Retired:
+		select {
+		case s.refreshKick <- struct{}{}:
+		default: // a refresh is asked for already: it will see this job too
+		}
+	}
 	if res.Outcome == ingest.Held {
 		v.held = max(v.held, res.RetryAfter)
 		return
@@ -607,12 +630,16 @@ func newS3Client(awsCfg aws.Config, pathStyle string) *s3.Client {
 	})
 }
 
-// refreshReports stores, every cfg.reportRefresh until ctx ends, the
-// report assignments no job stored: each job refreshes its own after its
-// commit, but a worker killed (or a database outage) between the commit
-// and that refresh leaves one missing, and the job's redelivery is a
-// duplicate that does not refresh. The reports are exact without it (they
-// compute a missing assignment on every call); this keeps them fast.
+// refreshReports stores the report assignments of committed jobs in the
+// background, so that neither a worker nor the ack of its message waits
+// for them: after a job is committed (settle kicks it; kicks that come
+// while it runs are coalesced into the next round), and every
+// cfg.reportRefresh, which also catches the jobs of a worker killed or
+// cut off from the database between a commit and a refresh. It runs until
+// ctx ends; with cfg.reportRefresh 0 each job refreshes its own before its
+// ack instead (ingest.Service). The reports are exact whether or not an
+// assignment is stored (they compute a missing one on every call); storing
+// them keeps the reports fast.
 func (s *server) refreshReports(ctx context.Context) {
 	if s.cfg.reportRefresh <= 0 {
 		return
@@ -624,13 +651,15 @@ func (s *server) refreshReports(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			r, err := s.svc.Store.RefreshReports(ctx)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				s.log.Warn("periodic report refresh failed; the next one tries again", "error", err.Error())
-			case err == nil && (r.Assigned > 0 || r.Pruned > 0):
-				s.log.Info("periodic report refresh", "assigned", r.Assigned, "parcels", r.Parcels, "pruned", r.Pruned)
-			}
+		case <-s.refreshKick:
+		}
+		r, err := s.svc.Store.RefreshReports(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("report refresh failed; the next one tries again", "error", err.Error())
+		case err == nil && (r.Assigned > 0 || r.Pruned > 0):
+			s.log.Info("report assignments refreshed", "assigned", r.Assigned, "parcels", r.Parcels,
+				"pruned", r.Pruned, "seconds", r.Duration.Seconds())
 		}
 	}
 }
