@@ -62,6 +62,8 @@ type Main struct {
 	Getenv func(string) string
 	// Log is set up by setupLog from --log-format/--log-level.
 	Log *slog.Logger
+
+	envErrs []error // environment values that did not parse (envError)
 }
 
 // NewMain returns a Main on the process's standard streams and environment.

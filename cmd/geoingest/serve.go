@@ -59,18 +59,41 @@ type serveConfig struct {
 	reportRefresh time.Duration
 }
 
+// envInt returns the environment variable's value as an int, or def when
+// it is unset. A value that does not parse is recorded for envError, and
+// def returned meanwhile.
 func (m *Main) envInt(name string, def int) int {
-	if v, err := strconv.Atoi(m.Getenv(name)); err == nil {
-		return v
+	raw := m.Getenv(name)
+	if raw == "" {
+		return def
 	}
-	return def
+	v, err := strconv.Atoi(raw)
+	if err != nil {
+		m.envErrs = append(m.envErrs, fmt.Errorf("environment variable %s=%q: not a whole number", name, raw))
+		return def
+	}
+	return v
 }
 
+// envDuration is envInt for a duration such as 30s or 5m.
 func (m *Main) envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(m.Getenv(name)); err == nil {
-		return v
+	raw := m.Getenv(name)
+	if raw == "" {
+		return def
 	}
-	return def
+	v, err := time.ParseDuration(raw)
+	if err != nil {
+		m.envErrs = append(m.envErrs, fmt.Errorf("environment variable %s=%q: not a duration (for example 30s, 5m)", name, raw))
+		return def
+	}
+	return v
+}
+
+// envError returns the environment values that did not parse, if any: a
+// command stops on them rather than run with a default the user did not
+// ask for.
+func (m *Main) envError() error {
+	return errors.Join(m.envErrs...)
 }
 
 // runServe consumes events until ctx is cancelled (SIGTERM, SIGINT), then
@@ -102,6 +125,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := m.envError(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
