@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +15,7 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/vgwnotify"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,7 +50,7 @@ func (b *vgwBridge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	body, err := awsEventKeys(raw)
+	body, err := vgwnotify.AWSKeys(raw)
 	if err != nil {
 		b.t.Errorf("bridge: versitygw POSTed %s: %v", raw, err)
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -102,70 +98,6 @@ func (b *vgwBridge) find(t *testing.T, key, etag string) (sent, raw string) {
 	}
 	t.Fatalf("no notification for %s with ETag %s among %d", key, etag, len(sents))
 	return "", ""
-}
-
-// awsEventKeys returns an S3 notification from versitygw with its object
-// keys URL-encoded as AWS encodes them, and everything else as it came.
-//
-// Why a rewrite at all: AWS's S3 notifications carry the object key
-// URL-encoded, a space as '+' ("red flower.jpg" is "red+flower.jpg"), and
-// geoingest decodes it with unquote_plus, as the job key's definition
-// requires. versitygw v1.8.0 puts the decoded key into the record
-// (s3event.createEventSchema joins the request's decoded path), so the key
-// "parcels/city a+b.geojson" arrives as it is and would be read as
-// "parcels/city a b.geojson". That is versitygw differing from AWS, not
-// geoingest misreading AWS, so it is handled here. The rest of versitygw's
-// record is passed on unchanged although it differs from AWS too in ways
-// geoingest tolerates: eventName "s3:ObjectCreated:Put" (AWS: no "s3:"),
-// the eTag with its quotes, eventTime to the second, a sequencer that is a
-// per-process counter ("1", "2", ... "A"), and a null versionId even in a
-// versioned bucket (for PutObject; so the version token is the ETag).
-// Bodies without records (versitygw's s3:TestEvent) pass unchanged.
-func awsEventKeys(raw []byte) (string, error) {
-	var n map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // sizes stay exact
-	if err := dec.Decode(&n); err != nil {
-		return "", err
-	}
-	recs, ok := n["Records"].([]any)
-	if !ok {
-		return string(raw), nil
-	}
-	for i, r := range recs {
-		rec, _ := r.(map[string]any)
-		s3, _ := rec["s3"].(map[string]any)
-		obj, _ := s3["object"].(map[string]any)
-		key, ok := obj["key"].(string)
-		if !ok {
-			return "", fmt.Errorf("record %d has no s3.object.key", i)
-		}
-		obj["key"] = awsKeyEncoding(key)
-	}
-	out, err := json.Marshal(n)
-	return string(out), err
-}
-
-// awsKeyEncoding encodes a key as AWS does in notifications: form
-// encoding ('+' for a space) of every path segment, '/' left as it is.
-func awsKeyEncoding(key string) string {
-	segs := strings.Split(key, "/")
-	for i, s := range segs {
-		segs[i] = url.QueryEscape(s)
-	}
-	return strings.Join(segs, "/")
-}
-
-func TestAWSKeyEncoding(t *testing.T) {
-	for key, want := range map[string]string{
-		"parcels/city a+b.geojson": "parcels/city+a%2Bb.geojson",
-		"admin/admin.geojson":      "admin/admin.geojson",
-		"a/%20/é.json":             "a/%2520/%C3%A9.json",
-	} {
-		got := awsKeyEncoding(key)
-		require.Equal(t, want, got)
-		require.Equal(t, key, ingest.UnquotePlus(got), "geoingest decodes it back")
-	}
 }
 
 // sqsDepth is how many messages the queue holds, visible, in flight or

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -18,12 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/geoingest/geoingest/internal/vgwnotify"
 )
 
 // runBridge serves versitygw's webhook: every POSTed notification is sent to
 // the queue (found by name, so the bridge may start before the queue
 // exists), with its object keys URL-encoded as AWS encodes them
-// (awsEventKeys). versitygw sends each notification once and does not look
+// (vgwnotify.AWSKeys). versitygw sends each notification once and does not look
 // at the answer, so the bridge answers 202 at once and keeps retrying the
 // send for --patience; a notification it could not send in that time is
 // logged at ERROR. /healthz answers 200 while the bridge runs.
@@ -76,7 +75,7 @@ func (b *bridge) serveEvent(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	body, err := awsEventKeys(raw)
+	body, err := vgwnotify.AWSKeys(raw)
 	if err != nil {
 		b.log.Error("bridge: not an S3 notification", "error", err.Error(), "body", string(raw))
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -112,47 +111,6 @@ func (b *bridge) send(body string) error {
 	}
 	_, err := b.sqs.SendMessage(b.ctx, &sqs.SendMessageInput{QueueUrl: &qURL, MessageBody: &body})
 	return err
-}
-
-// awsEventKeys returns an S3 notification from versitygw with its object
-// keys URL-encoded as AWS encodes them, and everything else as it came.
-// AWS's notifications carry the key form-encoded ("red flower.jpg" is
-// "red+flower.jpg") and geoingest decodes it with unquote_plus, as the job
-// key requires; versitygw v1.8.0 puts the decoded key into the record.
-// Bodies without records (versitygw's s3:TestEvent) pass unchanged.
-func awsEventKeys(raw []byte) (string, error) {
-	var n map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // sizes stay exact
-	if err := dec.Decode(&n); err != nil {
-		return "", err
-	}
-	recs, ok := n["Records"].([]any)
-	if !ok {
-		return string(raw), nil
-	}
-	for i, r := range recs {
-		rec, _ := r.(map[string]any)
-		s3, _ := rec["s3"].(map[string]any)
-		obj, _ := s3["object"].(map[string]any)
-		key, ok := obj["key"].(string)
-		if !ok {
-			return "", fmt.Errorf("record %d has no s3.object.key", i)
-		}
-		obj["key"] = awsKeyEncoding(key)
-	}
-	out, err := json.Marshal(n)
-	return string(out), err
-}
-
-// awsKeyEncoding encodes a key as AWS does in notifications: form encoding
-// ('+' for a space) of every path segment, '/' left as it is.
-func awsKeyEncoding(key string) string {
-	segs := strings.Split(key, "/")
-	for i, s := range segs {
-		segs[i] = url.QueryEscape(s)
-	}
-	return strings.Join(segs, "/")
 }
 
 // eventKeys returns the object keys a notification names, for the log.
