@@ -1,0 +1,132 @@
+//go:build cgo
+
+package geodesic
+
+/*
+#cgo LDFLAGS: -lproj -lm
+#include <math.h>
+#include <stdint.h>
+#include <proj.h>
+#include <geodesic.h>
+
+// geoingest_wgs84 is the geodesic of EPSG:4326's ellipsoid, initialised as
+// PostGIS initialises it: semi-major and semi-minor axes from
+// proj_ellipsoid_get_parameters, flattening (a - b) / a (spheroid_init).
+static struct geod_geodesic geoingest_wgs84;
+
+static int geoingest_init(double *a_out, double *f_out) {
+	PJ_CONTEXT *ctx = proj_context_create();
+	if (ctx == NULL) return 0;
+	PJ *crs = proj_create(ctx, "EPSG:4326");
+	if (crs == NULL) { proj_context_destroy(ctx); return 0; }
+	PJ *ellps = proj_get_ellipsoid(ctx, crs);
+	double a = 0, b = 0;
+	int ok = ellps != NULL && proj_ellipsoid_get_parameters(ctx, ellps, &a, &b, NULL, NULL);
+	if (ellps != NULL) proj_destroy(ellps);
+	proj_destroy(crs);
+	proj_context_destroy(ctx);
+	if (!ok || !(a > 0) || !(b > 0)) return 0;
+	double f = (a - b) / a;
+	geod_init(&geoingest_wgs84, a, f);
+	*a_out = a;
+	*f_out = f;
+	return 1;
+}
+
+// geoingest_ring_area is liblwgeom's ptarray_area_spheroid: 0 for fewer
+// than 4 points, else |area| of the ring without its closing point. xy
+// holds npoints (x, y) pairs with the given stride.
+static double geoingest_ring_area(const double *xy, long npoints, long stride) {
+	if (npoints < 4) return 0.0;
+	struct geod_polygon poly;
+	double area = 0;
+	geod_polygon_init(&poly, 0);
+	for (long i = 0; i < npoints - 1; i++)
+		geod_polygon_addpoint(&geoingest_wgs84, &poly, xy[i * stride + 1], xy[i * stride]);
+	geod_polygon_compute(&geoingest_wgs84, &poly, 0, 1, &area, NULL);
+	return fabs(area);
+}
+
+// geoingest_multipolygon_area is lwgeom_area_spheroid of a multipolygon:
+// flat holds the coordinates; ends the end offset (in doubles) of each
+// ring, polygon after polygon; nrings the number of rings of each of the
+// npolys polygons.
+static double geoingest_multipolygon_area(const double *flat, const int64_t *ends,
+                                          const int64_t *nrings, long npolys, long stride) {
+	double area = 0.0;
+	long r = 0, start = 0;
+	for (long p = 0; p < npolys; p++) {
+		double parea = 0.0;
+		for (long k = 0; k < nrings[p]; k++, r++) {
+			double a = geoingest_ring_area(flat + start, (ends[r] - start) / stride, stride);
+			if (k == 0) parea += a; else parea -= a;
+			start = ends[r];
+		}
+		area += parea;
+	}
+	return area;
+}
+*/
+import "C"
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/twpayne/go-geom"
+)
+
+var initOnce = sync.OnceValues(func() (ok bool, af [2]float64) {
+	var a, f C.double
+	ok = C.geoingest_init(&a, &f) == 1
+	return ok, [2]float64{float64(a), float64(f)}
+})
+
+// Available reports whether Area can compute: this build has cgo and
+// PROJ knows EPSG:4326.
+func Available() bool {
+	ok, _ := initOnce()
+	return ok
+}
+
+// Ellipsoid returns the semi-major axis and flattening Area uses.
+func Ellipsoid() (a, f float64) {
+	_, af := initOnce()
+	return af[0], af[1]
+}
+
+// Scratch holds the buffers Area reuses between calls; one per goroutine.
+type Scratch struct {
+	ends, nrings []int64
+}
+
+// Area returns the area in square metres of mp (longitude/latitude
+// degrees, EPSG:4326) as ST_Area(mp::geography) computes it, and true; or
+// false when it cannot be computed here (see Available and InRange).
+// s may be nil.
+func Area(mp *geom.MultiPolygon, s *Scratch) (float64, bool) {
+	if !Available() || !InRange(mp) {
+		return 0, false
+	}
+	if s == nil {
+		s = &Scratch{}
+	}
+	s.ends, s.nrings = s.ends[:0], s.nrings[:0]
+	for _, ends := range mp.Endss() {
+		s.nrings = append(s.nrings, int64(len(ends)))
+		for _, e := range ends {
+			s.ends = append(s.ends, int64(e))
+		}
+	}
+	flat := mp.FlatCoords()
+	if len(s.nrings) == 0 || len(flat) == 0 {
+		return 0, true
+	}
+	var ends *C.int64_t
+	if len(s.ends) > 0 {
+		ends = (*C.int64_t)(unsafe.Pointer(&s.ends[0]))
+	}
+	a := C.geoingest_multipolygon_area((*C.double)(unsafe.Pointer(&flat[0])), ends,
+		(*C.int64_t)(unsafe.Pointer(&s.nrings[0])), C.long(len(s.nrings)), C.long(mp.Stride()))
+	return float64(a), true
+}
