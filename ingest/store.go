@@ -399,11 +399,13 @@ func (s *Store) alreadyPresent(ctx context.Context, job Job, contentHash string)
 
 // copyFeatures streams r into the job's table (its own partition or the
 // target's shared one) with one binary COPY, the geometry already
-// MultiPolygon EWKB; features in a CRS other than EPSG:4326 go through the
-// staging table to be transformed by PostGIS. Then one pass on the server
-// checks validity (repairing per the invalid policy) and sums the count,
-// area and checksum, and a job with its own partition gets its GiST index
-// and is attached. The counts are recorded on the job.
+// MultiPolygon EWKB with its area and validity computed on the COPY's
+// workers (see copyRows); features in a CRS other than EPSG:4326 go through
+// the staging table to be transformed, measured and checked by PostGIS.
+// Then the server repairs the invalid features (per the invalid policy)
+// and sums the count, area and checksum in one pass, and a job with its
+// own partition gets its GiST index and is attached. The counts are
+// recorded on the job.
 func (s *Store) copyFeatures(ctx context.Context, g *gate, job Job, r geomio.Reader, res *writeResult) error {
 	target := job.Params.Target
 	table, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref})
@@ -427,7 +429,8 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job Job, r geomio.Rea
 			return normaliseErr(err)
 		}
 	}
-	fin, err := g.q.FinishJobTable(ctx, db.FinishJobTableParams{TargetTable: target, JobRef: g.ref, Repair: job.Params.Invalid == PolicyRepair})
+	fin, err := g.q.FinishJobTable(ctx, db.FinishJobTableParams{TargetTable: target, JobRef: g.ref, Repair: job.Params.Invalid == PolicyRepair,
+		Invalid: rows.invalid, ServerCheck: rows.serverCheck || rows.switched})
 	if err != nil {
 		return normaliseErr(err)
 	}
@@ -540,6 +543,12 @@ type featureRows struct {
 	switched, pending bool
 
 	skippedNull, skippedType int64
+
+	// invalid: the indexes of the features the COPY's workers found
+	// invalid (ST_IsValid false), in input order. serverCheck: some rows
+	// went with no area, for the server to measure and check.
+	invalid     []int64
+	serverCheck bool
 }
 
 // next advances to the next feature to write, in f.row. direct means the

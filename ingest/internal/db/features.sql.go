@@ -60,13 +60,16 @@ func (q *Queries) DropJobFeatures(ctx context.Context, jobID string) error {
 const finishJobTable = `-- name: FinishJobTable :one
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
-FROM geoingest_finish_job_table($1::text, $2::bigint, $3::boolean) f
+FROM geoingest_finish_job_table($1::text, $2::bigint, $3::boolean,
+                                $4::bigint[], $5::boolean) f
 `
 
 type FinishJobTableParams struct {
 	TargetTable string
 	JobRef      int64
 	Repair      bool
+	Invalid     []int64
+	ServerCheck bool
 }
 
 type FinishJobTableRow struct {
@@ -77,10 +80,18 @@ type FinishJobTableRow struct {
 	Collapsed        int64
 }
 
-// FinishJobTable checks, repairs (or refuses) and summarises the job's rows
-// and attaches its own partition: see geoingest_finish_job_table.
+// FinishJobTable repairs (or refuses) the features the writer found
+// invalid, measures and checks the rows it sent with no area
+// (server_check), summarises the job's rows and attaches its own
+// partition: see geoingest_finish_job_table (migration 0007).
 func (q *Queries) FinishJobTable(ctx context.Context, arg FinishJobTableParams) (FinishJobTableRow, error) {
-	row := q.db.QueryRow(ctx, finishJobTable, arg.TargetTable, arg.JobRef, arg.Repair)
+	row := q.db.QueryRow(ctx, finishJobTable,
+		arg.TargetTable,
+		arg.JobRef,
+		arg.Repair,
+		arg.Invalid,
+		arg.ServerCheck,
+	)
 	var i FinishJobTableRow
 	err := row.Scan(
 		&i.Written,

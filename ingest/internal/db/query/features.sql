@@ -20,11 +20,14 @@ SELECT geoingest_create_job_table(@target_table::text, @job_ref::bigint)::text A
 SELECT geoingest_insert_staged(@target_table::text, @job_ref::bigint)::bigint AS inserted;
 
 -- name: FinishJobTable :one
--- FinishJobTable checks, repairs (or refuses) and summarises the job's rows
--- and attaches its own partition: see geoingest_finish_job_table.
+-- FinishJobTable repairs (or refuses) the features the writer found
+-- invalid, measures and checks the rows it sent with no area
+-- (server_check), summarises the job's rows and attaches its own
+-- partition: see geoingest_finish_job_table (migration 0007).
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
-FROM geoingest_finish_job_table(@target_table::text, @job_ref::bigint, @repair::boolean) f;
+FROM geoingest_finish_job_table(@target_table::text, @job_ref::bigint, @repair::boolean,
+                                @invalid::bigint[], @server_check::boolean) f;
 
 -- name: DropJobFeatures :exec
 -- DropJobFeatures removes a job's feature rows (its partition, or its rows
