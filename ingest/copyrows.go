@@ -206,8 +206,9 @@ func newPrep(ref int64, staged bool) *prep {
 // also computes each geometry's area (geodesic.Area: ST_Area(geography)'s
 // own computation) and validity (ST_IsValid's), recording the invalid
 // features' indexes; a row whose area or validity cannot be decided here
-// (coordinates outside the longitude/latitude ranges, a build without
-// cgo) goes with a NULL area, and b.serverCheck tells the server to
+// (coordinates outside the longitude/latitude ranges, a valid geometry
+// whose area on the spheroid comes out negative, a build without cgo)
+// goes with a NULL area, and b.serverCheck tells the server to
 // measure and check the rows with no area itself.
 func (p *prep) batch(b *copyBatch) {
 	var out bytes.Buffer
@@ -244,6 +245,13 @@ func (p *prep) batch(b *copyBatch) {
 		}
 		area, measured := geodesic.Area(row.geom, &p.area)
 		valid, known := p.valid.valid(p.geomBuf.Bytes())
+		if valid && area < 0 {
+			// Holes larger than the shell on the spheroid: ST_Area refuses
+			// to return that ("area < 0.0"), and the server's check says
+			// so, as it did when it measured every row. (An invalid
+			// geometry's area is recomputed after its repair.)
+			measured = false
+		}
 		if !measured || !known {
 			putInt32(&out, -1) // NULL: the server measures and checks it
 			b.serverCheck = true

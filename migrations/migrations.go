@@ -181,3 +181,17 @@ type queryError struct {
 
 func (e *queryError) Error() string { return e.msg + ": " + e.err.Error() }
 func (e *queryError) Unwrap() error { return e.err }
+
+// To migrates the database at databaseURL up or down to version v: for
+// tests of a migration's upgrade in place and of its down migration.
+func To(databaseURL string, v uint) error {
+	m, err := open(databaseURL)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.Migrate(v); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("migrate to %d: %w", v, plain(err))
+	}
+	return nil
+}

@@ -47,12 +47,43 @@ static double geoingest_ring_area(const double *xy, long npoints, long stride) {
 	return fabs(area);
 }
 
+// geoingest_unit is the point on the unit sphere of (lon, lat) degrees.
+static void geoingest_unit(double lon, double lat, double p[3]) {
+	double lam = lon * M_PI / 180.0, phi = lat * M_PI / 180.0;
+	p[0] = cos(phi) * cos(lam);
+	p[1] = cos(phi) * sin(lam);
+	p[2] = sin(phi);
+}
+
+// geoingest_near_antipodal_edge reports whether a ring has an edge whose
+// ends are antipodal, or within 1e-9 of it. PostGIS refuses such an edge
+// when it casts to geography ("Antipodal (180 degrees long) edge
+// detected!", a tolerance of 1e-12 on the same unit vectors); the caller
+// leaves those geometries to the server, which decides as it always has.
+static int geoingest_near_antipodal_edge(const double *flat, const int64_t *ends,
+                                         const int64_t *nrings, long npolys, long stride) {
+	long r = 0, start = 0;
+	for (long p = 0; p < npolys; p++) {
+		for (long k = 0; k < nrings[p]; k++, r++) {
+			double a[3], b[3];
+			for (long i = start; i + 2 * stride - 1 < ends[r]; i += stride) {
+				geoingest_unit(flat[i], flat[i + 1], a);
+				geoingest_unit(flat[i + stride], flat[i + stride + 1], b);
+				if (fabs(a[0] + b[0]) <= 1e-9 && fabs(a[1] + b[1]) <= 1e-9 && fabs(a[2] + b[2]) <= 1e-9) return 1;
+			}
+			start = ends[r];
+		}
+	}
+	return 0;
+}
+
 // geoingest_multipolygon_area is lwgeom_area_spheroid of a multipolygon:
 // flat holds the coordinates; ends the end offset (in doubles) of each
 // ring, polygon after polygon; nrings the number of rings of each of the
 // npolys polygons.
 static double geoingest_multipolygon_area(const double *flat, const int64_t *ends,
                                           const int64_t *nrings, long npolys, long stride) {
+	if (geoingest_near_antipodal_edge(flat, ends, nrings, npolys, stride)) return NAN;
 	double area = 0.0;
 	long r = 0, start = 0;
 	for (long p = 0; p < npolys; p++) {
@@ -70,6 +101,7 @@ static double geoingest_multipolygon_area(const double *flat, const int64_t *end
 import "C"
 
 import (
+	"math"
 	"sync"
 	"unsafe"
 
@@ -102,7 +134,9 @@ type Scratch struct {
 
 // Area returns the area in square metres of mp (longitude/latitude
 // degrees, EPSG:4326) as ST_Area(mp::geography) computes it, and true; or
-// false when it cannot be computed here (see Available and InRange).
+// false when it is not computed here: no PROJ (see Available), a
+// coordinate outside the ranges (see InRange), or an edge between two
+// (nearly) antipodal points, which PostGIS refuses to measure.
 // s may be nil.
 func Area(mp *geom.MultiPolygon, s *Scratch) (float64, bool) {
 	if !Available() || !InRange(mp) {
@@ -128,5 +162,8 @@ func Area(mp *geom.MultiPolygon, s *Scratch) (float64, bool) {
 	}
 	a := C.geoingest_multipolygon_area((*C.double)(unsafe.Pointer(&flat[0])), ends,
 		(*C.int64_t)(unsafe.Pointer(&s.nrings[0])), C.long(len(s.nrings)), C.long(mp.Stride()))
+	if math.IsNaN(float64(a)) {
+		return 0, false
+	}
 	return float64(a), true
 }
