@@ -348,7 +348,7 @@ func TestClientFlagsRepairAndFail(t *testing.T) {
 		`{"type":"Polygon","coordinates":[[[2,48],[2.001,48.001],[2.001,48],[2,48.001],[2,48]]]}`, // bowtie
 		`{"type":"MultiPolygon","coordinates":[[[[179.9995,1],[180.0004,1],[180.0004,1.001],[179.9995,1.001],[179.9995,1]]]]}`,
 		`{"type":"Polygon","coordinates":[[[3,48],[3.002,48],[3.002,48.002],[3.001,48],[3,48.002],[3,48]]]}`, // self-touching
-		`{"type":"Polygon","coordinates":[[[4,48],[4.001,48],[4.002,48],[4,48]]]}`,                            // no area: collapses
+		`{"type":"Polygon","coordinates":[[[4,48],[4.001,48],[4.002,48],[4,48]]]}`,                           // no area: collapses
 		`{"type":"Polygon","coordinates":[[[5,-30],[5.01,-30],[5.01,-29.99],[5,-29.99],[5,-30]],[[5.002,-29.998],[5.002,-29.995],[5.005,-29.995],[5.002,-29.998]]]}`,
 	}
 	var sb strings.Builder
