@@ -5,13 +5,14 @@
 #
 # scripts/images.sh passes GO_IMAGE and RUNTIME_IMAGE built locally (a
 # debootstrap root file system, and a builder with this machine's Go
-# toolchain) where no registry is reachable. The build is cgo (PROJ); the
-# runtime stage has the shared libraries it links (libproj25, proj-data).
+# toolchain) where no registry is reachable. The build is cgo (PROJ, GEOS);
+# the runtime stage has the shared libraries it links (libproj25,
+# proj-data, libgeos-c1v5).
 ARG GO_IMAGE=docker.io/library/golang:1.26-bookworm
 ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
 
 FROM ${GO_IMAGE} AS build
-RUN dpkg -s libproj-dev >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends libproj-dev \
+RUN { dpkg -s libproj-dev && dpkg -s libgeos-dev; } >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends libproj-dev libgeos-dev \
     && rm -rf /var/lib/apt/lists/*; }
 WORKDIR /src
 COPY . .
@@ -40,7 +41,7 @@ ENTRYPOINT ["geoingest-stack"]
 
 # The default target: geoingest serve.
 FROM ${RUNTIME_IMAGE} AS geoingest
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libproj25 proj-data \
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libproj25 proj-data libgeos-c1v5 \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 geoingest && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/geoingest --create-home --shell /usr/sbin/nologin geoingest
 COPY --from=build /out/geoingest /usr/local/bin/geoingest

@@ -36,6 +36,11 @@ fi
 if [ ! -f /usr/include/proj.h ] && [ ! -f /usr/local/include/proj.h ]; then
   apt_pkgs+=(libproj-dev)
 fi
+# GEOS: the write path checks validity with libgeos_c through cgo (the
+# library PostGIS's ST_IsValid uses).
+if [ ! -f /usr/include/geos_c.h ] && [ ! -f /usr/local/include/geos_c.h ]; then
+  apt_pkgs+=(libgeos-dev)
+fi
 if [ ! -f /usr/share/proj/proj.db ] && [ ! -f /usr/local/share/proj/proj.db ]; then
   apt_pkgs+=(proj-data)
 fi
