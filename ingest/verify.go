@@ -63,10 +63,11 @@ func (v *Verification) OffendingJobs() []string {
 // committed job's features are present exactly once:
 //
 //   - for every current job, the ledger's feature_count equals the number
-//     of rows its target table holds for the job, and total_area_m2 their
-//     area on the spheroid within AreaTolerance (relative), and the
+//     of rows its target table holds for the job, and total_area_m2 the
+//     sum of their area_m2 within AreaTolerance (relative), and the
 //     checksum of its rows (index, properties, geometry) recorded at write
-//     time;
+//     time; and every row has an area_m2 and, in a sample of one in 16,
+//     it is ST_Area(geom::geography) within 1e-9 (relative);
 //   - no feature row belongs to a job that is missing from the ledger, not
 //     current, or aimed at the other table;
 //   - no source has two current jobs, every current job is its source's
@@ -103,6 +104,10 @@ func (s *Store) Verify(ctx context.Context) (*Verification, error) {
 		if j.LedgerCount == j.HeldCount && j.LedgerChecksum != j.HeldChecksum {
 			v.add(j.JobID, "checksum", fmt.Sprintf("%s rows of the job changed since they were written (checksum %s, ledger recorded %s; %s)",
 				j.TargetTable, j.HeldChecksum, j.LedgerChecksum, sourceURL(j.SourceBucket, j.SourceKey)))
+		}
+		if j.AreaOff > 0 {
+			v.add(j.JobID, "row area", fmt.Sprintf("%d %s rows of the job have an area_m2 that is missing or differs from ST_Area(geom::geography) (of the rows checked: those with no area, and one in 16; %s)",
+				j.AreaOff, j.TargetTable, sourceURL(j.SourceBucket, j.SourceKey)))
 		}
 		if !areaEqual(j.LedgerAreaM2, j.HeldAreaM2) {
 			v.add(j.JobID, "area", fmt.Sprintf("ledger records %.3f m², %s holds %.3f m² for the job (relative difference %.3g)",

@@ -97,6 +97,12 @@ func TestVerifyFindsTampering(t *testing.T) {
 		{name: "geometry changed", check: "area", tamper: func(t *testing.T, e *rpEnv, job string) {
 			e.exec(t, `UPDATE parcels SET geom = ST_Multi(ST_Buffer(geom, 0.0001)) WHERE job_ref = geoingest_job_ref($1) AND feature_index = 7`, job)
 		}},
+		{name: "row area changed", check: "row area", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `UPDATE parcels SET area_m2 = area_m2 * (1 + 1e-6) WHERE job_ref = geoingest_job_ref($1) AND feature_index = 0`, job)
+		}},
+		{name: "row area missing", check: "row area", tamper: func(t *testing.T, e *rpEnv, job string) {
+			e.exec(t, `UPDATE parcels SET area_m2 = NULL WHERE job_ref = geoingest_job_ref($1) AND feature_index = 3`, job)
+		}},
 		{name: "properties changed", check: "checksum", tamper: func(t *testing.T, e *rpEnv, job string) {
 			e.exec(t, `UPDATE parcels SET properties = properties || '{"edited": true}' WHERE job_ref = geoingest_job_ref($1) AND feature_index = 9`, job)
 		}},

@@ -16,17 +16,24 @@ SELECT coalesce(geoingest_newest_pipeline_version(), '')::text AS version;
 -- name: VerifyCurrentJobs :many
 -- VerifyCurrentJobs compares, for every current job, the ledger's feature
 -- count, total area and checksum with what its target table holds for the
--- job (area_m2 is generated from geom, so it is the rows' area).
+-- job. area_m2 is each row's area as the writer computed it (migration
+-- 0007); area_off counts the rows whose area_m2 is missing, or, in a
+-- sample of one row in 16 (by feature_index), differs from PostGIS's own
+-- ST_Area(geom::geography) by more than 1e-9 (relative): a writer's area
+-- bug cannot hide, at a sixteenth of the cost of measuring every row.
 WITH held AS (
     SELECT f.target_table, f.job_ref, count(*) AS n, sum(f.area_m2) AS area,
-           sum(geoingest_row_hash(f.feature_index, f.properties, f.geom)) AS checksum
+           sum(geoingest_row_hash(f.feature_index, f.properties, f.geom)) AS checksum,
+           count(*) FILTER (WHERE f.area_m2 IS NULL
+                               OR (f.feature_index % 16 = 0
+                                   AND abs(f.area_m2 - ST_Area(f.geom::geography)) > 1e-9 * greatest(abs(f.area_m2), 1))) AS area_off
     FROM geoingest_features f GROUP BY f.target_table, f.job_ref
 )
 SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
        j.feature_count AS ledger_count, j.total_area_m2 AS ledger_area_m2,
        j.features_checksum AS ledger_checksum,
        coalesce(h.n, 0)::bigint AS held_count, coalesce(h.area, 0)::float8 AS held_area_m2,
-       coalesce(h.checksum, 0)::text AS held_checksum
+       coalesce(h.checksum, 0)::text AS held_checksum, coalesce(h.area_off, 0)::bigint AS area_off
 FROM jobs j
 LEFT JOIN held h ON h.job_ref = j.job_ref AND h.target_table = j.target_table
 WHERE j.status = 'current'
