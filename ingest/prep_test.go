@@ -443,3 +443,53 @@ func TestStagedRowsCheckedOnServer(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, v.OK(), "%v", v.Problems)
 }
+
+// BenchmarkPrep measures a COPY worker's work per parcel-like feature
+// (EWKB encoding, area, validity), and each part alone:
+// go test ./ingest -run '^$' -bench Prep.
+func BenchmarkPrep(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	rows := make([]copyRow, 1024)
+	for i := range rows {
+		cx, cy := 2+r.Float64(), 48+r.Float64()
+		ring := starRing(r, cx, cy, 2e-4, 1.5e-4, 5+r.IntN(8), false, false)
+		p, err := geom.NewPolygon(geom.XY).SetCoords([][]geom.Coord{ring})
+		if err != nil {
+			b.Fatal(err)
+		}
+		mp := geom.NewMultiPolygon(geom.XY).SetSRID(4326)
+		if err := mp.Push(p); err != nil {
+			b.Fatal(err)
+		}
+		rows[i] = copyRow{index: int64(i), layer: "parcels", props: []byte(`{"id":"p1234567","use":"residential"}`), geom: mp}
+	}
+	b.Run("batch", func(b *testing.B) {
+		p := newPrep(1, false)
+		for i := 0; b.Loop(); i++ {
+			batch := &copyBatch{rows: rows[(i%16)*64 : (i%16+1)*64]}
+			p.batch(batch)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/feature")
+	})
+	b.Run("area", func(b *testing.B) {
+		var s geodesic.Scratch
+		for i := 0; b.Loop(); i++ {
+			geodesic.Area(rows[i%len(rows)].geom, &s)
+		}
+	})
+	b.Run("validity", func(b *testing.B) {
+		vc := newValidityChecker()
+		var buf bytes.Buffer
+		wkbs := make([][]byte, len(rows))
+		for i, row := range rows {
+			buf.Reset()
+			if err := ewkb.Write(&buf, ewkb.NDR, row.geom); err != nil {
+				b.Fatal(err)
+			}
+			wkbs[i] = bytes.Clone(buf.Bytes())
+		}
+		for i := 0; b.Loop(); i++ {
+			vc.valid(wkbs[i%len(wkbs)])
+		}
+	})
+}
