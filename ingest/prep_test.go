@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -490,6 +491,48 @@ func BenchmarkPrep(b *testing.B) {
 		}
 		for i := 0; b.Loop(); i++ {
 			vc.valid(wkbs[i%len(wkbs)])
+		}
+	})
+}
+
+// FuzzPrep feeds arbitrary coordinates (NaN, infinities, huge, repeated,
+// unclosed rings) to a COPY worker's area and validity: no crash, and an
+// area is either left to the server or finite.
+func FuzzPrep(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 240, 63}, uint8(4))
+	f.Add(bytes.Repeat([]byte{0xff}, 64), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, n uint8) {
+		var coords []float64
+		for len(data) >= 8 {
+			coords = append(coords, math.Float64frombits(binary.LittleEndian.Uint64(data)))
+			data = data[8:]
+		}
+		if len(coords)%2 == 1 {
+			coords = coords[:len(coords)-1]
+		}
+		if len(coords) == 0 {
+			return
+		}
+		ring := make([]geom.Coord, 0, len(coords)/2+1)
+		for i := 0; i < len(coords); i += 2 {
+			ring = append(ring, geom.Coord{coords[i], coords[i+1]})
+		}
+		if n%2 == 0 {
+			ring = append(ring, ring[0]) // closed
+		}
+		p, err := geom.NewPolygon(geom.XY).SetCoords([][]geom.Coord{ring})
+		if err != nil {
+			return
+		}
+		mp := geom.NewMultiPolygon(geom.XY).SetSRID(4326)
+		if err := mp.Push(p); err != nil {
+			return
+		}
+		b := &copyBatch{rows: []copyRow{{index: 1, layer: "l", props: []byte("{}"), geom: mp}}}
+		newPrep(1, false).batch(b)
+		require.NoError(t, b.err)
+		if a, ok := geodesic.Area(mp, nil); ok {
+			require.False(t, math.IsNaN(a) || math.IsInf(a, 0), "area %g", a)
 		}
 	})
 }
