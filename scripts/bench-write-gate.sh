@@ -86,7 +86,7 @@ data() {
 pm=$(head -1 "$GEOINGEST_HOME/pgdata/postmaster.pid")
 servercpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($16 + $17) / t}' "/proc/$pm/stat"; }
 # timed CMD...: runs CMD under /usr/bin/time; sets T (wall seconds), RSS
-# (MB) and CPU (client + server CPU seconds).
+# (MB), CPU (client + server CPU seconds), CCPU and SCPU (each alone).
 timed() {
   local s0 s1 u sy
   sleep 0.5; s0=$(servercpu)
@@ -96,6 +96,8 @@ timed() {
   read -r T RSS u sy < "$work/time.out"
   RSS=$((RSS / 1024))
   CPU=$(awk -v a="$u" -v b="$sy" -v c="$s0" -v d="$s1" 'BEGIN {printf "%.2f", a + b + d - c}')
+  CCPU=$(awk -v a="$u" -v b="$sy" 'BEGIN {printf "%.2f", a + b}')
+  SCPU=$(awk -v c="$s0" -v d="$s1" 'BEGIN {printf "%.2f", d - c}')
 }
 ingest() { # DB FILE VERSION
   timed "$work/geoingest" ingest --json --database-url "$(dburl "$1")" --pipeline-version "$3" "$2"
@@ -158,12 +160,12 @@ append)
   for f in shp geojson; do
     : > "$work/append-$f.txt"
     for r in $(seq "$rounds"); do
-      ingest bench_append "$ad/parcels_$append_n.$f" "append-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
+      ingest bench_append "$ad/parcels_$append_n.$f" "append-$f-$r"; gt=$T; gm=$RSS; gc=$CPU; gcs="client $CCPU + server $SCPU"
       dumprows bench_append "$JOB" "$work/rows.bin" "$baseref"
       ogr bench_append "$ad/parcels_$append_n.$f" ogr_parcels -append; ot=$T; om=$RSS; oc=$CPU
       timed "${psqlcmd[@]}" "$(dburl bench_append)" -c "\\copy parcels ($(rawcols bench_append)) FROM '$work/rows.bin' (FORMAT binary)"; rt=$T; rc=$CPU
       echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/append-$f.txt"
-      echo "#   append $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY ${rt} s (${rc} s CPU)" >&2
+      echo "#   append $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU: ${gcs}), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY ${rt} s (${rc} s CPU)" >&2
     done
     summary "append $append_n ($f)" "$work/append-$f.txt"
   done
@@ -175,7 +177,7 @@ fresh)
     : > "$work/fresh-$f.txt"
     for r in $(seq "$rounds"); do
       freshdb bench_fresh
-      ingest bench_fresh "$bd/parcels_$base_n.$f" "fresh-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
+      ingest bench_fresh "$bd/parcels_$base_n.$f" "fresh-$f-$r"; gt=$T; gm=$RSS; gc=$CPU; gcs="client $CCPU + server $SCPU"
       dumprows bench_fresh "$JOB" "$work/rows.bin"
       freshdb bench_fresh
       cols=$(rawcols bench_fresh)
@@ -185,7 +187,7 @@ fresh)
         -c "\\copy raw ($cols) FROM '$work/rows.bin' (FORMAT binary)" \
         -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T; rc=$CPU
       echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/fresh-$f.txt"
-      echo "#   fresh $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
+      echo "#   fresh $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU: ${gcs}), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
     done
     summary "fresh $base_n ($f)" "$work/fresh-$f.txt"
   done
