@@ -111,6 +111,7 @@ func (f *featureRows) encode(w *bufio.Writer, staged bool) error {
 		go func() {
 			defer wg.Done()
 			p := newPrep(f.ref, staged)
+			defer p.close()
 			for b := range work {
 				p.batch(b)
 				close(b.done)
@@ -200,6 +201,13 @@ func newPrep(ref int64, staged bool) *prep {
 		p.valid = newValidityChecker()
 	}
 	return p
+}
+
+// close frees the worker's GEOS context.
+func (p *prep) close() {
+	if p.valid != nil {
+		p.valid.close()
+	}
 }
 
 // batch encodes b's rows as binary COPY tuples. For the feature table it

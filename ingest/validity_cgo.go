@@ -44,8 +44,23 @@ import (
 // invalid, as ST_IsValid reports it. It holds a GEOS context of its own:
 // one per goroutine. Its C memory is freed when it is garbage collected.
 type validityChecker struct {
+	h       C.GEOSContextHandle_t
+	r       *C.GEOSWKBReader
+	cleanup runtime.Cleanup
+}
+
+// geosHandles are a checker's C objects, freed by close or, failing that,
+// when the checker is garbage collected.
+type geosHandles struct {
 	h C.GEOSContextHandle_t
 	r *C.GEOSWKBReader
+}
+
+func (g geosHandles) free() {
+	if g.r != nil {
+		C.GEOSWKBReader_destroy_r(g.h, g.r)
+	}
+	C.GEOS_finish_r(g.h)
 }
 
 func newValidityChecker() *validityChecker {
@@ -54,13 +69,18 @@ func newValidityChecker() *validityChecker {
 		return v
 	}
 	v.r = C.GEOSWKBReader_create_r(v.h)
-	runtime.AddCleanup(v, func(c validityChecker) {
-		if c.r != nil {
-			C.GEOSWKBReader_destroy_r(c.h, c.r)
-		}
-		C.GEOS_finish_r(c.h)
-	}, *v)
+	v.cleanup = runtime.AddCleanup(v, geosHandles.free, geosHandles{v.h, v.r})
 	return v
+}
+
+// close frees the checker's GEOS context now; it must not be used after.
+func (v *validityChecker) close() {
+	if v.h == nil {
+		return
+	}
+	v.cleanup.Stop()
+	geosHandles{v.h, v.r}.free()
+	v.h, v.r = nil, nil
 }
 
 // valid returns the verdict for the geometry in (E)WKB, and whether it
