@@ -67,6 +67,11 @@ static int geoingest_near_antipodal_edge(const double *flat, const int64_t *ends
 		for (long k = 0; k < nrings[p]; k++, r++) {
 			double a[3], b[3];
 			for (long i = start; i + 2 * stride - 1 < ends[r]; i += stride) {
+				// Antipodal points have opposite latitudes: at more than
+				// 0.1 degree from that, the unit vectors' z components
+				// differ by more than 1e-7 (at the poles, where that
+				// difference is smallest).
+				if (fabs(flat[i + 1] + flat[i + stride + 1]) > 0.1) continue;
 				geoingest_unit(flat[i], flat[i + 1], a);
 				geoingest_unit(flat[i + stride], flat[i + stride + 1], b);
 				if (fabs(a[0] + b[0]) <= 1e-9 && fabs(a[1] + b[1]) <= 1e-9 && fabs(a[2] + b[2]) <= 1e-9) return 1;
