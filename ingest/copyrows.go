@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/geoingest/geoingest/geomio/geodesic"
+	"github.com/geoingest/geoingest/geomio/validity"
 	"github.com/jackc/pgx/v5"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/ewkb"
@@ -210,9 +211,20 @@ func (p *prep) close() {
 	}
 }
 
+// validity is ST_IsValid's verdict on mp (whose EWKB is wkb), and whether
+// it is known: validity.Certain's proof for the common parcel (one simple
+// ring), or else GEOS's.
+func (p *prep) validity(mp *geom.MultiPolygon, wkb []byte) (valid, known bool) {
+	if validity.Certain(mp) {
+		return true, true
+	}
+	return p.valid.valid(wkb)
+}
+
 // batch encodes b's rows as binary COPY tuples. For the feature table it
 // also computes each geometry's area (geodesic.Area: ST_Area(geography)'s
-// own computation) and validity (ST_IsValid's), recording the invalid
+// own computation) and validity (ST_IsValid's, see prep.validity),
+// recording the invalid
 // features' indexes; a row whose area or validity cannot be decided here
 // (coordinates outside the longitude/latitude ranges, a valid geometry
 // whose area on the spheroid comes out negative, a build without cgo)
@@ -252,7 +264,7 @@ func (p *prep) batch(b *copyBatch) {
 			continue
 		}
 		area, measured := geodesic.Area(row.geom, &p.area)
-		valid, known := p.valid.valid(p.geomBuf.Bytes())
+		valid, known := p.validity(row.geom, p.geomBuf.Bytes())
 		if valid && area < 0 {
 			// Holes larger than the shell on the spheroid: ST_Area refuses
 			// to return that ("area < 0.0"), and the server's check says

@@ -92,15 +92,19 @@ func requireSameAsPostGIS(t *testing.T, conn *pgx.Conn, name string, mps []*geom
 		}
 	}
 	areas, valid := postgisAreaValidity(t, conn, wkbs, measure)
-	vc := newValidityChecker()
+	p := newPrep(1, false)
+	defer p.close()
 	for i := range mps {
 		if measure[i] {
 			require.Equal(t, math.Float64bits(areas[i]), math.Float64bits(got[i]),
 				"%s %d: area %.17g, PostGIS %.17g (relative difference %.3g)", name, i, got[i], areas[i], math.Abs(got[i]-areas[i])/math.Max(areas[i], 1e-300))
 		}
-		v, known := vc.valid(wkbs[i])
+		v, known := p.validity(mps[i], wkbs[i])
 		require.True(t, known)
 		require.Equal(t, valid[i], v, "%s %d: validity", name, i)
+		gv, known := p.valid.valid(wkbs[i])
+		require.True(t, known)
+		require.Equal(t, valid[i], gv, "%s %d: GEOS's validity", name, i)
 		if !v {
 			invalid++
 		}
@@ -314,10 +318,15 @@ func TestValidityCraftedShapes(t *testing.T) {
 	}
 	_, valid := postgisAreaValidity(t, conn, wkbs, make([]bool, len(wkbs)))
 	vc := newValidityChecker()
+	p := newPrep(1, false)
+	defer p.close()
 	for i, name := range names {
 		v, known := vc.valid(wkbs[i])
 		require.True(t, known)
 		require.Equal(t, valid[i], v, name)
+		pv, known := p.validity(mps[i], wkbs[i])
+		require.True(t, known)
+		require.Equal(t, valid[i], pv, "%s: the write path's verdict", name)
 		wantValid := name == "square" || name == "hole touching shell once" || name == "parts touching at a point" || name == "repeated points"
 		require.Equal(t, wantValid, v, name)
 	}
@@ -330,6 +339,9 @@ func TestValidityCraftedShapes(t *testing.T) {
 	for name, mp := range unbuildable {
 		w := ewkbOf(t, mp)
 		v, known := vc.valid(w)
+		require.True(t, known, name)
+		require.False(t, v, name)
+		v, known = p.validity(mp, w)
 		require.True(t, known, name)
 		require.False(t, v, name)
 		var pv bool
@@ -478,17 +490,25 @@ func BenchmarkPrep(b *testing.B) {
 			geodesic.Area(rows[i%len(rows)].geom, &s)
 		}
 	})
-	b.Run("validity", func(b *testing.B) {
-		vc := newValidityChecker()
-		var buf bytes.Buffer
-		wkbs := make([][]byte, len(rows))
-		for i, row := range rows {
-			buf.Reset()
-			if err := ewkb.Write(&buf, ewkb.NDR, row.geom); err != nil {
-				b.Fatal(err)
-			}
-			wkbs[i] = bytes.Clone(buf.Bytes())
+	var buf bytes.Buffer
+	wkbs := make([][]byte, len(rows))
+	for i, row := range rows {
+		buf.Reset()
+		if err := ewkb.Write(&buf, ewkb.NDR, row.geom); err != nil {
+			b.Fatal(err)
 		}
+		wkbs[i] = bytes.Clone(buf.Bytes())
+	}
+	b.Run("validity", func(b *testing.B) { // validity.Certain, else GEOS
+		p := newPrep(1, false)
+		defer p.close()
+		for i := 0; b.Loop(); i++ {
+			p.validity(rows[i%len(rows)].geom, wkbs[i%len(wkbs)])
+		}
+	})
+	b.Run("geos", func(b *testing.B) {
+		vc := newValidityChecker()
+		defer vc.close()
 		for i := 0; b.Loop(); i++ {
 			vc.valid(wkbs[i%len(wkbs)])
 		}
