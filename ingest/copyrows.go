@@ -127,8 +127,11 @@ func (f *featureRows) encode(w *bufio.Writer, staged bool) error {
 		for {
 			b := &copyBatch{rows: make([]copyRow, 0, copyBatchRows), done: make(chan struct{})}
 			for len(b.rows) < copyBatchRows && f.next(!staged) {
+				// A reader's Feature is valid until its next Next
+				// (geomio.Reader): the batch keeps copies.
 				row := f.row
-				row.props = bytes.Clone(row.props) // the reader may reuse its buffer
+				row.props = bytes.Clone(row.props)
+				row.geom = row.geom.Clone()
 				b.rows = append(b.rows, row)
 			}
 			n := len(b.rows) // b.rows is the worker's once sent
