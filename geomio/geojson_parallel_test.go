@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -97,6 +98,19 @@ func readTuned(t testing.TB, path string, seq bool, opts Options, tu tuning) rea
 
 var atByte = regexp.MustCompile(`at byte \d+`)
 
+// sameError normalises an error message for comparison: byte offsets
+// aside, and where the problem is invalid JSON, the wording of the syntax
+// error aside (the splitter and encoding/json's stream decoder word some
+// differently: "unexpected EOF", "unexpected end of JSON input"), the
+// message is the same: same file, same feature, same problem.
+func sameError(msg string) string {
+	msg = atByte.ReplaceAllString(msg, "at byte N")
+	if i := strings.Index(msg, "invalid json at byte N: "); i >= 0 {
+		msg = msg[:i+len("invalid json at byte N")]
+	}
+	return msg
+}
+
 // requireSame fails unless got is what want is.
 func requireSame(t testing.TB, want, got readResult) {
 	t.Helper()
@@ -104,7 +118,7 @@ func requireSame(t testing.TB, want, got readResult) {
 		require.Equal(t, want.err == nil, got.err == nil, "error: want %v, got %v", want.err, got.err)
 	} else {
 		require.True(t, IsInputError(got.err), "not an input error: %T %v", got.err, got.err)
-		require.Equal(t, atByte.ReplaceAllString(want.err.Error(), "at byte N"), atByte.ReplaceAllString(got.err.Error(), "at byte N"))
+		require.Equal(t, sameError(want.err.Error()), sameError(got.err.Error()))
 	}
 	require.Equal(t, want.layer, got.layer)
 	require.Equal(t, len(want.feats), len(got.feats), "feature count")
@@ -306,4 +320,58 @@ func TestParallelClose(t *testing.T) {
 		require.NoError(t, r.Close())
 		require.False(t, r.Next())
 	}
+}
+
+// fuzzTuning is the tuning the differential fuzz targets run: buffers
+// and batches small enough that any input spans several, in parallel.
+var fuzzTuning = tuning{bufSize: 32, maxItems: 2, minParallel: 0, workers: 2}
+
+// FuzzGeoJSONParallel: for any input, the new FeatureCollection reader
+// (serially and in parallel) gives what the reference reader gives.
+func FuzzGeoJSONParallel(f *testing.F) {
+	addCorpusFiles(f, "*/*.json")
+	f.Add([]byte(`{"type":"FeatureCollection","features":[` + feat1 + `,` + feat2 + `],"crs":{"type":"name","properties":{"name":"EPSG:3857"}}}`))
+	f.Add([]byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"s":"]}\"],[{\\"},"geometry":{"type":"MultiPolygon","coordinates":[[[[0,0],[1,0],[1,1],[0,0]],[]],[]]}}]}`))
+	f.Add([]byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"LineString","coordinates":[[1,2,3],[4e-1,5.25E+2]]}},{"type":"Feature","geometry":null}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		watchdog := time.AfterFunc(fuzzInputDeadline, func() { panic(fmt.Sprintf("input took more than %v", fuzzInputDeadline)) })
+		defer watchdog.Stop()
+		p := filepath.Join(t.TempDir(), "f.geojson")
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+		opts := Options{Limits: fuzzLimits}
+		want := readLegacy(t, p, false, opts)
+		requireSame(t, want, readTuned(t, p, false, opts, defaultTuning))
+		requireSame(t, want, readTuned(t, p, false, opts, fuzzTuning))
+	})
+}
+
+// FuzzGeoJSONSeqParallel is FuzzGeoJSONParallel for sequences.
+func FuzzGeoJSONSeqParallel(f *testing.F) {
+	f.Add([]byte(feat1 + "\n\x1e" + feat2 + "\r\n\n" + sq))
+	f.Add([]byte(`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]],"properties":5}` + "\n" + `{"type":"Feature","coordinates":1,"properties":{"a":[1, {"b" : null}]},"geometry":{"coordinates":[1,2],"type":"Point"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		watchdog := time.AfterFunc(fuzzInputDeadline, func() { panic(fmt.Sprintf("input took more than %v", fuzzInputDeadline)) })
+		defer watchdog.Stop()
+		p := filepath.Join(t.TempDir(), "f.geojsonl")
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+		opts := Options{Limits: fuzzLimits}
+		want := readLegacy(t, p, true, opts)
+		requireSame(t, want, readTuned(t, p, true, opts, defaultTuning))
+		requireSame(t, want, readTuned(t, p, true, opts, fuzzTuning))
+	})
+}
+
+// FuzzScanTopLevelMember: the crs pre-scan finds what the byte-by-byte
+// scan found.
+func FuzzScanTopLevelMember(f *testing.F) {
+	f.Add([]byte(`{"a":{"crs":1},"crs" : {"x":[1,"]"]} }`))
+	f.Add([]byte(`{"features":[{"crs":2},{"s":"\"]]"}],"b":"crs","crs":"EPSG:1"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "f.json")
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+		want, werr := legacyScanTopLevelMember(p, "crs", 64)
+		got, gerr := scanTopLevelMember(p, "crs", 64)
+		require.Equal(t, werr, gerr)
+		require.Equal(t, string(want), string(got))
+	})
 }

@@ -126,16 +126,43 @@ func skipNested(b []byte, i int) int {
 	return -1
 }
 
-// skipScalar returns the index of the first byte after b[i] that can end
-// a number or literal (whitespace, comma, bracket), or -1 if b ends first.
-func skipScalar(b []byte, i int) int {
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n', ',', ']', '}', '[', '{', '"':
-			return i
-		}
+// scalarEnd returns the index past the number or literal at b[i], where
+// encoding/json's scanner ends it (a valid number or literal ends at the
+// first byte that cannot continue it, whatever that byte is), or -1 if b
+// ends first and more input may follow (eof false). Where no valid value
+// starts at b[i], the element is cut at the first byte that cannot be
+// part of a number or literal (at least one byte): it is not a feature,
+// and the decoder reports it.
+func scalarEnd(b []byte, i int, eof bool) int {
+	j := i
+	for j < len(b) && isScalarByte(b[j]) {
+		j++
 	}
-	return -1
+	if j == len(b) && !eof {
+		return -1
+	}
+	var end int
+	switch c := b[i]; {
+	case c == '-' || isDigit(c):
+		end = scanNumber(b[:j], i)
+	case c == 't':
+		end = scanLiteral(b, i, "true")
+	case c == 'f':
+		end = scanLiteral(b, i, "false")
+	case c == 'n':
+		end = scanLiteral(b, i, "null")
+	default:
+		end = -1
+	}
+	if end < 0 {
+		end = max(j, i+1)
+	}
+	return end
+}
+
+// isScalarByte reports whether c can be part of a JSON number or literal.
+func isScalarByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || isDigit(c) || c == '-' || c == '+' || c == '.' || c == 'E'
 }
 
 // syntaxErr is a syntax error as encoding/json words it.
@@ -209,12 +236,7 @@ func (s *collSplitter) split(b *batch) {
 			case c == '"':
 				end = skipStringRaw(buf, pos)
 			default:
-				end = skipScalar(buf, pos)
-				if end == pos {
-					// A delimiter where a value must start: the
-					// decoder words the error.
-					end = pos + 1
-				}
+				end = scalarEnd(buf, pos, in.eof)
 			}
 			if end < 0 {
 				if int64(len(buf)-pos) > s.maxRec+decoderSlack {
