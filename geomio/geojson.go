@@ -446,12 +446,26 @@ func finishFeature(g geom.T, props []byte, idx int64, layer Layer, lonLat bool) 
 	f := Feature{Index: idx, Layer: layer.Name, Properties: props}
 	if g != nil {
 		g = setSRID(g, layer.SRID)
-		if err := checkGeom(g, lonLat); err != nil {
-			return Feature{}, err
+		if lonLat && !inLonLat(g.FlatCoords()) {
+			if err := checkGeom(g, lonLat); err != nil {
+				return Feature{}, err
+			}
 		}
 		f.Geom = g
 	}
 	return f, nil
+}
+
+// inLonLat reports whether every position of the XY coordinates flat is
+// in the range checkLonLat accepts; checkLonLat words the error.
+func inLonLat(flat []float64) bool {
+	for i := 0; i+1 < len(flat); i += 2 {
+		x, y := flat[i], flat[i+1]
+		if x < -180-lonLatSlack || x > 180+lonLatSlack || y < -90-lonLatSlack || y > 90+lonLatSlack {
+			return false
+		}
+	}
+	return true
 }
 
 // compactObject returns raw compacted, "{}" for a missing or null value,

@@ -141,44 +141,43 @@ func parseNumber(b []byte, i int) (float64, int) {
 		neg = true
 		i++
 	}
-	var mant uint64
-	digits, exp := 0, 0 // digits: significant digits in mant; 20 means some were dropped
 	if i >= len(b) {
 		return 0, -1
 	}
-	switch {
-	case b[i] == '0':
+	var mant uint64
+	nd := 0 // digits accumulated in mant; more than 19 may have overflowed it
+	switch c := b[i]; {
+	case c == '0':
 		i++
-	case '1' <= b[i] && b[i] <= '9':
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if digits < 19 {
-				mant = mant*10 + uint64(b[i]-'0')
-				digits++
-			} else {
-				digits = 20 // strconv below decides
+	case c-'1' < 9:
+		s := i
+		for ; i < len(b); i++ {
+			d := b[i] - '0'
+			if d > 9 {
+				break
 			}
+			mant = mant*10 + uint64(d)
 		}
+		nd = i - s
 	default:
 		return 0, -1
 	}
+	exp := 0
 	if i < len(b) && b[i] == '.' {
 		i++
-		if i >= len(b) || !isDigit(b[i]) {
+		s := i
+		for ; i < len(b); i++ {
+			d := b[i] - '0'
+			if d > 9 {
+				break
+			}
+			mant = mant*10 + uint64(d)
+		}
+		if i == s {
 			return 0, -1
 		}
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if digits < 19 {
-				if mant == 0 && b[i] == '0' {
-					exp-- // leading zeros of a fraction are not significant
-				} else {
-					mant = mant*10 + uint64(b[i]-'0')
-					digits++
-					exp--
-				}
-			} else {
-				digits = 20
-			}
-		}
+		nd += i - s
+		exp = s - i
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
@@ -187,14 +186,19 @@ func parseNumber(b []byte, i int) (float64, int) {
 			eneg = b[i] == '-'
 			i++
 		}
-		if i >= len(b) || !isDigit(b[i]) {
-			return 0, -1
-		}
+		s := i
 		e := 0
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if e < 100000 {
-				e = e*10 + int(b[i]-'0')
+		for ; i < len(b); i++ {
+			d := b[i] - '0'
+			if d > 9 {
+				break
 			}
+			if e < 100000 {
+				e = e*10 + int(d)
+			}
+		}
+		if i == s {
+			return 0, -1
 		}
 		if eneg {
 			e = -e
@@ -204,7 +208,7 @@ func parseNumber(b []byte, i int) (float64, int) {
 	// Clinger's fast path: a mantissa that float64 holds exactly, scaled by
 	// an exactly held power of ten, is correctly rounded by one IEEE
 	// multiplication or division; strconv takes the same path.
-	if digits < 20 && mant>>53 == 0 && exp >= -22 && exp <= 22 {
+	if nd <= 19 && mant>>53 == 0 && exp >= -22 && exp <= 22 {
 		f := float64(mant)
 		if exp < 0 {
 			f /= pow10[-exp]
@@ -216,8 +220,7 @@ func parseNumber(b []byte, i int) (float64, int) {
 		}
 		return f, i
 	}
-	s := unsafe.String(&b[start], i-start)
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := strconv.ParseFloat(unsafe.String(&b[start], i-start), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return 0, -1
 	}
