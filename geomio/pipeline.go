@@ -14,11 +14,11 @@ import (
 
 // batchBytes is the size of a batch's input buffer; a feature larger than
 // that gets a buffer of its own size.
-const batchBytes = 256 << 10
+const batchBytes = 128 << 10
 
 // maxBatchItems bounds the features of one batch (tiny features would
 // otherwise make a batch of tens of thousands of decoded features).
-const maxBatchItems = 2048
+const maxBatchItems = 1024
 
 // parallelMinBytes is the input size from which a reader decodes on
 // several goroutines; below it, one batch or two, starting goroutines
@@ -131,9 +131,9 @@ func (p *pipeline) start() {
 	if n == 0 {
 		return
 	}
-	p.order = make(chan *batch, 2*n)
-	p.work = make(chan *batch, 2*n)
-	p.free = make(chan *batch, 2*n+2)
+	p.order = make(chan *batch, n)
+	p.work = make(chan *batch, n)
+	p.free = make(chan *batch, n+2)
 	p.quit = make(chan struct{})
 	p.wg.Add(1 + n)
 	go p.splitter()
