@@ -617,17 +617,11 @@ func skipDeep(b []byte, i int, depth *int, inStr, esc *bool) int {
 	for i < len(b) {
 		switch structClass[b[i]] {
 		case 0:
-			i++
-			for i < len(b) && structClass[b[i]] == 0 {
-				i++
-			}
+			i = nextStructural(b, i+1)
 		case 1:
 			i++
 			for {
-				for i < len(b) && !quoteOrBackslash[b[i]] {
-					i++
-				}
-				if i >= len(b) {
+				if i = nextQuoteOrBackslash(b, i); i >= len(b) {
 					*inStr = true
 					return i
 				}

@@ -83,10 +83,7 @@ var quoteOrBackslash = func() (t [256]bool) {
 func skipStringRaw(b []byte, i int) int {
 	i++
 	for {
-		for i < len(b) && !quoteOrBackslash[b[i]] {
-			i++
-		}
-		if i >= len(b) {
+		if i = nextQuoteOrBackslash(b, i); i >= len(b) {
 			return -1
 		}
 		if b[i] == '"' {
@@ -104,10 +101,7 @@ func skipNested(b []byte, i int) int {
 	for i < len(b) {
 		switch structClass[b[i]] {
 		case 0:
-			i++
-			for i < len(b) && structClass[b[i]] == 0 {
-				i++
-			}
+			i = nextStructural(b, i+1)
 		case 1:
 			if i = skipStringRaw(b, i); i < 0 {
 				return -1
