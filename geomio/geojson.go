@@ -70,6 +70,11 @@ type geojsonReader struct {
 	bom       int64     // length of the byte order mark skipped
 	pipe      *pipeline // decodes the features array
 	tune      tuning
+	// assumedCRS: the crs member (crsRaw, nil for none) was taken from
+	// the end of the file (see trailingMember), to be checked once the
+	// end of the features array is known.
+	assumedCRS bool
+	crsRaw     json.RawMessage
 
 	idx  int64
 	feat Feature
@@ -84,11 +89,15 @@ func openGeoJSON(path string, opts Options) (*geojsonReader, error) {
 // whose first feature has Index base, naming it file in errors (a zip
 // entry is read from a temporary copy but named archive/entry).
 func openGeoJSONAs(path, file, layer string, base int64, opts Options) (*geojsonReader, error) {
+	return openGeoJSONTuned(path, file, layer, base, opts, defaultTuning)
+}
+
+func openGeoJSONTuned(path, file, layer string, base int64, opts Options, tune tuning) (*geojsonReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &Error{File: file, Problem: "open", Err: err}
 	}
-	r := &geojsonReader{path: path, name: file, f: f, opts: opts, idx: base, tune: defaultTuning}
+	r := &geojsonReader{path: path, name: file, f: f, opts: opts, idx: base, tune: tune}
 	r.layer = Layer{Name: layer, Format: FormatGeoJSON}
 	br := bufio.NewReaderSize(f, 1<<16)
 	if skipBOM(br) {
@@ -158,7 +167,9 @@ func (r *geojsonReader) readHeader() error {
 			}
 			crs, seen := members["crs"]
 			if !seen {
-				if crs, err = scanTopLevelMember(r.path, "crs", 1<<20); err != nil {
+				if raw, ok := trailingMember(r.path, "crs", r.tune.crsWindow); ok {
+					crs, r.assumedCRS, r.crsRaw = raw, true, raw
+				} else if crs, err = scanTopLevelMember(r.path, "crs", 1<<20); err != nil {
 					return &Error{File: r.name, Problem: "scan for crs", Err: err}
 				}
 			}
@@ -385,6 +396,31 @@ func (r *geojsonReader) checkTail(rest []byte, off int64, rd io.Reader) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return fail("trailing data after geojson object", err)
 	}
+	if r.assumedCRS {
+		return r.checkAssumedCRS(off)
+	}
+	return nil
+}
+
+// checkAssumedCRS scans what follows the features array (from file
+// offset off) for a crs member as scanTopLevelMember would have, and
+// fails if it is not the one the features were read with.
+func (r *geojsonReader) checkAssumedCRS(off int64) error {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return &Error{File: r.name, Problem: "scan for crs", Err: err}
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return &Error{File: r.name, Problem: "scan for crs", Err: err}
+	}
+	raw, err := scanMember(f, "crs", 1<<20, 1)
+	if err != nil {
+		return &Error{File: r.name, Problem: "scan for crs", Err: err}
+	}
+	if !bytes.Equal(raw, r.crsRaw) {
+		return &Error{File: r.name, Problem: fmt.Sprintf("the crs member after the features array is followed by a member larger than %d bytes, and the features were read without it: put the crs member before the features array", r.tune.crsWindow)}
+	}
 	return nil
 }
 
@@ -522,9 +558,14 @@ func scanTopLevelMember(path, key string, max int) (json.RawMessage, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return scanMember(f, key, max, 0)
+}
+
+// scanMember is scanTopLevelMember on what f holds, from a point where the
+// depth is depth (1: in the top-level object, after a member's value).
+func scanMember(f io.Reader, key string, max, depth int) (json.RawMessage, error) {
 	var (
 		buf               = make([]byte, 1<<16)
-		depth             int
 		inStr, esc        bool
 		expectKey, inKey  bool
 		isWant, capturing bool

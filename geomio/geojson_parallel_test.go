@@ -34,10 +34,10 @@ type readResult struct {
 // batches of one or a few features.
 var testTunings = map[string]tuning{
 	"default":         defaultTuning,
-	"serial-tiny":     {bufSize: 7, maxItems: 2, minParallel: 1 << 62},
-	"parallel-tiny":   {bufSize: 16, maxItems: 3, minParallel: 0, workers: 3},
-	"parallel-single": {bufSize: 1024, maxItems: 1, minParallel: 0, workers: 2},
-	"parallel-large":  {bufSize: 1 << 16, maxItems: 64, minParallel: 0, workers: 4},
+	"serial-tiny":     {bufSize: 7, maxItems: 2, minParallel: 1 << 62, crsWindow: 64},
+	"parallel-tiny":   {bufSize: 16, maxItems: 3, minParallel: 0, workers: 3, crsWindow: 64},
+	"parallel-single": {bufSize: 1024, maxItems: 1, minParallel: 0, workers: 2, crsWindow: 64},
+	"parallel-large":  {bufSize: 1 << 16, maxItems: 64, minParallel: 0, workers: 4, crsWindow: 64},
 }
 
 func drainReader(r Reader) readResult {
@@ -85,11 +85,10 @@ func readTuned(t testing.TB, path string, seq bool, opts Options, tu tuning) rea
 		sr.tune = tu
 		r = sr
 	} else {
-		gr, err := openGeoJSON(path, opts)
+		gr, err := openGeoJSONTuned(path, path, layerName(path), 0, opts, tu)
 		if err != nil {
 			return readResult{err: err}
 		}
-		gr.tune = tu
 		r = gr
 	}
 	res := drainReader(r)
@@ -327,7 +326,7 @@ func TestParallelClose(t *testing.T) {
 
 // fuzzTuning is the tuning the differential fuzz targets run: buffers
 // and batches small enough that any input spans several, in parallel.
-var fuzzTuning = tuning{bufSize: 32, maxItems: 2, minParallel: 0, workers: 2}
+var fuzzTuning = tuning{bufSize: 32, maxItems: 2, minParallel: 0, workers: 2, crsWindow: 48}
 
 // FuzzGeoJSONParallel: for any input, the new FeatureCollection reader
 // (serially and in parallel) gives what the reference reader gives.
@@ -344,7 +343,14 @@ func FuzzGeoJSONParallel(f *testing.F) {
 		opts := Options{Limits: fuzzLimits}
 		want := readLegacy(t, p, false, opts)
 		requireSame(t, want, readTuned(t, p, false, opts, defaultTuning))
-		requireSame(t, want, readTuned(t, p, false, opts, fuzzTuning))
+		got := readTuned(t, p, false, opts, fuzzTuning)
+		if got.layer.CRSText != want.layer.CRSText {
+			// The crs member taken from the end of the file (a 48-byte
+			// window here) was not the one: the reader must fail.
+			require.Error(t, got.err, "read with crs %q, the crs is %q", got.layer.CRSText, want.layer.CRSText)
+			return
+		}
+		requireSame(t, want, got)
 	})
 }
 
@@ -377,4 +383,56 @@ func FuzzScanTopLevelMember(f *testing.F) {
 		require.Equal(t, werr, gerr)
 		require.Equal(t, string(want), string(got))
 	})
+}
+
+// TestTrailingMember: the backward scan finds the members after the last
+// value larger than the window, or gives up.
+func TestTrailingMember(t *testing.T) {
+	t.Parallel()
+	feats := `{"type":"FeatureCollection","features":[` + strings.Repeat(feat1+",", 10) + feat2 + `]`
+	for _, tc := range []struct {
+		tail, want string
+		ok         bool
+	}{
+		{tail: `}`, want: ``, ok: true},
+		{tail: ` , "crs" : {"type":"name","properties":{"name":"EPSG:3857"}} }` + "\n", want: `{"type":"name","properties":{"name":"EPSG:3857"}}`, ok: true},
+		{tail: `,"crs":"a","x":[1,{"y":"\\\"]}"}],"crs":"b","n":-1.5e3,"t":true}`, want: `"a"`, ok: true},
+		{tail: `,"c\"rs":1,"\u0063rs":2}`, want: ``, ok: true},
+		{tail: `,"crs":1} x`, ok: false},
+		{tail: `,"crs" 1}`, ok: false},
+	} {
+		path := writeTemp(t, "a.geojson", feats+tc.tail)
+		raw, ok := trailingMember(path, "crs", 200)
+		require.Equal(t, tc.ok, ok, tc.tail)
+		require.Equal(t, tc.want, string(raw), tc.tail)
+	}
+	// A file no larger than the window is scanned forwards instead.
+	_, ok := trailingMember(writeTemp(t, "a.geojson", `{"features":[],"crs":1}`), "crs", 200)
+	require.False(t, ok)
+}
+
+// TestCRSAfterLargeMember: a crs member after the features array,
+// followed by a member larger than the window the reader looks for it
+// in, is missed; the reader then fails at the end instead of delivering
+// features with the wrong SRID. A crs member in the window is found.
+func TestCRSAfterLargeMember(t *testing.T) {
+	t.Parallel()
+	crs := `"crs":{"type":"name","properties":{"name":"EPSG:3857"}}`
+	pt := `{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}`
+	feats := `{"type":"FeatureCollection","features":[` + strings.Repeat(pt+",", 20) + pt + `]`
+	tu := defaultTuning
+	tu.crsWindow = 300
+
+	path := writeTemp(t, "a.geojson", feats+`,`+crs+`,"big":"`+strings.Repeat("x", 400)+`"}`)
+	want := readLegacy(t, path, false, Options{})
+	require.NoError(t, want.err)
+	require.Equal(t, 3857, want.layer.SRID)
+	got := readTuned(t, path, false, Options{SourceSRID: 3857}, tu)
+	require.Error(t, got.err)
+	require.Contains(t, got.err.Error(), "put the crs member before the features array")
+
+	path = writeTemp(t, "a.geojson", feats+`,"big":"`+strings.Repeat("x", 400)+`",`+crs+`}`)
+	want = readLegacy(t, path, false, Options{})
+	require.NoError(t, want.err)
+	requireSame(t, want, readTuned(t, path, false, Options{}, tu))
 }

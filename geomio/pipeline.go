@@ -32,9 +32,10 @@ type tuning struct {
 	maxItems    int   // features per batch
 	minParallel int64 // input bytes from which to decode in parallel
 	workers     int   // decoder goroutines; 0: GOMAXPROCS
+	crsWindow   int   // bytes of the end of a file to look for a crs member in
 }
 
-var defaultTuning = tuning{bufSize: batchBytes, maxItems: maxBatchItems, minParallel: parallelMinBytes}
+var defaultTuning = tuning{bufSize: batchBytes, maxItems: maxBatchItems, minParallel: parallelMinBytes, crsWindow: crsWindow}
 
 // decoders returns how many decoder goroutines to run for an input of
 // size bytes (0: decode on the caller's goroutine).
