@@ -7,7 +7,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkRead1M reads the large files in $GEOINGEST_BENCH_DIR
@@ -56,6 +58,15 @@ func BenchmarkRead1M(b *testing.B) {
 	}
 }
 
+// cpuTime returns the user and system CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // vmHWM returns the process's peak resident set size in KiB, or 0.
 func vmHWM() int64 {
 	f, err := os.Open("/proc/self/status")
@@ -71,4 +82,47 @@ func vmHWM() int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkReadFiles reads each file named in $GEOINGEST_BENCH_FILES
+// (colon-separated; parcelgen output, for example) to the end and reports
+// ns, allocations and bytes allocated per feature, and the process's peak
+// RSS. Run it with -cpuprofile to see where decoding spends its time.
+func BenchmarkReadFiles(b *testing.B) {
+	files := os.Getenv("GEOINGEST_BENCH_FILES")
+	if files == "" {
+		b.Skip("set GEOINGEST_BENCH_FILES to colon-separated files to read")
+	}
+	for _, path := range filepath.SplitList(files) {
+		b.Run(filepath.Base(path), func(b *testing.B) {
+			runtime.GC()
+			_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset VmHWM
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			cpu0 := cpuTime()
+			var n int64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r, err := Open(path, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for r.Next() {
+					n++
+				}
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+			}
+			b.StopTimer()
+			cpu := cpuTime() - cpu0
+			runtime.ReadMemStats(&ms1)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/feature")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/feature")
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(n), "allocs/feature")
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), "B/feature")
+			b.ReportMetric(float64(vmHWM())/(1<<10), "peak-rss-MiB")
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/paulmach/orb/geojson"
+	"github.com/twpayne/go-geom"
 )
 
 // errRecordTooLarge is returned by a limitReader when one record (a feature)
@@ -66,6 +67,14 @@ type geojsonReader struct {
 	streaming bool         // inside the features array
 	pending   *featureJSON // the single Feature of a non-collection file
 	done      bool
+	bom       int64     // length of the byte order mark skipped
+	pipe      *pipeline // decodes the features array
+	tune      tuning
+	// assumedCRS: the crs member (crsRaw, nil for none) was taken from
+	// the end of the file (see trailingMember), to be checked once the
+	// end of the features array is known.
+	assumedCRS bool
+	crsRaw     json.RawMessage
 
 	idx  int64
 	feat Feature
@@ -80,14 +89,20 @@ func openGeoJSON(path string, opts Options) (*geojsonReader, error) {
 // whose first feature has Index base, naming it file in errors (a zip
 // entry is read from a temporary copy but named archive/entry).
 func openGeoJSONAs(path, file, layer string, base int64, opts Options) (*geojsonReader, error) {
+	return openGeoJSONTuned(path, file, layer, base, opts, defaultTuning)
+}
+
+func openGeoJSONTuned(path, file, layer string, base int64, opts Options, tune tuning) (*geojsonReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &Error{File: file, Problem: "open", Err: err}
 	}
-	r := &geojsonReader{path: path, name: file, f: f, opts: opts, idx: base}
+	r := &geojsonReader{path: path, name: file, f: f, opts: opts, idx: base, tune: tune}
 	r.layer = Layer{Name: layer, Format: FormatGeoJSON}
 	br := bufio.NewReaderSize(f, 1<<16)
-	skipBOM(br)
+	if skipBOM(br) {
+		r.bom = 3
+	}
 	r.lr = &limitReader{r: br, limit: opts.Limits.MaxRecordBytes + decoderSlack}
 	r.dec = json.NewDecoder(r.lr)
 	if err := r.readHeader(); err != nil {
@@ -97,11 +112,14 @@ func openGeoJSONAs(path, file, layer string, base int64, opts Options) (*geojson
 	return r, nil
 }
 
-// skipBOM drops a UTF-8 byte order mark, which encoding/json refuses.
-func skipBOM(br *bufio.Reader) {
+// skipBOM drops a UTF-8 byte order mark, which encoding/json refuses, and
+// reports whether there was one.
+func skipBOM(br *bufio.Reader) bool {
 	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte{0xEF, 0xBB, 0xBF}) {
 		br.Discard(3)
+		return true
 	}
+	return false
 }
 
 func (r *geojsonReader) fail(problem string, err error) *Error {
@@ -149,7 +167,9 @@ func (r *geojsonReader) readHeader() error {
 			}
 			crs, seen := members["crs"]
 			if !seen {
-				if crs, err = scanTopLevelMember(r.path, "crs", 1<<20); err != nil {
+				if raw, ok := trailingMember(r.path, "crs", r.tune.crsWindow); ok {
+					crs, r.assumedCRS, r.crsRaw = raw, true, raw
+				} else if crs, err = scanTopLevelMember(r.path, "crs", 1<<20); err != nil {
 					return &Error{File: r.name, Problem: "scan for crs", Err: err}
 				}
 			}
@@ -240,43 +260,168 @@ func (r *geojsonReader) Next() bool {
 		r.done = true
 		return false
 	}
-	if !r.dec.More() {
+	if r.pipe == nil {
+		if err := r.startPipe(); err != nil {
+			r.err = err
+			return false
+		}
+	}
+	f, ok, err := r.pipe.next()
+	if !ok {
 		r.streaming = false
 		r.done = true
-		if err := r.finish(); err != nil {
+		if err != nil {
 			r.err = err
 		}
 		return false
 	}
-	r.bound()
-	var fj featureJSON
-	if err := r.dec.Decode(&fj); err != nil {
-		r.err = r.fail(fmt.Sprintf("feature %d: invalid json", r.idx), err)
-		return false
-	}
-	return r.emit(&fj)
+	r.feat = f
+	r.idx = f.Index + 1
+	return true
 }
 
-// finish reads what follows the features array: more members and the end
-// of the object.
-func (r *geojsonReader) finish() error {
-	if _, err := r.dec.Token(); err != nil { // ']'
-		return r.fail("invalid json", err)
+// startPipe starts decoding the features array, which starts at the
+// header decoder's position: the splitter reads the file from there on.
+func (r *geojsonReader) startPipe() error {
+	off := r.bom + r.dec.InputOffset()
+	if _, err := r.f.Seek(off, io.SeekStart); err != nil {
+		return &Error{File: r.name, Problem: "read", Err: err}
 	}
-	for r.dec.More() {
-		r.bound()
-		if _, err := r.dec.Token(); err != nil {
-			return r.fail("invalid json", err)
+	var size int64
+	if fi, err := r.f.Stat(); err == nil {
+		size = fi.Size() - off
+	}
+	s := &collSplitter{
+		in:       input{rd: r.f, buf: getBuf(r.tune.bufSize), base: off, size: r.tune.bufSize},
+		maxItems: r.tune.maxItems,
+		idx:      r.idx,
+		maxRec:   r.opts.Limits.MaxRecordBytes,
+		errAt:    r.errAt,
+		tail:     r.checkTail,
+	}
+	r.pipe = newPipeline(s.split, r.decodeBatch, r.tune.decoders(size))
+	return nil
+}
+
+// errAt is the error for a problem at file offset off, in feature idx
+// (-1: between features). Offsets in errors do not count a byte order
+// mark, as encoding/json's did.
+func (r *geojsonReader) errAt(idx, off int64, problem string, err error) error {
+	if idx >= 0 {
+		problem = fmt.Sprintf("feature %d: %s", idx, problem)
+	}
+	return &Error{File: r.name, Problem: fmt.Sprintf("%s at byte %d", problem, off-r.bom), Err: err}
+}
+
+// decodeBatch decodes the features of b, stopping at the first error.
+func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
+	for j, sp := range b.spans {
+		idx := b.first + int64(j)
+		f, err := r.decodeElement(d, b.buf[sp.start:sp.end], idx, b.base+int64(sp.start), b.base+int64(sp.end))
+		if err != nil {
+			b.ferr = err
+			return
+		}
+		b.feats = append(b.feats, f)
+	}
+}
+
+// decodeElement decodes raw, the element idx of the features array, at
+// file offsets start to end: with the fast decoder, or where it declines,
+// as the reference path (encoding/json into featureJSON, decodeFeature)
+// does.
+func (r *geojsonReader) decodeElement(d *fastDecoder, raw []byte, idx, start, end int64) (Feature, error) {
+	var err error
+	if g, props, ok := d.feature(raw, false); ok {
+		var f Feature
+		if f, err = finishFeature(g, props, idx, r.layer, r.lonLat); err == nil {
+			return f, nil
+		}
+	} else {
+		var fj featureJSON
+		if jerr := json.Unmarshal(raw, &fj); jerr != nil {
+			off := end
+			var se *json.SyntaxError
+			if errors.As(jerr, &se) {
+				off = start
+			}
+			return Feature{}, r.errAt(idx, off, "invalid json", jerr)
+		}
+		var f Feature
+		if f, err = decodeFeature(&fj, idx, r.layer, r.lonLat); err == nil {
+			return f, nil
+		}
+	}
+	return Feature{}, &Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", idx, end-r.bom), Err: err}
+}
+
+// checkTail reads what follows the features array (rest, at file offset
+// off, then rd): more members and the end of the object, then nothing
+// but whitespace. It decodes them with encoding/json, as a stream that
+// starts with an empty features array, under the same size bound per
+// member as the header.
+func (r *geojsonReader) checkTail(rest []byte, off int64, rd io.Reader) error {
+	const prefix = `{"features":[]`
+	lr := &limitReader{r: io.MultiReader(strings.NewReader(prefix), bytes.NewReader(rest), rd)}
+	dec := json.NewDecoder(lr)
+	fail := func(problem string, err error) error {
+		if errors.Is(err, errRecordTooLarge) {
+			problem += fmt.Sprintf(": a feature exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return r.errAt(-1, off+dec.InputOffset()-int64(len(prefix)), problem, err)
+	}
+	bound := func() { lr.limit = lr.n + r.opts.Limits.MaxRecordBytes + decoderSlack }
+	bound()
+	for i := 0; i < 4; i++ { // { "features" [ ]
+		if _, err := dec.Token(); err != nil {
+			return fail("invalid json", err)
+		}
+	}
+	for dec.More() {
+		bound()
+		if _, err := dec.Token(); err != nil {
+			return fail("invalid json", err)
 		}
 		var raw json.RawMessage
-		if err := r.dec.Decode(&raw); err != nil {
-			return r.fail("invalid json", err)
+		if err := dec.Decode(&raw); err != nil {
+			return fail("invalid json", err)
 		}
 	}
-	if _, err := r.dec.Token(); err != nil { // '}'
-		return r.fail("invalid json", err)
+	if _, err := dec.Token(); err != nil { // '}'
+		return fail("invalid json", err)
 	}
-	return r.expectEOF()
+	if _, err := dec.Token(); err != io.EOF {
+		return fail("trailing data after geojson object", err)
+	}
+	if r.assumedCRS {
+		return r.checkAssumedCRS(off)
+	}
+	return nil
+}
+
+// checkAssumedCRS scans what follows the features array (from file
+// offset off) for a crs member as scanTopLevelMember would have, and
+// fails if it is not the one the features were read with.
+func (r *geojsonReader) checkAssumedCRS(off int64) error {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return &Error{File: r.name, Problem: "scan for crs", Err: err}
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return &Error{File: r.name, Problem: "scan for crs", Err: err}
+	}
+	raw, err := scanMember(f, "crs", 1<<20, 1)
+	if err != nil {
+		return &Error{File: r.name, Problem: "scan for crs", Err: err}
+	}
+	if !bytes.Equal(raw, r.crsRaw) {
+		return &Error{File: r.name, Problem: fmt.Sprintf("the crs member after the features array is followed by a member larger than %d bytes, and the features were read without it: put the crs member before the features array", r.tune.crsWindow)}
+	}
+	return nil
 }
 
 func (r *geojsonReader) emit(fj *featureJSON) bool {
@@ -290,7 +435,9 @@ func (r *geojsonReader) emit(fj *featureJSON) bool {
 	return true
 }
 
-// decodeFeature turns a raw Feature into a normalised Feature.
+// decodeFeature turns a raw Feature into a normalised Feature. It is the
+// reference decoding: the fast decoder gives the same features, and falls
+// back on this one for anything it does not handle.
 func decodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool) (Feature, error) {
 	if fj.Type != "Feature" {
 		return Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
@@ -305,10 +452,8 @@ func decodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool) (Featur
 		if err != nil {
 			return Feature{}, fmt.Errorf("invalid geometry: %w", err)
 		}
-		if lonLat {
-			if err := checkLonLat(t); err != nil {
-				return Feature{}, fmt.Errorf("file has no crs member, so RFC 7946 means EPSG:4326, but %w: give a source SRID", err)
-			}
+		if err := checkGeom(t, lonLat); err != nil {
+			return Feature{}, err
 		}
 		f.Geom = t
 	}
@@ -318,6 +463,45 @@ func decodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool) (Featur
 	}
 	f.Properties = props
 	return f, nil
+}
+
+// checkGeom checks the coordinates of a geometry of a layer that has no
+// crs member (lonLat): they must be longitude/latitude.
+func checkGeom(t geom.T, lonLat bool) error {
+	if lonLat {
+		if err := checkLonLat(t); err != nil {
+			return fmt.Errorf("file has no crs member, so RFC 7946 means EPSG:4326, but %w: give a source SRID", err)
+		}
+	}
+	return nil
+}
+
+// finishFeature completes a feature the fast decoder decoded (g nil for
+// no geometry) as decodeFeature does: SRID, coordinate check.
+func finishFeature(g geom.T, props []byte, idx int64, layer Layer, lonLat bool) (Feature, error) {
+	f := Feature{Index: idx, Layer: layer.Name, Properties: props}
+	if g != nil {
+		g = setSRID(g, layer.SRID)
+		if lonLat && !inLonLat(g.FlatCoords()) {
+			if err := checkGeom(g, lonLat); err != nil {
+				return Feature{}, err
+			}
+		}
+		f.Geom = g
+	}
+	return f, nil
+}
+
+// inLonLat reports whether every position of the XY coordinates flat is
+// in the range checkLonLat accepts; checkLonLat words the error.
+func inLonLat(flat []float64) bool {
+	for i := 0; i+1 < len(flat); i += 2 {
+		x, y := flat[i], flat[i+1]
+		if x < -180-lonLatSlack || x > 180+lonLatSlack || y < -90-lonLatSlack || y > 90+lonLatSlack {
+			return false
+		}
+	}
+	return true
 }
 
 // compactObject returns raw compacted, "{}" for a missing or null value,
@@ -345,6 +529,10 @@ func (r *geojsonReader) Layer() Layer     { return r.layer }
 func (r *geojsonReader) Err() error       { return r.err }
 
 func (r *geojsonReader) Close() error {
+	r.done = true
+	if r.pipe != nil {
+		r.pipe.close()
+	}
 	if r.f == nil {
 		return nil
 	}
@@ -370,9 +558,14 @@ func scanTopLevelMember(path, key string, max int) (json.RawMessage, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return scanMember(f, key, max, 0)
+}
+
+// scanMember is scanTopLevelMember on what f holds, from a point where the
+// depth is depth (1: in the top-level object, after a member's value).
+func scanMember(f io.Reader, key string, max, depth int) (json.RawMessage, error) {
 	var (
 		buf               = make([]byte, 1<<16)
-		depth             int
 		inStr, esc        bool
 		expectKey, inKey  bool
 		isWant, capturing bool
@@ -380,7 +573,16 @@ func scanTopLevelMember(path, key string, max int) (json.RawMessage, error) {
 	)
 	for {
 		n, rerr := f.Read(buf)
-		for _, c := range buf[:n] {
+		for i := 0; i < n; i++ {
+			if depth >= 2 && !inStr && !capturing {
+				// Inside a member's value (the features array, say):
+				// only strings and brackets matter until the depth is
+				// back to 1.
+				if i = skipDeep(buf[:n], i, &depth, &inStr, &esc); i >= n {
+					break
+				}
+			}
+			c := buf[i]
 			if capturing {
 				if len(val) >= max {
 					return nil, fmt.Errorf("member %q exceeds %d bytes", key, max)
@@ -443,4 +645,47 @@ func scanTopLevelMember(path, key string, max int) (json.RawMessage, error) {
 			return nil, rerr
 		}
 	}
+}
+
+// skipDeep consumes b from i while the depth stays at 2 or more, tracking
+// strings and brackets only, as scanTopLevelMember's byte-by-byte loop
+// would. It returns the index of the first byte it did not consume: just
+// past the bracket that brought the depth back to 1, or len(b), with
+// inStr and esc set if b ends inside a string.
+func skipDeep(b []byte, i int, depth *int, inStr, esc *bool) int {
+	d := *depth
+	defer func() { *depth = d }()
+	for i < len(b) {
+		switch structClass[b[i]] {
+		case 0:
+			i = nextStructural(b, i+1)
+		case 1:
+			i++
+			for {
+				if i = nextQuoteOrBackslash(b, i); i >= len(b) {
+					*inStr = true
+					return i
+				}
+				if b[i] == '"' {
+					i++
+					break
+				}
+				if i+1 >= len(b) {
+					*inStr, *esc = true, true
+					return len(b)
+				}
+				i += 2
+			}
+		case 2:
+			d++
+			i++
+		case 3:
+			d--
+			i++
+			if d < 2 {
+				return i
+			}
+		}
+	}
+	return i
 }

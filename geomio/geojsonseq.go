@@ -1,7 +1,6 @@
 package geomio
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -17,17 +16,17 @@ import (
 type seqReader struct {
 	path   string
 	f      *os.File
-	br     *bufio.Reader
 	opts   Options
 	layer  Layer
 	lonLat bool
 
-	offset int64 // byte offset of the next record
-	rec    []byte
+	offset int64 // byte offset of the first record (past a byte order mark)
 	idx    int64
 	feat   Feature
 	err    error
 	done   bool
+	pipe   *pipeline // splits the records and decodes them
+	tune   tuning
 }
 
 func openGeoJSONSeq(path string, opts Options) (*seqReader, error) {
@@ -35,7 +34,7 @@ func openGeoJSONSeq(path string, opts Options) (*seqReader, error) {
 	if err != nil {
 		return nil, &Error{File: path, Problem: "open", Err: err}
 	}
-	r := &seqReader{path: path, f: f, br: bufio.NewReaderSize(f, 1<<16), opts: opts}
+	r := &seqReader{path: path, f: f, opts: opts, tune: defaultTuning}
 	r.layer = Layer{Name: layerName(path), Format: FormatGeoJSONSeq, SRID: 4326,
 		CRS: crs.CRS{Method: crs.Default, EPSG: 4326}}
 	r.lonLat = true
@@ -43,66 +42,79 @@ func openGeoJSONSeq(path string, opts Options) (*seqReader, error) {
 		r.layer.SRID, r.lonLat = opts.SourceSRID, false
 		r.layer.CRS = crs.CRS{Method: crs.Override, EPSG: opts.SourceSRID}
 	}
-	if b, err := r.br.Peek(3); err == nil && bytes.Equal(b, []byte{0xEF, 0xBB, 0xBF}) {
-		r.br.Discard(3)
+	var head [3]byte
+	if n, _ := io.ReadFull(f, head[:]); n == 3 && bytes.Equal(head[:], []byte{0xEF, 0xBB, 0xBF}) {
 		r.offset = 3
 	}
-	return r, nil
-}
-
-// readRecord reads up to the next newline or RS byte, refusing records
-// longer than MaxRecordBytes. It returns io.EOF at the end.
-func (r *seqReader) readRecord() ([]byte, int64, error) {
-	r.rec = r.rec[:0]
-	start := r.offset
-	for {
-		b, err := r.br.ReadByte()
-		if err == io.EOF {
-			if len(r.rec) == 0 {
-				return nil, start, io.EOF
-			}
-			return r.rec, start, nil
-		}
-		if err != nil {
-			return nil, start, err
-		}
-		r.offset++
-		if b == '\n' || b == 0x1E {
-			if len(bytes.TrimSpace(r.rec)) == 0 {
-				r.rec = r.rec[:0]
-				start = r.offset
-				continue
-			}
-			return r.rec, start, nil
-		}
-		if int64(len(r.rec)) >= r.opts.Limits.MaxRecordBytes {
-			return nil, start, fmt.Errorf("record exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
-		}
-		r.rec = append(r.rec, b)
+	if _, err := f.Seek(r.offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, &Error{File: path, Problem: "read", Err: err}
 	}
+	return r, nil
 }
 
 func (r *seqReader) Next() bool {
 	if r.err != nil || r.done {
 		return false
 	}
-	rec, off, err := r.readRecord()
-	if err == io.EOF {
+	if r.pipe == nil {
+		r.startPipe()
+	}
+	f, ok, err := r.pipe.next()
+	if !ok {
 		r.done = true
-		return false
-	}
-	if err != nil {
-		r.err = &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
-		return false
-	}
-	f, err := decodeSeqRecord(rec, r.idx, r.layer, r.lonLat)
-	if err != nil {
-		r.err = &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
+		if err != nil {
+			r.err = err
+		}
 		return false
 	}
 	r.feat = f
-	r.idx++
+	r.idx = f.Index + 1
 	return true
+}
+
+// startPipe starts splitting the file into records (from offset, past a
+// byte order mark) and decoding them.
+func (r *seqReader) startPipe() {
+	var size int64
+	if fi, err := r.f.Stat(); err == nil {
+		size = fi.Size() - r.offset
+	}
+	s := &seqSplitter{
+		in:       input{rd: r.f, buf: getBuf(r.tune.bufSize), base: r.offset, size: r.tune.bufSize},
+		maxItems: r.tune.maxItems,
+		idx:      r.idx,
+		maxRec:   r.opts.Limits.MaxRecordBytes,
+		errAt:    r.errAt,
+	}
+	r.pipe = newPipeline(s.split, r.decodeBatch, r.tune.decoders(size))
+}
+
+// errAt is the error for feature idx, whose record starts at file
+// offset off.
+func (r *seqReader) errAt(idx, off int64, err error) error {
+	return &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", idx, off), Err: err}
+}
+
+// decodeBatch decodes the records of b, stopping at the first error:
+// with the fast decoder, or where it declines, with decodeSeqRecord.
+func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
+	for j, sp := range b.spans {
+		idx := b.first + int64(j)
+		rec := b.buf[sp.start:sp.end]
+		var f Feature
+		var err error
+		if g, props, ok := d.feature(rec, true); ok {
+			f, err = finishFeature(g, props, idx, r.layer, r.lonLat)
+		} else {
+			f, err = decodeSeqRecord(rec, idx, r.layer, r.lonLat)
+		}
+		if err != nil {
+			b.ferr = r.errAt(idx, b.base+int64(sp.start), err)
+			return
+		}
+		b.feats = append(b.feats, f)
+	}
 }
 
 // decodeSeqRecord decodes one record of a sequence: a Feature, or a bare
@@ -131,6 +143,10 @@ func (r *seqReader) Layer() Layer     { return r.layer }
 func (r *seqReader) Err() error       { return r.err }
 
 func (r *seqReader) Close() error {
+	r.done = true
+	if r.pipe != nil {
+		r.pipe.close()
+	}
 	if r.f == nil {
 		return nil
 	}

@@ -1,8 +1,9 @@
 // Package geomio reads vector uploads (GeoJSON, GeoJSON sequences, shapefiles,
 // zipped shapefiles) as pull iterators of features.
 //
-// Readers never touch the database. They stream: a reader holds at most one
-// feature (plus bounded buffers) in memory at a time, whatever the file's size.
+// Readers never touch the database. They stream: a reader holds a bounded
+// number of features in memory (one, or for GeoJSON the few batches its
+// decoder goroutines work ahead on), whatever the file's size.
 // They yield geometry as go-geom values, already normalised for a 2D
 // MultiPolygon target where that can be done without a CRS library:
 // Polygon is promoted to MultiPolygon and Z/M are dropped. Reprojection and

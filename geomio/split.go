@@ -1,0 +1,410 @@
+package geomio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Splitters cut an input into raw features for the pipeline, without
+// parsing them: for a FeatureCollection, the elements of its features
+// array (found by tracking strings, escapes and bracket depth); for a
+// GeoJSON sequence, its records (lines or RFC 8142 records). The decoders
+// validate each feature in full, so a splitter only has to find where one
+// ends; for valid JSON that is exactly where encoding/json ends it.
+
+// input is the part of a file a splitter reads, with the buffer carried
+// from one batch to the next.
+type input struct {
+	rd   io.Reader
+	eof  bool
+	rerr error // a read error other than EOF
+
+	buf  []byte // bytes read and not yet handed out (a pooled buffer)
+	base int64  // file offset of buf[0]
+	size int    // capacity of a new buffer
+}
+
+// fill reads into buf until it is full or the input ends.
+func (in *input) fill() {
+	for !in.eof && in.rerr == nil && len(in.buf) < cap(in.buf) {
+		n, err := in.rd.Read(in.buf[len(in.buf):cap(in.buf)])
+		in.buf = in.buf[:len(in.buf)+n]
+		if err == io.EOF {
+			in.eof = true
+		} else if err != nil {
+			in.rerr = err
+		}
+	}
+}
+
+// grow makes room for more bytes in buf (it is full, and holds one
+// unfinished feature or record from from).
+func (in *input) grow(from int) {
+	n := len(in.buf) - from
+	nb := make([]byte, n, max(2*cap(in.buf), in.size))
+	copy(nb, in.buf[from:])
+	putBuf(in.buf)
+	in.buf = nb
+	in.base += int64(from)
+}
+
+// cut ends the batch b at buf[:at] and carries buf[at:] into a new
+// buffer for the next batch.
+func (in *input) cut(b *batch, at int) {
+	b.buf, b.base = in.buf[:at], in.base
+	rest := in.buf[at:]
+	nb := getBuf(in.size)
+	if cap(nb) < len(rest) {
+		nb = make([]byte, 0, len(rest)+in.size)
+	}
+	in.buf = append(nb, rest...)
+	in.base += int64(at)
+}
+
+// structClass classifies the bytes that matter to finding where an array
+// or object ends: 1 a quote, 2 an opening bracket, 3 a closing one.
+var structClass = func() (t [256]uint8) {
+	t['"'] = 1
+	t['['], t['{'] = 2, 2
+	t[']'], t['}'] = 3, 3
+	return t
+}()
+
+// quoteOrBackslash marks the bytes that end a run of string content.
+var quoteOrBackslash = func() (t [256]bool) {
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// skipStringRaw returns the index past the string whose opening quote is
+// b[i], or -1 if b ends first. It does not validate the string.
+func skipStringRaw(b []byte, i int) int {
+	i++
+	for {
+		if i = nextQuoteOrBackslash(b, i); i >= len(b) {
+			return -1
+		}
+		if b[i] == '"' {
+			return i + 1
+		}
+		i += 2 // a backslash and the byte it escapes
+	}
+}
+
+// skipNested returns the index past the array or object that opens at
+// b[i], or -1 if b ends first. It does not validate: it counts brackets
+// outside strings, so for valid JSON it finds the end of the value.
+func skipNested(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch structClass[b[i]] {
+		case 0:
+			i = nextStructural(b, i+1)
+		case 1:
+			if i = skipStringRaw(b, i); i < 0 {
+				return -1
+			}
+		case 2:
+			depth++
+			i++
+		case 3:
+			depth--
+			i++
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// scalarEnd returns the index past the number or literal at b[i], where
+// encoding/json's scanner ends it (a valid number or literal ends at the
+// first byte that cannot continue it, whatever that byte is), or -1 if b
+// ends first and more input may follow (eof false). Where no valid value
+// starts at b[i], the element is cut at the first byte that cannot be
+// part of a number or literal (at least one byte): it is not a feature,
+// and the decoder reports it.
+func scalarEnd(b []byte, i int, eof bool) int {
+	j := i
+	for j < len(b) && isScalarByte(b[j]) {
+		j++
+	}
+	if j == len(b) && !eof {
+		return -1
+	}
+	var end int
+	switch c := b[i]; {
+	case c == '-' || isDigit(c):
+		end = scanNumber(b[:j], i)
+	case c == 't':
+		end = scanLiteral(b, i, "true")
+	case c == 'f':
+		end = scanLiteral(b, i, "false")
+	case c == 'n':
+		end = scanLiteral(b, i, "null")
+	default:
+		end = -1
+	}
+	if end < 0 {
+		end = max(j, i+1)
+	}
+	return end
+}
+
+// isScalarByte reports whether c can be part of a JSON number or literal.
+func isScalarByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || isDigit(c) || c == '-' || c == '+' || c == '.' || c == 'E'
+}
+
+// syntaxErr is a syntax error as encoding/json words it.
+func syntaxErr(msg string) error { return errors.New(msg) }
+
+// collection splitter states.
+const (
+	stFirst = iota // after '[': an element or ']'
+	stNext         // after ',': an element
+	stAfter        // after an element: ',' or ']'
+	stDone
+)
+
+// collSplitter splits the features array of a FeatureCollection, from
+// just after its '[', then checks what follows the array with tail.
+type collSplitter struct {
+	in       input
+	maxItems int // features per batch
+	state    int
+	idx      int64 // Index of the next feature
+	// maxRec is Limits.MaxRecordBytes; a feature may exceed it by
+	// decoderSlack, as it could when the limit counted encoding/json's
+	// buffered reads.
+	maxRec int64
+	// errAt makes the error for a problem at file offset off, in
+	// feature idx (-1: not in a feature).
+	errAt func(idx, off int64, problem string, err error) error
+	// tail checks the rest of the file after the features array: rest
+	// (at file offset off) and then rd.
+	tail func(rest []byte, off int64, rd io.Reader) error
+}
+
+func (s *collSplitter) split(b *batch) {
+	b.first = s.idx
+	in := &s.in
+	in.fill()
+	pos := 0
+	fail := func(idx int64, off int, problem string, err error) {
+		b.err = s.errAt(idx, in.base+int64(off), problem, err)
+		s.state = stDone
+		in.cut(b, pos)
+	}
+	for s.state != stDone {
+		if len(b.spans) >= s.maxItems {
+			in.cut(b, pos)
+			return
+		}
+		buf := in.buf
+		restart := pos
+		inElem := s.state == stNext // a comma commits to an element
+		switch s.state {
+		case stFirst, stNext:
+			pos = skipSpace(buf, pos)
+			if pos == len(buf) {
+				break
+			}
+			c := buf[pos]
+			if s.state == stFirst && (c == ']' || c == '}') {
+				if c == '}' {
+					fail(-1, pos, "invalid json", syntaxErr("invalid character '}' looking for beginning of value"))
+					return
+				}
+				s.end(b, pos+1)
+				return
+			}
+			inElem = true
+			var end int
+			switch {
+			case c == '{' || c == '[':
+				end = skipNested(buf, pos)
+			case c == '"':
+				end = skipStringRaw(buf, pos)
+			default:
+				end = scalarEnd(buf, pos, in.eof)
+			}
+			if end < 0 {
+				if int64(len(buf)-pos) > s.maxRec+decoderSlack {
+					fail(s.idx, pos, fmt.Sprintf("invalid json: a feature exceeds %d bytes", s.maxRec), errRecordTooLarge)
+					return
+				}
+				pos = restart
+				break
+			}
+			if int64(end-pos) > s.maxRec+decoderSlack {
+				fail(s.idx, pos, fmt.Sprintf("invalid json: a feature exceeds %d bytes", s.maxRec), errRecordTooLarge)
+				return
+			}
+			b.spans = append(b.spans, span{pos, end})
+			s.idx++
+			pos = end
+			s.state = stAfter
+			continue
+		case stAfter:
+			pos = skipSpace(buf, pos)
+			if pos == len(buf) {
+				break
+			}
+			switch buf[pos] {
+			case ',':
+				pos++
+				s.state = stNext
+			case ']':
+				s.end(b, pos+1)
+				return
+			case '}':
+				fail(-1, pos, "invalid json", syntaxErr("invalid character '}' after array element"))
+				return
+			default:
+				fail(s.idx, pos, "invalid json", syntaxErr("expected comma after array element"))
+				return
+			}
+			continue
+		}
+		// The buffer ends before the element (or the separator) does.
+		if in.rerr != nil {
+			fail(-1, pos, "read", in.rerr)
+			return
+		}
+		if in.eof {
+			idx := s.idx
+			if !inElem {
+				idx = -1
+			}
+			fail(idx, len(buf), "invalid json", io.ErrUnexpectedEOF)
+			return
+		}
+		if len(b.spans) > 0 {
+			in.cut(b, restart)
+			return
+		}
+		// Nothing to hand out yet: the pending bytes are all of one
+		// unfinished element; read more of it.
+		if len(buf) == cap(buf) {
+			in.grow(restart)
+			pos = 0
+		} else {
+			pos = restart
+		}
+		in.fill()
+	}
+}
+
+// end ends the features array at in.buf[at] (just past its ']'), checks
+// the tail and ends the input.
+func (s *collSplitter) end(b *batch, at int) {
+	in := &s.in
+	s.state = stDone
+	rest := in.buf[at:]
+	b.err = s.tail(rest, in.base+int64(at), in.rd)
+	b.end = b.err == nil
+	in.cut(b, at)
+	putBuf(in.buf)
+	in.buf = nil
+}
+
+// seqSplitter splits a GeoJSON text sequence into records: the bytes up
+// to each newline or RS (0x1E), skipping blank records.
+type seqSplitter struct {
+	in       input
+	maxItems int // records per batch
+	idx      int64
+	maxRec   int64
+	done     bool
+	errAt    func(idx, off int64, err error) error
+}
+
+// nextDelim returns the index of the first newline or RS in b, or -1.
+func nextDelim(b []byte) int {
+	nl := bytes.IndexByte(b, '\n')
+	if nl < 0 {
+		nl = len(b)
+	}
+	if rs := bytes.IndexByte(b[:nl], 0x1E); rs >= 0 {
+		return rs
+	}
+	if nl == len(b) {
+		return -1
+	}
+	return nl
+}
+
+func (s *seqSplitter) split(b *batch) {
+	b.first = s.idx
+	in := &s.in
+	in.fill()
+	pos := 0
+	for !s.done {
+		if len(b.spans) >= s.maxItems {
+			in.cut(b, pos)
+			return
+		}
+		buf := in.buf
+		d := nextDelim(buf[pos:])
+		if d >= 0 || in.eof && pos < len(buf) {
+			end := len(buf)
+			if d >= 0 {
+				end = pos + d
+			}
+			if int64(end-pos) > s.maxRec {
+				s.fail(b, pos, fmt.Errorf("record exceeds %d bytes", s.maxRec))
+				return
+			}
+			rec := buf[pos:end]
+			if d < 0 || len(bytes.TrimSpace(rec)) > 0 {
+				// The last record, with no delimiter after it, is a
+				// record even when blank.
+				b.spans = append(b.spans, span{pos, end})
+				s.idx++
+			}
+			if d < 0 {
+				pos = end
+			} else {
+				pos = end + 1
+			}
+			continue
+		}
+		if int64(len(buf)-pos) > s.maxRec {
+			s.fail(b, pos, fmt.Errorf("record exceeds %d bytes", s.maxRec))
+			return
+		}
+		if in.rerr != nil {
+			s.fail(b, pos, in.rerr)
+			return
+		}
+		if in.eof {
+			s.done = true
+			b.end = true
+			in.cut(b, pos)
+			putBuf(in.buf)
+			in.buf = nil
+			return
+		}
+		if len(b.spans) > 0 {
+			in.cut(b, pos)
+			return
+		}
+		if len(buf) == cap(buf) {
+			in.grow(pos)
+			pos = 0
+		}
+		in.fill()
+	}
+}
+
+func (s *seqSplitter) fail(b *batch, pos int, err error) {
+	b.err = s.errAt(s.idx, s.in.base+int64(pos), err)
+	s.done = true
+	s.in.cut(b, pos)
+	putBuf(s.in.buf)
+	s.in.buf = nil
+}
