@@ -43,6 +43,48 @@ func LocalSource(path string) (Source, Fetcher, error) {
 	return src, &localFetcher{parts: parts, token: token}, nil
 }
 
+// LocalFiles is the FileSource of the local file system.
+type LocalFiles struct{}
+
+// Size implements FileSource.
+func (LocalFiles) Size(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// Resolve implements FileSource: the sidecar check, then LocalSource.
+func (LocalFiles) Resolve(ctx context.Context, path string, final bool) (Source, Fetcher, error) {
+	if strings.EqualFold(filepath.Ext(path), ".shp") {
+		if missing := missingSidecars(path); len(missing) > 0 {
+			err := fmt.Errorf("%w: %s has no %s beside it", ErrIncompleteShapefile, path, strings.Join(missing, " or "))
+			if final {
+				return Source{}, nil, Permanentf("%w (gave up waiting)", err)
+			}
+			return Source{}, nil, err
+		}
+	}
+	return LocalSource(path)
+}
+
+// missingSidecars returns the required parts (.shx, .dbf) not beside shp.
+func missingSidecars(shp string) []string {
+	base := strings.TrimSuffix(shp, filepath.Ext(shp))
+	var missing []string
+	for _, ext := range []string{".shx", ".dbf"} {
+		if _, err := os.Stat(base + ext); err == nil {
+			continue
+		}
+		if _, err := os.Stat(base + strings.ToUpper(ext)); err == nil {
+			continue
+		}
+		missing = append(missing, ext)
+	}
+	return missing
+}
+
 // localParts returns the files that make up path: the file itself, or for a
 // .shp, the .shp and whichever sidecars exist beside it (matched
 // case-insensitively), sorted by extension order.

@@ -263,3 +263,11 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// S3Objects is the ObjectSource of an S3 client: Resolve is NewS3Source.
+type S3Objects struct{ Client *s3.Client }
+
+// Resolve implements ObjectSource.
+func (o S3Objects) Resolve(ctx context.Context, ev Event, final bool) (Source, Fetcher, error) {
+	return NewS3Source(ctx, o.Client, ev, S3Options{FinalAttempt: final})
+}

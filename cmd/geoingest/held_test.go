@@ -26,7 +26,7 @@ func holdClaim(t *testing.T, db, path string, lease time.Duration) (ingest.Job, 
 	require.NoError(t, err)
 	src, f, err := ingest.LocalSource(path)
 	require.NoError(t, err)
-	job, err := ingest.NewJob(src, paramsFor(rs[0], ingest.DefaultPipelineVersion), f)
+	job, err := ingest.NewJob(src, ingest.RouteParams(rs[0], ingest.DefaultPipelineVersion), f)
 	require.NoError(t, err)
 	st, err := ingest.NewStore(pool, nil, nil).Claim(ctx, job, "dead-worker", lease)
 	require.NoError(t, err)
