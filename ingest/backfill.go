@@ -3,8 +3,6 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/geoingest/geoingest/ingest/internal/db"
+	"github.com/geoingest/geoingest/internal/dirwalk"
 )
 
 // Backfill policies: what a re-run does with objects whose job is
@@ -41,33 +40,9 @@ type BackfillObject struct {
 // to dir (what routes match, as for the inbox). Hidden files and
 // directories (".name") are skipped.
 func ListLocal(ctx context.Context, dir string, fn func(BackfillObject) error) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if d.Name() != filepath.Base(dir) && len(d.Name()) > 0 && d.Name()[0] == '.' {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		return fn(BackfillObject{Path: p, Event: Event{Name: "ObjectCreated:Put", Bucket: LocalBucket,
-			Key: rel, RawKey: rel, Size: info.Size(), Time: info.ModTime()}})
+	return dirwalk.Walk(ctx, dir, false, func(f dirwalk.File) error {
+		return fn(BackfillObject{Path: f.Path, Event: Event{Name: "ObjectCreated:Put", Bucket: LocalBucket,
+			Key: f.Rel, RawKey: f.Rel, Size: f.Info.Size(), Time: f.Info.ModTime()}})
 	})
 }
 

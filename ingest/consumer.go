@@ -264,28 +264,16 @@ func (c *Consumer) keepInvisible(ctx context.Context, msg *queue.Message) func()
 	if c.Visibility <= 0 {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(c.Visibility / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := c.Receiver.Extend(ctx, msg, c.Visibility); err != nil {
-					if ctx.Err() == nil {
-						c.Service.Log.Warn("extend visibility", "message", msg.ID, "error", err.Error())
-					}
-					continue
-				}
-				c.Service.Metrics.VisibilityExtensions.Inc()
+	return renewEvery(ctx, c.Visibility/3, func(ctx context.Context) bool {
+		if err := c.Receiver.Extend(ctx, msg, c.Visibility); err != nil {
+			if ctx.Err() == nil {
+				c.Service.Log.Warn("extend visibility", "message", msg.ID, "error", err.Error())
 			}
+			return true
 		}
-	}()
-	return func() { cancel(); <-done }
+		c.Service.Metrics.VisibilityExtensions.Inc()
+		return true
+	})
 }
 
 // final reports whether msg's delivery exhausts the patience for an

@@ -129,10 +129,8 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	s.Metrics.Claims.WithLabelValues("won").Inc()
 	testhook.At(testhook.AfterClaim)
 
-	hbCtx, stopHeartbeat := context.WithCancel(ctx)
-	defer stopHeartbeat()
 	if !s.noHeartbeat {
-		go s.heartbeat(hbCtx, log, job.ID)
+		defer s.heartbeat(ctx, log, job.ID)()
 	}
 
 	if job.Delete {
@@ -282,24 +280,19 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 	return res
 }
 
-// heartbeat extends the job's lease every Lease/3 until ctx ends.
-func (s *Service) heartbeat(ctx context.Context, log *slog.Logger, jobID string) {
-	t := time.NewTicker(s.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			ok, err := s.Store.Heartbeat(ctx, jobID, s.Owner, s.Lease)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("heartbeat failed", "error", err.Error())
-			} else if err == nil && !ok {
-				log.Warn("lease lost: another worker holds this job's claim")
-				return
-			}
+// heartbeat extends the job's lease every Lease/3 until the returned stop
+// is called or the lease is lost.
+func (s *Service) heartbeat(ctx context.Context, log *slog.Logger, jobID string) (stop func()) {
+	return renewEvery(ctx, s.Lease/3, func(ctx context.Context) bool {
+		ok, err := s.Store.Heartbeat(ctx, jobID, s.Owner, s.Lease)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("heartbeat failed", "error", err.Error())
+		} else if err == nil && !ok {
+			log.Warn("lease lost: another worker holds this job's claim")
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // nameSource rewrites a geomio input error about a file in the job's

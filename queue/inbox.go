@@ -3,13 +3,13 @@ package queue
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/geoingest/geoingest/internal/dirwalk"
 )
 
 // InboxOptions configure an inbox receiver.
@@ -148,28 +148,10 @@ func (b *Inbox) Receive(ctx context.Context, max int) ([]*Message, error) {
 // and stable.
 func (b *Inbox) scanLocked() error {
 	present := map[string]bool{}
-	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == b.dir {
-				return err
-			}
-			return nil // a file removed mid-walk
-		}
-		if p != b.dir && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(b.dir, p)
-		rel = filepath.ToSlash(rel)
+	// Files removed or unreadable mid-walk are passed over: the next
+	// scan sees them as they are then.
+	err := dirwalk.Walk(context.Background(), b.dir, true, func(file dirwalk.File) error {
+		rel, info := file.Rel, file.Info
 		present[rel] = true
 		now := stamp{size: info.Size(), mtime: info.ModTime()}
 		f := b.files[rel]

@@ -49,9 +49,6 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
 	params := p.params()
 	if err := pf.apply(fs, &params, false); err != nil {
 		return err
@@ -69,14 +66,12 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 
 	d.workers = *workers
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	metrics := ingest.NewMetrics(nil)
-	svc := ingest.NewService(ingest.NewStore(pool, metrics, m.Log), metrics, m.Log)
-	bf := &ingest.Backfill{Service: svc, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
+	defer a.Close()
+	bf := &ingest.Backfill{Service: a.svc, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
 
 	var list func(context.Context, func(ingest.BackfillObject) error) error
 	if *bucket == ingest.LocalBucket {

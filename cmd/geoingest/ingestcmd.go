@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 func init() {
@@ -49,9 +48,6 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
 	params := p.params()
 	if err := pf.apply(fs, &params, true); err != nil {
 		return err
@@ -59,15 +55,12 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	if err := params.Validate(); err != nil {
 		return err
 	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	metrics := ingest.NewMetrics(nil)
-	store := ingest.NewStore(pool, metrics, m.Log)
-	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
-	svc := ingest.NewService(store, metrics, m.Log)
+	defer a.Close()
+	svc := a.svc
 	svc.Lease = *lease
 	progress := &progressLine{line: termLine{w: m.Stderr}, on: !*quiet && isTerminal(m.Stderr)}
 	if progress.on {

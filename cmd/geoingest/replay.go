@@ -36,20 +36,16 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
 	params := p.params()
 	if err := params.Validate(); err != nil {
 		return err
 	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	metrics := ingest.NewMetrics(nil)
-	svc := ingest.NewService(ingest.NewStore(pool, metrics, m.Log), metrics, m.Log)
+	defer a.Close()
+	svc := a.svc
 	svc.Lease = *lease
 
 	var jobs []ingest.Job

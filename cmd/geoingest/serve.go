@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/queue"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -130,9 +129,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
 	if c.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
 	}
@@ -161,7 +157,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := ingest.NewMetrics(reg)
 	cons := &ingest.Consumer{
 		Router:          ingest.NewRouter(routes, nil),
 		PipelineVersion: c.pipelineVersion,
@@ -204,14 +199,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	defer cons.Receiver.Close()
 
 	d.workers = c.workers
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, reg)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store := ingest.NewStore(pool, metrics, m.Log)
-	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
-	cons.Service = ingest.NewService(store, metrics, m.Log)
+	defer a.Close()
+	cons.Service = a.svc
 	cons.Service.Lease = c.lease
 	// The report assignments are stored by the consumer in the
 	// background, not by each job before its message is acked.
@@ -222,7 +215,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			if cons.Stopping() {
 				return errors.New("shutting down")
 			}
-			if err := pool.Ping(ctx); err != nil {
+			if err := a.pool.Ping(ctx); err != nil {
 				// Jobs fail as transient and are retried until it is back.
 				return fmt.Errorf("database unavailable: %w", err)
 			}
@@ -240,7 +233,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(cons.Router.Routes()))
 	cons.Run(ctx)
 	m.Log.Info("stopped")
-	fmt.Fprintln(m.Stdout, summary(metrics))
+	fmt.Fprintln(m.Stdout, summary(a.metrics))
 	return nil
 }
 
