@@ -10,11 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-)
 
-// shapefileParts are the sidecars that belong to a shapefile's identity: a
-// change in any of them is a new version.
-var shapefileParts = []string{".shp", ".shx", ".dbf", ".prj", ".cpg"}
+	"github.com/geoingest/geoingest/geomio"
+)
 
 // LocalSource describes a local file as a job source: bucket LocalBucket,
 // key the cleaned absolute path, version token the SHA-256 of its bytes
@@ -57,8 +55,12 @@ func (LocalFiles) Size(path string) (int64, error) {
 
 // Resolve implements FileSource: the sidecar check, then LocalSource.
 func (LocalFiles) Resolve(ctx context.Context, path string, final bool) (Source, Fetcher, error) {
-	if strings.EqualFold(filepath.Ext(path), ".shp") {
-		if missing := missingSidecars(path); len(missing) > 0 {
+	if geomio.IsShapefile(path) {
+		set, err := geomio.FindShapefileSet(path)
+		if err != nil {
+			return Source{}, nil, Transientf("%s: %w", filepath.Dir(path), err)
+		}
+		if missing := set.Missing(); len(missing) > 0 {
 			err := fmt.Errorf("%w: %s has no %s beside it", ErrIncompleteShapefile, path, strings.Join(missing, " or "))
 			if final {
 				return Source{}, nil, Permanentf("%w (gave up waiting)", err)
@@ -69,48 +71,21 @@ func (LocalFiles) Resolve(ctx context.Context, path string, final bool) (Source,
 	return LocalSource(path)
 }
 
-// missingSidecars returns the required parts (.shx, .dbf) not beside shp.
-func missingSidecars(shp string) []string {
-	base := strings.TrimSuffix(shp, filepath.Ext(shp))
-	var missing []string
-	for _, ext := range []string{".shx", ".dbf"} {
-		if _, err := os.Stat(base + ext); err == nil {
-			continue
-		}
-		if _, err := os.Stat(base + strings.ToUpper(ext)); err == nil {
-			continue
-		}
-		missing = append(missing, ext)
-	}
-	return missing
-}
-
 // localParts returns the files that make up path: the file itself, or for a
-// .shp, the .shp and whichever sidecars exist beside it (matched
-// case-insensitively), sorted by extension order.
+// .shp, the parts of its set present beside it (geomio.FindShapefileSet),
+// in geomio.ShapefileParts order.
 func localParts(abs string) ([]string, error) {
 	if _, err := os.Stat(abs); err != nil {
 		return nil, Permanentf("%s: %w", abs, err)
 	}
-	if !strings.EqualFold(filepath.Ext(abs), ".shp") {
+	if !geomio.IsShapefile(abs) {
 		return []string{abs}, nil
 	}
-	dir, base := filepath.Dir(abs), strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
-	entries, err := os.ReadDir(dir)
+	set, err := geomio.FindShapefileSet(abs)
 	if err != nil {
-		return nil, Transientf("%s: %w", dir, err)
+		return nil, Transientf("%s: %w", filepath.Dir(abs), err)
 	}
-	var parts []string
-	for _, ext := range shapefileParts {
-		for _, e := range entries {
-			n := e.Name()
-			if strings.EqualFold(n, base+ext) {
-				parts = append(parts, filepath.Join(dir, n))
-				break
-			}
-		}
-	}
-	return parts, nil
+	return set.Paths(), nil
 }
 
 // hashFiles returns the SHA-256 of the files' bytes; for several files, of

@@ -2,9 +2,7 @@ package ingest
 
 import (
 	"context"
-	"path"
-	"strings"
-
+	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/queue"
 )
 
@@ -58,7 +56,7 @@ func (c *Consumer) takePreclaim(jobID string) (ClaimResult, bool) {
 // process makes them; anything it cannot make is left to process.
 func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message) []Job {
 	small := func(key string, size int64) bool {
-		return size > 0 && size <= preclaimMaxBytes && !strings.EqualFold(path.Ext(key), ".shp")
+		return size > 0 && size <= preclaimMaxBytes && !geomio.IsShapefile(key)
 	}
 	if c.Files != nil {
 		p, ev, ok := c.fileEvent(msg)

@@ -16,6 +16,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/internal/testhook"
 )
 
@@ -76,7 +77,7 @@ func NewS3Source(ctx context.Context, client *s3.Client, ev Event, opts S3Option
 	src := Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: main.token(), Order: ev.Order()}
 	f := &s3Fetcher{client: client, bucket: ev.Bucket, parts: []s3Part{main}, final: opts.FinalAttempt}
 	ext := path.Ext(ev.Key)
-	if !strings.EqualFold(ext, ".shp") {
+	if !geomio.IsShapefile(ev.Key) {
 		return src, f, nil
 	}
 	base := strings.TrimSuffix(ev.Key, ext)
@@ -85,7 +86,7 @@ func NewS3Source(ctx context.Context, client *s3.Client, ev Event, opts S3Option
 	f.parts = []s3Part{main}
 	h := sha256.New()
 	fmt.Fprintf(h, ".shp %s\n", main.token())
-	for _, sx := range shapefileParts[1:] {
+	for _, sx := range geomio.ShapefileParts[1:] {
 		k := base + sx
 		if upper {
 			k = base + strings.ToUpper(sx)
@@ -93,7 +94,7 @@ func NewS3Source(ctx context.Context, client *s3.Client, ev Event, opts S3Option
 		out, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ev.Bucket, Key: &k})
 		if err != nil {
 			if notFound(err) {
-				if sx == ".shx" || sx == ".dbf" {
+				if geomio.IsRequiredSidecar(sx) {
 					f.missing = append(f.missing, sx)
 				}
 				continue
