@@ -29,7 +29,7 @@ func tinyObjects(t testing.TB, dir string, first, n int) {
 
 func localBackfill(b *bundle, policy string, workers int) *Backfill {
 	routes, _ := ParseRoutes([]string{"admin/=admin_units", "=parcels"})
-	return &Backfill{Service: b.svc, Router: NewRouter(routes, nil), Policy: policy,
+	return &Backfill{Service: b.svc, Files: LocalFiles{}, Router: NewRouter(routes, nil), Policy: policy,
 		Params: DefaultParams("parcels"), Workers: workers}
 }
 

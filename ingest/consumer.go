@@ -20,8 +20,8 @@ import (
 // claim's lease has ended, or dead-lettered (a permanent failure). It is
 // where a message becomes a job; `geoingest serve` only configures one.
 //
-// The messages are bucket event notifications (S3, SNS-wrapped,
-// EventBridge: see ParseEvents) resolved by Objects, or, when Files is
+// The messages are bucket event notifications decoded and resolved by
+// Objects, or, when Files is
 // set, inbox deliveries (queue.Inbox: the body is a file's path, the
 // attribute "rel" its path relative to the inbox) resolved by Files.
 type Consumer struct {
@@ -286,7 +286,7 @@ func (c *Consumer) process(ctx context.Context, msg *queue.Message) verdict {
 		return c.processFile(ctx, msg)
 	}
 	m := c.Service.Metrics
-	evs, err := ParseEvents(msg.Body)
+	evs, err := c.Objects.Events(msg.Body)
 	if err != nil {
 		m.EventsReceived.Inc()
 		c.Service.Log.Error("unreadable message", "message", msg.ID, "error", err.Error())
@@ -341,7 +341,17 @@ func (c *Consumer) processFile(ctx context.Context, msg *queue.Message) verdict 
 		return verdict{}
 	}
 	var v verdict
-	src, fetcher, err := c.Files.Resolve(ctx, p, c.final(msg))
+	if missing := c.Files.Missing(p); len(missing) > 0 {
+		// The set's own sidecars may still be on their way: wait for them
+		// (retry), up to MaxReceives.
+		err := fmt.Errorf("%w: %s has no %s beside it", ErrIncompleteShapefile, p, strings.Join(missing, " or "))
+		if c.final(msg) {
+			err = Permanentf("%w (gave up waiting)", err)
+		}
+		c.failed(ctx, &v, "file://"+p, err)
+		return v
+	}
+	src, fetcher, err := c.Files.Source(p)
 	if err != nil {
 		c.failed(ctx, &v, "file://"+p, err)
 		return v

@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,30 +14,33 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
+	ingests3 "github.com/geoingest/geoingest/ingest/s3"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/geoingest/geoingest/queue"
+	sqsqueue "github.com/geoingest/geoingest/queue/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
 
-// consumerBundle is a Consumer on a database of its own, with what a test
-// reads back.
-type consumerBundle struct {
-	cons    *ingest.Consumer
+// svcBundle is a Service on a database of its own, with what a test reads
+// back.
+type svcBundle struct {
+	svc     *ingest.Service
 	pool    *pgxpool.Pool
 	metrics *ingest.Metrics
 	logs    *testfiles.SyncBuffer
 }
 
-// newConsumer makes a Consumer on the database at dbURL and recv (without a source: the test sets
-// Objects or Files) that stops once idle for a second.
-func newConsumer(t *testing.T, dbURL string, recv queue.Receiver, routes ...string) *consumerBundle {
+// newService makes a Service on the database at dbURL, logging at INFO
+// into b.logs.
+func newService(t *testing.T, dbURL string) *svcBundle {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
@@ -46,11 +50,33 @@ func newConsumer(t *testing.T, dbURL string, recv queue.Receiver, routes ...stri
 	metrics := ingest.NewMetrics(prometheus.NewRegistry())
 	svc := ingest.NewService(ingest.NewStore(pool, metrics, log), metrics, log)
 	svc.Lease = time.Minute
+	return &svcBundle{svc: svc, pool: pool, metrics: metrics, logs: logs}
+}
+
+func (b *svcBundle) count(t *testing.T, sql string) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql).Scan(&n))
+	return n
+}
+
+// consumerBundle is a Consumer on a Service of its own.
+type consumerBundle struct {
+	*svcBundle
+	cons *ingest.Consumer
+}
+
+// newConsumer makes a Consumer on the database at dbURL and recv (without
+// a source: the test sets Objects or Files) that stops once idle for a
+// second.
+func newConsumer(t *testing.T, dbURL string, recv queue.Receiver, routes ...string) *consumerBundle {
+	t.Helper()
+	sb := newService(t, dbURL)
 	rs, err := ingest.ParseRoutes(routes)
 	require.NoError(t, err)
 	t.Cleanup(func() { recv.Close() })
-	return &consumerBundle{pool: pool, metrics: metrics, logs: logs, cons: &ingest.Consumer{
-		Service: svc, Receiver: recv, Router: ingest.NewRouter(rs, nil),
+	return &consumerBundle{svcBundle: sb, cons: &ingest.Consumer{
+		Service: sb.svc, Receiver: recv, Router: ingest.NewRouter(rs, nil),
 		PipelineVersion: ingest.DefaultPipelineVersion, Workers: 4, MaxReceives: 2,
 		Grace: 10 * time.Second, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second,
 		UntilIdle: time.Second,
@@ -67,11 +93,13 @@ func (b *consumerBundle) run(t *testing.T, timeout time.Duration) {
 	require.True(t, b.cons.Stopping())
 }
 
-func (b *consumerBundle) count(t *testing.T, sql string) int64 {
+// put uploads body and returns the event S3 would send for it.
+func put(t *testing.T, c *awss3.Client, bucket, key string, body []byte) ingest.Event {
 	t.Helper()
-	var n int64
-	require.NoError(t, b.pool.QueryRow(context.Background(), sql).Scan(&n))
-	return n
+	out, err := c.PutObject(context.Background(), &awss3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body)})
+	require.NoError(t, err)
+	return ingest.Event{Name: "ObjectCreated:Put", Bucket: bucket, Key: key, Size: int64(len(body)),
+		ETag: strings.Trim(aws.ToString(out.ETag), `"`), VersionID: aws.ToString(out.VersionId)}
 }
 
 func copyFile(t *testing.T, src, dst string) {
@@ -156,9 +184,9 @@ func TestConsumerSQS(t *testing.T) {
 	s3srv.NewBucket(t, "uploads", true)
 	qURL := sq.NewQueue(t, "consumer", 5*time.Second)
 	dlq := sq.NewQueue(t, "consumer-dlq", 5*time.Second)
-	recv := queue.NewSQS(sq.Client, qURL, queue.SQSOptions{Wait: time.Second, Visibility: 5 * time.Second, DeadLetterURL: dlq})
+	recv := sqsqueue.New(sq.Client, qURL, sqsqueue.Options{Wait: time.Second, Visibility: 5 * time.Second, DeadLetterURL: dlq})
 	b := newConsumer(t, pgtest.NewDB(t), recv, "parcels/=parcels", "admin/=admin_units")
-	b.cons.Objects = ingest.S3Objects{Client: s3srv.Client}
+	b.cons.Objects = ingests3.Objects{Client: s3srv.Client}
 	// A copy that finds its job's claim held (both copies in one batch)
 	// comes back once that lease has ended.
 	b.cons.Service.Lease = 3 * time.Second

@@ -53,23 +53,17 @@ func (LocalFiles) Size(path string) (int64, error) {
 	return st.Size(), nil
 }
 
-// Resolve implements FileSource: the sidecar check, then LocalSource.
-func (LocalFiles) Resolve(ctx context.Context, path string, final bool) (Source, Fetcher, error) {
-	if geomio.IsShapefile(path) {
-		set, err := geomio.FindShapefileSet(path)
-		if err != nil {
-			return Source{}, nil, Transientf("%s: %w", filepath.Dir(path), err)
-		}
-		if missing := set.Missing(); len(missing) > 0 {
-			err := fmt.Errorf("%w: %s has no %s beside it", ErrIncompleteShapefile, path, strings.Join(missing, " or "))
-			if final {
-				return Source{}, nil, Permanentf("%w (gave up waiting)", err)
-			}
-			return Source{}, nil, err
-		}
+// Missing implements FileSource.
+func (LocalFiles) Missing(path string) []string {
+	if !geomio.IsShapefile(path) {
+		return nil
 	}
-	return LocalSource(path)
+	set, _ := geomio.FindShapefileSet(path)
+	return set.Missing()
 }
+
+// Source implements FileSource: LocalSource.
+func (LocalFiles) Source(path string) (Source, Fetcher, error) { return LocalSource(path) }
 
 // localParts returns the files that make up path: the file itself, or for a
 // .shp, the parts of its set present beside it (geomio.FindShapefileSet),

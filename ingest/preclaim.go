@@ -67,7 +67,7 @@ func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message) []Job {
 		if !ok {
 			return nil
 		}
-		src, f, err := c.Files.Resolve(ctx, p, c.final(msg))
+		src, f, err := c.Files.Source(p)
 		if err != nil {
 			return nil
 		}
@@ -77,7 +77,7 @@ func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message) []Job {
 		}
 		return []Job{job}
 	}
-	evs, err := ParseEvents(msg.Body)
+	evs, err := c.Objects.Events(msg.Body)
 	if err != nil {
 		return nil
 	}

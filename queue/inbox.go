@@ -100,7 +100,7 @@ func (b *Inbox) Dir() string { return b.dir }
 // about one poll interval and returns an empty slice. A scan error (the
 // directory vanished) is returned wrapped.
 func (b *Inbox) Receive(ctx context.Context, max int) ([]*Message, error) {
-	max = clampBatch(max)
+	max = ClampBatch(max)
 	deadline := time.Now().Add(b.opts.Poll + b.opts.Poll/2)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -210,7 +210,7 @@ func (b *Inbox) takeLocked(max int) []*Message {
 		msgs = append(msgs, &Message{
 			ID: f.rel + "@" + f.notKey.mtime.UTC().Format(time.RFC3339Nano), Body: []byte(abs),
 			ReceiveCount: f.count, SentAt: f.notKey.mtime,
-			Attributes: map[string]string{"path": abs, "rel": f.rel}, handle: d})
+			Attributes: map[string]string{"path": abs, "rel": f.rel}, Handle: d})
 	}
 	b.ready = rest
 	sort.SliceStable(b.ready, func(i, j int) bool { return b.ready[i].notAfter.Before(b.ready[j].notAfter) })
@@ -221,7 +221,7 @@ func (b *Inbox) takeLocked(max int) []*Message {
 // handled. It reports false when d is not the delivery in flight (an old
 // handle), which is not an error.
 func (b *Inbox) finishLocked(m *Message) (*inboxDelivery, bool) {
-	d, _ := m.handle.(*inboxDelivery)
+	d, _ := m.Handle.(*inboxDelivery)
 	if d == nil || d.f.inflight != d {
 		return nil, false
 	}

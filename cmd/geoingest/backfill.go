@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/s3"
 )
 
 func init() {
@@ -71,7 +72,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer a.Close()
-	bf := &ingest.Backfill{Service: a.svc, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
+	bf := &ingest.Backfill{Service: a.svc, Files: ingest.LocalFiles{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
 
 	var list func(context.Context, func(ingest.BackfillObject) error) error
 	if *bucket == ingest.LocalBucket {
@@ -86,9 +87,10 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return fmt.Errorf("aws config: %w", err)
 		}
-		bf.S3 = newS3Client(awsCfg, *pathStyle)
+		client := newS3Client(awsCfg, *pathStyle)
+		bf.Objects = s3.Objects{Client: client}
 		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
-			return ingest.ListS3(ctx, bf.S3, *bucket, *prefix, fn)
+			return s3.List(ctx, client, *bucket, *prefix, fn)
 		}
 	}
 	bar := newProgressBar(m.Stderr, !*quiet)

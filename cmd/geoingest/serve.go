@@ -15,7 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
+	ingests3 "github.com/geoingest/geoingest/ingest/s3"
 	"github.com/geoingest/geoingest/queue"
+	sqsqueue "github.com/geoingest/geoingest/queue/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
@@ -175,9 +177,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return fmt.Errorf("aws config: %w", err)
 		}
-		cons.Objects = ingest.S3Objects{Client: newS3Client(awsCfg, c.s3PathStyle)}
-		cons.Receiver = queue.NewSQS(sqs.NewFromConfig(awsCfg), c.queueURL,
-			queue.SQSOptions{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
+		cons.Objects = ingests3.Objects{Client: newS3Client(awsCfg, c.s3PathStyle)}
+		cons.Receiver = sqsqueue.New(sqs.NewFromConfig(awsCfg), c.queueURL,
+			sqsqueue.Options{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
 		cons.Visibility = c.visibility
 	} else {
 		dir := c.inbox
