@@ -237,13 +237,21 @@ func (d *dbfReader) properties() ([]byte, error) {
 func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, error) {
 	switch f.typ {
 	case 'C':
-		s, err := d.decode(bytes.TrimRight(raw, " \x00"))
+		b := trimRightSpaceNUL(raw)
+		if d.enc == nil {
+			// UTF-8: validated and escaped in place, no copy.
+			if !utf8.Valid(b) {
+				return nil, errors.New("invalid utf-8")
+			}
+			return appendJSONString(out, b), nil
+		}
+		s, err := d.decode(b)
 		if err != nil {
 			return nil, err
 		}
 		return appendJSONString(out, s), nil
 	case 'N', 'F':
-		s := strings.TrimSpace(string(bytes.Trim(raw, "\x00")))
+		s := strings.TrimSpace(string(trimNUL(raw)))
 		if s == "" || strings.Trim(s, "*") == "" || s == "-" || s == "." {
 			return append(out, "null"...), nil
 		}
@@ -266,7 +274,7 @@ func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, err
 		}
 		return append(out, "null"...), nil
 	case 'D':
-		s := strings.TrimSpace(string(bytes.Trim(raw, "\x00")))
+		s := strings.TrimSpace(string(trimNUL(raw)))
 		if s == "" || s == "00000000" {
 			return append(out, "null"...), nil
 		}
@@ -286,9 +294,29 @@ func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, err
 	return nil, fmt.Errorf("unsupported dbf field type %q", f.typ)
 }
 
+// trimRightSpaceNUL is bytes.TrimRight(b, " \x00") without building a
+// character set on every call (a text field is trimmed per record).
+func trimRightSpaceNUL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == 0) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// trimNUL is bytes.Trim(b, "\x00"), likewise.
+func trimNUL(b []byte) []byte {
+	for len(b) > 0 && b[0] == 0 {
+		b = b[1:]
+	}
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // appendJSONString appends s (valid UTF-8) as a JSON string, escaping only
 // what JSON requires.
-func appendJSONString(out []byte, s string) []byte {
+func appendJSONString[T string | []byte](out []byte, s T) []byte {
 	const hex = "0123456789abcdef"
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {

@@ -86,18 +86,27 @@ func localParts(abs string) ([]string, error) {
 // each file's extension and hash in turn, so that the token covers every
 // part.
 func hashFiles(paths []string) (string, error) {
-	if len(paths) == 1 {
-		return hashFile(paths[0], nil)
-	}
-	h := sha256.New()
-	for _, p := range paths {
+	sums := make([]string, len(paths))
+	for i, p := range paths {
 		sum, err := hashFile(p, nil)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "%s %s\n", strings.ToLower(filepath.Ext(p)), sum)
+		sums[i] = sum
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return combineHashes(paths, sums), nil
+}
+
+// combineHashes is hashFiles's token from each part's own SHA-256.
+func combineHashes(paths, sums []string) string {
+	if len(paths) == 1 {
+		return sums[0]
+	}
+	h := sha256.New()
+	for i, p := range paths {
+		fmt.Fprintf(h, "%s %s\n", strings.ToLower(filepath.Ext(p)), sums[i])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // hashFile hashes path, copying it to w on the way when w is not nil.
@@ -112,7 +121,9 @@ func hashFile(path string, w io.Writer) (string, error) {
 	if w != nil {
 		dst = io.MultiWriter(h, w)
 	}
-	if _, err := io.Copy(dst, f); err != nil {
+	// 1 MiB reads and writes (io.Copy would use 32 KiB: os.File.WriteTo
+	// ignores the buffer, hence the wrapper).
+	if _, err := io.CopyBuffer(dst, struct{ io.Reader }{f}, make([]byte, 1<<20)); err != nil {
 		return "", Transientf("%s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -126,26 +137,26 @@ type localFetcher struct {
 // Fetch copies the file (or shapefile set) into dir, hashing it on the way,
 // and fails with a Transient error if it changed since its key was made.
 func (l *localFetcher) Fetch(ctx context.Context, dir string) (Fetched, error) {
-	var copies []string
+	// The token is computed from the bytes as they were copied: what the
+	// copy holds is what was hashed, so reading the copies again to hash
+	// them would add a pass over the data and no assurance.
+	var copies, sums []string
 	for _, p := range l.parts {
 		dst := filepath.Join(dir, filepath.Base(p))
 		out, err := os.Create(dst)
 		if err != nil {
 			return Fetched{}, Transientf("%s: %w", dst, err)
 		}
-		_, err = hashFile(p, out)
+		sum, err := hashFile(p, out)
 		if cerr := out.Close(); err == nil && cerr != nil {
 			err = Transientf("%s: %w", dst, cerr)
 		}
 		if err != nil {
 			return Fetched{}, err
 		}
-		copies = append(copies, dst)
+		copies, sums = append(copies, dst), append(sums, sum)
 	}
-	token, err := hashFiles(copies)
-	if err != nil {
-		return Fetched{}, err
-	}
+	token := combineHashes(copies, sums)
 	if token != l.token {
 		return Fetched{}, Transientf("%s: file changed while being ingested; run it again as a new version", l.parts[0])
 	}

@@ -106,11 +106,20 @@ ogr() { # DB FILE TABLE MODE(-append|-overwrite)
   timed ogr2ogr --config PG_USE_COPY YES -f PostgreSQL "PG:$(dburl "$1")" "$2" -nln "$3" "$4" \
     -nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom -lco SPATIAL_INDEX=GIST
 }
-# dumprows DB JOB FILE [REF]: geoingest's rows of JOB as binary COPY data, with
-# job_ref replaced by REF when given.
+# rowcols DB: the columns of parcels that a raw COPY of geoingest's rows
+# fills: area_m2 too when the schema stores it as data (0007) rather than
+# generating it (0005), so that the raw COPY writes the same rows.
+rowcols() {
+  local g
+  g=$(sql "$1" -c "SELECT attgenerated FROM pg_attribute WHERE attrelid = 'parcels'::regclass AND attname = 'area_m2'")
+  if [ -z "$g" ]; then echo "job_ref, feature_index, layer, properties, geom, area_m2"; else echo "job_ref, feature_index, layer, properties, geom"; fi
+}
+# dumprows DB JOB FILE [REF]: geoingest's rows of JOB as binary COPY data
+# (the columns rowcols names), with job_ref replaced by REF when given.
 dumprows() {
-  local ref=${4:-j.job_ref}
-  sql "$1" -c "\\copy (SELECT $ref, f.feature_index, f.layer, f.properties, f.geom FROM geoingest_features f JOIN jobs j ON j.job_ref = f.job_ref AND j.target_table = f.target_table WHERE j.job_id = '$2') TO '$3' (FORMAT binary)"
+  local ref=${4:-j.job_ref} extra=""
+  case $(rowcols "$1") in *area_m2) extra=", f.area_m2" ;; esac
+  sql "$1" -c "\\copy (SELECT $ref, f.feature_index, f.layer, f.properties, f.geom$extra FROM geoingest_features f JOIN jobs j ON j.job_ref = f.job_ref AND j.target_table = f.target_table WHERE j.job_id = '$2') TO '$3' (FORMAT binary)"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
@@ -150,7 +159,7 @@ append)
       ingest bench_append "$ad/parcels_$append_n.$f" "append-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
       dumprows bench_append "$JOB" "$work/rows.bin" "$baseref"
       ogr bench_append "$ad/parcels_$append_n.$f" ogr_parcels -append; ot=$T; om=$RSS; oc=$CPU
-      timed "${psqlcmd[@]}" "$(dburl bench_append)" -c "\\copy parcels (job_ref, feature_index, layer, properties, geom) FROM '$work/rows.bin' (FORMAT binary)"; rt=$T; rc=$CPU
+      timed "${psqlcmd[@]}" "$(dburl bench_append)" -c "\\copy parcels ($(rowcols bench_append)) FROM '$work/rows.bin' (FORMAT binary)"; rt=$T; rc=$CPU
       echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/append-$f.txt"
       echo "#   append $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY ${rt} s (${rc} s CPU)" >&2
     done
@@ -170,7 +179,7 @@ fresh)
       ogr bench_fresh "$bd/parcels_$base_n.$f" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU
       freshdb bench_fresh
       timed "${psqlcmd[@]}" "$(dburl bench_fresh)" -c "CREATE TABLE raw (LIKE parcels INCLUDING DEFAULTS INCLUDING GENERATED)" \
-        -c "\\copy raw (job_ref, feature_index, layer, properties, geom) FROM '$work/rows.bin' (FORMAT binary)" \
+        -c "\\copy raw ($(rowcols bench_fresh)) FROM '$work/rows.bin' (FORMAT binary)" \
         -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T; rc=$CPU
       echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/fresh-$f.txt"
       echo "#   fresh $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
