@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/geoingest/geoingest/ingest/internal/db"
 	"github.com/geoingest/geoingest/internal/dirwalk"
 )
 
@@ -173,10 +172,9 @@ func (b *Backfill) runOne(ctx context.Context, obj BackfillObject) Result {
 		return Result{Source: "s3://" + obj.Event.Bucket + "/" + obj.Event.Key, Outcome: Failed, Err: err}
 	}
 	if b.Policy == BackfillReplace {
-		cur, err := b.Service.Store.q.SourceCurrentJob(ctx, db.SourceCurrentJobParams{
-			SourceBucket: src.Bucket, SourceKey: src.Key, TargetTable: p.Target, PipelineVersion: p.PipelineVersion})
+		cur, err := b.Service.Store.CurrentGeneration(ctx, src.Bucket, src.Key, p.Target, p.PipelineVersion)
 		if err != nil {
-			return Result{Source: src.String(), Outcome: Failed, Err: Transientf("read current generation: %w", err)}
+			return Result{Source: src.String(), Outcome: Failed, Err: err}
 		}
 		p.Replaces = cur
 	}

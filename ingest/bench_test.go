@@ -52,7 +52,7 @@ func BenchmarkIngest(b *testing.B) {
 		format := c.format
 		b.Run(fmt.Sprintf("%s/%d/%s-partition", format, n, c.partition), func(b *testing.B) {
 			bb := setupBench(b)
-			bb.Store.OwnPartitionBytes = c.ownBytes
+			bb.Store.(*PostGISStore).OwnPartitionBytes = c.ownBytes
 			b.ReportAllocs()
 			ctx := context.Background()
 			var peak uint64

@@ -51,7 +51,7 @@ var ErrJobNotFound = errors.New("job not in the ledger")
 // Snapshot reads what Replay compares. Returns a Permanent error wrapping
 // ErrJobNotFound when the job is not in the ledger, a Transient one when
 // the database fails.
-func (s *Store) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
+func (s *PostGISStore) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
 	row, err := s.q.JobSnapshot(ctx, jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Snapshot{}, &Error{Kind: Permanent, Err: fmt.Errorf("job %s: %w", jobID, ErrJobNotFound)}
@@ -77,7 +77,7 @@ func (s *Store) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
 	return snap, nil
 }
 
-func (s *Store) featureSum(ctx context.Context, target, jobID string) (FeatureSum, error) {
+func (s *PostGISStore) featureSum(ctx context.Context, target, jobID string) (FeatureSum, error) {
 	if target != "parcels" && target != "admin_units" {
 		return FeatureSum{}, Permanentf("job %s: unknown target table %q", jobID, target)
 	}
@@ -198,7 +198,7 @@ func Replay(ctx context.Context, svc *Service, job Job) (*ReplayReport, error) {
 // hold the bytes it had, or the key would differ. Returns a Permanent
 // error wrapping ErrJobNotFound when the job is not in the ledger, and a
 // Permanent error when the job cannot be rebuilt or the file changed.
-func (s *Store) LedgerJob(ctx context.Context, jobID string) (Job, error) {
+func (s *PostGISStore) LedgerJob(ctx context.Context, jobID string) (Job, error) {
 	row, err := s.q.JobSnapshot(ctx, jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Job{}, &Error{Kind: Permanent, Err: fmt.Errorf("job %s: %w", jobID, ErrJobNotFound)}

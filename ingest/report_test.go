@@ -28,7 +28,7 @@ const (
 // and replay tests.
 type rpEnv struct {
 	pool    *pgxpool.Pool
-	store   *Store
+	store   *PostGISStore
 	svc     *Service
 	metrics *Metrics
 	reg     *prometheus.Registry

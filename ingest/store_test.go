@@ -25,6 +25,7 @@ const epinay = "../testdata/corpus/epinay_cadastre_parcels/cadastre-91216-parcel
 type bundle struct {
 	pool    *pgxpool.Pool
 	svc     *Service
+	store   *PostGISStore // svc's
 	metrics *Metrics
 	logs    *testfiles.SyncBuffer
 }
@@ -42,7 +43,8 @@ func setup(t *testing.T) *bundle {
 	logs := &testfiles.SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	metrics := NewMetrics(prometheus.NewRegistry())
-	return &bundle{pool: pool, metrics: metrics, logs: logs, svc: newTestService(pool, metrics, log)}
+	svc := newTestService(pool, metrics, log)
+	return &bundle{pool: pool, metrics: metrics, logs: logs, svc: svc, store: svc.Store.(*PostGISStore)}
 }
 
 func newTestService(pool *pgxpool.Pool, metrics *Metrics, log *slog.Logger) *Service {
@@ -180,7 +182,7 @@ func TestWriteGateStopsConcurrentDuplicate(t *testing.T) {
 			defer r.Close()
 			wr, err := b.svc.Store.Write(ctx, job, "worker", r, f)
 			require.NoError(t, err)
-			outcomes[i] = wr.outcome
+			outcomes[i] = wr.Outcome
 		}(i)
 	}
 	wg.Wait()
@@ -345,7 +347,7 @@ func TestMidCopyParseErrorRollsBack(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.svc.Store.OwnPartitionBytes = own
+			b.store.OwnPartitionBytes = own
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "parcels.geojson")
 			writeParcels := func(n int, broken bool) {
@@ -387,7 +389,7 @@ func TestMidCopyParseErrorRollsBack(t *testing.T) {
 			} else {
 				require.Zero(t, tables)
 			}
-			v, err := b.svc.Store.Verify(ctx)
+			v, err := b.store.Verify(ctx)
 			require.NoError(t, err)
 			require.True(t, v.OK(), "%v", v.Problems)
 		})

@@ -93,7 +93,7 @@ func TestS3ChangedObjectIsSuperseded(t *testing.T) {
 			require.NoError(t, res.Err)
 			require.Equal(t, ingest.Written, res.Outcome)
 			require.EqualValues(t, 1, b.count(t, `SELECT count(*) FROM parcels`))
-			rep, err := b.svc.Store.Verify(ctx)
+			rep, err := b.svc.Store.(*ingest.PostGISStore).Verify(ctx)
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "%+v", rep.Problems)
 		})

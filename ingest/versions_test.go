@@ -88,7 +88,7 @@ func currentOf(t *testing.T, b *bundle) sourceState {
 
 func requireVerified(t *testing.T, b *bundle) {
 	t.Helper()
-	v, err := b.svc.Store.Verify(context.Background())
+	v, err := b.store.Verify(context.Background())
 	require.NoError(t, err)
 	require.True(t, v.OK(), "verify: %v", v.Problems)
 }

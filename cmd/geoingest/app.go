@@ -15,7 +15,7 @@ import (
 type app struct {
 	pool    *pgxpool.Pool
 	metrics *ingest.Metrics
-	store   *ingest.Store
+	store   *ingest.PostGISStore
 	svc     *ingest.Service
 }
 

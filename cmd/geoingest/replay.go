@@ -50,7 +50,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 
 	var jobs []ingest.Job
 	if *jobID != "" {
-		job, err := svc.Store.LedgerJob(ctx, *jobID)
+		job, err := a.store.LedgerJob(ctx, *jobID)
 		if err != nil {
 			return err
 		}
