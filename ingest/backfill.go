@@ -6,8 +6,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/geoingest/geoingest/internal/dirwalk"
 )
 
 // Backfill policies: what a re-run does with objects whose job is
@@ -30,17 +28,6 @@ type BackfillObject struct {
 	Event Event
 	// Path is the local file ("" for an S3 object).
 	Path string
-}
-
-// ListLocal calls fn for every regular file under dir, in lexical order,
-// as a created event of bucket LocalBucket whose key is the path relative
-// to dir (what routes match, as for the inbox). Hidden files and
-// directories (".name") are skipped.
-func ListLocal(ctx context.Context, dir string, fn func(BackfillObject) error) error {
-	return dirwalk.Walk(ctx, dir, false, func(f dirwalk.File) error {
-		return fn(BackfillObject{Path: f.Path, Event: Event{Name: "ObjectCreated:Put", Bucket: LocalBucket,
-			Key: f.Rel, RawKey: f.Rel, Size: f.Info.Size(), Time: f.Info.ModTime()}})
-	})
 }
 
 // BackfillStats counts what a backfill did. Written+AlreadyPresent+

@@ -60,7 +60,7 @@ func BenchmarkIngest(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				p := DefaultParams("parcels")
 				p.PipelineVersion = fmt.Sprintf("bench-%d", i) // a new key each time
-				src, f, err := LocalSource(files[format])
+				src, f, err := testFiles.Source(files[format])
 				if err != nil {
 					b.Fatal(err)
 				}

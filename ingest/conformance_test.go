@@ -6,6 +6,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/ingesttest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -21,11 +22,5 @@ func TestStoreConformance(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
 		return ingest.NewStore(pool, nil, nil)
-	}, ingest.LocalFiles{})
-}
-
-// TestFileSourceConformance runs the FileSource suite against the local
-// file system.
-func TestFileSourceConformance(t *testing.T) {
-	ingesttest.FileSourceSuite(t, ingest.LocalFiles{})
+	}, localfs.Files{})
 }

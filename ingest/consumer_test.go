@@ -17,6 +17,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 	ingests3 "github.com/geoingest/geoingest/ingest/s3"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testfiles"
@@ -133,7 +134,7 @@ func TestConsumerInbox(t *testing.T) {
 		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: 50 * time.Millisecond})
 		require.NoError(t, err)
 		b := newConsumer(t, db, box, "admin/=admin_units", "=parcels")
-		b.cons.Files = ingest.LocalFiles{}
+		b.cons.Files = localfs.Files{}
 		return b
 	}
 	b := open()

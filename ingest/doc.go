@@ -18,5 +18,5 @@
 // The domain reaches the outside through three seams with written
 // contracts and conformance suites (ingest/ingesttest): Store (the
 // database; PostGISStore), ObjectSource (an object store that bucket
-// events name; ingest/s3) and FileSource (local files; LocalFiles).
+// events name; ingest/s3) and FileSource (local files; ingest/localfs).
 package ingest

@@ -55,7 +55,7 @@ func newTestService(pool *pgxpool.Pool, metrics *Metrics, log *slog.Logger) *Ser
 
 func localJob(t *testing.T, path string, p Params) Job {
 	t.Helper()
-	src, f, err := LocalSource(path)
+	src, f, err := testFiles.Source(path)
 	require.NoError(t, err)
 	job, err := NewJob(src, p, f)
 	require.NoError(t, err)

@@ -2,7 +2,10 @@ package ingest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -24,8 +27,14 @@ func (f fileFetcher) Fetch(_ context.Context, dir string) (Fetched, error) {
 		return Fetched{}, err
 	}
 	defer out.Close()
-	sum, err := hashFile(f.path, out)
-	return Fetched{Path: dst, ContentHash: sum}, err
+	in, err := os.Open(f.path)
+	if err != nil {
+		return Fetched{}, err
+	}
+	defer in.Close()
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), in)
+	return Fetched{Path: dst, ContentHash: hex.EncodeToString(h.Sum(nil))}, err
 }
 
 // squares writes a GeoJSON file of n squares of side size degrees near

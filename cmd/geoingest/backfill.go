@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 	"github.com/geoingest/geoingest/ingest/s3"
 )
 
@@ -72,7 +73,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer a.Close()
-	bf := &ingest.Backfill{Service: a.svc, Files: ingest.LocalFiles{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
+	bf := &ingest.Backfill{Service: a.svc, Files: localfs.Files{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
 
 	var list func(context.Context, func(ingest.BackfillObject) error) error
 	if *bucket == ingest.LocalBucket {
@@ -80,7 +81,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 			return fmt.Errorf("%s: not a directory", *prefix)
 		}
 		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
-			return ingest.ListLocal(ctx, *prefix, fn)
+			return localfs.List(ctx, *prefix, fn)
 		}
 	} else {
 		awsCfg, err := config.LoadDefaultConfig(ctx)

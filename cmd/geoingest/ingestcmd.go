@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 )
 
 func init() {
@@ -105,7 +106,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 }
 
 func (m *Main) ingestFile(ctx context.Context, svc *ingest.Service, path string, params ingest.Params) ingest.Result {
-	src, fetcher, err := ingest.LocalSource(path)
+	src, fetcher, err := localfs.Source(path)
 	if err != nil {
 		abs, _ := filepath.Abs(path)
 		return ingest.Result{Source: "file://" + abs, Outcome: ingest.Failed, Err: err}

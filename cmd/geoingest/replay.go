@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 )
 
 func init() {
@@ -50,14 +51,14 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 
 	var jobs []ingest.Job
 	if *jobID != "" {
-		job, err := a.store.LedgerJob(ctx, *jobID)
+		job, err := a.store.LedgerJob(ctx, *jobID, localfs.Files{})
 		if err != nil {
 			return err
 		}
 		jobs = append(jobs, job)
 	}
 	for _, path := range fs.Args() {
-		src, fetch, err := ingest.LocalSource(path)
+		src, fetch, err := localfs.Source(path)
 		if err != nil {
 			return err
 		}

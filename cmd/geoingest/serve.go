@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 	ingests3 "github.com/geoingest/geoingest/ingest/s3"
 	"github.com/geoingest/geoingest/queue"
 	sqsqueue "github.com/geoingest/geoingest/queue/sqs"
@@ -196,7 +197,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		cons.Receiver, cons.Files, inbox = box, ingest.LocalFiles{}, box.Dir()
+		cons.Receiver, cons.Files, inbox = box, localfs.Files{}, box.Dir()
 	}
 	defer cons.Receiver.Close()
 
