@@ -32,37 +32,12 @@ type shpSidecars struct {
 	shp, dbf, prj, cpg string // paths; "" when absent
 }
 
-// findSidecars finds the .dbf, .prj and .cpg beside shpPath whose base
-// name matches case-insensitively. The .shx is not needed: records are read
-// in order from the .shp.
+// findSidecars finds the .dbf, .prj and .cpg beside shpPath
+// (FindShapefileSet). The .shx is not needed: records are read in order
+// from the .shp.
 func findSidecars(shpPath string) (shpSidecars, error) {
-	s := shpSidecars{shp: shpPath}
-	dir, base := filepath.Split(shpPath)
-	stem := strings.TrimSuffix(base, filepath.Ext(base))
-	if dir == "" {
-		dir = "."
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return s, err
-	}
-	for _, e := range entries {
-		n := e.Name()
-		ext := filepath.Ext(n)
-		if e.IsDir() || !strings.EqualFold(strings.TrimSuffix(n, ext), stem) {
-			continue
-		}
-		p := filepath.Join(dir, n)
-		switch strings.ToLower(ext) {
-		case ".dbf":
-			s.dbf = p
-		case ".prj":
-			s.prj = p
-		case ".cpg":
-			s.cpg = p
-		}
-	}
-	return s, nil
+	set, err := FindShapefileSet(shpPath)
+	return shpSidecars{shp: shpPath, dbf: set.Parts[".dbf"], prj: set.Parts[".prj"], cpg: set.Parts[".cpg"]}, err
 }
 
 // shpReader reads one shapefile set.

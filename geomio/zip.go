@@ -60,9 +60,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 		if strings.HasSuffix(name, "/") || strings.HasPrefix(name, "__MACOSX/") || strings.HasPrefix(path.Base(name), "._") {
 			continue
 		}
-		switch strings.ToLower(path.Ext(name)) {
-		case ".shp", ".shx", ".dbf", ".prj", ".cpg", ".geojson", ".json":
-		default:
+		if ext := strings.ToLower(path.Ext(name)); !IsShapefilePart(name) && ext != ".geojson" && ext != ".json" {
 			continue
 		}
 		clean := path.Clean(name)

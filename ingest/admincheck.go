@@ -59,7 +59,7 @@ type Gaps struct {
 // newest) with key values read from the property adminKey ("" means
 // "name"). Returns a Permanent error for an invalid key, a Transient one
 // when the database fails; findings are in the result, not errors.
-func (s *Store) CheckAdmin(ctx context.Context, adminKey, version string) (*AdminCheck, error) {
+func (s *PostGISStore) CheckAdmin(ctx context.Context, adminKey, version string) (*AdminCheck, error) {
 	q := AreaQuery{AdminKey: adminKey, PipelineVersion: version}
 	if err := q.Validate(); err != nil {
 		return nil, err

@@ -3,15 +3,9 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/geoingest/geoingest/ingest/internal/db"
 )
 
 // Backfill policies: what a re-run does with objects whose job is
@@ -34,79 +28,6 @@ type BackfillObject struct {
 	Event Event
 	// Path is the local file ("" for an S3 object).
 	Path string
-}
-
-// ListLocal calls fn for every regular file under dir, in lexical order,
-// as a created event of bucket LocalBucket whose key is the path relative
-// to dir (what routes match, as for the inbox). Hidden files and
-// directories (".name") are skipped.
-func ListLocal(ctx context.Context, dir string, fn func(BackfillObject) error) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if d.Name() != filepath.Base(dir) && len(d.Name()) > 0 && d.Name()[0] == '.' {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		return fn(BackfillObject{Path: p, Event: Event{Name: "ObjectCreated:Put", Bucket: LocalBucket,
-			Key: rel, RawKey: rel, Size: info.Size(), Time: info.ModTime()}})
-	})
-}
-
-// ListS3 calls fn for the latest version of every object under prefix in
-// bucket (ListObjectVersions, so that a versioned bucket's jobs get the
-// same versionId-based keys as live events; objects whose latest version
-// is a delete marker are left out), as a created event ordered by its
-// LastModified time.
-func ListS3(ctx context.Context, client *s3.Client, bucket, prefix string, fn func(BackfillObject) error) error {
-	p := s3.NewListObjectVersionsPaginator(client, &s3.ListObjectVersionsInput{Bucket: &bucket, Prefix: &prefix})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return Transientf("list s3://%s/%s: %w", bucket, prefix, err)
-		}
-		for _, v := range page.Versions {
-			if !aws.ToBool(v.IsLatest) {
-				continue
-			}
-			vid := aws.ToString(v.VersionId)
-			if vid == "null" {
-				vid = ""
-			}
-			ev := Event{Name: "ObjectCreated:Put", Bucket: bucket, Key: aws.ToString(v.Key), RawKey: aws.ToString(v.Key),
-				Size: aws.ToInt64(v.Size), ETag: trimQuotes(aws.ToString(v.ETag)), VersionID: vid,
-				Time: aws.ToTime(v.LastModified)}
-			if err := fn(BackfillObject{Event: ev}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func trimQuotes(s string) string {
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		return s[1 : len(s)-1]
-	}
-	return s
 }
 
 // BackfillStats counts what a backfill did. Written+AlreadyPresent+
@@ -136,8 +57,10 @@ type Backfill struct {
 	Policy string
 	// Params are the jobs' parameters; the target comes from the route.
 	Params Params
-	// S3 fetches S3 objects (nil for a local backfill).
-	S3 *s3.Client
+	// Objects resolves listed objects without a Path (nil for a local
+	// backfill); Files those with one (nil for an S3 backfill).
+	Objects ObjectSource
+	Files   FileSource
 	// Workers is how many jobs run at once (default 1).
 	Workers int
 	// Progress, when set, is called with the running totals after each
@@ -228,18 +151,17 @@ func (b *Backfill) runOne(ctx context.Context, obj BackfillObject) Result {
 		err error
 	)
 	if obj.Path != "" {
-		src, f, err = LocalSource(obj.Path)
+		src, f, err = b.Files.Source(obj.Path)
 	} else {
-		src, f, err = NewS3Source(ctx, b.S3, obj.Event, S3Options{FinalAttempt: true})
+		src, f, err = b.Objects.Resolve(ctx, obj.Event, true)
 	}
 	if err != nil {
 		return Result{Source: "s3://" + obj.Event.Bucket + "/" + obj.Event.Key, Outcome: Failed, Err: err}
 	}
 	if b.Policy == BackfillReplace {
-		cur, err := b.Service.Store.q.SourceCurrentJob(ctx, db.SourceCurrentJobParams{
-			SourceBucket: src.Bucket, SourceKey: src.Key, TargetTable: p.Target, PipelineVersion: p.PipelineVersion})
+		cur, err := b.Service.Store.CurrentGeneration(ctx, src.Bucket, src.Key, p.Target, p.PipelineVersion)
 		if err != nil {
-			return Result{Source: src.String(), Outcome: Failed, Err: Transientf("read current generation: %w", err)}
+			return Result{Source: src.String(), Outcome: Failed, Err: err}
 		}
 		p.Replaces = cur
 	}

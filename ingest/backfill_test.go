@@ -29,7 +29,7 @@ func tinyObjects(t testing.TB, dir string, first, n int) {
 
 func localBackfill(b *bundle, policy string, workers int) *Backfill {
 	routes, _ := ParseRoutes([]string{"admin/=admin_units", "=parcels"})
-	return &Backfill{Service: b.svc, Router: NewRouter(routes, nil), Policy: policy,
+	return &Backfill{Service: b.svc, Files: testFiles, Router: NewRouter(routes, nil), Policy: policy,
 		Params: DefaultParams("parcels"), Workers: workers}
 }
 
@@ -56,7 +56,7 @@ func TestBackfillGapFill(t *testing.T) {
 	tinyObjects(t, dir, 0, total-missing)
 	start := time.Now()
 	first, err := localBackfill(b, BackfillSkip, 4).Run(ctx, func(ctx context.Context, fn func(BackfillObject) error) error {
-		return ListLocal(ctx, dir, fn)
+		return testList(ctx, dir, fn)
 	})
 	require.NoError(t, err)
 	require.EqualValues(t, total-missing, first.Written, "%+v", first)
@@ -68,7 +68,7 @@ func TestBackfillGapFill(t *testing.T) {
 	bf := localBackfill(b, BackfillSkip, 4)
 	bf.Progress = func(s BackfillStats) { progress = append(progress, s.Done()) }
 	start = time.Now()
-	gap, err := bf.Run(ctx, func(ctx context.Context, fn func(BackfillObject) error) error { return ListLocal(ctx, dir, fn) })
+	gap, err := bf.Run(ctx, func(ctx context.Context, fn func(BackfillObject) error) error { return testList(ctx, dir, fn) })
 	require.NoError(t, err)
 	t.Logf("gap fill over %d objects: %v, %+v", total, time.Since(start).Round(time.Millisecond), gap)
 	require.EqualValues(t, total, gap.Listed)
@@ -101,7 +101,7 @@ func TestBackfillAlongsideLiveIngest(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		stats, err := localBackfill(b, BackfillSkip, 3).Run(ctx, func(ctx context.Context, fn func(BackfillObject) error) error {
-			return ListLocal(ctx, dir, fn)
+			return testList(ctx, dir, fn)
 		})
 		require.NoError(t, err)
 		require.Zero(t, stats.Failed, "%v", stats.Failures)
@@ -140,7 +140,7 @@ func TestBackfillPolicies(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	tinyObjects(t, dir, 0, 5)
-	list := func(ctx context.Context, fn func(BackfillObject) error) error { return ListLocal(ctx, dir, fn) }
+	list := func(ctx context.Context, fn func(BackfillObject) error) error { return testList(ctx, dir, fn) }
 	run := func(policy, pv string) BackfillStats {
 		bf := localBackfill(b, policy, 2)
 		bf.Params.PipelineVersion = pv

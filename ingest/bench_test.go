@@ -52,7 +52,7 @@ func BenchmarkIngest(b *testing.B) {
 		format := c.format
 		b.Run(fmt.Sprintf("%s/%d/%s-partition", format, n, c.partition), func(b *testing.B) {
 			bb := setupBench(b)
-			bb.Store.OwnPartitionBytes = c.ownBytes
+			bb.Store.(*PostGISStore).OwnPartitionBytes = c.ownBytes
 			b.ReportAllocs()
 			ctx := context.Background()
 			var peak uint64
@@ -60,7 +60,7 @@ func BenchmarkIngest(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				p := DefaultParams("parcels")
 				p.PipelineVersion = fmt.Sprintf("bench-%d", i) // a new key each time
-				src, f, err := LocalSource(files[format])
+				src, f, err := testFiles.Source(files[format])
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -16,7 +16,7 @@ import (
 // is ClaimHeld. A job that appears more than once in the batch is won at
 // most once: its later occurrences are ClaimHeld (held by this batch).
 // On error every result is ClaimHeld and the error is Transient.
-func (s *Store) ClaimBatch(ctx context.Context, jobs []Job, owner string, lease time.Duration) ([]ClaimResult, error) {
+func (s *PostGISStore) ClaimBatch(ctx context.Context, jobs []Job, owner string, lease time.Duration) ([]ClaimResult, error) {
 	out := make([]ClaimResult, len(jobs))
 	for i := range out {
 		out[i] = ClaimHeld

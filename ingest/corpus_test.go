@@ -164,9 +164,9 @@ func TestCorpusOracle(t *testing.T) {
 		t.Run(ds.ID, func(t *testing.T) {
 			// Every other dataset gets a partition of its own, the rest go
 			// to the shared partition: both write paths see the corpus.
-			b.svc.Store.OwnPartitionBytes = 1
+			b.store.OwnPartitionBytes = 1
 			if i%2 == 1 {
-				b.svc.Store.OwnPartitionBytes = 1 << 40
+				b.store.OwnPartitionBytes = 1 << 40
 			}
 			path := corpusPath(ds.Source)
 			exp := expectFor(ds)
@@ -185,7 +185,7 @@ func TestCorpusOracle(t *testing.T) {
 			// What the reader finds: the CRS, and where the oracle's
 			// non-ASCII samples are (on polygons, which are written, or
 			// on points and lines, which are not).
-			scan := scanCorpus(t, b.svc.Store, path, exp.sourceSRID, ds)
+			scan := scanCorpus(t, b.store, path, exp.sourceSRID, ds)
 			res.foundCRS = scan.crs
 
 			if exp.refuse != "" {
@@ -255,7 +255,7 @@ func TestCorpusOracle(t *testing.T) {
 			}
 		})
 	}
-	v, err := b.svc.Store.Verify(ctx)
+	v, err := b.store.Verify(ctx)
 	require.NoError(t, err)
 	require.True(t, v.OK(), "%v", v.Problems)
 	if os.Getenv("GEOINGEST_WRITE_RESULTS") != "" && !t.Failed() {
@@ -316,7 +316,7 @@ type corpusScan struct {
 // non-ASCII sample the oracle recorded is decoded byte for byte, on any
 // feature (points and lines included: their text must be right even
 // though parcels does not take them).
-func scanCorpus(t *testing.T, store *Store, path string, srid int, ds oracleDataset) corpusScan {
+func scanCorpus(t *testing.T, store *PostGISStore, path string, srid int, ds oracleDataset) corpusScan {
 	t.Helper()
 	var out corpusScan
 	r, err := geomio.Open(path, geomio.Options{SourceSRID: srid, RegisterCRS: store.RegisterCRS})

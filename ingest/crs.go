@@ -33,7 +33,7 @@ import (
 // registered CRS that no job ends up using is harmless). SRIDs are cached
 // in the Store. A full range is a Permanent error; database errors are
 // Transient.
-func (s *Store) RegisterCRS(c crs.CRS) (int, error) {
+func (s *PostGISStore) RegisterCRS(c crs.CRS) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	key, def := c.Definition, c.PROJString
@@ -75,7 +75,7 @@ func (s *Store) RegisterCRS(c crs.CRS) (int, error) {
 	return int(srid), nil
 }
 
-func (s *Store) registerCRS(ctx context.Context, p db.RegisterCustomCRSParams) (int32, error) {
+func (s *PostGISStore) registerCRS(ctx context.Context, p db.RegisterCustomCRSParams) (int32, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, Transientf("register CRS: %w", err)
@@ -174,7 +174,7 @@ type LayerCRS struct {
 }
 
 // JobCRS returns the CRSs the layers of a written job were read in.
-func (s *Store) JobCRS(ctx context.Context, jobID string) ([]LayerCRS, error) {
+func (s *PostGISStore) JobCRS(ctx context.Context, jobID string) ([]LayerCRS, error) {
 	rows, err := s.q.JobCRS(ctx, jobID)
 	if err != nil {
 		return nil, Transientf("job crs: %w", err)

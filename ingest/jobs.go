@@ -39,7 +39,7 @@ type JobFilter struct {
 }
 
 // ListJobs lists jobs, most recently changed first.
-func (s *Store) ListJobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
+func (s *PostGISStore) ListJobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -83,7 +83,7 @@ type JobDetail struct {
 var ErrNoSuchJob = errors.New("no such job")
 
 // ShowJob returns everything recorded about jobID, or ErrNoSuchJob.
-func (s *Store) ShowJob(ctx context.Context, jobID string) (JobDetail, error) {
+func (s *PostGISStore) ShowJob(ctx context.Context, jobID string) (JobDetail, error) {
 	r, err := s.q.ShowJob(ctx, jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return JobDetail{}, ErrNoSuchJob
@@ -131,7 +131,7 @@ type SourceInfo struct {
 
 // ListSources lists sources whose key starts with prefix ("" for all),
 // at most limit (default 100).
-func (s *Store) ListSources(ctx context.Context, prefix string, limit int32) ([]SourceInfo, error) {
+func (s *PostGISStore) ListSources(ctx context.Context, prefix string, limit int32) ([]SourceInfo, error) {
 	if limit <= 0 {
 		limit = 100
 	}

@@ -47,9 +47,9 @@ func TestMigration0007UpDown(t *testing.T) {
 		sb.WriteString(`]}`)
 		path := filepath.Join(t.TempDir(), name+".geojson")
 		require.NoError(t, os.WriteFile(path, []byte(sb.String()), 0o644))
-		svc.Store.OwnPartitionBytes = 1 << 40
+		svc.Store.(*PostGISStore).OwnPartitionBytes = 1 << 40
 		if own {
-			svc.Store.OwnPartitionBytes = 1
+			svc.Store.(*PostGISStore).OwnPartitionBytes = 1
 		}
 		res := svc.Run(ctx, localJob(t, path, DefaultParams("parcels")))
 		require.NoError(t, res.Err)
@@ -83,7 +83,7 @@ func TestMigration0007UpDown(t *testing.T) {
 		var mismatched int64
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM parcels WHERE area_m2 IS DISTINCT FROM ST_Area(geom::geography)`).Scan(&mismatched))
 		require.Zero(t, mismatched)
-		v, err := svc.Store.Verify(ctx)
+		v, err := svc.Store.(*PostGISStore).Verify(ctx)
 		require.NoError(t, err)
 		require.True(t, v.OK(), "%v", v.Problems)
 	}

@@ -380,7 +380,7 @@ func TestClientFlagsRepairAndFail(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.svc.Store.OwnPartitionBytes = own
+			b.svc.Store.(*PostGISStore).OwnPartitionBytes = own
 			ctx := context.Background()
 
 			p := DefaultParams("parcels")
@@ -416,7 +416,7 @@ func TestClientFlagsRepairAndFail(t *testing.T) {
 			require.Zero(t, outOfOrder, "rows written in feature order")
 			require.InEpsilon(t, postgisArea, ledgerArea, 1e-12)
 			require.Equal(t, heldArea, postgisArea)
-			v, err := b.svc.Store.Verify(ctx)
+			v, err := b.svc.Store.(*PostGISStore).Verify(ctx)
 			require.NoError(t, err)
 			require.True(t, v.OK(), "%v", v.Problems)
 		})
@@ -452,7 +452,7 @@ func TestStagedRowsCheckedOnServer(t *testing.T) {
 	require.EqualValues(t, 2, n)
 	require.EqualValues(t, 1, repaired)
 	require.Zero(t, mismatched)
-	v, err := b.svc.Store.Verify(ctx)
+	v, err := b.svc.Store.(*PostGISStore).Verify(ctx)
 	require.NoError(t, err)
 	require.True(t, v.OK(), "%v", v.Problems)
 }

@@ -51,7 +51,7 @@ var ErrJobNotFound = errors.New("job not in the ledger")
 // Snapshot reads what Replay compares. Returns a Permanent error wrapping
 // ErrJobNotFound when the job is not in the ledger, a Transient one when
 // the database fails.
-func (s *Store) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
+func (s *PostGISStore) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
 	row, err := s.q.JobSnapshot(ctx, jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Snapshot{}, &Error{Kind: Permanent, Err: fmt.Errorf("job %s: %w", jobID, ErrJobNotFound)}
@@ -77,7 +77,7 @@ func (s *Store) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
 	return snap, nil
 }
 
-func (s *Store) featureSum(ctx context.Context, target, jobID string) (FeatureSum, error) {
+func (s *PostGISStore) featureSum(ctx context.Context, target, jobID string) (FeatureSum, error) {
 	if target != "parcels" && target != "admin_units" {
 		return FeatureSum{}, Permanentf("job %s: unknown target table %q", jobID, target)
 	}
@@ -194,11 +194,11 @@ func Replay(ctx context.Context, svc *Service, job Job) (*ReplayReport, error) {
 
 // LedgerJob rebuilds a committed job from its ledger row so that it can be
 // delivered again: its source and its parameters. Only local-file jobs
-// (bucket LocalBucket) can be rebuilt here; for them the file must still
+// (bucket LocalBucket) can be rebuilt here, through files; for them the file must still
 // hold the bytes it had, or the key would differ. Returns a Permanent
 // error wrapping ErrJobNotFound when the job is not in the ledger, and a
 // Permanent error when the job cannot be rebuilt or the file changed.
-func (s *Store) LedgerJob(ctx context.Context, jobID string) (Job, error) {
+func (s *PostGISStore) LedgerJob(ctx context.Context, jobID string, files FileSource) (Job, error) {
 	row, err := s.q.JobSnapshot(ctx, jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Job{}, &Error{Kind: Permanent, Err: fmt.Errorf("job %s: %w", jobID, ErrJobNotFound)}
@@ -206,10 +206,10 @@ func (s *Store) LedgerJob(ctx context.Context, jobID string) (Job, error) {
 	if err != nil {
 		return Job{}, Transientf("ledger %s: %w", jobID, err)
 	}
-	return ledgerJob(row)
+	return ledgerJob(row, files)
 }
 
-func ledgerJob(row db.JobSnapshotRow) (Job, error) {
+func ledgerJob(row db.JobSnapshotRow, files FileSource) (Job, error) {
 	if row.SourceBucket != LocalBucket {
 		return Job{}, Permanentf("job %s: source %s is not a local file; replay it by delivering its event again",
 			row.JobID, sourceURL(row.SourceBucket, row.SourceKey))
@@ -218,7 +218,7 @@ func ledgerJob(row db.JobSnapshotRow) (Job, error) {
 	if err != nil {
 		return Job{}, Permanentf("job %s: params: %w", row.JobID, err)
 	}
-	src, fetch, err := LocalSource(row.SourceKey)
+	src, fetch, err := files.Source(row.SourceKey)
 	if err != nil {
 		return Job{}, err
 	}

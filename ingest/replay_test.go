@@ -24,7 +24,7 @@ func TestReplayUnchangedJob(t *testing.T) {
 	require.NotEmpty(t, rep.After.Features.Checksum)
 
 	// Rebuilt from the ledger, the job has the same key and replays clean.
-	again, err := e.store.LedgerJob(ctx, job.ID)
+	again, err := e.store.LedgerJob(ctx, job.ID, testFiles)
 	require.NoError(t, err)
 	require.Equal(t, job.ID, again.ID)
 	rep, err = Replay(ctx, e.svc, again)
@@ -78,9 +78,9 @@ func TestLedgerJobRefusesChangedFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	res := e.rpIngest(t, path, "parcels")
 	require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
-	_, err = e.store.LedgerJob(ctx, res.JobID)
+	_, err = e.store.LedgerJob(ctx, res.JobID, testFiles)
 	require.Error(t, err)
 	require.Equal(t, Permanent, KindOf(err))
-	_, err = e.store.LedgerJob(ctx, "0000000000000000000000000000000000000000000000000000000000000000")
+	_, err = e.store.LedgerJob(ctx, "0000000000000000000000000000000000000000000000000000000000000000", testFiles)
 	require.ErrorIs(t, err, ErrJobNotFound)
 }

@@ -151,7 +151,7 @@ type UnitCell struct {
 // uses the report assignments where they are current (see
 // RefreshReports) and computes the rest. Returns a Permanent error for an
 // invalid query, a Transient one when the database fails.
-func (s *Store) AreaReport(ctx context.Context, q AreaQuery) (*Report, error) {
+func (s *PostGISStore) AreaReport(ctx context.Context, q AreaQuery) (*Report, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
@@ -260,7 +260,7 @@ func unitCells(ctx context.Context, q *db.Queries, adminKey, version string, sha
 
 // NewestPipelineVersion returns the pipeline version that reports count by
 // default, or "" when no source has a current generation.
-func (s *Store) NewestPipelineVersion(ctx context.Context) (string, error) {
+func (s *PostGISStore) NewestPipelineVersion(ctx context.Context) (string, error) {
 	v, err := s.q.NewestPipelineVersion(ctx)
 	if err != nil {
 		return "", Transientf("newest pipeline version: %w", err)

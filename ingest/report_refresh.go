@@ -39,7 +39,7 @@ type RefreshResult struct {
 //
 // Returns a Transient error when the database fails; the pairs committed
 // before the failure stay.
-func (s *Store) RefreshReports(ctx context.Context) (RefreshResult, error) {
+func (s *PostGISStore) RefreshReports(ctx context.Context) (RefreshResult, error) {
 	res, err := s.refresh(ctx, "")
 	if err != nil {
 		return res, err
@@ -55,7 +55,7 @@ func (s *Store) RefreshReports(ctx context.Context) (RefreshResult, error) {
 // jobID is "", as for a delete) and deletes the assignments of the job it
 // replaced or retired (replaced may be ""). Its cost does
 // not grow with the number of other jobs, so it can run after every one.
-func (s *Store) RefreshParcelJob(ctx context.Context, jobID, replaced string) (RefreshResult, error) {
+func (s *PostGISStore) RefreshParcelJob(ctx context.Context, jobID, replaced string) (RefreshResult, error) {
 	var res RefreshResult
 	var err error
 	if jobID != "" {
@@ -73,7 +73,7 @@ func (s *Store) RefreshParcelJob(ctx context.Context, jobID, replaced string) (R
 }
 
 // refresh assigns every stale current parcel job, or only jobID.
-func (s *Store) refresh(ctx context.Context, jobID string) (RefreshResult, error) {
+func (s *PostGISStore) refresh(ctx context.Context, jobID string) (RefreshResult, error) {
 	start := time.Now()
 	var res RefreshResult
 	stale, err := s.q.StaleReportAssignments(ctx, jobID)
@@ -104,7 +104,7 @@ func (s *Store) refresh(ctx context.Context, jobID string) (RefreshResult, error
 
 // assign computes one pair in its own transaction. done is false when the
 // pair was computed already (by someone else meanwhile).
-func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, overlapping []int64) (parcels int64, done bool, err error) {
+func (s *PostGISStore) assign(ctx context.Context, st db.StaleReportAssignmentsRow, overlapping []int64) (parcels int64, done bool, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, false, Transientf("refresh reports: begin: %w", err)
@@ -161,7 +161,7 @@ func nonNil[T any](s []T) []T {
 // be acked, and the reports stay exact without the assignments (only
 // slower) until the next refresh (after the next job, or before the next
 // `geoingest report`).
-func (s *Service) refreshReports(ctx context.Context, log *slog.Logger, job Job, wr writeResult) {
+func (s *Service) refreshReports(ctx context.Context, log *slog.Logger, job Job, wr WriteResult) {
 	if s.NoReportRefresh {
 		return
 	}
@@ -171,9 +171,9 @@ func (s *Service) refreshReports(ctx context.Context, log *slog.Logger, job Job,
 	case job.Params.Target != "parcels":
 		r, err = s.Store.RefreshReports(ctx)
 	case job.Delete:
-		r, err = s.Store.RefreshParcelJob(ctx, "", wr.replaced)
+		r, err = s.Store.RefreshParcelJob(ctx, "", wr.Replaced)
 	default:
-		r, err = s.Store.RefreshParcelJob(ctx, job.ID, wr.replaced)
+		r, err = s.Store.RefreshParcelJob(ctx, job.ID, wr.Replaced)
 	}
 	if err != nil {
 		log.Warn("report assignments not refreshed; reports compute what is missing until the next refresh", "error", err.Error())

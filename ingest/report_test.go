@@ -28,7 +28,7 @@ const (
 // and replay tests.
 type rpEnv struct {
 	pool    *pgxpool.Pool
-	store   *Store
+	store   *PostGISStore
 	svc     *Service
 	metrics *Metrics
 	reg     *prometheus.Registry
@@ -52,7 +52,7 @@ func rpSetup(t *testing.T) *rpEnv {
 // rpJob makes the job of a local file into target.
 func rpJob(t *testing.T, path, target string) Job {
 	t.Helper()
-	src, f, err := LocalSource(path)
+	src, f, err := testFiles.Source(path)
 	require.NoError(t, err)
 	job, err := NewJob(src, DefaultParams(target), f)
 	require.NoError(t, err)
@@ -239,7 +239,7 @@ func TestAreaReportCountsOnlyCurrentGenerations(t *testing.T) {
 	for _, f := range []struct{ path, target string }{{rpBristolMSOA, "parcels"}, {rpBristolBoundary, "admin_units"}} {
 		p := DefaultParams(f.target)
 		p.PipelineVersion = "2"
-		src, fe, err := LocalSource(f.path)
+		src, fe, err := testFiles.Source(f.path)
 		require.NoError(t, err)
 		job, err := NewJob(src, p, fe)
 		require.NoError(t, err)
@@ -309,7 +309,7 @@ func BenchmarkAreaReport(b *testing.B) {
 	svc := NewService(store, nil, nil)
 	ctx := context.Background()
 	for _, f := range []struct{ path, target string }{{parcels, "parcels"}, {admin, "admin_units"}} {
-		src, fe, err := LocalSource(f.path)
+		src, fe, err := testFiles.Source(f.path)
 		require.NoError(b, err)
 		job, err := NewJob(src, DefaultParams(f.target), fe)
 		require.NoError(b, err)

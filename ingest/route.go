@@ -2,19 +2,16 @@ package ingest
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/geoingest/geoingest/geomio"
 )
 
 // DefaultSuffixes are the object suffixes that can become a job (compared
 // case-insensitively).
 var DefaultSuffixes = []string{".geojson", ".json", ".geojsonl", ".geojsons", ".ndjson", ".zip", ".shp"}
-
-// SidecarSuffixes are the parts of a shapefile that never start a job on
-// their own: the .shp's event does, and its token covers them.
-var SidecarSuffixes = []string{".dbf", ".shx", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".xml"}
 
 // Reasons the trigger gate drops an event (the label of
 // Metrics.EventsFiltered).
@@ -240,11 +237,8 @@ func (r *Router) Route(ev Event) (Route, string, bool) {
 	case ev.Created() && ev.Size == 0:
 		return Route{}, FilterEmpty, false
 	}
-	ext := strings.ToLower(path.Ext(ev.Key))
-	for _, s := range SidecarSuffixes {
-		if ext == s {
-			return Route{}, FilterSidecar, false
-		}
+	if geomio.IsSidecar(ev.Key) {
+		return Route{}, FilterSidecar, false
 	}
 	if !hasSuffixFold(ev.Key, r.suffixes) {
 		return Route{}, FilterSuffix, false

@@ -20,7 +20,7 @@ import (
 // Service runs jobs through the claim gate and the write gate. It is safe
 // for concurrent use by many workers (goroutines or processes).
 type Service struct {
-	Store   *Store
+	Store   Store
 	Metrics *Metrics
 	Log     *slog.Logger
 	// Owner names this worker in claims. Default: hostname:pid:random.
@@ -53,9 +53,9 @@ type Service struct {
 
 // NewService returns a Service with defaults filled in. metrics and log may
 // be nil.
-func NewService(store *Store, metrics *Metrics, log *slog.Logger) *Service {
+func NewService(store Store, metrics *Metrics, log *slog.Logger) *Service {
 	if metrics == nil {
-		metrics = store.metrics
+		metrics = NewMetrics(nil)
 	}
 	if log == nil {
 		log = slog.Default()
@@ -129,10 +129,8 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	s.Metrics.Claims.WithLabelValues("won").Inc()
 	testhook.At(testhook.AfterClaim)
 
-	hbCtx, stopHeartbeat := context.WithCancel(ctx)
-	defer stopHeartbeat()
 	if !s.noHeartbeat {
-		go s.heartbeat(hbCtx, log, job.ID)
+		defer s.heartbeat(ctx, log, job.ID)()
 	}
 
 	if job.Delete {
@@ -141,7 +139,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 			return s.fail(ctx, log, res, job, err)
 		}
 		res = s.report(log, res, wr, start)
-		if wr.outcome == Retired {
+		if wr.Outcome == Retired {
 			s.refreshReports(ctx, log, job, wr)
 		}
 		return res
@@ -198,7 +196,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	}
 	// Count and log the commit first, then refresh the report assignments.
 	res = s.report(log, res, wr, start)
-	if wr.outcome == Written {
+	if wr.Outcome == Written {
 		s.refreshReports(ctx, log, job, wr)
 	}
 	return res
@@ -221,9 +219,9 @@ func heldRetryAfter(left time.Duration) time.Duration {
 
 // report turns what the write gate did into the delivery's Result, counting
 // and logging it.
-func (s *Service) report(log *slog.Logger, res Result, wr writeResult, start time.Time) Result {
-	res.Outcome, res.Features, res.AreaM2, res.Replaced = wr.outcome, wr.features, wr.areaM2, wr.replaced
-	switch wr.outcome {
+func (s *Service) report(log *slog.Logger, res Result, wr WriteResult, start time.Time) Result {
+	res.Outcome, res.Features, res.AreaM2, res.Replaced = wr.Outcome, wr.Features, wr.AreaM2, wr.Replaced
+	switch wr.Outcome {
 	case AlreadyPresent:
 		s.Metrics.WriteGate.WithLabelValues("already_present").Inc()
 		log.Info("duplicate stopped at the write gate", "outcome", AlreadyPresent)
@@ -232,11 +230,11 @@ func (s *Service) report(log *slog.Logger, res Result, wr writeResult, start tim
 		log.Info("older version committed as superseded", "outcome", Superseded)
 	case Retired:
 		s.Metrics.WriteGate.WithLabelValues("retired").Inc()
-		log.Info("delete applied: the source has no current generation", "outcome", Retired, "retired", wr.replaced)
+		log.Info("delete applied: the source has no current generation", "outcome", Retired, "retired", wr.Replaced)
 	default:
 		s.Metrics.WriteGate.WithLabelValues("written").Inc()
-		log.Info("job written", "outcome", Written, "features", wr.features, "area_m2", wr.areaM2,
-			"replaced", wr.replaced, "seconds", time.Since(start).Seconds())
+		log.Info("job written", "outcome", Written, "features", wr.Features, "area_m2", wr.AreaM2,
+			"replaced", wr.Replaced, "seconds", time.Since(start).Seconds())
 	}
 	return res
 }
@@ -282,24 +280,19 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 	return res
 }
 
-// heartbeat extends the job's lease every Lease/3 until ctx ends.
-func (s *Service) heartbeat(ctx context.Context, log *slog.Logger, jobID string) {
-	t := time.NewTicker(s.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			ok, err := s.Store.Heartbeat(ctx, jobID, s.Owner, s.Lease)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("heartbeat failed", "error", err.Error())
-			} else if err == nil && !ok {
-				log.Warn("lease lost: another worker holds this job's claim")
-				return
-			}
+// heartbeat extends the job's lease every Lease/3 until the returned stop
+// is called or the lease is lost.
+func (s *Service) heartbeat(ctx context.Context, log *slog.Logger, jobID string) (stop func()) {
+	return renewEvery(ctx, s.Lease/3, func(ctx context.Context) bool {
+		ok, err := s.Store.Heartbeat(ctx, jobID, s.Owner, s.Lease)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("heartbeat failed", "error", err.Error())
+		} else if err == nil && !ok {
+			log.Warn("lease lost: another worker holds this job's claim")
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // nameSource rewrites a geomio input error about a file in the job's

@@ -21,9 +21,10 @@ import (
 	"github.com/twpayne/go-geom"
 )
 
-// Store is geoingest's PostGIS seam: the claim gate and the write gate.
+// PostGISStore is the Store of PostGIS: the claim gate, the write gate,
+// and the reports, verification and inspection read from the same tables.
 // All SQL it runs is compiled by sqlc from ingest/internal/db/query.
-type Store struct {
+type PostGISStore struct {
 	pool    *pgxpool.Pool
 	q       *db.Queries
 	log     *slog.Logger
@@ -47,19 +48,26 @@ type Store struct {
 	BeforeCommit func(jobID string)
 }
 
-// NewStore returns a Store on pool. metrics and log may be nil.
-func NewStore(pool *pgxpool.Pool, metrics *Metrics, log *slog.Logger) *Store {
+// NewStore returns a PostGISStore on pool. metrics and log may be nil.
+func NewStore(pool *pgxpool.Pool, metrics *Metrics, log *slog.Logger) *PostGISStore {
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, q: db.New(pool), log: log, metrics: metrics, sridKnown: map[int]bool{}}
+	return &PostGISStore{pool: pool, q: db.New(pool), log: log, metrics: metrics, sridKnown: map[int]bool{}}
 }
 
-// Pool returns the store's connection pool.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+// CurrentGeneration implements Store.
+func (s *PostGISStore) CurrentGeneration(ctx context.Context, bucket, key, target, pipelineVersion string) (string, error) {
+	cur, err := s.q.SourceCurrentJob(ctx, db.SourceCurrentJobParams{
+		SourceBucket: bucket, SourceKey: key, TargetTable: target, PipelineVersion: pipelineVersion})
+	if err != nil {
+		return "", Transientf("read current generation: %w", err)
+	}
+	return cur, nil
+}
 
 // ClaimResult is the outcome of the claim gate.
 type ClaimResult int
@@ -90,7 +98,7 @@ type ClaimStatus struct {
 // Claim takes the claim gate for job on behalf of owner for lease. Unless
 // it returns ClaimWon, the caller must stop before downloading anything.
 // A database error is Transient (and the status ClaimHeld with no lease).
-func (s *Store) Claim(ctx context.Context, job Job, owner string, lease time.Duration) (ClaimStatus, error) {
+func (s *PostGISStore) Claim(ctx context.Context, job Job, owner string, lease time.Duration) (ClaimStatus, error) {
 	_, err := s.q.ClaimJob(ctx, db.ClaimJobParams{
 		JobID: job.ID, Owner: owner, LeaseSeconds: lease.Seconds(),
 		SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
@@ -119,7 +127,7 @@ func (s *Store) Claim(ctx context.Context, job Job, owner string, lease time.Dur
 
 // Heartbeat extends owner's lease on job. It returns false when owner no
 // longer holds the claim (the lease expired and another worker took it).
-func (s *Store) Heartbeat(ctx context.Context, jobID, owner string, lease time.Duration) (bool, error) {
+func (s *PostGISStore) Heartbeat(ctx context.Context, jobID, owner string, lease time.Duration) (bool, error) {
 	n, err := s.q.HeartbeatClaim(ctx, db.HeartbeatClaimParams{JobID: jobID, Owner: owner, LeaseSeconds: lease.Seconds()})
 	if err != nil {
 		return false, Transientf("heartbeat %s: %w", jobID, err)
@@ -129,18 +137,18 @@ func (s *Store) Heartbeat(ctx context.Context, jobID, owner string, lease time.D
 
 // Fail records a permanent failure of job with reason. A committed job is
 // never marked failed.
-func (s *Store) Fail(ctx context.Context, jobID, reason string) error {
+func (s *PostGISStore) Fail(ctx context.Context, jobID, reason string) error {
 	return s.q.FailClaim(ctx, db.FailClaimParams{JobID: jobID, LastError: pgtype.Text{String: reason, Valid: true}})
 }
 
 // Release gives up owner's claim on job after a transient failure, so that
 // the next delivery can claim it at once.
-func (s *Store) Release(ctx context.Context, jobID, owner, reason string) error {
+func (s *PostGISStore) Release(ctx context.Context, jobID, owner, reason string) error {
 	return s.q.ReleaseClaim(ctx, db.ReleaseClaimParams{
 		JobID: jobID, Owner: owner, LastError: pgtype.Text{String: reason, Valid: reason != ""}})
 }
 
-func (s *Store) checkSRID(ctx context.Context, srid int) (bool, error) {
+func (s *PostGISStore) checkSRID(ctx context.Context, srid int) (bool, error) {
 	s.sridMu.Lock()
 	known, ok := s.sridKnown[srid]
 	s.sridMu.Unlock()
@@ -157,12 +165,16 @@ func (s *Store) checkSRID(ctx context.Context, srid int) (bool, error) {
 	return known, nil
 }
 
-// writeResult is what the write gate did.
-type writeResult struct {
-	outcome  Outcome
-	features int64
-	areaM2   float64
-	replaced string
+// WriteResult is what the write gate did.
+type WriteResult struct {
+	// Outcome is Written, AlreadyPresent, Superseded or Retired.
+	Outcome Outcome
+	// Features and AreaM2 are what a Written job wrote.
+	Features int64
+	AreaM2   float64
+	// Replaced is the job whose generation this one replaced (or a delete
+	// retired), if any.
+	Replaced string
 }
 
 // Write is the write gate. In one transaction it inserts the job's ledger
@@ -181,7 +193,7 @@ type writeResult struct {
 // transaction. A parse error part-way rolls everything back. The size of
 // in.Path (with its sidecars) decides whether the features get a partition
 // of their own (see OwnPartitionBytes).
-func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reader, in Fetched) (writeResult, error) {
+func (s *PostGISStore) Write(ctx context.Context, job Job, owner string, r geomio.Reader, in Fetched) (WriteResult, error) {
 	contentHash := in.ContentHash
 	g, dup, err := s.openGate(ctx, job, contentHash, newJobRef(inputSize(in.Path) >= s.ownPartitionBytes()))
 	if err != nil || g == nil {
@@ -195,34 +207,34 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 		if cur == "" {
 			cur = "none"
 		}
-		return writeResult{}, &Error{Kind: Precondition, Err: fmt.Errorf(
+		return WriteResult{}, &Error{Kind: Precondition, Err: fmt.Errorf(
 			"precondition failed: source %s current generation is %s, not %s", job.Source, cur, p.Replaces)}
 	}
-	res := writeResult{outcome: Written}
+	res := WriteResult{Outcome: Written}
 	if CompareOrder(src.CurrentOrder, job.Source.Order) > 0 && p.Replaces == "" {
 		// A newer version (a write or a delete) was applied already:
 		// commit this one as superseded.
-		res.outcome = Superseded
+		res.Outcome = Superseded
 		if err := g.q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded", FeaturesChecksum: "0"}); err != nil {
-			return writeResult{}, err
+			return WriteResult{}, err
 		}
 	} else {
 		if err := s.copyFeatures(ctx, g, job, r, &res); err != nil {
-			return writeResult{}, err
+			return WriteResult{}, err
 		}
 		// The previous generation goes last: dropping a partition locks
 		// the target table until commit.
 		if src.CurrentJobID.Valid {
-			res.replaced = src.CurrentJobID.String
-			if err := s.retireCurrent(ctx, g.q, p.Target, res.replaced, "replaced"); err != nil {
-				return writeResult{}, err
+			res.Replaced = src.CurrentJobID.String
+			if err := s.retireCurrent(ctx, g.q, p.Target, res.Replaced, "replaced"); err != nil {
+				return WriteResult{}, err
 			}
 		}
 		if err := recordJobCRS(ctx, g.q, job.ID, r); err != nil { // the CRS of each layer read (crs.go)
-			return writeResult{}, fmt.Errorf("record job crs: %w", err)
+			return WriteResult{}, fmt.Errorf("record job crs: %w", err)
 		}
 		if err := g.setCurrent(ctx, pgtype.Text{String: job.ID, Valid: true}); err != nil {
-			return writeResult{}, err
+			return WriteResult{}, err
 		}
 	}
 	return res, s.commitGate(ctx, g, job, owner)
@@ -235,30 +247,30 @@ func (s *Store) Write(ctx context.Context, job Job, owner string, r geomio.Reade
 // "deleted" and leaves the source with no current generation; an older
 // delete is recorded as "superseded" and changes nothing. A duplicate
 // delivery returns AlreadyPresent. Claim handling is as in Write.
-func (s *Store) Retire(ctx context.Context, job Job, owner string) (writeResult, error) {
+func (s *PostGISStore) Retire(ctx context.Context, job Job, owner string) (WriteResult, error) {
 	g, dup, err := s.openGate(ctx, job, deleteContentHash, newJobRef(false))
 	if err != nil || g == nil {
 		return dup, err
 	}
 	defer g.rollback(ctx)
-	res := writeResult{outcome: Retired}
+	res := WriteResult{Outcome: Retired}
 	if CompareOrder(g.src.CurrentOrder, job.Source.Order) > 0 {
-		res.outcome = Superseded
+		res.Outcome = Superseded
 		if err := g.q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded", FeaturesChecksum: "0"}); err != nil {
-			return writeResult{}, err
+			return WriteResult{}, err
 		}
 	} else {
 		if g.src.CurrentJobID.Valid {
-			res.replaced = g.src.CurrentJobID.String
-			if err := s.retireCurrent(ctx, g.q, job.Params.Target, res.replaced, "retired"); err != nil {
-				return writeResult{}, err
+			res.Replaced = g.src.CurrentJobID.String
+			if err := s.retireCurrent(ctx, g.q, job.Params.Target, res.Replaced, "retired"); err != nil {
+				return WriteResult{}, err
 			}
 		}
 		if err := g.q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "deleted", FeaturesChecksum: "0"}); err != nil {
-			return writeResult{}, err
+			return WriteResult{}, err
 		}
 		if err := g.setCurrent(ctx, pgtype.Text{}); err != nil {
-			return writeResult{}, err
+			return WriteResult{}, err
 		}
 	}
 	return res, s.commitGate(ctx, g, job, owner)
@@ -284,15 +296,15 @@ type gate struct {
 // then the source's row lock. When the job is in the ledger already it
 // returns a nil gate and the rejection's result (AlreadyPresent), or a
 // payload-mismatch error.
-func (s *Store) openGate(ctx context.Context, job Job, contentHash string, ref int64) (*gate, writeResult, error) {
+func (s *PostGISStore) openGate(ctx context.Context, job Job, contentHash string, ref int64) (*gate, WriteResult, error) {
 	p := job.Params
 	params, err := CanonicalJSON(job.paramsMap())
 	if err != nil {
-		return nil, writeResult{}, &Error{Kind: Permanent, Err: err}
+		return nil, WriteResult{}, &Error{Kind: Permanent, Err: err}
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return nil, writeResult{}, Transientf("begin: %w", err)
+		return nil, WriteResult{}, Transientf("begin: %w", err)
 	}
 	q := s.q.WithTx(tx)
 	n, err := q.InsertJob(ctx, db.InsertJobParams{
@@ -304,7 +316,7 @@ func (s *Store) openGate(ctx context.Context, job Job, contentHash string, ref i
 	})
 	if err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return nil, writeResult{}, fmt.Errorf("write gate: %w", err)
+		return nil, WriteResult{}, fmt.Errorf("write gate: %w", err)
 	}
 	if n == 0 {
 		_ = tx.Rollback(ctx)
@@ -316,13 +328,13 @@ func (s *Store) openGate(ctx context.Context, job Job, contentHash string, ref i
 		TargetTable: p.Target, PipelineVersion: p.PipelineVersion}}
 	if err := q.EnsureSource(ctx, g.srcKey); err != nil {
 		g.rollback(ctx)
-		return nil, writeResult{}, fmt.Errorf("source: %w", err)
+		return nil, WriteResult{}, fmt.Errorf("source: %w", err)
 	}
 	if g.src, err = q.LockSource(ctx, db.LockSourceParams(g.srcKey)); err != nil {
 		g.rollback(ctx)
-		return nil, writeResult{}, fmt.Errorf("lock source: %w", err)
+		return nil, WriteResult{}, fmt.Errorf("lock source: %w", err)
 	}
-	return g, writeResult{}, nil
+	return g, WriteResult{}, nil
 }
 
 func (g *gate) rollback(ctx context.Context) {
@@ -348,7 +360,7 @@ func (g *gate) setCurrent(ctx context.Context, jobID pgtype.Text) error {
 
 // retireCurrent removes a generation's features (its partition, or its
 // rows of the shared one) and gives its job status.
-func (s *Store) retireCurrent(ctx context.Context, q *db.Queries, target, jobID, status string) error {
+func (s *PostGISStore) retireCurrent(ctx context.Context, q *db.Queries, target, jobID, status string) error {
 	if err := q.DropJobFeatures(ctx, jobID); err != nil {
 		return fmt.Errorf("remove features of %s: %w", jobID, err)
 	}
@@ -357,7 +369,7 @@ func (s *Store) retireCurrent(ctx context.Context, q *db.Queries, target, jobID,
 
 // commitGate marks the claim COMMITTED (detecting a stolen lease) and
 // commits the write-gate transaction.
-func (s *Store) commitGate(ctx context.Context, g *gate, job Job, owner string) error {
+func (s *PostGISStore) commitGate(ctx context.Context, g *gate, job Job, owner string) error {
 	owned, err := g.q.CommitClaimOwned(ctx, db.CommitClaimOwnedParams{JobID: job.ID, Owner: owner})
 	if err != nil {
 		return err
@@ -382,19 +394,19 @@ func (s *Store) commitGate(ctx context.Context, g *gate, job Job, owner string) 
 
 // alreadyPresent handles a write-gate rejection: a duplicate, unless the
 // payload differs.
-func (s *Store) alreadyPresent(ctx context.Context, job Job, contentHash string) (writeResult, error) {
+func (s *PostGISStore) alreadyPresent(ctx context.Context, job Job, contentHash string) (WriteResult, error) {
 	prev, err := s.q.GetJob(ctx, job.ID)
 	if err != nil {
-		return writeResult{}, Transientf("read ledger: %w", err)
+		return WriteResult{}, Transientf("read ledger: %w", err)
 	}
 	if prev.ContentHash != contentHash {
 		s.metrics.PayloadMismatches.Inc()
 		s.log.Error("payload mismatch: the ledger holds this job key with other content",
 			"job", job.ID, "source", job.Source.String(), "ledger_hash", prev.ContentHash, "content_hash", contentHash)
-		return writeResult{}, Permanentf("payload mismatch: job %s is committed with content %s, this delivery has %s (key collision or non-deterministic source)",
+		return WriteResult{}, Permanentf("payload mismatch: job %s is committed with content %s, this delivery has %s (key collision or non-deterministic source)",
 			job.ID, prev.ContentHash, contentHash)
 	}
-	return writeResult{outcome: AlreadyPresent, features: prev.FeatureCount, areaM2: prev.TotalAreaM2}, nil
+	return WriteResult{Outcome: AlreadyPresent, Features: prev.FeatureCount, AreaM2: prev.TotalAreaM2}, nil
 }
 
 // copyFeatures streams r into the job's table (its own partition or the
@@ -406,7 +418,7 @@ func (s *Store) alreadyPresent(ctx context.Context, job Job, contentHash string)
 // and sums the count, area and checksum in one pass, and a job with its
 // own partition gets its GiST index and is attached. The counts are
 // recorded on the job.
-func (s *Store) copyFeatures(ctx context.Context, g *gate, job Job, r geomio.Reader, res *writeResult) error {
+func (s *PostGISStore) copyFeatures(ctx context.Context, g *gate, job Job, r geomio.Reader, res *WriteResult) error {
 	target := job.Params.Target
 	table, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref})
 	if err != nil {
@@ -445,7 +457,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job Job, r geomio.Rea
 		return Permanentf("no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair",
 			target, rows.skippedNull, rows.skippedType, collapsed)
 	}
-	res.features, res.areaM2 = written, area
+	res.Features, res.AreaM2 = written, area
 	s.metrics.FeaturesWritten.Add(float64(written))
 	return g.q.FinishJob(ctx, db.FinishJobParams{
 		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area, FeaturesChecksum: fin.FeaturesChecksum,
@@ -458,7 +470,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job Job, r geomio.Rea
 // of 8 MiB (some 20,000 parcels) or more get a partition of their own.
 const DefaultOwnPartitionBytes = 8 << 20
 
-func (s *Store) ownPartitionBytes() int64 {
+func (s *PostGISStore) ownPartitionBytes() int64 {
 	if s.OwnPartitionBytes > 0 {
 		return s.OwnPartitionBytes
 	}
@@ -533,7 +545,7 @@ type featureRows struct {
 	ctx   context.Context
 	r     geomio.Reader
 	p     Params
-	store *Store
+	store *PostGISStore
 	ref   int64 // job_ref
 	row   copyRow
 	err   error
@@ -640,7 +652,7 @@ type TableSummary struct {
 }
 
 // Summary reports each feature table's current rows, jobs and area.
-func (s *Store) Summary(ctx context.Context) ([]TableSummary, error) {
+func (s *PostGISStore) Summary(ctx context.Context) ([]TableSummary, error) {
 	rows, err := s.q.TableSummary(ctx)
 	if err != nil {
 		return nil, err

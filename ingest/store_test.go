@@ -25,6 +25,7 @@ const epinay = "../testdata/corpus/epinay_cadastre_parcels/cadastre-91216-parcel
 type bundle struct {
 	pool    *pgxpool.Pool
 	svc     *Service
+	store   *PostGISStore // svc's
 	metrics *Metrics
 	logs    *testfiles.SyncBuffer
 }
@@ -42,7 +43,8 @@ func setup(t *testing.T) *bundle {
 	logs := &testfiles.SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	metrics := NewMetrics(prometheus.NewRegistry())
-	return &bundle{pool: pool, metrics: metrics, logs: logs, svc: newTestService(pool, metrics, log)}
+	svc := newTestService(pool, metrics, log)
+	return &bundle{pool: pool, metrics: metrics, logs: logs, svc: svc, store: svc.Store.(*PostGISStore)}
 }
 
 func newTestService(pool *pgxpool.Pool, metrics *Metrics, log *slog.Logger) *Service {
@@ -53,7 +55,7 @@ func newTestService(pool *pgxpool.Pool, metrics *Metrics, log *slog.Logger) *Ser
 
 func localJob(t *testing.T, path string, p Params) Job {
 	t.Helper()
-	src, f, err := LocalSource(path)
+	src, f, err := testFiles.Source(path)
 	require.NoError(t, err)
 	job, err := NewJob(src, p, f)
 	require.NoError(t, err)
@@ -180,7 +182,7 @@ func TestWriteGateStopsConcurrentDuplicate(t *testing.T) {
 			defer r.Close()
 			wr, err := b.svc.Store.Write(ctx, job, "worker", r, f)
 			require.NoError(t, err)
-			outcomes[i] = wr.outcome
+			outcomes[i] = wr.Outcome
 		}(i)
 	}
 	wg.Wait()
@@ -345,7 +347,7 @@ func TestMidCopyParseErrorRollsBack(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.svc.Store.OwnPartitionBytes = own
+			b.store.OwnPartitionBytes = own
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "parcels.geojson")
 			writeParcels := func(n int, broken bool) {
@@ -387,7 +389,7 @@ func TestMidCopyParseErrorRollsBack(t *testing.T) {
 			} else {
 				require.Zero(t, tables)
 			}
-			v, err := b.svc.Store.Verify(ctx)
+			v, err := b.store.Verify(ctx)
 			require.NoError(t, err)
 			require.True(t, v.OK(), "%v", v.Problems)
 		})

@@ -18,14 +18,14 @@ const supersededContentHash = "superseded"
 // source's current generation alone, and marks the claim COMMITTED, so
 // that every later delivery of the old event is a duplicate. A duplicate
 // delivery returns AlreadyPresent. Claim handling is as in Write.
-func (s *Store) RecordSuperseded(ctx context.Context, job Job, owner string) (writeResult, error) {
+func (s *PostGISStore) RecordSuperseded(ctx context.Context, job Job, owner string) (WriteResult, error) {
 	g, dup, err := s.openGate(ctx, job, supersededContentHash, newJobRef(false))
 	if err != nil || g == nil {
 		return dup, err
 	}
 	defer g.rollback(ctx)
 	if err := g.q.FinishJob(ctx, db.FinishJobParams{JobID: job.ID, Status: "superseded", FeaturesChecksum: "0"}); err != nil {
-		return writeResult{}, err
+		return WriteResult{}, err
 	}
-	return writeResult{outcome: Superseded}, s.commitGate(ctx, g, job, owner)
+	return WriteResult{Outcome: Superseded}, s.commitGate(ctx, g, job, owner)
 }

@@ -1,4 +1,4 @@
-package ingest
+package ingest_test
 
 import (
 	"bytes"
@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/geoingest/geoingest/ingest"
+	ingests3 "github.com/geoingest/geoingest/ingest/s3"
+	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -36,15 +39,15 @@ func TestS3ChangedObjectIsSuperseded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := setup(t)
+			b := newService(t, pgtest.NewDB(t))
 			srv := start(t)
 			const bucket = "plain"
 			srv.NewBucket(t, bucket, false)
-			put := func(body string) Event {
+			put := func(body string) ingest.Event {
 				key := "parcels/county.geojson"
-				out, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: &key, Body: bytes.NewReader([]byte(body))})
+				out, err := srv.Client.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(bucket), Key: &key, Body: bytes.NewReader([]byte(body))})
 				require.NoError(t, err)
-				return Event{Name: "ObjectCreated:Put", Bucket: bucket, Key: key, Size: int64(len(body)),
+				return ingest.Event{Name: "ObjectCreated:Put", Bucket: bucket, Key: key, Size: int64(len(body)),
 					ETag: strings.Trim(aws.ToString(out.ETag), `"`), VersionID: aws.ToString(out.VersionId)}
 			}
 			square := func(x string) string {
@@ -57,21 +60,21 @@ func TestS3ChangedObjectIsSuperseded(t *testing.T) {
 			cur.Sequencer = "02"
 			require.NotEqual(t, old.ETag, cur.ETag)
 
-			job := func(ev Event) Job {
-				src, f, err := NewS3Source(ctx, srv.Client, ev, S3Options{})
+			job := func(ev ingest.Event) ingest.Job {
+				src, f, err := ingests3.NewSource(ctx, srv.Client, ev, ingests3.Options{})
 				require.NoError(t, err)
-				j, err := NewJob(src, DefaultParams("parcels"), f)
+				j, err := ingest.NewJob(src, ingest.DefaultParams("parcels"), f)
 				require.NoError(t, err)
 				return j
 			}
 			// The old event's fetch: the object changed.
 			_, err := job(old).Fetch.Fetch(ctx, t.TempDir())
-			require.ErrorIs(t, err, ErrObjectChanged)
+			require.ErrorIs(t, err, ingest.ErrObjectChanged)
 			t.Logf("%s: %v", name, err)
 
 			res := b.svc.Run(ctx, job(old))
 			require.NoError(t, res.Err)
-			require.Equal(t, Superseded, res.Outcome)
+			require.Equal(t, ingest.Superseded, res.Outcome)
 			require.Zero(t, res.Features)
 			require.EqualValues(t, 1, testutil.ToFloat64(b.metrics.WriteGate.WithLabelValues("superseded")))
 			require.Zero(t, testutil.ToFloat64(b.metrics.JobsFailed.WithLabelValues("permanent")))
@@ -80,17 +83,17 @@ func TestS3ChangedObjectIsSuperseded(t *testing.T) {
 				res.JobID).Scan(&status, &claim))
 			require.Equal(t, "superseded", status)
 			require.Equal(t, "COMMITTED", claim)
-			require.Zero(t, state(t, b.pool).Parcels)
+			require.Zero(t, b.count(t, `SELECT count(*) FROM parcels`))
 
 			again := b.svc.Run(ctx, job(old))
-			require.Equal(t, AlreadyPresent, again.Outcome, "its next delivery is a duplicate")
+			require.Equal(t, ingest.AlreadyPresent, again.Outcome, "its next delivery is a duplicate")
 
 			// The new version's event writes it.
 			res = b.svc.Run(ctx, job(cur))
 			require.NoError(t, res.Err)
-			require.Equal(t, Written, res.Outcome)
-			require.EqualValues(t, 1, state(t, b.pool).Parcels)
-			rep, err := b.svc.Store.Verify(ctx)
+			require.Equal(t, ingest.Written, res.Outcome)
+			require.EqualValues(t, 1, b.count(t, `SELECT count(*) FROM parcels`))
+			rep, err := b.svc.Store.(*ingest.PostGISStore).Verify(ctx)
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "%+v", rep.Problems)
 		})

@@ -83,7 +83,7 @@ func (v *Verification) OffendingJobs() []string {
 //
 // It only reads. Inconsistencies come back as Problems with a nil error;
 // the error is Transient when the database could not be read.
-func (s *Store) Verify(ctx context.Context) (*Verification, error) {
+func (s *PostGISStore) Verify(ctx context.Context) (*Verification, error) {
 	v := &Verification{}
 	counts, err := s.q.VerifyCounts(ctx)
 	if err != nil {
@@ -161,7 +161,7 @@ func (s *Store) Verify(ctx context.Context) (*Verification, error) {
 // verifyAssignments adds a "report assignment" problem for every current
 // parcel job whose stored assignment disagrees with the ledger, and lists
 // the jobs with none stored yet in v.PendingAssignments.
-func (s *Store) verifyAssignments(ctx context.Context, v *Verification) error {
+func (s *PostGISStore) verifyAssignments(ctx context.Context, v *Verification) error {
 	rows, err := s.q.VerifyReportAssignments(ctx)
 	if err != nil {
 		return Transientf("verify report assignments: %w", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 	"github.com/geoingest/geoingest/postgistest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,7 +48,7 @@ func TestIngestTwiceWritesOnce(t *testing.T) {
 	svc := ingest.NewService(ingest.NewStore(pool, metrics, log), metrics, log)
 
 	for i := range 2 {
-		src, fetch, err := ingest.LocalSource("../testdata/synthetic/admin.geojson")
+		src, fetch, err := localfs.Source("../testdata/synthetic/admin.geojson")
 		if err != nil {
 			t.Fatal(err)
 		}

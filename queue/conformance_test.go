@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/geoingest/geoingest/queue"
+	sqsqueue "github.com/geoingest/geoingest/queue/sqs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -199,7 +200,7 @@ func TestConformanceSQS(t *testing.T) {
 		open: func(t *testing.T) queue.Receiver {
 			url := srv.NewQueue(t, "conf", 2*time.Second)
 			dlq := srv.NewQueue(t, "conf-dlq", 30*time.Second)
-			r := queue.NewSQS(srv.Client, url, queue.SQSOptions{Wait: time.Second, DeadLetterURL: dlq})
+			r := sqsqueue.New(srv.Client, url, sqsqueue.Options{Wait: time.Second, DeadLetterURL: dlq})
 			dlqs[r], urls[r] = dlq, url
 			return r
 		},
@@ -221,7 +222,7 @@ func TestConformanceSQS(t *testing.T) {
 		},
 	})
 	t.Run("NoDeadLetterQueue", func(t *testing.T) {
-		r := queue.NewSQS(srv.Client, srv.NewQueue(t, "nodlq", 2*time.Second), queue.SQSOptions{Wait: time.Second})
+		r := sqsqueue.New(srv.Client, srv.NewQueue(t, "nodlq", 2*time.Second), sqsqueue.Options{Wait: time.Second})
 		err := r.DeadLetter(context.Background(), &queue.Message{ID: "x"}, "why")
 		require.True(t, errors.Is(err, queue.ErrNoDeadLetterQueue))
 	})

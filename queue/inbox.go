@@ -3,13 +3,13 @@ package queue
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/geoingest/geoingest/internal/dirwalk"
 )
 
 // InboxOptions configure an inbox receiver.
@@ -100,7 +100,7 @@ func (b *Inbox) Dir() string { return b.dir }
 // about one poll interval and returns an empty slice. A scan error (the
 // directory vanished) is returned wrapped.
 func (b *Inbox) Receive(ctx context.Context, max int) ([]*Message, error) {
-	max = clampBatch(max)
+	max = ClampBatch(max)
 	deadline := time.Now().Add(b.opts.Poll + b.opts.Poll/2)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -148,28 +148,10 @@ func (b *Inbox) Receive(ctx context.Context, max int) ([]*Message, error) {
 // and stable.
 func (b *Inbox) scanLocked() error {
 	present := map[string]bool{}
-	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == b.dir {
-				return err
-			}
-			return nil // a file removed mid-walk
-		}
-		if p != b.dir && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(b.dir, p)
-		rel = filepath.ToSlash(rel)
+	// Files removed or unreadable mid-walk are passed over: the next
+	// scan sees them as they are then.
+	err := dirwalk.Walk(context.Background(), b.dir, true, func(file dirwalk.File) error {
+		rel, info := file.Rel, file.Info
 		present[rel] = true
 		now := stamp{size: info.Size(), mtime: info.ModTime()}
 		f := b.files[rel]
@@ -228,7 +210,7 @@ func (b *Inbox) takeLocked(max int) []*Message {
 		msgs = append(msgs, &Message{
 			ID: f.rel + "@" + f.notKey.mtime.UTC().Format(time.RFC3339Nano), Body: []byte(abs),
 			ReceiveCount: f.count, SentAt: f.notKey.mtime,
-			Attributes: map[string]string{"path": abs, "rel": f.rel}, handle: d})
+			Attributes: map[string]string{"path": abs, "rel": f.rel}, Handle: d})
 	}
 	b.ready = rest
 	sort.SliceStable(b.ready, func(i, j int) bool { return b.ready[i].notAfter.Before(b.ready[j].notAfter) })
@@ -239,7 +221,7 @@ func (b *Inbox) takeLocked(max int) []*Message {
 // handled. It reports false when d is not the delivery in flight (an old
 // handle), which is not an error.
 func (b *Inbox) finishLocked(m *Message) (*inboxDelivery, bool) {
-	d, _ := m.handle.(*inboxDelivery)
+	d, _ := m.Handle.(*inboxDelivery)
 	if d == nil || d.f.inflight != d {
 		return nil, false
 	}

@@ -1,8 +1,9 @@
 // Package queue receives messages from a transport with at-least-once
 // delivery: a message that is not acked is delivered again. It has one
 // message type, one small Receiver interface implemented once per
-// transport (SQS, a local inbox directory), and one conformance suite that
-// every driver passes.
+// transport (a local inbox directory here, SQS in queue/sqs, so that this
+// package imports no AWS SDK), and one conformance suite that every
+// driver passes.
 //
 // Receivers know nothing about what the messages mean: parsing bucket
 // events and running jobs is the caller's business (package ingest).
@@ -33,9 +34,10 @@ type Message struct {
 	// modified), zero when unknown.
 	SentAt time.Time
 
-	// handle is the driver's token for this delivery (the SQS receipt
-	// handle, the inbox delivery).
-	handle any
+	// Handle is the driver's token for this delivery (the SQS receipt
+	// handle, the inbox delivery): set by the driver that received the
+	// message, opaque to everyone else.
+	Handle any
 }
 
 // Receiver is a queue of messages with at-least-once delivery. A received
@@ -87,7 +89,9 @@ var ErrNoDeadLetterQueue = errors.New("queue: no dead-letter queue configured")
 // MaxBatch is the most messages one Receive returns (the SQS limit).
 const MaxBatch = 10
 
-func clampBatch(max int) int {
+// ClampBatch is max bounded to 1..MaxBatch: what a driver's Receive
+// returns at most.
+func ClampBatch(max int) int {
 	if max < 1 {
 		return 1
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
+	"github.com/geoingest/geoingest/ingest/s3"
 )
 
 func init() {
@@ -49,9 +51,6 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
 	params := p.params()
 	if err := pf.apply(fs, &params, false); err != nil {
 		return err
@@ -69,14 +68,12 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 
 	d.workers = *workers
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	metrics := ingest.NewMetrics(nil)
-	svc := ingest.NewService(ingest.NewStore(pool, metrics, m.Log), metrics, m.Log)
-	bf := &ingest.Backfill{Service: svc, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
+	defer a.Close()
+	bf := &ingest.Backfill{Service: a.svc, Files: localfs.Files{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
 
 	var list func(context.Context, func(ingest.BackfillObject) error) error
 	if *bucket == ingest.LocalBucket {
@@ -84,16 +81,17 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 			return fmt.Errorf("%s: not a directory", *prefix)
 		}
 		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
-			return ingest.ListLocal(ctx, *prefix, fn)
+			return localfs.List(ctx, *prefix, fn)
 		}
 	} else {
 		awsCfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
 			return fmt.Errorf("aws config: %w", err)
 		}
-		bf.S3 = newS3Client(awsCfg, *pathStyle)
+		client := newS3Client(awsCfg, *pathStyle)
+		bf.Objects = s3.Objects{Client: client}
 		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
-			return ingest.ListS3(ctx, bf.S3, *bucket, *prefix, fn)
+			return s3.List(ctx, client, *bucket, *prefix, fn)
 		}
 	}
 	bar := newProgressBar(m.Stderr, !*quiet)

@@ -35,9 +35,6 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
 	if *inbox == "" {
 		home := filepath.Dir(pgcluster.DefaultDir())
 		if h := m.Getenv("GEOINGEST_HOME"); h != "" {
@@ -59,12 +56,12 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if d.databaseURL != "" {
 		serveArgs = append(serveArgs, "--database-url", d.databaseURL)
 	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store := ingest.NewStore(pool, nil, m.Log)
+	defer a.Close()
+	store := a.store
 
 	var summaries [2][]ingest.TableSummary
 	for round, title := range []string{"first delivery (serve, until idle)", "second delivery (serve restarted: it rescans and redelivers every file)"} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -24,9 +25,9 @@ func holdClaim(t *testing.T, db, path string, lease time.Duration) (ingest.Job, 
 	defer pool.Close()
 	rs, err := ingest.ParseRoutes([]string{"=parcels"})
 	require.NoError(t, err)
-	src, f, err := ingest.LocalSource(path)
+	src, f, err := localfs.Source(path)
 	require.NoError(t, err)
-	job, err := ingest.NewJob(src, paramsFor(rs[0], ingest.DefaultPipelineVersion), f)
+	job, err := ingest.NewJob(src, ingest.RouteParams(rs[0], ingest.DefaultPipelineVersion), f)
 	require.NoError(t, err)
 	st, err := ingest.NewStore(pool, nil, nil).Claim(ctx, job, "dead-worker", lease)
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest/localfs"
 )
 
 func init() {
@@ -49,9 +49,6 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
 	params := p.params()
 	if err := pf.apply(fs, &params, true); err != nil {
 		return err
@@ -59,15 +56,12 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	if err := params.Validate(); err != nil {
 		return err
 	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	metrics := ingest.NewMetrics(nil)
-	store := ingest.NewStore(pool, metrics, m.Log)
-	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
-	svc := ingest.NewService(store, metrics, m.Log)
+	defer a.Close()
+	svc := a.svc
 	svc.Lease = *lease
 	progress := &progressLine{line: termLine{w: m.Stderr}, on: !*quiet && isTerminal(m.Stderr)}
 	if progress.on {
@@ -112,7 +106,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 }
 
 func (m *Main) ingestFile(ctx context.Context, svc *ingest.Service, path string, params ingest.Params) ingest.Result {
-	src, fetcher, err := ingest.LocalSource(path)
+	src, fetcher, err := localfs.Source(path)
 	if err != nil {
 		abs, _ := filepath.Abs(path)
 		return ingest.Result{Source: "file://" + abs, Outcome: ingest.Failed, Err: err}

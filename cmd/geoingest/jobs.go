@@ -39,15 +39,12 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store := ingest.NewStore(pool, nil, m.Log)
+	defer a.Close()
+	store := a.store
 	asJSON := func(v any) error {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")

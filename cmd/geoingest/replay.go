@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
 )
 
 func init() {
@@ -36,32 +37,28 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
 	params := p.params()
 	if err := params.Validate(); err != nil {
 		return err
 	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	metrics := ingest.NewMetrics(nil)
-	svc := ingest.NewService(ingest.NewStore(pool, metrics, m.Log), metrics, m.Log)
+	defer a.Close()
+	svc := a.svc
 	svc.Lease = *lease
 
 	var jobs []ingest.Job
 	if *jobID != "" {
-		job, err := svc.Store.LedgerJob(ctx, *jobID)
+		job, err := a.store.LedgerJob(ctx, *jobID, localfs.Files{})
 		if err != nil {
 			return err
 		}
 		jobs = append(jobs, job)
 	}
 	for _, path := range fs.Args() {
-		src, fetch, err := ingest.LocalSource(path)
+		src, fetch, err := localfs.Source(path)
 		if err != nil {
 			return err
 		}

@@ -88,15 +88,12 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stderr, "geoingest report: --format %q: want one of %s\n", *format, strings.Join(reportFormats, ", "))
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store := ingest.NewStore(pool, nil, m.Log)
+	defer a.Close()
+	store := a.store
 	if !*noRefresh {
 		if _, err := store.RefreshReports(ctx); err != nil {
 			fmt.Fprintf(m.Stderr, "geoingest report: warning: report assignments not refreshed (the report computes what is missing): %v\n", err)
@@ -165,15 +162,12 @@ func runAdminCheck(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stderr, "geoingest report: %v\n", err)
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store := ingest.NewStore(pool, nil, m.Log)
+	defer a.Close()
+	store := a.store
 	if _, err := store.RefreshReports(ctx); err != nil {
 		fmt.Fprintf(m.Stderr, "geoingest report: warning: report assignments not refreshed: %v\n", err)
 	}
@@ -215,15 +209,12 @@ func runReportRefresh(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	r, err := ingest.NewStore(pool, nil, m.Log).RefreshReports(ctx)
+	defer a.Close()
+	r, err := a.store.RefreshReports(ctx)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/geoingest/geoingest/ingest"
+	ingests3 "github.com/geoingest/geoingest/ingest/s3"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/geoingest/geoingest/internal/vgwnotify"
@@ -88,7 +89,7 @@ func (b *vgwBridge) find(t *testing.T, key, etag string) (sent, raw string) {
 	t.Helper()
 	raws, sents := b.received()
 	for i, body := range sents {
-		evs, err := ingest.ParseEvents([]byte(body))
+		evs, err := ingests3.ParseEvents([]byte(body))
 		require.NoError(t, err)
 		for _, ev := range evs {
 			if ev.Key == key && ev.ETag == etag {
@@ -156,7 +157,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 	sentA, rawA := br.find(t, a.key, a.etag)
 	t.Logf("versitygw's notification, as POSTed: %s", rawA)
 	t.Logf("as sent to SQS: %s", sentA)
-	evA, err := ingest.ParseEvents([]byte(sentA))
+	evA, err := ingests3.ParseEvents([]byte(sentA))
 	require.NoError(t, err)
 	require.Len(t, evA, 1)
 	t.Logf("versitygw's event: name %q, time %s, size %d, eTag %q, versionId %q, sequencer %q (the PUT returned version %s)",
@@ -247,7 +248,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 		return len(raw) >= eventsPerRound+1
 	})
 	sentA2, _ := br.find(t, a.key, a2.etag)
-	evA2, err := ingest.ParseEvents([]byte(sentA2))
+	evA2, err := ingests3.ParseEvents([]byte(sentA2))
 	require.NoError(t, err)
 	require.Equal(t, 1, ingest.CompareOrder(evA2[0].Order(), evA[0].Order()), "versitygw's sequencer orders the versions")
 	eventually(t, 20*time.Second, "the second version to become current", func() bool {

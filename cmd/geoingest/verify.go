@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-
-	"github.com/geoingest/geoingest/ingest"
 )
 
 func init() {
@@ -26,15 +24,12 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if err := m.setupLog(&d); err != nil {
-		return err
-	}
-	pool, err := m.openDB(ctx, &d)
+	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	v, err := ingest.NewStore(pool, nil, m.Log).Verify(ctx)
+	defer a.Close()
+	v, err := a.store.Verify(ctx)
 	if err != nil {
 		return err
 	}

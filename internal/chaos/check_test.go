@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/geoingest/geoingest/ingest"
+	ingests3 "github.com/geoingest/geoingest/ingest/s3"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
@@ -332,7 +332,7 @@ func (r *run) drainDLQ(ctx context.Context, c *sqs.Client, url string) map[strin
 		}
 		for _, m := range res.Messages {
 			key := "(unreadable)"
-			if evs, err := ingest.ParseEvents([]byte(*m.Body)); err == nil && len(evs) > 0 {
+			if evs, err := ingests3.ParseEvents([]byte(*m.Body)); err == nil && len(evs) > 0 {
 				key = evs[0].Key
 			}
 			out[key]++

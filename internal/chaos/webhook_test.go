@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/geoingest/geoingest/ingest"
+	ingests3 "github.com/geoingest/geoingest/ingest/s3"
 )
 
 // notification is one bucket notification versitygw POSTed, as it is sent
@@ -115,7 +115,7 @@ func toNotification(raw []byte) (notification, error) {
 	if err != nil {
 		return notification{}, err
 	}
-	evs, err := ingest.ParseEvents(body)
+	evs, err := ingests3.ParseEvents(body)
 	if err != nil {
 		return notification{}, err
 	}

@@ -1,4 +1,4 @@
-package ingest
+package s3
 
 import (
 	"context"
@@ -14,26 +14,15 @@ import (
 	"strings"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testhook"
 )
 
-// ErrIncompleteShapefile is wrapped by the error a shapefile's Fetch
-// returns when its .shx or .dbf is not in the bucket (yet).
-var ErrIncompleteShapefile = errors.New("incomplete shapefile")
-
-// ErrObjectChanged is wrapped by the error Fetch returns when the object
-// an event names is pinned only by its ETag (an unversioned bucket) and
-// has changed since the event: S3 answers If-Match with 412
-// PreconditionFailed (or a server that ignores If-Match sends another
-// ETag). That version can never be read again and a newer one exists,
-// whose own event ingests it: Service.Run records the job as superseded
-// (committed, no features), not as a failure.
-var ErrObjectChanged = errors.New("the object changed since the event")
-
-// S3Options tune NewS3Source.
-type S3Options struct {
+// Options tune NewSource.
+type Options struct {
 	// FinalAttempt makes an incomplete shapefile set a Permanent error
 	// (recorded FAILED with the reason) instead of a Transient one: the
 	// caller sets it when its patience is exhausted (e.g. the message's
@@ -57,26 +46,26 @@ func (p s3Part) token() string {
 	return p.etag
 }
 
-// NewS3Source describes the object an event names as a job source, and
+// NewSource describes the object an event names as a job source, and
 // returns the Fetcher that downloads it. The version token is the event's
 // versionId, else its ETag. For a .shp it looks up (HeadObject) the
 // .shx, .dbf, .prj and .cpg beside it, before any claim, and the token is
 // the SHA-256 of one "EXT TOKEN" line per part present, in that order, so
 // that a late or changed sidecar makes a new job. A set missing its .shx
 // or .dbf still gets a source (its key covers the parts present), but its
-// Fetch fails with ErrIncompleteShapefile: Transient, or Permanent when
+// Fetch fails with ingest.ErrIncompleteShapefile: Transient, or Permanent when
 // opts.FinalAttempt. Returns a Permanent error when the event names no
 // version (neither versionId nor eTag), a Transient one when a lookup
 // fails for any other reason than absence.
-func NewS3Source(ctx context.Context, client *s3.Client, ev Event, opts S3Options) (Source, Fetcher, error) {
+func NewSource(ctx context.Context, client *awss3.Client, ev ingest.Event, opts Options) (ingest.Source, ingest.Fetcher, error) {
 	main := s3Part{key: ev.Key, etag: ev.ETag, versionID: ev.VersionID}
 	if main.token() == "" {
-		return Source{}, nil, Permanentf("event for s3://%s/%s has neither versionId nor eTag", ev.Bucket, ev.Key)
+		return ingest.Source{}, nil, ingest.Permanentf("event for s3://%s/%s has neither versionId nor eTag", ev.Bucket, ev.Key)
 	}
-	src := Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: main.token(), Order: ev.Order()}
+	src := ingest.Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: main.token(), Order: ev.Order()}
 	f := &s3Fetcher{client: client, bucket: ev.Bucket, parts: []s3Part{main}, final: opts.FinalAttempt}
 	ext := path.Ext(ev.Key)
-	if !strings.EqualFold(ext, ".shp") {
+	if !geomio.IsShapefile(ev.Key) {
 		return src, f, nil
 	}
 	base := strings.TrimSuffix(ev.Key, ext)
@@ -85,20 +74,20 @@ func NewS3Source(ctx context.Context, client *s3.Client, ev Event, opts S3Option
 	f.parts = []s3Part{main}
 	h := sha256.New()
 	fmt.Fprintf(h, ".shp %s\n", main.token())
-	for _, sx := range shapefileParts[1:] {
+	for _, sx := range geomio.ShapefileParts[1:] {
 		k := base + sx
 		if upper {
 			k = base + strings.ToUpper(sx)
 		}
-		out, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ev.Bucket, Key: &k})
+		out, err := client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &ev.Bucket, Key: &k})
 		if err != nil {
 			if notFound(err) {
-				if sx == ".shx" || sx == ".dbf" {
+				if geomio.IsRequiredSidecar(sx) {
 					f.missing = append(f.missing, sx)
 				}
 				continue
 			}
-			return Source{}, nil, classifyS3(err, "head s3://%s/%s", ev.Bucket, k)
+			return ingest.Source{}, nil, classifyS3(err, "head s3://%s/%s", ev.Bucket, k)
 		}
 		p := s3Part{ext: sx, key: k, etag: strings.Trim(deref(out.ETag), `"`), versionID: deref(out.VersionId)}
 		f.parts = append(f.parts, p)
@@ -109,7 +98,7 @@ func NewS3Source(ctx context.Context, client *s3.Client, ev Event, opts S3Option
 }
 
 type s3Fetcher struct {
-	client  *s3.Client
+	client  *awss3.Client
 	bucket  string
 	parts   []s3Part
 	missing []string
@@ -123,26 +112,26 @@ type s3Fetcher struct {
 // ErrObjectChanged (the new version's own event ingests it; the job is
 // recorded superseded), not silent drift. A part that is
 // gone is Permanent, except a shapefile sidecar, which is
-// ErrIncompleteShapefile. Server errors, throttling and network failures
+// ingest.ErrIncompleteShapefile. Server errors, throttling and network failures
 // are Transient.
-func (f *s3Fetcher) Fetch(ctx context.Context, dir string) (Fetched, error) {
+func (f *s3Fetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, error) {
 	if len(f.missing) > 0 {
-		err := fmt.Errorf("%w: s3://%s/%s has no %s beside it", ErrIncompleteShapefile, f.bucket, f.parts[0].key,
+		err := fmt.Errorf("%w: s3://%s/%s has no %s beside it", ingest.ErrIncompleteShapefile, f.bucket, f.parts[0].key,
 			strings.Join(f.missing, " or "))
 		if f.final {
-			return Fetched{}, &Error{Kind: Permanent, Err: fmt.Errorf("%w (gave up waiting)", err)}
+			return ingest.Fetched{}, &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("%w (gave up waiting)", err)}
 		}
-		return Fetched{}, &Error{Kind: Transient, Err: err}
+		return ingest.Fetched{}, &ingest.Error{Kind: ingest.Transient, Err: err}
 	}
 	var sums []string
 	for _, p := range f.parts {
 		sum, err := f.get(ctx, dir, p)
 		if err != nil {
-			return Fetched{}, err
+			return ingest.Fetched{}, err
 		}
 		sums = append(sums, sum)
 	}
-	out := Fetched{Path: filepath.Join(dir, localName(f.parts[0].key)), ContentHash: sums[0]}
+	out := ingest.Fetched{Path: filepath.Join(dir, localName(f.parts[0].key)), ContentHash: sums[0]}
 	if len(f.parts) > 1 {
 		h := sha256.New()
 		for i, p := range f.parts {
@@ -163,7 +152,7 @@ func localName(key string) string {
 }
 
 func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, error) {
-	in := &s3.GetObjectInput{Bucket: &f.bucket, Key: &p.key}
+	in := &awss3.GetObjectInput{Bucket: &f.bucket, Key: &p.key}
 	if p.versionID != "" {
 		in.VersionId = &p.versionID
 	} else if p.etag != "" {
@@ -177,31 +166,31 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, erro
 	resp, err := f.client.GetObject(ctx, in)
 	if err != nil {
 		if notFound(err) && !named {
-			return "", &Error{Kind: Transient, Err: fmt.Errorf("%w: %s disappeared", ErrIncompleteShapefile, name)}
+			return "", &ingest.Error{Kind: ingest.Transient, Err: fmt.Errorf("%w: %s disappeared", ingest.ErrIncompleteShapefile, name)}
 		}
 		if named && p.versionID == "" && preconditionFailed(err) {
-			return "", &Error{Kind: Permanent, Err: fmt.Errorf("get %s: %w (If-Match ETag %s: 412): this version is superseded",
-				name, ErrObjectChanged, p.etag)}
+			return "", &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("get %s: %w (If-Match ETag %s: 412): this version is superseded",
+				name, ingest.ErrObjectChanged, p.etag)}
 		}
 		return "", classifyS3(err, "get %s", name)
 	}
 	defer resp.Body.Close()
 	if p.versionID != "" && resp.VersionId != nil && *resp.VersionId != p.versionID {
-		return "", Permanentf("get %s: server returned version %s, not %s", name, *resp.VersionId, p.versionID)
+		return "", ingest.Permanentf("get %s: server returned version %s, not %s", name, *resp.VersionId, p.versionID)
 	}
 	if p.versionID == "" && p.etag != "" && resp.ETag != nil && strings.Trim(*resp.ETag, `"`) != p.etag {
 		err := fmt.Errorf("get %s: object changed since the event (ETag %s, event says %s): the new version is a new job",
 			name, strings.Trim(*resp.ETag, `"`), p.etag)
 		if named {
 			err = fmt.Errorf("get %s: %w (ETag %s, event says %s): this version is superseded",
-				name, ErrObjectChanged, strings.Trim(*resp.ETag, `"`), p.etag)
+				name, ingest.ErrObjectChanged, strings.Trim(*resp.ETag, `"`), p.etag)
 		}
-		return "", &Error{Kind: Permanent, Err: err}
+		return "", &ingest.Error{Kind: ingest.Permanent, Err: err}
 	}
 	dst := filepath.Join(dir, localName(p.key))
 	file, err := os.Create(dst)
 	if err != nil {
-		return "", Transientf("%s: %w", dst, err)
+		return "", ingest.Transientf("%s: %w", dst, err)
 	}
 	var h hash.Hash = sha256.New()
 	_, err = io.Copy(io.MultiWriter(file, h), testhook.Reader(resp.Body, testhook.DuringDownload))
@@ -209,7 +198,7 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, erro
 		err = cerr
 	}
 	if err != nil {
-		return "", Transientf("download %s: %w", name, err)
+		return "", ingest.Transientf("download %s: %w", name, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -243,18 +232,18 @@ func preconditionFailed(err error) bool {
 func classifyS3(err error, format string, args ...any) error {
 	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
 	if notFound(err) {
-		return &Error{Kind: Permanent, Err: fmt.Errorf("%w (the object or this version of it is gone)", wrapped)}
+		return &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("%w (the object or this version of it is gone)", wrapped)}
 	}
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) {
 		switch re.HTTPStatusCode() {
 		case 412:
-			return &Error{Kind: Permanent, Err: fmt.Errorf("%w (the object changed since the event: the new version is a new job)", wrapped)}
+			return &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("%w (the object changed since the event: the new version is a new job)", wrapped)}
 		case 400:
-			return &Error{Kind: Permanent, Err: wrapped}
+			return &ingest.Error{Kind: ingest.Permanent, Err: wrapped}
 		}
 	}
-	return &Error{Kind: Transient, Err: wrapped}
+	return &ingest.Error{Kind: ingest.Transient, Err: wrapped}
 }
 
 func deref(s *string) string {

@@ -1,4 +1,4 @@
-package ingest_test
+package s3_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/s3"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,7 +54,7 @@ func snsWrap(t *testing.T, msg string) string {
 func TestParseEventsS3Notification(t *testing.T) {
 	for name, body := range map[string]string{"sqs": s3Notification, "sns": snsWrap(t, s3Notification)} {
 		t.Run(name, func(t *testing.T) {
-			evs, err := ingest.ParseEvents([]byte(body))
+			evs, err := s3.ParseEvents([]byte(body))
 			require.NoError(t, err)
 			require.Len(t, evs, 2)
 			e := evs[0]
@@ -76,7 +77,7 @@ func TestParseEventsS3Notification(t *testing.T) {
 
 func TestParseEventsTestEvent(t *testing.T) {
 	for _, body := range []string{testEvent, snsWrap(t, testEvent)} {
-		evs, err := ingest.ParseEvents([]byte(body))
+		evs, err := s3.ParseEvents([]byte(body))
 		require.NoError(t, err)
 		require.Len(t, evs, 1)
 		require.True(t, evs[0].Test())
@@ -85,7 +86,7 @@ func TestParseEventsTestEvent(t *testing.T) {
 }
 
 func TestParseEventsEventBridge(t *testing.T) {
-	evs, err := ingest.ParseEvents([]byte(eventBridge))
+	evs, err := s3.ParseEvents([]byte(eventBridge))
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	e := evs[0]
@@ -101,7 +102,7 @@ func TestParseEventsEventBridge(t *testing.T) {
 func TestParseEventsRejectsGarbagePermanently(t *testing.T) {
 	for _, body := range []string{``, `not json`, `{"hello":"world"}`, `[1,2]`,
 		`{"Records":[{"eventSource":"aws:sqs","eventName":"x"}]}`, `{"Records":[{"eventSource":"aws:s3","s3":{}}]}`} {
-		_, err := ingest.ParseEvents([]byte(body))
+		_, err := s3.ParseEvents([]byte(body))
 		require.Error(t, err, body)
 		require.Equal(t, ingest.Permanent, ingest.KindOf(err), body)
 	}
@@ -119,7 +120,7 @@ func FuzzParseEvents(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		evs, err := ingest.ParseEvents(body)
+		evs, err := s3.ParseEvents(body)
 		if err != nil {
 			require.Equal(t, ingest.Permanent, ingest.KindOf(err))
 			return

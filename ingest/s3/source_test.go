@@ -1,4 +1,4 @@
-package ingest_test
+package s3_test
 
 import (
 	"bytes"
@@ -12,16 +12,17 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/s3"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/stretchr/testify/require"
 )
 
 // put uploads body and returns the event S3 would send for it.
-func put(t *testing.T, c *s3.Client, bucket, key string, body []byte) ingest.Event {
+func put(t *testing.T, c *awss3.Client, bucket, key string, body []byte) ingest.Event {
 	t.Helper()
-	out, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body)})
+	out, err := c.PutObject(context.Background(), &awss3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body)})
 	require.NoError(t, err)
 	return ingest.Event{Name: "ObjectCreated:Put", Bucket: bucket, Key: key, Size: int64(len(body)),
 		ETag: strings.Trim(aws.ToString(out.ETag), `"`), VersionID: aws.ToString(out.VersionId)}
@@ -40,7 +41,7 @@ func TestS3FetchVerifiesTheVersion(t *testing.T) {
 		srv.NewBucket(t, bucket, versioned)
 		v1 := put(t, srv.Client, bucket, "parcels/a b.geojson", []byte(`{"v":1}`))
 		require.Equal(t, versioned, v1.VersionID != "", "versionId only from a versioned bucket")
-		src, f, err := ingest.NewS3Source(ctx, srv.Client, v1, ingest.S3Options{})
+		src, f, err := s3.NewSource(ctx, srv.Client, v1, s3.Options{})
 		require.NoError(t, err)
 		require.Equal(t, v1.VersionToken(), src.VersionToken)
 		got, err := f.Fetch(ctx, t.TempDir())
@@ -70,7 +71,7 @@ func TestS3ShapefileSet(t *testing.T) {
 	srv := testsrv.S3(t)
 	ctx := context.Background()
 	srv.NewBucket(t, "bkt", false)
-	dir := "../testdata/corpus/six_counties/six_counties"
+	dir := "../../testdata/corpus/six_counties/six_counties"
 	read := func(ext string) []byte {
 		b, err := os.ReadFile(dir + ext)
 		require.NoError(t, err)
@@ -81,19 +82,19 @@ func TestS3ShapefileSet(t *testing.T) {
 
 	// No .dbf yet: a source whose Fetch is a Transient incomplete-set error,
 	// Permanent on the final attempt.
-	src1, f, err := ingest.NewS3Source(ctx, srv.Client, shp, ingest.S3Options{})
+	src1, f, err := s3.NewSource(ctx, srv.Client, shp, s3.Options{})
 	require.NoError(t, err)
 	_, err = f.Fetch(ctx, t.TempDir())
 	require.True(t, errors.Is(err, ingest.ErrIncompleteShapefile), "%v", err)
 	require.Equal(t, ingest.Transient, ingest.KindOf(err))
 	require.Contains(t, err.Error(), ".dbf")
-	_, f, err = ingest.NewS3Source(ctx, srv.Client, shp, ingest.S3Options{FinalAttempt: true})
+	_, f, err = s3.NewSource(ctx, srv.Client, shp, s3.Options{FinalAttempt: true})
 	require.NoError(t, err)
 	_, err = f.Fetch(ctx, t.TempDir())
 	require.Equal(t, ingest.Permanent, ingest.KindOf(err))
 
 	put(t, srv.Client, "bkt", "parcels/six.dbf", read(".dbf"))
-	src2, f, err := ingest.NewS3Source(ctx, srv.Client, shp, ingest.S3Options{})
+	src2, f, err := s3.NewSource(ctx, srv.Client, shp, s3.Options{})
 	require.NoError(t, err)
 	require.NotEqual(t, src1.VersionToken, src2.VersionToken, "the token covers the sidecars")
 	tmp := t.TempDir()
@@ -108,11 +109,11 @@ func TestS3ShapefileSet(t *testing.T) {
 
 	// A late .prj is a new version of the set.
 	put(t, srv.Client, "bkt", "parcels/six.prj", read(".prj"))
-	src3, _, err := ingest.NewS3Source(ctx, srv.Client, shp, ingest.S3Options{})
+	src3, _, err := s3.NewSource(ctx, srv.Client, shp, s3.Options{})
 	require.NoError(t, err)
 	require.NotEqual(t, src2.VersionToken, src3.VersionToken)
 	// And the token is stable: the same set gives the same token.
-	src4, _, err := ingest.NewS3Source(ctx, srv.Client, shp, ingest.S3Options{})
+	src4, _, err := s3.NewSource(ctx, srv.Client, shp, s3.Options{})
 	require.NoError(t, err)
 	require.Equal(t, src3.VersionToken, src4.VersionToken)
 }
@@ -121,7 +122,7 @@ func TestS3MissingObjectIsPermanent(t *testing.T) {
 	srv := testsrv.S3(t)
 	srv.NewBucket(t, "bkt", false)
 	ev := ingest.Event{Name: "ObjectCreated:Put", Bucket: "bkt", Key: "parcels/gone.geojson", Size: 3, ETag: "abc"}
-	_, f, err := ingest.NewS3Source(context.Background(), srv.Client, ev, ingest.S3Options{})
+	_, f, err := s3.NewSource(context.Background(), srv.Client, ev, s3.Options{})
 	require.NoError(t, err)
 	_, err = f.Fetch(context.Background(), t.TempDir())
 	require.Error(t, err)

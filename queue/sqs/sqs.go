@@ -1,4 +1,8 @@
-package queue
+// Package sqs is the queue.Receiver of Amazon SQS (and compatible servers:
+// fauxqs in the tests): ack is DeleteMessage, nack and extend are
+// ChangeMessageVisibility, dead-letter is SendMessage to the dead-letter
+// queue with the reason in an attribute, then DeleteMessage.
+package sqs
 
 import (
 	"context"
@@ -9,13 +13,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	"github.com/geoingest/geoingest/queue"
 )
 
-// SQSOptions configure an SQS receiver.
-type SQSOptions struct {
+// Options configure an SQS receiver.
+type Options struct {
 	// Wait is the long-poll wait of one ReceiveMessage (rounded down to
 	// whole seconds, at most 20 s). Zero means 20 s.
 	Wait time.Duration
@@ -23,34 +28,34 @@ type SQSOptions struct {
 	// receive (whole seconds); zero keeps the queue's default.
 	Visibility time.Duration
 	// DeadLetterURL is the queue that DeadLetter sends to; empty means
-	// none (DeadLetter returns ErrNoDeadLetterQueue).
+	// none (DeadLetter returns queue.ErrNoDeadLetterQueue).
 	DeadLetterURL string
 }
 
-// SQS is a Receiver on an Amazon SQS queue (or a compatible server).
-type SQS struct {
-	client *sqs.Client
+// Receiver is a queue.Receiver on an Amazon SQS queue (or a compatible server).
+type Receiver struct {
+	client *awssqs.Client
 	url    string
-	opts   SQSOptions
+	opts   Options
 	once   sync.Once
 }
 
-// NewSQS returns a receiver on the queue at url. The client carries the
+// New returns a receiver on the queue at url. The client carries the
 // endpoint, region and credentials (config.LoadDefaultConfig honours
 // AWS_ENDPOINT_URL_SQS, AWS_REGION and the credential chain).
-func NewSQS(client *sqs.Client, url string, opts SQSOptions) *SQS {
+func New(client *awssqs.Client, url string, opts Options) *Receiver {
 	if opts.Wait <= 0 || opts.Wait > 20*time.Second {
 		opts.Wait = 20 * time.Second
 	}
-	return &SQS{client: client, url: url, opts: opts}
+	return &Receiver{client: client, url: url, opts: opts}
 }
 
 // Receive long-polls for up to max messages (at most 10). It returns the
 // transport's error wrapped, or ctx.Err() when ctx is done.
-func (q *SQS) Receive(ctx context.Context, max int) ([]*Message, error) {
-	in := &sqs.ReceiveMessageInput{
+func (q *Receiver) Receive(ctx context.Context, max int) ([]*queue.Message, error) {
+	in := &awssqs.ReceiveMessageInput{
 		QueueUrl:                    &q.url,
-		MaxNumberOfMessages:         int32(clampBatch(max)),
+		MaxNumberOfMessages:         int32(queue.ClampBatch(max)),
 		WaitTimeSeconds:             int32(q.opts.Wait / time.Second),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
@@ -66,10 +71,10 @@ func (q *SQS) Receive(ctx context.Context, max int) ([]*Message, error) {
 		}
 		return nil, fmt.Errorf("sqs receive: %w", err)
 	}
-	msgs := make([]*Message, 0, len(out.Messages))
+	msgs := make([]*queue.Message, 0, len(out.Messages))
 	for _, m := range out.Messages {
-		msg := &Message{ID: aws.ToString(m.MessageId), Body: []byte(aws.ToString(m.Body)),
-			ReceiveCount: 1, Attributes: map[string]string{}, handle: sqsHandle{receipt: aws.ToString(m.ReceiptHandle), received: received}}
+		msg := &queue.Message{ID: aws.ToString(m.MessageId), Body: []byte(aws.ToString(m.Body)),
+			ReceiveCount: 1, Attributes: map[string]string{}, Handle: sqsHandle{receipt: aws.ToString(m.ReceiptHandle), received: received}}
 		if n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil && n > 0 {
 			msg.ReceiveCount = n
 		}
@@ -98,10 +103,10 @@ type sqsHandle struct {
 const maxVisibility = 12 * time.Hour
 
 // Ack deletes m. An invalid or expired receipt handle is not an error.
-func (q *SQS) Ack(ctx context.Context, m *Message) error {
-	hd, _ := m.handle.(sqsHandle)
+func (q *Receiver) Ack(ctx context.Context, m *queue.Message) error {
+	hd, _ := m.Handle.(sqsHandle)
 	h := hd.receipt
-	_, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &h})
+	_, err := q.client.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &h})
 	if err != nil && !expiredHandle(err) {
 		return fmt.Errorf("sqs delete %s: %w", m.ID, err)
 	}
@@ -110,7 +115,7 @@ func (q *SQS) Ack(ctx context.Context, m *Message) error {
 
 // Nack makes m visible again after delay, capped at what SQS allows: 12
 // hours from the receive.
-func (q *SQS) Nack(ctx context.Context, m *Message, delay time.Duration) error {
+func (q *Receiver) Nack(ctx context.Context, m *queue.Message, delay time.Duration) error {
 	if err := q.visibility(ctx, m, delay); err != nil {
 		return fmt.Errorf("sqs nack %s: %w", m.ID, err)
 	}
@@ -118,18 +123,18 @@ func (q *SQS) Nack(ctx context.Context, m *Message, delay time.Duration) error {
 }
 
 // Extend keeps m invisible for d from now, capped like Nack's delay.
-func (q *SQS) Extend(ctx context.Context, m *Message, d time.Duration) error {
+func (q *Receiver) Extend(ctx context.Context, m *queue.Message, d time.Duration) error {
 	if err := q.visibility(ctx, m, d); err != nil {
 		return fmt.Errorf("sqs extend %s: %w", m.ID, err)
 	}
 	return nil
 }
 
-func (q *SQS) visibility(ctx context.Context, m *Message, d time.Duration) error {
-	hd, _ := m.handle.(sqsHandle)
+func (q *Receiver) visibility(ctx context.Context, m *queue.Message, d time.Duration) error {
+	hd, _ := m.Handle.(sqsHandle)
 	secs := visibilitySeconds(d, time.Since(hd.received))
 	h := hd.receipt
-	_, err := q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+	_, err := q.client.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{
 		QueueUrl: &q.url, ReceiptHandle: &h, VisibilityTimeout: secs})
 	if err != nil && expiredHandle(err) {
 		return nil // redelivered already: nothing left to change
@@ -153,13 +158,13 @@ func visibilitySeconds(d, age time.Duration) int32 {
 // DeadLetter sends m's body and attributes to the dead-letter queue with
 // the reason and the source message id as attributes, then deletes m.
 // If the send fails m is left in place (it will be delivered again).
-func (q *SQS) DeadLetter(ctx context.Context, m *Message, reason string) error {
+func (q *Receiver) DeadLetter(ctx context.Context, m *queue.Message, reason string) error {
 	if q.opts.DeadLetterURL == "" {
-		return ErrNoDeadLetterQueue
+		return queue.ErrNoDeadLetterQueue
 	}
 	attrs := map[string]types.MessageAttributeValue{}
 	for k, v := range m.Attributes {
-		if k == ReasonAttribute || k == SourceIDAttribute || len(attrs) >= 8 {
+		if k == queue.ReasonAttribute || k == queue.SourceIDAttribute || len(attrs) >= 8 {
 			continue // SQS allows 10 attributes
 		}
 		attrs[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
@@ -170,10 +175,10 @@ func (q *SQS) DeadLetter(ctx context.Context, m *Message, reason string) error {
 	if reason == "" {
 		reason = "unspecified"
 	}
-	attrs[ReasonAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(reason)}
-	attrs[SourceIDAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.ID)}
+	attrs[queue.ReasonAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(reason)}
+	attrs[queue.SourceIDAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.ID)}
 	body := string(m.Body)
-	if _, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{
+	if _, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
 		QueueUrl: &q.opts.DeadLetterURL, MessageBody: &body, MessageAttributes: attrs}); err != nil {
 		return fmt.Errorf("sqs dead-letter %s: %w", m.ID, err)
 	}
@@ -181,7 +186,7 @@ func (q *SQS) DeadLetter(ctx context.Context, m *Message, reason string) error {
 }
 
 // Close does nothing: the client holds no per-receiver resources.
-func (q *SQS) Close() error { return nil }
+func (q *Receiver) Close() error { return nil }
 
 // expiredHandle reports whether err says the receipt handle is no longer
 // valid: the message was deleted or redelivered meanwhile.

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// app is what a command that uses the database works with: the pool, and
+// the metrics, store and service on it. Main.open makes it; Close closes
+// the pool.
+type app struct {
+	pool    *pgxpool.Pool
+	metrics *ingest.Metrics
+	store   *ingest.PostGISStore
+	svc     *ingest.Service
+}
+
+// open is the preamble of every command that uses the database, written
+// once: it sets up m.Log from d's log flags, opens the database (openDB:
+// the schema checked, or migrated when behind), and makes the metrics
+// (registered with reg; nil for instruments nobody scrapes), the store
+// and the service. A test build stops at testhook.BeforeCommit inside
+// the write gate's transaction.
+func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) (*app, error) {
+	if err := m.setupLog(d); err != nil {
+		return nil, err
+	}
+	pool, err := m.openDB(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	metrics := ingest.NewMetrics(reg)
+	store := ingest.NewStore(pool, metrics, m.Log)
+	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
+	return &app{pool: pool, metrics: metrics, store: store, svc: ingest.NewService(store, metrics, m.Log)}, nil
+}
+
+// Close closes the database pool.
+func (a *app) Close() { a.pool.Close() }

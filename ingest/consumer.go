@@ -1,0 +1,479 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/queue"
+)
+
+// Consumer turns the messages of a queue into jobs: each event of a
+// message is routed (the trigger gate), resolved into a job, run by the
+// Service (the claim and write gates), and the message is then acked,
+// given back with backoff (a transient failure), given back until a held
+// claim's lease has ended, or dead-lettered (a permanent failure). It is
+// where a message becomes a job; `geoingest serve` only configures one.
+//
+// The messages are bucket event notifications decoded and resolved by
+// Objects, or, when Files is
+// set, inbox deliveries (queue.Inbox: the body is a file's path, the
+// attribute "rel" its path relative to the inbox) resolved by Files.
+type Consumer struct {
+	Service  *Service
+	Receiver queue.Receiver
+	Router   *Router
+	// Objects resolves the objects that bucket events name; used when
+	// Files is nil.
+	Objects ObjectSource
+	// Files, when set, makes the messages inbox deliveries of local
+	// files.
+	Files FileSource
+	// PipelineVersion goes into every job's parameters.
+	PipelineVersion string
+	// Workers is how many messages are handled at once (at least 1).
+	Workers int
+	// MaxReceives is the patience for an incomplete shapefile set: on
+	// this receive of its message it is failed and dead-lettered.
+	MaxReceives int
+	// Visibility, when positive, is the receiver's visibility timeout:
+	// a message being handled is kept invisible by renewing it every
+	// third of it. 0 for a receiver without one.
+	Visibility time.Duration
+	// Grace is how long jobs in flight may run after ctx ends before
+	// they are cancelled and their messages given back.
+	Grace time.Duration
+	// BackoffBase is the first retry delay after a transient failure,
+	// doubled per receive up to BackoffMax.
+	BackoffBase, BackoffMax time.Duration
+	// UntilIdle, when positive, stops Run once nothing has been received
+	// and no job has run for this long, and no message given back for a
+	// held claim is due.
+	UntilIdle time.Duration
+	// ReportRefresh is how often the report assignments that are missing
+	// are stored in the background (besides after each committed job);
+	// 0 turns the background refresh off (each job then stores its own
+	// before its ack: set Service.NoReportRefresh accordingly).
+	ReportRefresh time.Duration
+
+	stopping atomic.Bool
+	// heldUntil (unix nanos) is when the last message given back for a
+	// held claim comes back: UntilIdle waits for it.
+	heldUntil atomic.Int64
+	// refreshKick asks refreshReports to run soon (a job was committed).
+	refreshKick chan struct{}
+	// preclaimed holds claims taken for a received batch (see preclaim):
+	// job id -> ClaimResult, taken by runJob.
+	preclaimed sync.Map
+}
+
+// Stopping reports whether Run has stopped receiving (shutting down).
+func (c *Consumer) Stopping() bool { return c.stopping.Load() }
+
+// Run receives and handles messages with at most Workers at once until ctx
+// is cancelled (or, with UntilIdle, until idle), then stops receiving,
+// lets jobs in flight finish within Grace, cancels the rest (nothing of
+// theirs is committed, their claims are released) and gives their
+// messages back. It returns after a clean shutdown.
+func (c *Consumer) Run(ctx context.Context) {
+	c.refreshKick = make(chan struct{}, 1)
+	rctx, stopRefresh := context.WithCancel(ctx)
+	refreshed := make(chan struct{})
+	go func() { defer close(refreshed); c.refreshReports(rctx) }()
+	c.run(ctx)
+	stopRefresh()
+	<-refreshed
+	if c.UntilIdle > 0 && c.ReportRefresh > 0 && ctx.Err() == nil {
+		// A batch run leaves every assignment stored.
+		if _, err := c.Service.Store.RefreshReports(ctx); err != nil {
+			c.Service.Log.Warn("report refresh failed; reports compute what is missing until the next one", "error", err.Error())
+		}
+	}
+}
+
+// noteHeld records that a message given back for a held claim comes back
+// after delay.
+func (c *Consumer) noteHeld(delay time.Duration) {
+	t := time.Now().Add(delay).UnixNano()
+	for {
+		cur := c.heldUntil.Load()
+		if cur >= t || c.heldUntil.CompareAndSwap(cur, t) {
+			return
+		}
+	}
+}
+
+// run receives and dispatches messages to at most Workers concurrent
+// handlers until ctx is done, then shuts down gracefully.
+func (c *Consumer) run(ctx context.Context) {
+	log := c.Service.Log
+	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJobs()
+	sem := make(chan struct{}, max(c.Workers, 1))
+	var wg sync.WaitGroup
+	var lastBusy atomic.Int64 // unix nanos of the last receive or job end
+	lastBusy.Store(time.Now().UnixNano())
+receive:
+	for ctx.Err() == nil {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break receive
+		}
+		n := 1
+	more:
+		for n < queue.MaxBatch {
+			select {
+			case sem <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		msgs, err := c.Receiver.Receive(ctx, n)
+		for i := len(msgs); i < n; i++ {
+			<-sem
+		}
+		if len(msgs) > 0 {
+			lastBusy.Store(time.Now().UnixNano())
+		} else if err == nil && c.UntilIdle > 0 && len(sem) == 0 &&
+			time.Since(time.Unix(0, lastBusy.Load())) >= c.UntilIdle &&
+			time.Since(time.Unix(0, c.heldUntil.Load())) >= c.UntilIdle {
+			log.Info("idle: stopping", "idle_for", c.UntilIdle.String())
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			log.Warn("receive failed; retrying", "error", err.Error())
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		c.preclaim(jobCtx, msgs)
+		for _, msg := range msgs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				defer func() { lastBusy.Store(time.Now().UnixNano()) }()
+				c.handle(jobCtx, msg)
+			}()
+		}
+	}
+
+	c.stopping.Store(true)
+	log.Info("shutting down: no longer receiving; waiting for jobs in flight", "grace", c.Grace.String())
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(c.Grace):
+		log.Warn("grace period over: cancelling jobs in flight; their messages are given back")
+		cancelJobs()
+		<-done
+	}
+}
+
+// verdict is what becomes of a message.
+type verdict struct {
+	retry   bool          // nack with backoff (a transient failure)
+	held    time.Duration // a claim is held elsewhere: nack, visible again no sooner than this
+	reasons []string      // permanent failures: dead-letter with these
+}
+
+// handle processes one message and acks, nacks or dead-letters it.
+func (c *Consumer) handle(ctx context.Context, msg *queue.Message) {
+	stopExtend := c.keepInvisible(ctx, msg)
+	v := c.process(ctx, msg)
+	stopExtend()
+	log := c.Service.Log.With("message", msg.ID, "receive_count", msg.ReceiveCount)
+
+	// Settle with a context of its own: on shutdown the message must
+	// still be given back.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	switch {
+	case v.retry || v.held > 0:
+		var delay time.Duration
+		if v.retry && ctx.Err() == nil { // shutting down: let another worker have it at once
+			delay = c.backoff(msg.ReceiveCount)
+		}
+		// A held claim's job is not done and its worker may be dead: the
+		// message comes back when the lease has ended, to take it over.
+		delay = max(delay, v.held)
+		if v.held > 0 {
+			c.noteHeld(delay)
+		}
+		if err := c.Receiver.Nack(sctx, msg, delay); err != nil {
+			log.Warn("nack failed; the message comes back after its visibility timeout", "error", err.Error())
+		} else if v.held > 0 && !v.retry {
+			log.Info("message given back: its job is in progress elsewhere; it comes back when that lease has ended", "delay", delay.String())
+		} else {
+			log.Info("message given back for retry", "delay", delay.String())
+		}
+	case len(v.reasons) > 0:
+		reason := strings.Join(v.reasons, "; ")
+		err := c.Receiver.DeadLetter(sctx, msg, reason)
+		switch {
+		case errors.Is(err, queue.ErrNoDeadLetterQueue):
+			// The failure is recorded FAILED with its reason; without a
+			// DLQ, deleting is all that stops an endless retry.
+			log.Error("permanent failure and no dead-letter queue: message deleted; the job is recorded FAILED", "reason", reason)
+			if err := c.Receiver.Ack(sctx, msg); err != nil {
+				log.Warn("ack failed", "error", err.Error())
+			}
+		case err != nil:
+			log.Error("dead-letter failed; the message comes back", "error", err.Error())
+		default:
+			c.Service.Metrics.DeadLettered.Inc()
+			log.Error("message dead-lettered", "reason", reason)
+		}
+	default:
+		testhook.At(testhook.BeforeAck)
+		if err := c.Receiver.Ack(sctx, msg); err != nil {
+			log.Warn("ack failed; the message comes back and is a duplicate", "error", err.Error())
+		}
+		testhook.At(testhook.AfterAck)
+	}
+}
+
+// backoff is the nack delay after the n-th receive.
+func (c *Consumer) backoff(n int) time.Duration {
+	d := c.BackoffBase
+	for i := 1; i < n && d < c.BackoffMax; i++ {
+		d *= 2
+	}
+	if d > c.BackoffMax {
+		d = c.BackoffMax
+	}
+	return d
+}
+
+// keepInvisible renews msg's visibility every third of the visibility
+// timeout until the returned func is called.
+func (c *Consumer) keepInvisible(ctx context.Context, msg *queue.Message) func() {
+	if c.Visibility <= 0 {
+		return func() {}
+	}
+	return renewEvery(ctx, c.Visibility/3, func(ctx context.Context) bool {
+		if err := c.Receiver.Extend(ctx, msg, c.Visibility); err != nil {
+			if ctx.Err() == nil {
+				c.Service.Log.Warn("extend visibility", "message", msg.ID, "error", err.Error())
+			}
+			return true
+		}
+		c.Service.Metrics.VisibilityExtensions.Inc()
+		return true
+	})
+}
+
+// final reports whether msg's delivery exhausts the patience for an
+// incomplete shapefile set.
+func (c *Consumer) final(msg *queue.Message) bool { return msg.ReceiveCount >= c.MaxReceives }
+
+// process runs every event of msg through the three gates.
+func (c *Consumer) process(ctx context.Context, msg *queue.Message) verdict {
+	if c.Files != nil {
+		return c.processFile(ctx, msg)
+	}
+	m := c.Service.Metrics
+	evs, err := c.Objects.Events(msg.Body)
+	if err != nil {
+		m.EventsReceived.Inc()
+		c.Service.Log.Error("unreadable message", "message", msg.ID, "error", err.Error())
+		return verdict{reasons: []string{err.Error()}}
+	}
+	var v verdict
+	for _, ev := range evs {
+		m.EventsReceived.Inc()
+		route, reason, ok := c.Router.Route(ev)
+		if !ok {
+			c.filtered(ev, reason)
+			continue
+		}
+		if ev.Removed() {
+			c.runDelete(ctx, &v, ev, route)
+			continue
+		}
+		src, fetcher, err := c.Objects.Resolve(ctx, ev, c.final(msg))
+		if err != nil {
+			c.failed(ctx, &v, ev.String(), err)
+			continue
+		}
+		c.runJob(ctx, &v, src, fetcher, route)
+	}
+	return v
+}
+
+// fileEvent is the created event of an inbox delivery: one local file,
+// routed by its path relative to the inbox. ok is false when the file is
+// gone.
+func (c *Consumer) fileEvent(msg *queue.Message) (p string, ev Event, ok bool) {
+	p, rel := string(msg.Body), msg.Attributes["rel"]
+	size, err := c.Files.Size(p)
+	if err != nil {
+		return p, Event{Key: rel}, false
+	}
+	return p, Event{Name: "ObjectCreated:Put", Bucket: LocalBucket, Key: rel, RawKey: rel, Size: size}, true
+}
+
+// processFile handles an inbox message: one local file, routed by its
+// path relative to the inbox.
+func (c *Consumer) processFile(ctx context.Context, msg *queue.Message) verdict {
+	c.Service.Metrics.EventsReceived.Inc()
+	p, ev, ok := c.fileEvent(msg)
+	if !ok {
+		c.filtered(ev, "vanished")
+		return verdict{}
+	}
+	route, reason, ok := c.Router.Route(ev)
+	if !ok {
+		c.filtered(ev, reason)
+		return verdict{}
+	}
+	var v verdict
+	if missing := c.Files.Missing(p); len(missing) > 0 {
+		// The set's own sidecars may still be on their way: wait for them
+		// (retry), up to MaxReceives.
+		err := fmt.Errorf("%w: %s has no %s beside it", ErrIncompleteShapefile, p, strings.Join(missing, " or "))
+		if c.final(msg) {
+			err = Permanentf("%w (gave up waiting)", err)
+		}
+		c.failed(ctx, &v, "file://"+p, err)
+		return v
+	}
+	src, fetcher, err := c.Files.Source(p)
+	if err != nil {
+		c.failed(ctx, &v, "file://"+p, err)
+		return v
+	}
+	c.runJob(ctx, &v, src, fetcher, route)
+	return v
+}
+
+func (c *Consumer) filtered(ev Event, reason string) {
+	c.Service.Metrics.EventsFiltered.WithLabelValues(reason).Inc()
+	c.Service.Log.Debug("event filtered", "event", ev.String(), "reason", reason)
+}
+
+// failed records a failure that happened before a job existed.
+func (c *Consumer) failed(ctx context.Context, v *verdict, what string, err error) {
+	if KindOf(err) == Transient || ctx.Err() != nil {
+		c.Service.Log.Warn("event failed, will retry", "source", what, "error", err.Error())
+		v.retry = true
+		return
+	}
+	c.Service.Log.Error("event failed", "source", what, "error", err.Error())
+	v.reasons = append(v.reasons, what+": "+err.Error())
+}
+
+// params is the parameters of a job on route: the defaults, the pipeline
+// version, and the route's options.
+func (c *Consumer) params(route Route) Params {
+	return RouteParams(route, c.PipelineVersion)
+}
+
+// RouteParams is the parameters of a job on route: the defaults, the
+// pipeline version, and the route's options.
+func RouteParams(route Route, pipelineVersion string) Params {
+	p := DefaultParams(route.Target)
+	p.PipelineVersion = pipelineVersion
+	return route.Params(p)
+}
+
+// runDelete mirrors a removal event: a delete job that retires the
+// object's current generation if the removal is its newest version.
+func (c *Consumer) runDelete(ctx context.Context, v *verdict, ev Event, route Route) {
+	src := Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: ev.DeleteVersionToken(), Order: ev.Order()}
+	job, err := NewDeleteJob(src, c.params(route))
+	if err != nil {
+		c.failed(ctx, v, src.String(), err)
+		return
+	}
+	c.settle(ctx, v, c.Service.Run(ctx, job))
+}
+
+// runJob makes the job and runs it through the claim and write gates.
+func (c *Consumer) runJob(ctx context.Context, v *verdict, src Source, f Fetcher, route Route) {
+	job, err := NewJob(src, c.params(route), f)
+	if err != nil {
+		c.failed(ctx, v, src.String(), err)
+		return
+	}
+	if claim, ok := c.takePreclaim(job.ID); ok {
+		c.settle(ctx, v, c.Service.RunClaimed(ctx, job, claim))
+		return
+	}
+	c.settle(ctx, v, c.Service.Run(ctx, job))
+}
+
+// settle folds a job's result into the message's verdict: a duplicate of
+// a committed job is success (Run logged it at INFO with the job key); a
+// claim held under another worker's live lease is not done, and asks for
+// the message back after the lease; a transient failure asks for a retry;
+// a permanent one for the dead-letter queue.
+func (c *Consumer) settle(ctx context.Context, v *verdict, res Result) {
+	switch res.Outcome {
+	case Written, Superseded, Retired:
+		select {
+		case c.refreshKick <- struct{}{}:
+		default: // a refresh is asked for already: it will see this job too
+		}
+	}
+	if res.Outcome == Held {
+		v.held = max(v.held, res.RetryAfter)
+		return
+	}
+	if res.Outcome != Failed {
+		return
+	}
+	if KindOf(res.Err) == Transient || ctx.Err() != nil {
+		v.retry = true
+		return
+	}
+	v.reasons = append(v.reasons, fmt.Sprintf("%s (job %s): %v", res.Source, res.JobID, res.Err))
+}
+
+// refreshReports stores the report assignments of committed jobs in the
+// background, so that neither a worker nor the ack of its message waits
+// for them: after a job is committed (settle kicks it; kicks that come
+// while it runs are coalesced into the next round), and every
+// ReportRefresh, which also catches the jobs of a worker killed or cut off
+// from the database between a commit and a refresh. It runs until ctx
+// ends; with ReportRefresh 0 each job refreshes its own before its ack
+// instead (Service). The reports are exact whether or not an assignment is
+// stored (they compute a missing one on every call); storing them keeps
+// the reports fast.
+func (c *Consumer) refreshReports(ctx context.Context) {
+	if c.ReportRefresh <= 0 {
+		return
+	}
+	log := c.Service.Log
+	t := time.NewTicker(c.ReportRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.refreshKick:
+		}
+		r, err := c.Service.Store.RefreshReports(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("report refresh failed; the next one tries again", "error", err.Error())
+		case err == nil && (r.Assigned > 0 || r.Pruned > 0):
+			log.Info("report assignments refreshed", "assigned", r.Assigned, "parcels", r.Parcels,
+				"pruned", r.Pruned, "seconds", r.Duration.Seconds())
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package ingest
+
+import (
+	"context"
+	"time"
+
+	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/geomio/crs"
+)
+
+// Store is the domain's seam to the database: the claim gate, the write
+// gate, and the little else the Service, the Consumer, the Backfill and
+// Replay need. PostGISStore is the implementation; ingest/ingesttest is
+// the conformance suite every implementation passes (StoreSuite). All of
+// its methods are safe for concurrent use by many workers, in this
+// process and in others sharing the database.
+//
+// Errors: unless a method says otherwise, an error the database (or the
+// network to it) caused is Transient (KindOf), so that the delivery is
+// retried; an error the input caused is Permanent.
+type Store interface {
+	// Claim takes the claim gate for job on behalf of owner for lease.
+	// It wins (ClaimWon) when no claim exists, or the existing one is
+	// CLAIMED with an expired lease, or FAILED. A COMMITTED job answers
+	// ClaimCommitted (the delivery is a duplicate); a claim CLAIMED under
+	// another owner's live lease answers ClaimHeld with that owner, when
+	// its lease ends and how long that is from now by the database's
+	// clock. Unless it returns ClaimWon, the caller must stop before
+	// downloading anything.
+	Claim(ctx context.Context, job Job, owner string, lease time.Duration) (ClaimStatus, error)
+	// ClaimBatch is Claim for many jobs in one round trip: results[i] is
+	// the outcome for jobs[i], with Claim's meaning (a ClaimHeld result
+	// carries no holder: ask Claim for it). A job twice in jobs is won at
+	// most once: its later occurrences are ClaimHeld. On error every
+	// result is ClaimHeld.
+	ClaimBatch(ctx context.Context, jobs []Job, owner string, lease time.Duration) ([]ClaimResult, error)
+	// Heartbeat extends owner's lease on jobID by lease from now. It
+	// reports false, with a nil error, when owner no longer holds the
+	// claim (another worker took it over).
+	Heartbeat(ctx context.Context, jobID, owner string, lease time.Duration) (bool, error)
+	// Release gives up owner's claim on jobID after a transient failure,
+	// recording reason, so that the next delivery may claim it at once.
+	// Releasing a claim owner does not hold does nothing.
+	Release(ctx context.Context, jobID, owner, reason string) error
+	// Fail records jobID's claim FAILED with reason (a permanent failure
+	// an operator can query). A FAILED claim can be claimed again; a
+	// COMMITTED one is never marked failed.
+	Fail(ctx context.Context, jobID, reason string) error
+
+	// Write is the write gate, one transaction: the job's ledger row is
+	// inserted only if absent; if it was present the job is a duplicate
+	// (Outcome AlreadyPresent, nothing changed), unless the ledger's
+	// content hash differs from in.ContentHash, which is a Permanent
+	// payload-mismatch error. Otherwise the features read from r (a
+	// reader of the local file in.Path: nothing inside the transaction
+	// waits on the network) are written, the job becomes its source's
+	// current generation (Written, with the generation it replaced), or,
+	// when a newer version of the source is current already, is recorded
+	// superseded with no features (Superseded); the claim is marked
+	// COMMITTED. Any error (a parse error part-way included) commits
+	// nothing. A write whose owner lost the claim still commits: the
+	// ledger row keeps it exactly once.
+	Write(ctx context.Context, job Job, owner string, r geomio.Reader, in Fetched) (WriteResult, error)
+	// Retire is the write gate of a delete job (job.Delete): when the
+	// removal is newer than every version of the source applied so far,
+	// its current generation, if any, is retired (Retired, with the
+	// retired job in Replaced) and the source is left with none; an
+	// older removal is recorded Superseded and changes nothing; a
+	// duplicate is AlreadyPresent.
+	Retire(ctx context.Context, job Job, owner string) (WriteResult, error)
+	// RecordSuperseded commits job as superseded, with no features and
+	// without touching its source's current generation: for a version
+	// that can never be read again (ErrObjectChanged). A duplicate is
+	// AlreadyPresent.
+	RecordSuperseded(ctx context.Context, job Job, owner string) (WriteResult, error)
+
+	// RegisterCRS returns the SRID under which features in c are written:
+	// c's EPSG code when the database knows it, else an SRID registered
+	// for c's definition (the same definition always gets the same one).
+	// It is geomio.Options.RegisterCRS.
+	RegisterCRS(c crs.CRS) (int, error)
+
+	// RefreshReports stores the report assignments that are missing (the
+	// reports are exact without them, only slower). It is idempotent.
+	RefreshReports(ctx context.Context) (RefreshResult, error)
+	// RefreshParcelJob is RefreshReports for one parcel job just written
+	// (none when jobID is ""), dropping the assignments of the job it
+	// replaced (replaced may be "").
+	RefreshParcelJob(ctx context.Context, jobID, replaced string) (RefreshResult, error)
+
+	// CurrentGeneration returns the job id of the current generation of
+	// the source (bucket, key) in target under pipelineVersion, "" when
+	// there is none.
+	CurrentGeneration(ctx context.Context, bucket, key, target, pipelineVersion string) (string, error)
+	// Snapshot reads what Replay compares for jobID. Returns a Permanent
+	// error wrapping ErrJobNotFound when the job is not in the ledger.
+	Snapshot(ctx context.Context, jobID string) (Snapshot, error)
+}
+
+// PostGISStore implements Store.
+var _ Store = (*PostGISStore)(nil)
