@@ -71,5 +71,3 @@ func relDiff(a, b float64) float64 {
 	}
 	return math.Abs(a-b) / math.Max(math.Abs(a), math.Abs(b))
 }
-
-func sourceURL(bucket, key string) string { return Source{Bucket: bucket, Key: key}.String() }
