@@ -1,5 +1,6 @@
 // Package ingest is geoingest's domain: how an uploaded file becomes rows
-// in PostGIS exactly once in effect.
+// in PostGIS exactly once in effect. It imports neither pgx nor the AWS
+// SDK: the database and the object stores are behind its seams.
 //
 // A bucket event passes the trigger gate (Router: routes, sidecars, test
 // events and removals) and becomes a Job: one version of one source (a
@@ -17,6 +18,6 @@
 //
 // The domain reaches the outside through three seams with written
 // contracts and conformance suites (ingest/ingesttest): Store (the
-// database; PostGISStore), ObjectSource (an object store that bucket
+// database; ingest/postgis), ObjectSource (an object store that bucket
 // events name; ingest/s3) and FileSource (local files; ingest/localfs).
 package ingest

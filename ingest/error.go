@@ -7,7 +7,6 @@ import (
 	"net"
 
 	"github.com/geoingest/geoingest/geomio"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Kind classifies an error by what the caller should do next.
@@ -56,19 +55,15 @@ func Transientf(format string, args ...any) error {
 }
 
 // KindOf classifies err. An *Error reports its own Kind; a geomio input
-// error, or a PostgreSQL data exception (SQLSTATE class 22) raised by a
-// feature, is Permanent; everything else, database unavailability
-// included, is Transient.
+// error is Permanent; everything else, database unavailability included,
+// is Transient. A Store returns the errors its input caused (for PostGIS,
+// a data exception raised by a feature) as Permanent *Errors.
 func KindOf(err error) Kind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
 	}
 	if geomio.IsInputError(err) {
-		return Permanent
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "22" {
 		return Permanent
 	}
 	var netErr net.Error

@@ -97,7 +97,7 @@ func NewDeleteJob(src Source, p Params) (Job, error) {
 		return Job{}, err
 	}
 	job := Job{Source: src, Params: p, Delete: true}
-	canon, err := CanonicalJSON(job.paramsMap())
+	canon, err := CanonicalJSON(job.ParamsMap())
 	if err != nil {
 		return Job{}, &Error{Kind: Permanent, Err: err}
 	}
@@ -105,9 +105,9 @@ func NewDeleteJob(src Source, p Params) (Job, error) {
 	return job, nil
 }
 
-// paramsMap is the job's parameters as they go into its key and the
+// ParamsMap is the job's parameters as they go into its key and the
 // ledger: Params.Map, plus action "delete" for a delete job.
-func (j Job) paramsMap() map[string]any {
+func (j Job) ParamsMap() map[string]any {
 	m := j.Params.Map()
 	if j.Delete {
 		m["action"] = "delete"

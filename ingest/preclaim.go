@@ -97,3 +97,8 @@ func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message) []Job {
 	}
 	return jobs
 }
+
+// ClaimBatch is Store.ClaimBatch for this service's owner and lease.
+func (s *Service) ClaimBatch(ctx context.Context, jobs []Job) ([]ClaimResult, error) {
+	return s.Store.ClaimBatch(ctx, jobs, s.Owner, s.Lease)
+}

@@ -2,13 +2,9 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/geoingest/geoingest/ingest/internal/db"
-	"github.com/jackc/pgx/v5"
 )
 
 // FeatureSum summarises the feature rows of one job: their number, their
@@ -47,46 +43,6 @@ type Snapshot struct {
 // ErrJobNotFound is returned (wrapped in a Permanent error) when the ledger
 // has no row for a job.
 var ErrJobNotFound = errors.New("job not in the ledger")
-
-// Snapshot reads what Replay compares. Returns a Permanent error wrapping
-// ErrJobNotFound when the job is not in the ledger, a Transient one when
-// the database fails.
-func (s *PostGISStore) Snapshot(ctx context.Context, jobID string) (Snapshot, error) {
-	row, err := s.q.JobSnapshot(ctx, jobID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Snapshot{}, &Error{Kind: Permanent, Err: fmt.Errorf("job %s: %w", jobID, ErrJobNotFound)}
-	}
-	if err != nil {
-		return Snapshot{}, Transientf("snapshot %s: %w", jobID, err)
-	}
-	snap := Snapshot{
-		JobID: row.JobID, Status: row.Status, CommittedAt: row.CommittedAt.Time,
-		FeatureCount: row.FeatureCount, TotalAreaM2: row.TotalAreaM2, ContentHash: row.ContentHash,
-		FeaturesChecksum: row.FeaturesChecksum,
-		ClaimState:       row.ClaimState, Target: row.TargetTable, SourceCurrent: row.SourceCurrentJobID,
-	}
-	if snap.Features, err = s.featureSum(ctx, row.TargetTable, jobID); err != nil {
-		return Snapshot{}, err
-	}
-	snap.SourceFeatures = snap.Features
-	if snap.SourceCurrent != "" && snap.SourceCurrent != jobID {
-		if snap.SourceFeatures, err = s.featureSum(ctx, row.TargetTable, snap.SourceCurrent); err != nil {
-			return Snapshot{}, err
-		}
-	}
-	return snap, nil
-}
-
-func (s *PostGISStore) featureSum(ctx context.Context, target, jobID string) (FeatureSum, error) {
-	if target != "parcels" && target != "admin_units" {
-		return FeatureSum{}, Permanentf("job %s: unknown target table %q", jobID, target)
-	}
-	r, err := s.q.JobFeaturesChecksum(ctx, db.JobFeaturesChecksumParams{TargetTable: target, JobID: jobID})
-	if err != nil {
-		return FeatureSum{}, Transientf("checksum %s: %w", jobID, err)
-	}
-	return FeatureSum{JobID: jobID, N: r.N, AreaM2: r.AreaM2, Checksum: r.Checksum}, nil
-}
 
 // Inconsistencies lists how the snapshot disagrees with its own ledger: a
 // current job whose rows differ in number or area (AreaTolerance) from
@@ -190,65 +146,4 @@ func Replay(ctx context.Context, svc *Service, job Job) (*ReplayReport, error) {
 	}
 	rep.Changes = append(rep.Changes, before.Diff(rep.After)...)
 	return rep, nil
-}
-
-// LedgerJob rebuilds a committed job from its ledger row so that it can be
-// delivered again: its source and its parameters. Only local-file jobs
-// (bucket LocalBucket) can be rebuilt here, through files; for them the file must still
-// hold the bytes it had, or the key would differ. Returns a Permanent
-// error wrapping ErrJobNotFound when the job is not in the ledger, and a
-// Permanent error when the job cannot be rebuilt or the file changed.
-func (s *PostGISStore) LedgerJob(ctx context.Context, jobID string, files FileSource) (Job, error) {
-	row, err := s.q.JobSnapshot(ctx, jobID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Job{}, &Error{Kind: Permanent, Err: fmt.Errorf("job %s: %w", jobID, ErrJobNotFound)}
-	}
-	if err != nil {
-		return Job{}, Transientf("ledger %s: %w", jobID, err)
-	}
-	return ledgerJob(row, files)
-}
-
-func ledgerJob(row db.JobSnapshotRow, files FileSource) (Job, error) {
-	if row.SourceBucket != LocalBucket {
-		return Job{}, Permanentf("job %s: source %s is not a local file; replay it by delivering its event again",
-			row.JobID, sourceURL(row.SourceBucket, row.SourceKey))
-	}
-	p, err := paramsFromLedger(row.Params)
-	if err != nil {
-		return Job{}, Permanentf("job %s: params: %w", row.JobID, err)
-	}
-	src, fetch, err := files.Source(row.SourceKey)
-	if err != nil {
-		return Job{}, err
-	}
-	job, err := NewJob(src, p, fetch)
-	if err != nil {
-		return Job{}, err
-	}
-	if job.ID != row.JobID {
-		return Job{}, Permanentf("job %s: %s no longer gives this job (its key is now %s): the file changed, or the job's parameters cannot be rebuilt",
-			row.JobID, src, job.ID)
-	}
-	return job, nil
-}
-
-// paramsFromLedger is the inverse of Params.Map.
-func paramsFromLedger(raw []byte) (Params, error) {
-	var m struct {
-		Version         string `json:"version"`
-		Target          string `json:"target_table"`
-		Invalid         string `json:"invalid"`
-		NullGeometry    string `json:"null_geometry"`
-		WrongType       string `json:"wrong_type"`
-		SourceSRID      int    `json:"source_srid"`
-		DefaultEncoding string `json:"default_encoding"`
-		Replaces        string `json:"replaces"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return Params{}, err
-	}
-	p := Params{Target: m.Target, PipelineVersion: m.Version, Invalid: m.Invalid, NullGeometry: m.NullGeometry,
-		WrongType: m.WrongType, SourceSRID: m.SourceSRID, DefaultEncoding: m.DefaultEncoding, Replaces: m.Replaces}
-	return p, p.Validate()
 }

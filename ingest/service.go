@@ -46,9 +46,13 @@ type Service struct {
 	// after each committed write or delete (see Store.RefreshReports).
 	NoReportRefresh bool
 
-	// Test hooks.
-	beforeWrite func(Job) // called after the download, before the write gate
-	noHeartbeat bool      // do not extend the lease while running
+	// Test hooks, for the tests that race workers over one claim (in
+	// ingest/postgis); production code leaves them zero.
+	// BeforeWrite, when set, is called after the download, before the
+	// write gate. NoHeartbeat, when true, keeps the lease from being
+	// extended while the job runs, so that it expires.
+	BeforeWrite func(Job)
+	NoHeartbeat bool
 }
 
 // NewService returns a Service with defaults filled in. metrics and log may
@@ -129,7 +133,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	s.Metrics.Claims.WithLabelValues("won").Inc()
 	testhook.At(testhook.AfterClaim)
 
-	if !s.noHeartbeat {
+	if !s.NoHeartbeat {
 		defer s.heartbeat(ctx, log, job.ID)()
 	}
 
@@ -178,8 +182,8 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	}
 	defer r.Close()
 
-	if s.beforeWrite != nil {
-		s.beforeWrite(job)
+	if s.BeforeWrite != nil {
+		s.BeforeWrite(job)
 	}
 	every := s.ProgressInterval
 	if every <= 0 {

@@ -10,9 +10,9 @@ import (
 
 // Store is the domain's seam to the database: the claim gate, the write
 // gate, and the little else the Service, the Consumer, the Backfill and
-// Replay need. PostGISStore is the implementation; ingest/ingesttest is
-// the conformance suite every implementation passes (StoreSuite). All of
-// its methods are safe for concurrent use by many workers, in this
+// Replay need. postgis.Store (package ingest/postgis) is the
+// implementation; ingest/ingesttest is the conformance suite every
+// implementation passes (StoreSuite). All of its methods are safe for concurrent use by many workers, in this
 // process and in others sharing the database.
 //
 // Errors: unless a method says otherwise, an error the database (or the
@@ -97,5 +97,48 @@ type Store interface {
 	Snapshot(ctx context.Context, jobID string) (Snapshot, error)
 }
 
-// PostGISStore implements Store.
-var _ Store = (*PostGISStore)(nil)
+// ClaimResult is the outcome of the claim gate.
+type ClaimResult int
+
+const (
+	// ClaimWon: the caller holds the claim and must go on to the write gate.
+	ClaimWon ClaimResult = iota
+	// ClaimHeld: another worker holds a live lease. The job is not done
+	// and that worker may be dead: the delivery is not a duplicate, and
+	// must be retried once the lease has ended.
+	ClaimHeld
+	// ClaimCommitted: the job is committed already: the delivery is a
+	// duplicate.
+	ClaimCommitted
+)
+
+// ClaimStatus is what the claim gate answered.
+type ClaimStatus struct {
+	Result ClaimResult
+	// For ClaimHeld: the worker holding the claim, when its lease ends,
+	// and how long that is from now by the database's clock (zero when
+	// the claim was released or expired a moment ago: retry at once).
+	Owner      string
+	LeaseUntil time.Time
+	LeaseLeft  time.Duration
+}
+
+// WriteResult is what the write gate did.
+type WriteResult struct {
+	// Outcome is Written, AlreadyPresent, Superseded or Retired.
+	Outcome Outcome
+	// Features and AreaM2 are what a Written job wrote.
+	Features int64
+	AreaM2   float64
+	// Replaced is the job whose generation this one replaced (or a delete
+	// retired), if any.
+	Replaced string
+}
+
+// TableSummary is what a feature table holds of current generations.
+type TableSummary struct {
+	Target   string
+	Features int64
+	Jobs     int64
+	AreaM2   float64
+}

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -59,128 +58,8 @@ func (v *Verification) OffendingJobs() []string {
 	return out
 }
 
-// Verify reconciles the database from its own contents, proving that every
-// committed job's features are present exactly once:
-//
-//   - for every current job, the ledger's feature_count equals the number
-//     of rows its target table holds for the job, and total_area_m2 the
-//     sum of their area_m2 within AreaTolerance (relative), and the
-//     checksum of its rows (index, properties, geometry) recorded at write
-//     time; and every row has an area_m2 and, in a sample of one in 16,
-//     it is ST_Area(geom::geography) within 1e-9 (relative);
-//   - no feature row belongs to a job that is missing from the ledger, not
-//     current, or aimed at the other table;
-//   - no source has two current jobs, every current job is its source's
-//     current_job_id and every current_job_id is a current job of that
-//     source;
-//   - every ledger job has a COMMITTED claim, and no COMMITTED claim lacks
-//     a ledger row;
-//   - every stored report assignment of a current parcel job to the
-//     current admin generation of its pipeline version (see
-//     RefreshReports) holds as many parcels as the ledger records, with
-//     the same area within AreaTolerance; a job with no stored assignment
-//     is listed in PendingAssignments, not as a problem.
-//
-// It only reads. Inconsistencies come back as Problems with a nil error;
-// the error is Transient when the database could not be read.
-func (s *PostGISStore) Verify(ctx context.Context) (*Verification, error) {
-	v := &Verification{}
-	counts, err := s.q.VerifyCounts(ctx)
-	if err != nil {
-		return nil, Transientf("verify: %w", err)
-	}
-	v.Jobs, v.CurrentJobs, v.Sources, v.Claims = counts.Jobs, counts.CurrentJobs, counts.Sources, counts.Claims
-	v.Parcels, v.AdminUnits = counts.Parcels, counts.AdminUnits
-
-	jobs, err := s.q.VerifyCurrentJobs(ctx)
-	if err != nil {
-		return nil, Transientf("verify jobs: %w", err)
-	}
-	for _, j := range jobs {
-		if j.LedgerCount != j.HeldCount {
-			v.add(j.JobID, "feature count", fmt.Sprintf("ledger records %d features, %s holds %d for the job (%s)",
-				j.LedgerCount, j.TargetTable, j.HeldCount, sourceURL(j.SourceBucket, j.SourceKey)))
-		}
-		if j.LedgerCount == j.HeldCount && j.LedgerChecksum != j.HeldChecksum {
-			v.add(j.JobID, "checksum", fmt.Sprintf("%s rows of the job changed since they were written (checksum %s, ledger recorded %s; %s)",
-				j.TargetTable, j.HeldChecksum, j.LedgerChecksum, sourceURL(j.SourceBucket, j.SourceKey)))
-		}
-		if j.AreaOff > 0 {
-			v.add(j.JobID, "row area", fmt.Sprintf("%d %s rows of the job have an area_m2 that is missing or differs from ST_Area(geom::geography) (of the rows checked: those with no area, and one in 16; %s)",
-				j.AreaOff, j.TargetTable, sourceURL(j.SourceBucket, j.SourceKey)))
-		}
-		if !areaEqual(j.LedgerAreaM2, j.HeldAreaM2) {
-			v.add(j.JobID, "area", fmt.Sprintf("ledger records %.3f m², %s holds %.3f m² for the job (relative difference %.3g)",
-				j.LedgerAreaM2, j.TargetTable, j.HeldAreaM2, relDiff(j.LedgerAreaM2, j.HeldAreaM2)))
-		}
-	}
-
-	stray, err := s.q.VerifyStrayFeatures(ctx)
-	if err != nil {
-		return nil, Transientf("verify features: %w", err)
-	}
-	for _, f := range stray {
-		why := "whose job is not in the ledger"
-		if f.JobStatus != "" {
-			why = fmt.Sprintf("whose job is %s, not current (or targets the other table)", f.JobStatus)
-		}
-		v.add(f.JobID, "stray features", fmt.Sprintf("%d rows in %s %s", f.N, f.TargetTable, why))
-	}
-
-	srcs, err := s.q.VerifySources(ctx)
-	if err != nil {
-		return nil, Transientf("verify sources: %w", err)
-	}
-	for _, r := range srcs {
-		v.add(r.JobID, "sources", fmt.Sprintf("%s: %s %s pipeline version %s", r.Problem,
-			sourceURL(r.SourceBucket, r.SourceKey), r.TargetTable, r.PipelineVersion))
-	}
-
-	claims, err := s.q.VerifyClaims(ctx)
-	if err != nil {
-		return nil, Transientf("verify claims: %w", err)
-	}
-	for _, c := range claims {
-		if c.InLedger {
-			state := c.ClaimState
-			if state == "" {
-				state = "no claim"
-			}
-			v.add(c.JobID, "claims", "ledger row without a COMMITTED claim ("+state+")")
-		} else {
-			v.add(c.JobID, "claims", "COMMITTED claim without a ledger row")
-		}
-	}
-	if err := s.verifyAssignments(ctx, v); err != nil {
-		return nil, err
-	}
-	sort.SliceStable(v.Problems, func(i, j int) bool { return v.Problems[i].JobID < v.Problems[j].JobID })
-	return v, nil
-}
-
-// verifyAssignments adds a "report assignment" problem for every current
-// parcel job whose stored assignment disagrees with the ledger, and lists
-// the jobs with none stored yet in v.PendingAssignments.
-func (s *PostGISStore) verifyAssignments(ctx context.Context, v *Verification) error {
-	rows, err := s.q.VerifyReportAssignments(ctx)
-	if err != nil {
-		return Transientf("verify report assignments: %w", err)
-	}
-	for _, r := range rows {
-		switch {
-		case !r.Assigned:
-			v.PendingAssignments = append(v.PendingAssignments, r.JobID)
-		case r.CellCount != r.LedgerCount:
-			v.add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %d parcels, the ledger records %d", r.CellCount, r.LedgerCount))
-		case !areaEqual(r.CellAreaM2, r.LedgerAreaM2):
-			v.add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %.3f m², the ledger records %.3f m² (relative difference %.3g)",
-				r.CellAreaM2, r.LedgerAreaM2, relDiff(r.CellAreaM2, r.LedgerAreaM2)))
-		}
-	}
-	return nil
-}
-
-func (v *Verification) add(job, check, detail string) {
+// Add records a problem: job failed check, as detail says.
+func (v *Verification) Add(job, check, detail string) {
 	v.Problems = append(v.Problems, Problem{JobID: job, Check: check, Detail: detail})
 }
 
@@ -192,5 +71,3 @@ func relDiff(a, b float64) float64 {
 	}
 	return math.Abs(a-b) / math.Max(math.Abs(a), math.Abs(b))
 }
-
-func sourceURL(bucket, key string) string { return Source{Bucket: bucket, Key: key}.String() }

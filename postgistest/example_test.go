@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/localfs"
+	"github.com/geoingest/geoingest/ingest/postgis"
 	"github.com/geoingest/geoingest/postgistest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +46,7 @@ func TestIngestTwiceWritesOnce(t *testing.T) {
 	defer pool.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	metrics := ingest.NewMetrics(prometheus.NewRegistry())
-	svc := ingest.NewService(ingest.NewStore(pool, metrics, log), metrics, log)
+	svc := ingest.NewService(postgis.NewStore(pool, metrics, log), metrics, log)
 
 	for i := range 2 {
 		src, fetch, err := localfs.Source("../testdata/synthetic/admin.geojson")

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/postgis"
 	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +16,7 @@ import (
 type app struct {
 	pool    *pgxpool.Pool
 	metrics *ingest.Metrics
-	store   *ingest.PostGISStore
+	store   *postgis.Store
 	svc     *ingest.Service
 }
 
@@ -34,7 +35,7 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 		return nil, err
 	}
 	metrics := ingest.NewMetrics(reg)
-	store := ingest.NewStore(pool, metrics, m.Log)
+	store := postgis.NewStore(pool, metrics, m.Log)
 	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
 	return &app{pool: pool, metrics: metrics, store: store, svc: ingest.NewService(store, metrics, m.Log)}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/localfs"
+	"github.com/geoingest/geoingest/ingest/postgis"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,7 @@ func holdClaim(t *testing.T, db, path string, lease time.Duration) (ingest.Job, 
 	require.NoError(t, err)
 	job, err := ingest.NewJob(src, ingest.RouteParams(rs[0], ingest.DefaultPipelineVersion), f)
 	require.NoError(t, err)
-	st, err := ingest.NewStore(pool, nil, nil).Claim(ctx, job, "dead-worker", lease)
+	st, err := postgis.NewStore(pool, nil, nil).Claim(ctx, job, "dead-worker", lease)
 	require.NoError(t, err)
 	require.Equal(t, ingest.ClaimWon, st.Result)
 	return job, time.Now().Add(lease)

@@ -1,0 +1,45 @@
+package ingest
+
+import (
+	"github.com/geoingest/geoingest/geomio"
+)
+
+// layerLog is a geomio.Reader that remembers every layer it yields a
+// feature of (a zip holds several, each with its own CRS), so that the
+// write gate can record what CRS each was read in: a Store finds them
+// through its Layers method.
+type layerLog struct {
+	geomio.Reader
+	layers []geomio.Layer
+}
+
+func (l *layerLog) Next() bool {
+	if !l.Reader.Next() {
+		return false
+	}
+	if name := l.Reader.Feature().Layer; len(l.layers) == 0 || l.layers[len(l.layers)-1].Name != name {
+		l.layers = append(l.layers, l.Reader.Layer())
+	}
+	return true
+}
+
+// Layers returns the layers read so far, in order.
+func (l *layerLog) Layers() []geomio.Layer { return l.layers }
+
+// LayerCRS is the CRS one layer of a job was read in.
+type LayerCRS struct {
+	Layer string `json:"layer"`
+	// Method is how it was found: authority, identified, custom, override,
+	// default or none (see migration 0004).
+	Method string `json:"method"`
+	// SRID is what PostGIS transformed with: the EPSG code, or for a
+	// custom CRS the SRID geoingest registered it under.
+	SRID           int    `json:"srid"`
+	EPSG           int    `json:"epsg,omitempty"`
+	Confidence     *int   `json:"confidence,omitempty"`
+	Name           string `json:"name,omitempty"`
+	Definition     string `json:"definition,omitempty"`
+	Transformation string `json:"transformation,omitempty"`
+	// SourceText is the CRS as the file gave it (the .prj, the crs member).
+	SourceText string `json:"source_text,omitempty"`
+}

@@ -1,0 +1,139 @@
+package postgis
+
+import (
+	"context"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+)
+
+// RefreshReports brings the report assignments of migration 0006 up to
+// date: every current parcel job is assigned to the current admin
+// generation of its pipeline version (its cells per admin unit are
+// computed by geoingest_report_compute and stored), and assignments that
+// no report can use any more are deleted.
+//
+// Each pair is computed in its own transaction gated like the write gate:
+// the pair's report_assignments row is inserted ON CONFLICT DO NOTHING
+// first, so a pair is computed exactly once however many workers refresh
+// at the same time (a concurrent refresh of the same pair waits for the
+// first and then skips it), and a crash leaves either the whole pair or
+// nothing. It is idempotent: a second call with nothing new does one
+// query. The reports never depend on it for correctness (they compute
+// whatever is not assigned yet), only for speed.
+//
+// Returns a Transient error when the database fails; the pairs committed
+// before the failure stay.
+func (s *Store) RefreshReports(ctx context.Context) (ingest.RefreshResult, error) {
+	res, err := s.refresh(ctx, "")
+	if err != nil {
+		return res, err
+	}
+	if res.Pruned, err = s.q.PruneReportAssignments(ctx); err != nil {
+		return res, ingest.Transientf("refresh reports: prune: %w", err)
+	}
+	return res, nil
+}
+
+// RefreshParcelJob is RefreshReports for one parcel job just written: it
+// assigns that job (if it is current and not assigned yet; none when
+// jobID is "", as for a delete) and deletes the assignments of the job it
+// replaced or retired (replaced may be ""). Its cost does
+// not grow with the number of other jobs, so it can run after every one.
+func (s *Store) RefreshParcelJob(ctx context.Context, jobID, replaced string) (ingest.RefreshResult, error) {
+	var res ingest.RefreshResult
+	var err error
+	if jobID != "" {
+		if res, err = s.refresh(ctx, jobID); err != nil {
+			return res, err
+		}
+	}
+	if replaced == "" {
+		return res, nil
+	}
+	if res.Pruned, err = s.q.DeleteReportAssignmentsOfJob(ctx, replaced); err != nil {
+		return res, ingest.Transientf("refresh reports: prune: %w", err)
+	}
+	return res, nil
+}
+
+// refresh assigns every stale current parcel job, or only jobID.
+func (s *Store) refresh(ctx context.Context, jobID string) (ingest.RefreshResult, error) {
+	start := time.Now()
+	var res ingest.RefreshResult
+	stale, err := s.q.StaleReportAssignments(ctx, jobID)
+	if err != nil {
+		return res, ingest.Transientf("refresh reports: %w", err)
+	}
+	overlapping := map[string][]int64{} // by admin generation
+	for _, st := range stale {
+		ov, ok := overlapping[st.AdminGeneration]
+		if !ok && len(st.UnitIds) > 0 {
+			if ov, err = s.q.OverlappingUnits(ctx, nonNil(st.UnitIds)); err != nil {
+				return res, ingest.Transientf("refresh reports: overlapping units: %w", err)
+			}
+			overlapping[st.AdminGeneration] = ov
+		}
+		n, done, err := s.assign(ctx, st, ov)
+		if err != nil {
+			return res, err
+		}
+		if done {
+			res.Assigned++
+			res.Parcels += n
+		}
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// assign computes one pair in its own transaction. done is false when the
+// pair was computed already (by someone else meanwhile).
+func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, overlapping []int64) (parcels int64, done bool, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, false, ingest.Transientf("refresh reports: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after commit
+	q := s.q.WithTx(tx)
+	n, err := q.InsertReportAssignment(ctx, db.InsertReportAssignmentParams{
+		ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
+		PipelineVersion: st.PipelineVersion, AdminJobIds: nonNil(st.AdminJobIds),
+	})
+	if err != nil {
+		return 0, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+	}
+	if n == 0 {
+		return 0, false, nil
+	}
+	if len(st.UnitIds) == 0 {
+		var row db.InsertReportCellsNoUnitsRow
+		row, err = q.InsertReportCellsNoUnits(ctx, db.InsertReportCellsNoUnitsParams{
+			ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration})
+		parcels = row.Parcels
+	} else {
+		var row db.InsertReportCellsRow
+		row, err = q.InsertReportCells(ctx, db.InsertReportCellsParams{
+			ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
+			UnitIds: st.UnitIds, OverlappingUnits: nonNil(overlapping),
+		})
+		parcels = row.Parcels
+	}
+	if err != nil {
+		return 0, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, false, ingest.Transientf("refresh reports: commit: %w", err)
+	}
+	return parcels, true, nil
+}
+
+// nonNil turns a nil slice into an empty one, which pgx sends as '{}'
+// rather than NULL.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

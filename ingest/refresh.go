@@ -1,0 +1,59 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// RefreshResult is what RefreshReports did.
+type RefreshResult struct {
+	// Assigned is the number of (parcel job, admin generation) pairs this
+	// call computed; Parcels the parcels they hold.
+	Assigned int
+	Parcels  int64
+	// Pruned is the number of assignments deleted because no report can
+	// use them any more.
+	Pruned int64
+	// Duration is the whole call's.
+	Duration time.Duration
+}
+
+// refreshReports brings the report assignments up to date after a
+// committed write or delete of job, unless NoReportRefresh is set: for a
+// parcel job, that job's assignment (Store.RefreshParcelJob), whatever the
+// number of other jobs; for an admin-unit job, which makes a new admin
+// generation, every parcel job of its version (Store.RefreshReports). A
+// failure is logged at WARN, not returned: the job is committed and must
+// be acked, and the reports stay exact without the assignments (only
+// slower) until the next refresh (after the next job, or before the next
+// `geoingest report`).
+func (s *Service) refreshReports(ctx context.Context, log *slog.Logger, job Job, wr WriteResult) {
+	if s.NoReportRefresh {
+		return
+	}
+	var r RefreshResult
+	var err error
+	switch {
+	case job.Params.Target != "parcels":
+		r, err = s.Store.RefreshReports(ctx)
+	case job.Delete:
+		r, err = s.Store.RefreshParcelJob(ctx, "", wr.Replaced)
+	default:
+		r, err = s.Store.RefreshParcelJob(ctx, job.ID, wr.Replaced)
+	}
+	if err != nil {
+		log.Warn("report assignments not refreshed; reports compute what is missing until the next refresh", "error", err.Error())
+		return
+	}
+	if r.Assigned > 0 || r.Pruned > 0 {
+		log.Info("report assignments refreshed", "assigned", r.Assigned, "parcels", r.Parcels,
+			"pruned", r.Pruned, "seconds", r.Duration.Seconds())
+	}
+}
+
+func (r RefreshResult) String() string {
+	return fmt.Sprintf("%d job assignments computed (%d parcels), %d pruned, in %.2f s",
+		r.Assigned, r.Parcels, r.Pruned, r.Duration.Seconds())
+}
