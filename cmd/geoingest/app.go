@@ -37,7 +37,9 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	metrics := ingest.NewMetrics(reg)
 	store := postgis.NewStore(pool, metrics, m.Log)
 	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
-	return &app{pool: pool, metrics: metrics, store: store, svc: ingest.NewService(store, metrics, m.Log)}, nil
+	svc := ingest.NewService(store, metrics, m.Log)
+	svc.BeforeWrite = m.beforeWrite
+	return &app{pool: pool, metrics: metrics, store: store, svc: svc}, nil
 }
 
 // Close closes the database pool.

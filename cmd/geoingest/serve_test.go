@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/geoingest/geoingest/internal/testsrv"
@@ -38,6 +39,12 @@ type serving struct {
 // startServe runs Main with args in a goroutine; stop it with stop.
 func startServe(t *testing.T, env map[string]string, args ...string) *serving {
 	t.Helper()
+	return startServeMain(t, NewMain(), env, args...)
+}
+
+// startServeMain is startServe with a Main the test prepared (its hooks).
+func startServeMain(t *testing.T, m *Main, env map[string]string, args ...string) *serving {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
@@ -45,7 +52,6 @@ func startServe(t *testing.T, env map[string]string, args ...string) *serving {
 	s := &serving{done: make(chan int, 1), stderr: &testfiles.SyncBuffer{}, metrics: "http://" + addr + "/metrics"}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	m := NewMain()
 	m.Stdout, m.Stderr = &testfiles.SyncBuffer{}, s.stderr
 	m.Getenv = func(k string) string { return env[k] }
 	go func() {
@@ -326,8 +332,12 @@ func TestServeSIGTERMLosesNothing(t *testing.T) {
 		require.Contains(t, srv.stderr.String(), "message given back for retry")
 	}
 
-	// The second serve renews the visibility every 0.2 s while the job runs.
-	srv2 := startServe(t, nil, append(args, "--visibility", "600ms")...)
+	// The second serve renews the visibility every 0.2 s while the job runs;
+	// the job is held for 1 s before its write gate, so that it outlasts
+	// the visibility timeout however fast the write path is.
+	m2 := NewMain()
+	m2.beforeWrite = func(ingest.Job) { time.Sleep(time.Second) }
+	srv2 := startServeMain(t, m2, nil, append(args, "--visibility", "600ms")...)
 	eventually(t, 25*time.Second, "the job to be committed", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == 1
 	})
