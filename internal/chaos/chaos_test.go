@@ -35,7 +35,8 @@ var (
 	flagLogDir     = flag.String("chaos.logdir", "", "keep the serve logs in this directory (default: a temporary one, removed)")
 	flagPGDown     = flag.Duration("chaos.pgdown", 0, "how long PostgreSQL stays down when it is restarted (default 3s, 20s with -chaos.long)")
 	flagKillEvery  = flag.Duration("chaos.kill-every", 3*time.Second, "mean time between SIGKILLs")
-	flagLargeN     = flag.Int("chaos.large-features", 6000, "features of the largest large object (they have half to all of it; steal targets have twice as many)")
+	flagLargeN     = flag.Int("chaos.large-features", 6000, "features of the largest large object (they have half to all of it)")
+	flagStealN     = flag.Int("chaos.steal-features", 100000, "features of each steal target: enough that its write outlasts the stealer's expire-and-redeliver (about a second), however fast the write path")
 )
 
 // config is one run's shape.
@@ -69,7 +70,7 @@ func newConfig() config {
 	// deliveries/2 uploads (and versitygw's test event). A fifth of the
 	// keys get a second version.
 	minutes := int(c.duration / time.Minute)
-	c.spec = planSpec{large: 3 + minutes, steal: c.stealWant + 1, smallMax: 150, largeN: *flagLargeN}
+	c.spec = planSpec{large: 3 + minutes, steal: c.stealWant + 1, smallMax: 150, largeN: *flagLargeN, stealN: *flagStealN}
 	events := (c.deliveries*105/100)/2 - 1 - 3 - c.spec.steal // less the test event, the bad objects and the steal targets
 	keys := max(events*10/12, c.spec.large+1)
 	c.spec.small = keys - c.spec.large

@@ -26,11 +26,11 @@ type object struct {
 // planSpec sizes a plan.
 type planSpec struct {
 	small, large, steal, twoVersions int
-	smallMax, largeN                 int
+	smallMax, largeN, stealN         int
 }
 
-// makePlan lays out the uploads, in upload order: steal targets (2 ×
-// largeN features) and large objects (largeN/2 to largeN) first, then
+// makePlan lays out the uploads, in upload order: steal targets (stealN
+// features) and large objects (largeN/2 to largeN) first, then
 // small ones (5 to smallMax features) and three bad objects shuffled, then
 // a second version for twoVersions of the small and large keys.
 func makePlan(spec planSpec, rng *rand.Rand) []*object {
@@ -44,7 +44,7 @@ func makePlan(spec planSpec, rng *rand.Rand) []*object {
 	}
 	var keys []*object
 	for i := 0; i < spec.steal; i++ {
-		add(&object{key: fmt.Sprintf("parcels/steal-%02d.geojson", i), version: 1, n: spec.largeN * 2, large: true, steal: true})
+		add(&object{key: fmt.Sprintf("parcels/steal-%02d.geojson", i), version: 1, n: spec.stealN, large: true, steal: true})
 	}
 	for i := 0; i < spec.large; i++ {
 		keys = append(keys, add(&object{key: fmt.Sprintf("parcels/large-%02d.geojson", i), version: 1, n: spec.largeN/2 + rng.IntN(spec.largeN/2+1), large: true}))
