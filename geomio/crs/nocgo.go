@@ -13,3 +13,6 @@ func Resolve(text string) (CRS, error) { return CRS{Text: text}, errNoCgo }
 
 // Version is "" in a build without cgo.
 func Version() string { return "" }
+
+// EPSGDefinition always fails in a build without cgo.
+func EPSGDefinition(code int) (wkt, projString string, err error) { return "", "", errNoCgo }
