@@ -3,6 +3,13 @@
 -- cannot give an existing column an expression, so a new column replaces
 -- it, and the views are pointed at it), and geoingest_finish_job_table
 -- checks every row with ST_IsValid again.
+--
+-- Version 7's writer measures small polygons its own way, to within 1e-9
+-- of ST_Area plus 0.01 m² (geomio/geodesic); version 6 compares the
+-- ledger's total_area_m2 with the sum of the recomputed column to 1e-9.
+-- So the ledger of every job whose rows are held is summed again from
+-- them, and the stored report assignments (a cache the reports rebuild)
+-- are dropped, so that version 6's verify compares like with like.
 DROP FUNCTION geoingest_finish_job_table(text, bigint, boolean, bigint[], boolean);
 DROP TRIGGER geoingest_area_follows_geom ON parcels;
 DROP TRIGGER geoingest_area_follows_geom ON admin_units;
@@ -34,6 +41,11 @@ JOIN sources s ON s.current_job_id = j.job_id AND s.target_table = 'admin_units'
 
 ALTER TABLE parcels DROP COLUMN geoingest_area_m2_v7;
 ALTER TABLE admin_units DROP COLUMN geoingest_area_m2_v7;
+
+UPDATE jobs j SET total_area_m2 = h.area
+FROM (SELECT target_table, job_ref, sum(area_m2) AS area FROM geoingest_features GROUP BY target_table, job_ref) h
+WHERE h.job_ref = j.job_ref AND h.target_table = j.target_table;
+DELETE FROM report_assignments;
 
 -- Version 5's function, as it was (SECURITY DEFINER and its grants are
 -- set again below: CREATE OR REPLACE resets them).

@@ -137,16 +137,30 @@ type Scratch struct {
 	ends, nrings []int64
 }
 
+var authalicOnce = sync.OnceValue(func() authalic { return newAuthalic(Ellipsoid()) })
+
 // Area returns the area in square metres of mp (longitude/latitude
-// degrees, EPSG:4326) as ST_Area(mp::geography) computes it, and true; or
-// false when it is not computed here: no PROJ (see Available), a
-// coordinate outside the ranges (see InRange), or an edge between two
-// (nearly) antipodal points, which PostGIS refuses to measure.
+// degrees, EPSG:4326) as ST_Area(mp::geography) computes it, to within
+// Tolerance, and true; or false when it is not computed here: no PROJ
+// (see Available), a coordinate outside the ranges (see InRange), or an
+// edge between two (nearly) antipodal points, which PostGIS refuses to
+// measure. A polygon within LocalMaxSpan is measured by the local method
+// (local.go), any other with GeographicLib, as PostGIS measures it.
 // s may be nil.
 func Area(mp *geom.MultiPolygon, s *Scratch) (float64, bool) {
 	if !Available() || !InRange(mp) {
 		return 0, false
 	}
+	m := authalicOnce()
+	if a, ok := m.localArea(mp); ok {
+		return a, true
+	}
+	return geographicLibArea(mp, s)
+}
+
+// geographicLibArea is Area by GeographicLib's polygon area, PostGIS's
+// own computation: the same double, bit for bit.
+func geographicLibArea(mp *geom.MultiPolygon, s *Scratch) (float64, bool) {
 	if s == nil {
 		s = &Scratch{}
 	}

@@ -1,15 +1,33 @@
 // Package geodesic computes the area of longitude/latitude polygons on the
-// WGS 84 spheroid exactly as PostGIS's ST_Area(geom::geography) does:
-// with GeographicLib's geodesic polygon area (PROJ's geodesic.h, the C port
-// PostGIS's liblwgeom calls), the ellipsoid's parameters as PROJ gives
-// them for EPSG:4326, the closing point of each ring left out, the
-// absolute value of each ring's area, a polygon's area its outer ring's
-// minus its holes', a multipolygon's the sum of its polygons' in order.
-// The same library, the same inputs and the same operations give the same
-// double, bit for bit, as the database computes.
+// WGS 84 spheroid as PostGIS's ST_Area(geom::geography) does: the area of
+// the polygon whose edges are the spheroid's geodesics, on the ellipsoid
+// whose parameters PROJ gives for EPSG:4326, with the closing point of
+// each ring left out, the absolute value of each ring's area, a polygon's
+// area its outer ring's minus its holes', a multipolygon's the sum of its
+// polygons' in order.
+//
+// Two methods compute it. A polygon larger than LocalMaxSpan is measured
+// with GeographicLib's geodesic polygon area (PROJ's geodesic.h, the C
+// port PostGIS's liblwgeom calls): the same double, bit for bit, as the
+// database computes. A smaller one, which is nearly every parcel, is
+// measured by the local method (local.go), about ten times faster. The
+// two agree to within Tolerance; what separates them is mostly
+// GeographicLib's own rounding, about 1e-4 m² on any polygon (it sums
+// areas measured from the equator), which the local method does not have.
 package geodesic
 
 import "github.com/twpayne/go-geom"
+
+// RelTolerance and AbsTolerance bound the difference between Area and
+// ST_Area(geom::geography): |Area - ST_Area| <= RelTolerance * Area +
+// AbsTolerance. The relative part is the local method's (below 5e-11
+// measured within LocalMaxSpan); the absolute part is GeographicLib's
+// rounding (1e-4 m² measured on polygons of ten vertices, 1.2e-3 m² on
+// ten thousand). verify checks stored areas against ST_Area with these.
+const (
+	RelTolerance = 1e-9
+	AbsTolerance = 0.01
+)
 
 // InRange reports whether every coordinate of mp is a longitude in
 // [-180, 180] and a latitude in [-90, 90]. PostGIS's cast to geography

@@ -226,10 +226,9 @@ func (p *prep) validity(mp *geom.MultiPolygon, wkb []byte) (valid, known bool) {
 }
 
 // batch encodes b's rows as binary COPY tuples. For the feature table it
-// also computes each geometry's area (geodesic.Area: ST_Area(geography)'s
-// own computation) and validity (ST_IsValid's, see prep.validity),
-// recording the invalid
-// features' indexes; a row whose area or validity cannot be decided here
+// also computes each geometry's area (geodesic.Area: ST_Area(geography)
+// to within geodesic's tolerance) and validity (ST_IsValid's, see
+// prep.validity), recording the invalid features' indexes; a row whose area or validity cannot be decided here
 // (coordinates outside the longitude/latitude ranges, a valid geometry
 // whose area on the spheroid comes out negative, a build without cgo)
 // goes with a NULL area, and b.serverCheck tells the server to

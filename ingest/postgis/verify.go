@@ -6,7 +6,9 @@ import (
 	"math"
 	"sort"
 
+	"github.com/geoingest/geoingest/geomio/geodesic"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 )
 
 // Verify reconciles the database from its own contents, proving that every
@@ -17,7 +19,8 @@ import (
 //     sum of their area_m2 within AreaTolerance (relative), and the
 //     checksum of its rows (index, properties, geometry) recorded at write
 //     time; and every row has an area_m2 and, in a sample of one in 16,
-//     it is ST_Area(geom::geography) within 1e-9 (relative);
+//     it is ST_Area(geom::geography) within geodesic's tolerance
+//     (RelTolerance of itself plus AbsTolerance m²);
 //   - no feature row belongs to a job that is missing from the ledger, not
 //     current, or aimed at the other table;
 //   - no source has two current jobs, every current job is its source's
@@ -42,7 +45,7 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 	v.Jobs, v.CurrentJobs, v.Sources, v.Claims = counts.Jobs, counts.CurrentJobs, counts.Sources, counts.Claims
 	v.Parcels, v.AdminUnits = counts.Parcels, counts.AdminUnits
 
-	jobs, err := s.q.VerifyCurrentJobs(ctx)
+	jobs, err := s.q.VerifyCurrentJobs(ctx, db.VerifyCurrentJobsParams{RelTol: geodesic.RelTolerance, AbsTol: geodesic.AbsTolerance})
 	if err != nil {
 		return nil, ingest.Transientf("verify jobs: %w", err)
 	}

@@ -272,7 +272,7 @@ WITH held AS (
            sum(geoingest_row_hash(f.feature_index, f.properties, f.geom)) AS checksum,
            count(*) FILTER (WHERE f.area_m2 IS NULL
                                OR (f.feature_index % 16 = 0
-                                   AND abs(f.area_m2 - ST_Area(f.geom::geography)) > 1e-9 * greatest(abs(f.area_m2), 1))) AS area_off
+                                   AND abs(f.area_m2 - ST_Area(f.geom::geography)) > $1::float8 * abs(f.area_m2) + $2::float8)) AS area_off
     FROM geoingest_features f GROUP BY f.target_table, f.job_ref
 )
 SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
@@ -285,6 +285,11 @@ LEFT JOIN held h ON h.job_ref = j.job_ref AND h.target_table = j.target_table
 WHERE j.status = 'current'
 ORDER BY j.job_id
 `
+
+type VerifyCurrentJobsParams struct {
+	RelTol float64
+	AbsTol float64
+}
 
 type VerifyCurrentJobsRow struct {
 	JobID          string
@@ -305,10 +310,12 @@ type VerifyCurrentJobsRow struct {
 // job. area_m2 is each row's area as the writer computed it (migration
 // 0007); area_off counts the rows whose area_m2 is missing, or, in a
 // sample of one row in 16 (by feature_index), differs from PostGIS's own
-// ST_Area(geom::geography) by more than 1e-9 (relative): a writer's area
-// bug cannot hide, at a sixteenth of the cost of measuring every row.
-func (q *Queries) VerifyCurrentJobs(ctx context.Context) ([]VerifyCurrentJobsRow, error) {
-	rows, err := q.db.Query(ctx, verifyCurrentJobs)
+// ST_Area(geom::geography) by more than rel_tol of itself plus abs_tol m²
+// (geodesic's tolerance: the writer measures small polygons its own way,
+// and GeographicLib rounds to about 1e-4 m²): a writer's area bug cannot
+// hide, at a sixteenth of the cost of measuring every row.
+func (q *Queries) VerifyCurrentJobs(ctx context.Context, arg VerifyCurrentJobsParams) ([]VerifyCurrentJobsRow, error) {
+	rows, err := q.db.Query(ctx, verifyCurrentJobs, arg.RelTol, arg.AbsTol)
 	if err != nil {
 		return nil, err
 	}

@@ -19,14 +19,16 @@ SELECT coalesce(geoingest_newest_pipeline_version(), '')::text AS version;
 -- job. area_m2 is each row's area as the writer computed it (migration
 -- 0007); area_off counts the rows whose area_m2 is missing, or, in a
 -- sample of one row in 16 (by feature_index), differs from PostGIS's own
--- ST_Area(geom::geography) by more than 1e-9 (relative): a writer's area
--- bug cannot hide, at a sixteenth of the cost of measuring every row.
+-- ST_Area(geom::geography) by more than rel_tol of itself plus abs_tol m²
+-- (geodesic's tolerance: the writer measures small polygons its own way,
+-- and GeographicLib rounds to about 1e-4 m²): a writer's area bug cannot
+-- hide, at a sixteenth of the cost of measuring every row.
 WITH held AS (
     SELECT f.target_table, f.job_ref, count(*) AS n, sum(f.area_m2) AS area,
            sum(geoingest_row_hash(f.feature_index, f.properties, f.geom)) AS checksum,
            count(*) FILTER (WHERE f.area_m2 IS NULL
                                OR (f.feature_index % 16 = 0
-                                   AND abs(f.area_m2 - ST_Area(f.geom::geography)) > 1e-9 * greatest(abs(f.area_m2), 1))) AS area_off
+                                   AND abs(f.area_m2 - ST_Area(f.geom::geography)) > sqlc.arg(rel_tol)::float8 * abs(f.area_m2) + sqlc.arg(abs_tol)::float8)) AS area_off
     FROM geoingest_features f GROUP BY f.target_table, f.job_ref
 )
 SELECT j.job_id, j.target_table, j.source_bucket, j.source_key,
