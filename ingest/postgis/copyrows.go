@@ -16,7 +16,6 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/jackc/pgx/v5"
 	"github.com/twpayne/go-geom"
-	"github.com/twpayne/go-geom/encoding/ewkb"
 )
 
 // copyRows streams rows into table with one binary COPY. The features are
@@ -90,6 +89,47 @@ type copyBatch struct {
 	serverCheck bool
 	err         error
 	done        chan struct{}
+
+	// The batch's own copies of its features' properties and geometry
+	// (a reader's Feature is valid until its next Next), in a few slices
+	// reused from batch to batch instead of some five allocations a row.
+	props []byte
+	flat  []float64
+	ends  []int
+	endss [][]int
+}
+
+// keep appends a copy of row to b.rows, its properties and geometry
+// copied into b's arenas. A copy's slices have their capacity capped, so
+// that nothing appended to one reaches the next.
+func (b *copyBatch) keep(row copyRow) {
+	n := len(b.props)
+	b.props = append(b.props, row.props...)
+	row.props = b.props[n:len(b.props):len(b.props)]
+
+	src := row.geom
+	n = len(b.flat)
+	b.flat = append(b.flat, src.FlatCoords()...)
+	flat := b.flat[n:len(b.flat):len(b.flat)]
+	e := len(b.endss)
+	for _, ends := range src.Endss() {
+		k := len(b.ends)
+		b.ends = append(b.ends, ends...)
+		b.endss = append(b.endss, b.ends[k:len(b.ends):len(b.ends)])
+	}
+	row.geom = geom.NewMultiPolygonFlat(src.Layout(), flat, b.endss[e:len(b.endss):len(b.endss)]).SetSRID(src.SRID())
+	b.rows = append(b.rows, row)
+}
+
+// reset empties b for the next run of features, keeping its buffers.
+func (b *copyBatch) reset() {
+	clear(b.rows) // drop the references to the geometries
+	b.rows, b.out, b.invalid = b.rows[:0], b.out[:0], b.invalid[:0]
+	b.props, b.flat, b.ends = b.props[:0], b.flat[:0], b.ends[:0]
+	clear(b.endss)
+	b.endss = b.endss[:0]
+	b.serverCheck, b.err = false, nil
+	b.done = make(chan struct{})
 }
 
 // encode writes the binary COPY data for the rows next yields: header,
@@ -106,6 +146,9 @@ func (f *featureRows) encode(w *bufio.Writer, staged bool) error {
 	workers := runtime.GOMAXPROCS(0)
 	work := make(chan *copyBatch, workers)
 	order := make(chan *copyBatch, 2*workers)
+	// free holds written batches for reuse: every batch in flight is in
+	// work, order or a worker's hands, at most 3*workers+2 of them.
+	free := make(chan *copyBatch, 3*workers+2)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range workers {
@@ -126,14 +169,17 @@ func (f *featureRows) encode(w *bufio.Writer, staged bool) error {
 		defer close(order)
 		defer close(work)
 		for {
-			b := &copyBatch{rows: make([]copyRow, 0, copyBatchRows), done: make(chan struct{})}
+			var b *copyBatch
+			select {
+			case b = <-free:
+				b.reset()
+			default:
+				b = &copyBatch{rows: make([]copyRow, 0, copyBatchRows), done: make(chan struct{})}
+			}
 			for len(b.rows) < copyBatchRows && f.next(!staged) {
 				// A reader's Feature is valid until its next Next
 				// (geomio.Reader): the batch keeps copies.
-				row := f.row
-				row.props = bytes.Clone(row.props)
-				row.geom = row.geom.Clone()
-				b.rows = append(b.rows, row)
+				b.keep(f.row)
 			}
 			n := len(b.rows) // b.rows is the worker's once sent
 			if n == 0 {
@@ -154,7 +200,7 @@ func (f *featureRows) encode(w *bufio.Writer, staged bool) error {
 			}
 		}
 	}()
-	err, rowErr := f.writeBatches(w, order)
+	err, rowErr := f.writeBatches(w, order, free)
 	close(stop)
 	for range order { // until the producer has ended
 	}
@@ -176,7 +222,7 @@ func (f *featureRows) encode(w *bufio.Writer, staged bool) error {
 // writeBatches writes the prepared batches in input order and gathers
 // what the workers found. It stops at the first write error (err) or the
 // first batch a worker could not prepare (rowErr).
-func (f *featureRows) writeBatches(w *bufio.Writer, order <-chan *copyBatch) (err, rowErr error) {
+func (f *featureRows) writeBatches(w *bufio.Writer, order <-chan *copyBatch, free chan<- *copyBatch) (err, rowErr error) {
 	for b := range order {
 		<-b.done
 		if b.err != nil {
@@ -187,17 +233,21 @@ func (f *featureRows) writeBatches(w *bufio.Writer, order <-chan *copyBatch) (er
 		}
 		f.invalid = append(f.invalid, b.invalid...)
 		f.serverCheck = f.serverCheck || b.serverCheck
+		select {
+		case free <- b:
+		default:
+		}
 	}
 	return nil, nil
 }
 
 // prep is one worker's state: its GEOS context and area buffers.
 type prep struct {
-	ref     int64
-	staged  bool
-	valid   *validityChecker
-	area    geodesic.Scratch
-	geomBuf bytes.Buffer
+	ref    int64
+	staged bool
+	valid  *validityChecker
+	area   geodesic.Scratch
+	wkb    []byte // the row's EWKB, reused
 }
 
 func newPrep(ref int64, staged bool) *prep {
@@ -234,40 +284,35 @@ func (p *prep) validity(mp *geom.MultiPolygon, wkb []byte) (valid, known bool) {
 // goes with a NULL area, and b.serverCheck tells the server to
 // measure and check the rows with no area itself.
 func (p *prep) batch(b *copyBatch) {
-	var out bytes.Buffer
-	out.Grow(len(b.rows) * 512)
+	out := bytes.NewBuffer(b.out[:0])
 	for i := range b.rows {
 		row := &b.rows[i]
-		p.geomBuf.Reset()
-		if err := ewkb.Write(&p.geomBuf, ewkb.NDR, row.geom); err != nil {
-			b.err = ingest.Permanentf("feature %d: encode geometry: %w", row.index, err)
-			return
-		}
-		if p.geomBuf.Len() > math.MaxInt32 {
-			b.err = ingest.Permanentf("feature %d: geometry of %d bytes is too large", row.index, p.geomBuf.Len())
+		p.wkb = appendEWKB(p.wkb[:0], row.geom)
+		if len(p.wkb) > math.MaxInt32 {
+			b.err = ingest.Permanentf("feature %d: geometry of %d bytes is too large", row.index, len(p.wkb))
 			return
 		}
 		if p.staged {
-			putInt16(&out, 4)
+			putInt16(out, 4)
 		} else {
-			putInt16(&out, 6)
-			putInt32(&out, 8)
-			putInt64(&out, p.ref)
+			putInt16(out, 6)
+			putInt32(out, 8)
+			putInt64(out, p.ref)
 		}
-		putInt32(&out, 8)
-		putInt64(&out, row.index)
-		putInt32(&out, int32(len(row.layer)))
+		putInt32(out, 8)
+		putInt64(out, row.index)
+		putInt32(out, int32(len(row.layer)))
 		out.WriteString(row.layer)
-		putInt32(&out, int32(len(row.props)+1))
+		putInt32(out, int32(len(row.props)+1))
 		out.WriteByte(1) // jsonb binary format version
 		out.Write(row.props)
-		putInt32(&out, int32(p.geomBuf.Len()))
-		out.Write(p.geomBuf.Bytes())
+		putInt32(out, int32(len(p.wkb)))
+		out.Write(p.wkb)
 		if p.staged {
 			continue
 		}
 		area, measured := geodesic.Area(row.geom, &p.area)
-		valid, known := p.validity(row.geom, p.geomBuf.Bytes())
+		valid, known := p.validity(row.geom, p.wkb)
 		if valid && area < 0 {
 			// Holes larger than the shell on the spheroid: ST_Area refuses
 			// to return that ("area < 0.0"), and the server's check says
@@ -276,18 +321,17 @@ func (p *prep) batch(b *copyBatch) {
 			measured = false
 		}
 		if !measured || !known {
-			putInt32(&out, -1) // NULL: the server measures and checks it
+			putInt32(out, -1) // NULL: the server measures and checks it
 			b.serverCheck = true
 			continue
 		}
-		putInt32(&out, 8)
-		putInt64(&out, int64(math.Float64bits(area)))
+		putInt32(out, 8)
+		putInt64(out, int64(math.Float64bits(area)))
 		if !valid {
 			b.invalid = append(b.invalid, row.index)
 		}
 	}
 	b.out = out.Bytes()
-	b.rows = nil // the features are no longer needed
 }
 
 func putInt16(w *bytes.Buffer, v int16) {

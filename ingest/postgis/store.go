@@ -587,8 +587,8 @@ func (f *featureRows) next(direct bool) bool {
 			// Nothing downstream would notice (no transform from 4326),
 			// and the areas would be nonsense, so refuse, as geomio does
 			// for GeoJSON without a crs member.
-			if b := mp.Bounds(); b.Min(0) < -180-lonLatSlack || b.Max(0) > 180+lonLatSlack ||
-				b.Min(1) < -90-lonLatSlack || b.Max(1) > 90+lonLatSlack {
+			if !inLonLatRange(mp.FlatCoords(), mp.Stride()) {
+				b := mp.Bounds()
 				f.err = ingest.Permanentf("layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range, but the CRS is EPSG:4326: the .prj, the crs member or --source-srid is wrong",
 					ft.Layer, ft.Index, b.Min(0), b.Min(1), b.Max(0), b.Max(1))
 				return false
@@ -622,4 +622,18 @@ func (s *Store) Summary(ctx context.Context) ([]ingest.TableSummary, error) {
 		out = append(out, ingest.TableSummary{Target: r.TargetTable, Features: r.Features, Jobs: r.Jobs, AreaM2: r.AreaM2})
 	}
 	return out, nil
+}
+
+// inLonLatRange reports whether every coordinate in flat is a longitude
+// and a latitude, within lonLatSlack of the ranges, as the bounds would
+// say (a NaN is not outside them: the server's checks refuse it). It
+// allocates nothing: the reader's goroutine asks it of every feature.
+func inLonLatRange(flat []float64, stride int) bool {
+	for i := 0; i+1 < len(flat); i += stride {
+		x, y := flat[i], flat[i+1]
+		if x < -180-lonLatSlack || x > 180+lonLatSlack || y < -90-lonLatSlack || y > 90+lonLatSlack {
+			return false
+		}
+	}
+	return true
 }
