@@ -7,13 +7,8 @@ package localfs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/ingest"
@@ -87,79 +82,36 @@ func localParts(abs string) ([]string, error) {
 	return set.Paths(), nil
 }
 
-// hashFiles returns the SHA-256 of the files' bytes; for several files, of
-// each file's extension and hash in turn, so that the token covers every
-// part.
-func hashFiles(paths []string) (string, error) {
-	sums := make([]string, len(paths))
-	for i, p := range paths {
-		sum, err := hashFile(p, nil)
-		if err != nil {
-			return "", err
-		}
-		sums[i] = sum
-	}
-	return combineHashes(paths, sums), nil
-}
-
-// combineHashes is hashFiles's token from each part's own SHA-256.
-func combineHashes(paths, sums []string) string {
-	if len(paths) == 1 {
-		return sums[0]
-	}
-	h := sha256.New()
-	for i, p := range paths {
-		fmt.Fprintf(h, "%s %s\n", strings.ToLower(filepath.Ext(p)), sums[i])
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// hashFile hashes path, copying it to w on the way when w is not nil.
-func hashFile(path string, w io.Writer) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", ingest.Permanentf("%s: %w", path, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	dst := io.Writer(h)
-	if w != nil {
-		dst = io.MultiWriter(h, w)
-	}
-	// 1 MiB reads and writes (io.Copy would use 32 KiB: os.File.WriteTo
-	// ignores the buffer, hence the wrapper).
-	if _, err := io.CopyBuffer(dst, struct{ io.Reader }{f}, make([]byte, 1<<20)); err != nil {
-		return "", ingest.Transientf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 type localFetcher struct {
 	parts []string
 	token string
 }
 
-// Fetch copies the file (or shapefile set) into dir, hashing it on the way,
-// and fails with a Transient error if it changed since its key was made.
+// Fetch copies the file (or shapefile set, its parts at once) into dir,
+// hashing it on the way, and fails with a Transient error if it changed
+// since its key was made.
 func (l *localFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, error) {
 	// The token is computed from the bytes as they were copied: what the
 	// copy holds is what was hashed, so reading the copies again to hash
 	// them would add a pass over the data and no assurance.
-	var copies, sums []string
-	for _, p := range l.parts {
+	copies := make([]string, len(l.parts))
+	sums := make([]string, len(l.parts))
+	err := eachPart(len(l.parts), func(i int) error {
+		p := l.parts[i]
 		dst := filepath.Join(dir, filepath.Base(p))
 		out, err := os.Create(dst)
 		if err != nil {
-			return ingest.Fetched{}, ingest.Transientf("%s: %w", dst, err)
+			return ingest.Transientf("%s: %w", dst, err)
 		}
 		sum, err := hashFile(p, out)
 		if cerr := out.Close(); err == nil && cerr != nil {
 			err = ingest.Transientf("%s: %w", dst, cerr)
 		}
-		if err != nil {
-			return ingest.Fetched{}, err
-		}
-		copies, sums = append(copies, dst), append(sums, sum)
+		copies[i], sums[i] = dst, sum
+		return err
+	})
+	if err != nil {
+		return ingest.Fetched{}, err
 	}
 	token := combineHashes(copies, sums)
 	if token != l.token {

@@ -1,0 +1,152 @@
+package localfs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/geoingest/geoingest/ingest"
+)
+
+// hashFiles returns the SHA-256 of the files' bytes; for several files, of
+// each file's extension and hash in turn, so that the token covers every
+// part. The parts are hashed at once (a shapefile's .shp and .dbf are
+// both large).
+func hashFiles(paths []string) (string, error) {
+	sums := make([]string, len(paths))
+	err := eachPart(len(paths), func(i int) error {
+		sum, err := hashFile(paths[i], nil)
+		sums[i] = sum
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return combineHashes(paths, sums), nil
+}
+
+// combineHashes is hashFiles's token from each part's own SHA-256.
+func combineHashes(paths, sums []string) string {
+	if len(paths) == 1 {
+		return sums[0]
+	}
+	h := sha256.New()
+	for i, p := range paths {
+		fmt.Fprintf(h, "%s %s\n", strings.ToLower(filepath.Ext(p)), sums[i])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// eachPart calls fn(0) ... fn(n-1), up to GOMAXPROCS of them at once, and
+// returns the error of the lowest index that failed.
+func eachPart(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hashChunk is the size of hashFile's reads; hashChunks of them are in
+// flight at most.
+const (
+	hashChunk  = 1 << 20
+	hashChunks = 4
+)
+
+// hashFile hashes path, copying it to w on the way when w is not nil. The
+// reads, the hashing and the writes run on goroutines of their own over a
+// few rotating buffers, so that a copy costs about the longest of the
+// three rather than their sum.
+func hashFile(path string, w io.Writer) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ingest.Permanentf("%s: %w", path, err)
+	}
+	defer f.Close()
+
+	free := make(chan []byte, hashChunks)
+	for range hashChunks {
+		free <- make([]byte, hashChunk)
+	}
+	read := make(chan []byte, hashChunks)
+	var readErr error
+	go func() { // the reader: fills free buffers in file order
+		defer close(read)
+		for {
+			buf := <-free
+			n, err := io.ReadFull(f, buf)
+			if n > 0 {
+				read <- buf[:n]
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return
+			}
+			if err != nil {
+				readErr = err
+				return
+			}
+		}
+	}()
+
+	var writeErr error
+	var written chan []byte
+	var wg sync.WaitGroup
+	if w != nil {
+		written = make(chan []byte, hashChunks)
+		wg.Add(1)
+		go func() { // the writer: in the same order, after the hash
+			defer wg.Done()
+			for buf := range written {
+				if writeErr == nil {
+					_, writeErr = w.Write(buf)
+				}
+				free <- buf[:cap(buf)]
+			}
+		}()
+	}
+	h := sha256.New()
+	for buf := range read {
+		h.Write(buf)
+		if written != nil {
+			written <- buf
+		} else {
+			free <- buf[:cap(buf)]
+		}
+	}
+	if written != nil {
+		close(written)
+		wg.Wait()
+	}
+	if readErr != nil {
+		return "", ingest.Transientf("%s: %w", path, readErr)
+	}
+	if writeErr != nil {
+		return "", ingest.Transientf("%s: %w", path, writeErr)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
