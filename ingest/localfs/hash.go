@@ -74,7 +74,7 @@ func eachPart(n int, fn func(i int) error) error {
 // hashChunk is the size of hashFile's reads; hashChunks of them are in
 // flight at most.
 const (
-	hashChunk  = 1 << 20
+	hashChunk  = 256 << 10
 	hashChunks = 4
 )
 
