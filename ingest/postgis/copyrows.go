@@ -10,6 +10,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/geoingest/geoingest/geomio/geodesic"
 	"github.com/geoingest/geoingest/geomio/validity"
@@ -121,15 +122,29 @@ func (b *copyBatch) keep(row copyRow) {
 	b.rows = append(b.rows, row)
 }
 
-// reset empties b for the next run of features, keeping its buffers.
+// reset empties b for the next run of features, keeping its buffers,
+// except one that a very large feature grew beyond keepBytes: a job of a
+// few huge admin units must not keep a dozen huge buffers for its rest.
 func (b *copyBatch) reset() {
 	clear(b.rows) // drop the references to the geometries
-	b.rows, b.out, b.invalid = b.rows[:0], b.out[:0], b.invalid[:0]
-	b.props, b.flat, b.ends = b.props[:0], b.flat[:0], b.ends[:0]
+	b.rows, b.out, b.invalid = b.rows[:0], trim(b.out), b.invalid[:0]
+	b.props, b.flat, b.ends = trim(b.props), trim(b.flat), trim(b.ends)
 	clear(b.endss)
 	b.endss = b.endss[:0]
 	b.serverCheck, b.err = false, nil
 	b.done = make(chan struct{})
+}
+
+// keepBytes is the largest buffer a reused batch keeps.
+const keepBytes = 1 << 20
+
+// trim empties s, or drops it when it holds more than keepBytes.
+func trim[T any](s []T) []T {
+	var zero T
+	if cap(s)*int(unsafe.Sizeof(zero)) > keepBytes {
+		return nil
+	}
+	return s[:0]
 }
 
 // encode writes the binary COPY data for the rows next yields: header,
