@@ -238,6 +238,7 @@ small)
   echo "|---:|---:|---:|---:|---:|---:|"
   for p in $procs; do
     freshdb bench_small
+    rm -f "$work"/serve-*.log
     start=$(date +%s.%N)
     pids=()
     for i in $(seq "$p"); do
