@@ -24,7 +24,9 @@
 #            at the claim gate. Prints committed jobs per second.
 #
 # Environment: ROUNDS (3), BASE_N (1000000), APPEND_N (100000), SMALL_JOBS
-# (10000), PROCS ("1 2 4 8"), BENCH_DIR (a new temporary directory; data
+# (10000), SMALL_POLL (2s: the inbox's poll interval; each poll walks
+# and stats the whole inbox, so a short one measures the walk), PROCS
+# ("1 2 4 8"), BENCH_DIR (a new temporary directory; data
 # is generated once there and reused), PARCELGEN_DIR
 # (../shared/tools/parcelgen). Needs ogr2ogr (gdal-bin), psql and
 # /usr/bin/time. Uses the embedded cluster in $BENCH_DIR/home.
@@ -42,6 +44,7 @@ rounds=${ROUNDS:-3}
 base_n=${BASE_N:-1000000}
 append_n=${APPEND_N:-100000}
 small_jobs=${SMALL_JOBS:-10000}
+small_poll=${SMALL_POLL:-2s}
 procs=${PROCS:-1 2 4 8}
 work=${BENCH_DIR:-$(mktemp -d /tmp/geoingest-wgbench-XXXXXX)}
 mkdir -p "$work"
@@ -242,7 +245,7 @@ small)
     start=$(date +%s.%N)
     pids=()
     for i in $(seq "$p"); do
-      "$work/geoingest" serve --database-url "$(dburl bench_small)" --inbox "$inbox" --poll 200ms \
+      "$work/geoingest" serve --database-url "$(dburl bench_small)" --inbox "$inbox" --poll "$small_poll" \
         --metrics-addr "" >"$work/serve-$i.log" 2>&1 &
       pids+=($!)
     done
