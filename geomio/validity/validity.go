@@ -6,12 +6,20 @@
 // returns true the geometry is valid in the OGC sense that GEOS's
 // IsValidOp checks, and ST_IsValid would say true; when it returns false
 // nothing is known and the caller must ask GEOS. The condition covers the
-// common case of a parcel: one polygon, one ring, no holes, a few dozen
-// vertices at most. For such a ring, validity is: finite coordinates, the
-// ring closed, at least three distinct points, and the ring simple (no two
-// edges meet except neighbours at their shared vertex, and neighbours do
-// not fold back on each other). A simple closed ring bounds a region of
-// positive area, so nothing else can make the polygon invalid.
+// common cases of a parcel, a few dozen vertices at most:
+//
+//   - one polygon, one ring. Validity is: finite coordinates, the ring
+//     closed, at least three distinct points, and the ring simple (no two
+//     edges meet except neighbours at their shared vertex, and neighbours
+//     do not fold back on each other). A simple closed ring bounds a
+//     region of positive area, so nothing else can make it invalid.
+//   - holes, and several polygons: every ring as above, no two rings
+//     meeting at all (not even at a point), every hole inside its shell,
+//     no hole inside another, and no polygon's shell inside another's.
+//     With the boundaries apart, one vertex decides each of those
+//     containments (a certified crossing count), and the interiors are
+//     then connected and apart, which is all OGC validity asks beyond the
+//     rings themselves.
 //
 // Every orientation sign it relies on is certified with Shewchuk's error
 // bound for the floating-point orientation determinant: a sign that the
@@ -25,33 +33,30 @@ import (
 	"github.com/twpayne/go-geom"
 )
 
-// MaxVertices is the largest ring Certain examines: its pairwise edge test
-// is quadratic, and beyond this size GEOS's sweep is the cheaper judge.
+// MaxVertices is the largest number of vertices Certain examines in one
+// geometry: its pairwise edge tests are quadratic, and beyond this size
+// GEOS's sweep is the cheaper judge.
 const MaxVertices = 64
 
-// Certain reports whether g is certainly valid. It returns true only for
-// a Polygon or a one-part MultiPolygon with a single ring (no holes) that
-// is closed, has at least three distinct points, no more than MaxVertices
-// vertices, finite coordinates, and is proved simple. Any other input,
+// Certain reports whether g, a Polygon or a MultiPolygon, is certainly
+// valid (see the package comment for what it proves). Any other input,
 // valid or not, gives false: ask GEOS.
 func Certain(g geom.T) bool {
-	var flat []float64
-	var stride int
 	switch t := g.(type) {
 	case *geom.MultiPolygon:
-		if t.NumPolygons() != 1 || len(t.Endss()[0]) != 1 {
-			return false
+		endss := t.Endss()
+		if len(endss) == 1 && len(endss[0]) == 1 {
+			return certainRing(t.FlatCoords(), t.Stride())
 		}
-		flat, stride = t.FlatCoords(), t.Stride()
+		return certainParts(t.FlatCoords(), endss, t.Stride())
 	case *geom.Polygon:
-		if t.NumLinearRings() != 1 {
-			return false
+		if t.NumLinearRings() == 1 {
+			return certainRing(t.FlatCoords(), t.Stride())
 		}
-		flat, stride = t.FlatCoords(), t.Stride()
+		return certainParts(t.FlatCoords(), [][]int{t.Ends()}, t.Stride())
 	default:
 		return false
 	}
-	return certainRing(flat, stride)
 }
 
 type pt struct{ x, y float64 }
@@ -59,35 +64,48 @@ type pt struct{ x, y float64 }
 // certainRing proves the closed ring in flat (stride values per point,
 // X and Y first) simple, or returns false.
 func certainRing(flat []float64, stride int) bool {
+	var buf [MaxVertices + 1]pt
+	ring, ok := loadRing(flat, stride, buf[:0])
+	return ok && simple(ring)
+}
+
+// loadRing appends the ring in flat to ring without its consecutive
+// repeated points (GEOS ignores them), or returns false for a ring that
+// cannot be proved valid: fewer than four points or more than
+// MaxVertices+1, a coordinate that is not finite, not closed, fewer than
+// three distinct points.
+func loadRing(flat []float64, stride int, ring []pt) ([]pt, bool) {
 	if stride < 2 || len(flat)%stride != 0 {
-		return false
+		return nil, false
 	}
 	n := len(flat) / stride
 	if n < 4 || n > MaxVertices+1 {
-		return false
+		return nil, false
 	}
-	var buf [MaxVertices + 1]pt
-	ring := buf[:0]
+	start := len(ring)
 	for i := 0; i < n; i++ {
 		p := pt{flat[i*stride], flat[i*stride+1]}
 		if !finite(p.x) || !finite(p.y) {
-			return false
+			return nil, false
 		}
-		// Consecutive repeated points are allowed and ignored by GEOS.
-		if len(ring) > 0 && ring[len(ring)-1] == p {
+		if len(ring) > start && ring[len(ring)-1] == p {
 			continue
 		}
 		ring = append(ring, p)
 	}
 	first, last := pt{flat[0], flat[1]}, pt{flat[(n-1)*stride], flat[(n-1)*stride+1]}
 	if first != last {
-		return false // unclosed: PostGIS refuses to build it
+		return nil, false // unclosed: PostGIS refuses to build it
 	}
-	// ring is closed (ring[0] == ring[m]) with m edges.
+	if len(ring)-start-1 < 3 {
+		return nil, false // fewer than three distinct points
+	}
+	return ring, true
+}
+
+// simple proves the closed ring (ring[0] == ring[m], m edges) simple.
+func simple(ring []pt) bool {
 	m := len(ring) - 1
-	if m < 3 {
-		return false // fewer than three distinct points
-	}
 	// Neighbouring edges (a,b),(b,c) meet only at b when a, b, c are
 	// certainly not collinear: then they cannot overlap.
 	for i := 0; i < m; i++ {
@@ -110,6 +128,127 @@ func certainRing(flat []float64, stride int) bool {
 		}
 	}
 	return true
+}
+
+// certainParts proves valid the polygons whose rings endss gives (shell
+// first, then holes, polygon after polygon) over flat.
+func certainParts(flat []float64, endss [][]int, stride int) bool {
+	if stride < 2 || len(flat)/stride > MaxVertices+8 {
+		return false
+	}
+	var buf [MaxVertices + 8]pt
+	var ringBuf [MaxVertices / 3]ringRef
+	pts, rings := buf[:0], ringBuf[:0]
+	start := 0
+	for p, ends := range endss {
+		if len(ends) == 0 {
+			return false // an empty part: leave it to GEOS
+		}
+		for _, end := range ends {
+			if len(rings) == cap(rings) {
+				return false
+			}
+			from := len(pts)
+			var ok bool
+			if pts, ok = loadRing(flat[start:end], stride, pts); !ok {
+				return false
+			}
+			if !simple(pts[from:]) {
+				return false
+			}
+			rings = append(rings, ringRef{part: p, from: from, to: len(pts)})
+			start = end
+		}
+	}
+	// No two rings meet, anywhere.
+	for i := range rings {
+		a := pts[rings[i].from:rings[i].to]
+		for j := i + 1; j < len(rings); j++ {
+			b := pts[rings[j].from:rings[j].to]
+			if !ringsApart(a, b) {
+				return false
+			}
+		}
+	}
+	// Containment, decided by one vertex each now that the boundaries
+	// are apart: a hole inside its shell and outside its polygon's other
+	// holes; a shell outside every other polygon's shell.
+	for i, r := range rings {
+		first := pts[r.from]
+		for j, q := range rings {
+			if i == j {
+				continue
+			}
+			other := pts[q.from:q.to]
+			shellI, shellJ := i == 0 || rings[i-1].part != r.part, j == 0 || rings[j-1].part != q.part
+			var want int
+			switch {
+			case r.part == q.part && !shellI && shellJ:
+				want = inside // a hole in its own shell
+			case r.part == q.part && !shellI && !shellJ:
+				want = outside // not in a sibling hole
+			case r.part != q.part && shellI && shellJ:
+				want = outside // shells apart
+			default:
+				continue
+			}
+			if locate(first, other) != want {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ringRef is one ring of certainParts: its polygon and its points.
+type ringRef struct{ part, from, to int }
+
+// ringsApart reports whether no edge of ring a certainly meets an edge
+// of ring b.
+func ringsApart(a, b []pt) bool {
+	for i := 0; i+1 < len(a); i++ {
+		for j := 0; j+1 < len(b); j++ {
+			if !disjoint(a[i], a[i+1], b[j], b[j+1]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Where locate finds a point.
+const (
+	unknown = iota
+	inside
+	outside
+)
+
+// locate returns whether p is certainly inside or outside the closed
+// ring, by counting the ring's edges that cross the ray from p towards
+// +x: which edges straddle p's y is exact, and on which side of each the
+// point lies is a certified orientation; a sign it cannot certify (p on
+// or very near an edge) gives unknown.
+func locate(p pt, ring []pt) int {
+	crossings := 0
+	for i := 0; i+1 < len(ring); i++ {
+		a, b := ring[i], ring[i+1]
+		if (a.y > p.y) == (b.y > p.y) {
+			continue
+		}
+		s := orient(a, b, p)
+		if s == 0 {
+			return unknown
+		}
+		// Going up (b above a), the crossing is right of p when p is left
+		// of the edge (counter-clockwise); going down, when it is right.
+		if (b.y > a.y) == (s > 0) {
+			crossings++
+		}
+	}
+	if crossings%2 == 1 {
+		return inside
+	}
+	return outside
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
