@@ -141,12 +141,12 @@ var authalicOnce = sync.OnceValue(func() authalic { return newAuthalic(Ellipsoid
 
 // Area returns the area in square metres of mp (longitude/latitude
 // degrees, EPSG:4326) as ST_Area(mp::geography) computes it, to within
-// Tolerance, and true; or false when it is not computed here: no PROJ
-// (see Available), a coordinate outside the ranges (see InRange), or an
-// edge between two (nearly) antipodal points, which PostGIS refuses to
-// measure. A polygon within LocalMaxSpan is measured by the local method
-// (local.go), any other with GeographicLib, as PostGIS measures it.
-// s may be nil.
+// RelTolerance and AbsTolerance, and true; or false when it is not
+// computed here: no PROJ (see Available), a coordinate outside the ranges
+// (see InRange), or an edge between two (nearly) antipodal points, which
+// PostGIS refuses to measure. A polygon within LocalMaxSpan is measured
+// by the local method (local.go), any other with GeographicLib, as
+// PostGIS measures it. s may be nil.
 func Area(mp *geom.MultiPolygon, s *Scratch) (float64, bool) {
 	if !Available() || !InRange(mp) {
 		return 0, false

@@ -10,9 +10,10 @@
 // with GeographicLib's geodesic polygon area (PROJ's geodesic.h, the C
 // port PostGIS's liblwgeom calls): the same double, bit for bit, as the
 // database computes. A smaller one, which is nearly every parcel, is
-// measured by the local method (local.go), about ten times faster. The
-// two agree to within Tolerance; what separates them is mostly
-// GeographicLib's own rounding, about 1e-4 m² on any polygon (it sums
+// measured by the local method (local.go), about fifteen times faster
+// (7.8 -> 0.53 µs a parcel-like polygon, BenchmarkPrep/area). The two
+// agree to within RelTolerance and AbsTolerance; what separates them is
+// mostly GeographicLib's own rounding, about 1e-4 m² on any polygon (it sums
 // areas measured from the equator), which the local method does not have.
 package geodesic
 

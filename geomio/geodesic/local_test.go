@@ -31,7 +31,7 @@ func randomPolygon(r *rand.Rand, lat, lon, sizeDeg float64, n int) *geom.MultiPo
 	return geom.NewMultiPolygon(geom.XY).MustSetCoords([][][]geom.Coord{{randomRing(r, lat, lon, sizeDeg, n, r.IntN(2) == 0)}})
 }
 
-// within reports whether a is b to within Tolerance.
+// within reports whether a is b to within RelTolerance and AbsTolerance.
 func within(a, b float64) bool {
 	return math.Abs(a-b) <= RelTolerance*math.Abs(b)+AbsTolerance
 }
