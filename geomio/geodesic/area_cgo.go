@@ -148,12 +148,17 @@ var authalicOnce = sync.OnceValue(func() authalic { return newAuthalic(Ellipsoid
 // by the local method (local.go), any other with GeographicLib, as
 // PostGIS measures it. s may be nil.
 func Area(mp *geom.MultiPolygon, s *Scratch) (float64, bool) {
-	if !Available() || !InRange(mp) {
+	if !Available() {
 		return 0, false
 	}
+	// The local method's envelope lies within the ranges, so only the
+	// polygons it leaves need InRange's second pass over the coordinates.
 	m := authalicOnce()
 	if a, ok := m.localArea(mp); ok {
 		return a, true
+	}
+	if !InRange(mp) {
+		return 0, false
 	}
 	return geographicLibArea(mp, s)
 }

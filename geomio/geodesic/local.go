@@ -204,6 +204,9 @@ func (m *authalic) localArea(mp *geom.MultiPolygon) (float64, bool) {
 	minX, maxX, minY, maxY := flat[0], flat[0], flat[1], flat[1]
 	for i := 0; i+1 < len(flat); i += stride {
 		x, y := flat[i], flat[i+1]
+		if x != x || y != y {
+			return 0, false // NaN: not in any range
+		}
 		if x < minX {
 			minX = x
 		} else if x > maxX {

@@ -118,6 +118,17 @@ func TestAreaRoutes(t *testing.T) {
 	g, _ := geographicLibArea(mp, nil)
 	require.True(t, within(a, g), "%.12g against %.12g", a, g)
 
+	// A NaN or an out-of-range coordinate is never measured here.
+	for _, bad := range [][]geom.Coord{
+		{{8.5, 47.2}, {8.501, 47.2}, {8.501, math.NaN()}, {8.5, 47.2}},
+		{{math.NaN(), 47.2}, {8.501, 47.2}, {8.501, 47.201}, {math.NaN(), 47.2}},
+		{{180.0005, 47.2}, {180.001, 47.2}, {180.001, 47.201}, {180.0005, 47.2}},
+		{{8.5, 90.0005}, {8.501, 90.0005}, {8.501, 90.001}, {8.5, 90.0005}},
+	} {
+		_, ok := Area(geom.NewMultiPolygon(geom.XY).MustSetCoords([][][]geom.Coord{{bad}}), nil)
+		require.False(t, ok, "%v", bad)
+	}
+
 	// A ring of fewer than four points measures 0, as in PostGIS.
 	deg := geom.NewMultiPolygon(geom.XY).MustSetCoords([][][]geom.Coord{{{{1, 1}, {1.001, 1}, {1, 1}}}})
 	a, ok = Area(deg, nil)
