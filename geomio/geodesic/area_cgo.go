@@ -5,6 +5,7 @@ package geodesic
 /*
 #cgo LDFLAGS: -lproj -lm
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <proj.h>
 #include <geodesic.h>
@@ -14,18 +15,32 @@ package geodesic
 // proj_ellipsoid_get_parameters, flattening (a - b) / a (spheroid_init).
 static struct geod_geodesic geoingest_wgs84;
 
-static int geoingest_init(double *a_out, double *f_out) {
+// geoingest_ellipsoid puts in *a and *b the axes of the ellipsoid of the
+// CRS that PROJ builds from def. It returns 0 if PROJ cannot.
+static int geoingest_ellipsoid(const char *def, double *a, double *b) {
 	PJ_CONTEXT *ctx = proj_context_create();
 	if (ctx == NULL) return 0;
-	PJ *crs = proj_create(ctx, "EPSG:4326");
+	PJ *crs = proj_create(ctx, def);
 	if (crs == NULL) { proj_context_destroy(ctx); return 0; }
 	PJ *ellps = proj_get_ellipsoid(ctx, crs);
-	double a = 0, b = 0;
-	int ok = ellps != NULL && proj_ellipsoid_get_parameters(ctx, ellps, &a, &b, NULL, NULL);
+	int ok = ellps != NULL && proj_ellipsoid_get_parameters(ctx, ellps, a, b, NULL, NULL);
 	if (ellps != NULL) proj_destroy(ellps);
 	proj_destroy(crs);
 	proj_context_destroy(ctx);
-	if (!ok || !(a > 0) || !(b > 0)) return 0;
+	return ok && *a > 0 && *b > 0;
+}
+
+// geoingest_wgs84_def is WGS 84 as PROJ's built-in ellipsoid table defines
+// it: building it reads no database. EPSG:4326 would open proj.db, and
+// PROJ keeps that open for the life of the process with its SQLite page
+// cache (some 3 MB), which a job that needs no CRS lookup should not pay.
+// TestEllipsoidIsEPSG4326s checks that the two give the same axes, bit for
+// bit.
+static const char *geoingest_wgs84_def = "+proj=longlat +ellps=WGS84 +type=crs";
+
+static int geoingest_init(double *a_out, double *f_out) {
+	double a = 0, b = 0;
+	if (!geoingest_ellipsoid(geoingest_wgs84_def, &a, &b)) return 0;
 	double f = (a - b) / a;
 	geod_init(&geoingest_wgs84, a, f);
 	*a_out = a;
@@ -120,10 +135,20 @@ var initOnce = sync.OnceValues(func() (ok bool, af [2]float64) {
 })
 
 // Available reports whether Area can compute: this build has cgo and
-// PROJ knows EPSG:4326.
+// PROJ knows WGS 84.
 func Available() bool {
 	ok, _ := initOnce()
 	return ok
+}
+
+// epsgAxes returns the axes of the ellipsoid of the CRS PROJ builds from
+// def (such as "EPSG:4326", read from proj.db), for the tests.
+func epsgAxes(def string) (a, b float64, ok bool) {
+	cs := C.CString(def)
+	defer C.free(unsafe.Pointer(cs))
+	var ca, cb C.double
+	ok = C.geoingest_ellipsoid(cs, &ca, &cb) == 1
+	return float64(ca), float64(cb), ok
 }
 
 // Ellipsoid returns the semi-major axis and flattening Area uses.
