@@ -56,6 +56,12 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	if err := params.Validate(); err != nil {
 		return err
 	}
+	// The files are hashed (their job keys need the SHA-256 of their bytes)
+	// one ahead of the jobs: the first while the database is connected
+	// and its schema checked, each next one while the job before it runs.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sources := hashAhead(ctx, fs.Args())
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
@@ -69,8 +75,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 
 	failed := 0
-	for _, path := range fs.Args() {
-		res := m.ingestFile(ctx, svc, path, params)
+	for hs := range sources {
+		path := hs.path
+		res := ingestFile(ctx, svc, hs, params)
 		progress.clear()
 		if res.Outcome == ingest.Failed || res.Outcome == ingest.Held {
 			failed++ // a held claim is not done: its worker may have died
@@ -105,15 +112,42 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	return nil
 }
 
-func (m *Main) ingestFile(ctx context.Context, svc *ingest.Service, path string, params ingest.Params) ingest.Result {
-	src, fetcher, err := localfs.Source(path)
-	if err != nil {
-		abs, _ := filepath.Abs(path)
-		return ingest.Result{Source: "file://" + abs, Outcome: ingest.Failed, Err: err}
+// hashedSource is a file's job source (localfs.Source), or why there is none.
+type hashedSource struct {
+	path    string
+	src     ingest.Source
+	fetcher ingest.Fetcher
+	err     error
+}
+
+// hashAhead describes each of paths as a job source, in order, on a
+// goroutine of its own, at most one file ahead of the receiver. It stops
+// when ctx is done.
+func hashAhead(ctx context.Context, paths []string) <-chan hashedSource {
+	out := make(chan hashedSource) // the goroutine holds the one ahead
+	go func() {
+		defer close(out)
+		for _, path := range paths {
+			hs := hashedSource{path: path}
+			hs.src, hs.fetcher, hs.err = localfs.Source(path)
+			select {
+			case out <- hs:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func ingestFile(ctx context.Context, svc *ingest.Service, hs hashedSource, params ingest.Params) ingest.Result {
+	if hs.err != nil {
+		abs, _ := filepath.Abs(hs.path)
+		return ingest.Result{Source: "file://" + abs, Outcome: ingest.Failed, Err: hs.err}
 	}
-	job, err := ingest.NewJob(src, params, fetcher)
+	job, err := ingest.NewJob(hs.src, params, hs.fetcher)
 	if err != nil {
-		return ingest.Result{Source: src.String(), Outcome: ingest.Failed, Err: err}
+		return ingest.Result{Source: hs.src.String(), Outcome: ingest.Failed, Err: err}
 	}
 	return svc.Run(ctx, job)
 }
