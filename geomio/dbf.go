@@ -48,6 +48,7 @@ type dbfReader struct {
 	read     int
 	dec      *encoding.Decoder
 	nameJSON [][]byte // field names, JSON-quoted
+	props    []byte   // properties' buffer, reused record after record
 }
 
 // CheckEncoding returns an error if name is not a text encoding that the
@@ -211,9 +212,11 @@ func (d *dbfReader) next() (deleted bool, err error) {
 }
 
 // properties renders the current record as a JSON object.
+//
+// The bytes are valid until the next call (as a Reader's Feature is until
+// its next Next).
 func (d *dbfReader) properties() ([]byte, error) {
-	out := make([]byte, 0, d.recLen+16*len(d.fields))
-	out = append(out, '{')
+	out := append(d.props[:0], '{')
 	for i, f := range d.fields {
 		if i > 0 {
 			out = append(out, ',')
@@ -231,7 +234,9 @@ func (d *dbfReader) properties() ([]byte, error) {
 			return nil, &Error{File: d.file, Problem: fmt.Sprintf("record %d field %q", d.read-1, f.name), Err: err}
 		}
 	}
-	return append(out, '}'), nil
+	out = append(out, '}')
+	d.props = out
+	return out, nil
 }
 
 func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, error) {

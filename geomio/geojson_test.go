@@ -1,6 +1,7 @@
 package geomio
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,14 +22,46 @@ func writeTemp(t testing.TB, name, content string) string {
 	return p
 }
 
-// readAll drains r and returns its features and final error.
+// readAll drains r and returns copies of its features (a Feature is valid
+// only until the next Next) and the final error.
 func readAll(t testing.TB, r Reader) ([]Feature, error) {
 	t.Helper()
 	var fs []Feature
 	for r.Next() {
-		fs = append(fs, r.Feature())
+		fs = append(fs, cloneFeature(r.Feature()))
 	}
 	return fs, r.Err()
+}
+
+// cloneFeature returns a copy of f that shares no memory with the reader.
+func cloneFeature(f Feature) Feature {
+	f.Properties = bytes.Clone(f.Properties)
+	switch g := f.Geom.(type) {
+	case *geom.Point:
+		f.Geom = g.Clone()
+	case *geom.MultiPoint:
+		f.Geom = g.Clone()
+	case *geom.LineString:
+		f.Geom = g.Clone()
+	case *geom.MultiLineString:
+		f.Geom = g.Clone()
+	case *geom.Polygon:
+		f.Geom = g.Clone()
+	case *geom.MultiPolygon:
+		f.Geom = g.Clone()
+	case *geom.GeometryCollection:
+		c := geom.NewGeometryCollection().SetSRID(g.SRID())
+		for _, m := range g.Geoms() {
+			if err := c.Push(cloneFeature(Feature{Geom: m}).Geom); err != nil {
+				panic(err)
+			}
+		}
+		f.Geom = c
+	case nil:
+	default:
+		panic(fmt.Sprintf("cloneFeature: %T", g))
+	}
+	return f
 }
 
 // openAll opens path, drains it and closes it.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +51,7 @@ type shpReader struct {
 	dbf    *dbfReader
 	shpOff int64
 	rec    []byte
+	shapes shapeDecoder
 	recNo  int
 	base   int64 // Index of the first feature (for multi-layer streams)
 	idx    int64
@@ -198,7 +200,7 @@ func (r *shpReader) nextShape() (g geom.T, err error) {
 	}
 	r.shpOff += 8 + n
 	r.recNo++
-	g, err = decodeShape(rec)
+	g, err = r.shapes.decode(rec)
 	if err != nil {
 		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d", r.recNo-1, off), Err: err}
 	}
@@ -209,6 +211,22 @@ func (r *shpReader) nextShape() (g geom.T, err error) {
 // to a normalised go-geom geometry: XY only, polygons as MultiPolygon,
 // nil for null and empty shapes.
 func decodeShape(b []byte) (geom.T, error) {
+	var d shapeDecoder
+	return d.decode(b)
+}
+
+// shapeDecoder decodes records as decodeShape does, into buffers it
+// reuses: the geometry it returns is valid until its next decode (as a
+// Reader's Feature is until its next Next). The zero value is ready.
+type shapeDecoder struct {
+	pts    []float64   // the record's points
+	starts []int       // its parts' first points
+	parts  [][]float64 // its parts, slices of pts
+	poly   polygonBuffers
+}
+
+// decode is decodeShape with d's buffers.
+func (d *shapeDecoder) decode(b []byte) (geom.T, error) {
 	le := binary.LittleEndian
 	typ := shp.ShapeType(le.Uint32(b[0:4]))
 	switch typ {
@@ -251,11 +269,13 @@ func decodeShape(b []byte) (geom.T, error) {
 		if nparts == 0 || np == 0 {
 			return nil, nil
 		}
-		flat, err := shpPoints(b[44+4*nparts:], int(np))
+		flat, err := appendPoints(d.pts[:0], b[44+4*nparts:], int(np))
+		d.pts = flat
 		if err != nil {
 			return nil, err
 		}
-		starts := make([]int, nparts)
+		starts := slices.Grow(d.starts[:0], int(nparts))[:nparts]
+		d.starts = starts
 		for i := range starts {
 			s := int64(int32(le.Uint32(b[44+4*i:])))
 			if s < 0 || s >= np || (i > 0 && s < int64(starts[i-1])) {
@@ -263,7 +283,7 @@ func decodeShape(b []byte) (geom.T, error) {
 			}
 			starts[i] = int(s)
 		}
-		parts := make([][]float64, 0, nparts)
+		parts := slices.Grow(d.parts[:0], int(nparts))
 		for i, s := range starts {
 			e := int(np)
 			if i+1 < len(starts) {
@@ -271,10 +291,11 @@ func decodeShape(b []byte) (geom.T, error) {
 			}
 			parts = append(parts, flat[2*s:2*e])
 		}
+		d.parts = parts // slices of d.pts only
 		if typ == shp.POLYLINE || typ == shp.POLYLINEZ || typ == shp.POLYLINEM {
-			return lines(parts), nil
+			return lines(parts), nil // copies: lines are rare in parcel data
 		}
-		return polygons(parts), nil
+		return d.poly.polygons(parts), nil
 	case shp.MULTIPATCH:
 		return nil, fmt.Errorf("multipatch shapes are not supported")
 	}
@@ -288,13 +309,19 @@ func finite(x, y float64) bool {
 }
 
 func shpPoints(b []byte, n int) ([]float64, error) {
-	flat := make([]float64, 2*n)
+	return appendPoints(make([]float64, 0, 2*n), b, n)
+}
+
+// appendPoints appends the n points at the start of b to flat.
+func appendPoints(flat []float64, b []byte, n int) ([]float64, error) {
+	k := len(flat)
+	flat = slices.Grow(flat, 2*n)[:k+2*n]
 	for i := 0; i < n; i++ {
 		x, y := f64(b[16*i:]), f64(b[16*i+8:])
 		if !finite(x, y) {
-			return nil, fmt.Errorf("non-finite coordinate at point %d", i)
+			return flat[:k], fmt.Errorf("non-finite coordinate at point %d", i)
 		}
-		flat[2*i], flat[2*i+1] = x, y
+		flat[k+2*i], flat[k+2*i+1] = x, y
 	}
 	return flat, nil
 }
@@ -349,51 +376,91 @@ func inRing(ring []float64, x, y float64) bool {
 // ring is taken as an outer ring. Rings with fewer than four points are
 // dropped; nil if none is left.
 func polygons(rings [][]float64) geom.T {
-	type poly struct {
-		outer []float64
-		area  float64
-		holes [][]float64
+	var b polygonBuffers
+	return b.polygons(rings)
+}
+
+// polygonBuffers are the buffers polygons reuses from one call to the next:
+// the geometry it returns is valid until the next call.
+type polygonBuffers struct {
+	outers []shpPoly
+	holes  [][]float64
+	flat   []float64
+	ends   []int
+	endss  [][]int
+}
+
+// shpPoly is an outer ring, its area and its holes, indexes into holes.
+type shpPoly struct {
+	outer []float64
+	area  float64
+	holes []int
+}
+
+// polygons is the function polygons with b's buffers.
+func (b *polygonBuffers) polygons(rings [][]float64) geom.T {
+	if len(rings) == 1 && len(rings[0]) >= 8 {
+		// One ring, the common parcel: outer ring or lone hole, it is
+		// the one polygon, and its points need no copy.
+		b.ends = append(b.ends[:0], len(rings[0]))
+		b.endss = append(b.endss[:0], b.ends[:1:1])
+		r := rings[0]
+		return geom.NewMultiPolygonFlat(geom.XY, r[:len(r):len(r)], b.endss[:1:1])
 	}
-	var outers []*poly
-	var holes [][]float64
+	outers := b.outers[:0]
+	holes := b.holes[:0]
 	for _, r := range rings {
 		if len(r) < 8 {
 			continue
 		}
 		if a := signedArea(r); a < 0 {
-			outers = append(outers, &poly{outer: r, area: -a})
+			outers = append(outers, shpPoly{outer: r, area: -a})
 		} else {
 			holes = append(holes, r)
 		}
 	}
-	for _, h := range holes {
-		var best *poly
-		for _, o := range outers {
-			if inRing(o.outer, h[0], h[1]) && (best == nil || o.area < best.area) {
-				best = o
+	for hi, h := range holes {
+		best := -1
+		for oi := range outers { // a lone hole made a polygon can take holes, as it always could
+			o := &outers[oi]
+			if inRing(o.outer, h[0], h[1]) && (best < 0 || o.area < outers[best].area) {
+				best = oi
 			}
 		}
-		if best != nil {
-			best.holes = append(best.holes, h)
+		if best >= 0 {
+			outers[best].holes = append(outers[best].holes, hi)
 		} else {
-			outers = append(outers, &poly{outer: h})
+			outers = append(outers, shpPoly{outer: h})
 		}
 	}
+	defer func() {
+		for i := range outers {
+			outers[i].outer, outers[i].holes = nil, outers[i].holes[:0]
+		}
+		clear(holes)
+		b.outers, b.holes = outers[:0], holes[:0]
+	}()
 	if len(outers) == 0 {
 		return nil
 	}
-	var flat []float64
-	endss := make([][]int, 0, len(outers))
+	flat, ends := b.flat[:0], b.ends[:0]
 	for _, p := range outers {
 		flat = append(flat, p.outer...)
-		ends := []int{len(flat)}
+		ends = append(ends, len(flat))
 		for _, h := range p.holes {
-			flat = append(flat, h...)
+			flat = append(flat, holes[h]...)
 			ends = append(ends, len(flat))
 		}
-		endss = append(endss, ends)
 	}
-	return geom.NewMultiPolygonFlat(geom.XY, flat, endss)
+	endss := b.endss[:0]
+	k := 0
+	for _, p := range outers {
+		n := 1 + len(p.holes)
+		endss = append(endss, ends[k:k+n:k+n])
+		k += n
+	}
+	b.flat, b.ends, b.endss = flat, ends, endss
+	return geom.NewMultiPolygonFlat(geom.XY, flat[:len(flat):len(flat)], endss[:len(endss):len(endss)])
 }
 
 func (r *shpReader) Feature() Feature { return r.feat }

@@ -196,12 +196,6 @@ func TestDBFEncodings(t *testing.T) {
 
 func TestPolygonRings(t *testing.T) {
 	t.Parallel()
-	cw := func(x0, y0, x1, y1 float64) []float64 { // clockwise square
-		return []float64{x0, y0, x0, y1, x1, y1, x1, y0, x0, y0}
-	}
-	ccw := func(x0, y0, x1, y1 float64) []float64 {
-		return []float64{x0, y0, x1, y0, x1, y1, x0, y1, x0, y0}
-	}
 	g := polygons([][]float64{cw(0, 0, 10, 10), cw(20, 0, 30, 10), ccw(22, 2, 24, 4), ccw(2, 2, 4, 4), ccw(50, 50, 51, 51)})
 	mp := g.(*geom.MultiPolygon)
 	require.Equal(t, 3, mp.NumPolygons())
