@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,6 +38,16 @@ func TestEmbeddedDefault(t *testing.T) {
 	code, out, _ = run(t, env, "db", "status")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "running")
+
+	// The postmaster has loaded PostGIS: a new connection does not.
+	code, out, errOut = run(t, env, "db", "start")
+	require.Equal(t, 0, code, errOut)
+	conn, err := pgx.Connect(context.Background(), strings.TrimSpace(out))
+	require.NoError(t, err)
+	var preload string
+	require.NoError(t, conn.QueryRow(context.Background(), "SHOW shared_preload_libraries").Scan(&preload))
+	conn.Close(context.Background())
+	require.Equal(t, "postgis-3", preload)
 	code, _, errOut = run(t, env, "db", "stop")
 	require.Equal(t, 0, code, errOut)
 	code, _, _ = run(t, env, "db", "status")
