@@ -231,13 +231,17 @@ func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := migrations.Ensure(url); err != nil {
-		return nil, err
-	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
 	}
+	// The schema is checked on a connection of its own while the pool
+	// connects; its verdict comes first.
+	ensured := make(chan error, 1)
+	go func() {
+		_, err := migrations.Ensure(url)
+		ensured <- err
+	}()
 	cfg.ConnConfig.RuntimeParams["application_name"] = "geoingest"
 	if want := int32(2*max(d.workers, 1) + 2); cfg.MaxConns < want {
 		cfg.MaxConns = want
@@ -245,12 +249,19 @@ func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(pctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+	if err == nil {
+		err = pool.Ping(pctx)
 	}
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect: %w", err)
+	if eerr := <-ensured; eerr != nil {
+		err = eerr
+	} else if err != nil {
+		err = fmt.Errorf("connect: %w", err)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		return nil, err
 	}
 	return pool, nil
 }
