@@ -90,8 +90,12 @@ pm=$(head -1 "$GEOINGEST_HOME/pgdata/postmaster.pid")
 servercpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($16 + $17) / t}' "/proc/$pm/stat"; }
 # timed CMD...: runs CMD under /usr/bin/time; sets T (wall seconds), RSS
 # (MB), CPU (client + server CPU seconds), CCPU and SCPU (each alone).
+# Every command starts on a settled cluster: a CHECKPOINT first writes out
+# what the command before it left dirty, which would otherwise be written
+# during this one (and charged to whichever tool came next).
 timed() {
   local s0 s1 u sy
+  "${psqlcmd[@]}" "$(dburl postgres)" -c CHECKPOINT
   sleep 0.5; s0=$(servercpu)
   /usr/bin/time -f "%e %M %U %S" -o "$work/time.out" "$@" >"$work/out.log" 2>"$work/err.log" ||
     { echo "bench: $* failed:" >&2; tail -n 5 "$work/out.log" "$work/err.log" >&2; exit 1; }
