@@ -176,7 +176,7 @@ func TestAreaValidityMatchPostGISOnCorpus(t *testing.T) {
 				mps = nil // not longitude/latitude: a noprj layer in metres
 				break
 			}
-			mps = append(mps, mp)
+			mps = append(mps, mp.Clone()) // a Feature is valid until the next Next
 		}
 		r.Close()
 		if len(mps) == 0 {
