@@ -144,7 +144,7 @@ func certainParts(flat []float64, endss [][]int, stride int) bool {
 		if len(ends) == 0 {
 			return false // an empty part: leave it to GEOS
 		}
-		for _, end := range ends {
+		for k, end := range ends {
 			if len(rings) == cap(rings) {
 				return false
 			}
@@ -156,7 +156,7 @@ func certainParts(flat []float64, endss [][]int, stride int) bool {
 			if !simple(pts[from:]) {
 				return false
 			}
-			rings = append(rings, ringRef{part: p, from: from, to: len(pts)})
+			rings = append(rings, ringRef{part: p, shell: k == 0, from: from, to: len(pts)})
 			start = end
 		}
 	}
@@ -180,14 +180,13 @@ func certainParts(flat []float64, endss [][]int, stride int) bool {
 				continue
 			}
 			other := pts[q.from:q.to]
-			shellI, shellJ := i == 0 || rings[i-1].part != r.part, j == 0 || rings[j-1].part != q.part
 			var want int
 			switch {
-			case r.part == q.part && !shellI && shellJ:
+			case r.part == q.part && !r.shell && q.shell:
 				want = inside // a hole in its own shell
-			case r.part == q.part && !shellI && !shellJ:
+			case r.part == q.part && !r.shell && !q.shell:
 				want = outside // not in a sibling hole
-			case r.part != q.part && shellI && shellJ:
+			case r.part != q.part && r.shell && q.shell:
 				want = outside // shells apart
 			default:
 				continue
@@ -200,8 +199,13 @@ func certainParts(flat []float64, endss [][]int, stride int) bool {
 	return true
 }
 
-// ringRef is one ring of certainParts: its polygon and its points.
-type ringRef struct{ part, from, to int }
+// ringRef is one ring of certainParts: its polygon, whether it is that
+// polygon's shell, and its points.
+type ringRef struct {
+	part     int
+	shell    bool
+	from, to int
+}
 
 // ringsApart reports whether no edge of ring a certainly meets an edge
 // of ring b.
