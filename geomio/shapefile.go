@@ -252,11 +252,12 @@ func (d *shapeDecoder) decode(b []byte) (geom.T, error) {
 		if np == 0 {
 			return nil, nil
 		}
-		flat, err := shpPoints(b[40:], int(np))
+		flat, err := appendPoints(d.pts[:0], b[40:], int(np))
+		d.pts = flat
 		if err != nil {
 			return nil, err
 		}
-		return geom.NewMultiPointFlat(geom.XY, flat), nil
+		return geom.NewMultiPointFlat(geom.XY, flat[:len(flat):len(flat)]), nil
 	case shp.POLYLINE, shp.POLYLINEZ, shp.POLYLINEM, shp.POLYGON, shp.POLYGONZ, shp.POLYGONM:
 		if len(b) < 44 {
 			return nil, fmt.Errorf("record of %d bytes", len(b))
@@ -306,10 +307,6 @@ func f64(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uin
 
 func finite(x, y float64) bool {
 	return !math.IsNaN(x) && !math.IsNaN(y) && !math.IsInf(x, 0) && !math.IsInf(y, 0)
-}
-
-func shpPoints(b []byte, n int) ([]float64, error) {
-	return appendPoints(make([]float64, 0, 2*n), b, n)
 }
 
 // appendPoints appends the n points at the start of b to flat.
@@ -433,13 +430,7 @@ func (b *polygonBuffers) polygons(rings [][]float64) geom.T {
 			outers = append(outers, shpPoly{outer: h})
 		}
 	}
-	defer func() {
-		for i := range outers {
-			outers[i].outer, outers[i].holes = nil, outers[i].holes[:0]
-		}
-		clear(holes)
-		b.outers, b.holes = outers[:0], holes[:0]
-	}()
+	b.outers, b.holes = outers[:0], holes[:0]
 	if len(outers) == 0 {
 		return nil
 	}
