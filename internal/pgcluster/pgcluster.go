@@ -71,6 +71,16 @@ func versionOf(binDir string) int {
 	return v
 }
 
+// pgConfig returns what the pg_config of the server in binDir prints for
+// flag (a directory: "--sharedir", "--pkglibdir"), or "" if it cannot.
+func pgConfig(binDir, flag string) string {
+	out, err := exec.Command(filepath.Join(binDir, "pg_config"), flag).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // hasPostGIS reports whether postgis.control is in the share directory of
 // the server in binDir.
 func hasPostGIS(binDir string) bool {
@@ -78,8 +88,8 @@ func hasPostGIS(binDir string) bool {
 	if v := versionOf(binDir); v > 0 {
 		candidates = append(candidates, fmt.Sprintf("/usr/share/postgresql/%d/extension/postgis.control", v))
 	}
-	if out, err := exec.Command(filepath.Join(binDir, "pg_config"), "--sharedir").Output(); err == nil {
-		candidates = append(candidates, filepath.Join(strings.TrimSpace(string(out)), "extension", "postgis.control"))
+	if dir := pgConfig(binDir, "--sharedir"); dir != "" {
+		candidates = append(candidates, filepath.Join(dir, "extension", "postgis.control"))
 	}
 	for _, c := range candidates {
 		if _, err := os.Stat(c); err == nil {
@@ -110,10 +120,9 @@ func DefaultDir() string {
 // postgisLibrary returns the name of PostGIS's library for
 // shared_preload_libraries ("postgis-3"), or "" when the server's library
 // directory has none by that name.
-func (c *Cluster) postgisLibrary(ctx context.Context) string {
-	out, err := exec.CommandContext(ctx, filepath.Join(c.binDir, "pg_config"), "--pkglibdir").Output()
-	dir := strings.TrimSpace(string(out))
-	if err != nil || dir == "" {
+func (c *Cluster) postgisLibrary() string {
+	dir := pgConfig(c.binDir, "--pkglibdir")
+	if dir == "" {
 		dir = filepath.Join(filepath.Dir(c.binDir), "lib")
 	}
 	const lib = "postgis-3"
@@ -177,7 +186,7 @@ func Start(ctx context.Context, dir string, progress func(string)) (*Cluster, er
 	}
 	progress("starting PostgreSQL (" + dir + ")")
 	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=on -c max_connections=200", dir)
-	if lib := c.postgisLibrary(ctx); lib != "" {
+	if lib := c.postgisLibrary(); lib != "" {
 		// Every connection that touches a geometry would otherwise load
 		// PostGIS itself, some 16 ms each; the postmaster loads it once.
 		opts += " -c shared_preload_libraries=" + lib
