@@ -12,6 +12,7 @@ import (
 	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/ewkb"
 )
 
 // writeTemp writes content to a file called name in a fresh temp dir.
@@ -36,30 +37,14 @@ func readAll(t testing.TB, r Reader) ([]Feature, error) {
 // cloneFeature returns a copy of f that shares no memory with the reader.
 func cloneFeature(f Feature) Feature {
 	f.Properties = bytes.Clone(f.Properties)
-	switch g := f.Geom.(type) {
-	case *geom.Point:
-		f.Geom = g.Clone()
-	case *geom.MultiPoint:
-		f.Geom = g.Clone()
-	case *geom.LineString:
-		f.Geom = g.Clone()
-	case *geom.MultiLineString:
-		f.Geom = g.Clone()
-	case *geom.Polygon:
-		f.Geom = g.Clone()
-	case *geom.MultiPolygon:
-		f.Geom = g.Clone()
-	case *geom.GeometryCollection:
-		c := geom.NewGeometryCollection().SetSRID(g.SRID())
-		for _, m := range g.Geoms() {
-			if err := c.Push(cloneFeature(Feature{Geom: m}).Geom); err != nil {
-				panic(err)
-			}
+	if f.Geom != nil {
+		b, err := ewkb.Marshal(f.Geom, ewkb.NDR)
+		if err != nil {
+			panic(err)
 		}
-		f.Geom = c
-	case nil:
-	default:
-		panic(fmt.Sprintf("cloneFeature: %T", g))
+		if f.Geom, err = ewkb.Unmarshal(b); err != nil {
+			panic(err)
+		}
 	}
 	return f
 }
