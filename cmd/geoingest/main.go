@@ -293,7 +293,7 @@ func (p *paramFlags) params() ingest.Params {
 }
 
 // policyFlags choose what a re-run does with jobs committed already
-// (DESIGN.md, "Backfills and repairs"): skip (default), new-key (a new
+// (docs/design.md, "Backfills and repairs"): skip (default), new-key (a new
 // --pipeline-version), or replace (--if-match JOB_ID for ingest; for a
 // backfill, the generation current when each object is processed).
 type policyFlags struct {

@@ -42,7 +42,7 @@ func (s *Store) RegisterCRS(c crs.CRS) (int, error) {
 	switch {
 	case c.Method == crs.Custom && c.Definition != "":
 	case c.EPSG > 0:
-		known, err := s.checkSRID(ctx, c.EPSG)
+		known, err := s.KnownSRID(ctx, c.EPSG)
 		if err != nil {
 			return 0, ingest.Transientf("check srid: %w", err)
 		}
