@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/queue"
 )

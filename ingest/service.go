@@ -193,7 +193,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	if testhook.Enabled() {
 		in = &copyHook{Reader: r}
 	}
-	pr := &layerLog{Reader: newProgressReader(in, log, s.Progress, every, progressLogEvery, job)}
+	pr := LogLayers(newProgressReader(in, log, s.Progress, every, progressLogEvery, job))
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))

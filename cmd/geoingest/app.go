@@ -16,7 +16,7 @@ import (
 type app struct {
 	pool    *pgxpool.Pool
 	metrics *ingest.Metrics
-	store   *postgis.Store
+	store   ingest.Store
 	svc     *ingest.Service
 }
 

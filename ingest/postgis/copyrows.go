@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 
-	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 	"github.com/geoingest/geoingest/ingest/prepare"
@@ -25,7 +24,7 @@ import (
 // and sums the count, area and checksum in one pass, and a job with its
 // own partition gets its GiST index and is attached. The counts are
 // recorded on the job.
-func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r geomio.Reader, res *ingest.WriteResult) error {
+func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ingest.LayerReader, res *ingest.WriteResult) error {
 	target := job.Params.Target
 	table, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref})
 	if err != nil {

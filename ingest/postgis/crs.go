@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
@@ -104,12 +103,9 @@ func (s *Store) registerCRS(ctx context.Context, p db.RegisterCustomCRSParams) (
 }
 
 // recordJobCRS records on the job, in the write-gate transaction, the CRS
-// of every layer r read (r.Layer() alone when r is not a layerLog).
-func recordJobCRS(ctx context.Context, q *db.Queries, jobID string, r geomio.Reader) error {
-	layers := []geomio.Layer{r.Layer()}
-	if l, ok := r.(interface{ Layers() []geomio.Layer }); ok {
-		layers = l.Layers()
-	}
+// of every layer r read.
+func recordJobCRS(ctx context.Context, q *db.Queries, jobID string, r ingest.LayerReader) error {
+	layers := r.Layers()
 	seen := map[string]bool{}
 	for _, l := range layers {
 		if seen[l.Name] {

@@ -182,7 +182,7 @@ func TestWriteGateStopsConcurrentDuplicate(t *testing.T) {
 			r, err := openLocal(f.Path)
 			require.NoError(t, err)
 			defer r.Close()
-			wr, err := b.svc.Store.Write(ctx, job, "worker", r, f)
+			wr, err := b.svc.Store.Write(ctx, job, "worker", ingest.LogLayers(r), f)
 			require.NoError(t, err)
 			outcomes[i] = wr.Outcome
 		}(i)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 	"github.com/jackc/pgx/v5"
@@ -67,7 +66,7 @@ func (s *Store) writeGate(ctx context.Context, job ingest.Job, owner, contentHas
 // transaction. A parse error part-way rolls everything back. in.Size
 // decides whether the features get a partition of their own (see
 // OwnPartitionBytes).
-func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r geomio.Reader, in ingest.Fetched) (ingest.WriteResult, error) {
+func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r ingest.LayerReader, in ingest.Fetched) (ingest.WriteResult, error) {
 	return s.writeGate(ctx, job, owner, in.ContentHash, in.Size >= s.ownPartitionBytes(), func(ctx context.Context, g *gate) (ingest.WriteResult, error) {
 		p := job.Params
 		src := g.src
