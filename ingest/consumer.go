@@ -238,11 +238,11 @@ func (c *Consumer) handle(ctx context.Context, msg *queue.Message) {
 			log.Error("message dead-lettered", "reason", reason)
 		}
 	default:
-		testhook.At(testhook.BeforeAck)
+		testhook.At(sctx, testhook.BeforeAck, testhook.Where{})
 		if err := c.Receiver.Ack(sctx, msg); err != nil {
 			log.Warn("ack failed; the message comes back and is a duplicate", "error", err.Error())
 		}
-		testhook.At(testhook.AfterAck)
+		testhook.At(sctx, testhook.AfterAck, testhook.Where{})
 	}
 }
 

@@ -64,10 +64,6 @@ type Main struct {
 	Log *slog.Logger
 
 	envErrs []error // environment values that did not parse (envError)
-
-	// beforeWrite, when set (by in-process tests only), becomes the
-	// Service's BeforeWrite: called in each job before its write gate.
-	beforeWrite func(ingest.Job)
 }
 
 // NewMain returns a Main on the process's standard streams and environment.

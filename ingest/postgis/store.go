@@ -33,12 +33,6 @@ type Store struct {
 	// share the target's shared partition. 0 means
 	// DefaultOwnPartitionBytes. Set it before the first Write.
 	OwnPartitionBytes int64
-
-	// BeforeCommit, when set, is called inside the write-gate transaction
-	// after the features and ledger are written and just before COMMIT.
-	// It exists for fault-injection tests (a worker killed between COPY and
-	// COMMIT); production code leaves it nil.
-	BeforeCommit func(jobID string)
 }
 
 // Store implements ingest.Store.

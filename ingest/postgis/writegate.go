@@ -7,6 +7,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -229,9 +230,7 @@ func (s *Store) commitGate(ctx context.Context, g *gate, job ingest.Job, owner s
 			return err
 		}
 	}
-	if s.BeforeCommit != nil {
-		s.BeforeCommit(job.ID)
-	}
+	testhook.At(ctx, testhook.BeforeCommit, testhook.Where{Owner: owner, Job: job.ID})
 	if err := g.tx.Commit(ctx); err != nil {
 		return ingest.Transientf("commit: %w", err)
 	}

@@ -195,7 +195,7 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, int6
 		return "", 0, ingest.Transientf("%s: %w", dst, err)
 	}
 	var h hash.Hash = sha256.New()
-	n, err := io.Copy(io.MultiWriter(file, h), testhook.Reader(resp.Body, testhook.DuringDownload))
+	n, err := io.Copy(io.MultiWriter(file, h), testhook.Reader(ctx, resp.Body, testhook.DuringDownload, testhook.Where{}))
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
