@@ -197,7 +197,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		cons.Receiver, cons.Files, inbox = box, localfs.Files{}, box.Dir()
+		cons.Receiver, cons.Objects, inbox = box, localfs.Inbox{Dir: box.Dir()}, box.Dir()
 	}
 	defer cons.Receiver.Close()
 
