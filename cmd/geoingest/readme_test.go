@@ -375,3 +375,87 @@ func (h *helpCache) check(inv []string) error {
 	}
 	return nil
 }
+
+// TestDocsLinksStayInTheRepository: every link of README.md and docs/*.md
+// is relative, names a file of the repository, and, with a #fragment, a
+// heading of that file (GitHub's anchors).
+func TestDocsLinksStayInTheRepository(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	files, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range append([]string{"../../README.md"}, files...) {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		name := strings.TrimPrefix(f, "../../")
+		for _, m := range link.FindAllStringSubmatch(stripCodeBlocks(string(data)), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				t.Errorf("%s links outside the repository: %s", name, target)
+				continue
+			}
+			p, frag, _ := strings.Cut(target, "#")
+			dest := f
+			if p != "" {
+				dest = filepath.Join(filepath.Dir(f), filepath.FromSlash(p))
+			}
+			abs, err := filepath.Abs(dest)
+			require.NoError(t, err)
+			if !strings.HasPrefix(abs, root+string(filepath.Separator)) {
+				t.Errorf("%s links outside the repository: %s", name, target)
+				continue
+			}
+			b, err := os.ReadFile(dest)
+			if err != nil {
+				t.Errorf("%s links to %s, which does not exist", name, target)
+				continue
+			}
+			if frag != "" && !headingAnchors(string(b))[frag] {
+				t.Errorf("%s links to %s: no heading with that anchor", name, target)
+			}
+		}
+	}
+}
+
+// stripCodeBlocks blanks the fenced code blocks of a Markdown document.
+func stripCodeBlocks(doc string) string {
+	lines := strings.Split(doc, "\n")
+	in := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			in = !in
+			lines[i] = ""
+			continue
+		}
+		if in {
+			lines[i] = ""
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// headingAnchors returns the anchors GitHub gives a document's headings:
+// lower case, punctuation but hyphens and spaces dropped, spaces as
+// hyphens.
+func headingAnchors(doc string) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range strings.Split(stripCodeBlocks(doc), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out
+}
