@@ -221,12 +221,16 @@ func Version(databaseURL string) (v uint, dirty bool, err error) {
 // rights (geoingest_writer, geoingest_analyst) can run them. When it is
 // behind, Ensure migrates it like Up; if the role may not, it returns an
 // error saying "schema is at version N, need M: run geoingest migrate as
-// the schema owner".
+// the schema owner". A schema newer than Latest() is refused: this binary
+// does not know what its migrations changed.
 func Ensure(databaseURL string) (uint, error) {
 	want := Latest()
 	v, dirty, verr := Version(databaseURL)
 	if verr == nil && !dirty && v == want {
 		return v, nil
+	}
+	if verr == nil && !dirty && v > want {
+		return v, fmt.Errorf("schema is at version %d, newer than this binary's %d: run the geoingest release that migrated it, or a newer one", v, want)
 	}
 	got, err := Up(databaseURL)
 	if err != nil && IsInsufficientPrivilege(err) {

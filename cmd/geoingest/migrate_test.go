@@ -76,3 +76,15 @@ func TestMigrateForceRepairsDirtySchema(t *testing.T) {
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
 }
+
+// TestSchemaNewerThanBinary: an older binary does not start on a schema
+// that a newer release migrated, and says so.
+func TestSchemaNewerThanBinary(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	latest := migrations.Latest()
+	execEach(t, db, fmt.Sprintf(`UPDATE schema_migrations SET version = %d`, latest+1))
+	code, _, errOut := run(t, map[string]string{"DATABASE_URL": db}, "verify")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, fmt.Sprintf("schema is at version %d, newer than this binary's %d", latest+1, latest))
+}
