@@ -149,3 +149,22 @@ func (s *Store) JobCRS(ctx context.Context, jobID string) ([]ingest.LayerCRS, er
 	}
 	return out, nil
 }
+
+// KnownSRID reports whether spatial_ref_sys has srid, caching the answer.
+// It is the feature preparation's SRID check (prepare.KnownSRID).
+func (s *Store) KnownSRID(ctx context.Context, srid int) (bool, error) {
+	s.sridMu.Lock()
+	known, ok := s.sridKnown[srid]
+	s.sridMu.Unlock()
+	if ok {
+		return known, nil
+	}
+	known, err := s.q.SRIDKnown(ctx, int32(srid))
+	if err != nil {
+		return false, err
+	}
+	s.sridMu.Lock()
+	s.sridKnown[srid] = known
+	s.sridMu.Unlock()
+	return known, nil
+}
