@@ -19,8 +19,7 @@ import (
 // ingest/prepare (policies applied, MultiPolygon EWKB with its area and
 // validity, see copyRows); features in a CRS other than EPSG:4326 go
 // through the staging table to be transformed, measured and checked by
-// PostGIS.
-// Then the server repairs the invalid features (per the invalid policy)
+// PostGIS. Then the server repairs the invalid features (per the invalid policy)
 // and sums the count, area and checksum in one pass, and a job with its
 // own partition gets its GiST index and is attached. The counts are
 // recorded on the job.
