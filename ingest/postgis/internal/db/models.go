@@ -115,6 +115,7 @@ type Job struct {
 	RepairedInvalid  int64
 	CommittedAt      pgtype.Timestamptz
 	JobRef           int64
+	WriteSeconds     pgtype.Float8
 }
 
 type JobCr struct {
