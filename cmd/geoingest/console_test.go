@@ -33,28 +33,40 @@ type consoleFixture struct {
 func newConsoleFixture(t *testing.T) *consoleFixture {
 	t.Helper()
 	f := &consoleFixture{env: map[string]string{"DATABASE_URL": pgtest.NewDB(t)}}
-	dir := t.TempDir()
-	f.brokenPath = filepath.Join(dir, "uploads", "broken.geojson")
+	// The uploads, copied under a short directory of their own (the
+	// page's screenshot shows their paths).
+	dir, err := os.MkdirTemp("", "uploads-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	place := func(src, dst string) string {
+		dst = filepath.Join(dir, dst)
+		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst, b, 0o644))
+		return dst
+	}
+	admin := place(synthAdmin, "admin/districts.geojson")
+	parcels := place(synthParcels, "parcels/parcels_10k.geojson")
+	cadastre := place(epinay, "parcels/cadastre-91216-parcelles.json")
+	f.brokenPath = filepath.Join(dir, "incoming", "broken.geojson")
 	require.NoError(t, os.MkdirAll(filepath.Dir(f.brokenPath), 0o755))
 	require.NoError(t, os.WriteFile(f.brokenPath, []byte(`{"type":"FeatureCollection","features":[{"type":"Feat`), 0o644))
 	// A source key is user input: this one is an HTML element.
-	xssDir := filepath.Join(dir, "uploads", `<script>alert("xss")<`)
+	xssDir := filepath.Join(dir, "incoming", `<script>alert("xss")<`)
 	require.NoError(t, os.MkdirAll(xssDir, 0o755))
 	f.xssPath = filepath.Join(xssDir, `script>.geojson`)
 	require.NoError(t, os.WriteFile(f.xssPath, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"<b>bold</b>"},
 		"geometry":{"type":"Polygon","coordinates":[[[13.0,52.0],[13.001,52.0],[13.001,52.001],[13.0,52.001],[13.0,52.0]]]}}]}`), 0o644))
-	f.noPrjDir = filepath.Join(dir, "uploads", "noprj")
-	require.NoError(t, os.MkdirAll(f.noPrjDir, 0o755))
+	f.noPrjDir = filepath.Join(dir, "incoming", "noprj")
 	for _, ext := range []string{".shp", ".shx", ".dbf"} {
-		b, err := os.ReadFile("../../testdata/corpus/utm18_polygon_c_noprj/c_utm" + ext)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(f.noPrjDir, "c_utm"+ext), b, 0o644))
+		place("../../testdata/corpus/utm18_polygon_c_noprj/c_utm"+ext, "incoming/noprj/c_utm"+ext)
 	}
 
-	code, out, errOut := run(t, f.env, "ingest", "--json", "--target", "admin_units", synthAdmin)
+	code, out, errOut := run(t, f.env, "ingest", "--json", "--target", "admin_units", admin)
 	require.Equal(t, 0, code, errOut)
 	f.admin = parseLines(t, out)[0]
-	code, out, _ = run(t, f.env, "ingest", "--json", synthParcels, epinay, f.xssPath, f.brokenPath, filepath.Join(f.noPrjDir, "c_utm.shp"))
+	code, out, _ = run(t, f.env, "ingest", "--json", parcels, cadastre, f.xssPath, f.brokenPath, filepath.Join(f.noPrjDir, "c_utm.shp"))
 	require.Equal(t, 1, code, "two uploads fail")
 	ls := parseLines(t, out)
 	require.Len(t, ls, 5)
@@ -366,6 +378,8 @@ func TestConsole(t *testing.T) {
 		require.NotContains(t, body, "<script")
 		require.Contains(t, body, "since &#34;&lt;script&gt;&#34;")
 	})
+
+	t.Run("Chromium", func(t *testing.T) { testConsoleChromium(t, f, base) })
 
 	t.Run("Token", func(t *testing.T) {
 		tb := startConsole(t, f.env, "--console-token", "s3cret")
