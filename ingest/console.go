@@ -331,17 +331,19 @@ func FailureHint(reason string) string {
 }
 
 // FormatCursor and ParseCursor make and read the opaque cursors of the
-// console's pages: a time and the key of the last row of a page.
+// console's pages: a time and the key of the last row of a page, as a
+// JSON array in URL-safe base64 (any key, whatever its characters).
 func FormatCursor(t time.Time, key ...string) string {
-	raw := strings.Join(append([]string{t.UTC().Format(time.RFC3339Nano)}, key...), "\x1f")
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	raw, _ := json.Marshal(append([]string{t.UTC().Format(time.RFC3339Nano)}, key...))
+	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
-// ParseCursor reads a cursor of n keys made by FormatCursor.
+// ParseCursor reads a cursor of n keys made by FormatCursor. A cursor
+// that is not one is a Permanent error.
 func ParseCursor(c string, n int) (time.Time, []string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)
-	parts := strings.Split(string(raw), "\x1f")
-	if err != nil || len(parts) != n+1 {
+	var parts []string
+	if err != nil || json.Unmarshal(raw, &parts) != nil || len(parts) != n+1 {
 		return time.Time{}, nil, Permanentf("cursor %q: not one of this list's", c)
 	}
 	t, err := time.Parse(time.RFC3339Nano, parts[0])

@@ -465,13 +465,18 @@ func (q *Queries) ConsoleSources(ctx context.Context, arg ConsoleSourcesParams) 
 }
 
 const consoleStateCounts = `-- name: ConsoleStateCounts :many
-SELECT (CASE WHEN c.state = 'FAILED' THEN 'failed'
-             WHEN c.state = 'CLAIMED' AND c.lease_until > now() THEN 'in-flight'
-             WHEN c.state = 'CLAIMED' THEN 'lease-expired'
-             ELSE coalesce(j.status, 'committed') END)::text AS state,
-       count(*)::bigint AS jobs
-FROM claims c
-LEFT JOIN jobs j ON j.job_id = c.job_id
+SELECT x.state::text AS state, sum(x.jobs)::bigint AS jobs
+FROM (
+    SELECT CASE WHEN c.state = 'FAILED' THEN 'failed'
+                WHEN c.lease_until > now() THEN 'in-flight'
+                ELSE 'lease-expired' END AS state,
+           count(*) AS jobs
+    FROM claims c
+    WHERE c.state <> 'COMMITTED'
+    GROUP BY 1
+    UNION ALL
+    SELECT j.status, count(*) FROM jobs j GROUP BY j.status
+) x
 GROUP BY 1
 ORDER BY 1
 `
@@ -481,7 +486,9 @@ type ConsoleStateCountsRow struct {
 	Jobs  int64
 }
 
-// ConsoleStateCounts counts jobs by console state.
+// ConsoleStateCounts counts jobs by console state: the claims not
+// committed by claim state and lease, the committed jobs by ledger status
+// (two aggregates, no join).
 func (q *Queries) ConsoleStateCounts(ctx context.Context) ([]ConsoleStateCountsRow, error) {
 	rows, err := q.db.Query(ctx, consoleStateCounts)
 	if err != nil {

@@ -120,14 +120,21 @@ ORDER BY (c.lease_until > now()) DESC, c.lease_until DESC, c.job_id
 LIMIT @max_rows;
 
 -- name: ConsoleStateCounts :many
--- ConsoleStateCounts counts jobs by console state.
-SELECT (CASE WHEN c.state = 'FAILED' THEN 'failed'
-             WHEN c.state = 'CLAIMED' AND c.lease_until > now() THEN 'in-flight'
-             WHEN c.state = 'CLAIMED' THEN 'lease-expired'
-             ELSE coalesce(j.status, 'committed') END)::text AS state,
-       count(*)::bigint AS jobs
-FROM claims c
-LEFT JOIN jobs j ON j.job_id = c.job_id
+-- ConsoleStateCounts counts jobs by console state: the claims not
+-- committed by claim state and lease, the committed jobs by ledger status
+-- (two aggregates, no join).
+SELECT x.state::text AS state, sum(x.jobs)::bigint AS jobs
+FROM (
+    SELECT CASE WHEN c.state = 'FAILED' THEN 'failed'
+                WHEN c.lease_until > now() THEN 'in-flight'
+                ELSE 'lease-expired' END AS state,
+           count(*) AS jobs
+    FROM claims c
+    WHERE c.state <> 'COMMITTED'
+    GROUP BY 1
+    UNION ALL
+    SELECT j.status, count(*) FROM jobs j GROUP BY j.status
+) x
 GROUP BY 1
 ORDER BY 1;
 
