@@ -167,9 +167,7 @@ type JobSummary struct {
 // row and CRS record once committed, and its source's generations.
 type JobRecord struct {
 	Job JobSummary `json:"job"`
-	// Claim is the job's claim record. The claims table keeps one row
-	// per job: when it was first claimed, how many attempts it has had,
-	// who holds or last held it, its lease and its last error.
+	// Claim is the job's claim record and its history.
 	Claim ClaimRecord `json:"claim"`
 	// Ledger is the job's ledger row (jobs), nil before it is committed.
 	Ledger *LedgerRow `json:"ledger,omitempty"`
@@ -180,15 +178,32 @@ type JobRecord struct {
 	SourceHistory []Generation `json:"source_history,omitempty"`
 }
 
-// ClaimRecord is a job's row of the claim gate.
+// ClaimRecord is a job's row of the claim gate: when it was first
+// claimed, how many attempts it has had, who holds or last held it, its
+// lease and its last error; and History, its changes oldest first (the
+// latest 20, from schema version 10 on).
 type ClaimRecord struct {
-	State      string    `json:"state"`
+	State      string       `json:"state"`
+	Owner      string       `json:"owner"`
+	LeaseUntil time.Time    `json:"lease_until"`
+	Attempts   int32        `json:"attempts"`
+	LastError  string       `json:"last_error,omitempty"`
+	ClaimedAt  time.Time    `json:"first_claimed_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+	History    []ClaimEvent `json:"history"`
+}
+
+// ClaimEvent is one change of a claim: claimed (first, taken over from
+// an expired lease, or a re-run of a failed job), released (after a
+// transient failure), committed or failed, by Owner in attempt Attempt.
+// Heartbeats are not events.
+type ClaimEvent struct {
+	At         time.Time `json:"at"`
+	Event      string    `json:"event"`
 	Owner      string    `json:"owner"`
+	Attempt    int32     `json:"attempt"`
 	LeaseUntil time.Time `json:"lease_until"`
-	Attempts   int32     `json:"attempts"`
-	LastError  string    `json:"last_error,omitempty"`
-	ClaimedAt  time.Time `json:"first_claimed_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Error      string    `json:"error,omitempty"`
 }
 
 // LedgerRow is a committed job's row of the ledger (jobs).

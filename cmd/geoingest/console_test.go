@@ -253,6 +253,10 @@ func TestConsole(t *testing.T) {
 				State    string `json:"state"`
 				Owner    string `json:"owner"`
 				Attempts int    `json:"attempts"`
+				History  []struct {
+					Event string `json:"event"`
+					Error string `json:"error"`
+				} `json:"history"`
 			} `json:"claim"`
 			Ledger *struct {
 				Status           string          `json:"status"`
@@ -274,6 +278,9 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, "COMMITTED", rec.Claim.State)
 		require.Equal(t, 1, rec.Claim.Attempts)
 		require.NotEmpty(t, rec.Claim.Owner)
+		require.Len(t, rec.Claim.History, 2)
+		require.Equal(t, "claimed", rec.Claim.History[0].Event)
+		require.Equal(t, "committed", rec.Claim.History[1].Event)
 		require.NotNil(t, rec.Ledger)
 		require.Equal(t, "current", rec.Ledger.Status)
 		require.Equal(t, int64(4241), rec.Ledger.Features)
@@ -291,6 +298,9 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, "FAILED", rec.Claim.State)
 		require.Nil(t, rec.Ledger)
 		require.Contains(t, rec.Job.Reason, "unknown CRS")
+		require.Len(t, rec.Claim.History, 2)
+		require.Equal(t, "failed", rec.Claim.History[1].Event)
+		require.Contains(t, rec.Claim.History[1].Error, "unknown CRS")
 
 		var e map[string]string
 		getJSON(t, base+"/api/jobs/"+strings.Repeat("0", 64), 404, &e)

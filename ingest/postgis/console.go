@@ -128,6 +128,15 @@ func (c *Console) ConsoleJob(ctx context.Context, jobID string) (ingest.JobRecor
 		Claim: ingest.ClaimRecord{State: r.ClaimState, Owner: r.Owner, LeaseUntil: r.LeaseUntil.Time, Attempts: r.Attempts,
 			LastError: r.LastError, ClaimedAt: r.CreatedAt.Time, UpdatedAt: r.UpdatedAt.Time},
 	}
+	events, err := c.q.ConsoleClaimEvents(ctx, jobID)
+	if err != nil {
+		return ingest.JobRecord{}, ingest.Transientf("console claim history: %w", err)
+	}
+	rec.Claim.History = make([]ingest.ClaimEvent, 0, len(events))
+	for _, e := range events {
+		rec.Claim.History = append(rec.Claim.History, ingest.ClaimEvent{At: e.At.Time, Event: e.Event, Owner: e.Owner,
+			Attempt: e.Attempt, LeaseUntil: e.LeaseUntil.Time, Error: e.Error})
+	}
 	if !r.Committed {
 		return rec, nil
 	}

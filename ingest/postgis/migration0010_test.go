@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMigration0010DownAndUp: version 10 adds jobs.write_seconds and the
-// console's indexes; down removes them, keeping every job, and up brings
+// TestMigration0010DownAndUp: version 10 adds jobs.write_seconds,
+// claim_events and the console's indexes; down removes them, keeping every job, and up brings
 // them back.
 func TestMigration0010DownAndUp(t *testing.T) {
 	t.Parallel()
@@ -25,6 +25,9 @@ func TestMigration0010DownAndUp(t *testing.T) {
 			WHERE table_name = 'jobs' AND column_name = 'write_seconds')`).Scan(&column))
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname IN
 			('claims_created_idx', 'claims_state_created_idx', 'sources_updated_idx')`).Scan(&indexes))
+		var history bool
+		require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass('claim_events') IS NOT NULL").Scan(&history))
+		require.Equal(t, column, history, "claim_events goes and comes with write_seconds")
 		return column, indexes
 	}
 	_, err = pool.Exec(ctx, `INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)

@@ -11,6 +11,50 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const consoleClaimEvents = `-- name: ConsoleClaimEvents :many
+SELECT e.at, e.event, e.owner, e.attempt, e.lease_until, coalesce(e.error, '')::text AS error
+FROM claim_events e
+WHERE e.job_id = $1
+ORDER BY e.seq
+`
+
+type ConsoleClaimEventsRow struct {
+	At         pgtype.Timestamptz
+	Event      string
+	Owner      string
+	Attempt    int32
+	LeaseUntil pgtype.Timestamptz
+	Error      string
+}
+
+// ConsoleClaimEvents is the history of a job's claim, oldest first.
+func (q *Queries) ConsoleClaimEvents(ctx context.Context, jobID string) ([]ConsoleClaimEventsRow, error) {
+	rows, err := q.db.Query(ctx, consoleClaimEvents, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ConsoleClaimEventsRow
+	for rows.Next() {
+		var i ConsoleClaimEventsRow
+		if err := rows.Scan(
+			&i.At,
+			&i.Event,
+			&i.Owner,
+			&i.Attempt,
+			&i.LeaseUntil,
+			&i.Error,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const consoleClaims = `-- name: ConsoleClaims :many
 SELECT c.job_id, (c.lease_until > now())::boolean AS live, c.source_bucket, c.source_key, c.owner,
        c.lease_until, greatest(extract(epoch FROM c.lease_until - now()), 0)::float8 AS lease_left_seconds,

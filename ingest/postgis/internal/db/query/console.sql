@@ -144,3 +144,10 @@ ORDER BY 1;
 SELECT now()::timestamptz AS now,
        (SELECT count(*) FROM sources WHERE current_job_id IS NOT NULL)::bigint AS sources_current,
        (SELECT max(assigned_at) FROM report_assignments)::timestamptz AS last_report_refresh;
+
+-- name: ConsoleClaimEvents :many
+-- ConsoleClaimEvents is the history of a job's claim, oldest first.
+SELECT e.at, e.event, e.owner, e.attempt, e.lease_until, coalesce(e.error, '')::text AS error
+FROM claim_events e
+WHERE e.job_id = @job_id
+ORDER BY e.seq;
