@@ -440,3 +440,30 @@ func TestServeConsole(t *testing.T) {
 	code, _, _ = get(t, base+"/nothing-here", func(r *http.Request) { r.Header.Set("Authorization", "Bearer tok") })
 	require.Equal(t, 404, code)
 }
+
+// TestConsoleLeastPrivilege: a job written by the writer role (its claim
+// history recorded by the trigger, with the writer's privileges) is read
+// back by `geoingest console` logged in as the analyst: the page, the
+// job's record with its history, and the overview.
+func TestConsoleLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	d := setupLeastPrivilege(t)
+	code, out, errOut := run(t, map[string]string{"DATABASE_URL": d.writer}, "ingest", "--json", epinay)
+	require.Equal(t, 0, code, errOut)
+	job := parseLines(t, out)[0]
+	base := startConsole(t, map[string]string{"DATABASE_URL": d.analyst})
+	var rec struct {
+		Claim struct {
+			History []struct {
+				Event string `json:"event"`
+			} `json:"history"`
+		} `json:"claim"`
+	}
+	getJSON(t, base+"/api/jobs/"+job.JobID, 200, &rec)
+	require.Len(t, rec.Claim.History, 2)
+	var ov map[string]any
+	getJSON(t, base+"/api/overview", 200, &ov)
+	code, body, _ := get(t, base+"/")
+	require.Equal(t, 200, code, body)
+	require.Contains(t, body, "cadastre-91216-parcelles.json")
+}
