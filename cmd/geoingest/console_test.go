@@ -16,6 +16,7 @@ import (
 
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -466,4 +467,43 @@ func TestConsoleLeastPrivilege(t *testing.T) {
 	code, body, _ := get(t, base+"/")
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, "cadastre-91216-parcelles.json")
+}
+
+// TestServeConsoleDeadLetterDepth: under serve with an SQS queue and a
+// dead-letter queue, the console shows the dead-letter depth (0, then 1
+// once an unparseable upload is dead-lettered) and the failed job with
+// its reason.
+func TestServeConsoleDeadLetterDepth(t *testing.T) {
+	db := pgtest.NewDB(t)
+	sq := testsrv.SQS(t)
+	st := testsrv.S3(t)
+	testsrv.Env(t, sq.URL, st.URL)
+	const bucket = "uploads"
+	st.NewBucket(t, bucket, true)
+	qURL := sq.NewQueue(t, "console-events", 30*time.Second)
+	dlqURL := sq.NewQueue(t, "console-dlq", 30*time.Second)
+	srv := startServe(t, nil, "--queue-url", qURL, "--dlq-url", dlqURL, "--database-url", db, "--wait", "1s")
+	base := strings.TrimSuffix(srv.metrics, "/metrics")
+	depth := func() *float64 {
+		var ov struct {
+			DLQ *float64 `json:"dead_letter_depth"`
+		}
+		getJSON(t, base+"/api/overview", 200, &ov)
+		return ov.DLQ
+	}
+	require.NotNil(t, depth())
+	require.Zero(t, *depth())
+
+	bad := upload(t, st.Client, bucket, "parcels/bad.geojson", "literal:this is not GeoJSON at all", 1)
+	sendBody(t, sq.Client, qURL, notification(bucket, bad))
+	eventually(t, 60*time.Second, "the dead-letter depth to be 1", func() bool {
+		d := depth()
+		return d != nil && *d == 1
+	})
+	var fp apiPage
+	getJSON(t, base+"/api/failures", 200, &fp)
+	require.Len(t, fp.Jobs, 1)
+	require.Equal(t, "failed", fp.Jobs[0].State)
+	require.Contains(t, fp.Jobs[0].Source, "s3://uploads/parcels/bad.geojson")
+	require.NotEmpty(t, fp.Jobs[0].Reason)
 }
