@@ -31,6 +31,14 @@ func Up(databaseURL string) (uint, error) {
 	}
 	defer m.Close() // releases the driver's connection
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		var de migrate.ErrDirty
+		if errors.As(err, &de) && de.Version >= 0 {
+			return uint(de.Version), &DirtyError{Version: uint(de.Version)}
+		}
+		if v, dirty, verr := m.Version(); verr == nil && dirty {
+			// The migration of version v failed: say so, and what to run.
+			return v, &DirtyError{Version: v, Cause: plain(err)}
+		}
 		return 0, fmt.Errorf("migrate: %w", plain(err))
 	}
 	v, dirty, err := m.Version()
@@ -38,9 +46,104 @@ func Up(databaseURL string) (uint, error) {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}
 	if dirty {
-		return v, fmt.Errorf("migrate: schema version %d is dirty (a migration failed half-way); fix it by hand", v)
+		return v, &DirtyError{Version: v}
 	}
 	return v, nil
+}
+
+// DirtyError is the error of Up and Ensure on a dirty schema: golang-migrate
+// marks a version dirty while it applies that migration and clears the mark
+// when the migration succeeds, so a dirty version is a migration that
+// failed (or was interrupted). Each migration file runs as one transaction
+// (one multi-statement query), so a failed one normally left none of its
+// changes behind. Nothing migrates a dirty schema until an operator has
+// fixed the cause and run `geoingest migrate --force N` (Force) with N the
+// version before the failed one.
+type DirtyError struct {
+	Version uint  // the version whose migration failed
+	Cause   error // the migration's own error, when this run made the schema dirty
+}
+
+func (e *DirtyError) Error() string {
+	const what = "fix what made it fail, then, as the schema owner, run `geoingest migrate --force %d` to mark version %d clean and `geoingest migrate` to apply migration %d again (docs/operations.md, \"A dirty migration\")"
+	if e.Cause != nil {
+		return fmt.Sprintf("migrate: migration %d failed and was rolled back: %v; the schema is now marked dirty at version %d: "+what,
+			e.Version, e.Cause, e.Version, e.Before(), e.Before(), e.Version)
+	}
+	return fmt.Sprintf("schema version %d is dirty: migration %d failed or was interrupted, and its transaction was rolled back; "+what,
+		e.Version, e.Version, e.Before(), e.Before(), e.Version)
+}
+
+// Unwrap returns the migration's own error, if any.
+func (e *DirtyError) Unwrap() error { return e.Cause }
+
+// Before is the version to force a dirty schema back to: the migration
+// before the one that failed (0 when the first one failed).
+func (e *DirtyError) Before() uint { return previous(e.Version) }
+
+// previous returns the embedded migration before v, or 0 when v is the
+// first (or not an embedded version).
+func previous(v uint) uint {
+	src, err := iofs.New(files, ".")
+	if err != nil {
+		panic(err) // the embedded files are checked by every test
+	}
+	defer src.Close()
+	p, err := src.Prev(v)
+	if err != nil {
+		return 0
+	}
+	return p
+}
+
+// Force sets the schema version of the database at databaseURL to v and
+// clears the dirty mark, under golang-migrate's lock, without running any
+// migration: v = 0 means that no migration is applied. It is the repair of
+// a dirty schema (see DirtyError) and refuses a schema that is not dirty,
+// where forcing a version would only make migrate skip or re-run
+// migrations. v must be 0 or a version this binary embeds. It returns the
+// version the schema had.
+func Force(databaseURL string, v uint) (was uint, err error) {
+	if v != 0 && !embedded(v) {
+		return 0, fmt.Errorf("migrate --force %d: no migration %d in this binary (its migrations are 1 to %d)", v, v, Latest())
+	}
+	m, err := open(databaseURL)
+	if err != nil {
+		return 0, err
+	}
+	defer m.Close()
+	cur, dirty, err := m.Version()
+	switch {
+	case errors.Is(err, migrate.ErrNilVersion):
+		return 0, fmt.Errorf("migrate --force %d: no migration was ever applied to this database: nothing to force; run geoingest migrate", v)
+	case err != nil:
+		return 0, fmt.Errorf("migrate: %w", plain(err))
+	case !dirty:
+		return cur, fmt.Errorf("migrate --force %d: schema version %d is not dirty: nothing to force (--force only repairs a failed migration; run geoingest migrate)", v, cur)
+	}
+	target := int(v)
+	if v == 0 {
+		target = database.NilVersion
+	}
+	if err := m.Force(target); err != nil {
+		return cur, fmt.Errorf("migrate --force %d: %w", v, plain(err))
+	}
+	return cur, nil
+}
+
+// embedded reports whether v is the version of an embedded migration.
+func embedded(v uint) bool {
+	src, err := iofs.New(files, ".")
+	if err != nil {
+		panic(err)
+	}
+	defer src.Close()
+	for x, err := src.First(); err == nil; x, err = src.Next(x) {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 // open returns a migrate instance on the embedded files and the database.
@@ -118,12 +221,16 @@ func Version(databaseURL string) (v uint, dirty bool, err error) {
 // rights (geoingest_writer, geoingest_analyst) can run them. When it is
 // behind, Ensure migrates it like Up; if the role may not, it returns an
 // error saying "schema is at version N, need M: run geoingest migrate as
-// the schema owner".
+// the schema owner". A schema newer than Latest() is refused: this binary
+// does not know what its migrations changed.
 func Ensure(databaseURL string) (uint, error) {
 	want := Latest()
 	v, dirty, verr := Version(databaseURL)
 	if verr == nil && !dirty && v == want {
 		return v, nil
+	}
+	if verr == nil && !dirty && v > want {
+		return v, fmt.Errorf("schema is at version %d, newer than this binary's %d: run the geoingest release that migrated it, or a newer one", v, want)
 	}
 	got, err := Up(databaseURL)
 	if err != nil && IsInsufficientPrivilege(err) {

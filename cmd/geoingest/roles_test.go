@@ -73,7 +73,7 @@ func setupLeastPrivilege(t *testing.T) *leastPrivilegeDB {
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, fmt.Sprintf("schema at version %d\n", migrations.Latest()), out)
 
-	// README, "Least privilege": what an operator runs.
+	// docs/operations.md, "Roles and least privilege": what an operator runs.
 	execEach(t, adminPG,
 		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'writer-pw' IN ROLE geoingest_writer`, d.writerRole),
 		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'analyst-pw' IN ROLE geoingest_analyst`, d.analystRole))

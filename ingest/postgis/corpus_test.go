@@ -134,7 +134,7 @@ func corpusTarget(o oracleFile, ds oracleDataset) string {
 	return "parcels"
 }
 
-// corpusResult is one row of the corpus table in README.md.
+// corpusResult is one row of the corpus table in docs/inputs.md.
 type corpusResult struct {
 	id, format, target, oracleCRS, foundCRS, outcome string
 	oracleN, gotN                                    int64
@@ -150,7 +150,8 @@ type corpusResult struct {
 // and area against the table's, and the oracle's non-ASCII attribute
 // samples byte for byte; or the specific refusal (see expectFor), recorded
 // as a FAILED claim with nothing written. With GEOINGEST_WRITE_RESULTS=1 it
-// writes the corpus table into README.md (between its corpus-results markers).
+// writes the corpus table into docs/inputs.md (between its corpus-results
+// markers).
 func TestCorpusOracle(t *testing.T) {
 	t.Parallel()
 	o := loadCorpusOracle(t)
@@ -527,17 +528,17 @@ func writeCorpusResults(t *testing.T, results []corpusResult) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s |\n",
 			r.id, r.format, r.target, r.oracleCRS, r.foundCRS, r.oracleN, r.gotN, oArea, gArea, diff, r.outcome)
 	}
-	const readme = "../../README.md"
+	const doc = "../../docs/inputs.md"
 	const begin, end = "<!-- corpus-results:begin", "<!-- corpus-results:end -->"
-	text, err := os.ReadFile(readme)
+	text, err := os.ReadFile(doc)
 	require.NoError(t, err)
 	s := string(text)
 	i := strings.Index(s, begin)
-	require.GreaterOrEqual(t, i, 0, "README.md has no %s marker", begin)
+	require.GreaterOrEqual(t, i, 0, "%s has no %s marker", doc, begin)
 	i += strings.Index(s[i:], "\n") + 1
 	j := strings.Index(s, end)
-	require.GreaterOrEqual(t, j, i, "README.md has no %s marker after the begin marker", end)
-	require.NoError(t, os.WriteFile(readme, []byte(s[:i]+b.String()+s[j:]), 0o644))
+	require.GreaterOrEqual(t, j, i, "%s has no %s marker after the begin marker", doc, end)
+	require.NoError(t, os.WriteFile(doc, []byte(s[:i]+b.String()+s[j:]), 0o644))
 }
 
 // TestBadInputsFailPermanently: each hostile or broken upload is a
