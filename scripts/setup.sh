@@ -3,7 +3,8 @@
 # missing: PostgreSQL + PostGIS (the embedded default and the test helper
 # run a private cluster with them), PROJ (libproj-dev to build geoingest's
 # cgo, proj-data for its database at run time), and with --test also GDAL's
-# command-line tools (gdal-bin: the oracle of the CRS test matrix), promtool (Debian's prometheus package), the test servers
+# command-line tools (gdal-bin: the oracle of the CRS test matrix), promtool (Debian's prometheus package), chromium (the console's
+# headless page test), the test servers
 # (fauxqs, an SQS-compatible server, from npm; versitygw, an S3 server, with
 # go install into $(go env GOPATH)/bin, where the tests look for it; the
 # other S3 server, gofakes3, runs in-process) and
@@ -52,6 +53,9 @@ if [ "$want_test" = 1 ] && ! command -v npm >/dev/null; then
 fi
 if [ "$want_test" = 1 ] && ! command -v promtool >/dev/null; then
   apt_pkgs+=(prometheus) # for promtool: checks and unit-tests the alert rules
+fi
+if [ "$want_test" = 1 ] && ! command -v chromium >/dev/null; then
+  apt_pkgs+=(chromium) # headless, for the console's page test (cmd/geoingest/console_test.go)
 fi
 if [ "$want_podman" = 1 ]; then
   for p in podman runc debootstrap podman-compose slirp4netns fuse-overlayfs; do

@@ -19,12 +19,13 @@ func TestMigrateForceRepairsDirtySchema(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
 	env := map[string]string{"DATABASE_URL": db}
-	latest := migrations.Latest()
-	before := latest - 1
+	// The migration made to fail is 7 (it creates geoingest_set_area),
+	// whatever the later ones.
+	const failing uint = 7
+	before := failing - 1
 	forceHint := fmt.Sprintf("geoingest migrate --force %d", before)
 
-	// The schema one version behind, and an object in the way of the
-	// latest migration (it creates geoingest_set_area).
+	// The schema before migration 7, and an object in the way of it.
 	require.NoError(t, migrations.To(db, before))
 	execEach(t, db, `CREATE FUNCTION geoingest_set_area() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$`)
 	generated := func() string {
@@ -34,17 +35,17 @@ func TestMigrateForceRepairsDirtySchema(t *testing.T) {
 
 	code, _, errOut := run(t, env, "migrate")
 	require.Equal(t, 1, code, errOut)
-	require.Contains(t, errOut, fmt.Sprintf("migration %d failed and was rolled back", latest))
+	require.Contains(t, errOut, fmt.Sprintf("migration %d failed and was rolled back", failing))
 	require.Contains(t, errOut, "already exists")
 	require.Contains(t, errOut, forceHint)
-	require.EqualValues(t, latest, queryInt(t, db, `SELECT version FROM schema_migrations WHERE dirty`))
+	require.EqualValues(t, failing, queryInt(t, db, `SELECT version FROM schema_migrations WHERE dirty`))
 	require.Equal(t, "s", generated(), "the failed migration left its first statement behind")
 
 	// Every command refuses a dirty schema, naming what to run.
 	for _, args := range [][]string{{"verify"}, {"jobs", "list"}, {"migrate"}} {
 		code, _, errOut = run(t, env, args...)
 		require.Equal(t, 1, code, "%v: %s", args, errOut)
-		require.Contains(t, errOut, fmt.Sprintf("schema version %d is dirty", latest), args)
+		require.Contains(t, errOut, fmt.Sprintf("schema version %d is dirty", failing), args)
 		require.Contains(t, errOut, forceHint, args)
 	}
 
@@ -55,14 +56,14 @@ func TestMigrateForceRepairsDirtySchema(t *testing.T) {
 	code, _, errOut = run(t, env, "migrate", "--force", "two")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "want a schema version")
-	require.EqualValues(t, latest, queryInt(t, db, `SELECT version FROM schema_migrations WHERE dirty`))
+	require.EqualValues(t, failing, queryInt(t, db, `SELECT version FROM schema_migrations WHERE dirty`))
 
 	// Fixed: the version before is forced clean, and migrate applies the
 	// migration again.
 	execEach(t, db, `DROP FUNCTION geoingest_set_area()`)
 	code, out, errOut := run(t, env, "migrate", "--force", fmt.Sprint(before))
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, fmt.Sprintf("schema version %d (dirty) forced to %d, clean", latest, before))
+	require.Contains(t, out, fmt.Sprintf("schema version %d (dirty) forced to %d, clean", failing, before))
 	require.EqualValues(t, before, queryInt(t, db, `SELECT version FROM schema_migrations WHERE NOT dirty`))
 
 	code, _, errOut = run(t, env, "migrate", "--force", fmt.Sprint(before))
@@ -71,7 +72,7 @@ func TestMigrateForceRepairsDirtySchema(t *testing.T) {
 
 	code, out, errOut = run(t, env, "migrate")
 	require.Equal(t, 0, code, errOut)
-	require.Equal(t, fmt.Sprintf("schema at version %d\n", latest), out)
+	require.Equal(t, fmt.Sprintf("schema at version %d\n", migrations.Latest()), out)
 	require.Equal(t, "", generated(), "migration 7 applied: area_m2 is a plain column")
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)

@@ -342,15 +342,26 @@ func TestLeastPrivilegeSchemaBehind(t *testing.T) {
 	t.Parallel()
 	d := setupLeastPrivilege(t)
 	latest := migrations.Latest()
-	execEach(t, d.admin, fmt.Sprintf(`UPDATE schema_migrations SET version = %d`, latest-1))
+	behind := latest - 1 // the migration before the latest
+	for behind > 0 && !migrationEmbedded(behind) {
+		behind--
+	}
+	execEach(t, d.admin, fmt.Sprintf(`UPDATE schema_migrations SET version = %d`, behind))
 	code, _, errOut := run(t, map[string]string{"DATABASE_URL": d.writer}, "verify")
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, fmt.Sprintf("schema is at version %d, need %d: run geoingest migrate as the schema owner", latest-1, latest))
+	require.Contains(t, errOut, fmt.Sprintf("schema is at version %d, need %d: run geoingest migrate as the schema owner", behind, latest))
 	code, _, errOut = run(t, nil, "migrate", "--database-url", d.analyst)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "migrations run as the schema owner")
-	require.EqualValues(t, latest-1, queryInt(t, d.admin, `SELECT version FROM schema_migrations WHERE NOT dirty`),
+	require.EqualValues(t, behind, queryInt(t, d.admin, `SELECT version FROM schema_migrations WHERE NOT dirty`),
 		"the failed attempts left the version as it was")
+}
+
+// migrationEmbedded reports whether migrations/ has version v (the
+// numbers may have gaps while branches land).
+func migrationEmbedded(v uint) bool {
+	m, _ := filepath.Glob(fmt.Sprintf("../../migrations/%04d_*.up.sql", v))
+	return len(m) > 0
 }
 
 // TestRolesMigrationDownUp: 0003's down file revokes what its up file

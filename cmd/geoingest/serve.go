@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,6 +53,10 @@ type serveConfig struct {
 	// untilIdle, when positive, stops serve once nothing has been received
 	// and no job has run for this long (batch runs, the demo).
 	untilIdle time.Duration
+	// console serves the operator's console beside /metrics, behind
+	// consoleToken when it is set.
+	console      bool
+	consoleToken string
 	// reportRefresh is how often serve stores the report assignments that
 	// are missing (see ingest.Store.RefreshReports); 0 turns it off.
 	reportRefresh time.Duration
@@ -121,6 +126,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
+	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
+	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -214,6 +221,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	cons.Service.NoReportRefresh = c.reportRefresh > 0
 
 	if c.metricsAddr != "" {
+		var ui http.Handler
+		if c.console {
+			dl, _ := cons.Receiver.(queue.DeadLetterDepther)
+			ui = newConsole(a, c.consoleToken, dl, m.Log)
+		}
 		ops, err := startOps(c.metricsAddr, reg, func(ctx context.Context) error {
 			if cons.Stopping() {
 				return errors.New("shutting down")
@@ -223,7 +235,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 				return fmt.Errorf("database unavailable: %w", err)
 			}
 			return nil
-		}, m.Log)
+		}, ui, m.Log)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}

@@ -39,7 +39,8 @@ UPDATE jobs
 SET status = $1, feature_count = $2, total_area_m2 = $3,
     features_checksum = $4,
     encoding = $5, skipped_null = $6, skipped_type = $7,
-    repaired_invalid = $8
+    repaired_invalid = $8,
+    write_seconds = extract(epoch FROM clock_timestamp() - committed_at)
 WHERE job_id = $9
 `
 
@@ -55,7 +56,8 @@ type FinishJobParams struct {
 	JobID            string
 }
 
-// FinishJob records what the write gate wrote for a job.
+// FinishJob records what the write gate wrote for a job, and how long its
+// transaction has taken so far (committed_at is the transaction's now()).
 func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 	_, err := q.db.Exec(ctx, finishJob,
 		arg.Status,
@@ -72,7 +74,7 @@ func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 }
 
 const getJob = `-- name: GetJob :one
-SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref FROM jobs WHERE job_id = $1
+SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref, write_seconds FROM jobs WHERE job_id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
@@ -100,6 +102,7 @@ func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
 		&i.RepairedInvalid,
 		&i.CommittedAt,
 		&i.JobRef,
+		&i.WriteSeconds,
 	)
 	return i, err
 }

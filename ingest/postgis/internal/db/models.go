@@ -41,6 +41,17 @@ type Claim struct {
 	UpdatedAt    pgtype.Timestamptz
 }
 
+type ClaimEvent struct {
+	JobID      string
+	Seq        int64
+	At         pgtype.Timestamptz
+	Event      string
+	Owner      string
+	Attempt    int32
+	LeaseUntil pgtype.Timestamptz
+	Error      pgtype.Text
+}
+
 type CustomCr struct {
 	Srid             int32
 	DefinitionSha256 string
@@ -115,6 +126,7 @@ type Job struct {
 	RepairedInvalid  int64
 	CommittedAt      pgtype.Timestamptz
 	JobRef           int64
+	WriteSeconds     pgtype.Float8
 }
 
 type JobCr struct {

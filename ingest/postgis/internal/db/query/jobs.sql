@@ -16,12 +16,14 @@ ON CONFLICT (job_id) DO NOTHING;
 SELECT * FROM jobs WHERE job_id = @job_id;
 
 -- name: FinishJob :exec
--- FinishJob records what the write gate wrote for a job.
+-- FinishJob records what the write gate wrote for a job, and how long its
+-- transaction has taken so far (committed_at is the transaction's now()).
 UPDATE jobs
 SET status = @status, feature_count = @feature_count, total_area_m2 = @total_area_m2,
     features_checksum = @features_checksum,
     encoding = @encoding, skipped_null = @skipped_null, skipped_type = @skipped_type,
-    repaired_invalid = @repaired_invalid
+    repaired_invalid = @repaired_invalid,
+    write_seconds = extract(epoch FROM clock_timestamp() - committed_at)
 WHERE job_id = @job_id;
 
 -- name: SetJobStatus :exec

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest/postgis"
+	"github.com/geoingest/geoingest/internal/console"
+	"github.com/geoingest/geoingest/queue"
+)
+
+func init() {
+	register(&command{name: "console", summary: "serve the read-only operator's console (pages and JSON API) from the database alone", run: runConsole})
+}
+
+// newConsole is the console on a's database: its jobs, sources and claims,
+// and the map of its area report. dl is the dead-letter queue's depth
+// (nil where not known).
+func newConsole(a *app, token string, dl queue.DeadLetterDepther, log *slog.Logger) http.Handler {
+	return console.New(console.Options{Reader: postgis.NewConsole(a.pool), Reports: a.store,
+		DeadLetters: dl, Token: token, Log: log})
+}
+
+// envBool is envInt for a boolean (true, false, 1, 0, ...).
+func (m *Main) envBool(name string, def bool) bool {
+	raw := m.Getenv(name)
+	if raw == "" {
+		return def
+	}
+	v, err := strconv.ParseBool(raw)
+	if err != nil {
+		m.envErrs = append(m.envErrs, fmt.Errorf("environment variable %s=%q: want true or false", name, raw))
+		return def
+	}
+	return v
+}
+
+// runConsole is `geoingest console [--addr ADDR] [--console-token T]`:
+// the pages and API that serve shows beside /metrics, without a queue,
+// against the database alone (the embedded one, or --database-url; a
+// geoingest_analyst login is enough). It prints the console's URL on
+// stdout and serves until ctx is cancelled (SIGTERM, SIGINT).
+func runConsole(ctx context.Context, m *Main, args []string) error {
+	fs := m.flagSet("console", "[--addr HOST:PORT] [--console-token TOKEN] [flags]")
+	var d dbFlags
+	m.addDBFlagsLevel(fs, &d, "warn")
+	addr := fs.String("addr", m.envDefault("GEOINGEST_CONSOLE_ADDR", "127.0.0.1:9465"), "address to serve the console on; loopback unless you mean otherwise (env GEOINGEST_CONSOLE_ADDR)")
+	token := fs.String("console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, every page and API call requires this bearer token (or it as the basic-auth password) (env GEOINGEST_CONSOLE_TOKEN)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := m.envError(); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	a, err := m.open(ctx, &d, nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	srv := &http.Server{Handler: newConsole(a, *token, nil, m.Log), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(m.Stdout, "geoingest console: http://%s/\n", ln.Addr())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package ingest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ConsoleReader is what the operator's console reads: jobs, one job's
+// record, sources, claims in progress and an overview, all read-only.
+// postgis.Console is the implementation.
+//
+// Errors: an error of the database is Transient; a query the caller got
+// wrong (an unknown state, a cursor that does not parse) is Permanent;
+// ConsoleJob returns ErrNoSuchJob for a job id nobody has claimed.
+type ConsoleReader interface {
+	// ConsoleJobs lists the jobs q selects, the most recently claimed
+	// first, one page at a time.
+	ConsoleJobs(ctx context.Context, q JobQuery) (JobPage, error)
+	// ConsoleJob is everything recorded about one job.
+	ConsoleJob(ctx context.Context, jobID string) (JobRecord, error)
+	// ConsoleSources lists sources, the most recently changed first,
+	// each with its current generation and its latest generations.
+	ConsoleSources(ctx context.Context, q SourceQuery) (SourcePage, error)
+	// ConsoleClaims lists the claims not yet settled (state CLAIMED):
+	// in flight under a live lease, or with a lease that has ended.
+	ConsoleClaims(ctx context.Context, limit int) ([]ClaimInfo, error)
+	// ConsoleOverview counts jobs by state and tells when the report
+	// assignments were last refreshed.
+	ConsoleOverview(ctx context.Context) (Overview, error)
+}
+
+// The states of a job as the console shows them. A claim that is not
+// settled is in flight (its lease is live) or lease-expired (released
+// after a transient failure, or its worker died: the next delivery takes
+// it over). A failed job's claim is FAILED. A committed job's state is its
+// ledger status.
+const (
+	StateFailed       = "failed"
+	StateInFlight     = "in-flight"
+	StateLeaseExpired = "lease-expired"
+	StateCommitted    = "committed" // a filter only: every ledger status
+)
+
+// JobStates are the states a JobQuery may select.
+var JobStates = []string{StateFailed, StateInFlight, StateLeaseExpired, StateCommitted,
+	"current", "superseded", "replaced", "retired", "deleted"}
+
+// DefaultPage and MaxPage bound a page of the console's lists.
+const (
+	DefaultPage = 50
+	MaxPage     = 500
+)
+
+// JobQuery selects jobs for ConsoleJobs. Empty fields match everything.
+type JobQuery struct {
+	// State is one of JobStates.
+	State string
+	// Source is a source key prefix, or a source's URL prefix
+	// (s3://bucket/prefix, file:///path): see ParseSourcePrefix.
+	Source string
+	// Target is a target table; it matches committed jobs only (a job
+	// records its target when it is written).
+	Target string
+	// Since keeps the jobs first claimed at or after it.
+	Since time.Time
+	// Cursor is JobPage.Next of the previous page; "" for the first.
+	Cursor string
+	// Limit is the page size: DefaultPage when 0, at most MaxPage.
+	Limit int
+}
+
+// Validate checks the state and clamps the limit.
+func (q *JobQuery) Validate() error {
+	if q.State != "" && !containsString(JobStates, q.State) {
+		return Permanentf("state %q: want one of %s", q.State, strings.Join(JobStates, ", "))
+	}
+	if q.Target != "" && !containsString(Targets, q.Target) {
+		return Permanentf("target %q: want one of %s", q.Target, strings.Join(Targets, ", "))
+	}
+	q.Limit = clampPage(q.Limit)
+	return nil
+}
+
+func clampPage(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultPage
+	case n > MaxPage:
+		return MaxPage
+	}
+	return n
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseSourcePrefix splits a source filter into a bucket ("" for any)
+// and a key prefix: "s3://b/p" is bucket b, keys starting with p;
+// "file:///d/" is local files under /d/; anything else is a key prefix in
+// any bucket.
+func ParseSourcePrefix(s string) (bucket, keyPrefix string) {
+	switch {
+	case strings.HasPrefix(s, "s3://"):
+		rest := strings.TrimPrefix(s, "s3://")
+		b, k, _ := strings.Cut(rest, "/")
+		return b, k
+	case strings.HasPrefix(s, "file://"):
+		return LocalBucket, strings.TrimPrefix(s, "file://")
+	}
+	return "", s
+}
+
+// JobPage is one page of jobs. Next is the cursor of the following page,
+// "" on the last.
+type JobPage struct {
+	Jobs []JobSummary `json:"jobs"`
+	Next string       `json:"next,omitempty"`
+}
+
+// JobSummary is one job in a list.
+type JobSummary struct {
+	JobID string `json:"job_id"`
+	// State is one of the console's states: failed, in-flight,
+	// lease-expired, or the ledger status of a committed job.
+	State      string `json:"state"`
+	ClaimState string `json:"claim_state"` // CLAIMED, COMMITTED, FAILED
+	Source     string `json:"source"`
+	// Target, PipelineVersion, Features, AreaM2 and CRSMethod are the
+	// ledger's: empty until the job is committed.
+	Target          string  `json:"target_table,omitempty"`
+	PipelineVersion string  `json:"pipeline_version,omitempty"`
+	Features        int64   `json:"features"`
+	AreaM2          float64 `json:"area_m2"`
+	// CRSMethod is how the CRS of the job's layers was found (authority,
+	// identified, custom, override, default, none), "+"-joined when its
+	// layers differ.
+	CRSMethod string `json:"crs_method,omitempty"`
+	// WriteSeconds is how long the write-gate transaction took, from its
+	// first statement to the ledger's last update (parse, COPY, checks);
+	// nil for jobs that wrote no features, and for jobs written before the
+	// ledger recorded it.
+	WriteSeconds *float64 `json:"write_seconds,omitempty"`
+	Attempts     int32    `json:"attempts"`
+	// Reason is the claim's last error: why a job failed, or why its
+	// last attempt was released.
+	Reason string `json:"reason,omitempty"`
+	// Hint is what an operator can do about a failure (FailureHint).
+	Hint        string     `json:"hint,omitempty"`
+	Owner       string     `json:"owner"`
+	LeaseUntil  time.Time  `json:"lease_until"`
+	ClaimedAt   time.Time  `json:"claimed_at"` // the first claim
+	UpdatedAt   time.Time  `json:"updated_at"` // the claim's last change
+	CommittedAt *time.Time `json:"committed_at,omitempty"`
+}
+
+// JobRecord is everything recorded about one job: its claim, its ledger
+// row and CRS record once committed, and its source's generations.
+type JobRecord struct {
+	Job JobSummary `json:"job"`
+	// Claim is the job's claim record and its history.
+	Claim ClaimRecord `json:"claim"`
+	// Ledger is the job's ledger row (jobs), nil before it is committed.
+	Ledger *LedgerRow `json:"ledger,omitempty"`
+	// CRS is the CRS each layer was read in (written jobs only).
+	CRS []LayerCRS `json:"crs,omitempty"`
+	// SourceHistory is the latest generations of the job's source (same
+	// target and pipeline version), newest first; committed jobs only.
+	SourceHistory []Generation `json:"source_history,omitempty"`
+}
+
+// ClaimRecord is a job's row of the claim gate: when it was first
+// claimed, how many attempts it has had, who holds or last held it, its
+// lease and its last error; and History, its changes oldest first (the
+// latest 20, from schema version 10 on).
+type ClaimRecord struct {
+	State      string       `json:"state"`
+	Owner      string       `json:"owner"`
+	LeaseUntil time.Time    `json:"lease_until"`
+	Attempts   int32        `json:"attempts"`
+	LastError  string       `json:"last_error,omitempty"`
+	ClaimedAt  time.Time    `json:"first_claimed_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+	History    []ClaimEvent `json:"history"`
+}
+
+// ClaimEvent is one change of a claim: claimed (first, taken over from
+// an expired lease, or a re-run of a failed job), released (after a
+// transient failure), committed or failed, by Owner in attempt Attempt.
+// Heartbeats are not events.
+type ClaimEvent struct {
+	At         time.Time `json:"at"`
+	Event      string    `json:"event"`
+	Owner      string    `json:"owner"`
+	Attempt    int32     `json:"attempt"`
+	LeaseUntil time.Time `json:"lease_until"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// LedgerRow is a committed job's row of the ledger (jobs).
+type LedgerRow struct {
+	Status           string          `json:"status"`
+	Target           string          `json:"target_table"`
+	Pipeline         string          `json:"pipeline"`
+	PipelineVersion  string          `json:"pipeline_version"`
+	VersionToken     string          `json:"version_token"`
+	OrderToken       string          `json:"order_token"`
+	Params           json.RawMessage `json:"params"`
+	ContentHash      string          `json:"content_hash"`
+	FeaturesChecksum string          `json:"features_checksum"`
+	Features         int64           `json:"features"`
+	AreaM2           float64         `json:"area_m2"`
+	SourceSRID       int             `json:"source_srid,omitempty"`
+	Encoding         string          `json:"encoding,omitempty"`
+	SkippedNull      int64           `json:"skipped_null"`
+	SkippedType      int64           `json:"skipped_type"`
+	RepairedInvalid  int64           `json:"repaired_invalid"`
+	CommittedAt      time.Time       `json:"committed_at"`
+	// SourceCurrentJob is the job id of the source's current generation
+	// ("" if none): the job itself when it is current.
+	SourceCurrentJob string `json:"source_current_job_id,omitempty"`
+}
+
+// Generation is one job of a source's history.
+type Generation struct {
+	JobID        string    `json:"job_id"`
+	Status       string    `json:"status"`
+	VersionToken string    `json:"version_token"`
+	OrderToken   string    `json:"order_token,omitempty"`
+	Features     int64     `json:"features"`
+	AreaM2       float64   `json:"area_m2"`
+	CommittedAt  time.Time `json:"committed_at"`
+}
+
+// SourceQuery selects sources for ConsoleSources.
+type SourceQuery struct {
+	// Source and Target filter as in JobQuery.
+	Source string
+	Target string
+	// History is how many generations to give per source: 0 for
+	// DefaultHistory, at most MaxHistory.
+	History int
+	Cursor  string
+	Limit   int
+}
+
+// DefaultHistory and MaxHistory bound SourceQuery.History.
+const (
+	DefaultHistory = 5
+	MaxHistory     = 50
+)
+
+// Validate checks the target and clamps the limits.
+func (q *SourceQuery) Validate() error {
+	if q.Target != "" && !containsString(Targets, q.Target) {
+		return Permanentf("target %q: want one of %s", q.Target, strings.Join(Targets, ", "))
+	}
+	q.Limit = clampPage(q.Limit)
+	switch {
+	case q.History <= 0:
+		q.History = DefaultHistory
+	case q.History > MaxHistory:
+		q.History = MaxHistory
+	}
+	return nil
+}
+
+// SourcePage is one page of sources.
+type SourcePage struct {
+	Sources []SourceSummary `json:"sources"`
+	Next    string          `json:"next,omitempty"`
+}
+
+// SourceSummary is a source, its current generation and its latest
+// generations (History, newest first).
+type SourceSummary struct {
+	SourceInfo
+	History []Generation `json:"history"`
+}
+
+// ClaimInfo is a claim not yet settled.
+type ClaimInfo struct {
+	JobID  string `json:"job_id"`
+	State  string `json:"state"` // in-flight or lease-expired
+	Source string `json:"source"`
+	Owner  string `json:"owner"`
+	// LeaseUntil is when the holder's lease ends; LeaseLeftSeconds how
+	// long that is from now by the database's clock (0 once ended).
+	LeaseUntil       time.Time `json:"lease_until"`
+	LeaseLeftSeconds float64   `json:"lease_left_seconds"`
+	Attempts         int32     `json:"attempts"`
+	LastError        string    `json:"last_error,omitempty"`
+	ClaimedAt        time.Time `json:"claimed_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+// Overview is the console's summary line.
+type Overview struct {
+	// Now is the database's clock.
+	Now time.Time `json:"now"`
+	// States counts jobs by console state.
+	States map[string]int64 `json:"states"`
+	Jobs   int64            `json:"jobs"`
+	// Sources is the number of sources with a current generation.
+	Sources int64 `json:"sources_current"`
+	// LastReportRefresh is when a report assignment was last stored
+	// (nil when none has been).
+	LastReportRefresh *time.Time `json:"last_report_refresh,omitempty"`
+}
+
+// FailureHint says what an operator can do about a failed job, from its
+// reason: the override that the failure names (a source SRID, a policy
+// of the route), or how to run it again. A FAILED job runs again when its
+// event is delivered again; a changed parameter makes a new job.
+func FailureHint(reason string) string {
+	r := strings.ToLower(reason)
+	const again = " A fixed file uploaded again is a new version, and a new job."
+	switch {
+	case strings.Contains(r, "unknown crs"), strings.Contains(r, "outside longitude/latitude range"),
+		strings.Contains(r, "is not a crs that postgis knows"):
+		return "Give the CRS: the route option source-srid=EPSG (serve: --route PREFIX=TARGET?source-srid=N) " +
+			"or geoingest ingest --source-srid N; or upload the file with its .prj." + again
+	case strings.Contains(r, "invalid geometry"):
+		return "Repair invalid geometries: the route option invalid=repair (geoingest ingest --invalid repair)." + again
+	case strings.Contains(r, "null-geometry policy is fail"):
+		return "Skip features with no geometry: the route option null-geometry=skip (geoingest ingest --null-geometry skip)." + again
+	case strings.Contains(r, "wrong-type policy is fail"), strings.Contains(r, "no polygonal features"):
+		return "Only polygons are written: skip other features with the route option wrong-type=skip (geoingest ingest --wrong-type skip)." + again
+	case strings.Contains(r, "gave up waiting"):
+		return "Upload the missing parts of the shapefile, then deliver the event again (upload the .shp again)."
+	case strings.Contains(r, "encoding"):
+		return "Give the attribute encoding: the route option encoding=NAME (geoingest ingest --encoding NAME), or a .cpg file." + again
+	case strings.Contains(r, "payload mismatch"):
+		return "The job key collided with a committed job of different content: check the source's versioning before running it again."
+	}
+	return "Fix the file and upload it again (a new version is a new job); delivering the same event again re-runs this job."
+}
+
+// FormatCursor and ParseCursor make and read the opaque cursors of the
+// console's pages: a time and the key of the last row of a page, as a
+// JSON array in URL-safe base64 (any key, whatever its characters).
+func FormatCursor(t time.Time, key ...string) string {
+	raw, _ := json.Marshal(append([]string{t.UTC().Format(time.RFC3339Nano)}, key...))
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// ParseCursor reads a cursor of n keys made by FormatCursor. A cursor
+// that is not one is a Permanent error.
+func ParseCursor(c string, n int) (time.Time, []string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	var parts []string
+	if err != nil || json.Unmarshal(raw, &parts) != nil || len(parts) != n+1 {
+		return time.Time{}, nil, Permanentf("cursor %q: not one of this list's", c)
+	}
+	t, err := time.Parse(time.RFC3339Nano, parts[0])
+	if err != nil {
+		return time.Time{}, nil, Permanentf("cursor %q: %v", c, err)
+	}
+	return t, parts[1:], nil
+}
+
+// String names a job for a log line.
+func (j JobSummary) String() string {
+	return fmt.Sprintf("%s %s %s", j.JobID, j.State, j.Source)
+}

@@ -1,0 +1,73 @@
+package postgis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestConsoleClaimHistory: a job's claim history records every change an
+// operator needs, through the Store's own claim-gate calls, and nothing
+// for heartbeats: claimed, released after a transient failure, taken by
+// another worker, failed, re-run, released again, then committed by the
+// write gate.
+func TestConsoleClaimHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	job := localJob(t, epinay, ingest.DefaultParams("parcels"))
+	claim := func(owner string) {
+		t.Helper()
+		st, err := b.store.Claim(ctx, job, owner, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, ingest.ClaimWon, st.Result, owner)
+	}
+	claim("A")
+	for range 3 {
+		ok, err := b.store.Heartbeat(ctx, job.ID, "A", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.NoError(t, b.store.Release(ctx, job.ID, "A", "database unavailable"))
+	claim("B")
+	require.NoError(t, b.store.Fail(ctx, job.ID, "bad file"))
+	claim("C")
+	require.NoError(t, b.store.Release(ctx, job.ID, "C", "object store throttling"))
+	res := b.svc.Run(ctx, job)
+	require.NoError(t, res.Err)
+
+	rec, err := NewConsole(b.pool).ConsoleJob(ctx, job.ID)
+	require.NoError(t, err)
+	type ev struct {
+		Event, Owner string
+		Attempt      int32
+		Error        string
+	}
+	var got []ev
+	for _, e := range rec.Claim.History {
+		got = append(got, ev{e.Event, e.Owner, e.Attempt, e.Error})
+		require.False(t, e.At.IsZero())
+	}
+	owner := rec.Claim.Owner
+	require.NotContains(t, []string{"A", "B", "C"}, owner)
+	require.Equal(t, []ev{
+		{"claimed", "A", 1, ""},
+		{"released", "A", 1, "database unavailable"},
+		{"claimed", "B", 2, "database unavailable"},
+		{"failed", "B", 2, "bad file"},
+		{"claimed", "C", 3, "bad file"},
+		{"released", "C", 3, "object store throttling"},
+		{"claimed", owner, 4, "object store throttling"},
+		{"committed", owner, 4, ""},
+	}, got)
+	require.Equal(t, "current", rec.Job.State)
+	require.NotNil(t, rec.Job.WriteSeconds)
+	require.NotNil(t, rec.Ledger)
+	require.Len(t, rec.SourceHistory, 1)
+
+	_, err = NewConsole(b.pool).ConsoleJob(ctx, "nobody")
+	require.ErrorIs(t, err, ingest.ErrNoSuchJob)
+}

@@ -1,0 +1,179 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+)
+
+// jobQuery reads a JobQuery from the request's query string: state,
+// source, target, since (RFC 3339, a date, or a duration back from now
+// such as 24h), limit and cursor. A value that does not parse is a
+// Permanent error naming it.
+func jobQuery(v url.Values, now time.Time) (ingest.JobQuery, error) {
+	q := ingest.JobQuery{State: strings.TrimSpace(v.Get("state")), Source: v.Get("source"),
+		Target: strings.TrimSpace(v.Get("target")), Cursor: v.Get("cursor")}
+	var err error
+	if q.Since, err = parseSince(v.Get("since"), now); err != nil {
+		return q, err
+	}
+	if q.Limit, err = parseLimit(v.Get("limit")); err != nil {
+		return q, err
+	}
+	return q, q.Validate()
+}
+
+// parseSince reads a since filter: "" (none), an RFC 3339 time, a date
+// (YYYY-MM-DD, midnight UTC) or a duration back from now (90m, 24h).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, ingest.Permanentf("since %q: want an RFC 3339 time, a date (2006-01-02) or a duration back from now (24h)", s)
+}
+
+func parseLimit(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, ingest.Permanentf("limit %q: want a positive whole number (at most %d)", s, ingest.MaxPage)
+	}
+	return n, nil
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// status is the HTTP status of err: 404 for a job nobody claimed, 400 for
+// a query the caller got wrong, 503 for the database.
+func status(err error) int {
+	switch {
+	case errors.Is(err, ingest.ErrNoSuchJob):
+		return http.StatusNotFound
+	case ingest.KindOf(err) == ingest.Permanent:
+		return http.StatusBadRequest
+	}
+	return http.StatusServiceUnavailable
+}
+
+func (h *Handler) apiError(w http.ResponseWriter, r *http.Request, err error) {
+	code := status(err)
+	if code >= 500 {
+		h.opts.Log.Warn("console", "path", r.URL.Path, "error", err.Error())
+	}
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+func (h *Handler) apiJobs(w http.ResponseWriter, r *http.Request) {
+	q, err := jobQuery(r.URL.Query(), time.Now())
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	page, err := h.opts.Reader.ConsoleJobs(r.Context(), q)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// apiFailures is /api/jobs with state failed: each job with its reason
+// and hint.
+func (h *Handler) apiFailures(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	v.Set("state", ingest.StateFailed)
+	q, err := jobQuery(v, time.Now())
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	page, err := h.opts.Reader.ConsoleJobs(r.Context(), q)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (h *Handler) apiJob(w http.ResponseWriter, r *http.Request) {
+	rec, err := h.opts.Reader.ConsoleJob(r.Context(), r.PathValue("job_id"))
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+func (h *Handler) apiSources(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	q := ingest.SourceQuery{Source: v.Get("source"), Target: strings.TrimSpace(v.Get("target")), Cursor: v.Get("cursor")}
+	var err error
+	if q.Limit, err = parseLimit(v.Get("limit")); err == nil {
+		q.History, err = parseLimit(v.Get("history"))
+	}
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	page, err := h.opts.Reader.ConsoleSources(r.Context(), q)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (h *Handler) apiClaims(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	cs, err := h.opts.Reader.ConsoleClaims(r.Context(), limit)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"claims": cs})
+}
+
+// overview is /api/overview: the reader's overview and the dead-letter
+// queue's depth where known.
+type overview struct {
+	ingest.Overview
+	DeadLetterDepth *int64 `json:"dead_letter_depth"`
+}
+
+func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) {
+	o, err := h.opts.Reader.ConsoleOverview(r.Context())
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, overview{Overview: o, DeadLetterDepth: h.depth(r.Context())})
+}

@@ -1,0 +1,133 @@
+// Package console is geoingest's operator's console: server-rendered HTML
+// pages (html/template, no JavaScript) and a JSON API over an
+// ingest.ConsoleReader, read-only.
+//
+// Routes:
+//
+//	GET /                   recent jobs (filters, pages), failures, claims, sources, map
+//	GET /jobs/{job_id}      one job: claim, ledger row, CRS record, source history
+//	GET /map.svg            the area map of the current parcels by admin unit
+//	GET /api/jobs           ?state=&source=&target=&since=&limit=&cursor=
+//	GET /api/jobs/{job_id}  ingest.JobRecord
+//	GET /api/sources        ?source=&target=&history=&limit=&cursor=
+//	GET /api/failures       /api/jobs?state=failed, with the hint of each
+//	GET /api/claims         the claims not yet settled
+//	GET /api/overview       counts by state, last report refresh, DLQ depth
+//
+// Every user-supplied string (source keys, failure reasons, owners) is
+// rendered as text: html/template escapes it for its context, and the
+// JSON encoder escapes <, > and &.
+package console
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/queue"
+)
+
+// Reports makes the area report the map draws (postgis.Store).
+type Reports interface {
+	AreaReport(ctx context.Context, q ingest.AreaQuery) (*ingest.Report, error)
+}
+
+// Options configure the console.
+type Options struct {
+	// Reader is what the console reads. Required.
+	Reader ingest.ConsoleReader
+	// Reports draws the map; nil for no map.
+	Reports Reports
+	// AdminKey is the admin units' property that names them on the map
+	// (default "name").
+	AdminKey string
+	// DeadLetters tells the dead-letter queue's depth; nil where it is
+	// not known (an inbox, or the console without a queue).
+	DeadLetters queue.DeadLetterDepther
+	// Token, when set, is required as a bearer token (or as the password
+	// of basic authentication, for browsers) on every route.
+	Token string
+	// Log receives request errors; nil for slog.Default().
+	Log *slog.Logger
+	// MapTTL is how long a drawn map is reused (default 30 s): the map is
+	// a whole area report.
+	MapTTL time.Duration
+}
+
+// Handler serves the console.
+type Handler struct {
+	opts Options
+	mux  *http.ServeMux
+
+	mapMu  sync.Mutex
+	mapAt  time.Time
+	mapSVG []byte
+	mapErr error
+}
+
+// New returns the console's handler.
+func New(o Options) *Handler {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.AdminKey == "" {
+		o.AdminKey = "name"
+	}
+	if o.MapTTL <= 0 {
+		o.MapTTL = 30 * time.Second
+	}
+	h := &Handler{opts: o, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /{$}", h.index)
+	h.mux.HandleFunc("GET /jobs/{job_id}", h.jobPage)
+	h.mux.HandleFunc("GET /map.svg", h.mapHandler)
+	h.mux.HandleFunc("GET /api/jobs", h.apiJobs)
+	h.mux.HandleFunc("GET /api/jobs/{job_id}", h.apiJob)
+	h.mux.HandleFunc("GET /api/sources", h.apiSources)
+	h.mux.HandleFunc("GET /api/failures", h.apiFailures)
+	h.mux.HandleFunc("GET /api/claims", h.apiClaims)
+	h.mux.HandleFunc("GET /api/overview", h.apiOverview)
+	return h
+}
+
+// ServeHTTP checks the token, sets the security headers and routes.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !authorized(r, h.opts.Token) {
+		w.Header().Add("WWW-Authenticate", `Bearer realm="geoingest console"`)
+		w.Header().Add("WWW-Authenticate", `Basic realm="geoingest console", charset="UTF-8"`)
+		http.Error(w, "unauthorized: the console needs its token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+		return
+	}
+	hd := w.Header()
+	// No script, no frame, nothing from elsewhere: the pages need only
+	// their inline style and the map from this server.
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Cache-Control", "no-store")
+	h.mux.ServeHTTP(w, r)
+}
+
+// Routes are the path patterns the console serves, for a mux that mounts
+// it beside other handlers.
+var Routes = []string{"/{$}", "/jobs/", "/map.svg", "/api/"}
+
+// depth is the dead-letter queue's depth, or nil where unknown.
+func (h *Handler) depth(ctx context.Context) *int64 {
+	if h.opts.DeadLetters == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	n, err := h.opts.DeadLetters.DeadLetterDepth(ctx)
+	if err != nil {
+		if !errors.Is(err, queue.ErrNoDeadLetterQueue) {
+			h.opts.Log.Warn("console: dead-letter depth", "error", err.Error())
+		}
+		return nil
+	}
+	return &n
+}
