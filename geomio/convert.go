@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/geoingest/geoingest/geomio/lonlat"
 	"github.com/paulmach/orb"
 	"github.com/twpayne/go-geom"
 )
@@ -173,24 +174,23 @@ func setSRID(t geom.T, srid int) geom.T {
 	return t
 }
 
-// lonLatSlack is how far outside [-180,180]x[-90,90] a coordinate may lie
-// and still be accepted as longitude/latitude (real files carry rounding
-// noise such as 180.0000019).
-const lonLatSlack = 1e-3
-
 // checkLonLat returns an error if some coordinate of t cannot be a
-// longitude/latitude pair.
+// longitude/latitude pair (lonlat.Within, with lonlat.Slack).
 func checkLonLat(t geom.T) error {
 	if t == nil {
 		return nil
 	}
-	b := t.Bounds()
-	if b.IsEmpty() {
+	if c, ok := t.(*geom.GeometryCollection); ok {
+		for _, g := range c.Geoms() {
+			if err := checkLonLat(g); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
-	if b.Min(0) < -180-lonLatSlack || b.Max(0) > 180+lonLatSlack ||
-		b.Min(1) < -90-lonLatSlack || b.Max(1) > 90+lonLatSlack {
-		return fmt.Errorf("coordinate (%g %g)..(%g %g) outside longitude/latitude range", b.Min(0), b.Min(1), b.Max(0), b.Max(1))
+	if lonlat.Within(t.FlatCoords(), t.Stride(), lonlat.Slack) {
+		return nil
 	}
-	return nil
+	b := t.Bounds()
+	return fmt.Errorf("coordinate (%g %g)..(%g %g) outside longitude/latitude range", b.Min(0), b.Min(1), b.Max(0), b.Max(1))
 }

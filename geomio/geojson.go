@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio/crs"
+	"github.com/geoingest/geoingest/geomio/lonlat"
 	"github.com/paulmach/orb/geojson"
 	"github.com/twpayne/go-geom"
 )
@@ -482,7 +483,7 @@ func finishFeature(g geom.T, props []byte, idx int64, layer Layer, lonLat bool) 
 	f := Feature{Index: idx, Layer: layer.Name, Properties: props}
 	if g != nil {
 		g = setSRID(g, layer.SRID)
-		if lonLat && !inLonLat(g.FlatCoords()) {
+		if _, coll := g.(*geom.GeometryCollection); lonLat && (coll || !lonlat.Within(g.FlatCoords(), g.Stride(), lonlat.Slack)) {
 			if err := checkGeom(g, lonLat); err != nil {
 				return Feature{}, err
 			}
@@ -490,18 +491,6 @@ func finishFeature(g geom.T, props []byte, idx int64, layer Layer, lonLat bool) 
 		f.Geom = g
 	}
 	return f, nil
-}
-
-// inLonLat reports whether every position of the XY coordinates flat is
-// in the range checkLonLat accepts; checkLonLat words the error.
-func inLonLat(flat []float64) bool {
-	for i := 0; i+1 < len(flat); i += 2 {
-		x, y := flat[i], flat[i+1]
-		if x < -180-lonLatSlack || x > 180+lonLatSlack || y < -90-lonLatSlack || y > 90+lonLatSlack {
-			return false
-		}
-	}
-	return true
 }
 
 // compactObject returns raw compacted, "{}" for a missing or null value,

@@ -5,6 +5,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/twpayne/go-geom"
 )
 
 // cw and ccw are squares, clockwise and counter-clockwise.
@@ -83,4 +85,11 @@ func flatOf(g any) []any {
 		out = append(out, e.Ends())
 	}
 	return out
+}
+
+// decodeShape decodes one record with a fresh decoder: the reference a
+// reused one is held to.
+func decodeShape(b []byte) (geom.T, error) {
+	var d shapeDecoder
+	return d.decode(b)
 }

@@ -207,15 +207,9 @@ func (r *shpReader) nextShape() (g geom.T, err error) {
 	return g, nil
 }
 
-// decodeShape decodes one record's content (starting with its shape type)
-// to a normalised go-geom geometry: XY only, polygons as MultiPolygon,
-// nil for null and empty shapes.
-func decodeShape(b []byte) (geom.T, error) {
-	var d shapeDecoder
-	return d.decode(b)
-}
-
-// shapeDecoder decodes records as decodeShape does, into buffers it
+// shapeDecoder decodes one record's content (starting with its shape
+// type) to a normalised go-geom geometry: XY only, polygons as
+// MultiPolygon, nil for null and empty shapes. It decodes into buffers it
 // reuses: the geometry it returns is valid until its next decode (as a
 // Reader's Feature is until its next Next). The zero value is ready.
 type shapeDecoder struct {
@@ -366,17 +360,6 @@ func inRing(ring []float64, x, y float64) bool {
 	return in
 }
 
-// polygons groups shapefile rings into a MultiPolygon: clockwise rings are
-// outer rings, counter-clockwise rings are holes of the smallest outer ring
-// that contains their first point. A hole that no outer ring contains
-// becomes a polygon of its own; if there is no clockwise ring at all, every
-// ring is taken as an outer ring. Rings with fewer than four points are
-// dropped; nil if none is left.
-func polygons(rings [][]float64) geom.T {
-	var b polygonBuffers
-	return b.polygons(rings)
-}
-
 // polygonBuffers are the buffers polygons reuses from one call to the next:
 // the geometry it returns is valid until the next call.
 type polygonBuffers struct {
@@ -394,7 +377,12 @@ type shpPoly struct {
 	holes []int
 }
 
-// polygons is the function polygons with b's buffers.
+// polygons groups shapefile rings into a MultiPolygon: clockwise rings are
+// outer rings, counter-clockwise rings are holes of the smallest outer ring
+// that contains their first point. A hole that no outer ring contains
+// becomes a polygon of its own; if there is no clockwise ring at all, every
+// ring is taken as an outer ring. Rings with fewer than four points are
+// dropped; nil if none is left.
 func (b *polygonBuffers) polygons(rings [][]float64) geom.T {
 	if len(rings) == 1 && len(rings[0]) >= 8 {
 		// One ring, the common parcel: outer ring or lone hole, it is

@@ -20,20 +20,16 @@ import (
 // claim's lease has ended, or dead-lettered (a permanent failure). It is
 // where a message becomes a job; `geoingest serve` only configures one.
 //
-// The messages are bucket event notifications decoded and resolved by
-// Objects, or, when Files is
-// set, inbox deliveries (queue.Inbox: the body is a file's path, the
-// attribute "rel" its path relative to the inbox) resolved by Files.
+// The messages are decoded into events and resolved into jobs by Objects:
+// bucket event notifications (ingest/s3), or the inbox's deliveries of
+// local files (localfs.Inbox).
 type Consumer struct {
 	Service  *Service
 	Receiver queue.Receiver
 	Router   *Router
-	// Objects resolves the objects that bucket events name; used when
-	// Files is nil.
+	// Objects decodes the messages into events and resolves the objects
+	// they name.
 	Objects ObjectSource
-	// Files, when set, makes the messages inbox deliveries of local
-	// files.
-	Files FileSource
 	// PipelineVersion goes into every job's parameters.
 	PipelineVersion string
 	// Workers is how many messages are handled at once (at least 1).
@@ -238,11 +234,11 @@ func (c *Consumer) handle(ctx context.Context, msg *queue.Message) {
 			log.Error("message dead-lettered", "reason", reason)
 		}
 	default:
-		testhook.At(testhook.BeforeAck)
+		testhook.At(sctx, testhook.BeforeAck, testhook.Where{})
 		if err := c.Receiver.Ack(sctx, msg); err != nil {
 			log.Warn("ack failed; the message comes back and is a duplicate", "error", err.Error())
 		}
-		testhook.At(testhook.AfterAck)
+		testhook.At(sctx, testhook.AfterAck, testhook.Where{})
 	}
 }
 
@@ -282,9 +278,6 @@ func (c *Consumer) final(msg *queue.Message) bool { return msg.ReceiveCount >= c
 
 // process runs every event of msg through the three gates.
 func (c *Consumer) process(ctx context.Context, msg *queue.Message) verdict {
-	if c.Files != nil {
-		return c.processFile(ctx, msg)
-	}
 	m := c.Service.Metrics
 	evs, err := c.Objects.Events(msg.Body)
 	if err != nil {
@@ -311,52 +304,6 @@ func (c *Consumer) process(ctx context.Context, msg *queue.Message) verdict {
 		}
 		c.runJob(ctx, &v, src, fetcher, route)
 	}
-	return v
-}
-
-// fileEvent is the created event of an inbox delivery: one local file,
-// routed by its path relative to the inbox. ok is false when the file is
-// gone.
-func (c *Consumer) fileEvent(msg *queue.Message) (p string, ev Event, ok bool) {
-	p, rel := string(msg.Body), msg.Attributes["rel"]
-	size, err := c.Files.Size(p)
-	if err != nil {
-		return p, Event{Key: rel}, false
-	}
-	return p, Event{Name: "ObjectCreated:Put", Bucket: LocalBucket, Key: rel, RawKey: rel, Size: size}, true
-}
-
-// processFile handles an inbox message: one local file, routed by its
-// path relative to the inbox.
-func (c *Consumer) processFile(ctx context.Context, msg *queue.Message) verdict {
-	c.Service.Metrics.EventsReceived.Inc()
-	p, ev, ok := c.fileEvent(msg)
-	if !ok {
-		c.filtered(ev, "vanished")
-		return verdict{}
-	}
-	route, reason, ok := c.Router.Route(ev)
-	if !ok {
-		c.filtered(ev, reason)
-		return verdict{}
-	}
-	var v verdict
-	if missing := c.Files.Missing(p); len(missing) > 0 {
-		// The set's own sidecars may still be on their way: wait for them
-		// (retry), up to MaxReceives.
-		err := fmt.Errorf("%w: %s has no %s beside it", ErrIncompleteShapefile, p, strings.Join(missing, " or "))
-		if c.final(msg) {
-			err = Permanentf("%w (gave up waiting)", err)
-		}
-		c.failed(ctx, &v, "file://"+p, err)
-		return v
-	}
-	src, fetcher, err := c.Files.Source(p)
-	if err != nil {
-		c.failed(ctx, &v, "file://"+p, err)
-		return v
-	}
-	c.runJob(ctx, &v, src, fetcher, route)
 	return v
 }
 

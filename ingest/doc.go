@@ -18,6 +18,9 @@
 //
 // The domain reaches the outside through three seams with written
 // contracts and conformance suites (ingest/ingesttest): Store (the
-// database; ingest/postgis), ObjectSource (an object store that bucket
-// events name; ingest/s3) and FileSource (local files; ingest/localfs).
+// database, one interface per role: Claims, WriteGate, CRSRegistry,
+// Reports, Ledger; ingest/postgis), ObjectSource (what queue messages
+// name: bucket events, ingest/s3, or the inbox, ingest/localfs) and
+// FileSource (local files; ingest/localfs). Between reading a file and
+// the write gate, ingest/prepare prepares the features.
 package ingest

@@ -21,7 +21,9 @@ type Event struct {
 	// notifications, plain in EventBridge events).
 	RawKey string
 	// Key is the decoded object key.
-	Key       string
+	Key string
+	// Size is the object's size in bytes; -1 when the object was gone
+	// when its event was decoded (an inbox file removed meanwhile).
 	Size      int64
 	ETag      string // without quotes
 	VersionID string
@@ -66,5 +68,8 @@ func (e Event) DeleteVersionToken() string {
 
 // String names the event: its name and the object it is about.
 func (e Event) String() string {
+	if e.Bucket == LocalBucket {
+		return fmt.Sprintf("%s file://%s", e.Name, e.Key)
+	}
 	return fmt.Sprintf("%s s3://%s/%s", e.Name, e.Bucket, e.Key)
 }

@@ -43,6 +43,10 @@ type Fetched struct {
 	// ContentHash is the SHA-256 (hex) of the bytes fetched, recorded in
 	// the ledger and compared when the write gate rejects a duplicate.
 	ContentHash string
+	// Size is the number of bytes fetched, every part of a shapefile set
+	// included. The write gate sizes the job's storage by it (a large
+	// input gets a partition of its own).
+	Size int64
 }
 
 // Fetcher downloads a job's input. Fetch writes into dir, which the caller

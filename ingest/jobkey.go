@@ -18,7 +18,7 @@ import (
 //
 //	sha256_hex(bucket + "\n" + UnquotePlus(rawKey) + "\n" + versionToken + "\n" + CanonicalJSON(params))
 //
-// It is byte-identical to the reference in DESIGN.md (Python's
+// It is byte-identical to the reference in docs/design.md (Python's
 // urllib.parse.unquote_plus and json.dumps(sort_keys=True,
 // separators=(",", ":"))), so that any tool can compute the same key.
 func JobKey(bucket, rawKey, versionToken string, params any) (string, error) {

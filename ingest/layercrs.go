@@ -4,10 +4,11 @@ import (
 	"github.com/geoingest/geoingest/geomio"
 )
 
-// layerLog is a geomio.Reader that remembers every layer it yields a
-// feature of (a zip holds several, each with its own CRS), so that the
-// write gate can record what CRS each was read in: a Store finds them
-// through its Layers method.
+// LogLayers returns a LayerReader of r: it remembers every layer r
+// yields a feature of.
+func LogLayers(r geomio.Reader) LayerReader { return &layerLog{Reader: r} }
+
+// layerLog is the LayerReader LogLayers returns.
 type layerLog struct {
 	geomio.Reader
 	layers []geomio.Layer

@@ -18,10 +18,11 @@ var ErrIncompleteShapefile = errors.New("incomplete shapefile")
 // (committed, no features), not as a failure.
 var ErrObjectChanged = errors.New("the object changed since the event")
 
-// ObjectSource is a store of uploaded objects that bucket events name (S3
-// and compatible stores: ingest/s3). It is the consumer's and the
-// backfill's seam to an object store; ingest/ingesttest is its
-// conformance suite.
+// ObjectSource is a store of uploaded objects that queue messages name:
+// bucket events of S3 and compatible stores (ingest/s3), or the inbox's
+// deliveries of local files (localfs.Inbox). It is the consumer's and the
+// backfill's seam to an object store; ingest/ingesttest is the
+// conformance suite of a bucket's.
 type ObjectSource interface {
 	// Events decodes a queue message body into the bucket events it
 	// carries. It returns a Permanent error for a body it cannot decode:
@@ -33,9 +34,11 @@ type ObjectSource interface {
 	// token is ev's version (ev.VersionToken()), but for a .shp a token
 	// covering every part of the set present (geomio.ShapefileParts), so
 	// that a late or changed sidecar makes a new job. A set missing one
-	// of geomio.RequiredSidecars still gets a source, but its Fetch fails
-	// with an error wrapping ErrIncompleteShapefile: Transient, or
-	// Permanent when final (the caller's patience is exhausted). The
+	// of geomio.RequiredSidecars fails with an error wrapping
+	// ErrIncompleteShapefile: Transient, or Permanent when final (the
+	// caller's patience is exhausted); a bucket's set still gets a source
+	// and its Fetch fails (ingest/s3), the inbox's fails here, before a
+	// job exists (localfs.Inbox). The
 	// Fetcher fails with an error wrapping ErrObjectChanged when the
 	// object is no longer the version ev names and that version cannot be
 	// read any more. Resolve returns a Permanent error when ev names no

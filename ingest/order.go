@@ -57,7 +57,7 @@ func splitOrder(o string) (tm, seq string) {
 
 // CompareOrder returns -1, 0 or +1 as version a is older than, as old as,
 // or newer than version b of the same source. Two tokens with sequencers
-// compare by sequencer (S3's own order for one key, as DESIGN.md asks);
+// compare by sequencer (S3's own order for one key, as docs/design.md asks);
 // otherwise by time, so that a version listed by a backfill (time only)
 // and one announced by an event (time and sequencer) can be ordered. A
 // token with neither part ("", from a source never written) is older than

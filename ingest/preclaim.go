@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/queue"
 )
@@ -57,25 +58,6 @@ func (c *Consumer) takePreclaim(jobID string) (ClaimResult, bool) {
 func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message) []Job {
 	small := func(key string, size int64) bool {
 		return size > 0 && size <= preclaimMaxBytes && !geomio.IsShapefile(key)
-	}
-	if c.Files != nil {
-		p, ev, ok := c.fileEvent(msg)
-		if !ok || !small(ev.Key, ev.Size) {
-			return nil
-		}
-		route, _, ok := c.Router.Route(ev)
-		if !ok {
-			return nil
-		}
-		src, f, err := c.Files.Source(p)
-		if err != nil {
-			return nil
-		}
-		job, err := NewJob(src, c.params(route), f)
-		if err != nil {
-			return nil
-		}
-		return []Job{job}
 	}
 	evs, err := c.Objects.Events(msg.Body)
 	if err != nil {

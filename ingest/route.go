@@ -19,6 +19,7 @@ const (
 	FilterTestEvent = "test_event"
 	FilterFolder    = "folder_marker"
 	FilterEmpty     = "zero_byte"
+	FilterVanished  = "vanished" // the object was gone when its event was decoded
 	FilterSidecar   = "sidecar"
 	FilterRemoval   = "removal"
 	FilterEventType = "event_type"
@@ -234,6 +235,8 @@ func (r *Router) Route(ev Event) (Route, string, bool) {
 		return Route{}, FilterEventType, false
 	case strings.HasSuffix(ev.Key, "/"):
 		return Route{}, FilterFolder, false
+	case ev.Created() && ev.Size < 0:
+		return Route{}, FilterVanished, false
 	case ev.Created() && ev.Size == 0:
 		return Route{}, FilterEmpty, false
 	}

@@ -45,14 +45,6 @@ type Service struct {
 	// NoReportRefresh turns off the refresh of the report assignments
 	// after each committed write or delete (see Store.RefreshReports).
 	NoReportRefresh bool
-
-	// Test hooks, for the tests that race workers over one claim (in
-	// ingest/postgis); production code leaves them zero.
-	// BeforeWrite, when set, is called after the download, before the
-	// write gate. NoHeartbeat, when true, keeps the lease from being
-	// extended while the job runs, so that it expires.
-	BeforeWrite func(Job)
-	NoHeartbeat bool
 }
 
 // NewService returns a Service with defaults filled in. metrics and log may
@@ -102,7 +94,8 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	res := Result{JobID: job.ID, Source: job.Source.String()}
 	defer func() { s.Metrics.JobDuration.Observe(time.Since(start).Seconds()) }()
 
-	testhook.At(testhook.BeforeClaim)
+	where := testhook.Where{Owner: s.Owner, Job: job.ID}
+	testhook.At(ctx, testhook.BeforeClaim, where)
 	var claim ClaimStatus
 	var err error
 	if claimed != nil && *claimed != ClaimHeld {
@@ -131,11 +124,9 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 		return res
 	}
 	s.Metrics.Claims.WithLabelValues("won").Inc()
-	testhook.At(testhook.AfterClaim)
+	testhook.At(ctx, testhook.AfterClaim, where)
 
-	if !s.NoHeartbeat {
-		defer s.heartbeat(ctx, log, job.ID)()
-	}
+	defer s.heartbeat(ctx, log, job.ID)()
 
 	if job.Delete {
 		wr, err := s.Store.Retire(ctx, job, s.Owner)
@@ -182,18 +173,16 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	}
 	defer r.Close()
 
-	if s.BeforeWrite != nil {
-		s.BeforeWrite(job)
-	}
+	testhook.At(ctx, testhook.BeforeWrite, where)
 	every := s.ProgressInterval
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
 	var in geomio.Reader = r
-	if testhook.Enabled() {
-		in = &copyHook{Reader: r}
+	if testhook.Enabled(ctx) {
+		in = &copyHook{Reader: r, ctx: ctx, where: where}
 	}
-	pr := &layerLog{Reader: newProgressReader(in, log, s.Progress, every, progressLogEvery, job)}
+	pr := LogLayers(newProgressReader(in, log, s.Progress, every, progressLogEvery, job))
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
@@ -288,6 +277,9 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 // is called or the lease is lost.
 func (s *Service) heartbeat(ctx context.Context, log *slog.Logger, jobID string) (stop func()) {
 	return renewEvery(ctx, s.Lease/3, func(ctx context.Context) bool {
+		if testhook.At(ctx, testhook.Heartbeat, testhook.Where{Owner: s.Owner, Job: jobID}) {
+			return true // a test lets the lease run out
+		}
 		ok, err := s.Store.Heartbeat(ctx, jobID, s.Owner, s.Lease)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("heartbeat failed", "error", err.Error())
@@ -328,13 +320,15 @@ func nameSource(err error, dir string, src Source) error {
 // COPY has taken the first features.
 type copyHook struct {
 	geomio.Reader
-	n int
+	ctx   context.Context
+	where testhook.Where
+	n     int
 }
 
 func (c *copyHook) Next() bool {
 	ok := c.Reader.Next()
 	if c.n++; c.n == 2 {
-		testhook.At(testhook.DuringCopy)
+		testhook.At(c.ctx, testhook.DuringCopy, c.where)
 	}
 	return ok
 }

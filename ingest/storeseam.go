@@ -8,17 +8,29 @@ import (
 	"github.com/geoingest/geoingest/geomio/crs"
 )
 
-// Store is the domain's seam to the database: the claim gate, the write
-// gate, and the little else the Service, the Consumer, the Backfill and
-// Replay need. postgis.Store (package ingest/postgis) is the
-// implementation; ingest/ingesttest is the conformance suite every
-// implementation passes (StoreSuite). All of its methods are safe for concurrent use by many workers, in this
-// process and in others sharing the database.
+// Store is the domain's seam to the database, one interface per role:
+// Claims (the claim gate), WriteGate, CRSRegistry, Reports and Ledger.
+// postgis.Store (package ingest/postgis) is the implementation;
+// ingest/ingesttest holds each role's conformance suite, which every
+// implementation passes. The Service, the Consumer, Backfill and Replay
+// take a Store; a command takes only the role it uses. All of the
+// methods are safe for concurrent use by many workers, in this process
+// and in others sharing the database.
 //
 // Errors: unless a method says otherwise, an error the database (or the
 // network to it) caused is Transient (KindOf), so that the delivery is
 // retried; an error the input caused is Permanent.
 type Store interface {
+	Claims
+	WriteGate
+	CRSRegistry
+	Reports
+	Ledger
+}
+
+// Claims is the claim gate: one worker at a time on a job, under a lease,
+// and a committed job never again.
+type Claims interface {
 	// Claim takes the claim gate for job on behalf of owner for lease.
 	// It wins (ClaimWon) when no claim exists, or the existing one is
 	// CLAIMED with an expired lease, or FAILED. A COMMITTED job answers
@@ -46,7 +58,13 @@ type Store interface {
 	// an operator can query). A FAILED claim can be claimed again; a
 	// COMMITTED one is never marked failed.
 	Fail(ctx context.Context, jobID, reason string) error
+}
 
+// WriteGate is the write gate: one transaction per job, gated by the
+// job's ledger row, which is what makes a job's effect exactly once.
+// Each entry point marks the claim COMMITTED; one whose owner lost the
+// claim still commits (the ledger row keeps it exactly once).
+type WriteGate interface {
 	// Write is the write gate, one transaction: the job's ledger row is
 	// inserted only if absent; if it was present the job is a duplicate
 	// (Outcome AlreadyPresent, nothing changed), unless the ledger's
@@ -56,11 +74,10 @@ type Store interface {
 	// waits on the network) are written, the job becomes its source's
 	// current generation (Written, with the generation it replaced), or,
 	// when a newer version of the source is current already, is recorded
-	// superseded with no features (Superseded); the claim is marked
-	// COMMITTED. Any error (a parse error part-way included) commits
-	// nothing. A write whose owner lost the claim still commits: the
-	// ledger row keeps it exactly once.
-	Write(ctx context.Context, job Job, owner string, r geomio.Reader, in Fetched) (WriteResult, error)
+	// superseded with no features (Superseded). The CRS of every layer r
+	// read is recorded on the job. Any error (a parse error part-way
+	// included) commits nothing.
+	Write(ctx context.Context, job Job, owner string, r LayerReader, in Fetched) (WriteResult, error)
 	// Retire is the write gate of a delete job (job.Delete): when the
 	// removal is newer than every version of the source applied so far,
 	// its current generation, if any, is retired (Retired, with the
@@ -73,13 +90,34 @@ type Store interface {
 	// that can never be read again (ErrObjectChanged). A duplicate is
 	// AlreadyPresent.
 	RecordSuperseded(ctx context.Context, job Job, owner string) (WriteResult, error)
+}
 
+// LayerReader is what the write gate reads: a geomio.Reader that also
+// tells which layers it yielded features of (a zip holds several, each
+// with its own CRS), so that the gate records the CRS of each. LogLayers
+// makes one of any reader.
+type LayerReader interface {
+	geomio.Reader
+	// Layers returns the layers read so far, in the order they came.
+	Layers() []geomio.Layer
+}
+
+// CRSRegistry is what the database knows of coordinate reference systems.
+type CRSRegistry interface {
 	// RegisterCRS returns the SRID under which features in c are written:
 	// c's EPSG code when the database knows it, else an SRID registered
 	// for c's definition (the same definition always gets the same one).
 	// It is geomio.Options.RegisterCRS.
 	RegisterCRS(c crs.CRS) (int, error)
+	// KnownSRID reports whether the database can transform geometries in
+	// srid (it is prepare.KnownSRID).
+	KnownSRID(ctx context.Context, srid int) (bool, error)
+	// JobCRS returns the CRS each layer of a written job was read in.
+	JobCRS(ctx context.Context, jobID string) ([]LayerCRS, error)
+}
 
+// Reports are the admin-unit area reports and their stored assignments.
+type Reports interface {
 	// RefreshReports stores the report assignments that are missing (the
 	// reports are exact without them, only slower). It is idempotent.
 	RefreshReports(ctx context.Context) (RefreshResult, error)
@@ -87,7 +125,19 @@ type Store interface {
 	// (none when jobID is ""), dropping the assignments of the job it
 	// replaced (replaced may be "").
 	RefreshParcelJob(ctx context.Context, jobID, replaced string) (RefreshResult, error)
+	// AreaReport runs the admin-unit area report q over the current
+	// generations, with the admin layer's check, in one snapshot. An
+	// invalid query is Permanent.
+	AreaReport(ctx context.Context, q AreaQuery) (*Report, error)
+	// CheckAdmin checks the admin layer of pipeline version version (""
+	// means the newest) keyed by the property adminKey ("" means "name");
+	// findings are in the result, not errors. An invalid key is
+	// Permanent.
+	CheckAdmin(ctx context.Context, adminKey, version string) (*AdminCheck, error)
+}
 
+// Ledger reads the jobs, sources and generations recorded.
+type Ledger interface {
 	// CurrentGeneration returns the job id of the current generation of
 	// the source (bucket, key) in target under pipelineVersion, "" when
 	// there is none.
@@ -95,6 +145,24 @@ type Store interface {
 	// Snapshot reads what Replay compares for jobID. Returns a Permanent
 	// error wrapping ErrJobNotFound when the job is not in the ledger.
 	Snapshot(ctx context.Context, jobID string) (Snapshot, error)
+	// LedgerJob rebuilds the job jobID as it would be delivered again;
+	// only a local-file job can be (through files), and only while its
+	// file holds the bytes it had. ErrJobNotFound (Permanent) when the
+	// job is not in the ledger; Permanent when it cannot be rebuilt.
+	LedgerJob(ctx context.Context, jobID string, files FileSource) (Job, error)
+	// ShowJob returns everything recorded about jobID, or ErrNoSuchJob.
+	ShowJob(ctx context.Context, jobID string) (JobDetail, error)
+	// ListJobs lists the jobs f selects, most recently changed first.
+	ListJobs(ctx context.Context, f JobFilter) ([]JobInfo, error)
+	// ListSources lists sources whose key starts with prefix ("" for
+	// all), at most limit (default 100).
+	ListSources(ctx context.Context, prefix string, limit int32) ([]SourceInfo, error)
+	// Summary reports each feature table's current rows, jobs and area.
+	Summary(ctx context.Context) ([]TableSummary, error)
+	// Verify checks the ledger against the feature tables and the stored
+	// report assignments. It only reads; inconsistencies are Problems in
+	// the result with a nil error.
+	Verify(ctx context.Context) (*Verification, error)
 }
 
 // ClaimResult is the outcome of the claim gate.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -16,7 +15,7 @@ import (
 type app struct {
 	pool    *pgxpool.Pool
 	metrics *ingest.Metrics
-	store   *postgis.Store
+	store   ingest.Store
 	svc     *ingest.Service
 }
 
@@ -24,8 +23,7 @@ type app struct {
 // once: it sets up m.Log from d's log flags, opens the database (openDB:
 // the schema checked, or migrated when behind), and makes the metrics
 // (registered with reg; nil for instruments nobody scrapes), the store
-// and the service. A test build stops at testhook.BeforeCommit inside
-// the write gate's transaction.
+// and the service.
 func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) (*app, error) {
 	if err := m.setupLog(d); err != nil {
 		return nil, err
@@ -36,9 +34,7 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	}
 	metrics := ingest.NewMetrics(reg)
 	store := postgis.NewStore(pool, metrics, m.Log)
-	store.BeforeCommit = func(string) { testhook.At(testhook.BeforeCommit) }
 	svc := ingest.NewService(store, metrics, m.Log)
-	svc.BeforeWrite = m.beforeWrite
 	return &app{pool: pool, metrics: metrics, store: store, svc: svc}, nil
 }
 

@@ -88,7 +88,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return fmt.Errorf("aws config: %w", err)
 		}
-		client := newS3Client(awsCfg, *pathStyle)
+		client := m.newS3Client(awsCfg, *pathStyle)
 		bf.Objects = s3.Objects{Client: client}
 		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
 			return s3.List(ctx, client, *bucket, *prefix, fn)

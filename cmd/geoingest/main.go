@@ -64,10 +64,6 @@ type Main struct {
 	Log *slog.Logger
 
 	envErrs []error // environment values that did not parse (envError)
-
-	// beforeWrite, when set (by in-process tests only), becomes the
-	// Service's BeforeWrite: called in each job before its write gate.
-	beforeWrite func(ingest.Job)
 }
 
 // NewMain returns a Main on the process's standard streams and environment.
@@ -293,7 +289,7 @@ func (p *paramFlags) params() ingest.Params {
 }
 
 // policyFlags choose what a re-run does with jobs committed already
-// (DESIGN.md, "Backfills and repairs"): skip (default), new-key (a new
+// (docs/design.md, "Backfills and repairs"): skip (default), new-key (a new
 // --pipeline-version), or replace (--if-match JOB_ID for ingest; for a
 // backfill, the generation current when each object is processed).
 type policyFlags struct {

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/reportsvg"
 )
 
 func init() {
@@ -84,7 +86,7 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stderr, "geoingest report: %v\n", err)
 		return errUsage
 	}
-	if !contains(reportFormats, *format) {
+	if !slices.Contains(reportFormats, *format) {
 		fmt.Fprintf(m.Stderr, "geoingest report: --format %q: want one of %s\n", *format, strings.Join(reportFormats, ", "))
 		return errUsage
 	}
@@ -122,7 +124,7 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 	case "json":
 		return writeJSON(m.Stdout, r)
 	case "svg":
-		return r.WriteSVG(m.Stdout)
+		return reportsvg.Write(m.Stdout, r)
 	default:
 		return writeReportTable(m.Stdout, r)
 	}
@@ -220,15 +222,6 @@ func runReportRefresh(ctx context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "report assignments: %s\n", r)
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeReportCSV writes the header csvHeader and one record per unit;

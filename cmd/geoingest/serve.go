@@ -185,7 +185,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return fmt.Errorf("aws config: %w", err)
 		}
-		cons.Objects = ingests3.Objects{Client: newS3Client(awsCfg, c.s3PathStyle)}
+		cons.Objects = ingests3.Objects{Client: m.newS3Client(awsCfg, c.s3PathStyle)}
 		cons.Receiver = sqsqueue.New(sqs.NewFromConfig(awsCfg), c.queueURL,
 			sqsqueue.Options{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
 		cons.Visibility = c.visibility
@@ -204,7 +204,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		cons.Receiver, cons.Files, inbox = box, localfs.Files{}, box.Dir()
+		cons.Receiver, cons.Objects, inbox = box, localfs.Inbox{Dir: box.Dir()}, box.Dir()
 	}
 	defer cons.Receiver.Close()
 
@@ -275,8 +275,8 @@ func summary(m *ingest.Metrics) string {
 // newS3Client returns an S3 client on the AWS configuration; pathStyle is
 // "true", "false" or "auto" (path-style when AWS_ENDPOINT_URL_S3 points at
 // a local server).
-func newS3Client(awsCfg aws.Config, pathStyle string) *s3.Client {
-	ps := pathStyle == "true" || (pathStyle == "auto" && os.Getenv("AWS_ENDPOINT_URL_S3") != "")
+func (m *Main) newS3Client(awsCfg aws.Config, pathStyle string) *s3.Client {
+	ps := pathStyle == "true" || (pathStyle == "auto" && m.Getenv("AWS_ENDPOINT_URL_S3") != "")
 	return s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		o.UsePathStyle = ps
 		o.DisableLogOutputChecksumValidationSkipped = true // local servers send none

@@ -19,9 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/geoingest/geoingest/queue"
 	"github.com/jackc/pgx/v5"
@@ -42,15 +42,22 @@ func startServe(t *testing.T, env map[string]string, args ...string) *serving {
 	return startServeMain(t, NewMain(), env, args...)
 }
 
-// startServeMain is startServe with a Main the test prepared (its hooks).
+// startServeMain is startServe with a Main the test prepared.
 func startServeMain(t *testing.T, m *Main, env map[string]string, args ...string) *serving {
+	t.Helper()
+	return startServeMainCtx(t, context.Background(), m, env, args...)
+}
+
+// startServeMainCtx is startServeMain with ctx (and its test hooks) as the
+// parent of serve's context.
+func startServeMainCtx(t *testing.T, parent context.Context, m *Main, env map[string]string, args ...string) *serving {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
 	s := &serving{done: make(chan int, 1), stderr: &testfiles.SyncBuffer{}, metrics: "http://" + addr + "/metrics"}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	s.cancel = cancel
 	m.Stdout, m.Stderr = &testfiles.SyncBuffer{}, s.stderr
 	m.Getenv = func(k string) string { return env[k] }
@@ -335,9 +342,13 @@ func TestServeSIGTERMLosesNothing(t *testing.T) {
 	// The second serve renews the visibility every 0.2 s while the job runs;
 	// the job is held for 1 s before its write gate, so that it outlasts
 	// the visibility timeout however fast the write path is.
-	m2 := NewMain()
-	m2.beforeWrite = func(ingest.Job) { time.Sleep(time.Second) }
-	srv2 := startServeMain(t, m2, nil, append(args, "--visibility", "600ms")...)
+	slow := testhook.WithHook(context.Background(), func(point string, _ testhook.Where) bool {
+		if point == testhook.BeforeWrite {
+			time.Sleep(time.Second)
+		}
+		return false
+	})
+	srv2 := startServeMainCtx(t, slow, NewMain(), nil, append(args, "--visibility", "600ms")...)
 	eventually(t, 25*time.Second, "the job to be committed", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == 1
 	})

@@ -10,14 +10,17 @@
 // with GeographicLib's geodesic polygon area (PROJ's geodesic.h, the C
 // port PostGIS's liblwgeom calls): the same double, bit for bit, as the
 // database computes. A smaller one, which is nearly every parcel, is
-// measured by the local method (local.go), about fifteen times faster
-// (7.8 -> 0.53 µs a parcel-like polygon, BenchmarkPrep/area). The two
+// measured by the local method (local.go), about fifteen times faster on
+// a parcel-like polygon (BenchmarkPrep/area in ingest/prepare). The two
 // agree to within RelTolerance and AbsTolerance; what separates them is
 // mostly GeographicLib's own rounding, about 1e-4 m² on any polygon (it sums
 // areas measured from the equator), which the local method does not have.
 package geodesic
 
-import "github.com/twpayne/go-geom"
+import (
+	"github.com/geoingest/geoingest/geomio/lonlat"
+	"github.com/twpayne/go-geom"
+)
 
 // RelTolerance and AbsTolerance bound the difference between Area and
 // ST_Area(geom::geography): |Area - ST_Area| <= RelTolerance * Area +
@@ -31,14 +34,17 @@ const (
 )
 
 // InRange reports whether every coordinate of mp is a longitude in
-// [-180, 180] and a latitude in [-90, 90]. PostGIS's cast to geography
-// moves a coordinate outside those ranges before it measures; Area does
-// not reproduce that, so its caller leaves such a geometry to the server.
+// [-180, 180] and a latitude in [-90, 90] (lonlat.Within with no slack),
+// and none is NaN. PostGIS's cast to geography moves a coordinate outside
+// those ranges before it measures; Area does not reproduce that, so its
+// caller leaves such a geometry to the server.
 func InRange(mp *geom.MultiPolygon) bool {
-	c := mp.FlatCoords()
-	stride := mp.Stride()
+	c, stride := mp.FlatCoords(), mp.Stride()
+	if !lonlat.Within(c, stride, 0) {
+		return false
+	}
 	for i := 0; i+1 < len(c); i += stride {
-		if !(c[i] >= -180 && c[i] <= 180 && c[i+1] >= -90 && c[i+1] <= 90) {
+		if c[i] != c[i] || c[i+1] != c[i+1] { // NaN
 			return false
 		}
 	}

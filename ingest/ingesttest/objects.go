@@ -76,6 +76,7 @@ func ObjectSourceSuite(t *testing.T, h ObjectHarness) {
 		got, err := f.Fetch(ctx, dir)
 		require.NoError(t, err)
 		require.Equal(t, sha(body), got.ContentHash)
+		require.EqualValues(t, len(body), got.Size, "the size fetched")
 		require.Equal(t, dir, filepath.Dir(got.Path), "fetched into dir")
 		b, err := os.ReadFile(got.Path)
 		require.NoError(t, err)
@@ -139,6 +140,7 @@ func ObjectSourceSuite(t *testing.T, h ObjectHarness) {
 		got, err := f.Fetch(ctx, dir)
 		require.NoError(t, err)
 		require.Equal(t, filepath.Join(dir, "set.shp"), got.Path)
+		require.EqualValues(t, len(parts[".shp"])+len(parts[".shx"])+len(parts[".dbf"]), got.Size, "the size of every part")
 		for _, ext := range []string{".shp", ".shx", ".dbf"} {
 			b, err := os.ReadFile(filepath.Join(dir, "set"+ext))
 			require.NoError(t, err)
@@ -214,6 +216,7 @@ func FileSourceSuite(t *testing.T, fs ingest.FileSource) {
 		got, err := f.Fetch(ctx, out)
 		require.NoError(t, err)
 		require.Equal(t, sha(body), got.ContentHash)
+		require.EqualValues(t, len(body), got.Size, "the size fetched")
 		require.Equal(t, out, filepath.Dir(got.Path), "a copy in the job's directory")
 		b, err := os.ReadFile(got.Path)
 		require.NoError(t, err)

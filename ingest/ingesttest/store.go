@@ -16,69 +16,95 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// StoreSuite is the conformance suite of ingest.Store. open returns a
-// store on a fresh, empty, migrated database, able to run StoreWriters
-// writes at once (a PostGIS pool of at least 2*StoreWriters+2
-// connections: a write may need a second connection while its transaction
-// holds one); files is the FileSource whose jobs the suite writes (local
-// GeoJSON files it creates).
-// StoreWriters is how many writes StoreSuite runs at once.
+// StoreWriters is how many writes the suites run at once.
 const StoreWriters = 4
 
-func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
-	ctx := context.Background()
-	const lease = time.Minute
-	// square is a feature collection of n small squares; the version v
-	// changes the bytes.
-	square := func(t *testing.T, name string, n, v int) string {
-		t.Helper()
-		body := `{"type":"FeatureCollection","features":[`
-		for i := range n {
-			if i > 0 {
-				body += ","
-			}
-			x := 10 + float64(i)*0.01 + float64(v)*0.001
-			body += fmt.Sprintf(`{"type":"Feature","properties":{"i":%d},"geometry":{"type":"Polygon","coordinates":[[[%g,50],[%g,50],[%g,50.005],[%g,50]]]}}`,
-				i, x, x+0.005, x+0.005, x)
-		}
-		p := filepath.Join(t.TempDir(), name)
-		require.NoError(t, os.WriteFile(p, []byte(body+"]}"), 0o644))
-		return p
-	}
-	job := func(t *testing.T, path string, order string) ingest.Job {
-		t.Helper()
-		src, f, err := files.Source(path)
-		require.NoError(t, err)
-		src.Key = "conformance/" + filepath.Base(path) // one source for the versions of one name
-		if order != "" {
-			src.Order = order
-		}
-		j, err := ingest.NewJob(src, ingest.DefaultParams("parcels"), f)
-		require.NoError(t, err)
-		return j
-	}
-	// write runs job through both gates as owner.
-	write := func(t *testing.T, s ingest.Store, j ingest.Job, owner string) (ingest.WriteResult, error) {
-		t.Helper()
-		c, err := s.Claim(ctx, j, owner, lease)
-		require.NoError(t, err)
-		if c.Result == ingest.ClaimCommitted {
-			return ingest.WriteResult{Outcome: ingest.AlreadyPresent}, nil
-		}
-		require.Equal(t, ingest.ClaimWon, c.Result)
-		in, err := j.Fetch.Fetch(ctx, t.TempDir())
-		require.NoError(t, err)
-		r, err := geomio.Open(in.Path, geomio.Options{RegisterCRS: s.RegisterCRS})
-		if err != nil {
-			return ingest.WriteResult{}, err
-		}
-		defer r.Close()
-		return s.Write(ctx, j, owner, r, in)
-	}
+// lease is the suites' claim lease.
+const lease = time.Minute
 
+// StoreSuite is the conformance suite of ingest.Store: the suite of each
+// of its roles. open returns a store on a fresh, empty, migrated
+// database, able to run StoreWriters writes at once (a PostGIS pool of at
+// least 2*StoreWriters+2 connections: a write may need a second
+// connection while its transaction holds one); files is the FileSource
+// whose jobs the suites write (local GeoJSON files they create). A role's
+// suite needs the whole Store to set up what it checks (a ledger to read
+// needs writes), but checks only its role's contract.
+func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
+	t.Run("Claims", func(t *testing.T) { ClaimsSuite(t, open, files) })
+	t.Run("WriteGate", func(t *testing.T) { WriteGateSuite(t, open, files) })
+	t.Run("CRSRegistry", func(t *testing.T) { CRSRegistrySuite(t, open, files) })
+	t.Run("Reports", func(t *testing.T) { ReportsSuite(t, open, files) })
+	t.Run("Ledger", func(t *testing.T) { LedgerSuite(t, open, files) })
+}
+
+// storeKit is what the role suites share: how to open a store, and jobs
+// of small GeoJSON files.
+type storeKit struct {
+	open  func(t *testing.T) ingest.Store
+	files ingest.FileSource
+}
+
+// square writes a feature collection of n small squares; the version v
+// changes the bytes.
+func (k storeKit) square(t *testing.T, name string, n, v int) string {
+	t.Helper()
+	body := `{"type":"FeatureCollection","features":[`
+	for i := range n {
+		if i > 0 {
+			body += ","
+		}
+		x := 10 + float64(i)*0.01 + float64(v)*0.001
+		body += fmt.Sprintf(`{"type":"Feature","properties":{"i":%d},"geometry":{"type":"Polygon","coordinates":[[[%g,50],[%g,50],[%g,50.005],[%g,50]]]}}`,
+			i, x, x+0.005, x+0.005, x)
+	}
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(body+"]}"), 0o644))
+	return p
+}
+
+// job is the job of the file at path, under the key conformance/NAME (one
+// source for the versions of one name), with order when not "".
+func (k storeKit) job(t *testing.T, path string, order string) ingest.Job {
+	t.Helper()
+	src, f, err := k.files.Source(path)
+	require.NoError(t, err)
+	src.Key = "conformance/" + filepath.Base(path)
+	if order != "" {
+		src.Order = order
+	}
+	j, err := ingest.NewJob(src, ingest.DefaultParams("parcels"), f)
+	require.NoError(t, err)
+	return j
+}
+
+// write runs job through both gates as owner.
+func (k storeKit) write(t *testing.T, s ingest.Store, j ingest.Job, owner string) (ingest.WriteResult, error) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := s.Claim(ctx, j, owner, lease)
+	require.NoError(t, err)
+	if c.Result == ingest.ClaimCommitted {
+		return ingest.WriteResult{Outcome: ingest.AlreadyPresent}, nil
+	}
+	require.Equal(t, ingest.ClaimWon, c.Result)
+	in, err := j.Fetch.Fetch(ctx, t.TempDir())
+	require.NoError(t, err)
+	r, err := geomio.Open(in.Path, geomio.Options{RegisterCRS: s.RegisterCRS})
+	if err != nil {
+		return ingest.WriteResult{}, err
+	}
+	defer r.Close()
+	return s.Write(ctx, j, owner, ingest.LogLayers(r), in)
+}
+
+// ClaimsSuite is the conformance suite of ingest.Claims (see StoreSuite).
+func ClaimsSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
+	ctx := context.Background()
+	k := storeKit{open: open, files: files}
 	t.Run("ClaimGate", func(t *testing.T) {
-		s := open(t)
-		j := job(t, square(t, "claim.geojson", 1, 0), "")
+		s := k.open(t)
+		j := k.job(t, k.square(t, "claim.geojson", 1, 0), "")
 		c, err := s.Claim(ctx, j, "a", lease)
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimWon, c.Result)
@@ -111,8 +137,8 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 		require.Equal(t, ingest.ClaimWon, c.Result, "a FAILED claim is claimed again")
 	})
 	t.Run("AnExpiredLeaseIsTakenOver", func(t *testing.T) {
-		s := open(t)
-		j := job(t, square(t, "expire.geojson", 1, 0), "")
+		s := k.open(t)
+		j := k.job(t, k.square(t, "expire.geojson", 1, 0), "")
 		c, err := s.Claim(ctx, j, "a", time.Second)
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimWon, c.Result)
@@ -124,10 +150,33 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 		require.NoError(t, err)
 		require.False(t, ok, "a's lease was taken over")
 	})
+	t.Run("ClaimBatch", func(t *testing.T) {
+		s := k.open(t)
+		done := k.job(t, k.square(t, "done.geojson", 1, 0), "")
+		_, err := k.write(t, s, done, "a")
+		require.NoError(t, err)
+		held := k.job(t, k.square(t, "held.geojson", 1, 0), "")
+		c, err := s.Claim(ctx, held, "other", lease)
+		require.NoError(t, err)
+		require.Equal(t, ingest.ClaimWon, c.Result)
+		fresh := k.job(t, k.square(t, "fresh.geojson", 1, 0), "")
+		got, err := s.ClaimBatch(ctx, []ingest.Job{done, held, fresh, fresh}, "a", lease)
+		require.NoError(t, err)
+		require.Equal(t, []ingest.ClaimResult{ingest.ClaimCommitted, ingest.ClaimHeld, ingest.ClaimWon, ingest.ClaimHeld}, got)
+		got, err = s.ClaimBatch(ctx, nil, "a", lease)
+		require.NoError(t, err)
+		require.Empty(t, got)
+	})
+}
+
+// WriteGateSuite is the conformance suite of ingest.WriteGate (see StoreSuite).
+func WriteGateSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
+	ctx := context.Background()
+	k := storeKit{open: open, files: files}
 	t.Run("WriteGate", func(t *testing.T) {
-		s := open(t)
-		j := job(t, square(t, "write.geojson", 3, 0), "")
-		res, err := write(t, s, j, "a")
+		s := k.open(t)
+		j := k.job(t, k.square(t, "write.geojson", 3, 0), "")
+		res, err := k.write(t, s, j, "a")
 		require.NoError(t, err)
 		require.Equal(t, ingest.Written, res.Outcome)
 		require.EqualValues(t, 3, res.Features)
@@ -151,14 +200,14 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 		require.NoError(t, err)
 		r, err := geomio.Open(in.Path, geomio.Options{})
 		require.NoError(t, err)
-		res, err = s.Write(ctx, j, "b", r, in)
+		res, err = s.Write(ctx, j, "b", ingest.LogLayers(r), in)
 		r.Close()
 		require.NoError(t, err)
 		require.Equal(t, ingest.AlreadyPresent, res.Outcome)
 		r, err = geomio.Open(in.Path, geomio.Options{})
 		require.NoError(t, err)
 		in.ContentHash = sha([]byte("other bytes"))
-		_, err = s.Write(ctx, j, "b", r, in)
+		_, err = s.Write(ctx, j, "b", ingest.LogLayers(r), in)
 		r.Close()
 		require.Error(t, err)
 		require.Equal(t, ingest.Permanent, ingest.KindOf(err), "a payload mismatch: %v", err)
@@ -170,11 +219,11 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 		require.True(t, errors.Is(err, ingest.ErrJobNotFound), "%v", err)
 	})
 	t.Run("AParseErrorCommitsNothing", func(t *testing.T) {
-		s := open(t)
+		s := k.open(t)
 		p := filepath.Join(t.TempDir(), "broken.geojson")
 		require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[1,1],[2,1],[2,2],[1,1]]]}},{"type":"Feat`), 0o644))
-		j := job(t, p, "")
-		_, err := write(t, s, j, "a")
+		j := k.job(t, p, "")
+		_, err := k.write(t, s, j, "a")
 		require.Error(t, err)
 		require.Equal(t, ingest.Permanent, ingest.KindOf(err), "%v", err)
 		cur, err := s.CurrentGeneration(ctx, j.Source.Bucket, j.Source.Key, "parcels", j.Params.PipelineVersion)
@@ -184,26 +233,26 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 		require.True(t, errors.Is(err, ingest.ErrJobNotFound), "%v", err)
 	})
 	t.Run("VersionsReplaceAndSupersede", func(t *testing.T) {
-		s := open(t)
+		s := k.open(t)
 		dir := t.TempDir()
 		v := func(n int, order string) ingest.Job {
 			p := filepath.Join(dir, fmt.Sprintf("v%d", n), "versions.geojson")
 			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			require.NoError(t, os.Rename(square(t, "versions.geojson", 2, n), p))
-			return job(t, p, order)
+			require.NoError(t, os.Rename(k.square(t, "versions.geojson", 2, n), p))
+			return k.job(t, p, order)
 		}
 		v1 := v(1, ingest.OrderFromSequencer("10"))
 		v2 := v(2, ingest.OrderFromSequencer("20"))
 		v3 := v(3, ingest.OrderFromSequencer("30"))
 		require.Equal(t, v1.Source.Key, v3.Source.Key)
-		res, err := write(t, s, v2, "a")
+		res, err := k.write(t, s, v2, "a")
 		require.NoError(t, err)
 		require.Equal(t, ingest.Written, res.Outcome)
-		res, err = write(t, s, v1, "a")
+		res, err = k.write(t, s, v1, "a")
 		require.NoError(t, err)
 		require.Equal(t, ingest.Superseded, res.Outcome, "a late older version")
 		require.Zero(t, res.Features)
-		res, err = write(t, s, v3, "a")
+		res, err = k.write(t, s, v3, "a")
 		require.NoError(t, err)
 		require.Equal(t, ingest.Written, res.Outcome)
 		require.Equal(t, v2.ID, res.Replaced)
@@ -240,8 +289,8 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 		require.Empty(t, cur)
 	})
 	t.Run("RecordSuperseded", func(t *testing.T) {
-		s := open(t)
-		j := job(t, square(t, "gone.geojson", 1, 0), "")
+		s := k.open(t)
+		j := k.job(t, k.square(t, "gone.geojson", 1, 0), "")
 		c, err := s.Claim(ctx, j, "a", lease)
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimWon, c.Result)
@@ -255,26 +304,9 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 		require.NoError(t, err)
 		require.Equal(t, ingest.AlreadyPresent, res.Outcome)
 	})
-	t.Run("ClaimBatch", func(t *testing.T) {
-		s := open(t)
-		done := job(t, square(t, "done.geojson", 1, 0), "")
-		_, err := write(t, s, done, "a")
-		require.NoError(t, err)
-		held := job(t, square(t, "held.geojson", 1, 0), "")
-		c, err := s.Claim(ctx, held, "other", lease)
-		require.NoError(t, err)
-		require.Equal(t, ingest.ClaimWon, c.Result)
-		fresh := job(t, square(t, "fresh.geojson", 1, 0), "")
-		got, err := s.ClaimBatch(ctx, []ingest.Job{done, held, fresh, fresh}, "a", lease)
-		require.NoError(t, err)
-		require.Equal(t, []ingest.ClaimResult{ingest.ClaimCommitted, ingest.ClaimHeld, ingest.ClaimWon, ingest.ClaimHeld}, got)
-		got, err = s.ClaimBatch(ctx, nil, "a", lease)
-		require.NoError(t, err)
-		require.Empty(t, got)
-	})
 	t.Run("ConcurrentDeliveriesWriteOnce", func(t *testing.T) {
-		s := open(t)
-		j := job(t, square(t, "race.geojson", 5, 0), "")
+		s := k.open(t)
+		j := k.job(t, k.square(t, "race.geojson", 5, 0), "")
 		c, err := s.Claim(ctx, j, "w0", lease)
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimWon, c.Result)
@@ -298,7 +330,7 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 					return
 				}
 				defer r.Close()
-				res, err := s.Write(ctx, j, fmt.Sprint("w", i), r, in)
+				res, err := s.Write(ctx, j, fmt.Sprint("w", i), ingest.LogLayers(r), in)
 				if err != nil {
 					t.Error(err)
 					return
@@ -320,17 +352,133 @@ func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest
 		require.NoError(t, err)
 		require.Empty(t, snap.Inconsistencies())
 	})
-	t.Run("RegisterCRSAndReports", func(t *testing.T) {
-		s := open(t)
+}
+
+// CRSRegistrySuite is the conformance suite of ingest.CRSRegistry (see StoreSuite).
+func CRSRegistrySuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
+	ctx := context.Background()
+	k := storeKit{open: open, files: files}
+	t.Run("RegisterCRSAndKnownSRID", func(t *testing.T) {
+		s := k.open(t)
 		srid, err := s.RegisterCRS(crs.CRS{EPSG: 4326})
 		require.NoError(t, err)
 		require.Equal(t, 4326, srid)
-		_, err = s.RefreshReports(ctx)
+		known, err := s.KnownSRID(ctx, 4326)
+		require.NoError(t, err)
+		require.True(t, known)
+		known, err = s.KnownSRID(ctx, 1)
+		require.NoError(t, err)
+		require.False(t, known, "no CRS has SRID 1")
+	})
+	t.Run("JobCRS", func(t *testing.T) {
+		s := k.open(t)
+		j := k.job(t, k.square(t, "crs.geojson", 2, 0), "")
+		_, err := k.write(t, s, j, "a")
+		require.NoError(t, err)
+		layers, err := s.JobCRS(ctx, j.ID)
+		require.NoError(t, err)
+		require.Len(t, layers, 1, "one layer read")
+		require.Equal(t, 4326, layers[0].SRID)
+		none, err := s.JobCRS(ctx, "0000000000000000000000000000000000000000000000000000000000000000")
+		require.NoError(t, err)
+		require.Empty(t, none)
+	})
+}
+
+// ReportsSuite is the conformance suite of ingest.Reports (see StoreSuite).
+func ReportsSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
+	ctx := context.Background()
+	k := storeKit{open: open, files: files}
+	t.Run("Refresh", func(t *testing.T) {
+		s := k.open(t)
+		_, err := s.RefreshReports(ctx)
 		require.NoError(t, err)
 		r, err := s.RefreshReports(ctx)
 		require.NoError(t, err)
 		require.Zero(t, r.Assigned, "idempotent")
 		_, err = s.RefreshParcelJob(ctx, "", "")
 		require.NoError(t, err)
+	})
+	t.Run("AreaReportAndCheck", func(t *testing.T) {
+		s := k.open(t)
+		j := k.job(t, k.square(t, "report.geojson", 3, 0), "")
+		res, err := k.write(t, s, j, "a")
+		require.NoError(t, err)
+		r, err := s.AreaReport(ctx, ingest.AreaQuery{Method: ingest.MethodPointOnSurface, PipelineVersion: j.Params.PipelineVersion})
+		require.NoError(t, err)
+		require.EqualValues(t, 3, r.Total.Parcels, "every current parcel")
+		require.InEpsilon(t, res.AreaM2, r.Total.AreaM2, 1e-9)
+		require.EqualValues(t, 3, r.Unassigned.Parcels, "no admin layer: in no unit")
+		_, err = s.AreaReport(ctx, ingest.AreaQuery{Method: "no-such-method"})
+		require.Equal(t, ingest.Permanent, ingest.KindOf(err), "%v", err)
+		c, err := s.CheckAdmin(ctx, "", j.Params.PipelineVersion)
+		require.NoError(t, err)
+		require.NotNil(t, c)
+		_, err = s.CheckAdmin(ctx, "bad key; drop", "")
+		require.Equal(t, ingest.Permanent, ingest.KindOf(err), "%v", err)
+	})
+}
+
+// LedgerSuite is the conformance suite of ingest.Ledger (see StoreSuite):
+// CurrentGeneration and Snapshot are checked with the write gate's suite.
+func LedgerSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
+	ctx := context.Background()
+	k := storeKit{open: open, files: files}
+	t.Run("Reads", func(t *testing.T) {
+		s := k.open(t)
+		j := k.job(t, k.square(t, "ledger.geojson", 3, 0), "")
+		res, err := k.write(t, s, j, "a")
+		require.NoError(t, err)
+		const unknown = "0000000000000000000000000000000000000000000000000000000000000000"
+
+		d, err := s.ShowJob(ctx, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, j.ID, d.JobID)
+		require.Equal(t, "COMMITTED", d.ClaimState)
+		require.EqualValues(t, 3, d.Features)
+		_, err = s.ShowJob(ctx, unknown)
+		require.True(t, errors.Is(err, ingest.ErrNoSuchJob), "%v", err)
+
+		js, err := s.ListJobs(ctx, ingest.JobFilter{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, js, 1)
+		require.Equal(t, j.ID, js[0].JobID)
+
+		ss, err := s.ListSources(ctx, "", 10)
+		require.NoError(t, err)
+		require.Len(t, ss, 1)
+		require.Equal(t, j.ID, ss[0].CurrentJob)
+		require.EqualValues(t, 3, ss[0].Features)
+
+		sum, err := s.Summary(ctx)
+		require.NoError(t, err)
+		var parcels *ingest.TableSummary
+		for i := range sum {
+			if sum[i].Target == "parcels" {
+				parcels = &sum[i]
+			}
+		}
+		require.NotNil(t, parcels, "%v", sum)
+		require.EqualValues(t, 3, parcels.Features)
+		require.EqualValues(t, 1, parcels.Jobs)
+		require.InEpsilon(t, res.AreaM2, parcels.AreaM2, 1e-9)
+
+		v, err := s.Verify(ctx)
+		require.NoError(t, err)
+		require.True(t, v.OK(), "%v", v.Problems)
+	})
+	t.Run("LedgerJob", func(t *testing.T) {
+		s := k.open(t)
+		src, f, err := files.Source(k.square(t, "again.geojson", 1, 0)) // keyed by its own path
+		require.NoError(t, err)
+		j, err := ingest.NewJob(src, ingest.DefaultParams("parcels"), f)
+		require.NoError(t, err)
+		_, err = k.write(t, s, j, "a")
+		require.NoError(t, err)
+		again, err := s.LedgerJob(ctx, j.ID, files)
+		require.NoError(t, err)
+		require.Equal(t, j.ID, again.ID, "rebuilt with the same key")
+		_, err = s.LedgerJob(ctx, "0000000000000000000000000000000000000000000000000000000000000000", files)
+		require.True(t, errors.Is(err, ingest.ErrJobNotFound), "%v", err)
 	})
 }

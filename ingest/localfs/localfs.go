@@ -7,6 +7,7 @@ package localfs
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -96,6 +97,7 @@ func (l *localFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, e
 	// them would add a pass over the data and no assurance.
 	copies := make([]string, len(l.parts))
 	sums := make([]string, len(l.parts))
+	sizes := make([]int64, len(l.parts))
 	err := eachPart(len(l.parts), func(i int) error {
 		p := l.parts[i]
 		dst := filepath.Join(dir, filepath.Base(p))
@@ -103,7 +105,9 @@ func (l *localFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, e
 		if err != nil {
 			return ingest.Transientf("%s: %w", dst, err)
 		}
-		sum, err := hashFile(p, out)
+		cw := &countingWriter{w: out}
+		sum, err := hashFile(p, cw)
+		sizes[i] = cw.n
 		if cerr := out.Close(); err == nil && cerr != nil {
 			err = ingest.Transientf("%s: %w", dst, cerr)
 		}
@@ -117,5 +121,21 @@ func (l *localFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, e
 	if token != l.token {
 		return ingest.Fetched{}, ingest.Transientf("%s: file changed while being ingested; run it again as a new version", l.parts[0])
 	}
-	return ingest.Fetched{Path: filepath.Join(dir, filepath.Base(l.parts[0])), ContentHash: token}, nil
+	var size int64
+	for _, n := range sizes {
+		size += n
+	}
+	return ingest.Fetched{Path: filepath.Join(dir, filepath.Base(l.parts[0])), ContentHash: token, Size: size}, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

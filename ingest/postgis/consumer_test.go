@@ -69,7 +69,7 @@ type consumerBundle struct {
 }
 
 // newConsumer makes a Consumer on the database at dbURL and recv (without
-// a source: the test sets Objects or Files) that stops once idle for a
+// a source: the test sets Objects) that stops once idle for a
 // second.
 func newConsumer(t *testing.T, dbURL string, recv queue.Receiver, routes ...string) *consumerBundle {
 	t.Helper()
@@ -135,7 +135,7 @@ func TestConsumerInbox(t *testing.T) {
 		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: 50 * time.Millisecond})
 		require.NoError(t, err)
 		b := newConsumer(t, db, box, "admin/=admin_units", "=parcels")
-		b.cons.Files = localfs.Files{}
+		b.cons.Objects = localfs.Inbox{Dir: box.Dir()}
 		return b
 	}
 	b := open()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
@@ -42,7 +41,7 @@ func (s *Store) RegisterCRS(c crs.CRS) (int, error) {
 	switch {
 	case c.Method == crs.Custom && c.Definition != "":
 	case c.EPSG > 0:
-		known, err := s.checkSRID(ctx, c.EPSG)
+		known, err := s.KnownSRID(ctx, c.EPSG)
 		if err != nil {
 			return 0, ingest.Transientf("check srid: %w", err)
 		}
@@ -104,12 +103,9 @@ func (s *Store) registerCRS(ctx context.Context, p db.RegisterCustomCRSParams) (
 }
 
 // recordJobCRS records on the job, in the write-gate transaction, the CRS
-// of every layer r read (r.Layer() alone when r is not a layerLog).
-func recordJobCRS(ctx context.Context, q *db.Queries, jobID string, r geomio.Reader) error {
-	layers := []geomio.Layer{r.Layer()}
-	if l, ok := r.(interface{ Layers() []geomio.Layer }); ok {
-		layers = l.Layers()
-	}
+// of every layer r read.
+func recordJobCRS(ctx context.Context, q *db.Queries, jobID string, r ingest.LayerReader) error {
+	layers := r.Layers()
 	seen := map[string]bool{}
 	for _, l := range layers {
 		if seen[l.Name] {
@@ -152,4 +148,23 @@ func (s *Store) JobCRS(ctx context.Context, jobID string) ([]ingest.LayerCRS, er
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// KnownSRID reports whether spatial_ref_sys has srid, caching the answer.
+// It is the feature preparation's SRID check (prepare.KnownSRID).
+func (s *Store) KnownSRID(ctx context.Context, srid int) (bool, error) {
+	s.sridMu.Lock()
+	known, ok := s.sridKnown[srid]
+	s.sridMu.Unlock()
+	if ok {
+		return known, nil
+	}
+	known, err := s.q.SRIDKnown(ctx, int32(srid))
+	if err != nil {
+		return false, err
+	}
+	s.sridMu.Lock()
+	s.sridKnown[srid] = known
+	s.sridMu.Unlock()
+	return known, nil
 }

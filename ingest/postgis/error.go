@@ -2,6 +2,7 @@ package postgis
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,4 +20,21 @@ func classify(err error) error {
 		return &ingest.Error{Kind: ingest.Permanent, Err: err}
 	}
 	return err
+}
+
+// normaliseErr classifies an error from normalising the staged features.
+// PostGIS reports every problem with a geometry as SQLSTATE XX000
+// (internal_error): a ring PostGIS will not parse, or coordinates outside
+// the source CRS's domain ("transform: Point outside of projection
+// domain"). Those come from the upload's content and fail the same way on
+// every retry, so they are permanent: the job is recorded FAILED with the
+// reason, rather than redelivered until it is dead-lettered. Other errors
+// (connection lost, out of memory, serialization) keep their
+// classification.
+func normaliseErr(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "XX000" {
+		return ingest.Permanentf("normalise features: PostGIS cannot use a geometry of this upload: %s", pgErr.Message)
+	}
+	return fmt.Errorf("normalise features: %w", err)
 }

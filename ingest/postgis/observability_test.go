@@ -77,13 +77,13 @@ func TestMetricsCountDuplicatesAtBothGates(t *testing.T) {
 	b := ingest.NewService(e.store, e.metrics, e.svc.Log)
 	b.Owner, b.Lease = "worker-b", time.Minute
 	a := ingest.NewService(e.store, e.metrics, e.svc.Log)
-	a.Owner, a.Lease, a.NoHeartbeat = "worker-a", time.Millisecond, true
+	a.Owner, a.Lease = "worker-a", time.Millisecond
 	var bRes ingest.Result
-	a.BeforeWrite = func(j ingest.Job) {
+	actx := hooked(ctx, a.Owner, true, func() {
 		time.Sleep(20 * time.Millisecond) // A's lease has expired
-		bRes = b.Run(ctx, j)
-	}
-	aRes := a.Run(ctx, job)
+		bRes = b.Run(ctx, job)
+	})
+	aRes := a.Run(actx, job)
 	require.NoError(t, aRes.Err)
 	require.Equal(t, ingest.Written, bRes.Outcome)
 	require.Equal(t, ingest.AlreadyPresent, aRes.Outcome, "A must be stopped at the write gate")
@@ -129,14 +129,14 @@ func TestMetricsStolenLease(t *testing.T) {
 	ctx := context.Background()
 	job := rpJob(t, rpBristolMSOA, "parcels")
 	a := ingest.NewService(e.store, e.metrics, e.svc.Log)
-	a.Owner, a.Lease, a.NoHeartbeat = "worker-a", time.Millisecond, true
-	a.BeforeWrite = func(j ingest.Job) {
+	a.Owner, a.Lease = "worker-a", time.Millisecond
+	actx := hooked(ctx, a.Owner, true, func() {
 		time.Sleep(20 * time.Millisecond)
-		r, err := e.store.Claim(ctx, j, "worker-b", time.Minute)
+		r, err := e.store.Claim(ctx, job, "worker-b", time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimWon, r.Result)
-	}
-	res := a.Run(ctx, job)
+	})
+	res := a.Run(actx, job)
 	require.NoError(t, res.Err)
 	require.Equal(t, ingest.Written, res.Outcome)
 	require.Equal(t, 1.0, e.counter(t, "stolen", ""))

@@ -3,7 +3,6 @@ package postgis
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,7 +12,9 @@ import (
 
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/geomio/geodesic"
+	"github.com/geoingest/geoingest/geomio/validity"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/prepare"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ import (
 )
 
 // The write path computes each feature's area and validity in Go (see
-// prep.batch). These tests hold those values against PostGIS's own
+// ingest/prepare). These tests hold those values against PostGIS's own
 // ST_Area(geom::geography) and ST_IsValid, on the corpus and on generated
 // and crafted shapes.
 
@@ -60,7 +61,7 @@ func postgisAreaValidity(t *testing.T, conn *pgx.Conn, wkbs [][]byte, measure []
 }
 
 // requireSameAsPostGIS checks Go's area (geodesic.Area) and validity
-// (validityChecker) of each geometry against PostGIS's. The areas must
+// (prepare.Worker.Validity, and GEOS alone) of each geometry against PostGIS's. The areas must
 // agree to within geodesic's tolerance (bit for bit where Go uses
 // GeographicLib, as PostGIS does: larger polygons). A
 // negative area (holes larger than the shell: an invalid geometry, or a
@@ -94,17 +95,19 @@ func requireSameAsPostGIS(t *testing.T, conn *pgx.Conn, name string, mps []*geom
 		}
 	}
 	areas, valid := postgisAreaValidity(t, conn, wkbs, measure)
-	p := newPrep(1, false)
-	defer p.close()
+	p := prepare.NewWorker(prepare.Direct)
+	defer p.Close()
+	vc := validity.NewChecker()
+	defer vc.Close()
 	for i := range mps {
 		if measure[i] {
 			require.True(t, areaWithin(got[i], areas[i]),
 				"%s %d: area %.17g, PostGIS %.17g (relative difference %.3g)", name, i, got[i], areas[i], math.Abs(got[i]-areas[i])/math.Max(areas[i], 1e-300))
 		}
-		v, known := p.validity(mps[i], wkbs[i])
+		v, known := p.Validity(mps[i], wkbs[i])
 		require.True(t, known)
 		require.Equal(t, valid[i], v, "%s %d: validity", name, i)
-		gv, known := p.valid.valid(wkbs[i])
+		gv, known := vc.Valid(wkbs[i])
 		require.True(t, known)
 		require.Equal(t, valid[i], gv, "%s %d: GEOS's validity", name, i)
 		if !v {
@@ -319,14 +322,15 @@ func TestValidityCraftedShapes(t *testing.T) {
 		wkbs[i] = ewkbOf(t, mp)
 	}
 	_, valid := postgisAreaValidity(t, conn, wkbs, make([]bool, len(wkbs)))
-	vc := newValidityChecker()
-	p := newPrep(1, false)
-	defer p.close()
+	vc := validity.NewChecker()
+	defer vc.Close()
+	p := prepare.NewWorker(prepare.Direct)
+	defer p.Close()
 	for i, name := range names {
-		v, known := vc.valid(wkbs[i])
+		v, known := vc.Valid(wkbs[i])
 		require.True(t, known)
 		require.Equal(t, valid[i], v, name)
-		pv, known := p.validity(mps[i], wkbs[i])
+		pv, known := p.Validity(mps[i], wkbs[i])
 		require.True(t, known)
 		require.Equal(t, valid[i], pv, "%s: the write path's verdict", name)
 		wantValid := name == "square" || name == "hole touching shell once" || name == "parts touching at a point" || name == "repeated points"
@@ -340,10 +344,10 @@ func TestValidityCraftedShapes(t *testing.T) {
 	}
 	for name, mp := range unbuildable {
 		w := ewkbOf(t, mp)
-		v, known := vc.valid(w)
+		v, known := vc.Valid(w)
 		require.True(t, known, name)
 		require.False(t, v, name)
-		v, known = p.validity(mp, w)
+		v, known = p.Validity(mp, w)
 		require.True(t, known, name)
 		require.False(t, v, name)
 		var pv bool
@@ -457,104 +461,4 @@ func TestStagedRowsCheckedOnServer(t *testing.T) {
 	v, err := b.svc.Store.(*Store).Verify(ctx)
 	require.NoError(t, err)
 	require.True(t, v.OK(), "%v", v.Problems)
-}
-
-// BenchmarkPrep measures a COPY worker's work per parcel-like feature
-// (EWKB encoding, area, validity), and each part alone:
-// go test ./ingest/postgis -run '^$' -bench Prep.
-func BenchmarkPrep(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 2))
-	rows := make([]copyRow, 1024)
-	for i := range rows {
-		cx, cy := 2+r.Float64(), 48+r.Float64()
-		ring := starRing(r, cx, cy, 2e-4, 1.5e-4, 5+r.IntN(8), false, false)
-		p, err := geom.NewPolygon(geom.XY).SetCoords([][]geom.Coord{ring})
-		if err != nil {
-			b.Fatal(err)
-		}
-		mp := geom.NewMultiPolygon(geom.XY).SetSRID(4326)
-		if err := mp.Push(p); err != nil {
-			b.Fatal(err)
-		}
-		rows[i] = copyRow{index: int64(i), layer: "parcels", props: []byte(`{"id":"p1234567","use":"residential"}`), geom: mp}
-	}
-	b.Run("batch", func(b *testing.B) {
-		p := newPrep(1, false)
-		for i := 0; b.Loop(); i++ {
-			batch := &copyBatch{rows: rows[(i%16)*64 : (i%16+1)*64]}
-			p.batch(batch)
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/feature")
-	})
-	b.Run("area", func(b *testing.B) {
-		var s geodesic.Scratch
-		for i := 0; b.Loop(); i++ {
-			geodesic.Area(rows[i%len(rows)].geom, &s)
-		}
-	})
-	var buf bytes.Buffer
-	wkbs := make([][]byte, len(rows))
-	for i, row := range rows {
-		buf.Reset()
-		if err := ewkb.Write(&buf, ewkb.NDR, row.geom); err != nil {
-			b.Fatal(err)
-		}
-		wkbs[i] = bytes.Clone(buf.Bytes())
-	}
-	b.Run("validity", func(b *testing.B) { // validity.Certain, else GEOS
-		p := newPrep(1, false)
-		defer p.close()
-		for i := 0; b.Loop(); i++ {
-			p.validity(rows[i%len(rows)].geom, wkbs[i%len(wkbs)])
-		}
-	})
-	b.Run("geos", func(b *testing.B) {
-		vc := newValidityChecker()
-		defer vc.close()
-		for i := 0; b.Loop(); i++ {
-			vc.valid(wkbs[i%len(wkbs)])
-		}
-	})
-}
-
-// FuzzPrep feeds arbitrary coordinates (NaN, infinities, huge, repeated,
-// unclosed rings) to a COPY worker's area and validity: no crash, and an
-// area is either left to the server or finite.
-func FuzzPrep(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 240, 63}, uint8(4))
-	f.Add(bytes.Repeat([]byte{0xff}, 64), uint8(3))
-	f.Fuzz(func(t *testing.T, data []byte, n uint8) {
-		var coords []float64
-		for len(data) >= 8 {
-			coords = append(coords, math.Float64frombits(binary.LittleEndian.Uint64(data)))
-			data = data[8:]
-		}
-		if len(coords)%2 == 1 {
-			coords = coords[:len(coords)-1]
-		}
-		if len(coords) == 0 {
-			return
-		}
-		ring := make([]geom.Coord, 0, len(coords)/2+1)
-		for i := 0; i < len(coords); i += 2 {
-			ring = append(ring, geom.Coord{coords[i], coords[i+1]})
-		}
-		if n%2 == 0 {
-			ring = append(ring, ring[0]) // closed
-		}
-		p, err := geom.NewPolygon(geom.XY).SetCoords([][]geom.Coord{ring})
-		if err != nil {
-			return
-		}
-		mp := geom.NewMultiPolygon(geom.XY).SetSRID(4326)
-		if err := mp.Push(p); err != nil {
-			return
-		}
-		b := &copyBatch{rows: []copyRow{{index: 1, layer: "l", props: []byte("{}"), geom: mp}}}
-		newPrep(1, false).batch(b)
-		require.NoError(t, b.err)
-		if a, ok := geodesic.Area(mp, nil); ok {
-			require.False(t, math.IsNaN(a) || math.IsInf(a, 0), "area %g", a)
-		}
-	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/geoingest/geoingest/ingest/localfs"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -53,6 +54,26 @@ func newTestService(pool *pgxpool.Pool, metrics *ingest.Metrics, log *slog.Logge
 	svc := ingest.NewService(NewStore(pool, metrics, log), metrics, log)
 	svc.Lease = time.Minute
 	return svc
+}
+
+// hooked returns ctx with a test hook for the jobs of the worker owner:
+// beforeWrite (when not nil) is called before each one's write gate, and
+// with noHeartbeat its lease is never renewed.
+func hooked(ctx context.Context, owner string, noHeartbeat bool, beforeWrite func()) context.Context {
+	return testhook.WithHook(ctx, func(point string, w testhook.Where) bool {
+		if w.Owner != owner {
+			return false
+		}
+		switch point {
+		case testhook.BeforeWrite:
+			if beforeWrite != nil {
+				beforeWrite()
+			}
+		case testhook.Heartbeat:
+			return noHeartbeat
+		}
+		return false
+	})
 }
 
 func localJob(t *testing.T, path string, p ingest.Params) ingest.Job {
@@ -182,7 +203,7 @@ func TestWriteGateStopsConcurrentDuplicate(t *testing.T) {
 			r, err := openLocal(f.Path)
 			require.NoError(t, err)
 			defer r.Close()
-			wr, err := b.svc.Store.Write(ctx, job, "worker", r, f)
+			wr, err := b.svc.Store.Write(ctx, job, "worker", ingest.LogLayers(r), f)
 			require.NoError(t, err)
 			outcomes[i] = wr.Outcome
 		}(i)
@@ -209,24 +230,24 @@ func TestStolenLease(t *testing.T) {
 	ctx := context.Background()
 
 	a := newTestService(b.pool, b.metrics, b.svc.Log)
-	a.Lease, a.NoHeartbeat = 500*time.Millisecond, true
+	a.Lease = 500 * time.Millisecond
 	bw := newTestService(b.pool, b.metrics, b.svc.Log)
 
 	aReady, bClaimed, aDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	a.BeforeWrite = func(ingest.Job) {
+	actx := hooked(ctx, a.Owner, true, func() {
 		close(aReady)
 		<-bClaimed // B has taken over our expired lease
-	}
-	bw.BeforeWrite = func(ingest.Job) {
+	})
+	bctx := hooked(ctx, bw.Owner, false, func() {
 		close(bClaimed)
 		<-aDone // let A commit first
-	}
+	})
 	var resA, resB ingest.Result
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		resA = a.Run(ctx, localJob(t, epinay, ingest.DefaultParams("parcels")))
+		resA = a.Run(actx, localJob(t, epinay, ingest.DefaultParams("parcels")))
 		close(aDone)
 	}()
 	go func() {
@@ -238,7 +259,7 @@ func TestStolenLease(t *testing.T) {
 			if c, err := bw.Store.Claim(ctx, job, "probe", time.Millisecond); err == nil && c.Result == ingest.ClaimWon {
 				// The probe claim expires at once; B's real Run claims next.
 				time.Sleep(5 * time.Millisecond)
-				resB = bw.Run(ctx, job)
+				resB = bw.Run(bctx, job)
 				return
 			}
 		}
@@ -312,12 +333,12 @@ func TestHeartbeatKeepsLease(t *testing.T) {
 	slow.Lease = 600 * time.Millisecond
 	inWrite := make(chan struct{})
 	release := make(chan struct{})
-	slow.BeforeWrite = func(ingest.Job) {
+	sctx := hooked(ctx, slow.Owner, false, func() {
 		close(inWrite)
 		<-release
-	}
+	})
 	done := make(chan ingest.Result)
-	go func() { done <- slow.Run(ctx, localJob(t, epinay, ingest.DefaultParams("parcels"))) }()
+	go func() { done <- slow.Run(sctx, localJob(t, epinay, ingest.DefaultParams("parcels"))) }()
 	<-inWrite
 	other := newTestService(b.pool, b.metrics, b.svc.Log)
 	for i := 0; i < 6; i++ { // 1.8 s: three lease periods

@@ -34,8 +34,8 @@ func (f fileFetcher) Fetch(_ context.Context, dir string) (ingest.Fetched, error
 	}
 	defer in.Close()
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(out, h), in)
-	return ingest.Fetched{Path: dst, ContentHash: hex.EncodeToString(h.Sum(nil))}, err
+	n, err := io.Copy(io.MultiWriter(out, h), in)
+	return ingest.Fetched{Path: dst, ContentHash: hex.EncodeToString(h.Sum(nil)), Size: n}, err
 }
 
 // squares writes a GeoJSON file of n squares of side size degrees near

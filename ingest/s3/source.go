@@ -124,14 +124,15 @@ func (f *s3Fetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, erro
 		return ingest.Fetched{}, &ingest.Error{Kind: ingest.Transient, Err: err}
 	}
 	var sums []string
+	var size int64
 	for _, p := range f.parts {
-		sum, err := f.get(ctx, dir, p)
+		sum, n, err := f.get(ctx, dir, p)
 		if err != nil {
 			return ingest.Fetched{}, err
 		}
-		sums = append(sums, sum)
+		sums, size = append(sums, sum), size+n
 	}
-	out := ingest.Fetched{Path: filepath.Join(dir, localName(f.parts[0].key)), ContentHash: sums[0]}
+	out := ingest.Fetched{Path: filepath.Join(dir, localName(f.parts[0].key)), ContentHash: sums[0], Size: size}
 	if len(f.parts) > 1 {
 		h := sha256.New()
 		for i, p := range f.parts {
@@ -151,7 +152,8 @@ func localName(key string) string {
 	return strings.ReplaceAll(n, string(filepath.Separator), "_")
 }
 
-func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, error) {
+// get downloads part p into dir: its SHA-256 (hex) and size in bytes.
+func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, int64, error) {
 	in := &awss3.GetObjectInput{Bucket: &f.bucket, Key: &p.key}
 	if p.versionID != "" {
 		in.VersionId = &p.versionID
@@ -166,17 +168,17 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, erro
 	resp, err := f.client.GetObject(ctx, in)
 	if err != nil {
 		if notFound(err) && !named {
-			return "", &ingest.Error{Kind: ingest.Transient, Err: fmt.Errorf("%w: %s disappeared", ingest.ErrIncompleteShapefile, name)}
+			return "", 0, &ingest.Error{Kind: ingest.Transient, Err: fmt.Errorf("%w: %s disappeared", ingest.ErrIncompleteShapefile, name)}
 		}
 		if named && p.versionID == "" && preconditionFailed(err) {
-			return "", &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("get %s: %w (If-Match ETag %s: 412): this version is superseded",
+			return "", 0, &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("get %s: %w (If-Match ETag %s: 412): this version is superseded",
 				name, ingest.ErrObjectChanged, p.etag)}
 		}
-		return "", classifyS3(err, "get %s", name)
+		return "", 0, classifyS3(err, "get %s", name)
 	}
 	defer resp.Body.Close()
 	if p.versionID != "" && resp.VersionId != nil && *resp.VersionId != p.versionID {
-		return "", ingest.Permanentf("get %s: server returned version %s, not %s", name, *resp.VersionId, p.versionID)
+		return "", 0, ingest.Permanentf("get %s: server returned version %s, not %s", name, *resp.VersionId, p.versionID)
 	}
 	if p.versionID == "" && p.etag != "" && resp.ETag != nil && strings.Trim(*resp.ETag, `"`) != p.etag {
 		err := fmt.Errorf("get %s: object changed since the event (ETag %s, event says %s): the new version is a new job",
@@ -185,22 +187,22 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, erro
 			err = fmt.Errorf("get %s: %w (ETag %s, event says %s): this version is superseded",
 				name, ingest.ErrObjectChanged, strings.Trim(*resp.ETag, `"`), p.etag)
 		}
-		return "", &ingest.Error{Kind: ingest.Permanent, Err: err}
+		return "", 0, &ingest.Error{Kind: ingest.Permanent, Err: err}
 	}
 	dst := filepath.Join(dir, localName(p.key))
 	file, err := os.Create(dst)
 	if err != nil {
-		return "", ingest.Transientf("%s: %w", dst, err)
+		return "", 0, ingest.Transientf("%s: %w", dst, err)
 	}
 	var h hash.Hash = sha256.New()
-	_, err = io.Copy(io.MultiWriter(file, h), testhook.Reader(resp.Body, testhook.DuringDownload))
+	n, err := io.Copy(io.MultiWriter(file, h), testhook.Reader(ctx, resp.Body, testhook.DuringDownload, testhook.Where{}))
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "", ingest.Transientf("download %s: %w", name, err)
+		return "", 0, ingest.Transientf("download %s: %w", name, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // notFound reports whether err is S3's "no such key/version".

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/reportsvg"
 )
 
 //go:embed templates/*.html
@@ -201,7 +202,7 @@ func (h *Handler) drawMap(ctx context.Context) ([]byte, error) {
 		h.mapErr = errNoMap
 	default:
 		var buf bytes.Buffer
-		if err := rep.WriteSVG(&buf); err != nil {
+		if err := reportsvg.Write(&buf, rep); err != nil {
 			return nil, err
 		}
 		h.mapSVG = buf.Bytes()

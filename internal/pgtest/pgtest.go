@@ -1,45 +1,37 @@
-// Package pgtest gives each test its own PostGIS database with geoingest's
-// migrations applied.
+// Package pgtest gives each test of geoingest's own packages its own
+// PostGIS database with geoingest's migrations applied: one
+// postgistest.Server per test package, started on first use, and the
+// fault injection the outage tests need (Restart, Outage).
 //
-// The server comes from, in order: TEST_DATABASE_URL (a server on which the
-// user may CREATE DATABASE); a PostGIS container through testcontainers-go
-// (postgistest.StartContainer) when a Docker API answers or
+// The server is postgistest's, in its order: TEST_DATABASE_URL (a server
+// on which the user may CREATE DATABASE); a PostGIS container through
+// testcontainers-go when a Docker API answers or
 // GEOINGEST_TEST_POSTGIS=container asks for one, of the image
 // GEOINGEST_POSTGIS_IMAGE (default postgistest.DefaultImage); a private
 // throwaway cluster started with the machine's initdb/pg_ctl and PostGIS
 // (or GEOINGEST_TEST_POSTGIS=cluster). When none can be had the test fails
 // with what to install: it never silently skips.
 //
-// Call pgtest.Main from TestMain so that a private cluster is stopped when
-// the package's tests end.
+// Call pgtest.Main from TestMain so that the server is stopped when the
+// package's tests end.
 package pgtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/pgcluster"
-	"github.com/geoingest/geoingest/migrations"
 	"github.com/geoingest/geoingest/postgistest"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var (
 	mu        sync.Mutex
-	adminURL  string // a superuser connection to the "postgres" database
-	template  string
+	srv       *postgistest.Server
 	setupErr  error
 	setupDone bool
-	counter   atomic.Int64
-	stopFns   []func()
 )
 
 // Main runs the package's tests, then runs cleanups (for servers the
@@ -51,56 +43,38 @@ func Main(m *testing.M, cleanups ...func()) {
 		f()
 	}
 	mu.Lock()
-	for _, f := range stopFns {
-		f()
+	if srv != nil {
+		_ = srv.Close()
 	}
 	mu.Unlock()
 	os.Exit(code)
+}
+
+// server returns the package's server, starting it on first use; it
+// fails the test when there is none.
+func server(t testing.TB) *postgistest.Server {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if !setupDone {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		srv, setupErr = postgistest.Start(ctx, postgistest.Options{Logf: func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "pgtest: "+format+"\n", args...)
+		}})
+		cancel()
+		setupDone = true
+	}
+	if setupErr != nil {
+		t.Fatalf("pgtest: no PostGIS server for tests: %v", setupErr)
+	}
+	return srv
 }
 
 // NewDB creates a fresh database with the migrations applied and returns
 // its connection string. The database is dropped at cleanup.
 func NewDB(t testing.TB) string {
 	t.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	if !setupDone {
-		setupErr = setup()
-		setupDone = true
-	}
-	if setupErr != nil {
-		t.Fatalf("pgtest: no PostGIS server for tests: %v", setupErr)
-	}
-	name := fmt.Sprintf("geoingest_test_%d_%d", os.Getpid(), counter.Add(1))
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	defer conn.Close(ctx)
-	// The server may still be closing the migration's connection to the
-	// template (SQLSTATE 55006): retry briefly.
-	for attempt := 0; ; attempt++ {
-		_, err = conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
-			pgx.Identifier{name}.Sanitize(), pgx.Identifier{template}.Sanitize()))
-		var pgErr *pgconn.PgError
-		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" || attempt == 50 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, adminURL)
-		if err != nil {
-			return
-		}
-		defer c.Close(ctx)
-		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	})
-	return withDB(adminURL, name)
+	return server(t).NewDB(t)
 }
 
 // AdminURL returns a superuser connection string to the test server's
@@ -108,72 +82,15 @@ func NewDB(t testing.TB) string {
 // server). It starts the server if needed.
 func AdminURL(t testing.TB) string {
 	t.Helper()
-	NewDB(t)
-	return adminURL
+	return server(t).AdminURL()
 }
 
-func setup() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	switch {
-	case os.Getenv("TEST_DATABASE_URL") != "":
-		adminURL = os.Getenv("TEST_DATABASE_URL")
-	case postgistest.Options{}.WithDefaults().WantsContainer():
-		c, err := postgistest.StartContainer(ctx, postgistest.Options{}.WithDefaults().Image)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "pgtest: PostGIS in %s\n", c)
-		adminURL = c.URL
-		stopFns = append(stopFns, func() { _ = c.Terminate(context.Background()) })
-	default:
-		dir, err := os.MkdirTemp("", "geoingest-pgtest-")
-		if err != nil {
-			return err
-		}
-		// The server may run as another OS user: let it reach its directory.
-		if err := os.Chmod(dir, 0o755); err != nil {
-			return err
-		}
-		c, err := pgcluster.Start(ctx, dir+"/pgdata", nil)
-		if err != nil {
-			os.RemoveAll(dir)
-			return err
-		}
-		adminURL = c.URL("postgres")
-		stopFns = append(stopFns, func() {
-			_ = c.Stop(context.Background())
-			os.RemoveAll(dir)
-		})
+// adminURL is the started server's admin URL, "" before it starts.
+func adminURL() string {
+	mu.Lock()
+	defer mu.Unlock()
+	if srv == nil {
+		return ""
 	}
-	template = fmt.Sprintf("geoingest_template_%d", os.Getpid())
-	if err := pgcluster.EnsureDatabase(ctx, adminURL, template); err != nil {
-		return fmt.Errorf("create template: %w", err)
-	}
-	if _, err := migrations.Up(withDB(adminURL, template)); err != nil {
-		return err
-	}
-	stopFns = append([]func(){func() {
-		c, err := pgx.Connect(context.Background(), adminURL)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{template}.Sanitize()+" WITH (FORCE)")
-			c.Close(context.Background())
-		}
-	}}, stopFns...)
-	return nil
-}
-
-// withDB returns url with its database replaced by name.
-func withDB(url, name string) string {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return url
-	}
-	host := cfg.Host
-	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable",
-		quote(host), cfg.Port, quote(cfg.User), quote(cfg.Password), quote(name))
-}
-
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+	return srv.AdminURL()
 }

@@ -51,9 +51,7 @@ func Restart(ctx context.Context, t testing.TB, down time.Duration) error {
 // serves the tests (its Unix socket lives there), or an error when the
 // server is not one pgtest started with pg_ctl.
 func clusterDir() (string, error) {
-	mu.Lock()
-	url := adminURL
-	mu.Unlock()
+	url := adminURL()
 	if url == "" {
 		return "", fmt.Errorf("pgtest: no server started yet (call NewDB first)")
 	}
@@ -83,10 +81,7 @@ func Outage(ctx context.Context, t testing.TB, dbURL string, down time.Duration)
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
-	mu.Lock()
-	url := adminURL
-	mu.Unlock()
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgx.Connect(ctx, adminURL())
 	if err != nil {
 		return fmt.Errorf("pgtest: outage: %w", err)
 	}

@@ -1,4 +1,4 @@
-package postgis
+package prepare
 
 import (
 	"encoding/binary"
@@ -19,7 +19,7 @@ const (
 // the multipolygon's header with its SRID when it has one, then each
 // polygon with a header of its own (type and dimension flags, no SRID),
 // its rings and their coordinates. It allocates nothing beyond dst's
-// growth: the COPY workers encode every row with it.
+// growth: the preparation workers encode every row with it.
 func appendEWKB(dst []byte, mp *geom.MultiPolygon) []byte {
 	var dims uint32
 	switch mp.Layout() {

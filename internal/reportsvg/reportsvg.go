@@ -1,4 +1,6 @@
-package ingest
+// Package reportsvg draws an area report (ingest.Report) as an SVG
+// choropleth map: presentation, kept out of the domain.
+package reportsvg
 
 import (
 	"bufio"
@@ -8,6 +10,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/geoingest/geoingest/ingest"
 )
 
 // svgPalette is a five-class sequential palette (ColorBrewer YlGnBu),
@@ -15,23 +19,23 @@ import (
 // one.
 var svgPalette = []string{"#ffffcc", "#a1dab4", "#41b6c4", "#2c7fb8", "#253494"}
 
-// WriteSVG writes the report as an SVG choropleth map: every admin unit
+// Write writes the report r as an SVG choropleth map: every admin unit
 // shaded by the share of its area that the report gives to parcels
 // (parcel area / unit area, in five quantile classes), with a legend, the report's total, what is in no unit and the
 // admin check, and a title naming the method, the pipeline version and
 // the time. Units that overlap another are outlined in red. The map is
 // equirectangular, scaled by the cosine of the middle latitude so that
 // shapes look right away from the equator. The report must have been run
-// with AreaQuery.Shapes. The file is plain SVG 1.1 with no script, fonts
+// with ingest.AreaQuery.Shapes. The file is plain SVG 1.1 with no script, fonts
 // or external reference.
-func (r *Report) WriteSVG(w io.Writer) error {
+func Write(w io.Writer, r *ingest.Report) error {
 	const (
 		width   = 1000.0
 		mapW    = 700.0
 		margin  = 20.0
 		headerH = 70.0
 	)
-	var units []UnitCell
+	var units []ingest.UnitCell
 	xmin, ymin, xmax, ymax := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
 	for _, u := range r.Units {
 		if u.UnitID == 0 || u.Path == "" {
@@ -42,13 +46,13 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		xmax, ymax = math.Max(xmax, u.XMax), math.Max(ymax, u.YMax)
 	}
 	// cell is what the report's method gives the unit.
-	cell := func(u UnitCell) (int64, float64) {
-		if r.Method == MethodIntersection {
+	cell := func(u ingest.UnitCell) (int64, float64) {
+		if r.Method == ingest.MethodIntersection {
 			return u.IntParcels, u.IntAreaM2
 		}
 		return u.PosParcels, u.PosAreaM2
 	}
-	share := func(u UnitCell) float64 {
+	share := func(u ingest.UnitCell) float64 {
 		if _, a := cell(u); u.UnitAreaM2 > 0 {
 			return a / u.UnitAreaM2
 		}
@@ -109,7 +113,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 		width, height, width, height)
 	p(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
 	what := "parcel area by point on surface"
-	if r.Method == MethodIntersection {
+	if r.Method == ingest.MethodIntersection {
 		what = "parcel area by intersection"
 	}
 	version := r.PipelineVersion
@@ -119,7 +123,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	p(`<text x="%.0f" y="32" font-size="20" font-weight="bold">%s</text>`+"\n", margin,
 		esc(fmt.Sprintf("Share of each admin unit covered by parcels (%s)", what)))
 	p(`<text x="%.0f" y="56" font-size="13" fill="#444">%s</text>`+"\n", margin,
-		esc(fmt.Sprintf("geoingest · pipeline %s version %s · admin key %q · %s", Pipeline, version, r.AdminKey,
+		esc(fmt.Sprintf("geoingest · pipeline %s version %s · admin key %q · %s", ingest.Pipeline, version, r.AdminKey,
 			r.GeneratedAt.UTC().Format("2006-01-02 15:04:05 UTC"))))
 
 	// The units.

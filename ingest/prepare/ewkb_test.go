@@ -1,4 +1,4 @@
-package postgis
+package prepare
 
 import (
 	"bytes"

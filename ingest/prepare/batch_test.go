@@ -1,4 +1,4 @@
-package postgis
+package prepare
 
 import (
 	"testing"
@@ -7,10 +7,10 @@ import (
 	"github.com/twpayne/go-geom"
 )
 
-// TestCopyBatchKeepsCopies: a batch's rows do not change when the
+// TestBatchKeepsCopies: a batch's rows do not change when the
 // reader reuses its buffers, rows do not share slices with each other,
 // and a reused batch drops a buffer a huge feature grew.
-func TestCopyBatchKeepsCopies(t *testing.T) {
+func TestBatchKeepsCopies(t *testing.T) {
 	props := []byte(`{"a":1}`)
 	mp := geom.NewMultiPolygon(geom.XY).MustSetCoords([][][]geom.Coord{
 		{{{0, 0}, {1, 0}, {1, 1}, {0, 0}}},
@@ -18,22 +18,22 @@ func TestCopyBatchKeepsCopies(t *testing.T) {
 	}).SetSRID(4326)
 	want := mp.Clone()
 
-	b := &copyBatch{}
-	b.keep(copyRow{index: 7, props: props, geom: mp})
+	b := &batch{}
+	b.keep(Feature{Index: 7, Props: props, Geom: mp})
 	props[2] = 'X'
 	mp.FlatCoords()[0] = 99
 	other := geom.NewMultiPolygon(geom.XY).MustSetCoords([][][]geom.Coord{{{{2, 2}, {3, 2}, {3, 3}, {2, 2}}}}).SetSRID(4326)
-	b.keep(copyRow{index: 8, props: []byte(`{}`), geom: other})
+	b.keep(Feature{Index: 8, Props: []byte(`{}`), Geom: other})
 
-	require.Equal(t, `{"a":1}`, string(b.rows[0].props))
-	require.Equal(t, want.FlatCoords(), b.rows[0].geom.FlatCoords())
-	require.Equal(t, want.Endss(), b.rows[0].geom.Endss())
-	require.Equal(t, 4326, b.rows[0].geom.SRID())
-	require.Equal(t, other.FlatCoords(), b.rows[1].geom.FlatCoords())
+	require.Equal(t, `{"a":1}`, string(b.rows[0].Props))
+	require.Equal(t, want.FlatCoords(), b.rows[0].Geom.FlatCoords())
+	require.Equal(t, want.Endss(), b.rows[0].Geom.Endss())
+	require.Equal(t, 4326, b.rows[0].Geom.SRID())
+	require.Equal(t, other.FlatCoords(), b.rows[1].Geom.FlatCoords())
 
 	// Appending to one row's slices must not reach the next row's.
-	p0 := append(b.rows[0].props, '!')
-	require.Equal(t, `{}`, string(b.rows[1].props))
+	p0 := append(b.rows[0].Props, '!')
+	require.Equal(t, `{}`, string(b.rows[1].Props))
 	_ = p0
 
 	huge := make([]geom.Coord, 0, 200000)
@@ -41,7 +41,7 @@ func TestCopyBatchKeepsCopies(t *testing.T) {
 		huge = append(huge, geom.Coord{float64(i), float64(i % 7)})
 	}
 	huge = append(huge, huge[0])
-	b.keep(copyRow{index: 9, props: []byte(`{}`), geom: geom.NewMultiPolygon(geom.XY).MustSetCoords([][][]geom.Coord{{huge}})})
+	b.keep(Feature{Index: 9, Props: []byte(`{}`), Geom: geom.NewMultiPolygon(geom.XY).MustSetCoords([][][]geom.Coord{{huge}})})
 	b.reset()
 	require.Empty(t, b.rows)
 	require.Nil(t, b.flat, "a buffer grown past keepBytes is dropped")

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package postgis
+package validity
 
 /*
 #cgo LDFLAGS: -lgeos_c
@@ -37,13 +37,15 @@ import (
 	"unsafe"
 )
 
-// validityChecker decides whether a geometry is valid as PostGIS's
+// Checker decides whether a geometry is valid as PostGIS's
 // ST_IsValid does: GEOSisValid (libgeos_c, the library PostGIS links) of
 // the geometry GEOS builds from it; a geometry GEOS refuses to build, such
 // as a ring of fewer than four points or one that is not closed, is
-// invalid, as ST_IsValid reports it. It holds a GEOS context of its own:
-// one per goroutine. Its C memory is freed when it is garbage collected.
-type validityChecker struct {
+// invalid, as ST_IsValid reports it. It is what a caller asks when
+// Certain cannot prove a geometry valid. It holds a GEOS context of its
+// own: one per goroutine. Its C memory is freed by Close or, failing
+// that, when it is garbage collected.
+type Checker struct {
 	h       C.GEOSContextHandle_t
 	r       *C.GEOSWKBReader
 	cleanup runtime.Cleanup
@@ -63,8 +65,9 @@ func (g geosHandles) free() {
 	C.GEOS_finish_r(g.h)
 }
 
-func newValidityChecker() *validityChecker {
-	v := &validityChecker{h: C.geoingest_geos_init()}
+// NewChecker returns a Checker with a GEOS context of its own.
+func NewChecker() *Checker {
+	v := &Checker{h: C.geoingest_geos_init()}
 	if v.h == nil {
 		return v
 	}
@@ -73,8 +76,8 @@ func newValidityChecker() *validityChecker {
 	return v
 }
 
-// close frees the checker's GEOS context now; it must not be used after.
-func (v *validityChecker) close() {
+// Close frees the checker's GEOS context now; it must not be used after.
+func (v *Checker) Close() {
 	if v.h == nil {
 		return
 	}
@@ -83,9 +86,9 @@ func (v *validityChecker) close() {
 	v.h, v.r = nil, nil
 }
 
-// valid returns the verdict for the geometry in (E)WKB, and whether it
+// Valid returns the verdict for the geometry in (E)WKB, and whether it
 // could decide.
-func (v *validityChecker) valid(wkb []byte) (valid, known bool) {
+func (v *Checker) Valid(wkb []byte) (valid, known bool) {
 	if v.h == nil || v.r == nil || len(wkb) == 0 {
 		return false, false
 	}

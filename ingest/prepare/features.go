@@ -1,0 +1,155 @@
+// Package prepare is the stage between reading an upload and writing it:
+// it applies a job's feature policies (null geometry, wrong type), makes
+// every polygonal geometry a MultiPolygon with a known SRID, refuses
+// EPSG:4326 coordinates that cannot be longitudes and latitudes, and, on
+// several workers, encodes each feature as EWKB and computes its area
+// (geomio/geodesic) and validity (geomio/validity), yielding the prepared
+// features in batches in their input order. It knows nothing of the
+// database: a driver supplies the SRID check and the encoding of a
+// prepared row (RowEncoder).
+package prepare
+
+import (
+	"context"
+
+	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/geomio/lonlat"
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/twpayne/go-geom"
+)
+
+// Feature is one feature ready to be prepared: its geometry a
+// MultiPolygon with a known SRID.
+type Feature struct {
+	Index int64
+	Layer string
+	Props []byte // JSON object, "{}" when the feature has none
+	Geom  *geom.MultiPolygon
+}
+
+// KnownSRID reports whether the database can store geometries in srid.
+// An error is the database's (it is reported Transient).
+type KnownSRID func(ctx context.Context, srid int) (bool, error)
+
+// Features reads a geomio.Reader for writing: it skips or refuses (by the
+// job's Params) null and empty geometries and non-polygonal ones, promotes
+// a Polygon to a MultiPolygon, and requires every geometry's SRID to be
+// known (and, for EPSG:4326, its coordinates to be longitudes and
+// latitudes). It holds one feature at a time. Run prepares what it yields.
+type Features struct {
+	ctx   context.Context
+	r     geomio.Reader
+	p     ingest.Params
+	known KnownSRID
+	row   Feature
+	err   error
+
+	// switched: a Direct run stopped at a feature in another CRS, which
+	// is in row and is the first that the next (Staged) run yields.
+	switched, pending bool
+
+	// SkippedNull and SkippedType count the features the policies
+	// skipped.
+	SkippedNull, SkippedType int64
+
+	// Invalid holds the indexes of the features the workers found
+	// invalid (ST_IsValid false), in input order. ServerCheck is set when
+	// some feature went without an area and validity, for the database to
+	// measure and check (see Prepared.Measured).
+	Invalid     []int64
+	ServerCheck bool
+}
+
+// New returns the Features of r under the policies of p, with known
+// deciding which SRIDs can be written.
+func New(ctx context.Context, r geomio.Reader, p ingest.Params, known KnownSRID) *Features {
+	return &Features{ctx: ctx, r: r, p: p, known: known}
+}
+
+// Switched reports whether a Direct run stopped at a feature not in
+// EPSG:4326: that feature and the rest are for a Staged run.
+func (f *Features) Switched() bool { return f.switched }
+
+// Err is the error the features stopped on: the reader's (with its
+// classification) or a policy's (Permanent), nil at their end.
+func (f *Features) Err() error { return f.err }
+
+// next advances to the next feature to write, in f.row. With direct, a
+// geometry in another CRS than EPSG:4326 ends the features with
+// f.switched set, and is kept for the next call without direct.
+func (f *Features) next(direct bool) bool {
+	if f.pending {
+		f.pending = false
+		return true
+	}
+	for f.r.Next() {
+		ft := f.r.Feature()
+		if ft.Geom == nil || ft.Geom.Empty() {
+			if f.p.NullGeometry == ingest.PolicyFail {
+				f.err = ingest.Permanentf("feature %d: null or empty geometry (null-geometry policy is fail)", ft.Index)
+				return false
+			}
+			f.SkippedNull++
+			continue
+		}
+		var mp *geom.MultiPolygon
+		switch t := ft.Geom.(type) {
+		case *geom.MultiPolygon:
+			mp = t
+		case *geom.Polygon:
+			mp = geom.NewMultiPolygon(geom.XY).SetSRID(t.SRID())
+			if err := mp.Push(t); err != nil {
+				f.err = ingest.Permanentf("feature %d: %w", ft.Index, err)
+				return false
+			}
+		default:
+			if f.p.WrongType == ingest.PolicyFail {
+				f.err = ingest.Permanentf("feature %d: %T is not polygonal (wrong-type policy is fail)", ft.Index, ft.Geom)
+				return false
+			}
+			f.SkippedType++
+			continue
+		}
+		srid := mp.SRID()
+		if srid == 0 {
+			f.err = ingest.Permanentf("layer %q: unknown CRS (no .prj or crs member that names one); give the source SRID (--source-srid) if you know it", ft.Layer)
+			return false
+		}
+		known, err := f.known(f.ctx, srid)
+		if err != nil {
+			f.err = ingest.Transientf("check srid: %w", err)
+			return false
+		}
+		if !known {
+			f.err = ingest.Permanentf("layer %q: EPSG:%d is not a CRS that PostGIS knows (spatial_ref_sys)", ft.Layer, srid)
+			return false
+		}
+		if srid == 4326 {
+			// The layer says (or the caller said) longitude/latitude, but
+			// projected coordinates are common under a wrong .prj or crs.
+			// Nothing downstream would notice (no transform from 4326),
+			// and the areas would be nonsense, so refuse, as geomio does
+			// for GeoJSON without a crs member.
+			if !lonlat.Within(mp.FlatCoords(), mp.Stride(), lonlat.Slack) {
+				b := mp.Bounds()
+				f.err = ingest.Permanentf("layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range, but the CRS is EPSG:4326: the .prj, the crs member or --source-srid is wrong",
+					ft.Layer, ft.Index, b.Min(0), b.Min(1), b.Max(0), b.Max(1))
+				return false
+			}
+		}
+		props := ft.Properties
+		if len(props) == 0 {
+			props = []byte("{}")
+		}
+		f.row = Feature{Index: ft.Index, Layer: ft.Layer, Props: props, Geom: mp}
+		if direct && srid != 4326 {
+			f.switched, f.pending = true, true
+			return false
+		}
+		return true
+	}
+	if err := f.r.Err(); err != nil {
+		f.err = err
+	}
+	return false
+}
