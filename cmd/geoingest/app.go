@@ -16,7 +16,9 @@ type app struct {
 	pool    *pgxpool.Pool
 	metrics *ingest.Metrics
 	store   ingest.Store
-	svc     *ingest.Service
+	// compactor folds own partitions into the shared ones (the store).
+	compactor ingest.Compactor
+	svc       *ingest.Service
 }
 
 // open is the preamble of every command that uses the database, written
@@ -35,7 +37,7 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	metrics := ingest.NewMetrics(reg)
 	store := postgis.NewStore(pool, metrics, m.Log)
 	svc := ingest.NewService(store, metrics, m.Log)
-	return &app{pool: pool, metrics: metrics, store: store, svc: svc}, nil
+	return &app{pool: pool, metrics: metrics, store: store, compactor: store, svc: svc}, nil
 }
 
 // Close closes the database pool.
