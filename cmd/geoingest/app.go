@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
@@ -36,6 +38,14 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	}
 	metrics := ingest.NewMetrics(reg)
 	store := postgis.NewStore(pool, metrics, m.Log)
+	if v := m.Getenv("GEOINGEST_OWN_PARTITION_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			pool.Close()
+			return nil, fmt.Errorf("GEOINGEST_OWN_PARTITION_BYTES: %q is not a positive number of bytes", v)
+		}
+		store.OwnPartitionBytes = n
+	}
 	svc := ingest.NewService(store, metrics, m.Log)
 	return &app{pool: pool, metrics: metrics, store: store, compactor: store, svc: svc}, nil
 }
