@@ -30,16 +30,23 @@ func (m *Main) addAWSFlags(fs *flag.FlagSet, a *awsFlags) {
 	fs.DurationVar(&a.maxBackoff, "aws-max-backoff", m.envDuration("GEOINGEST_AWS_MAX_BACKOFF", 20*time.Second), "longest delay between two attempts of an S3 or SQS request (jittered exponential backoff) (env GEOINGEST_AWS_MAX_BACKOFF)")
 }
 
+// validate refuses values the SDK cannot use.
+func (a awsFlags) validate() error {
+	switch {
+	case a.maxAttempts < 1:
+		return fmt.Errorf("--aws-max-attempts must be at least 1")
+	case a.maxBackoff <= 0:
+		return fmt.Errorf("--aws-max-backoff must be positive")
+	case a.downloadTimeout < 0:
+		return fmt.Errorf("--download-timeout must not be negative")
+	}
+	return nil
+}
+
 // loadAWSConfig is config.LoadDefaultConfig with the retry policy of a.
 func loadAWSConfig(ctx context.Context, a awsFlags) (aws.Config, error) {
-	if a.maxAttempts < 1 {
-		return aws.Config{}, fmt.Errorf("--aws-max-attempts must be at least 1")
-	}
-	if a.maxBackoff <= 0 {
-		return aws.Config{}, fmt.Errorf("--aws-max-backoff must be positive")
-	}
-	if a.downloadTimeout < 0 {
-		return aws.Config{}, fmt.Errorf("--download-timeout must not be negative")
+	if err := a.validate(); err != nil {
+		return aws.Config{}, err
 	}
 	return config.LoadDefaultConfig(ctx, config.WithRetryer(func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {

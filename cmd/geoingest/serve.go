@@ -136,6 +136,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err := m.envError(); err != nil {
 		return err
 	}
+	if err := awsf.validate(); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return errUsage
