@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
@@ -113,6 +112,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	var d dbFlags
 	m.addDBFlagsLevel(fs, &d, "info")
 	var c serveConfig
+	var awsf awsFlags
+	m.addAWSFlags(fs, &awsf)
 	fs.StringVar(&c.queueURL, "queue-url", m.Getenv("GEOINGEST_QUEUE_URL"), "SQS queue of bucket event notifications (env GEOINGEST_QUEUE_URL); endpoint, region and credentials from the AWS environment (AWS_ENDPOINT_URL_SQS, AWS_REGION, ...)")
 	fs.StringVar(&c.dlqURL, "dlq-url", m.Getenv("GEOINGEST_DLQ_URL"), "SQS dead-letter queue for permanently failed messages, with the reason in the "+queue.ReasonAttribute+" attribute (env GEOINGEST_DLQ_URL)")
 	fs.StringVar(&c.inbox, "inbox", m.Getenv("GEOINGEST_INBOX"), "local inbox directory, the default when no queue URL is given (env GEOINGEST_INBOX; default $GEOINGEST_HOME/inbox or ./inbox)")
@@ -139,6 +140,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if err := m.envError(); err != nil {
+		return err
+	}
+	if err := awsf.validate(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -191,7 +195,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 
 	var inbox string
 	if c.queueURL != "" {
-		awsCfg, err := config.LoadDefaultConfig(ctx)
+		awsCfg, err := loadAWSConfig(ctx, awsf)
 		if err != nil {
 			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)
 		}
@@ -200,7 +204,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			awsStartChecks(awsCfg, sqsClient, s3Client, c.queueURL, c.dlqURL, routes)); err != nil {
 			return fmt.Errorf("start-up: %w", err)
 		}
-		cons.Objects = ingests3.Objects{Client: s3Client}
+		cons.Objects = ingests3.Objects{Client: s3Client, DownloadTimeout: awsf.downloadTimeout}
 		cons.Receiver = sqsqueue.New(sqsClient, c.queueURL,
 			sqsqueue.Options{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
 		cons.Visibility = c.visibility
