@@ -96,7 +96,6 @@ func clampPage(n int) int {
 	return n
 }
 
-
 // ParseSourcePrefix splits a source filter into a bucket ("" for any)
 // and a key prefix: "s3://b/p" is bucket b, keys starting with p;
 // "file:///d/" is local files under /d/; anything else is a key prefix in
