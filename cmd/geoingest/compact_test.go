@@ -133,3 +133,82 @@ func TestCompactKilledMidFold(t *testing.T) {
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'parcels'::regclass`))
 	requireOnceAndClean(t, db, env)
 }
+
+// ogrLayers lists the layers GDAL's PostgreSQL driver shows for the
+// database at conn (a keyword connection string), as QGIS and ogr2ogr
+// meet them: `ogrinfo -ro -so PG:...`.
+func ogrLayers(t *testing.T, conn string) []string {
+	t.Helper()
+	out, err := exec.Command("ogrinfo", "-ro", "-so", "PG:"+conn).CombinedOutput()
+	require.NoError(t, err, string(out))
+	var layers []string
+	for _, line := range strings.Split(string(out), "\n") {
+		// "1: parcels_shared (Multi Polygon)"
+		if i := strings.Index(line, ": "); i > 0 && !strings.HasPrefix(line, "INFO") {
+			name, _, _ := strings.Cut(line[i+2:], " (")
+			layers = append(layers, name)
+		}
+	}
+	return layers
+}
+
+// TestCompactRolesAndWhatClientsList: the writer compacts and the analyst
+// may not; before compaction GDAL's PostgreSQL driver lists a layer per
+// own partition (as the owner and as the analyst), after it none, and the
+// current views, which are what an analyst should open, are listed
+// throughout; verify as the analyst is clean after.
+func TestCompactRolesAndWhatClientsList(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("ogrinfo"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ogrinfo not found: GDAL (Debian: gdal-bin) is this test's client; scripts/setup.sh --test installs it")
+		}
+		t.Skip("ogrinfo not found: install GDAL (Debian: apt-get install gdal-bin, or scripts/setup.sh --test) to run this test")
+	}
+	d := setupLeastPrivilege(t)
+	asWriter := map[string]string{"DATABASE_URL": d.writer, "GEOINGEST_OWN_PARTITION_BYTES": "1"}
+	asAnalyst := map[string]string{"DATABASE_URL": d.analyst}
+	dir := t.TempDir()
+	for i, src := range []string{epinay, synthParcels, "../../testdata/corpus/montreal_landuse_overpass/export.geojson"} {
+		p := filepath.Join(dir, fmt.Sprintf("parcels-%d.geojson", i))
+		copyWithMtime(t, src, p, time.Now())
+		code, out, errOut := run(t, asWriter, "ingest", p)
+		require.Equal(t, 0, code, out+errOut)
+	}
+	admin := filepath.Join(dir, "admin.geojson")
+	copyWithMtime(t, synthAdmin, admin, time.Now())
+	code, out, errOut := run(t, asWriter, "ingest", "--target", "admin_units", admin)
+	require.Equal(t, 0, code, out+errOut)
+
+	jobLayers := func(layers []string) (n int) {
+		for _, l := range layers {
+			if strings.Contains(l, "_job_") {
+				n++
+			}
+		}
+		return n
+	}
+	for _, conn := range []string{d.owner, d.analyst} {
+		layers := ogrLayers(t, conn)
+		t.Logf("before compaction: %v", layers)
+		require.Equal(t, 4, jobLayers(layers), "a layer per own partition")
+		require.Subset(t, layers, []string{"geoingest_current_parcels", "geoingest_current_admin_units"})
+	}
+
+	code, out, errOut = run(t, asAnalyst, "compact", "--keep", "0")
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "permission denied")
+	require.EqualValues(t, 4, queryInt(t, d.owner, `SELECT count(*) FROM jobs WHERE job_ref > 0`))
+
+	code, out, errOut = run(t, map[string]string{"DATABASE_URL": d.writer}, "compact", "--keep", "0")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "4 jobs folded")
+	for _, conn := range []string{d.owner, d.analyst} {
+		layers := ogrLayers(t, conn)
+		t.Logf("after compaction: %v", layers)
+		require.Zero(t, jobLayers(layers))
+		require.Subset(t, layers, []string{"geoingest_current_parcels", "geoingest_current_admin_units"})
+	}
+	code, out, errOut = run(t, asAnalyst, "verify")
+	require.Equal(t, 0, code, out+errOut)
+}
