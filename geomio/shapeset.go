@@ -29,7 +29,14 @@ var (
 func IsShapefile(name string) bool { return strings.EqualFold(path.Ext(name), ".shp") }
 
 // IsSidecar reports whether name's extension is one of SidecarSuffixes.
-func IsSidecar(name string) bool { return hasExt(SidecarSuffixes, path.Ext(name)) }
+// A .xml is a sidecar only as a shapefile's metadata (NAME.shp.xml):
+// another .xml may be GML.
+func IsSidecar(name string) bool {
+	if ext := path.Ext(name); strings.EqualFold(ext, ".xml") {
+		return IsShapefile(strings.TrimSuffix(name, ext))
+	}
+	return hasExt(SidecarSuffixes, path.Ext(name)) || hasExt(MapInfoParts, path.Ext(name))
+}
 
 // IsRequiredSidecar reports whether ext is one of RequiredSidecars.
 func IsRequiredSidecar(ext string) bool { return hasExt(RequiredSidecars, ext) }
