@@ -78,7 +78,7 @@ func planarArea(fs []Feature) float64 {
 }
 
 const (
-	srcCounties = corpusDir + "/six_counties/six_counties.shp"                                // EPSG:4326, 6 polygons
+	srcCounties = corpusDir + "/six_counties/six_counties.shp"                                     // EPSG:4326, 6 polygons
 	srcBristol  = corpusDir + "/bristol_msoa_bng/middlelayersupperoutputareas_bristol_bng.geojson" // EPSG:27700
 )
 

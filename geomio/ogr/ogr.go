@@ -363,9 +363,9 @@ type Value struct {
 	Real float64
 	// Str is the text of a String (lists and binary fields are given as
 	// OGR formats them as text); valid until the next Field or Next.
-	Str                                          []byte
-	Year, Month, Day, Hour, Minute, TZ           int
-	Second                                       float64
+	Str                                []byte
+	Year, Month, Day, Hour, Minute, TZ int
+	Second                             float64
 }
 
 // Field returns attribute i of the current feature.
@@ -434,4 +434,3 @@ func takeErr(c *C.char) string {
 	defer C.free(unsafe.Pointer(c))
 	return C.GoString(c)
 }
-
