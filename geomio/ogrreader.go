@@ -3,8 +3,10 @@
 package geomio
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -23,6 +25,7 @@ const ogrAvailable = true
 // layer after layer in the dataset's order, keeping Index counting across
 // layers. It holds one OGR feature at a time.
 type ogrReader struct {
+	path   string // the local file GDAL reads
 	file   string // name used in errors
 	format string
 	opts   Options
@@ -58,9 +61,9 @@ type ogrLayer struct {
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
 	ds, err := ogr.Open(path, f.drivers, f.options)
 	if err != nil {
-		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: err}
+		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(err, path, file)}
 	}
-	r := &ogrReader{file: file, format: f.name, opts: opts, ds: ds, idx: base, cur: -1}
+	r := &ogrReader{path: path, file: file, format: f.name, opts: opts, ds: ds, idx: base, cur: -1}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -171,8 +174,23 @@ func (r *ogrReader) fail(problem string, err error) bool {
 	if r.cur >= 0 && r.cur < len(r.plan) {
 		lay = r.plan[r.cur].layer.Name
 	}
-	r.err = &Error{File: r.file, Problem: fmt.Sprintf("layer %q feature %d (FID %d): %s", lay, r.idx, r.fid, problem), Err: err}
+	r.err = &Error{File: r.file, Problem: fmt.Sprintf("layer %q feature %d (FID %d): %s", lay, r.idx, r.fid, problem), Err: localPathAs(err, r.path, r.file)}
 	return false
+}
+
+// localPathAs rewrites GDAL's message err, which names the local copy
+// GDAL read (path, often in a job's temporary directory, or a file beside
+// it), to name only the file within the upload: the *Error names the
+// upload.
+func localPathAs(err error, path, file string) error {
+	if err == nil {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), path, filepath.Base(file))
+	if dir := filepath.Dir(path); dir != "." && dir != "/" {
+		msg = strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
+	}
+	return errors.New(msg)
 }
 
 func (r *ogrReader) Next() bool {
