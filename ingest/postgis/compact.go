@@ -68,10 +68,10 @@ func (s *Store) Compact(ctx context.Context, o ingest.CompactOptions) (ingest.Co
 		}
 		skip = skip[:0]
 	}
-	if len(res.Folded) > 0 {
-		if _, err := s.q.NoteFolded(ctx); err != nil {
-			return res, ingest.Transientf("compact: note folded partitions: %w", err)
-		}
+	// Every round (not only one that folded): a compactor killed between
+	// a fold's commit and this leaves the next round to do it.
+	if _, err := s.q.NoteFolded(ctx); err != nil {
+		return res, ingest.Transientf("compact: note folded partitions: %w", err)
 	}
 	for {
 		dropped, err := s.dropFolded(ctx, lockTimeout)

@@ -361,3 +361,22 @@ func TestCompactSkipsJobThatDisagreesWithLedger(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{ids[0]}, v.OffendingJobs())
 }
+
+// TestCompactDropsWhatAnEarlierRoundLeft: a fold committed by a compactor
+// that died before recording what the drop waits for (here: the fold run
+// by hand) is dropped by the next round, even one with nothing to fold.
+func TestCompactDropsWhatAnEarlierRoundLeft(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, ids := ownSources(t, b, t.TempDir(), 1, 5)
+	_, err := b.pool.Exec(ctx, `SELECT geoingest_fold_job($1)`, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, 2, partitions(t, b.pool), "emptied, not dropped")
+	r, err := b.store.Compact(ctx, ingest.CompactOptions{Keep: 8})
+	require.NoError(t, err)
+	require.Empty(t, r.Folded)
+	require.Equal(t, 1, r.Dropped)
+	require.Equal(t, 1, partitions(t, b.pool))
+	requireVerifyClean(t, b)
+}
