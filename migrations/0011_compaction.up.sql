@@ -93,9 +93,10 @@ END
 $$;
 
 -- geoingest_note_folded records, for every folded partition that has no
--- wait list yet, the virtual transactions running now in this database
--- (but the caller's): call it in a transaction that begins after the
--- folds committed.
+-- wait list yet, the virtual transactions of the client sessions running
+-- now in this database (but the caller's; autovacuum's workers read no
+-- rows for anyone): call it in a transaction that begins after the folds
+-- committed.
 CREATE FUNCTION geoingest_note_folded() RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -104,7 +105,7 @@ BEGIN
     UPDATE geoingest_folded SET wait_for = coalesce(
         (SELECT array_agg(l.virtualtransaction) FROM pg_locks l
          JOIN pg_stat_activity a ON a.pid = l.pid
-         WHERE l.locktype = 'virtualxid' AND l.pid <> pg_backend_pid()
+         WHERE l.locktype = 'virtualxid' AND l.pid <> pg_backend_pid() AND a.backend_type = 'client backend'
            AND a.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())), '{}')
     WHERE wait_for IS NULL;
     GET DIAGNOSTICS n = ROW_COUNT;

@@ -89,6 +89,10 @@ func BenchmarkReadPath(b *testing.B) {
 	benchExec(b, pool, `ANALYZE one_admin_units`)
 
 	measure := func(layout, parcels, admin string) {
+		var parts int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass`, parcels).Scan(&parts); err == nil && parts > 0 {
+			layout = fmt.Sprintf("%s [%d partitions]", layout, parts)
+		}
 		for _, q := range []struct {
 			name, sql string
 			size      float64
@@ -130,7 +134,7 @@ func BenchmarkReadPath(b *testing.B) {
 				}
 				_ = conn.Close(ctx)
 			}
-			fmt.Printf("%-28s %-5s warm p50 %8.3f ms p99 %8.3f ms | new-conn p50 %8.3f ms p99 %8.3f ms\n",
+			fmt.Printf("%-42s %-5s warm p50 %8.3f ms p99 %8.3f ms | new-conn p50 %8.3f ms p99 %8.3f ms\n",
 				layout, q.name, ms(pct(warm, 50)), ms(pct(warm, 99)), ms(pct(cold, 50)), ms(pct(cold, 99)))
 		}
 	}
@@ -149,6 +153,9 @@ func BenchmarkReadPath(b *testing.B) {
 	fmt.Printf("compact --keep 8: %d folded, %d dropped in %.1f s; one fold of %d rows: p50 %.1f ms p99 %.1f ms\n",
 		len(r.Folded), r.Dropped, time.Since(t0).Seconds(), rows, ms(pct(folds, 50)), ms(pct(folds, 99)))
 	benchExec(b, pool, `VACUUM ANALYZE parcels`)
+	if _, err := s.Compact(ctx, ingest.CompactOptions{Keep: 8}); err != nil { // what waited for the VACUUM
+		b.Fatal(err)
+	}
 	measure("compacted (shared + 8 own)", "parcels", "admin_units")
 	t0 = time.Now()
 	if r, err = s.Compact(ctx, ingest.CompactOptions{Keep: 0}); err != nil {
@@ -156,6 +163,9 @@ func BenchmarkReadPath(b *testing.B) {
 	}
 	fmt.Printf("compact --keep 0: %d folded, %d dropped in %.1f s\n", len(r.Folded), r.Dropped, time.Since(t0).Seconds())
 	benchExec(b, pool, `VACUUM ANALYZE parcels`)
+	if _, err := s.Compact(ctx, ingest.CompactOptions{Keep: 0}); err != nil {
+		b.Fatal(err)
+	}
 	measure("compacted (shared only)", "parcels", "admin_units")
 
 	// Removing a generation: its partition dropped, or its rows deleted
