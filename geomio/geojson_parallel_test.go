@@ -249,7 +249,7 @@ func TestParallelEdgeCases(t *testing.T) {
 		{name: "trailing comma", content: `{"type":"FeatureCollection","features":[` + feat1 + `,]}`, wantErr: "invalid json"},
 		{name: "missing comma", content: `{"type":"FeatureCollection","features":[` + feat1 + feat2 + `]}`, wantErr: "invalid json"},
 		{name: "feature too large", opts: Options{Limits: Limits{MaxRecordBytes: 200}},
-			content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`, wantErr: "exceeds 200 bytes"},
+			content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`, wantErr: `feature 1: more than 200 bytes in one feature`},
 		{name: "projected without crs", content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}]}`, wantErr: "outside longitude/latitude range"},
 		{name: "odd but valid features",
 			content: `{"type":"FeatureCollection","features":[` + strings.Join([]string{
@@ -285,7 +285,7 @@ func TestParallelEdgeCases(t *testing.T) {
 		{name: "seq: truncated", seq: true, content: feat1 + "\n" + feat2[:30], wantErr: "feature 1 at byte"},
 		{name: "seq: blank tail without newline", seq: true, content: feat1 + "\n  ", wantErr: "feature 1 at byte"},
 		{name: "seq: record too large", seq: true, opts: Options{Limits: Limits{MaxRecordBytes: 120}},
-			content: feat1 + "\n" + strings.Repeat(" ", 200) + feat2, wantErr: "record exceeds 120 bytes"},
+			content: feat1 + "\n" + strings.Repeat(" ", 200) + feat2, wantErr: `feature 1: more than 120 bytes in one feature`},
 		{name: "seq: collection record", seq: true, content: feat1 + "\n" + `{"type":"FeatureCollection","features":[]}`, wantErr: `unsupported record type "FeatureCollection"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,17 @@ type fastDecoder struct {
 	flat []float64 // coordinates of the geometry being parsed
 	ends []int     // end (in flat) of each ring or line
 	regs []int     // end (in ends) of each polygon
+
+	// maxVertices, when positive, is Limits.MaxVertices: parsing stops
+	// at the position after it, with over set, before the coordinates
+	// take more memory.
+	maxVertices int64
+	over        bool
+}
+
+// overVertices is the error of a feature whose parse stopped with over.
+func (d *fastDecoder) overVertices() *LimitError {
+	return overLimit(LimitVertices, d.maxVertices, "more than %d vertices")
 }
 
 // geomType is a GeoJSON geometry type the fast path builds.
@@ -99,7 +110,11 @@ func next(b []byte, i int) (int, bool) {
 // Feature or a bare geometry, with whitespace around it), as decodeFeature
 // and decodeSeqRecord would, before the SRID is set and the coordinates
 // checked. ok is false when the reference path must decide.
+//
+// When the geometry has more than maxVertices positions, ok is false and
+// over is set: the feature is over the limit, and must not be decoded.
 func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok bool) {
+	d.over = false
 	b := raw
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -409,6 +424,10 @@ func (d *fastDecoder) position(b []byte, i int) int {
 		return -1
 	}
 	d.flat = append(d.flat, x, y)
+	if d.maxVertices > 0 && int64(len(d.flat)) > 2*d.maxVertices {
+		d.over = true
+		return -1
+	}
 	for {
 		i = skipSpace(b, i)
 		if i >= len(b) {

@@ -66,7 +66,8 @@ func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts Options) (*l
 
 func (r *legacyGeoJSONReader) fail(problem string, err error) *Error {
 	if errors.Is(err, errRecordTooLarge) {
-		problem += fmt.Sprintf(": a feature exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+		// As the new reader words it: the limit, layer and feature.
+		return FeatureLimitError(r.name, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
@@ -438,7 +439,7 @@ func (r *legacySeqReader) readRecord() ([]byte, int64, error) {
 			return r.rec, start, nil
 		}
 		if int64(len(r.rec)) >= r.opts.Limits.MaxRecordBytes {
-			return nil, start, fmt.Errorf("record exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+			return nil, start, errRecordTooLarge
 		}
 		r.rec = append(r.rec, b)
 	}
@@ -451,6 +452,10 @@ func (r *legacySeqReader) Next() bool {
 	rec, off, err := r.readRecord()
 	if err == io.EOF {
 		r.done = true
+		return false
+	}
+	if errors.Is(err, errRecordTooLarge) {
+		r.err = FeatureLimitError(r.path, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 		return false
 	}
 	if err != nil {

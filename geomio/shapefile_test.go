@@ -289,7 +289,7 @@ func TestZip(t *testing.T) {
 		require.Equal(t, []int{4326, 4326, 27700}, srids)
 		require.Equal(t, []int64{0, 1, 2}, idx)
 		// Close removes the extraction directory.
-		tmp := filepath.Dir(filepath.Dir(r.(*multiReader).cur.(*shpReader).files[0].Name()))
+		tmp := filepath.Dir(filepath.Dir(r.(*limitedReader).Reader.(*multiReader).cur.(*shpReader).files[0].Name()))
 		require.DirExists(t, tmp)
 		require.NoError(t, r.Close())
 		require.NoDirExists(t, tmp)
