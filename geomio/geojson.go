@@ -302,6 +302,7 @@ func (r *geojsonReader) startPipe() error {
 		tail:     r.checkTail,
 	}
 	s.in.limit = int(min(r.opts.Limits.MaxRecordBytes+decoderSlack+1, 1<<62))
+	s.in.fileSize = off + size
 	r.pipe = newPipeline(s.split, r.decodeBatch, r.tune.decoders(size))
 	return nil
 }
@@ -323,7 +324,7 @@ func (r *geojsonReader) errAt(idx, off int64, problem string, err error) error {
 
 // decodeBatch decodes the features of b, stopping at the first error.
 func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
-	d.maxVertices = r.opts.Limits.MaxVertices
+	d.lim = r.opts.Limits
 	for j, sp := range b.spans {
 		idx := b.first + int64(j)
 		f, err := r.decodeElement(d, b.buf[sp.start:sp.end], idx, b.base+int64(sp.start), b.base+int64(sp.end))
@@ -341,8 +342,8 @@ func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
 // does.
 func (r *geojsonReader) decodeElement(d *fastDecoder, raw []byte, idx, start, end int64) (Feature, error) {
 	var err error
-	if g, props, ok := d.feature(raw, false); d.over {
-		return Feature{}, FeatureLimitError(r.name, r.layer.Name, idx, d.overVertices())
+	if g, props, ok := d.feature(raw, false); d.over != nil {
+		return Feature{}, FeatureLimitError(r.name, r.layer.Name, idx, d.over)
 	} else if ok {
 		var f Feature
 		if f, err = finishFeature(g, props, idx, r.layer, r.lonLat); err == nil {

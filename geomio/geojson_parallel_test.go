@@ -340,7 +340,7 @@ func FuzzGeoJSONParallel(f *testing.F) {
 		defer watchdog.Stop()
 		p := filepath.Join(t.TempDir(), "f.geojson")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		opts := Options{Limits: fuzzLimits}
+		opts := Options{Limits: diffLimits}
 		want := readLegacy(t, p, false, opts)
 		requireSame(t, want, readTuned(t, p, false, opts, defaultTuning))
 		got := readTuned(t, p, false, opts, fuzzTuning)
@@ -363,7 +363,7 @@ func FuzzGeoJSONSeqParallel(f *testing.F) {
 		defer watchdog.Stop()
 		p := filepath.Join(t.TempDir(), "f.geojsonl")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		opts := Options{Limits: fuzzLimits}
+		opts := Options{Limits: diffLimits}
 		want := readLegacy(t, p, true, opts)
 		requireSame(t, want, readTuned(t, p, true, opts, defaultTuning))
 		requireSame(t, want, readTuned(t, p, true, opts, fuzzTuning))

@@ -25,16 +25,11 @@ type fastDecoder struct {
 	ends []int     // end (in flat) of each ring or line
 	regs []int     // end (in ends) of each polygon
 
-	// maxVertices, when positive, is Limits.MaxVertices: parsing stops
-	// at the position after it, with over set, before the coordinates
-	// take more memory.
-	maxVertices int64
-	over        bool
-}
-
-// overVertices is the error of a feature whose parse stopped with over.
-func (d *fastDecoder) overVertices() *LimitError {
-	return overLimit(LimitVertices, d.maxVertices, "more than %d vertices")
+	// lim are the reader's limits (zero: none): parsing stops at the
+	// position after MaxVertices, and properties over their limits are
+	// not copied. over is then the limit's error.
+	lim  Limits
+	over *LimitError
 }
 
 // geomType is a GeoJSON geometry type the fast path builds.
@@ -111,10 +106,10 @@ func next(b []byte, i int) (int, bool) {
 // and decodeSeqRecord would, before the SRID is set and the coordinates
 // checked. ok is false when the reference path must decide.
 //
-// When the geometry has more than maxVertices positions, ok is false and
-// over is set: the feature is over the limit, and must not be decoded.
+// When the feature is over one of d.lim (vertices, properties), ok is
+// false and over is set: it must not be decoded.
 func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok bool) {
-	d.over = false
+	d.over = nil
 	b := raw
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -220,6 +215,11 @@ func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok 
 	case propStart < 0 || b[propStart] == 'n':
 		props = []byte("{}")
 	case b[propStart] == '{':
+		if d.lim.MaxProperties > 0 && d.lim.MaxPropertyBytes > 0 {
+			if d.over = d.lim.checkProperties(b[propStart:propEnd]); d.over != nil {
+				return nil, nil, false
+			}
+		}
 		if propSpace {
 			props = appendCompact(make([]byte, 0, propEnd-propStart), b[propStart:propEnd])
 		} else {
@@ -424,8 +424,8 @@ func (d *fastDecoder) position(b []byte, i int) int {
 		return -1
 	}
 	d.flat = append(d.flat, x, y)
-	if d.maxVertices > 0 && int64(len(d.flat)) > 2*d.maxVertices {
-		d.over = true
+	if d.lim.MaxVertices > 0 && int64(len(d.flat)) > 2*d.lim.MaxVertices {
+		d.over = overLimit(LimitVertices, d.lim.MaxVertices, "more than %d vertices")
 		return -1
 	}
 	for {

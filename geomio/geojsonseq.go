@@ -91,6 +91,7 @@ func (r *seqReader) startPipe() {
 		},
 	}
 	s.in.limit = int(min(r.opts.Limits.MaxRecordBytes+1, 1<<62))
+	s.in.fileSize = r.offset + size
 	r.pipe = newPipeline(s.split, r.decodeBatch, r.tune.decoders(size))
 }
 
@@ -103,14 +104,14 @@ func (r *seqReader) errAt(idx, off int64, err error) error {
 // decodeBatch decodes the records of b, stopping at the first error:
 // with the fast decoder, or where it declines, with decodeSeqRecord.
 func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
-	d.maxVertices = r.opts.Limits.MaxVertices
+	d.lim = r.opts.Limits
 	for j, sp := range b.spans {
 		idx := b.first + int64(j)
 		rec := b.buf[sp.start:sp.end]
 		var f Feature
 		var err error
-		if g, props, ok := d.feature(rec, true); d.over {
-			err = d.overVertices()
+		if g, props, ok := d.feature(rec, true); d.over != nil {
+			err = d.over
 		} else if ok {
 			f, err = finishFeature(g, props, idx, r.layer, r.lonLat)
 		} else {

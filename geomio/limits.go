@@ -51,7 +51,7 @@ var DefaultLimits = Limits{
 	MaxUncompressedBytes: 8 << 30,
 	MaxCompressionRatio:  200,
 	MaxEntries:           10000,
-	MaxRecordBytes:       64 << 20,
+	MaxRecordBytes:       32 << 20,
 	MaxVertices:          1_000_000,
 	MaxPropertyBytes:     1 << 20,
 	MaxProperties:        10_000,

@@ -208,6 +208,13 @@ func (r *shpReader) nextShape() (g geom.T, err error) {
 	if n > r.opts.Limits.MaxRecordBytes {
 		return nil, FeatureLimitError(r.file, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
+	// The point count a record declares is checked before the record is
+	// read (it is in its first 44 bytes, which the reader's buffer holds).
+	if head, err := r.shp.Peek(int(min(n, 44))); err == nil {
+		if err := r.shapes.checkCounts(head, n); err != nil {
+			return nil, FeatureLimitError(r.file, r.layer.Name, r.idx, err)
+		}
+	}
 	if int64(cap(r.rec)) < n {
 		r.rec = make([]byte, n)
 	}
@@ -240,6 +247,30 @@ type shapeDecoder struct {
 	// maxVertices, when positive, is Limits.MaxVertices: a record that
 	// declares more points is refused before they are read.
 	maxVertices int64
+}
+
+// checkCounts checks the point count declared at the start of a record's
+// content (head, its first bytes; n bytes in all) against maxVertices. A
+// count the record cannot hold is not a limit's business: decode refuses
+// the record as corrupt.
+func (d *shapeDecoder) checkCounts(head []byte, n int64) *LimitError {
+	if d.maxVertices <= 0 || len(head) < 40 {
+		return nil
+	}
+	var np int64
+	switch shp.ShapeType(binary.LittleEndian.Uint32(head[0:4])) {
+	case shp.MULTIPOINT, shp.MULTIPOINTZ, shp.MULTIPOINTM:
+		np = int64(int32(binary.LittleEndian.Uint32(head[36:40])))
+	case shp.POLYLINE, shp.POLYLINEZ, shp.POLYLINEM, shp.POLYGON, shp.POLYGONZ, shp.POLYGONM:
+		if len(head) < 44 {
+			return nil
+		}
+		np = int64(int32(binary.LittleEndian.Uint32(head[40:44])))
+	}
+	if np > d.maxVertices && 16*np <= n {
+		return overLimit(LimitVertices, d.maxVertices, "more than %d vertices")
+	}
+	return nil
 }
 
 // decode is decodeShape with d's buffers.

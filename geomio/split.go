@@ -28,6 +28,9 @@ type input struct {
 	// may need in buf (the splitter refuses a longer one): a buffer
 	// grows no larger.
 	limit int
+	// fileSize, when positive, is the file's size: a buffer grows no
+	// larger than what is left of it.
+	fileSize int64
 }
 
 // fill reads into buf until it is full or the input ends.
@@ -48,14 +51,27 @@ func (in *input) fill() {
 func (in *input) grow(from int) {
 	n := len(in.buf) - from
 	c := max(2*cap(in.buf), in.size)
-	if in.limit > 0 {
-		c = max(min(c, in.limit), n+1)
+	if in.limit > 0 && c > in.limit/2 {
+		// The buffer after this one would be over the limit: this
+		// one is the last, as large as the limit allows.
+		c = in.limit
 	}
+	if in.fileSize > 0 {
+		c = int(min(int64(c), in.fileSize-in.base-int64(from)+1))
+	}
+	c = max(c, n+1)
 	nb := make([]byte, n, c)
 	copy(nb, in.buf[from:])
 	putBuf(in.buf)
 	in.buf = nb
 	in.base += int64(from)
+}
+
+// stop ends the batch b at buf[:at], the input with it: what follows is
+// never read (not copied either: it may be a feature over the limit).
+func (in *input) stop(b *batch, at int) {
+	b.buf, b.base = in.buf[:at], in.base
+	in.buf = nil
 }
 
 // cut ends the batch b at buf[:at] and carries buf[at:] into a new
@@ -211,7 +227,7 @@ func (s *collSplitter) split(b *batch) {
 			b.err = s.errAt(idx, in.base+int64(off), problem, err)
 		}
 		s.state = stDone
-		in.cut(b, pos)
+		in.stop(b, pos)
 	}
 	for s.state != stDone {
 		if len(b.spans) >= s.maxItems {
@@ -423,7 +439,5 @@ func (s *seqSplitter) fail(b *batch, pos int, err error) {
 		b.err = s.errAt(s.idx, s.in.base+int64(pos), err)
 	}
 	s.done = true
-	s.in.cut(b, pos)
-	putBuf(s.in.buf)
-	s.in.buf = nil
+	s.in.stop(b, pos)
 }
