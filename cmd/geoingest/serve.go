@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
@@ -57,6 +56,10 @@ type serveConfig struct {
 	// consoleToken when it is set.
 	console      bool
 	consoleToken string
+	// startTimeout bounds how long the start-up checks retry a server
+	// that does not answer; unreadyAfter is how long receives may fail
+	// before /readyz answers 503.
+	startTimeout, unreadyAfter time.Duration
 	// reportRefresh is how often serve stores the report assignments that
 	// are missing (see ingest.Store.RefreshReports); 0 turns it off.
 	reportRefresh time.Duration
@@ -109,6 +112,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	var d dbFlags
 	m.addDBFlagsLevel(fs, &d, "info")
 	var c serveConfig
+	var awsf awsFlags
+	m.addAWSFlags(fs, &awsf)
 	fs.StringVar(&c.queueURL, "queue-url", m.Getenv("GEOINGEST_QUEUE_URL"), "SQS queue of bucket event notifications (env GEOINGEST_QUEUE_URL); endpoint, region and credentials from the AWS environment (AWS_ENDPOINT_URL_SQS, AWS_REGION, ...)")
 	fs.StringVar(&c.dlqURL, "dlq-url", m.Getenv("GEOINGEST_DLQ_URL"), "SQS dead-letter queue for permanently failed messages, with the reason in the "+queue.ReasonAttribute+" attribute (env GEOINGEST_DLQ_URL)")
 	fs.StringVar(&c.inbox, "inbox", m.Getenv("GEOINGEST_INBOX"), "local inbox directory, the default when no queue URL is given (env GEOINGEST_INBOX; default $GEOINGEST_HOME/inbox or ./inbox)")
@@ -130,6 +135,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
 	var lf limitFlags
 	m.addLimitFlags(fs, &lf)
+	fs.DurationVar(&c.startTimeout, "start-timeout", m.envDuration("GEOINGEST_START_TIMEOUT", time.Minute), "how long the start-up checks (credentials, queues, buckets) retry a server that does not answer before serve exits non-zero; a refusal (no credentials, no such queue) exits at once (env GEOINGEST_START_TIMEOUT)")
+	fs.DurationVar(&c.unreadyAfter, "unready-after", m.envDuration("GEOINGEST_UNREADY_AFTER", 30*time.Second), "/readyz answers 503 once every receive has failed for this long, and 200 again at the first that succeeds (env GEOINGEST_UNREADY_AFTER)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -139,6 +146,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
+		return err
+	}
+	if err := awsf.validate(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -171,6 +181,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		}
 	}
 
+	if err := m.setupLog(&d); err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cons := &ingest.Consumer{
@@ -187,12 +201,17 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 
 	var inbox string
 	if c.queueURL != "" {
-		awsCfg, err := config.LoadDefaultConfig(ctx)
+		awsCfg, err := loadAWSConfig(ctx, awsf)
 		if err != nil {
-			return fmt.Errorf("aws config: %w", err)
+			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)
 		}
-		cons.Objects = ingests3.Objects{Client: m.newS3Client(awsCfg, c.s3PathStyle)}
-		cons.Receiver = sqsqueue.New(sqs.NewFromConfig(awsCfg), c.queueURL,
+		s3Client, sqsClient := m.newS3Client(awsCfg, c.s3PathStyle), sqs.NewFromConfig(awsCfg)
+		if err := runStartChecks(ctx, m.Log, c.startTimeout,
+			awsStartChecks(awsCfg, sqsClient, s3Client, c.queueURL, c.dlqURL, routes)); err != nil {
+			return fmt.Errorf("start-up: %w", err)
+		}
+		cons.Objects = ingests3.Objects{Client: s3Client, DownloadTimeout: awsf.downloadTimeout}
+		cons.Receiver = sqsqueue.New(sqsClient, c.queueURL,
 			sqsqueue.Options{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
 		cons.Visibility = c.visibility
 	} else {
@@ -237,11 +256,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			if cons.Stopping() {
 				return errors.New("shutting down")
 			}
+			var errs []error
+			if err := cons.ReceiveError(c.unreadyAfter); err != nil {
+				errs = append(errs, err)
+			}
 			if err := a.pool.Ping(ctx); err != nil {
 				// Jobs fail as transient and are retried until it is back.
-				return fmt.Errorf("database unavailable: %w", err)
+				errs = append(errs, fmt.Errorf("database unavailable: %w", err))
 			}
-			return nil
+			return errors.Join(errs...)
 		}, ui, m.Log)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
