@@ -315,6 +315,7 @@ func (d *fastDecoder) geometry(b []byte, i int) (geom.T, int, bool) {
 		}
 	}
 	g, ok := d.build(typ)
+	d.shrink()
 	return g, i, ok
 }
 
@@ -446,6 +447,22 @@ func (d *fastDecoder) position(b []byte, i int) int {
 	}
 }
 
+// keepScratch is the most coordinates a decoder keeps its buffer for
+// between features: the buffer of a larger feature is let go once its
+// geometry is built, so that one huge feature does not stay in memory, as
+// scratch, while it is written.
+const keepScratch = 1 << 16
+
+// shrink lets go of scratch buffers grown past keepScratch.
+func (d *fastDecoder) shrink() {
+	if cap(d.flat) > 2*keepScratch {
+		d.flat = nil
+	}
+	if cap(d.ends) > keepScratch {
+		d.ends, d.regs = nil, nil
+	}
+}
+
 // build makes the go-geom geometry from what coordinates parsed, with the
 // rules of orbToGeom and polygonsToGeom. ok is false for a polygon ring
 // that is not a linear ring (the reference path words the error).
@@ -458,12 +475,12 @@ func (d *fastDecoder) build(typ geomType) (geom.T, bool) {
 		if len(flat) == 0 {
 			return nil, true
 		}
-		return geom.NewMultiPointFlat(geom.XY, append([]float64(nil), flat...)), true
+		return geom.NewMultiPointFlat(geom.XY, d.takeFlat()), true
 	case gLineString:
 		if len(flat) == 0 {
 			return nil, true
 		}
-		return geom.NewLineStringFlat(geom.XY, append([]float64(nil), flat...)), true
+		return geom.NewLineStringFlat(geom.XY, d.takeFlat()), true
 	case gMultiLineString:
 		if len(flat) == 0 {
 			return nil, true // every line is empty
@@ -476,7 +493,7 @@ func (d *fastDecoder) build(typ geomType) (geom.T, bool) {
 			}
 			prev = e
 		}
-		return geom.NewMultiLineStringFlat(geom.XY, append([]float64(nil), flat...), ends), true
+		return geom.NewMultiLineStringFlat(geom.XY, d.takeFlat(), ends), true
 	case gPolygon:
 		d.regs = append(d.regs[:0], len(d.ends))
 		fallthrough
@@ -492,6 +509,7 @@ func (d *fastDecoder) build(typ geomType) (geom.T, bool) {
 // must have at least four positions and be closed.
 func (d *fastDecoder) polygons() (geom.T, bool) {
 	var out []float64
+	handed := false
 	var endsAll []int
 	var endss [][]int
 	ring0, start := 0, 0 // first ring of the polygon; start of ring in d.flat
@@ -506,7 +524,14 @@ func (d *fastDecoder) polygons() (geom.T, bool) {
 			continue // no rings, or an empty exterior ring
 		}
 		if out == nil {
-			out = make([]float64, 0, len(d.flat)-pstart)
+			if cap(d.flat) > 2*keepScratch {
+				// A large geometry is compacted in place, and the
+				// buffer given to it (rings only move towards its
+				// start, so none is overwritten before it is read).
+				out, handed = d.flat[:0], true
+			} else {
+				out = make([]float64, 0, len(d.flat)-pstart)
+			}
 			endsAll = make([]int, 0, len(d.ends))
 		}
 		first := len(endsAll)
@@ -528,5 +553,21 @@ func (d *fastDecoder) polygons() (geom.T, bool) {
 	if len(endss) == 0 {
 		return nil, true
 	}
+	if handed {
+		d.flat = nil
+		out = out[:len(out):len(out)]
+	}
 	return geom.NewMultiPolygonFlat(geom.XY, out, endss), true
+}
+
+// takeFlat returns the coordinates parsed, as a slice of their own: a
+// copy, or for a large geometry the buffer itself, which the decoder then
+// lets go.
+func (d *fastDecoder) takeFlat() []float64 {
+	if cap(d.flat) > 2*keepScratch {
+		f := d.flat[:len(d.flat):len(d.flat)]
+		d.flat = nil
+		return f
+	}
+	return append([]float64(nil), d.flat...)
 }

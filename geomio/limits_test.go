@@ -271,5 +271,5 @@ func TestSplitterBufferBounded(t *testing.T) {
 	require.Equal(t, 1501, cap(in.buf))
 	in = input{buf: make([]byte, 1000, 1000), size: 1000}
 	in.grow(0)
-	require.Equal(t, 2000, cap(in.buf))
+	require.Equal(t, 4000, cap(in.buf))
 }

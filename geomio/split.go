@@ -50,10 +50,12 @@ func (in *input) fill() {
 // unfinished feature or record from from).
 func (in *input) grow(from int) {
 	n := len(in.buf) - from
-	c := max(2*cap(in.buf), in.size)
+	// A buffer grows fourfold: a large feature leaves a third of its
+	// size behind in smaller buffers, not all of it.
+	c := max(4*cap(in.buf), in.size)
 	if in.limit > 0 && c > in.limit/2 {
-		// The buffer after this one would be over the limit: this
-		// one is the last, as large as the limit allows.
+		// Near the limit: this buffer is the last, as large as the
+		// limit allows.
 		c = in.limit
 	}
 	if in.fileSize > 0 {

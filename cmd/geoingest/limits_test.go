@@ -1,12 +1,14 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/stretchr/testify/require"
@@ -141,4 +143,46 @@ func TestIngestOverLimitsZip(t *testing.T) {
 	code, _, errOut = run(t, env, "ingest", "--max-vertices", "-1", zp)
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "--max-vertices -1: want 0 or more")
+}
+
+// TestLimitFlagsEnvironment: every limit is read from its environment
+// variable, and its flag overrides it.
+func TestLimitFlagsEnvironment(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"GEOINGEST_MAX_VERTICES":       "11",
+		"GEOINGEST_MAX_FEATURE_BYTES":  "12KiB",
+		"GEOINGEST_MAX_PROPERTY_BYTES": "13MB",
+		"GEOINGEST_MAX_PROPERTIES":     "14",
+		"GEOINGEST_MAX_LAYERS":         "15",
+		"GEOINGEST_MAX_FEATURES":       "16",
+		"GEOINGEST_MAX_ZIP_ENTRIES":    "17",
+		"GEOINGEST_MAX_ZIP_BYTES":      "18GiB",
+		"GEOINGEST_MAX_ZIP_RATIO":      "19",
+	}
+	m := &Main{Getenv: func(k string) string { return env[k] }}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	var lf limitFlags
+	m.addLimitFlags(fs, &lf)
+	require.NoError(t, fs.Parse(nil))
+	require.NoError(t, m.envError())
+	l, err := lf.limits()
+	require.NoError(t, err)
+	require.Equal(t, geomio.Limits{MaxVertices: 11, MaxRecordBytes: 12 << 10, MaxPropertyBytes: 13e6, MaxProperties: 14, MaxLayers: 15,
+		MaxFeatures: 16, MaxEntries: 17, MaxUncompressedBytes: 18 << 30, MaxCompressionRatio: 19}, l)
+	require.NoError(t, fs.Parse([]string{"--max-vertices", "21", "--max-feature-bytes", "1MiB"}))
+	l, err = lf.limits()
+	require.NoError(t, err)
+	require.EqualValues(t, 21, l.MaxVertices)
+	require.EqualValues(t, 1<<20, l.MaxRecordBytes)
+
+	// Unset, they are geomio's defaults.
+	m = &Main{Getenv: func(string) string { return "" }}
+	fs = flag.NewFlagSet("x", flag.ContinueOnError)
+	lf = limitFlags{}
+	m.addLimitFlags(fs, &lf)
+	require.NoError(t, fs.Parse(nil))
+	l, err = lf.limits()
+	require.NoError(t, err)
+	require.Equal(t, geomio.DefaultLimits, l)
 }
