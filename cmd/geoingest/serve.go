@@ -47,7 +47,7 @@ type serveConfig struct {
 	workers, maxReceives                                  int
 	routes                                                listFlag
 	visibility, grace, backoffBase, backoffMax, lease     time.Duration
-	wait, poll                                            time.Duration
+	wait, poll, settle                                    time.Duration
 	s3PathStyle                                           string
 	// untilIdle, when positive, stops serve once nothing has been received
 	// and no job has run for this long (batch runs, the demo).
@@ -63,6 +63,10 @@ type serveConfig struct {
 	// reportRefresh is how often serve stores the report assignments that
 	// are missing (see ingest.Store.RefreshReports); 0 turns it off.
 	reportRefresh time.Duration
+	// pruneInterval is how often serve applies the retention policy
+	// (0: never); retention is its policy.
+	pruneInterval time.Duration
+	retention     ingest.RetentionPolicy
 }
 
 // envInt returns the environment variable's value as an int, or def when
@@ -128,8 +132,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.lease, "lease", m.envDuration("GEOINGEST_LEASE", 5*time.Minute), "claim lease; heartbeats extend it every lease/3 (env GEOINGEST_LEASE)")
 	fs.DurationVar(&c.wait, "wait", m.envDuration("GEOINGEST_WAIT", 20*time.Second), "SQS long-poll wait, at most 20s (env GEOINGEST_WAIT)")
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
+	fs.DurationVar(&c.settle, "settle", m.envDuration("GEOINGEST_SETTLE", 10*time.Second), "inbox: a file is taken once its size and modification time have stayed the same this long (every part of a shapefile set too); names copy tools write to (dotfiles, .part, .tmp, .crdownload, ~) never (env GEOINGEST_SETTLE)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
+	fs.DurationVar(&c.pruneInterval, "prune-interval", m.envDuration("GEOINGEST_PRUNE_INTERVAL", 24*time.Hour), "apply the retention policy (geoingest prune) this often, the first time one interval after the start; 0: never (env GEOINGEST_PRUNE_INTERVAL)")
+	c.retention = ingest.DefaultRetention()
+	addRetentionFlags(fs, m, &c.retention)
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
@@ -225,7 +233,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("inbox: %w", err)
 		}
-		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll})
+		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll, Settle: c.settle, SetOf: localfs.ShapefileSetOf})
 		if err != nil {
 			return err
 		}
@@ -276,7 +284,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		source = "queue " + c.queueURL
 	}
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(cons.Router.Routes()))
+	pruneCtx, stopPrune := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		ingest.RunPruneEvery(pruneCtx, a.store, c.retention, c.pruneInterval, m.Log)
+	}()
 	cons.Run(ctx)
+	stopPrune()
+	<-pruned
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, summary(a.metrics))
 	return nil
