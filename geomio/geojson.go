@@ -381,7 +381,7 @@ func (r *geojsonReader) checkTail(rest []byte, off int64, rd io.Reader) error {
 	dec := json.NewDecoder(lr)
 	fail := func(problem string, err error) error {
 		if errors.Is(err, errRecordTooLarge) {
-			problem += fmt.Sprintf(": a feature exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+			return uploadLimitError(r.name, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
 		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF

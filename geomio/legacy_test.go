@@ -34,9 +34,11 @@ type legacyGeoJSONReader struct {
 	pending   *featureJSON // the single Feature of a non-collection file
 	done      bool
 
-	idx  int64
-	feat Feature
-	err  error
+	idx int64
+	// inTail: reading what follows the features array.
+	inTail bool
+	feat   Feature
+	err    error
 }
 
 func legacyOpenGeoJSON(path string, opts Options) (*legacyGeoJSONReader, error) {
@@ -65,6 +67,9 @@ func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts Options) (*l
 }
 
 func (r *legacyGeoJSONReader) fail(problem string, err error) *Error {
+	if errors.Is(err, errRecordTooLarge) && r.inTail {
+		return uploadLimitError(r.name, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
+	}
 	if errors.Is(err, errRecordTooLarge) {
 		// As the new reader words it: the limit, layer and feature.
 		return FeatureLimitError(r.name, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
@@ -212,6 +217,7 @@ func (r *legacyGeoJSONReader) Next() bool {
 // finish reads what follows the features array: more members and the end
 // of the object.
 func (r *legacyGeoJSONReader) finish() error {
+	r.inTail = true
 	if _, err := r.dec.Token(); err != nil { // ']'
 		return r.fail("invalid json", err)
 	}

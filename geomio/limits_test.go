@@ -273,3 +273,12 @@ func TestSplitterBufferBounded(t *testing.T) {
 	in.grow(0)
 	require.Equal(t, 4000, cap(in.buf))
 }
+
+// TestLimitsGeoJSONTail: a member after the features array is bounded by
+// the feature limit too, under every tuning as the reference reader.
+func TestLimitsGeoJSONTail(t *testing.T) {
+	t.Parallel()
+	path := writeTemp(t, "tail.geojson", `{"type":"FeatureCollection","features":[`+okFeature+`],"meta":"`+strings.Repeat("x", 3*decoderSlack)+`"}`)
+	want := checkAllTunings(t, path, false, Options{Limits: Limits{MaxRecordBytes: 100}})
+	require.EqualError(t, want.err, path+": upload: a member of more than 100 bytes after the features array, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)")
+}
