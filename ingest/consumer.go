@@ -63,6 +63,8 @@ type Consumer struct {
 	heldUntil atomic.Int64
 	// refreshKick asks refreshReports to run soon (a job was committed).
 	refreshKick chan struct{}
+	// receiveHealth follows failing receives (ReceiveError).
+	receiveHealth receiveHealth
 	// preclaimed holds claims taken for a received batch (see preclaim):
 	// job id -> ClaimResult, taken by runJob.
 	preclaimed sync.Map
@@ -147,12 +149,19 @@ receive:
 			if ctx.Err() != nil {
 				break
 			}
-			log.Warn("receive failed; retrying", "error", err.Error())
+			wait, failingFor, logIt := c.receiveHealth.failed(err, time.Now())
+			if logIt {
+				log.Warn("receive failed; retrying", "error", err.Error(),
+					"failing_for", failingFor.Round(time.Second).String(), "retry_in", wait.String())
+			}
 			select {
-			case <-time.After(time.Second):
+			case <-time.After(wait):
 			case <-ctx.Done():
 			}
 			continue
+		}
+		if d := c.receiveHealth.succeeded(time.Now()); d > 0 {
+			log.Info("receiving again", "failed_for", d.Round(time.Second).String())
 		}
 		c.preclaim(jobCtx, msgs)
 		for _, msg := range msgs {

@@ -56,9 +56,17 @@ type serveConfig struct {
 	// consoleToken when it is set.
 	console      bool
 	consoleToken string
+	// startTimeout bounds how long the start-up checks retry a server
+	// that does not answer; unreadyAfter is how long receives may fail
+	// before /readyz answers 503.
+	startTimeout, unreadyAfter time.Duration
 	// reportRefresh is how often serve stores the report assignments that
 	// are missing (see ingest.Store.RefreshReports); 0 turns it off.
 	reportRefresh time.Duration
+	// pruneInterval is how often serve applies the retention policy
+	// (0: never); retention is its policy.
+	pruneInterval time.Duration
+	retention     ingest.RetentionPolicy
 }
 
 // envInt returns the environment variable's value as an int, or def when
@@ -126,9 +134,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
+	fs.DurationVar(&c.pruneInterval, "prune-interval", m.envDuration("GEOINGEST_PRUNE_INTERVAL", 24*time.Hour), "apply the retention policy (geoingest prune) this often, the first time one interval after the start; 0: never (env GEOINGEST_PRUNE_INTERVAL)")
+	c.retention = ingest.DefaultRetention()
+	addRetentionFlags(fs, m, &c.retention)
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
+	fs.DurationVar(&c.startTimeout, "start-timeout", m.envDuration("GEOINGEST_START_TIMEOUT", time.Minute), "how long the start-up checks (credentials, queues, buckets) retry a server that does not answer before serve exits non-zero; a refusal (no credentials, no such queue) exits at once (env GEOINGEST_START_TIMEOUT)")
+	fs.DurationVar(&c.unreadyAfter, "unready-after", m.envDuration("GEOINGEST_UNREADY_AFTER", 30*time.Second), "/readyz answers 503 once every receive has failed for this long, and 200 again at the first that succeeds (env GEOINGEST_UNREADY_AFTER)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -169,6 +182,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		}
 	}
 
+	if err := m.setupLog(&d); err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cons := &ingest.Consumer{
@@ -187,10 +204,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if c.queueURL != "" {
 		awsCfg, err := loadAWSConfig(ctx, awsf)
 		if err != nil {
-			return fmt.Errorf("aws config: %w", err)
+			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)
 		}
-		cons.Objects = ingests3.Objects{Client: m.newS3Client(awsCfg, c.s3PathStyle), DownloadTimeout: awsf.downloadTimeout}
-		cons.Receiver = sqsqueue.New(sqs.NewFromConfig(awsCfg), c.queueURL,
+		s3Client, sqsClient := m.newS3Client(awsCfg, c.s3PathStyle), sqs.NewFromConfig(awsCfg)
+		if err := runStartChecks(ctx, m.Log, c.startTimeout,
+			awsStartChecks(awsCfg, sqsClient, s3Client, c.queueURL, c.dlqURL, routes)); err != nil {
+			return fmt.Errorf("start-up: %w", err)
+		}
+		cons.Objects = ingests3.Objects{Client: s3Client, DownloadTimeout: awsf.downloadTimeout}
+		cons.Receiver = sqsqueue.New(sqsClient, c.queueURL,
 			sqsqueue.Options{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
 		cons.Visibility = c.visibility
 	} else {
@@ -234,11 +256,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			if cons.Stopping() {
 				return errors.New("shutting down")
 			}
+			var errs []error
+			if err := cons.ReceiveError(c.unreadyAfter); err != nil {
+				errs = append(errs, err)
+			}
 			if err := a.pool.Ping(ctx); err != nil {
 				// Jobs fail as transient and are retried until it is back.
-				return fmt.Errorf("database unavailable: %w", err)
+				errs = append(errs, fmt.Errorf("database unavailable: %w", err))
 			}
-			return nil
+			return errors.Join(errs...)
 		}, ui, m.Log)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
@@ -250,7 +276,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		source = "queue " + c.queueURL
 	}
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(cons.Router.Routes()))
+	pruneCtx, stopPrune := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		ingest.RunPruneEvery(pruneCtx, a.store, c.retention, c.pruneInterval, m.Log)
+	}()
 	cons.Run(ctx)
+	stopPrune()
+	<-pruned
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, summary(a.metrics))
 	return nil
