@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/geoingest/geoingest/geomio/geoparquet"
 )
 
 // Format names, as reported in Layer.Format.
@@ -25,6 +27,8 @@ const (
 //     .dbf, .prj and .cpg found beside it (case-insensitively);
 //   - JSON text in a .geojsonl, .geojsons or .ndjson file, or text that
 //     starts with the RFC 8142 record separator, is a GeoJSON sequence;
+//   - a Parquet file (magic "PAR1", or a .parquet or .geoparquet file) is
+//     read as GeoParquet;
 //   - other JSON text (.geojson, .json, ...) is a GeoJSON FeatureCollection,
 //     Feature or bare geometry.
 //
@@ -53,6 +57,8 @@ func Open(path string, opts Options) (Reader, error) {
 		return openShapefile(path, filepath.Base(path), opts)
 	case ext == ".zip":
 		return nil, &Error{File: path, Problem: "invalid zip: bad magic bytes"}
+	case bytes.HasPrefix(head, []byte(geoparquet.Magic)) || ext == ".parquet" || ext == ".geoparquet":
+		return openGeoParquet(path, opts)
 	}
 	text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte{0xEF, 0xBB, 0xBF}), " \t\r\n")
 	if len(text) == 0 {

@@ -11,7 +11,7 @@ import (
 
 // DefaultSuffixes are the object suffixes that can become a job (compared
 // case-insensitively).
-var DefaultSuffixes = []string{".geojson", ".json", ".geojsonl", ".geojsons", ".ndjson", ".zip", ".shp"}
+var DefaultSuffixes = []string{".geojson", ".json", ".geojsonl", ".geojsons", ".ndjson", ".zip", ".shp", ".parquet", ".geoparquet"}
 
 // Reasons the trigger gate drops an event (the label of
 // Metrics.EventsFiltered).
