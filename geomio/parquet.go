@@ -1,6 +1,7 @@
 package geomio
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -64,7 +65,12 @@ func openGeoParquet(path string, opts Options) (_ Reader, err error) {
 			return nil, err
 		}
 	default:
-		if err := setLayerCRS(&r.layer, path, string(col.CRS), opts); err != nil {
+		text := string(col.CRS)
+		var name string
+		if json.Unmarshal(col.CRS, &name) == nil {
+			text = name // not PROJJSON but a name ("EPSG:2154"), as some writers put
+		}
+		if err := setLayerCRS(&r.layer, path, text, opts); err != nil {
 			return nil, err
 		}
 	}
