@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -75,10 +76,10 @@ type JobQuery struct {
 
 // Validate checks the state and clamps the limit.
 func (q *JobQuery) Validate() error {
-	if q.State != "" && !containsString(JobStates, q.State) {
+	if q.State != "" && !slices.Contains(JobStates, q.State) {
 		return Permanentf("state %q: want one of %s", q.State, strings.Join(JobStates, ", "))
 	}
-	if q.Target != "" && !containsString(Targets, q.Target) {
+	if q.Target != "" && !slices.Contains(Targets, q.Target) {
 		return Permanentf("target %q: want one of %s", q.Target, strings.Join(Targets, ", "))
 	}
 	q.Limit = clampPage(q.Limit)
@@ -93,15 +94,6 @@ func clampPage(n int) int {
 		return MaxPage
 	}
 	return n
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ParseSourcePrefix splits a source filter into a bucket ("" for any)
@@ -261,7 +253,7 @@ const (
 
 // Validate checks the target and clamps the limits.
 func (q *SourceQuery) Validate() error {
-	if q.Target != "" && !containsString(Targets, q.Target) {
+	if q.Target != "" && !slices.Contains(Targets, q.Target) {
 		return Permanentf("target %q: want one of %s", q.Target, strings.Join(Targets, ", "))
 	}
 	q.Limit = clampPage(q.Limit)

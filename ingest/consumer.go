@@ -48,8 +48,9 @@ type Consumer struct {
 	// doubled per receive up to BackoffMax.
 	BackoffBase, BackoffMax time.Duration
 	// UntilIdle, when positive, stops Run once nothing has been received
-	// and no job has run for this long, and no message given back for a
-	// held claim is due.
+	// and no job has run for this long, no message given back for a
+	// held claim is due, and the receiver sees none coming
+	// (queue.Settler).
 	UntilIdle time.Duration
 	// ReportRefresh is how often the report assignments that are missing
 	// are stored in the background (besides after each committed job);
@@ -63,6 +64,8 @@ type Consumer struct {
 	heldUntil atomic.Int64
 	// refreshKick asks refreshReports to run soon (a job was committed).
 	refreshKick chan struct{}
+	// receiveHealth follows failing receives (ReceiveError).
+	receiveHealth receiveHealth
 	// preclaimed holds claims taken for a received batch (see preclaim):
 	// job id -> ClaimResult, taken by runJob.
 	preclaimed sync.Map
@@ -139,7 +142,7 @@ receive:
 			lastBusy.Store(time.Now().UnixNano())
 		} else if err == nil && c.UntilIdle > 0 && len(sem) == 0 &&
 			time.Since(time.Unix(0, lastBusy.Load())) >= c.UntilIdle &&
-			time.Since(time.Unix(0, c.heldUntil.Load())) >= c.UntilIdle {
+			time.Since(time.Unix(0, c.heldUntil.Load())) >= c.UntilIdle && !c.settling() {
 			log.Info("idle: stopping", "idle_for", c.UntilIdle.String())
 			break
 		}
@@ -147,12 +150,19 @@ receive:
 			if ctx.Err() != nil {
 				break
 			}
-			log.Warn("receive failed; retrying", "error", err.Error())
+			wait, failingFor, logIt := c.receiveHealth.failed(err, time.Now())
+			if logIt {
+				log.Warn("receive failed; retrying", "error", err.Error(),
+					"failing_for", failingFor.Round(time.Second).String(), "retry_in", wait.String())
+			}
 			select {
-			case <-time.After(time.Second):
+			case <-time.After(wait):
 			case <-ctx.Done():
 			}
 			continue
+		}
+		if d := c.receiveHealth.succeeded(time.Now()); d > 0 {
+			log.Info("receiving again", "failed_for", d.Round(time.Second).String())
 		}
 		c.preclaim(jobCtx, msgs)
 		for _, msg := range msgs {
@@ -177,6 +187,13 @@ receive:
 		cancelJobs()
 		<-done
 	}
+}
+
+// settling reports whether the receiver sees a message coming that it
+// does not deliver yet (queue.Settler): not idle.
+func (c *Consumer) settling() bool {
+	s, ok := c.Receiver.(queue.Settler)
+	return ok && s.Settling()
 }
 
 // verdict is what becomes of a message.

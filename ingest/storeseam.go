@@ -26,6 +26,7 @@ type Store interface {
 	CRSRegistry
 	Reports
 	Ledger
+	Pruner
 }
 
 // Claims is the claim gate: one worker at a time on a job, under a lease,
@@ -163,6 +164,11 @@ type Ledger interface {
 	// report assignments. It only reads; inconsistencies are Problems in
 	// the result with a nil error.
 	Verify(ctx context.Context) (*Verification, error)
+	// VerifyScope is Verify restricted to scope (the incremental mode):
+	// the same checks, of the sources and claims in scope only, at a cost
+	// that follows their number and size. A zero scope is Verify. Rows
+	// whose job_ref no ledger job has are found only by the full check.
+	VerifyScope(ctx context.Context, scope VerifyScope) (*Verification, error)
 }
 
 // ClaimResult is the outcome of the claim gate.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 )
 
 // AreaTolerance is the relative tolerance within which the area a job's
@@ -11,8 +12,38 @@ import (
 // sums of the same ST_Area values, in different orders.
 const AreaTolerance = 1e-9
 
+// VerifyScope restricts verify to what changed: the incremental mode a
+// cron runs every few minutes, whose cost follows what changed rather
+// than the size of the database. The zero scope is everything (the full
+// check).
+type VerifyScope struct {
+	// Since: only sources changed (a new current generation, a delete, a
+	// superseded version committed) and claims changed at or after this
+	// time. Zero: no time limit.
+	Since time.Time
+	// Source: only sources (and claims) whose key starts with it. "": all.
+	Source string
+}
+
+// IsZero reports whether the scope is everything.
+func (s VerifyScope) IsZero() bool { return s.Since.IsZero() && s.Source == "" }
+
+func (s VerifyScope) String() string {
+	switch {
+	case s.IsZero():
+		return "everything"
+	case s.Source == "":
+		return "changed since " + s.Since.UTC().Format(time.RFC3339)
+	case s.Since.IsZero():
+		return fmt.Sprintf("sources under %q", s.Source)
+	}
+	return fmt.Sprintf("sources under %q changed since %s", s.Source, s.Since.UTC().Format(time.RFC3339))
+}
+
 // Verification is what Verify checked and what it found.
 type Verification struct {
+	// Scope is what was checked (zero: everything).
+	Scope VerifyScope
 	// What was looked at.
 	Jobs, CurrentJobs, Sources, Claims, Parcels, AdminUnits int64
 	// Problems, ordered by job id then check. Empty when the database is

@@ -2,13 +2,16 @@
 # The chaos suite's long run (docs/chaos.md): versitygw, fauxqs, a private
 # PostGIS cluster and several `geoingest serve` processes; 10,000
 # deliveries of shuffled duplicate notifications during 10 minutes of
-# SIGKILLs, a PostgreSQL restart and stolen leases; then the checks. The
+# SIGKILLs, a PostgreSQL restart, stolen leases, and S3 and SQS faults and
+# outages through a fault proxy; then the checks. The
 # short run of the same test (about a minute) is part of scripts/test.sh.
 #
 # Usage: scripts/chaos.sh [--deliveries N] [--duration D] [--serves N]
-#        [--workers N] [--pgdown D] [--kill-every D] [--seed S] [--logdir DIR]
+#        [--workers N] [--pgdown D] [--outage D] [--fault-rate P]
+#        [--kill-every D] [--seed S] [--logdir DIR]
 # Defaults: 10000 deliveries, 10m of chaos, 3 serves x 3 workers, PostgreSQL
-# down 20s, a kill every 3s on average. Prints what it did and found; exit 0
+# down 20s, S3 and SQS each down 30s, each fault kind at 0.02 per request,
+# a kill every 3s on average. Prints what it did and found; exit 0
 # when every check passed. The output is also kept in $CHAOS_OUT (default
 # chaos-<time>.log in the log directory).
 set -euo pipefail
@@ -17,13 +20,13 @@ args=(-chaos.long)
 logdir=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --deliveries|--duration|--serves|--workers|--pgdown|--kill-every|--seed)
+    --deliveries|--duration|--serves|--workers|--pgdown|--outage|--fault-rate|--kill-every|--seed)
       [ $# -ge 2 ] || { echo "chaos: $1 needs a value" >&2; exit 2; }
       args+=("-chaos.${1#--}" "$2"); shift 2 ;;
     --logdir)
       [ $# -ge 2 ] || { echo "chaos: $1 needs a value" >&2; exit 2; }
       logdir=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "chaos: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
@@ -48,7 +47,7 @@ type serveConfig struct {
 	workers, maxReceives                                  int
 	routes                                                listFlag
 	visibility, grace, backoffBase, backoffMax, lease     time.Duration
-	wait, poll                                            time.Duration
+	wait, poll, settle                                    time.Duration
 	s3PathStyle                                           string
 	// untilIdle, when positive, stops serve once nothing has been received
 	// and no job has run for this long (batch runs, the demo).
@@ -57,9 +56,17 @@ type serveConfig struct {
 	// consoleToken when it is set.
 	console      bool
 	consoleToken string
+	// startTimeout bounds how long the start-up checks retry a server
+	// that does not answer; unreadyAfter is how long receives may fail
+	// before /readyz answers 503.
+	startTimeout, unreadyAfter time.Duration
 	// reportRefresh is how often serve stores the report assignments that
 	// are missing (see ingest.Store.RefreshReports); 0 turns it off.
 	reportRefresh time.Duration
+	// pruneInterval is how often serve applies the retention policy
+	// (0: never); retention is its policy.
+	pruneInterval time.Duration
+	retention     ingest.RetentionPolicy
 }
 
 // envInt returns the environment variable's value as an int, or def when
@@ -109,6 +116,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	var d dbFlags
 	m.addDBFlagsLevel(fs, &d, "info")
 	var c serveConfig
+	var awsf awsFlags
+	m.addAWSFlags(fs, &awsf)
 	fs.StringVar(&c.queueURL, "queue-url", m.Getenv("GEOINGEST_QUEUE_URL"), "SQS queue of bucket event notifications (env GEOINGEST_QUEUE_URL); endpoint, region and credentials from the AWS environment (AWS_ENDPOINT_URL_SQS, AWS_REGION, ...)")
 	fs.StringVar(&c.dlqURL, "dlq-url", m.Getenv("GEOINGEST_DLQ_URL"), "SQS dead-letter queue for permanently failed messages, with the reason in the "+queue.ReasonAttribute+" attribute (env GEOINGEST_DLQ_URL)")
 	fs.StringVar(&c.inbox, "inbox", m.Getenv("GEOINGEST_INBOX"), "local inbox directory, the default when no queue URL is given (env GEOINGEST_INBOX; default $GEOINGEST_HOME/inbox or ./inbox)")
@@ -123,16 +132,25 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.lease, "lease", m.envDuration("GEOINGEST_LEASE", 5*time.Minute), "claim lease; heartbeats extend it every lease/3 (env GEOINGEST_LEASE)")
 	fs.DurationVar(&c.wait, "wait", m.envDuration("GEOINGEST_WAIT", 20*time.Second), "SQS long-poll wait, at most 20s (env GEOINGEST_WAIT)")
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
+	fs.DurationVar(&c.settle, "settle", m.envDuration("GEOINGEST_SETTLE", 10*time.Second), "inbox: a file is taken once its size and modification time have stayed the same this long (every part of a shapefile set too); names copy tools write to (dotfiles, .part, .tmp, .crdownload, ~) never (env GEOINGEST_SETTLE)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
+	fs.DurationVar(&c.pruneInterval, "prune-interval", m.envDuration("GEOINGEST_PRUNE_INTERVAL", 24*time.Hour), "apply the retention policy (geoingest prune) this often, the first time one interval after the start; 0: never (env GEOINGEST_PRUNE_INTERVAL)")
+	c.retention = ingest.DefaultRetention()
+	addRetentionFlags(fs, m, &c.retention)
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
+	fs.DurationVar(&c.startTimeout, "start-timeout", m.envDuration("GEOINGEST_START_TIMEOUT", time.Minute), "how long the start-up checks (credentials, queues, buckets) retry a server that does not answer before serve exits non-zero; a refusal (no credentials, no such queue) exits at once (env GEOINGEST_START_TIMEOUT)")
+	fs.DurationVar(&c.unreadyAfter, "unready-after", m.envDuration("GEOINGEST_UNREADY_AFTER", 30*time.Second), "/readyz answers 503 once every receive has failed for this long, and 200 again at the first that succeeds (env GEOINGEST_UNREADY_AFTER)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := m.envError(); err != nil {
+		return err
+	}
+	if err := awsf.validate(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -165,6 +183,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		}
 	}
 
+	if err := m.setupLog(&d); err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cons := &ingest.Consumer{
@@ -181,12 +203,17 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 
 	var inbox string
 	if c.queueURL != "" {
-		awsCfg, err := config.LoadDefaultConfig(ctx)
+		awsCfg, err := loadAWSConfig(ctx, awsf)
 		if err != nil {
-			return fmt.Errorf("aws config: %w", err)
+			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)
 		}
-		cons.Objects = ingests3.Objects{Client: m.newS3Client(awsCfg, c.s3PathStyle)}
-		cons.Receiver = sqsqueue.New(sqs.NewFromConfig(awsCfg), c.queueURL,
+		s3Client, sqsClient := m.newS3Client(awsCfg, c.s3PathStyle), sqs.NewFromConfig(awsCfg)
+		if err := runStartChecks(ctx, m.Log, c.startTimeout,
+			awsStartChecks(awsCfg, sqsClient, s3Client, c.queueURL, c.dlqURL, routes)); err != nil {
+			return fmt.Errorf("start-up: %w", err)
+		}
+		cons.Objects = ingests3.Objects{Client: s3Client, DownloadTimeout: awsf.downloadTimeout}
+		cons.Receiver = sqsqueue.New(sqsClient, c.queueURL,
 			sqsqueue.Options{Wait: c.wait, Visibility: c.visibility, DeadLetterURL: c.dlqURL})
 		cons.Visibility = c.visibility
 	} else {
@@ -200,7 +227,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("inbox: %w", err)
 		}
-		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll})
+		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll, Settle: c.settle, SetOf: localfs.ShapefileSetOf})
 		if err != nil {
 			return err
 		}
@@ -230,11 +257,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			if cons.Stopping() {
 				return errors.New("shutting down")
 			}
+			var errs []error
+			if err := cons.ReceiveError(c.unreadyAfter); err != nil {
+				errs = append(errs, err)
+			}
 			if err := a.pool.Ping(ctx); err != nil {
 				// Jobs fail as transient and are retried until it is back.
-				return fmt.Errorf("database unavailable: %w", err)
+				errs = append(errs, fmt.Errorf("database unavailable: %w", err))
 			}
-			return nil
+			return errors.Join(errs...)
 		}, ui, m.Log)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
@@ -246,7 +277,15 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		source = "queue " + c.queueURL
 	}
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(cons.Router.Routes()))
+	pruneCtx, stopPrune := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		ingest.RunPruneEvery(pruneCtx, a.store, c.retention, c.pruneInterval, m.Log)
+	}()
 	cons.Run(ctx)
+	stopPrune()
+	<-pruned
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, summary(a.metrics))
 	return nil

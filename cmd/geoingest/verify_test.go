@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/jackc/pgx/v5"
@@ -61,4 +62,31 @@ func TestVerifyCommand(t *testing.T) {
 			require.NotContains(t, out, jobOf(t, url, "admin_units"))
 		})
 	}
+}
+
+// TestVerifySinceCommand: --since and --source take the incremental mode
+// and say so; a bad --since is a usage error.
+func TestVerifySinceCommand(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": url}
+	ingestInto(t, env, bristolMSOA, "parcels")
+	job := jobOf(t, url, "parcels")
+	execSQL(t, url, `UPDATE parcels SET properties = properties || '{"edited": true}' WHERE job_ref = geoingest_job_ref($1) AND feature_index = 3`, job)
+
+	code, out, errOut := run(t, env, "verify", "--since", "10m")
+	require.Equal(t, 1, code, "%s\n%s", out, errOut)
+	require.Contains(t, out, "incremental: changed since ")
+	require.Contains(t, out, job+"  checksum")
+
+	code, out, errOut = run(t, env, "verify", "--since", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.Contains(t, out, "checked 0 jobs")
+
+	code, out, _ = run(t, env, "verify", "--source", "/no/such/prefix")
+	require.Equal(t, 0, code, out)
+
+	code, _, errOut = run(t, env, "verify", "--since", "yesterday")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "neither a duration")
 }

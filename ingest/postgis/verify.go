@@ -50,22 +50,7 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 		return nil, ingest.Transientf("verify jobs: %w", err)
 	}
 	for _, j := range jobs {
-		if j.LedgerCount != j.HeldCount {
-			v.Add(j.JobID, "feature count", fmt.Sprintf("ledger records %d features, %s holds %d for the job (%s)",
-				j.LedgerCount, j.TargetTable, j.HeldCount, sourceURL(j.SourceBucket, j.SourceKey)))
-		}
-		if j.LedgerCount == j.HeldCount && j.LedgerChecksum != j.HeldChecksum {
-			v.Add(j.JobID, "checksum", fmt.Sprintf("%s rows of the job changed since they were written (checksum %s, ledger recorded %s; %s)",
-				j.TargetTable, j.HeldChecksum, j.LedgerChecksum, sourceURL(j.SourceBucket, j.SourceKey)))
-		}
-		if j.AreaOff > 0 {
-			v.Add(j.JobID, "row area", fmt.Sprintf("%d %s rows of the job have an area_m2 that is missing or differs from ST_Area(geom::geography) (of the rows checked: those with no area, and one in 16; %s)",
-				j.AreaOff, j.TargetTable, sourceURL(j.SourceBucket, j.SourceKey)))
-		}
-		if !areaEqual(j.LedgerAreaM2, j.HeldAreaM2) {
-			v.Add(j.JobID, "area", fmt.Sprintf("ledger records %.3f m², %s holds %.3f m² for the job (relative difference %.3g)",
-				j.LedgerAreaM2, j.TargetTable, j.HeldAreaM2, relDiff(j.LedgerAreaM2, j.HeldAreaM2)))
-		}
+		checkCurrentJob(v, currentJob(j))
 	}
 
 	stray, err := s.q.VerifyStrayFeatures(ctx)
@@ -120,17 +105,72 @@ func (s *Store) verifyAssignments(ctx context.Context, v *ingest.Verification) e
 		return ingest.Transientf("verify report assignments: %w", err)
 	}
 	for _, r := range rows {
-		switch {
-		case !r.Assigned:
-			v.PendingAssignments = append(v.PendingAssignments, r.JobID)
-		case r.CellCount != r.LedgerCount:
-			v.Add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %d parcels, the ledger records %d", r.CellCount, r.LedgerCount))
-		case !areaEqual(r.CellAreaM2, r.LedgerAreaM2):
-			v.Add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %.3f m², the ledger records %.3f m² (relative difference %.3g)",
-				r.CellAreaM2, r.LedgerAreaM2, relDiff(r.CellAreaM2, r.LedgerAreaM2)))
-		}
+		checkAssignment(v, assignment(r))
 	}
 	return nil
+}
+
+// currentJob is what the checks of a current job compare: the ledger's
+// numbers and what its target table holds under its job_ref.
+type currentJob struct {
+	JobID          string
+	TargetTable    string
+	SourceBucket   string
+	SourceKey      string
+	LedgerCount    int64
+	LedgerAreaM2   float64
+	LedgerChecksum string
+	HeldCount      int64
+	HeldAreaM2     float64
+	HeldChecksum   string
+	AreaOff        int64
+}
+
+// checkCurrentJob adds the problems of one current job: feature count,
+// checksum, row area (sampled), total area.
+func checkCurrentJob(v *ingest.Verification, j currentJob) {
+	if j.LedgerCount != j.HeldCount {
+		v.Add(j.JobID, "feature count", fmt.Sprintf("ledger records %d features, %s holds %d for the job (%s)",
+			j.LedgerCount, j.TargetTable, j.HeldCount, sourceURL(j.SourceBucket, j.SourceKey)))
+	}
+	if j.LedgerCount == j.HeldCount && j.LedgerChecksum != j.HeldChecksum {
+		v.Add(j.JobID, "checksum", fmt.Sprintf("%s rows of the job changed since they were written (checksum %s, ledger recorded %s; %s)",
+			j.TargetTable, j.HeldChecksum, j.LedgerChecksum, sourceURL(j.SourceBucket, j.SourceKey)))
+	}
+	if j.AreaOff > 0 {
+		v.Add(j.JobID, "row area", fmt.Sprintf("%d %s rows of the job have an area_m2 that is missing or differs from ST_Area(geom::geography) (of the rows checked: those with no area, and one in 16; %s)",
+			j.AreaOff, j.TargetTable, sourceURL(j.SourceBucket, j.SourceKey)))
+	}
+	if !areaEqual(j.LedgerAreaM2, j.HeldAreaM2) {
+		v.Add(j.JobID, "area", fmt.Sprintf("ledger records %.3f m², %s holds %.3f m² for the job (relative difference %.3g)",
+			j.LedgerAreaM2, j.TargetTable, j.HeldAreaM2, relDiff(j.LedgerAreaM2, j.HeldAreaM2)))
+	}
+}
+
+// assignment is a current parcel job's stored report assignment to its
+// version's current admin generation, beside the ledger.
+type assignment struct {
+	JobID           string
+	PipelineVersion string
+	LedgerCount     int64
+	LedgerAreaM2    float64
+	Assigned        bool
+	CellCount       int64
+	CellAreaM2      float64
+}
+
+// checkAssignment lists a job with no stored assignment as pending and
+// adds a problem when the stored one disagrees with the ledger.
+func checkAssignment(v *ingest.Verification, r assignment) {
+	switch {
+	case !r.Assigned:
+		v.PendingAssignments = append(v.PendingAssignments, r.JobID)
+	case r.CellCount != r.LedgerCount:
+		v.Add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %d parcels, the ledger records %d", r.CellCount, r.LedgerCount))
+	case !areaEqual(r.CellAreaM2, r.LedgerAreaM2):
+		v.Add(r.JobID, "report assignment", fmt.Sprintf("assignment holds %.3f m², the ledger records %.3f m² (relative difference %.3g)",
+			r.CellAreaM2, r.LedgerAreaM2, relDiff(r.CellAreaM2, r.LedgerAreaM2)))
+	}
 }
 
 func areaEqual(a, b float64) bool { return relDiff(a, b) <= ingest.AreaTolerance }

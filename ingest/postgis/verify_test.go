@@ -2,9 +2,13 @@ package postgis
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/stretchr/testify/require"
@@ -140,4 +144,61 @@ func TestVerifyFindsTampering(t *testing.T) {
 			requireNames(t, e, want, tc.check)
 		})
 	}
+}
+
+// TestVerifyScopeSinceCatchesRecentSkipsOld: verify's incremental mode
+// (--since) finds a corrupted row of a job committed within the window
+// and does not read an old job's rows, which only the full check (and
+// --source) still finds.
+func TestVerifyScopeSinceCatchesRecentSkipsOld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := rpSetup(t)
+	old := rpJob(t, rpBristolMSOA, "parcels")
+	e.rpIngest(t, rpBristolMSOA, "parcels")
+	// The old job, its source and its claim as they would be two days on.
+	e.exec(t, `UPDATE jobs SET committed_at = committed_at - interval '2 days' WHERE job_id = $1`, old.ID)
+	e.exec(t, `UPDATE sources SET updated_at = updated_at - interval '2 days' WHERE current_job_id = $1`, old.ID)
+	e.exec(t, `UPDATE claims SET updated_at = updated_at - interval '2 days' WHERE job_id = $1`, old.ID)
+
+	recentPath := filepath.Join(t.TempDir(), "recent.geojson")
+	b, err := os.ReadFile(rpBristolMSOA)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(recentPath, b, 0o644))
+	recent := rpJob(t, recentPath, "parcels")
+	e.rpIngest(t, recentPath, "parcels")
+
+	hour := ingest.VerifyScope{Since: time.Now().Add(-time.Hour)}
+	v, err := e.store.VerifyScope(ctx, hour)
+	require.NoError(t, err)
+	require.True(t, v.OK(), "%v", v.Problems)
+	require.EqualValues(t, 1, v.Jobs, "only the recent job is in scope")
+	require.EqualValues(t, 72, v.Parcels)
+
+	for _, j := range []string{old.ID, recent.ID} {
+		e.exec(t, `UPDATE parcels SET properties = properties || '{"edited": true}' WHERE job_ref = geoingest_job_ref($1) AND feature_index = 9`, j)
+	}
+	v, err = e.store.VerifyScope(ctx, hour)
+	require.NoError(t, err)
+	require.Equal(t, []string{recent.ID}, v.OffendingJobs(), "%v", v.Problems)
+	require.Equal(t, "checksum", v.Problems[0].Check)
+
+	full, err := e.store.Verify(ctx)
+	require.NoError(t, err)
+	want := []string{old.ID, recent.ID}
+	sort.Strings(want)
+	require.Equal(t, want, full.OffendingJobs(), "the full check finds both")
+
+	// By source: the old job's key, whatever its age.
+	bySource, err := e.store.VerifyScope(ctx, ingest.VerifyScope{Source: old.Source.Key})
+	require.NoError(t, err)
+	require.Equal(t, []string{old.ID}, bySource.OffendingJobs(), "%v", bySource.Problems)
+
+	// A COMMITTED claim with no ledger row, changed recently, is in scope
+	// too.
+	e.exec(t, `INSERT INTO claims (job_id, state, owner, lease_until, source_bucket, source_key)
+		VALUES ($1, 'COMMITTED', 'x', now(), 'b', 'k')`, strings.Repeat("cd", 32))
+	v, err = e.store.VerifyScope(ctx, hour)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{recent.ID, strings.Repeat("cd", 32)}, v.OffendingJobs(), "%v", v.Problems)
 }

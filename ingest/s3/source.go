@@ -11,7 +11,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -28,6 +30,13 @@ type Options struct {
 	// caller sets it when its patience is exhausted (e.g. the message's
 	// receive count reached the limit).
 	FinalAttempt bool
+	// IdleTimeout, when positive, bounds how long a download may go
+	// without receiving a byte: from the request to the first byte of the
+	// body (the AWS SDK's retries of the request included), then between
+	// two reads. A stalled stream is then abandoned as a Transient
+	// failure. It is not a bound on the whole download, which may take
+	// long for a big object.
+	IdleTimeout time.Duration
 }
 
 // s3Part is one object of a job's input.
@@ -49,9 +58,11 @@ func (p s3Part) token() string {
 // NewSource describes the object an event names as a job source, and
 // returns the Fetcher that downloads it. The version token is the event's
 // versionId, else its ETag. For a .shp it looks up (HeadObject) the
-// .shx, .dbf, .prj and .cpg beside it, before any claim, and the token is
-// the SHA-256 of one "EXT TOKEN" line per part present, in that order, so
-// that a late or changed sidecar makes a new job. A set missing its .shx
+// .shx, .dbf, .prj and .cpg beside it (for the main file of another
+// multi-file format, a MapInfo .tab or .mif, the parts of its
+// geomio.SetRules entry), before any claim, and the token is the SHA-256
+// of one "EXT TOKEN" line per part present, in that order, so that a late
+// or changed sidecar makes a new job. A set missing its .shx
 // or .dbf still gets a source (its key covers the parts present), but its
 // Fetch fails with ingest.ErrIncompleteShapefile: Transient, or Permanent when
 // opts.FinalAttempt. Returns a Permanent error when the event names no
@@ -63,18 +74,19 @@ func NewSource(ctx context.Context, client *awss3.Client, ev ingest.Event, opts 
 		return ingest.Source{}, nil, ingest.Permanentf("event for s3://%s/%s has neither versionId nor eTag", ev.Bucket, ev.Key)
 	}
 	src := ingest.Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: main.token(), Order: ev.Order()}
-	f := &s3Fetcher{client: client, bucket: ev.Bucket, parts: []s3Part{main}, final: opts.FinalAttempt}
+	f := &s3Fetcher{client: client, bucket: ev.Bucket, parts: []s3Part{main}, final: opts.FinalAttempt, idle: opts.IdleTimeout}
 	ext := path.Ext(ev.Key)
-	if !geomio.IsShapefile(ev.Key) {
+	rule, ok := geomio.SetRuleOf(ev.Key)
+	if !ok {
 		return src, f, nil
 	}
 	base := strings.TrimSuffix(ev.Key, ext)
-	upper := ext == ".SHP"
-	main.ext = ".shp"
+	upper := ext == strings.ToUpper(rule.Main)
+	main.ext = rule.Main
 	f.parts = []s3Part{main}
 	h := sha256.New()
-	fmt.Fprintf(h, ".shp %s\n", main.token())
-	for _, sx := range geomio.ShapefileParts[1:] {
+	fmt.Fprintf(h, "%s %s\n", rule.Main, main.token())
+	for _, sx := range rule.Parts {
 		k := base + sx
 		if upper {
 			k = base + strings.ToUpper(sx)
@@ -82,7 +94,7 @@ func NewSource(ctx context.Context, client *awss3.Client, ev ingest.Event, opts 
 		out, err := client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &ev.Bucket, Key: &k})
 		if err != nil {
 			if notFound(err) {
-				if geomio.IsRequiredSidecar(sx) {
+				if slices.Contains(rule.Required, sx) {
 					f.missing = append(f.missing, sx)
 				}
 				continue
@@ -103,6 +115,7 @@ type s3Fetcher struct {
 	parts   []s3Part
 	missing []string
 	final   bool
+	idle    time.Duration
 }
 
 // Fetch downloads every part into dir, hashing on the way. Each GetObject
@@ -113,7 +126,9 @@ type s3Fetcher struct {
 // recorded superseded), not silent drift. A part that is
 // gone is Permanent, except a shapefile sidecar, which is
 // ingest.ErrIncompleteShapefile. Server errors, throttling and network failures
-// are Transient.
+// are Transient, and so is a download that ends short of the length S3
+// announced (a reset or a truncated body) or stalls for the idle timeout;
+// the partial file is removed.
 func (f *s3Fetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, error) {
 	if len(f.missing) > 0 {
 		err := fmt.Errorf("%w: s3://%s/%s has no %s beside it", ingest.ErrIncompleteShapefile, f.bucket, f.parts[0].key,
@@ -164,9 +179,27 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, int6
 	name := fmt.Sprintf("s3://%s/%s", f.bucket, p.key)
 	// Only the object the event names (not a sidecar, whose change no
 	// event of its own announces) is superseded by a change.
-	named := p.ext == "" || p.ext == ".shp"
+	named := p == f.parts[0]
+	// The idle timer cancels the request (its answer's headers, the SDK's
+	// retries, then the body) when no byte has come for f.idle.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var timer *time.Timer
+	if f.idle > 0 {
+		timer = time.AfterFunc(f.idle, func() { cancel(errStalled) })
+		defer timer.Stop()
+	}
+	stalled := func(err error) error {
+		if errors.Is(context.Cause(ctx), errStalled) {
+			return ingest.Transientf("download %s: %w: nothing received for %s (the download timeout): %v", name, errStalled, f.idle, err)
+		}
+		return nil
+	}
 	resp, err := f.client.GetObject(ctx, in)
 	if err != nil {
+		if serr := stalled(err); serr != nil {
+			return "", 0, serr
+		}
 		if notFound(err) && !named {
 			return "", 0, &ingest.Error{Kind: ingest.Transient, Err: fmt.Errorf("%w: %s disappeared", ingest.ErrIncompleteShapefile, name)}
 		}
@@ -195,14 +228,51 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, int6
 		return "", 0, ingest.Transientf("%s: %w", dst, err)
 	}
 	var h hash.Hash = sha256.New()
-	n, err := io.Copy(io.MultiWriter(file, h), testhook.Reader(ctx, resp.Body, testhook.DuringDownload, testhook.Where{}))
+	var body io.Reader = resp.Body
+	if timer != nil {
+		body = progressReader{r: body, progress: func() { timer.Reset(f.idle) }}
+	}
+	n, err := io.Copy(io.MultiWriter(file, h), testhook.Reader(ctx, body, testhook.DuringDownload, testhook.Where{}))
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
+	if cl := resp.ContentLength; cl != nil && *cl >= 0 && n != *cl && !errors.Is(context.Cause(ctx), errStalled) {
+		short := fmt.Errorf("%w: %d bytes received, S3 announced %d", errShortBody, n, *cl)
+		if err != nil {
+			short = fmt.Errorf("%w: %w", short, err)
+		}
+		err = short
+	}
 	if err != nil {
+		_ = os.Remove(dst)
+		if serr := stalled(err); serr != nil {
+			return "", 0, serr
+		}
 		return "", 0, ingest.Transientf("download %s: %w", name, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+var (
+	// errStalled: a download received nothing for the idle timeout.
+	errStalled = errors.New("download stalled")
+	// errShortBody: a download ended before the length S3 announced (a
+	// reset or a truncated answer).
+	errShortBody = errors.New("download ended short of its length")
+)
+
+// progressReader calls progress after every read that returned bytes.
+type progressReader struct {
+	r        io.Reader
+	progress func()
+}
+
+func (p progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.progress()
+	}
+	return n, err
 }
 
 // notFound reports whether err is S3's "no such key/version".

@@ -43,6 +43,7 @@ var (
 type config struct {
 	deliveries                  int
 	duration, pgDown, killEvery time.Duration
+	outage                      time.Duration // of the S3 server, and of the SQS server
 	serves, workers             int
 	spec                        planSpec
 	stealWant                   int // stolen leases to force (at least)
@@ -51,9 +52,12 @@ type config struct {
 }
 
 func newConfig() config {
-	c := config{deliveries: 200, duration: 30 * time.Second, pgDown: 3 * time.Second, stealWant: 1, drainMax: 3 * time.Minute}
+	c := config{deliveries: 200, duration: 30 * time.Second, pgDown: 3 * time.Second, outage: 8 * time.Second, stealWant: 1, drainMax: 3 * time.Minute}
 	if *flagLong {
-		c = config{deliveries: 10000, duration: 10 * time.Minute, pgDown: 20 * time.Second, stealWant: 5, drainMax: 15 * time.Minute}
+		c = config{deliveries: 10000, duration: 10 * time.Minute, pgDown: 20 * time.Second, outage: 30 * time.Second, stealWant: 5, drainMax: 15 * time.Minute}
+	}
+	if *flagOutage > 0 {
+		c.outage = *flagOutage
 	}
 	if *flagDeliveries > 0 {
 		c.deliveries = *flagDeliveries
@@ -87,8 +91,8 @@ func TestChaos(t *testing.T) {
 		seed = rand.Uint64()
 	}
 	rng := rand.New(rand.NewPCG(seed, 1))
-	t.Logf("chaos: seed %d (rerun with -chaos.seed %d), %d deliveries planned, %s of chaos, %d serves × %d workers, lease %s, visibility %s",
-		seed, seed, cfg.deliveries, cfg.duration, cfg.serves, cfg.workers, cfg.lease, cfg.visibility)
+	t.Logf("chaos: seed %d (rerun with -chaos.seed %d), %d deliveries planned, %s of chaos, %d serves × %d workers, lease %s, visibility %s, S3 and SQS outages of %s, fault rate %g",
+		seed, seed, cfg.deliveries, cfg.duration, cfg.serves, cfg.workers, cfg.lease, cfg.visibility, cfg.outage, *flagFaultRate)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	setupStart := time.Now()
@@ -104,6 +108,7 @@ func TestChaos(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // killed jobs leave their downloads behind
 	const bucket = "uploads"
 	st.NewBucket(t, bucket, true)
+	fx := newFaults(t, st.URL, sq.URL, seed, cfg.outage)
 	pool, err := pgxpool.New(ctx, db)
 	require.NoError(t, err)
 	defer pool.Close()
@@ -114,12 +119,12 @@ func TestChaos(t *testing.T) {
 		logDir = t.TempDir()
 	}
 	require.NoError(t, os.MkdirAll(logDir, 0o755))
-	fl := newFleet(t, cfg.serves, logDir, []string{
+	fl := newFleet(t, cfg.serves, logDir, fx.env(), append([]string{
 		"--queue-url", qURL, "--dlq-url", dlqURL, "--database-url", db,
 		"--workers", strconv.Itoa(cfg.workers), "--lease", cfg.lease.String(), "--visibility", cfg.visibility.String(),
 		"--wait", "1s", "--backoff", "1s", "--backoff-max", "4s", "--grace", "2s",
 		"--log-format", "json", "--log-level", "info",
-	})
+	}, faultServeArgs...))
 	readyCtx, readyCancel := context.WithTimeout(ctx, time.Minute)
 	require.NoError(t, fl.ready(readyCtx), "the serves to start")
 	readyCancel()
@@ -127,17 +132,18 @@ func TestChaos(t *testing.T) {
 	del := newDeliverer(sq.Client, qURL, rand.New(rand.NewPCG(seed, 2)))
 	sl := &stealer{pool: pool, fleet: fl, del: del, bucket: bucket}
 	r := &run{cfg: cfg, t: t, plan: plan, start: time.Now(), hook: hook, del: del, steal: sl, fleet: fl,
-		uploadsDone: make(chan struct{}), db: db}
+		uploadsDone: make(chan struct{}), db: db, faults: fx}
 	r.took.setup = time.Since(setupStart)
 
 	var wg sync.WaitGroup
 	chaosCtx, stopChaos := context.WithDeadline(ctx, r.start.Add(cfg.duration))
 	defer stopChaos()
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); r.upload(chaosCtx, st.Client, bucket) }()
 	go func() { defer wg.Done(); r.deliver(chaosCtx) }()
 	go func() { defer wg.Done(); r.kill(chaosCtx, rand.New(rand.NewPCG(seed, 3))) }()
 	go func() { defer wg.Done(); r.restartPG(chaosCtx) }()
+	go func() { defer wg.Done(); r.runFaults(chaosCtx) }()
 	wg.Wait()
 	chaosEnd := time.Now()
 	r.took.chaos = chaosEnd.Sub(r.start)
@@ -157,14 +163,15 @@ func TestChaos(t *testing.T) {
 
 // run is one chaos run's state.
 type run struct {
-	cfg   config
-	t     *testing.T
-	plan  []*object
-	start time.Time
-	hook  *webhook
-	del   *deliverer
-	steal *stealer
-	fleet *fleet
+	cfg    config
+	t      *testing.T
+	plan   []*object
+	start  time.Time
+	hook   *webhook
+	del    *deliverer
+	steal  *stealer
+	fleet  *fleet
+	faults *faults
 
 	uploadsDone                  chan struct{} // closed when upload returns
 	pgMu                         sync.Mutex    // held by a steal, and by the PostgreSQL restart

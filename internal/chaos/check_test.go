@@ -186,6 +186,8 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		}
 	}
 
+	failedGood := q(`SELECT count(*) FROM claims WHERE state = 'FAILED' AND NOT (source_key = ANY($1::text[]))`, badKeys)
+
 	// The dead-letter queue.
 	dlq := r.drainDLQ(ctx, c, dlqURL)
 	<-verified
@@ -226,6 +228,7 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		r.del.sentCount(), strings.Join(mult, ", "), r.del.extra)
 	p("kills:          %d SIGKILLs of a serve (every %s on average), %d restarts, %d exits not caused by the suite",
 		r.fleet.kills, r.cfg.killEvery, r.fleet.restarts, r.fleet.selfExit)
+	r.faults.report(p, logCounts, r.fleet.lineCounts(errStalledText, errShortText))
 	if r.pgOutageOnly {
 		p("postgres:       NOT restarted (not pgtest's private cluster): the database refused connections and its sessions were cut at %s for %s",
 			r.pgRestartAt.Round(time.Second), r.cfg.pgDown)
@@ -267,7 +270,7 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		p("                %s", s)
 	}
 	p("rows:           %d parcels (%d expected), %d outside a current generation, %d admin units", totalRows, wantRows, strayRows, adminRows)
-	p("claims held:    %d still CLAIMED after the drain", heldClaims)
+	p("claims held:    %d still CLAIMED after the drain; %d FAILED not meant to fail", heldClaims, failedGood)
 	p("verify:         %s", strings.ReplaceAll(strings.TrimSpace(string(verifyOut)), "\n", "\n                "))
 	dlqKeys := sortedKeys(dlq)
 	p("DLQ:            %d messages for %d keys: %s (meant to fail: %s)", sumValues(dlq), len(dlq),
@@ -310,6 +313,10 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 	}
 	if r.fleet.kills == 0 || r.fleet.restarts == 0 {
 		t.Errorf("no serve was killed and restarted")
+	}
+	r.faults.check(t)
+	if failedGood != 0 {
+		t.Errorf("%d claims of objects not meant to fail are FAILED: a transient fault was taken for a permanent failure", failedGood)
 	}
 	if stolenLogged < 1 {
 		t.Errorf("no stolen lease was logged (%d steal attempts, %d claims taken)", r.steal.attempts, r.steal.took)

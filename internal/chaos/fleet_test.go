@@ -28,6 +28,7 @@ import (
 type fleet struct {
 	t      *testing.T
 	args   []string // serve's flags, without --metrics-addr
+	env    []string // added to the suite's environment
 	logDir string
 
 	mu       sync.Mutex
@@ -53,8 +54,8 @@ type slot struct {
 	exited    chan struct{}
 }
 
-func newFleet(t *testing.T, n int, logDir string, args []string) *fleet {
-	f := &fleet{t: t, args: args, logDir: logDir, metrics: map[string]float64{}}
+func newFleet(t *testing.T, n int, logDir string, env, args []string) *fleet {
+	f := &fleet{t: t, args: args, env: env, logDir: logDir, metrics: map[string]float64{}}
 	for i := 0; i < n; i++ {
 		s := &slot{idx: i}
 		f.slots = append(f.slots, s)
@@ -126,6 +127,7 @@ func (f *fleet) start(s *slot, gen int) (*exec.Cmd, error) {
 	defer logFile.Close()
 	cmd := exec.Command(binary, append([]string{"serve", "--metrics-addr", addr}, f.args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), f.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start serve: %w", err)
@@ -313,6 +315,19 @@ func (f *fleet) logLines(fn func(rec map[string]any, line string)) error {
 		file.Close()
 	}
 	return nil
+}
+
+// lineCounts counts the log lines that contain each of texts.
+func (f *fleet) lineCounts(texts ...string) map[string]int {
+	counts := map[string]int{}
+	_ = f.logLines(func(_ map[string]any, line string) {
+		for _, t := range texts {
+			if strings.Contains(line, t) {
+				counts[t]++
+			}
+		}
+	})
+	return counts
 }
 
 // logCounts counts the log records by level and message.
