@@ -62,6 +62,14 @@ func TestIngestGeoParquet(t *testing.T) {
 		require.Equal(t, "written", ls[1].Outcome, ls[1].Error)
 		require.Equal(t, ls[0].Features, ls[1].Features, tc.dst)
 		require.InEpsilon(t, ls[0].AreaM2, ls[1].AreaM2, 1e-9, tc.dst)
+		// inspect, with no database, names the job ingest ran.
+		code, out, errOut = run(t, nil, "inspect", "--json", pq)
+		require.Equal(t, 0, code, errOut)
+		var rep struct {
+			JobKey string `json:"job_key"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		require.Equal(t, ls[1].JobID, rep.JobKey)
 	}
 	conn, err := pgx.Connect(context.Background(), url)
 	require.NoError(t, err)
