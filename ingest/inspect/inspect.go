@@ -100,8 +100,8 @@ type CRS struct {
 	Transformation string `json:"transformation,omitempty"`
 	// Better is a more accurate transformation that needs a grid not
 	// installed here, with how to install it.
-	Better *crs.GridOperation `json:"better_transformation,omitempty"`
-	BetterFix string          `json:"better_fix,omitempty"`
+	Better    *crs.GridOperation `json:"better_transformation,omitempty"`
+	BetterFix string             `json:"better_fix,omitempty"`
 	// Refusal is why geoingest would refuse the CRS, and how to fix it.
 	Refusal string `json:"refusal,omitempty"`
 }

@@ -17,13 +17,13 @@ import (
 // WKB geometry (nil for null) and typed columns, so that a test sees each
 // Parquet type come out as JSON.
 type GeoParquetRow struct {
-	Geometry   []byte    `parquet:"geometry,optional"`
-	FID        int64     `parquet:"fid"`
-	Name       *string   `parquet:"name,optional"`
-	Score      float64   `parquet:"score"`
-	Flag       bool      `parquet:"flag"`
-	Day        int32     `parquet:"day,date"` // days since 1970-01-01
-	Properties string    `parquet:"properties,json"`
+	Geometry   []byte  `parquet:"geometry,optional"`
+	FID        int64   `parquet:"fid"`
+	Name       *string `parquet:"name,optional"`
+	Score      float64 `parquet:"score"`
+	Flag       bool    `parquet:"flag"`
+	Day        int32   `parquet:"day,date"` // days since 1970-01-01
+	Properties string  `parquet:"properties,json"`
 }
 
 // GeoParquetOptions shape the file GeoParquet writes.
