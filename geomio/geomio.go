@@ -1,5 +1,5 @@
 // Package geomio reads vector uploads (GeoJSON, GeoJSON sequences, shapefiles,
-// zipped shapefiles) as pull iterators of features.
+// zipped shapefiles, GeoParquet) as pull iterators of features.
 //
 // Readers never touch the database. They stream: a reader holds a bounded
 // number of features in memory (one, or for GeoJSON the few batches its
@@ -48,7 +48,7 @@ type Layer struct {
 	// Name is the layer's name: the file name without extension, or for a
 	// zip, the path of the .shp inside the archive without extension.
 	Name string
-	// Format is "geojson", "geojsonseq", "shapefile", or for the formats
+	// Format is "geojson", "geojsonseq", "shapefile", "geoparquet", or for the formats
 	// read with GDAL "gpkg", "filegdb", "kml", "flatgeobuf", "gml",
 	// "mapinfo" or "csv".
 	Format string

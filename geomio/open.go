@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/geoingest/geoingest/geomio/geoparquet"
 )
 
 // Format names, as reported in Layer.Format.
@@ -30,6 +32,8 @@ const (
 //     files, as a zip;
 //   - JSON text in a .geojsonl, .geojsons or .ndjson file, or text that
 //     starts with the RFC 8142 record separator, is a GeoJSON sequence;
+//   - a Parquet file (magic "PAR1", or a .parquet or .geoparquet file) is
+//     read as GeoParquet;
 //   - other JSON text (.geojson, .json, ...) is a GeoJSON FeatureCollection,
 //     Feature or bare geometry.
 //
@@ -70,6 +74,8 @@ func open(path string, opts Options) (Reader, error) {
 		return openShapefile(path, filepath.Base(path), opts)
 	case ext == ".zip" || ext == ".kmz":
 		return nil, &Error{File: path, Problem: "invalid zip: bad magic bytes"}
+	case bytes.HasPrefix(head, []byte(geoparquet.Magic)) || ext == ".parquet" || ext == ".geoparquet":
+		return openGeoParquet(path, opts)
 	}
 	if f, ok := ogrFormatOf(path, head); ok {
 		return openOGR(path, path, f, opts, 0)
