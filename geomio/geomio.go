@@ -1,5 +1,5 @@
 // Package geomio reads vector uploads (GeoJSON, GeoJSON sequences, shapefiles,
-// zipped shapefiles) as pull iterators of features.
+// zipped shapefiles, GeoParquet) as pull iterators of features.
 //
 // Readers never touch the database. They stream: a reader holds a bounded
 // number of features in memory (one, or for GeoJSON the few batches its
@@ -48,7 +48,9 @@ type Layer struct {
 	// Name is the layer's name: the file name without extension, or for a
 	// zip, the path of the .shp inside the archive without extension.
 	Name string
-	// Format is "geojson", "geojsonseq" or "shapefile".
+	// Format is "geojson", "geojsonseq", "shapefile", "geoparquet", or for the formats
+	// read with GDAL "gpkg", "filegdb", "kml", "flatgeobuf", "gml",
+	// "mapinfo" or "csv".
 	Format string
 	// SRID is the SRID PostGIS transforms the layer's coordinates with:
 	// the EPSG code of its CRS, the SRID Options.RegisterCRS gave a custom
@@ -64,6 +66,12 @@ type Layer struct {
 	// Encoding is the text encoding used to decode attributes ("UTF-8",
 	// "ISO-8859-1", "windows-1252", ...), "" when not applicable.
 	Encoding string
+	// GeometryField is the geometry field read, when the layer has
+	// several (GML); "" otherwise.
+	GeometryField string
+	// Linearised counts the features read so far whose curves (arcs,
+	// curve polygons) were approximated by line segments.
+	Linearised int64
 }
 
 // Reader is a pull iterator over the features of one layer.
@@ -126,6 +134,13 @@ type Options struct {
 	// Limits bound what a hostile or broken archive may cost. Zero fields
 	// take the defaults in DefaultLimits.
 	Limits Limits
+	// Layers, when set, are the only layers read, by name, from a file
+	// with several (GeoPackage, File Geodatabase, KML, GML, ...); a name
+	// the file lacks is an *Error. Empty: every polygon layer.
+	Layers []string
+	// GeometryField, when set, is the geometry field read from layers that
+	// have several (GML); empty: the first polygonal one.
+	GeometryField string
 }
 
 // Limits bound the resources one upload may take.

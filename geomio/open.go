@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/geoingest/geoingest/geomio/geoparquet"
 )
 
 // Format names, as reported in Layer.Format.
@@ -23,8 +25,15 @@ const (
 //     shapefile sets it holds, one stream over all of them;
 //   - a .shp (or a file with the shapefile magic number) is read with the
 //     .dbf, .prj and .cpg found beside it (case-insensitively);
+//   - GeoPackage, FlatGeobuf, KML, GML (.gml, .xml, gzipped), MapInfo
+//     (.tab with its .dat, .map and .id; .mif with its .mid), CSV with a
+//     WKT column, and a File Geodatabase folder (.gdb) are read with GDAL
+//     (ogrreader.go); a KMZ, or a zip that holds a .gdb folder or such
+//     files, as a zip;
 //   - JSON text in a .geojsonl, .geojsons or .ndjson file, or text that
 //     starts with the RFC 8142 record separator, is a GeoJSON sequence;
+//   - a Parquet file (magic "PAR1", or a .parquet or .geoparquet file) is
+//     read as GeoParquet;
 //   - other JSON text (.geojson, .json, ...) is a GeoJSON FeatureCollection,
 //     Feature or bare geometry.
 //
@@ -37,6 +46,9 @@ func Open(path string, opts Options) (Reader, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, &Error{File: path, Problem: "open", Err: err}
+	}
+	if fi.IsDir() && strings.EqualFold(filepath.Ext(path), ".gdb") {
+		return openOGR(path, path, fmtFileGDB, opts, 0)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, &Error{File: path, Problem: "not a regular file"}
@@ -51,8 +63,13 @@ func Open(path string, opts Options) (Reader, error) {
 		return openZip(path, opts)
 	case ext == ".shp" || bytes.HasPrefix(head, []byte{0x00, 0x00, 0x27, 0x0a}):
 		return openShapefile(path, filepath.Base(path), opts)
-	case ext == ".zip":
+	case ext == ".zip" || ext == ".kmz":
 		return nil, &Error{File: path, Problem: "invalid zip: bad magic bytes"}
+	case bytes.HasPrefix(head, []byte(geoparquet.Magic)) || ext == ".parquet" || ext == ".geoparquet":
+		return openGeoParquet(path, opts)
+	}
+	if f, ok := ogrFormatOf(path, head); ok {
+		return openOGR(path, path, f, opts, 0)
 	}
 	text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte{0xEF, 0xBB, 0xBF}), " \t\r\n")
 	if len(text) == 0 {

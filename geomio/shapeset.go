@@ -29,7 +29,14 @@ var (
 func IsShapefile(name string) bool { return strings.EqualFold(path.Ext(name), ".shp") }
 
 // IsSidecar reports whether name's extension is one of SidecarSuffixes.
-func IsSidecar(name string) bool { return hasExt(SidecarSuffixes, path.Ext(name)) }
+// A .xml is a sidecar only as a shapefile's metadata (NAME.shp.xml):
+// another .xml may be GML.
+func IsSidecar(name string) bool {
+	if ext := path.Ext(name); strings.EqualFold(ext, ".xml") {
+		return IsShapefile(strings.TrimSuffix(name, ext))
+	}
+	return hasExt(SidecarSuffixes, path.Ext(name)) || hasExt(MapInfoParts, path.Ext(name))
+}
 
 // IsRequiredSidecar reports whether ext is one of RequiredSidecars.
 func IsRequiredSidecar(ext string) bool { return hasExt(RequiredSidecars, ext) }
@@ -47,20 +54,65 @@ func hasExt(exts []string, ext string) bool {
 	return false
 }
 
-// ShapefileSet is the files of one shapefile set on local disk.
-type ShapefileSet struct {
-	// Parts maps each part of ShapefileParts that is present (lower-case
-	// extension) to its path. ".shp" is always present.
-	Parts map[string]string
+// SetRule is a format uploaded as several files beside one another: the
+// main file, whose event starts the job, and the parts that go with it.
+// The shapefile's rule is the first; MapInfo's TAB (.tab with its .dat,
+// .map and .id) and MIF (.mif with its .mid) follow the same rules: the
+// job key covers every part present, and a set missing a required part
+// waits for it.
+type SetRule struct {
+	// Main is the main file's extension (lower case).
+	Main string
+	// Parts are the other parts, in the order in which a set's parts are
+	// listed and its version token hashes them (after the main file).
+	Parts []string
+	// Required are the parts without which the set is incomplete.
+	Required []string
 }
 
-// FindShapefileSet finds the parts of the set of shpPath: the .shp itself,
-// and each other extension of ShapefileParts whose file beside it has the
-// same base name, both matched case-insensitively. It fails only when the
-// directory cannot be read.
-func FindShapefileSet(shpPath string) (ShapefileSet, error) {
-	set := ShapefileSet{Parts: map[string]string{".shp": shpPath}}
-	dir, base := filepath.Split(shpPath)
+// SetRules are the multi-file formats.
+var SetRules = []SetRule{
+	{Main: ".shp", Parts: ShapefileParts[1:], Required: RequiredSidecars},
+	{Main: ".tab", Parts: []string{".dat", ".map", ".id"}, Required: []string{".dat", ".map", ".id"}},
+	{Main: ".mif", Parts: []string{".mid"}, Required: []string{".mid"}},
+}
+
+// SetRuleOf returns the rule of name (a path or an object key) when it is
+// the main file of a multi-file format.
+func SetRuleOf(name string) (SetRule, bool) {
+	for _, r := range SetRules {
+		if strings.EqualFold(path.Ext(name), r.Main) {
+			return r, true
+		}
+	}
+	return SetRule{}, false
+}
+
+// IsFileSet reports whether name is the main file of a multi-file format
+// (a .shp, .tab or .mif).
+func IsFileSet(name string) bool { _, ok := SetRuleOf(name); return ok }
+
+// ShapefileSet is the files of one multi-file set (a shapefile, a MapInfo
+// table) on local disk.
+type ShapefileSet struct {
+	// Parts maps each part of the rule that is present (lower-case
+	// extension) to its path. The main file is always present.
+	Parts map[string]string
+	rule  SetRule
+}
+
+// FindShapefileSet finds the parts of the set of mainPath (a .shp, or
+// another main file of SetRules; anything else is a set of one file): the
+// main file itself, and each part of its rule whose file beside it has
+// the same base name, both matched case-insensitively. It fails only when
+// the directory cannot be read.
+func FindShapefileSet(mainPath string) (ShapefileSet, error) {
+	rule, ok := SetRuleOf(mainPath)
+	if !ok {
+		rule = SetRule{Main: strings.ToLower(filepath.Ext(mainPath))}
+	}
+	set := ShapefileSet{Parts: map[string]string{rule.Main: mainPath}, rule: rule}
+	dir, base := filepath.Split(mainPath)
 	stem := strings.TrimSuffix(base, filepath.Ext(base))
 	if dir == "" {
 		dir = "."
@@ -69,7 +121,7 @@ func FindShapefileSet(shpPath string) (ShapefileSet, error) {
 	if err != nil {
 		return set, err
 	}
-	for _, ext := range ShapefileParts[1:] {
+	for _, ext := range rule.Parts {
 		for _, e := range entries {
 			if !e.IsDir() && strings.EqualFold(e.Name(), stem+ext) {
 				set.Parts[ext] = filepath.Join(dir, e.Name())
@@ -80,10 +132,11 @@ func FindShapefileSet(shpPath string) (ShapefileSet, error) {
 	return set, nil
 }
 
-// Paths returns the paths of the parts present, in ShapefileParts order.
+// Paths returns the paths of the parts present, the main file first, then
+// in the rule's order.
 func (s ShapefileSet) Paths() []string {
-	var ps []string
-	for _, ext := range ShapefileParts {
+	ps := []string{s.Parts[s.rule.Main]}
+	for _, ext := range s.rule.Parts {
 		if p, ok := s.Parts[ext]; ok {
 			ps = append(ps, p)
 		}
@@ -91,11 +144,11 @@ func (s ShapefileSet) Paths() []string {
 	return ps
 }
 
-// Missing returns the RequiredSidecars that are not present, in that
-// order.
+// Missing returns the rule's required parts that are not present, in
+// that order.
 func (s ShapefileSet) Missing() []string {
 	var missing []string
-	for _, ext := range RequiredSidecars {
+	for _, ext := range s.rule.Required {
 		if _, ok := s.Parts[ext]; !ok {
 			missing = append(missing, ext)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -17,8 +18,10 @@ const ratioFloor = 1 << 20
 
 var errZipLimit = errors.New("zip limit exceeded")
 
-// openZip extracts the layers of a zip (shapefile sets, and GeoJSON files:
-// .geojson, and .json in a zip without shapefiles) into a private temporary directory (removed by Close)
+// openZip extracts the layers of a zip (shapefile sets, GeoJSON files:
+// .geojson, and .json in a zip without shapefiles; and what GDAL reads:
+// File Geodatabase folders, GeoPackage, FlatGeobuf, KML (a KMZ is such a
+// zip), GML, MapInfo) into a private temporary directory (removed by Close)
 // and reads them as one stream, in lexical order of their paths. Entries
 // with absolute or parent-relative paths are refused; __MACOSX/ and other
 // files are ignored. Limits are enforced on the bytes actually extracted.
@@ -51,6 +54,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	}()
 	var total int64
 	var shps, jsons []string // entry names of .shp and GeoJSON files
+	var ogrs []string        // entry names of files (and .gdb folders) read with GDAL
 	seen := map[string]bool{}
 	for _, f := range zr.File {
 		name := strings.ReplaceAll(f.Name, `\`, "/")
@@ -60,7 +64,8 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 		if strings.HasSuffix(name, "/") || strings.HasPrefix(name, "__MACOSX/") || strings.HasPrefix(path.Base(name), "._") {
 			continue
 		}
-		if ext := strings.ToLower(path.Ext(name)); !IsShapefilePart(name) && ext != ".geojson" && ext != ".json" {
+		gdb := gdbFolder(name)
+		if ext := strings.ToLower(path.Ext(name)); !IsShapefilePart(name) && ext != ".geojson" && ext != ".json" && gdb == "" && !zipOGRPart(ext) {
 			continue
 		}
 		clean := path.Clean(name)
@@ -81,15 +86,21 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			}
 			return nil, &Error{File: zipPath + "/" + f.Name, Problem: "extract", Err: err}
 		}
-		switch strings.ToLower(path.Ext(clean)) {
-		case ".shp":
+		switch ext := strings.ToLower(path.Ext(clean)); {
+		case gdb != "":
+			if !slices.Contains(ogrs, gdb) {
+				ogrs = append(ogrs, gdb)
+			}
+		case ext == ".shp":
 			shps = append(shps, clean)
-		case ".geojson", ".json":
+		case ext == ".geojson" || ext == ".json":
 			jsons = append(jsons, clean)
+		case zipOGRLayer(ext):
+			ogrs = append(ogrs, clean)
 		}
 	}
-	if len(shps) == 0 && len(jsons) == 0 {
-		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile and no GeoJSON"}
+	if len(shps) == 0 && len(jsons) == 0 && len(ogrs) == 0 {
+		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile, GeoJSON, File Geodatabase (.gdb folder), GeoPackage, FlatGeobuf, KML, GML or MapInfo file"}
 	}
 	var layers []zipLayer
 	for _, s := range shps {
@@ -111,11 +122,57 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			return openGeoJSONAs(local, file, name, base, opts)
 		}})
 	}
+	for _, o := range ogrs {
+		f, ok := ogrFormatOf(o, nil)
+		if strings.EqualFold(path.Ext(o), ".gdb") {
+			f, ok = fmtFileGDB, true
+		}
+		if !ok {
+			continue
+		}
+		name, file, local := strings.TrimSuffix(o, path.Ext(o)), zipPath+"/"+o, filepath.Join(dir, filepath.FromSlash(o))
+		layers = append(layers, zipLayer{name: name, open: func(base int64) (layerReader, error) {
+			return openOGR(local, file, f, opts, base)
+		}})
+	}
 	m, err := newMultiReader(layers, cleanup)
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// gdbFolder returns the path of the File Geodatabase folder (a directory
+// whose name ends in .gdb) that zip entry name lies in, or "".
+func gdbFolder(name string) string {
+	els := strings.Split(name, "/")
+	for i, el := range els[:len(els)-1] {
+		if strings.EqualFold(path.Ext(el), ".gdb") {
+			return strings.Join(els[:i+1], "/")
+		}
+	}
+	return ""
+}
+
+// zipOGRLayer reports whether a zip entry with extension ext (lower case)
+// is a layer file read with GDAL. A .xml in a zip is metadata (beside a
+// shapefile), never GML; a .csv is left alone likewise.
+func zipOGRLayer(ext string) bool {
+	switch ext {
+	case ".gpkg", ".fgb", ".kml", ".gml", ".tab", ".mif":
+		return true
+	}
+	return false
+}
+
+// zipOGRPart reports whether a zip entry with extension ext is extracted
+// for GDAL: a layer file or a MapInfo part.
+func zipOGRPart(ext string) bool {
+	switch ext {
+	case ".dat", ".map", ".id", ".mid":
+		return true
+	}
+	return zipOGRLayer(ext)
 }
 
 // checkEntryName refuses absolute paths, drive letters and ".." elements.

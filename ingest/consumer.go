@@ -48,8 +48,9 @@ type Consumer struct {
 	// doubled per receive up to BackoffMax.
 	BackoffBase, BackoffMax time.Duration
 	// UntilIdle, when positive, stops Run once nothing has been received
-	// and no job has run for this long, and no message given back for a
-	// held claim is due.
+	// and no job has run for this long, no message given back for a
+	// held claim is due, and the receiver sees none coming
+	// (queue.Settler).
 	UntilIdle time.Duration
 	// ReportRefresh is how often the report assignments that are missing
 	// are stored in the background (besides after each committed job);
@@ -141,7 +142,7 @@ receive:
 			lastBusy.Store(time.Now().UnixNano())
 		} else if err == nil && c.UntilIdle > 0 && len(sem) == 0 &&
 			time.Since(time.Unix(0, lastBusy.Load())) >= c.UntilIdle &&
-			time.Since(time.Unix(0, c.heldUntil.Load())) >= c.UntilIdle {
+			time.Since(time.Unix(0, c.heldUntil.Load())) >= c.UntilIdle && !c.settling() {
 			log.Info("idle: stopping", "idle_for", c.UntilIdle.String())
 			break
 		}
@@ -186,6 +187,13 @@ receive:
 		cancelJobs()
 		<-done
 	}
+}
+
+// settling reports whether the receiver sees a message coming that it
+// does not deliver yet (queue.Settler): not idle.
+func (c *Consumer) settling() bool {
+	s, ok := c.Receiver.(queue.Settler)
+	return ok && s.Settling()
 }
 
 // verdict is what becomes of a message.

@@ -57,7 +57,7 @@ func (c *Consumer) takePreclaim(jobID string) (ClaimResult, bool) {
 // process makes them; anything it cannot make is left to process.
 func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message) []Job {
 	small := func(key string, size int64) bool {
-		return size > 0 && size <= preclaimMaxBytes && !geomio.IsShapefile(key)
+		return size > 0 && size <= preclaimMaxBytes && !geomio.IsFileSet(key)
 	}
 	evs, err := c.Objects.Events(msg.Body)
 	if err != nil {

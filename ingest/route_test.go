@@ -35,7 +35,12 @@ func TestRouter(t *testing.T) {
 		{ingest.Event{Name: "ObjectRemoved:Delete", Bucket: "b", Key: "parcels/a.geojson"}, "", ingest.FilterRemoval},
 		{ingest.Event{Name: "ObjectRestore:Completed", Bucket: "b", Key: "parcels/a.geojson", Size: 3}, "", ingest.FilterEventType},
 		{created("other/a.geojson", 10), "", ingest.FilterNoRoute},
-		{created("parcels/a.csv", 10), "", ingest.FilterSuffix},
+		{created("parcels/a.txt", 10), "", ingest.FilterSuffix},
+		{created("parcels/a.gpkg", 10), "parcels", ""},
+		{created("parcels/a.gdb.zip", 10), "parcels", ""},
+		{created("parcels/a.gml.gz", 10), "parcels", ""},
+		{created("parcels/a.xml", 10), "parcels", ""},
+		{created("parcels/a.dat", 10), "", ingest.FilterSidecar},
 	} {
 		rt, reason, ok := r.Route(tc.ev)
 		require.Equal(t, tc.reason, reason, tc.ev.Key)
@@ -149,7 +154,7 @@ func TestRouteOptions(t *testing.T) {
 		"x/=parcels?encoding=klingon":       "unknown code page",
 		"x/=parcels?invalid=ignore":         "invalid-geometry policy",
 		"x/=parcels?wrong-type=keep":        "wrong-type policy",
-		"x/=parcels?suffixes=.csv":          "not a format geoingest reads",
+		"x/=parcels?suffixes=.txt":          "not a format geoingest reads",
 		"x/=parcels?suffixes=zip":           "want an extension",
 		"x/=parcels?colour=red":             "unknown option",
 		"x/=parcels?invalid":                "want OPTION=VALUE",

@@ -2,7 +2,8 @@
 # Installs what geoingest and its tests need on a Debian/Ubuntu machine, if
 # missing: PostgreSQL + PostGIS (the embedded default and the test helper
 # run a private cluster with them), PROJ (libproj-dev to build geoingest's
-# cgo, proj-data for its database at run time), and with --test also GDAL's
+# cgo, proj-data for its database at run time), GDAL (libgdal-dev: the
+# formats read with OGR), and with --test also GDAL's
 # command-line tools (gdal-bin: the oracle of the CRS test matrix), promtool (Debian's prometheus package), chromium (the console's
 # headless page test), the test servers
 # (fauxqs, an SQS-compatible server, from npm; versitygw, an S3 server, with
@@ -41,6 +42,12 @@ fi
 # library PostGIS's ST_IsValid uses).
 if [ ! -f /usr/include/geos_c.h ] && [ ! -f /usr/local/include/geos_c.h ]; then
   apt_pkgs+=(libgeos-dev)
+fi
+# GDAL: geoingest reads GeoPackage, File Geodatabase, KML, FlatGeobuf,
+# GML, MapInfo and CSV with its vector library through cgo (geomio/ogr).
+# (A build with -tags geoingest_nogdal needs none of it.)
+if [ ! -f /usr/include/gdal/gdal.h ] && [ ! -f /usr/local/include/gdal.h ]; then
+  apt_pkgs+=(libgdal-dev)
 fi
 if [ ! -f /usr/share/proj/proj.db ] && [ ! -f /usr/local/share/proj/proj.db ]; then
   apt_pkgs+=(proj-data)

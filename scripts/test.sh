@@ -14,6 +14,9 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1; fi
 go vet ./...
+# The slim build (no GDAL) compiles, and refuses what only GDAL reads.
+go vet -tags geoingest_nogdal ./...
+go test -tags geoingest_nogdal ./geomio -run 'TestSlimBuild|TestShapefile'
 if ! sqlc diff >/dev/null 2>&1; then
   echo "sqlc-generated code is stale: run 'sqlc generate' and commit the result" >&2
   sqlc diff >&2 || true

@@ -47,7 +47,7 @@ type serveConfig struct {
 	workers, maxReceives                                  int
 	routes                                                listFlag
 	visibility, grace, backoffBase, backoffMax, lease     time.Duration
-	wait, poll                                            time.Duration
+	wait, poll, settle                                    time.Duration
 	s3PathStyle                                           string
 	// untilIdle, when positive, stops serve once nothing has been received
 	// and no job has run for this long (batch runs, the demo).
@@ -132,6 +132,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.lease, "lease", m.envDuration("GEOINGEST_LEASE", 5*time.Minute), "claim lease; heartbeats extend it every lease/3 (env GEOINGEST_LEASE)")
 	fs.DurationVar(&c.wait, "wait", m.envDuration("GEOINGEST_WAIT", 20*time.Second), "SQS long-poll wait, at most 20s (env GEOINGEST_WAIT)")
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
+	fs.DurationVar(&c.settle, "settle", m.envDuration("GEOINGEST_SETTLE", 10*time.Second), "inbox: a file is taken once its size and modification time have stayed the same this long (every part of a shapefile set too); names copy tools write to (dotfiles, .part, .tmp, .crdownload, ~) never (env GEOINGEST_SETTLE)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
 	fs.DurationVar(&c.pruneInterval, "prune-interval", m.envDuration("GEOINGEST_PRUNE_INTERVAL", 24*time.Hour), "apply the retention policy (geoingest prune) this often, the first time one interval after the start; 0: never (env GEOINGEST_PRUNE_INTERVAL)")
@@ -226,7 +227,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("inbox: %w", err)
 		}
-		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll})
+		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll, Settle: c.settle, SetOf: localfs.ShapefileSetOf})
 		if err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func (Files) Size(path string) (int64, error) {
 
 // Missing implements ingest.FileSource.
 func (Files) Missing(path string) []string {
-	if !geomio.IsShapefile(path) {
+	if !geomio.IsFileSet(path) {
 		return nil
 	}
 	set, _ := geomio.FindShapefileSet(path)
@@ -66,14 +66,15 @@ func (Files) Missing(path string) []string {
 // Source implements ingest.FileSource: Source.
 func (Files) Source(path string) (ingest.Source, ingest.Fetcher, error) { return Source(path) }
 
-// localParts returns the files that make up path: the file itself, or for a
-// .shp, the parts of its set present beside it (geomio.FindShapefileSet),
-// in geomio.ShapefileParts order.
+// localParts returns the files that make up path: the file itself, or for
+// the main file of a multi-file set (a .shp, a MapInfo .tab or .mif), the
+// parts of its set present beside it (geomio.FindShapefileSet), in the
+// order of its geomio.SetRules entry.
 func localParts(abs string) ([]string, error) {
 	if _, err := os.Stat(abs); err != nil {
 		return nil, ingest.Permanentf("%s: %w", abs, err)
 	}
-	if !geomio.IsShapefile(abs) {
+	if !geomio.IsFileSet(abs) {
 		return []string{abs}, nil
 	}
 	set, err := geomio.FindShapefileSet(abs)

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,9 +59,11 @@ func (p s3Part) token() string {
 // NewSource describes the object an event names as a job source, and
 // returns the Fetcher that downloads it. The version token is the event's
 // versionId, else its ETag. For a .shp it looks up (HeadObject) the
-// .shx, .dbf, .prj and .cpg beside it, before any claim, and the token is
-// the SHA-256 of one "EXT TOKEN" line per part present, in that order, so
-// that a late or changed sidecar makes a new job. A set missing its .shx
+// .shx, .dbf, .prj and .cpg beside it (for the main file of another
+// multi-file format, a MapInfo .tab or .mif, the parts of its
+// geomio.SetRules entry), before any claim, and the token is the SHA-256
+// of one "EXT TOKEN" line per part present, in that order, so that a late
+// or changed sidecar makes a new job. A set missing its .shx
 // or .dbf still gets a source (its key covers the parts present), but its
 // Fetch fails with ingest.ErrIncompleteShapefile: Transient, or Permanent when
 // opts.FinalAttempt. Returns a Permanent error when the event names no
@@ -73,16 +77,17 @@ func NewSource(ctx context.Context, client *awss3.Client, ev ingest.Event, opts 
 	src := ingest.Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: main.token(), Order: ev.Order()}
 	f := &s3Fetcher{client: client, bucket: ev.Bucket, parts: []s3Part{main}, final: opts.FinalAttempt, idle: opts.IdleTimeout}
 	ext := path.Ext(ev.Key)
-	if !geomio.IsShapefile(ev.Key) {
+	rule, ok := geomio.SetRuleOf(ev.Key)
+	if !ok {
 		return src, f, nil
 	}
 	base := strings.TrimSuffix(ev.Key, ext)
-	upper := ext == ".SHP"
-	main.ext = ".shp"
+	upper := ext == strings.ToUpper(rule.Main)
+	main.ext = rule.Main
 	f.parts = []s3Part{main}
 	h := sha256.New()
-	fmt.Fprintf(h, ".shp %s\n", main.token())
-	for _, sx := range geomio.ShapefileParts[1:] {
+	fmt.Fprintf(h, "%s %s\n", rule.Main, main.token())
+	for _, sx := range rule.Parts {
 		k := base + sx
 		if upper {
 			k = base + strings.ToUpper(sx)
@@ -90,7 +95,7 @@ func NewSource(ctx context.Context, client *awss3.Client, ev ingest.Event, opts 
 		out, err := client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &ev.Bucket, Key: &k})
 		if err != nil {
 			if notFound(err) {
-				if geomio.IsRequiredSidecar(sx) {
+				if slices.Contains(rule.Required, sx) {
 					f.missing = append(f.missing, sx)
 				}
 				continue
@@ -175,7 +180,7 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, int6
 	name := fmt.Sprintf("s3://%s/%s", f.bucket, p.key)
 	// Only the object the event names (not a sidecar, whose change no
 	// event of its own announces) is superseded by a change.
-	named := p.ext == "" || p.ext == ".shp"
+	named := p == f.parts[0]
 	// The idle timer cancels the request (its answer's headers, the SDK's
 	// retries, then the body) when no byte has come for f.idle.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -232,7 +237,11 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, int6
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
-	if cl := resp.ContentLength; cl != nil && *cl >= 0 && n != *cl && !errors.Is(context.Cause(ctx), errStalled) {
+	// Short of the announced length, and not because the local file
+	// refused a write (a disk full is its own failure) or the stream
+	// stalled: a reset or a truncated answer.
+	var local *fs.PathError
+	if cl := resp.ContentLength; cl != nil && *cl >= 0 && n != *cl && !errors.Is(context.Cause(ctx), errStalled) && !errors.As(err, &local) {
 		short := fmt.Errorf("%w: %d bytes received, S3 announced %d", errShortBody, n, *cl)
 		if err != nil {
 			short = fmt.Errorf("%w: %w", short, err)

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/geoingest/geoingest/geomio/ogr"
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// TestIngestGeoPackageAndFileGeodatabase: `geoingest ingest` of a
+// two-layer GeoPackage and of the same layers as a zipped File
+// Geodatabase (made with ogr2ogr from the corpus) writes every polygon
+// layer, each row with its layer, with the features and area that the
+// corpus files themselves give.
+func TestIngestGeoPackageAndFileGeodatabase(t *testing.T) {
+	if !ogr.Available {
+		t.Skip("built without GDAL")
+	}
+	if _, err := exec.LookPath("ogr2ogr"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
+		}
+		t.Skip("ogr2ogr not found")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	counties := "../../testdata/corpus/six_counties/six_counties.shp"
+	bristol := "../../testdata/corpus/bristol_boundary_bng/boundary_bristol_bng.geojson"
+	conv := func(args ...string) {
+		out, err := exec.Command("ogr2ogr", append([]string{"-nlt", "PROMOTE_TO_MULTI"}, args...)...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	gpkg := filepath.Join(dir, "parcels.gpkg")
+	conv("-f", "GPKG", gpkg, counties, "-nln", "counties")
+	conv("-update", "-f", "GPKG", gpkg, bristol, "-nln", "bristol")
+	gdb := filepath.Join(dir, "parcels.gdb")
+	conv("-f", "OpenFileGDB", gdb, counties, "-nln", "counties")
+	conv("-update", "-f", "OpenFileGDB", gdb, bristol, "-nln", "bristol")
+	zip := exec.Command("zip", "-qr", "parcels.gdb.zip", "parcels.gdb")
+	zip.Dir = dir
+	out, err := zip.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	url := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": url}
+	// The sources themselves, for the expected features and area.
+	code, stdout, errOut := run(t, env, "ingest", "--json", counties, bristol)
+	require.Equal(t, 0, code, errOut)
+	var wantN int64
+	var wantArea float64
+	for _, l := range parseLines(t, stdout) {
+		wantN += l.Features
+		wantArea += l.AreaM2
+	}
+	for _, upload := range []string{gpkg, filepath.Join(dir, "parcels.gdb.zip")} {
+		code, stdout, errOut := run(t, env, "ingest", "--json", upload)
+		require.Equal(t, 0, code, errOut)
+		ls := parseLines(t, stdout)
+		require.Len(t, ls, 1)
+		require.Equal(t, "written", ls[0].Outcome, upload)
+		require.Equal(t, wantN, ls[0].Features, upload)
+		require.InEpsilon(t, wantArea, ls[0].AreaM2, 1e-9, upload)
+
+		conn, err := pgx.Connect(context.Background(), url)
+		require.NoError(t, err)
+		rows, err := conn.Query(context.Background(), `SELECT layer, count(*) FROM parcels WHERE job_ref = geoingest_job_ref($1) GROUP BY layer ORDER BY layer`, ls[0].JobID)
+		require.NoError(t, err)
+		var got []string
+		for rows.Next() {
+			var layer string
+			var n int64
+			require.NoError(t, rows.Scan(&layer, &n))
+			got = append(got, layer)
+		}
+		require.NoError(t, rows.Err())
+		conn.Close(context.Background())
+		require.Equal(t, "bristol counties", strings.Join(got, " "), "every polygon layer, each row with its layer")
+	}
+}

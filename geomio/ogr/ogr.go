@@ -1,0 +1,436 @@
+//go:build cgo && !geoingest_nogdal
+
+// Package ogr is geoingest's own binding of GDAL's vector library (OGR),
+// through cgo against the system's libgdal (Debian: libgdal-dev to build,
+// libgdal32 at run time). It is deliberately small: open a dataset read-only
+// with one of the drivers geoingest accepts, list its layers and geometry
+// fields, and stream a layer's features one at a time (OGR_L_GetNextFeature,
+// each feature freed before the next is read), giving each geometry as 2D
+// ISO WKB in traditional GIS axis order (easting or longitude first) and each
+// attribute as a typed value. package geomio turns that into its Reader.
+//
+// A Dataset and its Layers are for one goroutine at a time. GDAL's error
+// state is per OS thread, so every call that can fail reads it within the
+// same C call.
+package ogr
+
+/*
+#cgo LDFLAGS: -lgdal
+#cgo CFLAGS: -I/usr/include/gdal
+#include <stdlib.h>
+#include <string.h>
+#include <gdal.h>
+#include <ogr_api.h>
+#include <ogr_srs_api.h>
+#include <cpl_error.h>
+#include <cpl_conv.h>
+#include <cpl_string.h>
+
+static void gi_init(void) {
+	GDALAllRegister();
+	// Errors are read through CPLGetLastErrorMsg, never printed.
+	CPLSetErrorHandler(CPLQuietErrorHandler);
+	// No network: a file may name remote schemas or resources.
+	CPLSetConfigOption("GDAL_HTTP_TIMEOUT", "1");
+	CPLSetConfigOption("CPL_VSIL_CURL_ALLOWED_EXTENSIONS", "none");
+}
+
+static char *gi_errdup(void) {
+	if (CPLGetLastErrorType() >= CE_Failure) {
+		const char *m = CPLGetLastErrorMsg();
+		return strdup(m && *m ? m : "unknown GDAL error");
+	}
+	return NULL;
+}
+
+static GDALDatasetH gi_open(const char *path, char **drivers, char **options, char **err) {
+	CPLErrorReset();
+	GDALDatasetH ds = GDALOpenEx(path, GDAL_OF_VECTOR | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR,
+		(const char *const *)drivers, (const char *const *)options, NULL);
+	*err = gi_errdup();
+	return ds;
+}
+
+static const char *gi_driver(GDALDatasetH ds) {
+	GDALDriverH d = GDALGetDatasetDriver(ds);
+	return d ? GDALGetDriverShortName(d) : "";
+}
+
+// gi_srs_wkt2 exports srs as one-line WKT2 (2019), NULL if none. Free with CPLFree.
+static char *gi_srs_wkt2(OGRSpatialReferenceH srs) {
+	if (srs == NULL) return NULL;
+	char *wkt = NULL;
+	const char *opts[] = {"FORMAT=WKT2_2019", "MULTILINE=NO", NULL};
+	CPLErrorReset();
+	if (OSRExportToWktEx(srs, &wkt, opts) != OGRERR_NONE) {
+		CPLFree(wkt);
+		return NULL;
+	}
+	return wkt;
+}
+
+// gi_swap_xy reports whether a layer's coordinates come northing (or
+// latitude) first: the CRS's first axis points north or south and the data
+// axis mapping keeps it first.
+static int gi_swap_xy(OGRSpatialReferenceH srs) {
+	if (srs == NULL) return 0;
+	OGRAxisOrientation o = OAO_Other;
+	OSRGetAxis(srs, NULL, 0, &o);
+	if (o != OAO_North && o != OAO_South) return 0;
+	int n = 0;
+	const int *m = OSRGetDataAxisToSRSAxisMapping(srs, &n);
+	if (n < 2 || m == NULL) return 1;
+	return m[0] == 1;
+}
+
+static OGRSpatialReferenceH gi_gfld_srs(OGRLayerH l, int i) {
+	OGRFeatureDefnH d = OGR_L_GetLayerDefn(l);
+	OGRSpatialReferenceH srs = OGR_GFld_GetSpatialRef(OGR_FD_GetGeomFieldDefn(d, i));
+	// Some drivers (MapInfo) give the CRS on the layer only.
+	if (srs == NULL && i == 0) srs = OGR_L_GetSpatialRef(l);
+	return srs;
+}
+
+static OGRFeatureH gi_next(OGRLayerH l, char **err) {
+	CPLErrorReset();
+	OGRFeatureH f = OGR_L_GetNextFeature(l);
+	*err = gi_errdup();
+	return f;
+}
+
+// gi_geom exports geometry field i of f as 2D ISO WKB (little-endian) into
+// *buf (grown with realloc as needed), in easting-first order (swap), with
+// curves linearised (*curved set). Returns 1 for a null or empty
+// geometry, 0 on success, -1 on failure (*err set).
+static int gi_geom(OGRFeatureH f, int i, int swap, unsigned char **buf, size_t *cap, size_t *len, int *curved, char **err) {
+	*curved = 0; *len = 0; *err = NULL;
+	OGRGeometryH g = OGR_F_GetGeomFieldRef(f, i);
+	if (g == NULL || OGR_G_IsEmpty(g)) return 1;
+	OGRGeometryH lin = NULL;
+	CPLErrorReset();
+	if (OGR_G_HasCurveGeometry(g, 1)) {
+		lin = OGR_G_GetLinearGeometry(g, 0, NULL);
+		if (lin == NULL) { *err = gi_errdup(); if (!*err) *err = strdup("cannot linearise curve geometry"); return -1; }
+		*curved = 1;
+		g = lin;
+	}
+	OGR_G_FlattenTo2D(g); // the feature is freed before the next one is read
+	if (swap) OGR_G_SwapXY(g);
+	size_t n = (size_t)OGR_G_WkbSize(g);
+	if (n > *cap) {
+		unsigned char *b = realloc(*buf, n);
+		if (b == NULL) { if (lin) OGR_G_DestroyGeometry(lin); *err = strdup("out of memory"); return -1; }
+		*buf = b; *cap = n;
+	}
+	OGRErr e = OGR_G_ExportToIsoWkb(g, wkbNDR, *buf);
+	if (lin) OGR_G_DestroyGeometry(lin);
+	if (e != OGRERR_NONE) { *err = gi_errdup(); if (!*err) *err = strdup("cannot export geometry as WKB"); return -1; }
+	*len = n;
+	return 0;
+}
+
+// gi_value is one attribute of a feature.
+typedef struct {
+	int kind; // 0 null, 1 integer, 2 real, 3 string, 4 boolean, 5 date, 6 date-time, 7 time
+	long long i;
+	double d;
+	const char *s;
+	int y, mo, da, h, mi, tz;
+	float sec;
+} gi_value;
+
+static void gi_field(OGRFeatureH f, OGRFeatureDefnH defn, int i, gi_value *v) {
+	memset(v, 0, sizeof *v);
+	if (!OGR_F_IsFieldSetAndNotNull(f, i)) return;
+	OGRFieldDefnH fd = OGR_FD_GetFieldDefn(defn, i);
+	switch (OGR_Fld_GetType(fd)) {
+	case OFTInteger:
+		v->i = OGR_F_GetFieldAsInteger(f, i);
+		v->kind = OGR_Fld_GetSubType(fd) == OFSTBoolean ? 4 : 1;
+		return;
+	case OFTInteger64:
+		v->i = OGR_F_GetFieldAsInteger64(f, i);
+		v->kind = OGR_Fld_GetSubType(fd) == OFSTBoolean ? 4 : 1;
+		return;
+	case OFTReal:
+		v->d = OGR_F_GetFieldAsDouble(f, i); v->kind = 2;
+		return;
+	case OFTDate: case OFTDateTime: case OFTTime:
+		OGR_F_GetFieldAsDateTimeEx(f, i, &v->y, &v->mo, &v->da, &v->h, &v->mi, &v->sec, &v->tz);
+		v->kind = OGR_Fld_GetType(fd) == OFTDate ? 5 : OGR_Fld_GetType(fd) == OFTTime ? 7 : 6;
+		return;
+	default:
+		v->s = OGR_F_GetFieldAsString(f, i); v->kind = 3;
+		return;
+	}
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"sync"
+	"unsafe"
+)
+
+// Available reports whether this build reads files with GDAL.
+const Available = true
+
+var initOnce sync.Once
+
+func initGDAL() { initOnce.Do(func() { C.gi_init() }) }
+
+// Version is the GDAL release the binary runs with ("3.6.2").
+func Version() string {
+	initGDAL()
+	k := C.CString("RELEASE_NAME")
+	defer C.free(unsafe.Pointer(k))
+	return C.GoString(C.GDALVersionInfo(k))
+}
+
+// Dataset is an open OGR data source.
+type Dataset struct {
+	h      C.GDALDatasetH
+	Driver string // the GDAL driver's short name ("GPKG", "OpenFileGDB", ...)
+}
+
+// Open opens path read-only as a vector dataset with one of drivers (GDAL
+// short names), passing the open options ("NAME=VALUE"). The error is
+// GDAL's own message.
+func Open(path string, drivers, options []string) (*Dataset, error) {
+	initGDAL()
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	cdrv := cStrings(drivers)
+	defer freeStrings(cdrv)
+	copt := cStrings(options)
+	defer freeStrings(copt)
+	var cerr *C.char
+	h := C.gi_open(cpath, cdrv, copt, &cerr)
+	msg := takeErr(cerr)
+	if h == nil {
+		if msg == "" {
+			msg = "not recognised as a supported file format"
+		}
+		return nil, errors.New(msg)
+	}
+	return &Dataset{h: h, Driver: C.GoString(C.gi_driver(h))}, nil
+}
+
+// Close frees the dataset; its Layers must not be used after.
+func (d *Dataset) Close() {
+	if d.h != nil {
+		C.GDALClose(d.h)
+		d.h = nil
+	}
+}
+
+// LayerCount is the number of layers (tables) in the dataset.
+func (d *Dataset) LayerCount() int { return int(C.GDALDatasetGetLayerCount(d.h)) }
+
+// GeomType is an OGR geometry type (OGRwkbGeometryType), flattened to 2D.
+type GeomType int
+
+// Polygonal reports whether t is a polygon, multipolygon or their curved
+// kinds (CurvePolygon, MultiSurface).
+func (t GeomType) Polygonal() bool {
+	g := C.OGRwkbGeometryType(t)
+	return C.OGR_GT_IsSubClassOf(g, C.wkbCurvePolygon) != 0 || C.OGR_GT_IsSubClassOf(g, C.wkbMultiSurface) != 0
+}
+
+// Mixed reports whether t allows any geometry (Unknown, GeometryCollection),
+// as KML and GML layers often declare.
+func (t GeomType) Mixed() bool {
+	return t == GeomType(C.wkbUnknown) || t == GeomType(C.wkbGeometryCollection)
+}
+
+func (t GeomType) String() string {
+	return C.GoString(C.OGRGeometryTypeToName(C.OGRwkbGeometryType(t)))
+}
+
+// GeomField describes one geometry field of a layer.
+type GeomField struct {
+	Name string
+	Type GeomType
+	// CRS is the field's CRS as one-line WKT2 (2019), "" when it has none.
+	CRS string
+	// SwapXY: the stored coordinates come northing (latitude) first, and
+	// Next swaps them to easting first.
+	SwapXY bool
+}
+
+// Layer is one layer of a Dataset.
+type Layer struct {
+	h          C.OGRLayerH
+	defn       C.OGRFeatureDefnH
+	Name       string
+	GeomFields []GeomField
+	Fields     []string
+	// UTF8 reports whether OGR gives the layer's strings in UTF-8
+	// (OLCStringsAsUTF8).
+	UTF8 bool
+
+	feat  C.OGRFeatureH
+	buf   *C.uchar
+	cap   C.size_t
+	value C.gi_value
+}
+
+// Layer returns layer i (0 <= i < LayerCount).
+func (d *Dataset) Layer(i int) *Layer {
+	h := C.GDALDatasetGetLayer(d.h, C.int(i))
+	l := &Layer{h: h, defn: C.OGR_L_GetLayerDefn(h)}
+	l.Name = C.GoString(C.OGR_L_GetName(h))
+	for j := 0; j < int(C.OGR_FD_GetGeomFieldCount(l.defn)); j++ {
+		gf := C.OGR_FD_GetGeomFieldDefn(l.defn, C.int(j))
+		f := GeomField{Name: C.GoString(C.OGR_GFld_GetNameRef(gf)), Type: GeomType(C.OGR_GT_Flatten(C.OGR_GFld_GetType(gf)))}
+		if srs := C.gi_gfld_srs(h, C.int(j)); srs != nil {
+			if w := C.gi_srs_wkt2(srs); w != nil {
+				f.CRS = C.GoString(w)
+				C.CPLFree(unsafe.Pointer(w))
+			}
+			f.SwapXY = C.gi_swap_xy(srs) != 0
+		}
+		l.GeomFields = append(l.GeomFields, f)
+	}
+	for j := 0; j < int(C.OGR_FD_GetFieldCount(l.defn)); j++ {
+		l.Fields = append(l.Fields, C.GoString(C.OGR_Fld_GetNameRef(C.OGR_FD_GetFieldDefn(l.defn, C.int(j)))))
+	}
+	capName := C.CString("StringsAsUTF8")
+	l.UTF8 = C.OGR_L_TestCapability(h, capName) != 0
+	C.free(unsafe.Pointer(capName))
+	return l
+}
+
+// Next reads the next feature, freeing the previous one. It returns false
+// at the end of the layer, or with an error (GDAL's message) when OGR
+// could not read it.
+func (l *Layer) Next() (bool, error) {
+	l.free()
+	var cerr *C.char
+	l.feat = C.gi_next(l.h, &cerr)
+	msg := takeErr(cerr)
+	if msg != "" {
+		l.free()
+		return false, errors.New(msg)
+	}
+	return l.feat != nil, nil
+}
+
+// FID is the current feature's id in its layer (-1 if it has none).
+func (l *Layer) FID() int64 { return int64(C.OGR_F_GetFID(l.feat)) }
+
+// WKB returns geometry field i of the current feature as 2D ISO WKB
+// (little-endian, easting first when swap), nil for a null or empty
+// geometry, and whether a curve was linearised. The bytes are valid until
+// the next call of WKB, Next or Close.
+func (l *Layer) WKB(i int, swap bool) (wkb []byte, curved bool, err error) {
+	var n C.size_t
+	var cv C.int
+	var cerr *C.char
+	sw := C.int(0)
+	if swap {
+		sw = 1
+	}
+	switch C.gi_geom(l.feat, C.int(i), sw, &l.buf, &l.cap, &n, &cv, &cerr) {
+	case 1:
+		return nil, false, nil
+	case -1:
+		return nil, false, errors.New(takeErr(cerr))
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(l.buf)), int(n)), cv != 0, nil
+}
+
+// Kind is the kind of an attribute value.
+type Kind int
+
+// Value kinds.
+const (
+	Null Kind = iota
+	Integer
+	Real
+	String
+	Boolean
+	Date
+	DateTime
+	Time
+)
+
+// Value is one attribute of the current feature.
+type Value struct {
+	Kind Kind
+	Int  int64
+	Real float64
+	// Str is the text of a String (lists and binary fields are given as
+	// OGR formats them as text); valid until the next Field or Next.
+	Str                                []byte
+	Year, Month, Day, Hour, Minute, TZ int
+	Second                             float64
+}
+
+// Field returns attribute i of the current feature.
+func (l *Layer) Field(i int) Value {
+	C.gi_field(l.feat, l.defn, C.int(i), &l.value)
+	v := &l.value
+	out := Value{Kind: Kind(v.kind), Int: int64(v.i), Real: float64(v.d)}
+	switch out.Kind {
+	case String:
+		out.Str = unsafe.Slice((*byte)(unsafe.Pointer(v.s)), int(C.strlen(v.s)))
+	case Date, DateTime, Time:
+		out.Year, out.Month, out.Day, out.Hour, out.Minute, out.TZ = int(v.y), int(v.mo), int(v.da), int(v.h), int(v.mi), int(v.tz)
+		out.Second = float64(v.sec)
+	}
+	return out
+}
+
+// Close frees the current feature and the WKB buffer.
+func (l *Layer) Close() {
+	l.free()
+	if l.buf != nil {
+		C.free(unsafe.Pointer(l.buf))
+		l.buf, l.cap = nil, 0
+	}
+}
+
+func (l *Layer) free() {
+	if l.feat != nil {
+		C.OGR_F_Destroy(l.feat)
+		l.feat = nil
+	}
+}
+
+// Reset rewinds the layer to its first feature.
+func (l *Layer) Reset() { l.free(); C.OGR_L_ResetReading(l.h) }
+
+func cStrings(ss []string) **C.char {
+	if len(ss) == 0 {
+		return nil
+	}
+	arr := (**C.char)(C.calloc(C.size_t(len(ss)+1), C.size_t(unsafe.Sizeof(uintptr(0)))))
+	s := unsafe.Slice(arr, len(ss)+1)
+	for i, v := range ss {
+		s[i] = C.CString(v)
+	}
+	return arr
+}
+
+func freeStrings(arr **C.char) {
+	if arr == nil {
+		return
+	}
+	for _, p := range unsafe.Slice(arr, 1<<20) {
+		if p == nil {
+			break
+		}
+		C.free(unsafe.Pointer(p))
+	}
+	C.free(unsafe.Pointer(arr))
+}
+
+func takeErr(c *C.char) string {
+	if c == nil {
+		return ""
+	}
+	defer C.free(unsafe.Pointer(c))
+	return C.GoString(c)
+}

@@ -1,0 +1,409 @@
+//go:build cgo && !geoingest_nogdal
+
+package geomio
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/geoingest/geoingest/geomio/ogr"
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/wkb"
+	"golang.org/x/text/encoding"
+)
+
+// ogrAvailable reports whether this build reads the formats of
+// ogrFormats (with GDAL).
+const ogrAvailable = true
+
+// ogrReader reads the polygon layers of one GDAL dataset as one stream,
+// layer after layer in the dataset's order, keeping Index counting across
+// layers. It holds one OGR feature at a time.
+type ogrReader struct {
+	path   string // the local file GDAL reads
+	file   string // name used in errors
+	format string
+	opts   Options
+	ds     *ogr.Dataset
+	plan   []ogrLayer
+	cur    int
+	l      *ogr.Layer
+	idx    int64
+	fid    int64
+	feat   Feature
+	props  []byte
+	dec    encoding.Encoding // attributes of layers OGR does not give as UTF-8; nil: UTF-8
+	encErr bool              // dec was not named by the uploader
+	err    error
+	done   bool
+}
+
+// ogrLayer is one layer the reader will read, and the geometry field it
+// reads.
+type ogrLayer struct {
+	index int
+	field int
+	swap  bool
+	layer Layer
+}
+
+// openOGR opens path (named file in errors) with GDAL, as format f, and
+// plans the layers to read: every layer with a polygonal (or mixed)
+// geometry field, or when there is none, every layer with a geometry field
+// (so that the wrong-type policy counts or refuses its features);
+// opts.Layers narrows the choice. Non-spatial tables are ignored. A dataset
+// with no geometry at all is an *Error.
+func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
+	ds, err := ogr.Open(path, f.drivers, f.options)
+	if err != nil {
+		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(err, path, file)}
+	}
+	r := &ogrReader{path: path, file: file, format: f.name, opts: opts, ds: ds, idx: base, cur: -1}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if opts.DefaultEncoding != "" {
+		r.dec, _, err = encodingByName(opts.DefaultEncoding)
+		if err != nil {
+			return nil, &Error{File: file, Problem: "default encoding", Err: err}
+		}
+	}
+	var polygonal, other []ogrLayer
+	var names []string
+	for i := 0; i < ds.LayerCount(); i++ {
+		l := ds.Layer(i)
+		if len(l.GeomFields) == 0 {
+			continue // a non-spatial table
+		}
+		names = append(names, l.Name)
+		field, err := pickGeomField(l, opts.GeometryField)
+		if err != nil {
+			return nil, &Error{File: file, Problem: fmt.Sprintf("layer %q", l.Name), Err: err}
+		}
+		gf := l.GeomFields[field]
+		pl := ogrLayer{index: i, field: field, swap: gf.SwapXY, layer: Layer{Name: l.Name, Format: f.name}}
+		if len(l.GeomFields) > 1 {
+			pl.layer.GeometryField = gf.Name
+		}
+		pl.layer.Encoding = "UTF-8"
+		if !l.UTF8 && opts.DefaultEncoding != "" {
+			_, pl.layer.Encoding, _ = encodingByName(opts.DefaultEncoding)
+		}
+		if err := setLayerCRS(&pl.layer, file+" layer "+strconv.Quote(l.Name), gf.CRS, opts); err != nil {
+			return nil, err
+		}
+		if gf.Type.Polygonal() || gf.Type.Mixed() {
+			polygonal = append(polygonal, pl)
+		} else {
+			other = append(other, pl)
+		}
+	}
+	if len(names) == 0 {
+		return nil, &Error{File: file, Problem: fmt.Sprintf("no layer with geometry in this %s (%d tables without geometry)", f.title, ds.LayerCount())}
+	}
+	plan := polygonal
+	if len(plan) == 0 {
+		plan = other
+	}
+	if len(opts.Layers) > 0 {
+		plan = nil
+		for _, want := range opts.Layers {
+			found := false
+			for _, pl := range append(polygonal, other...) {
+				if pl.layer.Name == want {
+					plan, found = append(plan, pl), true
+					break
+				}
+			}
+			if !found {
+				return nil, &Error{File: file, Problem: fmt.Sprintf("no layer %q (the layers with geometry are %s)", want, quoteList(names))}
+			}
+		}
+	}
+	r.plan = plan
+	return r, nil
+}
+
+// pickGeomField chooses the geometry field of l to read: the one named
+// want, else the first polygonal one, else the first mixed one, else the
+// first.
+func pickGeomField(l *ogr.Layer, want string) (int, error) {
+	if want != "" {
+		var names []string
+		for i, g := range l.GeomFields {
+			if strings.EqualFold(g.Name, want) {
+				return i, nil
+			}
+			names = append(names, g.Name)
+		}
+		if len(l.GeomFields) > 1 {
+			return 0, fmt.Errorf("no geometry field %q (the layer has %s)", want, quoteList(names))
+		}
+		return 0, nil // a layer with one geometry field reads it, whatever its name
+	}
+	for i, g := range l.GeomFields {
+		if g.Type.Polygonal() {
+			return i, nil
+		}
+	}
+	for i, g := range l.GeomFields {
+		if g.Type.Mixed() {
+			return i, nil
+		}
+	}
+	return 0, nil
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (r *ogrReader) fail(problem string, err error) bool {
+	lay := ""
+	if r.cur >= 0 && r.cur < len(r.plan) {
+		lay = r.plan[r.cur].layer.Name
+	}
+	r.err = &Error{File: r.file, Problem: fmt.Sprintf("layer %q feature %d (FID %d): %s", lay, r.idx, r.fid, problem), Err: localPathAs(err, r.path, r.file)}
+	return false
+}
+
+// localPathAs rewrites GDAL's message err, which names the local copy
+// GDAL read (path, often in a job's temporary directory, or a file beside
+// it), to name only the file within the upload: the *Error names the
+// upload.
+func localPathAs(err error, path, file string) error {
+	if err == nil {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), path, filepath.Base(file))
+	if dir := filepath.Dir(path); dir != "." && dir != "/" {
+		msg = strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
+	}
+	return errors.New(msg)
+}
+
+func (r *ogrReader) Next() bool {
+	if r.err != nil || r.done {
+		return false
+	}
+	for {
+		if r.l == nil {
+			r.cur++
+			if r.cur >= len(r.plan) {
+				r.done = true
+				return false
+			}
+			r.l = r.ds.Layer(r.plan[r.cur].index)
+			r.l.Reset()
+		}
+		ok, err := r.l.Next()
+		if err != nil {
+			r.fid = -1
+			return r.fail("unreadable", err)
+		}
+		if !ok {
+			r.l.Close()
+			r.l = nil
+			continue
+		}
+		return r.decode()
+	}
+}
+
+// decode makes r.feat of the current OGR feature.
+func (r *ogrReader) decode() bool {
+	pl := &r.plan[r.cur]
+	r.fid = r.l.FID()
+	raw, curved, err := r.l.WKB(pl.field, pl.swap)
+	if err != nil {
+		return r.fail("unreadable geometry", err)
+	}
+	if int64(len(raw)) > r.opts.Limits.MaxRecordBytes {
+		return r.fail(fmt.Sprintf("geometry of %d bytes, more than the limit of %d", len(raw), r.opts.Limits.MaxRecordBytes), nil)
+	}
+	var g geom.T
+	if raw != nil {
+		if g, err = wkb.Unmarshal(raw); err != nil {
+			return r.fail("undecodable geometry", err)
+		}
+		if g = promotePolygons(g); g != nil {
+			g = setSRID(g, pl.layer.SRID)
+		}
+	}
+	if curved {
+		pl.layer.Linearised++
+	}
+	props, err := r.properties(pl)
+	if err != nil {
+		return r.fail("attributes", err)
+	}
+	r.feat = Feature{Index: r.idx, Layer: pl.layer.Name, Geom: g, Properties: props}
+	r.idx++
+	return true
+}
+
+// promotePolygons normalises a decoded geometry as Feature.Geom documents:
+// a Polygon becomes a MultiPolygon, and a GeometryCollection (a KML
+// MultiGeometry) with polygons becomes the MultiPolygon of its polygons,
+// its points and lines dropped, as OGR's forceToMultiPolygon does; an
+// empty geometry is nil.
+func promotePolygons(g geom.T) geom.T {
+	switch t := g.(type) {
+	case *geom.Polygon:
+		if t.Empty() {
+			return nil
+		}
+		mp := geom.NewMultiPolygon(geom.XY)
+		_ = mp.Push(t)
+		return mp
+	case *geom.MultiPolygon:
+		if t.Empty() {
+			return nil
+		}
+	case *geom.GeometryCollection:
+		mp := geom.NewMultiPolygon(geom.XY)
+		collectPolygons(t, mp)
+		if mp.NumPolygons() > 0 {
+			return mp
+		}
+		if t.Empty() {
+			return nil
+		}
+	}
+	return g
+}
+
+func collectPolygons(c *geom.GeometryCollection, mp *geom.MultiPolygon) {
+	for _, g := range c.Geoms() {
+		switch t := g.(type) {
+		case *geom.Polygon:
+			if !t.Empty() {
+				_ = mp.Push(t)
+			}
+		case *geom.MultiPolygon:
+			for i := 0; i < t.NumPolygons(); i++ {
+				if p := t.Polygon(i); !p.Empty() {
+					_ = mp.Push(p)
+				}
+			}
+		case *geom.GeometryCollection:
+			collectPolygons(t, mp)
+		}
+	}
+}
+
+// properties writes the current feature's attributes as a JSON object.
+func (r *ogrReader) properties(pl *ogrLayer) ([]byte, error) {
+	out := append(r.props[:0], '{')
+	for i, name := range r.l.Fields {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendJSONString(out, name)
+		out = append(out, ':')
+		v := r.l.Field(i)
+		switch v.Kind {
+		case ogr.Null:
+			out = append(out, "null"...)
+		case ogr.Integer:
+			out = strconv.AppendInt(out, v.Int, 10)
+		case ogr.Boolean:
+			out = strconv.AppendBool(out, v.Int != 0)
+		case ogr.Real:
+			if math.IsNaN(v.Real) || math.IsInf(v.Real, 0) {
+				out = append(out, "null"...)
+			} else {
+				out = strconv.AppendFloat(out, v.Real, 'g', -1, 64)
+			}
+		case ogr.String:
+			s := v.Str
+			if !utf8.Valid(s) {
+				if r.l.UTF8 || r.dec == nil {
+					return nil, fmt.Errorf("field %q: invalid UTF-8; give the file's text encoding with --encoding (or the route option encoding=), for example windows-1252", name)
+				}
+				d, err := r.dec.NewDecoder().Bytes(s)
+				if err != nil {
+					return nil, fmt.Errorf("field %q: %w", name, err)
+				}
+				s = d
+			}
+			out = appendJSONString(out, s)
+		case ogr.Date, ogr.DateTime, ogr.Time:
+			out = append(out, '"')
+			out = appendDateTime(out, v)
+			out = append(out, '"')
+		}
+		if int64(len(out)) > r.opts.Limits.MaxRecordBytes {
+			return nil, fmt.Errorf("attributes larger than the limit of %d bytes", r.opts.Limits.MaxRecordBytes)
+		}
+	}
+	out = append(out, '}')
+	r.props = out
+	return out, nil
+}
+
+// appendDateTime writes an OGR date, time or date-time in ISO 8601.
+func appendDateTime(out []byte, v ogr.Value) []byte {
+	if v.Kind != ogr.Time {
+		out = fmt.Appendf(out, "%04d-%02d-%02d", v.Year, v.Month, v.Day)
+		if v.Kind == ogr.Date {
+			return out
+		}
+		out = append(out, 'T')
+	}
+	sec := int(v.Second)
+	out = fmt.Appendf(out, "%02d:%02d:%02d", v.Hour, v.Minute, sec)
+	if ms := int(math.Round((v.Second - float64(sec)) * 1000)); ms > 0 && ms < 1000 {
+		out = fmt.Appendf(out, ".%03d", ms)
+	}
+	switch {
+	case v.TZ == 100:
+		out = append(out, 'Z')
+	case v.TZ > 1:
+		off := (v.TZ - 100) * 15
+		sign := byte('+')
+		if off < 0 {
+			sign, off = '-', -off
+		}
+		out = fmt.Appendf(out, "%c%02d:%02d", sign, off/60, off%60)
+	}
+	return out
+}
+
+func (r *ogrReader) nextIndex() int64 { return r.idx }
+func (r *ogrReader) Feature() Feature { return r.feat }
+func (r *ogrReader) Err() error       { return r.err }
+
+func (r *ogrReader) Layer() Layer {
+	i := max(r.cur, 0)
+	if i >= len(r.plan) {
+		i = len(r.plan) - 1
+	}
+	if i < 0 {
+		return Layer{Format: r.format}
+	}
+	return r.plan[i].layer
+}
+
+func (r *ogrReader) Close() error {
+	if r.l != nil {
+		r.l.Close()
+		r.l = nil
+	}
+	if r.ds != nil {
+		r.ds.Close()
+		r.ds = nil
+	}
+	return nil
+}
