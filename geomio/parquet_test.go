@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -298,4 +299,36 @@ func TestParseWKB(t *testing.T) {
 		_, err := geomio.ParseWKB(bad)
 		require.Error(t, err, "%x", bad)
 	}
+}
+
+// TestGeoParquetWriteLarge writes GEOINGEST_GEOPARQUET_LARGE_ROWS rows (the
+// 10,000 synthetic parcels repeated, shifted east by 0.7° each round) to
+// the GeoParquet file GEOINGEST_GEOPARQUET_LARGE names, for measuring the
+// reader's memory on a large file (docs/benchmarks.md). Skipped unless
+// set.
+func TestGeoParquetWriteLarge(t *testing.T) {
+	path := os.Getenv("GEOINGEST_GEOPARQUET_LARGE")
+	if path == "" {
+		t.Skip("GEOINGEST_GEOPARQUET_LARGE not set")
+	}
+	rowsWanted := 1000000
+	if n, err := strconv.Atoi(os.Getenv("GEOINGEST_GEOPARQUET_LARGE_ROWS")); err == nil && n > 0 {
+		rowsWanted = n
+	}
+	_, src, err := readAll(t, "../testdata/synthetic/parcels_10k.geojson", geomio.Options{})
+	require.NoError(t, err)
+	n := testfiles.GeoParquetFrom(t, path, func(yield func(geom.T, []byte) bool) {
+		for i := 0; i < rowsWanted; i++ {
+			f := src[i%len(src)]
+			mp := f.Geom.(*geom.MultiPolygon)
+			flat := append([]float64(nil), mp.FlatCoords()...)
+			for j := 0; j < len(flat); j += 2 {
+				flat[j] += 0.7 * float64(i/len(src)%200)
+			}
+			if !yield(geom.NewMultiPolygonFlat(geom.XY, flat, mp.Endss()), f.Properties) {
+				return
+			}
+		}
+	}, testfiles.GeoParquetOptions{RowGroupRows: 100000})
+	require.Equal(t, rowsWanted, n)
 }
