@@ -142,19 +142,3 @@ type Options struct {
 	// have several (GML); empty: the first polygonal one.
 	GeometryField string
 }
-
-// Limits bound the resources one upload may take.
-type Limits struct {
-	MaxUncompressedBytes int64 // total bytes extracted from a zip
-	MaxCompressionRatio  int64 // uncompressed/compressed per zip entry
-	MaxEntries           int   // entries in a zip
-	MaxRecordBytes       int64 // one feature (GeoJSON feature, shapefile record)
-}
-
-// DefaultLimits are the limits used for zero fields of Options.Limits.
-var DefaultLimits = Limits{
-	MaxUncompressedBytes: 8 << 30,
-	MaxCompressionRatio:  200,
-	MaxEntries:           10000,
-	MaxRecordBytes:       256 << 20,
-}

@@ -43,6 +43,15 @@ const (
 // resolver is not the input's fault. The caller must Close the Reader.
 func Open(path string, opts Options) (Reader, error) {
 	opts.Limits = opts.Limits.withDefaults()
+	r, err := open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return withLimits(r, path, opts.Limits), nil
+}
+
+// open is Open without the limits every feature is checked against.
+func open(path string, opts Options) (Reader, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, &Error{File: path, Problem: "open", Err: err}
@@ -98,21 +107,4 @@ func readHead(path string, n int) ([]byte, error) {
 		err = nil
 	}
 	return buf[:m], err
-}
-
-// withDefaults fills zero fields from DefaultLimits.
-func (l Limits) withDefaults() Limits {
-	if l.MaxUncompressedBytes <= 0 {
-		l.MaxUncompressedBytes = DefaultLimits.MaxUncompressedBytes
-	}
-	if l.MaxCompressionRatio <= 0 {
-		l.MaxCompressionRatio = DefaultLimits.MaxCompressionRatio
-	}
-	if l.MaxEntries <= 0 {
-		l.MaxEntries = DefaultLimits.MaxEntries
-	}
-	if l.MaxRecordBytes <= 0 {
-		l.MaxRecordBytes = DefaultLimits.MaxRecordBytes
-	}
-	return l
 }
