@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -331,4 +332,36 @@ func TestGeoParquetWriteLarge(t *testing.T) {
 		}
 	}, testfiles.GeoParquetOptions{RowGroupRows: 100000})
 	require.Equal(t, rowsWanted, n)
+}
+
+// TestGeoParquetLimits: a geometry over the feature-bytes limit is refused
+// before it is decoded, and a column chunk that declares more than the
+// compression-ratio limit (a decompression bomb; here the limit is 1, which
+// the 1 MiB name column exceeds) before it is read; both
+// as limit errors naming the limit.
+func TestGeoParquetLimits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := testfiles.GeoParquet(t, filepath.Join(dir, "big.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square)},
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, geom.NewLineStringFlat(geom.XY, make([]float64, 2*5000))), Properties: `{}`},
+	), testfiles.GeoParquetOptions{})
+	_, fs, err := readAll(t, big, geomio.Options{Limits: geomio.Limits{MaxRecordBytes: 50000}})
+	require.Error(t, err)
+	require.True(t, geomio.IsLimitError(err), "%v", err)
+	require.Contains(t, err.Error(), "max-feature-bytes")
+	require.Contains(t, err.Error(), "feature 1")
+	require.Len(t, fs, 1)
+
+	zeros := strings.Repeat("0", 1<<20)
+	bomb := testfiles.GeoParquet(t, filepath.Join(dir, "bomb.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square), Name: &zeros, Properties: `{}`},
+	), testfiles.GeoParquetOptions{})
+	_, _, err = readAll(t, bomb, geomio.Options{Limits: geomio.Limits{MaxCompressionRatio: 1}})
+	require.Error(t, err)
+	require.True(t, geomio.IsLimitError(err), "%v", err)
+	require.Contains(t, err.Error(), `column "name"`)
+	require.Contains(t, err.Error(), "max-zip-ratio")
+	_, _, err = readAll(t, bomb, geomio.Options{Limits: geomio.Limits{MaxPropertyBytes: 2 << 20}})
+	require.NoError(t, err, "within the default ratio")
 }
