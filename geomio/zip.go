@@ -42,7 +42,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	if len(zr.File) > lim.MaxEntries {
 		return nil, &Error{File: zipPath, Problem: fmt.Sprintf("zip has %d entries, more than the limit of %d", len(zr.File), lim.MaxEntries)}
 	}
-	dir, err := os.MkdirTemp("", "geomio-zip-")
+	dir, err := os.MkdirTemp(opts.TempDir, "geomio-zip-")
 	if err != nil {
 		return nil, fmt.Errorf("%s: temp dir: %w", zipPath, err) // not the input's fault
 	}

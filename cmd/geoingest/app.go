@@ -35,6 +35,8 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	metrics := ingest.NewMetrics(reg)
 	store := postgis.NewStore(pool, metrics, m.Log)
 	svc := ingest.NewService(store, metrics, m.Log)
+	// Where jobs download and extract (serve's --work-dir overrides it).
+	svc.TempDir = m.Getenv("GEOINGEST_WORK_DIR")
 	return &app{pool: pool, metrics: metrics, store: store, svc: svc}, nil
 }
 
