@@ -143,6 +143,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
+	var lf limitFlags
+	m.addLimitFlags(fs, &lf)
 	fs.DurationVar(&c.startTimeout, "start-timeout", m.envDuration("GEOINGEST_START_TIMEOUT", time.Minute), "how long the start-up checks (credentials, queues, buckets) retry a server that does not answer before serve exits non-zero; a refusal (no credentials, no such queue) exits at once (env GEOINGEST_START_TIMEOUT)")
 	fs.DurationVar(&c.unreadyAfter, "unready-after", m.envDuration("GEOINGEST_UNREADY_AFTER", 30*time.Second), "/readyz answers 503 once every receive has failed for this long, and 200 again at the first that succeeds (env GEOINGEST_UNREADY_AFTER)")
 	fs.StringVar(&c.workDir, "work-dir", m.envDefault("GEOINGEST_WORK_DIR", os.TempDir()), "work directory: each job downloads its input and extracts archives in a directory of its own here, removed when the job ends; give it room for the largest upload expanded (env GEOINGEST_WORK_DIR)")
@@ -151,6 +153,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if err := m.envError(); err != nil {
+		return err
+	}
+	limits, err := lf.limits()
+	if err != nil {
 		return err
 	}
 	if err := awsf.validate(); err != nil {
@@ -250,6 +256,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	cons.Service = a.svc
 	cons.Service.Lease = c.lease
 	cons.Service.TempDir = c.workDir
+	cons.Service.Limits = limits
 	// The report assignments are stored by the consumer in the
 	// background, not by each job before its message is acked.
 	cons.Service.NoReportRefresh = c.reportRefresh > 0
