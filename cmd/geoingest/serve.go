@@ -63,6 +63,11 @@ type serveConfig struct {
 	// reportRefresh is how often serve stores the report assignments that
 	// are missing (see ingest.Store.RefreshReports); 0 turns it off.
 	reportRefresh time.Duration
+	// compactEvery is how often serve folds old own partitions into the
+	// shared ones (see ingest.Compactor); 0 turns it off. compactKeep is
+	// the own partitions each table keeps.
+	compactEvery time.Duration
+	compactKeep  int
 	// pruneInterval is how often serve applies the retention policy
 	// (0: never); retention is its policy.
 	pruneInterval time.Duration
@@ -139,6 +144,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	c.retention = ingest.DefaultRetention()
 	addRetentionFlags(fs, m, &c.retention)
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
+	fs.DurationVar(&c.compactEvery, "compact-every", m.envDuration("GEOINGEST_COMPACT_EVERY", time.Minute), "fold the oldest own partitions into the shared ones in the background, after each written job and at least this often, so that spatial queries visit a few partitions; 0: off (run `geoingest compact` from cron instead) (env GEOINGEST_COMPACT_EVERY)")
+	fs.IntVar(&c.compactKeep, "compact-keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions (of jobs of 8 MiB or more) each feature table keeps before the compactor folds the oldest (env GEOINGEST_COMPACT_KEEP)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
 	var lf limitFlags
@@ -253,6 +260,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	// The report assignments are stored by the consumer in the
 	// background, not by each job before its message is acked.
 	cons.Service.NoReportRefresh = c.reportRefresh > 0
+	cons.Compactor, cons.CompactEvery = a.compactor, c.compactEvery
+	cons.CompactOptions = ingest.CompactOptions{Keep: c.compactKeep}
 
 	if c.metricsAddr != "" {
 		var ui http.Handler
