@@ -51,8 +51,8 @@ var DefaultLimits = Limits{
 	MaxUncompressedBytes: 8 << 30,
 	MaxCompressionRatio:  200,
 	MaxEntries:           10000,
-	MaxRecordBytes:       24 << 20,
-	MaxVertices:          500_000,
+	MaxRecordBytes:       16 << 20,
+	MaxVertices:          350_000,
 	MaxPropertyBytes:     1 << 20,
 	MaxProperties:        10_000,
 	MaxLayers:            1000,
@@ -84,7 +84,7 @@ type LimitError struct {
 	Limit string
 	// Max is the limit's value.
 	Max int64
-	// What says what is over it: "more than 500000 vertices".
+	// What says what is over it: "more than 350000 vertices".
 	What string
 }
 
