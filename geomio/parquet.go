@@ -2,6 +2,7 @@ package geomio
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,8 +48,12 @@ func openGeoParquet(path string, opts Options) (_ Reader, err error) {
 	if err != nil {
 		return nil, &Error{File: path, Problem: "stat", Err: err}
 	}
-	gp, err := geoparquet.Open(f, fi.Size())
+	gp, err := geoparquet.Open(f, fi.Size(), opts.Limits.MaxCompressionRatio)
 	if err != nil {
+		var re *geoparquet.RatioError
+		if errors.As(err, &re) {
+			return nil, uploadLimitError(path, overLimit(LimitZipRatio, re.Max, strings.ReplaceAll(re.Error(), "%", "%%")+" (over %d)"))
+		}
 		return nil, &Error{File: path, Problem: "invalid GeoParquet", Err: err}
 	}
 	r := &parquetReader{name: path, file: f, gp: gp, limits: opts.Limits}
@@ -90,7 +95,7 @@ func (r *parquetReader) Next() bool {
 	f := Feature{Index: r.idx, Layer: r.layer.Name, Properties: r.gp.Properties()}
 	if w := r.gp.WKB(); w != nil {
 		if int64(len(w)) > r.limits.MaxRecordBytes {
-			r.err = &Error{File: r.name, Problem: fmt.Sprintf("feature %d: geometry of %d bytes is larger than the limit of %d", r.idx, len(w), r.limits.MaxRecordBytes)}
+			r.err = FeatureLimitError(r.name, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.limits.MaxRecordBytes, "a geometry of more than %d bytes"))
 			return false
 		}
 		g, err := ParseWKB(w)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -298,4 +300,68 @@ func TestParseWKB(t *testing.T) {
 		_, err := geomio.ParseWKB(bad)
 		require.Error(t, err, "%x", bad)
 	}
+}
+
+// TestGeoParquetWriteLarge writes GEOINGEST_GEOPARQUET_LARGE_ROWS rows (the
+// 10,000 synthetic parcels repeated, shifted east by 0.7° each round) to
+// the GeoParquet file GEOINGEST_GEOPARQUET_LARGE names, for measuring the
+// reader's memory on a large file (docs/benchmarks.md). Skipped unless
+// set.
+func TestGeoParquetWriteLarge(t *testing.T) {
+	path := os.Getenv("GEOINGEST_GEOPARQUET_LARGE")
+	if path == "" {
+		t.Skip("GEOINGEST_GEOPARQUET_LARGE not set")
+	}
+	rowsWanted := 1000000
+	if n, err := strconv.Atoi(os.Getenv("GEOINGEST_GEOPARQUET_LARGE_ROWS")); err == nil && n > 0 {
+		rowsWanted = n
+	}
+	_, src, err := readAll(t, "../testdata/synthetic/parcels_10k.geojson", geomio.Options{})
+	require.NoError(t, err)
+	n := testfiles.GeoParquetFrom(t, path, func(yield func(geom.T, []byte) bool) {
+		for i := 0; i < rowsWanted; i++ {
+			f := src[i%len(src)]
+			mp := f.Geom.(*geom.MultiPolygon)
+			flat := append([]float64(nil), mp.FlatCoords()...)
+			for j := 0; j < len(flat); j += 2 {
+				flat[j] += 0.7 * float64(i/len(src)%200)
+			}
+			if !yield(geom.NewMultiPolygonFlat(geom.XY, flat, mp.Endss()), f.Properties) {
+				return
+			}
+		}
+	}, testfiles.GeoParquetOptions{RowGroupRows: 100000})
+	require.Equal(t, rowsWanted, n)
+}
+
+// TestGeoParquetLimits: a geometry over the feature-bytes limit is refused
+// before it is decoded, and a column chunk that declares more than the
+// compression-ratio limit (a decompression bomb; here the limit is 1, which
+// the 1 MiB name column exceeds) before it is read; both
+// as limit errors naming the limit.
+func TestGeoParquetLimits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := testfiles.GeoParquet(t, filepath.Join(dir, "big.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square)},
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, geom.NewLineStringFlat(geom.XY, make([]float64, 2*5000))), Properties: `{}`},
+	), testfiles.GeoParquetOptions{})
+	_, fs, err := readAll(t, big, geomio.Options{Limits: geomio.Limits{MaxRecordBytes: 50000}})
+	require.Error(t, err)
+	require.True(t, geomio.IsLimitError(err), "%v", err)
+	require.Contains(t, err.Error(), "max-feature-bytes")
+	require.Contains(t, err.Error(), "feature 1")
+	require.Len(t, fs, 1)
+
+	zeros := strings.Repeat("0", 1<<20)
+	bomb := testfiles.GeoParquet(t, filepath.Join(dir, "bomb.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square), Name: &zeros, Properties: `{}`},
+	), testfiles.GeoParquetOptions{})
+	_, _, err = readAll(t, bomb, geomio.Options{Limits: geomio.Limits{MaxCompressionRatio: 1}})
+	require.Error(t, err)
+	require.True(t, geomio.IsLimitError(err), "%v", err)
+	require.Contains(t, err.Error(), `column "name"`)
+	require.Contains(t, err.Error(), "max-zip-ratio")
+	_, _, err = readAll(t, bomb, geomio.Options{Limits: geomio.Limits{MaxPropertyBytes: 2 << 20}})
+	require.NoError(t, err, "within the default ratio")
 }

@@ -57,6 +57,13 @@ type Consumer struct {
 	// 0 turns the background refresh off (each job then stores its own
 	// before its ack: set Service.NoReportRefresh accordingly).
 	ReportRefresh time.Duration
+	// Compactor, when set with a positive CompactEvery, folds old own
+	// partitions into the shared ones in the background (Compactor's
+	// Compact with CompactOptions): every CompactEvery and after each
+	// committed write.
+	Compactor      Compactor
+	CompactEvery   time.Duration
+	CompactOptions CompactOptions
 
 	stopping atomic.Bool
 	// heldUntil (unix nanos) is when the last message given back for a
@@ -64,6 +71,8 @@ type Consumer struct {
 	heldUntil atomic.Int64
 	// refreshKick asks refreshReports to run soon (a job was committed).
 	refreshKick chan struct{}
+	// compactKick asks compact to run soon (a job was written).
+	compactKick chan struct{}
 	// receiveHealth follows failing receives (ReceiveError).
 	receiveHealth receiveHealth
 	// preclaimed holds claims taken for a received batch (see preclaim):
@@ -81,12 +90,16 @@ func (c *Consumer) Stopping() bool { return c.stopping.Load() }
 // messages back. It returns after a clean shutdown.
 func (c *Consumer) Run(ctx context.Context) {
 	c.refreshKick = make(chan struct{}, 1)
+	c.compactKick = make(chan struct{}, 1)
 	rctx, stopRefresh := context.WithCancel(ctx)
 	refreshed := make(chan struct{})
 	go func() { defer close(refreshed); c.refreshReports(rctx) }()
+	compacted := make(chan struct{})
+	go func() { defer close(compacted); c.compact(rctx) }()
 	c.run(ctx)
 	stopRefresh()
 	<-refreshed
+	<-compacted
 	if c.UntilIdle > 0 && c.ReportRefresh > 0 && ctx.Err() == nil {
 		// A batch run leaves every assignment stored.
 		if _, err := c.Service.Store.RefreshReports(ctx); err != nil {
@@ -391,6 +404,12 @@ func (c *Consumer) settle(ctx context.Context, v *verdict, res Result) {
 		select {
 		case c.refreshKick <- struct{}{}:
 		default: // a refresh is asked for already: it will see this job too
+		}
+	}
+	if res.Outcome == Written {
+		select {
+		case c.compactKick <- struct{}{}:
+		default:
 		}
 	}
 	if res.Outcome == Held {

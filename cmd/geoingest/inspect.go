@@ -36,7 +36,13 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	pathStyle := fs.String("s3-path-style", "auto", "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
 	var awsf awsFlags
 	m.addAWSFlags(fs, &awsf)
+	var lf limitFlags
+	m.addLimitFlags(fs, &lf)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	limits, err := lf.limits()
+	if err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -97,8 +103,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 		resolve = func(ps ingest.Params) (ingest.Job, error) { return ingest.NewJob(src, ps, fetcher) }
 	}
 
-	var o inspect.Options
-	o.Check = *check
+	o := inspect.Options{Check: *check, Limits: limits}
 	if len(specs) > 0 {
 		rs, err := ingest.ParseRoutes(specs)
 		if err != nil {

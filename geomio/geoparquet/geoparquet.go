@@ -116,14 +116,46 @@ type prop struct {
 	field parquet.Field
 }
 
+// RatioError is a column chunk whose pages expand more than the ratio
+// Open was given: a decompression bomb, refused before it is read.
+type RatioError struct {
+	Column                   string
+	Compressed, Uncompressed int64
+	Max                      int64
+}
+
+func (e *RatioError) Error() string {
+	return fmt.Sprintf("column %q: a chunk of %d bytes declares %d uncompressed, more than %d times its size", e.Column, e.Compressed, e.Uncompressed, e.Max)
+}
+
 // Open reads the footer and the `geo` metadata of the Parquet file r of
 // the given size. It checks what the rows will need: a WKB primary
-// geometry column that exists as a byte-array column.
-func Open(r io.ReaderAt, size int64) (_ *File, err error) {
+// geometry column that exists as a byte-array column; and that every
+// column chunk lies inside the file and declares at most maxRatio times
+// its compressed size uncompressed (a *RatioError otherwise; maxRatio <= 0
+// checks nothing), since parquet-go sizes its page buffers by what the
+// file declares.
+func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 	defer recoverAs(&err, "read the footer")
 	pf, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("not a readable Parquet file: %w", err)
+	}
+	for i, rg := range pf.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			md := cc.MetaData
+			name := strings.Join(md.PathInSchema, ".")
+			start := md.DataPageOffset
+			if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
+				start = md.DictionaryPageOffset
+			}
+			if start < 0 || md.TotalCompressedSize < 0 || md.TotalUncompressedSize < 0 || start > size || md.TotalCompressedSize > size-start {
+				return nil, fmt.Errorf("row group %d, column %q: its chunk (%d bytes at %d) is not inside the file of %d bytes", i, name, md.TotalCompressedSize, start, size)
+			}
+			if maxRatio > 0 && md.TotalUncompressedSize > maxRatio*max(md.TotalCompressedSize, 1<<10) {
+				return nil, &RatioError{Column: name, Compressed: md.TotalCompressedSize, Uncompressed: md.TotalUncompressedSize, Max: maxRatio}
+			}
+		}
 	}
 	raw, ok := pf.Lookup("geo")
 	if !ok {

@@ -44,6 +44,7 @@ type config struct {
 	deliveries                  int
 	duration, pgDown, killEvery time.Duration
 	outage                      time.Duration // of the S3 server, and of the SQS server
+	outageAt                    [2]float64    // when the S3 and the SQS outages begin (fractions of the chaos)
 	serves, workers             int
 	spec                        planSpec
 	stealWant                   int // stolen leases to force (at least)
@@ -52,9 +53,9 @@ type config struct {
 }
 
 func newConfig() config {
-	c := config{deliveries: 200, duration: 30 * time.Second, pgDown: 3 * time.Second, outage: 8 * time.Second, stealWant: 1, drainMax: 3 * time.Minute}
+	c := config{deliveries: 200, duration: 30 * time.Second, pgDown: 3 * time.Second, outage: 8 * time.Second, outageAt: [2]float64{0.15, 0.70}, stealWant: 1, drainMax: 3 * time.Minute}
 	if *flagLong {
-		c = config{deliveries: 10000, duration: 10 * time.Minute, pgDown: 20 * time.Second, outage: 30 * time.Second, stealWant: 5, drainMax: 15 * time.Minute}
+		c = config{deliveries: 10000, duration: 10 * time.Minute, pgDown: 20 * time.Second, outage: 30 * time.Second, outageAt: [2]float64{0.35, 0.75}, stealWant: 5, drainMax: 15 * time.Minute}
 	}
 	if *flagOutage > 0 {
 		c.outage = *flagOutage
@@ -119,12 +120,12 @@ func TestChaos(t *testing.T) {
 		logDir = t.TempDir()
 	}
 	require.NoError(t, os.MkdirAll(logDir, 0o755))
-	fl := newFleet(t, cfg.serves, logDir, fx.env(), append([]string{
+	fl := newFleet(t, cfg.serves, logDir, append(fx.env(), "GEOINGEST_OWN_PARTITION_BYTES="+ownPartitionBytes), append(append([]string{
 		"--queue-url", qURL, "--dlq-url", dlqURL, "--database-url", db,
 		"--workers", strconv.Itoa(cfg.workers), "--lease", cfg.lease.String(), "--visibility", cfg.visibility.String(),
 		"--wait", "1s", "--backoff", "1s", "--backoff-max", "4s", "--grace", "2s",
 		"--log-format", "json", "--log-level", "info",
-	}, faultServeArgs...))
+	}, faultServeArgs...), compactArgs...))
 	readyCtx, readyCancel := context.WithTimeout(ctx, time.Minute)
 	require.NoError(t, fl.ready(readyCtx), "the serves to start")
 	readyCancel()
@@ -138,7 +139,8 @@ func TestChaos(t *testing.T) {
 	var wg sync.WaitGroup
 	chaosCtx, stopChaos := context.WithDeadline(ctx, r.start.Add(cfg.duration))
 	defer stopChaos()
-	wg.Add(5)
+	wg.Add(6)
+	go func() { defer wg.Done(); r.compactFaults(chaosCtx) }()
 	go func() { defer wg.Done(); r.upload(chaosCtx, st.Client, bucket) }()
 	go func() { defer wg.Done(); r.deliver(chaosCtx) }()
 	go func() { defer wg.Done(); r.kill(chaosCtx, rand.New(rand.NewPCG(seed, 3))) }()
@@ -151,6 +153,7 @@ func TestChaos(t *testing.T) {
 	require.NoError(t, r.uploadErr, "uploads")
 	require.NoError(t, r.deliverErr, "deliveries")
 	require.NoError(t, r.pgErr, "PostgreSQL restart")
+	require.NoError(t, r.compactErr, "the compaction fault")
 
 	// The drain: no more kills; the queue must empty.
 	drained := r.drain(ctx, sq.Client, qURL)
@@ -176,6 +179,8 @@ type run struct {
 	uploadsDone                  chan struct{} // closed when upload returns
 	pgMu                         sync.Mutex    // held by a steal, and by the PostgreSQL restart
 	uploadErr, deliverErr, pgErr error
+	compactErr                   error
+	foldKills                    atomic.Int64 // compactors SIGKILLed mid-fold
 	uploaded                     atomic.Int64
 	pgRestartAt                  time.Duration
 	pgRestartTook                time.Duration
