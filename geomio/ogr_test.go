@@ -376,3 +376,31 @@ func TestOGRGMLGeometryFields(t *testing.T) {
 	_, _, err = readOGR(t, gml, Options{GeometryField: "nope"})
 	requireInputError(t, err, gml, `no geometry field "nope"`, `"centre", "footprint"`)
 }
+
+// TestOGREncodings: a MapInfo table in a Windows code page comes out in
+// UTF-8 (GDAL decodes the charset the .tab names); a CSV in Latin-1
+// (which names no encoding) is refused with a message to give
+// --encoding, and read with DefaultEncoding.
+func TestOGREncodings(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	tab := filepath.Join(dir, "gre.tab")
+	ogr2ogr(t, "-f", "MapInfo File", tab, corpusDir+"/grenada_utf8_cyrillic/gre.shp", "-lco", "ENCODING=CP1251", "-nlt", "PROMOTE_TO_MULTI")
+	head, err := os.ReadFile(tab)
+	require.NoError(t, err)
+	require.Contains(t, string(head), "WindowsCyrillic")
+	fs, ls, err := readOGR(t, tab, Options{})
+	require.NoError(t, err)
+	require.Equal(t, "UTF-8", ls[0].Encoding)
+	require.Contains(t, string(fs[0].Properties), `"name_ru":"Гренада"`)
+
+	csv := filepath.Join(dir, "latin1.csv")
+	require.NoError(t, os.WriteFile(csv, []byte("name,WKT\n\"Z\xf6e\",\"POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
+	_, _, err = readOGR(t, csv, Options{SourceSRID: 4326})
+	requireInputError(t, err, csv, `field "name": invalid UTF-8`, "--encoding")
+	fs, ls, err = readOGR(t, csv, Options{SourceSRID: 4326, DefaultEncoding: "latin1"})
+	require.NoError(t, err)
+	require.Equal(t, "ISO-8859-1", ls[0].Encoding)
+	require.Contains(t, string(fs[0].Properties), `"name":"Zöe"`)
+}

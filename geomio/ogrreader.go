@@ -37,6 +37,7 @@ type ogrReader struct {
 	fid    int64
 	feat   Feature
 	props  []byte
+	polys  polyDecoder
 	dec    encoding.Encoding // attributes of layers OGR does not give as UTF-8; nil: UTF-8
 	encErr bool              // dec was not named by the uploader
 	err    error
@@ -234,10 +235,17 @@ func (r *ogrReader) decode() bool {
 	}
 	var g geom.T
 	if raw != nil {
-		if g, err = wkb.Unmarshal(raw); err != nil {
+		var ok bool
+		g, ok, err = r.polys.decode(raw)
+		if !ok && err == nil {
+			if g, err = wkb.Unmarshal(raw); err == nil {
+				g = promotePolygons(g)
+			}
+		}
+		if err != nil {
 			return r.fail("undecodable geometry", err)
 		}
-		if g = promotePolygons(g); g != nil {
+		if g != nil {
 			g = setSRID(g, pl.layer.SRID)
 		}
 	}
@@ -306,6 +314,7 @@ func collectPolygons(c *geom.GeometryCollection, mp *geom.MultiPolygon) {
 // properties writes the current feature's attributes as a JSON object.
 func (r *ogrReader) properties(pl *ogrLayer) ([]byte, error) {
 	out := append(r.props[:0], '{')
+	r.l.ReadFields()
 	for i, name := range r.l.Fields {
 		if i > 0 {
 			out = append(out, ',')
