@@ -57,7 +57,7 @@ func BenchmarkSlowFeature(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := decodeSeqRecord(fs[i%len(fs)], int64(i), layer, true); err != nil {
+		if _, err := decodeSeqRecord(fs[i%len(fs)], int64(i), layer, true, DefaultLimits.MaxVertices); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,13 +57,19 @@ func addCorpusFiles(f *testing.F, glob string) {
 	}
 }
 
-var fuzzLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100}
+// fuzzLimits are small, so that inputs reach every limit's check.
+var fuzzLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
+	MaxVertices: 1000, MaxPropertyBytes: 1000, MaxProperties: 50, MaxLayers: 3, MaxFeatures: 5000}
 
 func FuzzGeoJSON(f *testing.F) {
 	addCorpusFiles(f, "*/*.json")
 	addCorpusFiles(f, "*/*.geojson")
 	f.Add([]byte(`{"type":"FeatureCollection","features":[],"crs":{"type":"name","properties":{"name":"EPSG:2154"}}}`))
 	f.Add([]byte(`{"type":"GeometryCollection","geometries":[{"type":"Point","coordinates":[1,2]}]}`))
+	// Over the vertex and property limits, on the fast and the reference
+	// paths.
+	f.Add([]byte(`{"type":"FeatureCollection","features":[` + featureJSONText(`{"a":1}`, polygonOf(1001)) + `]}`))
+	f.Add([]byte(`{"type":"FeatureCollection","features":[` + featureJSONText(`{"a":"`+strings.Repeat("x", 1001)+`"}`, `{"type":"GeometryCollection","geometries":[`+polygonOf(600)+`,`+polygonOf(600)+`]}`) + `]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(t.TempDir(), "f.geojson")
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -75,6 +82,7 @@ func FuzzGeoJSON(f *testing.F) {
 func FuzzGeoJSONSeq(f *testing.F) {
 	f.Add([]byte("{\"type\":\"Feature\",\"properties\":{\"a\":1},\"geometry\":{\"type\":\"Point\",\"coordinates\":[1,2]}}\n\x1e{\"type\":\"Point\",\"coordinates\":[3,4]}\n"))
 	f.Add([]byte("\x1e{\"type\":\"Feature\",\"geometry\":null}\r\n\n"))
+	f.Add([]byte(polygonOf(1001) + "\n" + featureJSONText(`{"a":1,"b":2}`, polygonOf(5)) + "\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(t.TempDir(), "f.geojsonl")
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -88,6 +96,7 @@ func FuzzGeoJSONSeq(f *testing.F) {
 // records.
 func FuzzShapefile(f *testing.F) {
 	addCorpusFiles(f, "*/*.shp")
+	f.Add(polygonSHP(5, 1001, 5)) // a record over the vertex limit
 	dbf := makeDBF(0, []dbfCol{{"ID", 'N', 4, 0}}, func() [][]string {
 		r := make([][]string, 64)
 		for i := range r {
@@ -199,3 +208,10 @@ func FuzzWKBPolygon(f *testing.F) {
 		require.Equal(t, want.(*geom.MultiPolygon).Endss(), g.(*geom.MultiPolygon).Endss())
 	})
 }
+
+// diffLimits are the limits of the differential fuzz targets, which
+// compare decoding with the reference reader: only the byte limits the
+// reference reader enforces too are within reach (the others are
+// enforced, and fuzzed, by the targets above).
+var diffLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
+	MaxVertices: 1 << 40, MaxPropertyBytes: 1 << 40, MaxProperties: 1 << 30}

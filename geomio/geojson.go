@@ -125,7 +125,7 @@ func skipBOM(br *bufio.Reader) bool {
 
 func (r *geojsonReader) fail(problem string, err error) *Error {
 	if errors.Is(err, errRecordTooLarge) {
-		problem += fmt.Sprintf(": a feature exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+		return FeatureLimitError(r.name, r.layer.Name, r.idx, r.tooLarge())
 	}
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
@@ -298,10 +298,18 @@ func (r *geojsonReader) startPipe() error {
 		idx:      r.idx,
 		maxRec:   r.opts.Limits.MaxRecordBytes,
 		errAt:    r.errAt,
+		tooLarge: func(idx int64) error { return FeatureLimitError(r.name, r.layer.Name, idx, r.tooLarge()) },
 		tail:     r.checkTail,
 	}
+	s.in.limit = int(min(r.opts.Limits.MaxRecordBytes+decoderSlack+1, 1<<62))
+	s.in.fileSize = off + size
 	r.pipe = newPipeline(s.split, r.decodeBatch, r.tune.decoders(size))
 	return nil
+}
+
+// tooLarge is the error of a feature over Limits.MaxRecordBytes.
+func (r *geojsonReader) tooLarge() *LimitError {
+	return overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature")
 }
 
 // errAt is the error for a problem at file offset off, in feature idx
@@ -316,6 +324,7 @@ func (r *geojsonReader) errAt(idx, off int64, problem string, err error) error {
 
 // decodeBatch decodes the features of b, stopping at the first error.
 func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
+	d.lim = r.opts.Limits
 	for j, sp := range b.spans {
 		idx := b.first + int64(j)
 		f, err := r.decodeElement(d, b.buf[sp.start:sp.end], idx, b.base+int64(sp.start), b.base+int64(sp.end))
@@ -333,7 +342,9 @@ func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
 // does.
 func (r *geojsonReader) decodeElement(d *fastDecoder, raw []byte, idx, start, end int64) (Feature, error) {
 	var err error
-	if g, props, ok := d.feature(raw, false); ok {
+	if g, props, ok := d.feature(raw, false); d.over != nil {
+		return Feature{}, FeatureLimitError(r.name, r.layer.Name, idx, d.over)
+	} else if ok {
 		var f Feature
 		if f, err = finishFeature(g, props, idx, r.layer, r.lonLat); err == nil {
 			return f, nil
@@ -349,9 +360,12 @@ func (r *geojsonReader) decodeElement(d *fastDecoder, raw []byte, idx, start, en
 			return Feature{}, r.errAt(idx, off, "invalid json", jerr)
 		}
 		var f Feature
-		if f, err = decodeFeature(&fj, idx, r.layer, r.lonLat); err == nil {
+		if f, err = decodeFeature(&fj, idx, r.layer, r.lonLat, r.opts.Limits.MaxVertices); err == nil {
 			return f, nil
 		}
+	}
+	if le := asFeatureLimit(r.name, r.layer.Name, idx, err); le != nil {
+		return Feature{}, le
 	}
 	return Feature{}, &Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", idx, end-r.bom), Err: err}
 }
@@ -367,7 +381,7 @@ func (r *geojsonReader) checkTail(rest []byte, off int64, rd io.Reader) error {
 	dec := json.NewDecoder(lr)
 	fail := func(problem string, err error) error {
 		if errors.Is(err, errRecordTooLarge) {
-			problem += fmt.Sprintf(": a feature exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+			return uploadLimitError(r.name, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
 		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -426,7 +440,11 @@ func (r *geojsonReader) checkAssumedCRS(off int64) error {
 }
 
 func (r *geojsonReader) emit(fj *featureJSON) bool {
-	f, err := decodeFeature(fj, r.idx, r.layer, r.lonLat)
+	f, err := decodeFeature(fj, r.idx, r.layer, r.lonLat, r.opts.Limits.MaxVertices)
+	if le := asFeatureLimit(r.name, r.layer.Name, r.idx, err); le != nil {
+		r.err = le
+		return false
+	}
 	if err != nil {
 		r.err = &Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
 		return false
@@ -438,13 +456,18 @@ func (r *geojsonReader) emit(fj *featureJSON) bool {
 
 // decodeFeature turns a raw Feature into a normalised Feature. It is the
 // reference decoding: the fast decoder gives the same features, and falls
-// back on this one for anything it does not handle.
-func decodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool) (Feature, error) {
+// back on this one for anything it does not handle. A geometry of more
+// than maxVertices positions is refused with a *LimitError before it is
+// decoded.
+func decodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool, maxVertices int64) (Feature, error) {
 	if fj.Type != "Feature" {
 		return Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
 	}
 	f := Feature{Index: idx, Layer: layer.Name}
 	if len(fj.Geometry) > 0 && string(fj.Geometry) != "null" {
+		if _, over := countPositions(fj.Geometry, maxVertices); over {
+			return Feature{}, overLimit(LimitVertices, maxVertices, "more than %d vertices")
+		}
 		g, err := geojson.UnmarshalGeometry(fj.Geometry)
 		if err != nil {
 			return Feature{}, fmt.Errorf("invalid geometry: %w", err)

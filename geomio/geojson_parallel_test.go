@@ -249,7 +249,7 @@ func TestParallelEdgeCases(t *testing.T) {
 		{name: "trailing comma", content: `{"type":"FeatureCollection","features":[` + feat1 + `,]}`, wantErr: "invalid json"},
 		{name: "missing comma", content: `{"type":"FeatureCollection","features":[` + feat1 + feat2 + `]}`, wantErr: "invalid json"},
 		{name: "feature too large", opts: Options{Limits: Limits{MaxRecordBytes: 200}},
-			content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`, wantErr: "exceeds 200 bytes"},
+			content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`, wantErr: `feature 1: more than 200 bytes in one feature`},
 		{name: "projected without crs", content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}]}`, wantErr: "outside longitude/latitude range"},
 		{name: "odd but valid features",
 			content: `{"type":"FeatureCollection","features":[` + strings.Join([]string{
@@ -285,7 +285,7 @@ func TestParallelEdgeCases(t *testing.T) {
 		{name: "seq: truncated", seq: true, content: feat1 + "\n" + feat2[:30], wantErr: "feature 1 at byte"},
 		{name: "seq: blank tail without newline", seq: true, content: feat1 + "\n  ", wantErr: "feature 1 at byte"},
 		{name: "seq: record too large", seq: true, opts: Options{Limits: Limits{MaxRecordBytes: 120}},
-			content: feat1 + "\n" + strings.Repeat(" ", 200) + feat2, wantErr: "record exceeds 120 bytes"},
+			content: feat1 + "\n" + strings.Repeat(" ", 200) + feat2, wantErr: `feature 1: more than 120 bytes in one feature`},
 		{name: "seq: collection record", seq: true, content: feat1 + "\n" + `{"type":"FeatureCollection","features":[]}`, wantErr: `unsupported record type "FeatureCollection"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -340,7 +340,7 @@ func FuzzGeoJSONParallel(f *testing.F) {
 		defer watchdog.Stop()
 		p := filepath.Join(t.TempDir(), "f.geojson")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		opts := Options{Limits: fuzzLimits}
+		opts := Options{Limits: diffLimits}
 		want := readLegacy(t, p, false, opts)
 		requireSame(t, want, readTuned(t, p, false, opts, defaultTuning))
 		got := readTuned(t, p, false, opts, fuzzTuning)
@@ -363,7 +363,7 @@ func FuzzGeoJSONSeqParallel(f *testing.F) {
 		defer watchdog.Stop()
 		p := filepath.Join(t.TempDir(), "f.geojsonl")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		opts := Options{Limits: fuzzLimits}
+		opts := Options{Limits: diffLimits}
 		want := readLegacy(t, p, true, opts)
 		requireSame(t, want, readTuned(t, p, true, opts, defaultTuning))
 		requireSame(t, want, readTuned(t, p, true, opts, fuzzTuning))

@@ -158,7 +158,7 @@ func TestGeoJSON(t *testing.T) {
 		{name: "unknown type", file: "a.geojson", content: `{"type":"Topology"}`, wantErr: `unsupported geojson type "Topology"`},
 		{name: "record too large", file: "a.geojson", opts: Options{Limits: Limits{MaxRecordBytes: 100}},
 			content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`,
-			wantErr: "exceeds 100 bytes"},
+			wantErr: `layer "a", feature 0: more than 100 bytes in one feature, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

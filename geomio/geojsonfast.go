@@ -24,6 +24,12 @@ type fastDecoder struct {
 	flat []float64 // coordinates of the geometry being parsed
 	ends []int     // end (in flat) of each ring or line
 	regs []int     // end (in ends) of each polygon
+
+	// lim are the reader's limits (zero: none): parsing stops at the
+	// position after MaxVertices, and properties over their limits are
+	// not copied. over is then the limit's error.
+	lim  Limits
+	over *LimitError
 }
 
 // geomType is a GeoJSON geometry type the fast path builds.
@@ -99,7 +105,11 @@ func next(b []byte, i int) (int, bool) {
 // Feature or a bare geometry, with whitespace around it), as decodeFeature
 // and decodeSeqRecord would, before the SRID is set and the coordinates
 // checked. ok is false when the reference path must decide.
+//
+// When the feature is over one of d.lim (vertices, properties), ok is
+// false and over is set: it must not be decoded.
 func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok bool) {
+	d.over = nil
 	b := raw
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -205,6 +215,11 @@ func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok 
 	case propStart < 0 || b[propStart] == 'n':
 		props = []byte("{}")
 	case b[propStart] == '{':
+		if d.lim.MaxProperties > 0 && d.lim.MaxPropertyBytes > 0 {
+			if d.over = d.lim.checkProperties(b[propStart:propEnd]); d.over != nil {
+				return nil, nil, false
+			}
+		}
 		if propSpace {
 			props = appendCompact(make([]byte, 0, propEnd-propStart), b[propStart:propEnd])
 		} else {
@@ -300,6 +315,7 @@ func (d *fastDecoder) geometry(b []byte, i int) (geom.T, int, bool) {
 		}
 	}
 	g, ok := d.build(typ)
+	d.shrink()
 	return g, i, ok
 }
 
@@ -409,6 +425,10 @@ func (d *fastDecoder) position(b []byte, i int) int {
 		return -1
 	}
 	d.flat = append(d.flat, x, y)
+	if d.lim.MaxVertices > 0 && int64(len(d.flat)) > 2*d.lim.MaxVertices {
+		d.over = overLimit(LimitVertices, d.lim.MaxVertices, "more than %d vertices")
+		return -1
+	}
 	for {
 		i = skipSpace(b, i)
 		if i >= len(b) {
@@ -427,6 +447,22 @@ func (d *fastDecoder) position(b []byte, i int) int {
 	}
 }
 
+// keepScratch is the most coordinates a decoder keeps its buffer for
+// between features: the buffer of a larger feature is let go once its
+// geometry is built, so that one huge feature does not stay in memory, as
+// scratch, while it is written.
+const keepScratch = 1 << 16
+
+// shrink lets go of scratch buffers grown past keepScratch.
+func (d *fastDecoder) shrink() {
+	if cap(d.flat) > 2*keepScratch {
+		d.flat = nil
+	}
+	if cap(d.ends) > keepScratch {
+		d.ends, d.regs = nil, nil
+	}
+}
+
 // build makes the go-geom geometry from what coordinates parsed, with the
 // rules of orbToGeom and polygonsToGeom. ok is false for a polygon ring
 // that is not a linear ring (the reference path words the error).
@@ -439,12 +475,12 @@ func (d *fastDecoder) build(typ geomType) (geom.T, bool) {
 		if len(flat) == 0 {
 			return nil, true
 		}
-		return geom.NewMultiPointFlat(geom.XY, append([]float64(nil), flat...)), true
+		return geom.NewMultiPointFlat(geom.XY, d.takeFlat()), true
 	case gLineString:
 		if len(flat) == 0 {
 			return nil, true
 		}
-		return geom.NewLineStringFlat(geom.XY, append([]float64(nil), flat...)), true
+		return geom.NewLineStringFlat(geom.XY, d.takeFlat()), true
 	case gMultiLineString:
 		if len(flat) == 0 {
 			return nil, true // every line is empty
@@ -457,7 +493,7 @@ func (d *fastDecoder) build(typ geomType) (geom.T, bool) {
 			}
 			prev = e
 		}
-		return geom.NewMultiLineStringFlat(geom.XY, append([]float64(nil), flat...), ends), true
+		return geom.NewMultiLineStringFlat(geom.XY, d.takeFlat(), ends), true
 	case gPolygon:
 		d.regs = append(d.regs[:0], len(d.ends))
 		fallthrough
@@ -473,6 +509,7 @@ func (d *fastDecoder) build(typ geomType) (geom.T, bool) {
 // must have at least four positions and be closed.
 func (d *fastDecoder) polygons() (geom.T, bool) {
 	var out []float64
+	handed := false
 	var endsAll []int
 	var endss [][]int
 	ring0, start := 0, 0 // first ring of the polygon; start of ring in d.flat
@@ -487,7 +524,14 @@ func (d *fastDecoder) polygons() (geom.T, bool) {
 			continue // no rings, or an empty exterior ring
 		}
 		if out == nil {
-			out = make([]float64, 0, len(d.flat)-pstart)
+			if cap(d.flat) > 2*keepScratch {
+				// A large geometry is compacted in place, and the
+				// buffer given to it (rings only move towards its
+				// start, so none is overwritten before it is read).
+				out, handed = d.flat[:0], true
+			} else {
+				out = make([]float64, 0, len(d.flat)-pstart)
+			}
 			endsAll = make([]int, 0, len(d.ends))
 		}
 		first := len(endsAll)
@@ -509,5 +553,21 @@ func (d *fastDecoder) polygons() (geom.T, bool) {
 	if len(endss) == 0 {
 		return nil, true
 	}
+	if handed {
+		d.flat = nil
+		out = out[:len(out):len(out)]
+	}
 	return geom.NewMultiPolygonFlat(geom.XY, out, endss), true
+}
+
+// takeFlat returns the coordinates parsed, as a slice of their own: a
+// copy, or for a large geometry the buffer itself, which the decoder then
+// lets go.
+func (d *fastDecoder) takeFlat() []float64 {
+	if cap(d.flat) > 2*keepScratch {
+		f := d.flat[:len(d.flat):len(d.flat)]
+		d.flat = nil
+		return f
+	}
+	return append([]float64(nil), d.flat...)
 }

@@ -86,7 +86,12 @@ func (r *seqReader) startPipe() {
 		idx:      r.idx,
 		maxRec:   r.opts.Limits.MaxRecordBytes,
 		errAt:    r.errAt,
+		tooLarge: func(idx int64) error {
+			return FeatureLimitError(r.path, r.layer.Name, idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+		},
 	}
+	s.in.limit = int(min(r.opts.Limits.MaxRecordBytes+1, 1<<62))
+	s.in.fileSize = r.offset + size
 	r.pipe = newPipeline(s.split, r.decodeBatch, r.tune.decoders(size))
 }
 
@@ -99,15 +104,22 @@ func (r *seqReader) errAt(idx, off int64, err error) error {
 // decodeBatch decodes the records of b, stopping at the first error:
 // with the fast decoder, or where it declines, with decodeSeqRecord.
 func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
+	d.lim = r.opts.Limits
 	for j, sp := range b.spans {
 		idx := b.first + int64(j)
 		rec := b.buf[sp.start:sp.end]
 		var f Feature
 		var err error
-		if g, props, ok := d.feature(rec, true); ok {
+		if g, props, ok := d.feature(rec, true); d.over != nil {
+			err = d.over
+		} else if ok {
 			f, err = finishFeature(g, props, idx, r.layer, r.lonLat)
 		} else {
-			f, err = decodeSeqRecord(rec, idx, r.layer, r.lonLat)
+			f, err = decodeSeqRecord(rec, idx, r.layer, r.lonLat, r.opts.Limits.MaxVertices)
+		}
+		if le := asFeatureLimit(r.path, r.layer.Name, idx, err); le != nil {
+			b.ferr = le
+			return
 		}
 		if err != nil {
 			b.ferr = r.errAt(idx, b.base+int64(sp.start), err)
@@ -119,7 +131,7 @@ func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
 
 // decodeSeqRecord decodes one record of a sequence: a Feature, or a bare
 // geometry taken as a Feature without properties.
-func decodeSeqRecord(rec []byte, idx int64, layer Layer, lonLat bool) (Feature, error) {
+func decodeSeqRecord(rec []byte, idx int64, layer Layer, lonLat bool, maxVertices int64) (Feature, error) {
 	var fj struct {
 		featureJSON
 		Coordinates json.RawMessage `json:"coordinates"`
@@ -135,7 +147,7 @@ func decodeSeqRecord(rec []byte, idx int64, layer Layer, lonLat bool) (Feature, 
 	default:
 		return Feature{}, fmt.Errorf("unsupported record type %q", fj.Type)
 	}
-	return decodeFeature(&fj.featureJSON, idx, layer, lonLat)
+	return decodeFeature(&fj.featureJSON, idx, layer, lonLat, maxVertices)
 }
 
 func (r *seqReader) Feature() Feature { return r.feat }

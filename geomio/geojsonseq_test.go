@@ -29,7 +29,7 @@ func TestGeoJSONSeq(t *testing.T) {
 		{name: "projected without source srid", file: "a.geojsonl", content: `{"type":"Point","coordinates":[500000,6000000]}`, wantErr: "feature 0 at byte 0"},
 		{name: "collection line", file: "a.geojsonl", content: f1 + "\n" + `{"type":"FeatureCollection","features":[]}`, wantErr: `feature 1 at byte ` + itoa(len(f1)+1) + `: unsupported record type "FeatureCollection"`},
 		{name: "truncated", file: "a.geojsonl", content: f1 + "\n" + f2[:20], wantErr: "feature 1 at byte " + itoa(len(f1)+1) + ": invalid json"},
-		{name: "record too large", file: "a.geojsonl", opts: Options{Limits: Limits{MaxRecordBytes: 100}}, content: f1 + "\n" + strings.Repeat(" ", 200) + f2, wantErr: "record exceeds 100 bytes"},
+		{name: "record too large", file: "a.geojsonl", opts: Options{Limits: Limits{MaxRecordBytes: 100}}, content: f1 + "\n" + strings.Repeat(" ", 200) + f2, wantErr: `layer "a", feature 0: more than 100 bytes in one feature`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,5 +1,5 @@
 // Package geomio reads vector uploads (GeoJSON, GeoJSON sequences, shapefiles,
-// zipped shapefiles) as pull iterators of features.
+// zipped shapefiles, GeoParquet) as pull iterators of features.
 //
 // Readers never touch the database. They stream: a reader holds a bounded
 // number of features in memory (one, or for GeoJSON the few batches its
@@ -48,7 +48,7 @@ type Layer struct {
 	// Name is the layer's name: the file name without extension, or for a
 	// zip, the path of the .shp inside the archive without extension.
 	Name string
-	// Format is "geojson", "geojsonseq", "shapefile", or for the formats
+	// Format is "geojson", "geojsonseq", "shapefile", "geoparquet", or for the formats
 	// read with GDAL "gpkg", "filegdb", "kml", "flatgeobuf", "gml",
 	// "mapinfo" or "csv".
 	Format string
@@ -141,20 +141,4 @@ type Options struct {
 	// GeometryField, when set, is the geometry field read from layers that
 	// have several (GML); empty: the first polygonal one.
 	GeometryField string
-}
-
-// Limits bound the resources one upload may take.
-type Limits struct {
-	MaxUncompressedBytes int64 // total bytes extracted from a zip
-	MaxCompressionRatio  int64 // uncompressed/compressed per zip entry
-	MaxEntries           int   // entries in a zip
-	MaxRecordBytes       int64 // one feature (GeoJSON feature, shapefile record)
-}
-
-// DefaultLimits are the limits used for zero fields of Options.Limits.
-var DefaultLimits = Limits{
-	MaxUncompressedBytes: 8 << 30,
-	MaxCompressionRatio:  200,
-	MaxEntries:           10000,
-	MaxRecordBytes:       256 << 20,
 }

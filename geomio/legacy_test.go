@@ -34,9 +34,11 @@ type legacyGeoJSONReader struct {
 	pending   *featureJSON // the single Feature of a non-collection file
 	done      bool
 
-	idx  int64
-	feat Feature
-	err  error
+	idx int64
+	// inTail: reading what follows the features array.
+	inTail bool
+	feat   Feature
+	err    error
 }
 
 func legacyOpenGeoJSON(path string, opts Options) (*legacyGeoJSONReader, error) {
@@ -65,8 +67,12 @@ func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts Options) (*l
 }
 
 func (r *legacyGeoJSONReader) fail(problem string, err error) *Error {
+	if errors.Is(err, errRecordTooLarge) && r.inTail {
+		return uploadLimitError(r.name, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
+	}
 	if errors.Is(err, errRecordTooLarge) {
-		problem += fmt.Sprintf(": a feature exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+		// As the new reader words it: the limit, layer and feature.
+		return FeatureLimitError(r.name, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
@@ -211,6 +217,7 @@ func (r *legacyGeoJSONReader) Next() bool {
 // finish reads what follows the features array: more members and the end
 // of the object.
 func (r *legacyGeoJSONReader) finish() error {
+	r.inTail = true
 	if _, err := r.dec.Token(); err != nil { // ']'
 		return r.fail("invalid json", err)
 	}
@@ -438,7 +445,7 @@ func (r *legacySeqReader) readRecord() ([]byte, int64, error) {
 			return r.rec, start, nil
 		}
 		if int64(len(r.rec)) >= r.opts.Limits.MaxRecordBytes {
-			return nil, start, fmt.Errorf("record exceeds %d bytes", r.opts.Limits.MaxRecordBytes)
+			return nil, start, errRecordTooLarge
 		}
 		r.rec = append(r.rec, b)
 	}
@@ -451,6 +458,10 @@ func (r *legacySeqReader) Next() bool {
 	rec, off, err := r.readRecord()
 	if err == io.EOF {
 		r.done = true
+		return false
+	}
+	if errors.Is(err, errRecordTooLarge) {
+		r.err = FeatureLimitError(r.path, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 		return false
 	}
 	if err != nil {

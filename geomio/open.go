@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/geoingest/geoingest/geomio/geoparquet"
 )
 
 // Format names, as reported in Layer.Format.
@@ -30,6 +32,8 @@ const (
 //     files, as a zip;
 //   - JSON text in a .geojsonl, .geojsons or .ndjson file, or text that
 //     starts with the RFC 8142 record separator, is a GeoJSON sequence;
+//   - a Parquet file (magic "PAR1", or a .parquet or .geoparquet file) is
+//     read as GeoParquet;
 //   - other JSON text (.geojson, .json, ...) is a GeoJSON FeatureCollection,
 //     Feature or bare geometry.
 //
@@ -39,6 +43,15 @@ const (
 // resolver is not the input's fault. The caller must Close the Reader.
 func Open(path string, opts Options) (Reader, error) {
 	opts.Limits = opts.Limits.withDefaults()
+	r, err := open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return withLimits(r, path, opts.Limits), nil
+}
+
+// open is Open without the limits every feature is checked against.
+func open(path string, opts Options) (Reader, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, &Error{File: path, Problem: "open", Err: err}
@@ -61,6 +74,8 @@ func Open(path string, opts Options) (Reader, error) {
 		return openShapefile(path, filepath.Base(path), opts)
 	case ext == ".zip" || ext == ".kmz":
 		return nil, &Error{File: path, Problem: "invalid zip: bad magic bytes"}
+	case bytes.HasPrefix(head, []byte(geoparquet.Magic)) || ext == ".parquet" || ext == ".geoparquet":
+		return openGeoParquet(path, opts)
 	}
 	if f, ok := ogrFormatOf(path, head); ok {
 		return openOGR(path, path, f, opts, 0)
@@ -92,21 +107,4 @@ func readHead(path string, n int) ([]byte, error) {
 		err = nil
 	}
 	return buf[:m], err
-}
-
-// withDefaults fills zero fields from DefaultLimits.
-func (l Limits) withDefaults() Limits {
-	if l.MaxUncompressedBytes <= 0 {
-		l.MaxUncompressedBytes = DefaultLimits.MaxUncompressedBytes
-	}
-	if l.MaxCompressionRatio <= 0 {
-		l.MaxCompressionRatio = DefaultLimits.MaxCompressionRatio
-	}
-	if l.MaxEntries <= 0 {
-		l.MaxEntries = DefaultLimits.MaxEntries
-	}
-	if l.MaxRecordBytes <= 0 {
-		l.MaxRecordBytes = DefaultLimits.MaxRecordBytes
-	}
-	return l
 }

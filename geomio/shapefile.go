@@ -50,14 +50,17 @@ type shpReader struct {
 	shp    *bufio.Reader
 	dbf    *dbfReader
 	shpOff int64
-	rec    []byte
-	shapes shapeDecoder
-	recNo  int
-	base   int64 // Index of the first feature (for multi-layer streams)
-	idx    int64
-	feat   Feature
-	err    error
-	done   bool
+	// shpSize is the .shp's real size: no length the file declares is
+	// trusted beyond it (the header's file length is not used at all).
+	shpSize int64
+	rec     []byte
+	shapes  shapeDecoder
+	recNo   int
+	base    int64 // Index of the first feature (for multi-layer streams)
+	idx     int64
+	feat    Feature
+	err     error
+	done    bool
 }
 
 func openShapefile(path, name string, opts Options) (Reader, error) {
@@ -117,6 +120,12 @@ func openShapefileSet(s shpSidecars, file, name string, opts Options, base int64
 		return nil, &Error{File: file, Problem: "open", Err: err}
 	}
 	r.files = append(r.files, sf)
+	fi, err := sf.Stat()
+	if err != nil {
+		return nil, &Error{File: file, Problem: "open", Err: err}
+	}
+	r.shpSize = fi.Size()
+	r.shapes.maxVertices = opts.Limits.MaxVertices
 	r.shp = bufio.NewReaderSize(sf, 1<<16)
 	var h [100]byte
 	if _, err := io.ReadFull(r.shp, h[:]); err != nil {
@@ -188,8 +197,23 @@ func (r *shpReader) nextShape() (g geom.T, err error) {
 		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d: .shp has fewer records than the .dbf", r.recNo, off), Err: err}
 	}
 	n := int64(binary.BigEndian.Uint32(h[4:8])) * 2
-	if n < 4 || n > r.opts.Limits.MaxRecordBytes {
+	if n < 4 {
 		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d: invalid content length %d", r.recNo, off, n)}
+	}
+	// Checked before the record's buffer is allocated: a declared
+	// length is refused if the file does not hold it, or over the limit.
+	if left := r.shpSize - off - 8; n > left {
+		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d: truncated: content length %d, but the file has %d bytes left", r.recNo, off, n, max(left, 0))}
+	}
+	if n > r.opts.Limits.MaxRecordBytes {
+		return nil, FeatureLimitError(r.file, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+	}
+	// The point count a record declares is checked before the record is
+	// read (it is in its first 44 bytes, which the reader's buffer holds).
+	if head, err := r.shp.Peek(int(min(n, 44))); err == nil {
+		if err := r.shapes.checkCounts(head, n); err != nil {
+			return nil, FeatureLimitError(r.file, r.layer.Name, r.idx, err)
+		}
 	}
 	if int64(cap(r.rec)) < n {
 		r.rec = make([]byte, n)
@@ -201,6 +225,9 @@ func (r *shpReader) nextShape() (g geom.T, err error) {
 	r.shpOff += 8 + n
 	r.recNo++
 	g, err = r.shapes.decode(rec)
+	if le := asFeatureLimit(r.file, r.layer.Name, r.idx, err); le != nil {
+		return nil, le
+	}
 	if err != nil {
 		return nil, &Error{File: r.file, Problem: fmt.Sprintf("record %d at byte %d", r.recNo-1, off), Err: err}
 	}
@@ -217,6 +244,33 @@ type shapeDecoder struct {
 	starts []int       // its parts' first points
 	parts  [][]float64 // its parts, slices of pts
 	poly   polygonBuffers
+	// maxVertices, when positive, is Limits.MaxVertices: a record that
+	// declares more points is refused before they are read.
+	maxVertices int64
+}
+
+// checkCounts checks the point count declared at the start of a record's
+// content (head, its first bytes; n bytes in all) against maxVertices. A
+// count the record cannot hold is not a limit's business: decode refuses
+// the record as corrupt.
+func (d *shapeDecoder) checkCounts(head []byte, n int64) *LimitError {
+	if d.maxVertices <= 0 || len(head) < 40 {
+		return nil
+	}
+	var np int64
+	switch shp.ShapeType(binary.LittleEndian.Uint32(head[0:4])) {
+	case shp.MULTIPOINT, shp.MULTIPOINTZ, shp.MULTIPOINTM:
+		np = int64(int32(binary.LittleEndian.Uint32(head[36:40])))
+	case shp.POLYLINE, shp.POLYLINEZ, shp.POLYLINEM, shp.POLYGON, shp.POLYGONZ, shp.POLYGONM:
+		if len(head) < 44 {
+			return nil
+		}
+		np = int64(int32(binary.LittleEndian.Uint32(head[40:44])))
+	}
+	if np > d.maxVertices && 16*np <= n {
+		return overLimit(LimitVertices, d.maxVertices, "more than %d vertices")
+	}
+	return nil
 }
 
 // decode is decodeShape with d's buffers.
@@ -246,6 +300,9 @@ func (d *shapeDecoder) decode(b []byte) (geom.T, error) {
 		if np == 0 {
 			return nil, nil
 		}
+		if d.maxVertices > 0 && np > d.maxVertices {
+			return nil, overLimit(LimitVertices, d.maxVertices, "more than %d vertices")
+		}
 		flat, err := appendPoints(d.pts[:0], b[40:], int(np))
 		d.pts = flat
 		if err != nil {
@@ -263,6 +320,9 @@ func (d *shapeDecoder) decode(b []byte) (geom.T, error) {
 		}
 		if nparts == 0 || np == 0 {
 			return nil, nil
+		}
+		if d.maxVertices > 0 && np > d.maxVertices {
+			return nil, overLimit(LimitVertices, d.maxVertices, "more than %d vertices")
 		}
 		flat, err := appendPoints(d.pts[:0], b[44+4*nparts:], int(np))
 		d.pts = flat

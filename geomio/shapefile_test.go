@@ -289,7 +289,7 @@ func TestZip(t *testing.T) {
 		require.Equal(t, []int{4326, 4326, 27700}, srids)
 		require.Equal(t, []int64{0, 1, 2}, idx)
 		// Close removes the extraction directory.
-		tmp := filepath.Dir(filepath.Dir(r.(*multiReader).cur.(*shpReader).files[0].Name()))
+		tmp := filepath.Dir(filepath.Dir(r.(*limitedReader).Reader.(*multiReader).cur.(*shpReader).files[0].Name()))
 		require.DirExists(t, tmp)
 		require.NoError(t, r.Close())
 		require.NoDirExists(t, tmp)
@@ -302,7 +302,7 @@ func TestZip(t *testing.T) {
 	}{
 		{"zip slip", [][2]string{{"../evil.shp", shp1}}, Options{}, "parent directory"},
 		{"absolute", [][2]string{{"/etc/evil.shp", shp1}}, Options{}, "absolute path"},
-		{"too many entries", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}, {"a.txt", ""}}, Options{Limits: Limits{MaxEntries: 2}}, "more than the limit of 2"},
+		{"too many entries", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}, {"a.txt", ""}}, Options{Limits: Limits{MaxEntries: 2}}, "zip has 3 entries: more than 2 entries, over the limit (raise it with --max-zip-entries"},
 		{"total size", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}}, Options{Limits: Limits{MaxUncompressedBytes: 150}}, "expands to more than 150 bytes"},
 		{"ratio", [][2]string{{"a.shp", shp1}, {"a.dbf", strings.Repeat(" ", 3<<20)}}, Options{}, "compression ratio above 200"},
 		// Each entry is under the 1 MiB floor of the per-entry ratio check;

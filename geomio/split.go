@@ -24,6 +24,13 @@ type input struct {
 	buf  []byte // bytes read and not yet handed out (a pooled buffer)
 	base int64  // file offset of buf[0]
 	size int    // capacity of a new buffer
+	// limit, when positive, is the most bytes one feature or record
+	// may need in buf (the splitter refuses a longer one): a buffer
+	// grows no larger.
+	limit int
+	// fileSize, when positive, is the file's size: a buffer grows no
+	// larger than what is left of it.
+	fileSize int64
 }
 
 // fill reads into buf until it is full or the input ends.
@@ -43,11 +50,30 @@ func (in *input) fill() {
 // unfinished feature or record from from).
 func (in *input) grow(from int) {
 	n := len(in.buf) - from
-	nb := make([]byte, n, max(2*cap(in.buf), in.size))
+	// A buffer grows fourfold: a large feature leaves a third of its
+	// size behind in smaller buffers, not all of it.
+	c := max(4*cap(in.buf), in.size)
+	if in.limit > 0 && c > in.limit/2 {
+		// Near the limit: this buffer is the last, as large as the
+		// limit allows.
+		c = in.limit
+	}
+	if in.fileSize > 0 {
+		c = int(min(int64(c), in.fileSize-in.base-int64(from)+1))
+	}
+	c = max(c, n+1)
+	nb := make([]byte, n, c)
 	copy(nb, in.buf[from:])
 	putBuf(in.buf)
 	in.buf = nb
 	in.base += int64(from)
+}
+
+// stop ends the batch b at buf[:at], the input with it: what follows is
+// never read (not copied either: it may be a feature over the limit).
+func (in *input) stop(b *batch, at int) {
+	b.buf, b.base = in.buf[:at], in.base
+	in.buf = nil
 }
 
 // cut ends the batch b at buf[:at] and carries buf[at:] into a new
@@ -184,6 +210,8 @@ type collSplitter struct {
 	// errAt makes the error for a problem at file offset off, in
 	// feature idx (-1: not in a feature).
 	errAt func(idx, off int64, problem string, err error) error
+	// tooLarge makes the error for feature idx over maxRec.
+	tooLarge func(idx int64) error
 	// tail checks the rest of the file after the features array: rest
 	// (at file offset off) and then rd.
 	tail func(rest []byte, off int64, rd io.Reader) error
@@ -195,9 +223,13 @@ func (s *collSplitter) split(b *batch) {
 	in.fill()
 	pos := 0
 	fail := func(idx int64, off int, problem string, err error) {
-		b.err = s.errAt(idx, in.base+int64(off), problem, err)
+		if err == errRecordTooLarge {
+			b.err = s.tooLarge(idx)
+		} else {
+			b.err = s.errAt(idx, in.base+int64(off), problem, err)
+		}
 		s.state = stDone
-		in.cut(b, pos)
+		in.stop(b, pos)
 	}
 	for s.state != stDone {
 		if len(b.spans) >= s.maxItems {
@@ -321,6 +353,7 @@ type seqSplitter struct {
 	maxRec   int64
 	done     bool
 	errAt    func(idx, off int64, err error) error
+	tooLarge func(idx int64) error // the error for record idx over maxRec
 }
 
 // nextDelim returns the index of the first newline or RS in b, or -1.
@@ -356,7 +389,7 @@ func (s *seqSplitter) split(b *batch) {
 				end = pos + d
 			}
 			if int64(end-pos) > s.maxRec {
-				s.fail(b, pos, fmt.Errorf("record exceeds %d bytes", s.maxRec))
+				s.fail(b, pos, errRecordTooLarge)
 				return
 			}
 			rec := buf[pos:end]
@@ -374,7 +407,7 @@ func (s *seqSplitter) split(b *batch) {
 			continue
 		}
 		if int64(len(buf)-pos) > s.maxRec {
-			s.fail(b, pos, fmt.Errorf("record exceeds %d bytes", s.maxRec))
+			s.fail(b, pos, errRecordTooLarge)
 			return
 		}
 		if in.rerr != nil {
@@ -402,9 +435,11 @@ func (s *seqSplitter) split(b *batch) {
 }
 
 func (s *seqSplitter) fail(b *batch, pos int, err error) {
-	b.err = s.errAt(s.idx, s.in.base+int64(pos), err)
+	if err == errRecordTooLarge {
+		b.err = s.tooLarge(s.idx)
+	} else {
+		b.err = s.errAt(s.idx, s.in.base+int64(pos), err)
+	}
 	s.done = true
-	s.in.cut(b, pos)
-	putBuf(s.in.buf)
-	s.in.buf = nil
+	s.in.stop(b, pos)
 }

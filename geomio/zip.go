@@ -2,6 +2,7 @@ package geomio
 
 import (
 	"archive/zip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,11 @@ var errZipLimit = errors.New("zip limit exceeded")
 // with absolute or parent-relative paths are refused; __MACOSX/ and other
 // files are ignored. Limits are enforced on the bytes actually extracted.
 func openZip(zipPath string, opts Options) (_ Reader, err error) {
+	// The entry count is checked from the end-of-directory record first:
+	// archive/zip reads every entry of the directory into memory.
+	if err := checkZipDirectory(zipPath, opts.Limits); err != nil {
+		return nil, err
+	}
 	zr, err := zip.OpenReader(zipPath)
 	if err != nil {
 		return nil, &Error{File: zipPath, Problem: "invalid zip", Err: err}
@@ -40,7 +46,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	// the per-entry ratio check's floor, may expand to together.
 	maxTotalRatio := lim.MaxCompressionRatio * max(fi.Size(), 1)
 	if len(zr.File) > lim.MaxEntries {
-		return nil, &Error{File: zipPath, Problem: fmt.Sprintf("zip has %d entries, more than the limit of %d", len(zr.File), lim.MaxEntries)}
+		return nil, tooManyEntries(zipPath, int64(len(zr.File)), lim.MaxEntries)
 	}
 	dir, err := os.MkdirTemp("", "geomio-zip-")
 	if err != nil {
@@ -97,6 +103,11 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			jsons = append(jsons, clean)
 		case zipOGRLayer(ext):
 			ogrs = append(ogrs, clean)
+		}
+		if n := len(shps) + len(jsons); n > lim.MaxLayers {
+			// Counted as extracted (a .json beside shapefiles is
+			// no layer, but the files it could be are enough).
+			return nil, uploadLimitError(zipPath, overLimit(LimitLayers, int64(lim.MaxLayers), "more than %d layers"))
 		}
 	}
 	if len(shps) == 0 && len(jsons) == 0 && len(ogrs) == 0 {
@@ -230,4 +241,65 @@ func extractEntry(f *zip.File, dst string, lim Limits, budget int64) (int64, err
 		}
 	}
 	return n, out.Close()
+}
+
+// tooManyEntries is the error of a zip of n entries, over max.
+func tooManyEntries(zipPath string, n int64, max int) *Error {
+	return &Error{File: zipPath, Problem: fmt.Sprintf("zip has %d entries", n),
+		Err: overLimit(LimitZipEntries, int64(max), "more than %d entries")}
+}
+
+// dirBytesPerEntry is the central directory size per allowed entry above
+// which a zip is refused before its directory is read: an entry's record
+// is 46 bytes and its name, extra field and comment, which real archives
+// keep to a few hundred bytes.
+const dirBytesPerEntry = 1 << 10
+
+// checkZipDirectory reads the end-of-central-directory record (and its
+// zip64 version) of the zip at zipPath, and refuses an archive that
+// declares more entries than lim.MaxEntries, or a central directory too
+// large for that many, before archive/zip reads the directory into
+// memory. A zip whose record cannot be found is left to archive/zip to
+// refuse.
+func checkZipDirectory(zipPath string, lim Limits) error {
+	f, err := os.Open(zipPath)
+	if err != nil {
+		return &Error{File: zipPath, Problem: "open", Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return &Error{File: zipPath, Problem: "open", Err: err}
+	}
+	const eocdLen = 22
+	tail := min(fi.Size(), eocdLen+0xFFFF)
+	buf := make([]byte, tail)
+	if _, err := f.ReadAt(buf, fi.Size()-tail); err != nil {
+		return &Error{File: zipPath, Problem: "read", Err: err}
+	}
+	le := binary.LittleEndian
+	i := len(buf) - eocdLen
+	for ; i >= 0; i-- {
+		if string(buf[i:i+4]) == "PK\x05\x06" && i+eocdLen+int(le.Uint16(buf[i+20:])) <= len(buf) {
+			break
+		}
+	}
+	if i < 0 {
+		return nil
+	}
+	entries, dirSize := int64(le.Uint16(buf[i+10:])), int64(le.Uint32(buf[i+12:]))
+	if (entries == 0xFFFF || dirSize == 0xFFFFFFFF) && i >= 20 && string(buf[i-20:i-16]) == "PK\x06\x07" {
+		var rec [56]byte
+		if _, err := f.ReadAt(rec[:], int64(le.Uint64(buf[i-20+8:]))); err == nil && string(rec[:4]) == "PK\x06\x06" {
+			entries, dirSize = int64(min(le.Uint64(rec[32:]), 1<<62)), int64(min(le.Uint64(rec[40:]), 1<<62))
+		}
+	}
+	if entries > int64(lim.MaxEntries) {
+		return tooManyEntries(zipPath, entries, lim.MaxEntries)
+	}
+	if dirSize > int64(lim.MaxEntries)*dirBytesPerEntry {
+		return &Error{File: zipPath, Problem: fmt.Sprintf("zip directory of %d bytes", dirSize),
+			Err: overLimit(LimitZipEntries, int64(lim.MaxEntries), fmt.Sprintf("more than %d bytes of directory for at most %%d entries", int64(lim.MaxEntries)*dirBytesPerEntry))}
+	}
+	return nil
 }

@@ -48,14 +48,22 @@ type Consumer struct {
 	// doubled per receive up to BackoffMax.
 	BackoffBase, BackoffMax time.Duration
 	// UntilIdle, when positive, stops Run once nothing has been received
-	// and no job has run for this long, and no message given back for a
-	// held claim is due.
+	// and no job has run for this long, no message given back for a
+	// held claim is due, and the receiver sees none coming
+	// (queue.Settler).
 	UntilIdle time.Duration
 	// ReportRefresh is how often the report assignments that are missing
 	// are stored in the background (besides after each committed job);
 	// 0 turns the background refresh off (each job then stores its own
 	// before its ack: set Service.NoReportRefresh accordingly).
 	ReportRefresh time.Duration
+	// Compactor, when set with a positive CompactEvery, folds old own
+	// partitions into the shared ones in the background (Compactor's
+	// Compact with CompactOptions): every CompactEvery and after each
+	// committed write.
+	Compactor      Compactor
+	CompactEvery   time.Duration
+	CompactOptions CompactOptions
 
 	stopping atomic.Bool
 	// heldUntil (unix nanos) is when the last message given back for a
@@ -63,6 +71,8 @@ type Consumer struct {
 	heldUntil atomic.Int64
 	// refreshKick asks refreshReports to run soon (a job was committed).
 	refreshKick chan struct{}
+	// compactKick asks compact to run soon (a job was written).
+	compactKick chan struct{}
 	// receiveHealth follows failing receives (ReceiveError).
 	receiveHealth receiveHealth
 	// preclaimed holds claims taken for a received batch (see preclaim):
@@ -80,12 +90,16 @@ func (c *Consumer) Stopping() bool { return c.stopping.Load() }
 // messages back. It returns after a clean shutdown.
 func (c *Consumer) Run(ctx context.Context) {
 	c.refreshKick = make(chan struct{}, 1)
+	c.compactKick = make(chan struct{}, 1)
 	rctx, stopRefresh := context.WithCancel(ctx)
 	refreshed := make(chan struct{})
 	go func() { defer close(refreshed); c.refreshReports(rctx) }()
+	compacted := make(chan struct{})
+	go func() { defer close(compacted); c.compact(rctx) }()
 	c.run(ctx)
 	stopRefresh()
 	<-refreshed
+	<-compacted
 	if c.UntilIdle > 0 && c.ReportRefresh > 0 && ctx.Err() == nil {
 		// A batch run leaves every assignment stored.
 		if _, err := c.Service.Store.RefreshReports(ctx); err != nil {
@@ -141,7 +155,7 @@ receive:
 			lastBusy.Store(time.Now().UnixNano())
 		} else if err == nil && c.UntilIdle > 0 && len(sem) == 0 &&
 			time.Since(time.Unix(0, lastBusy.Load())) >= c.UntilIdle &&
-			time.Since(time.Unix(0, c.heldUntil.Load())) >= c.UntilIdle {
+			time.Since(time.Unix(0, c.heldUntil.Load())) >= c.UntilIdle && !c.settling() {
 			log.Info("idle: stopping", "idle_for", c.UntilIdle.String())
 			break
 		}
@@ -186,6 +200,13 @@ receive:
 		cancelJobs()
 		<-done
 	}
+}
+
+// settling reports whether the receiver sees a message coming that it
+// does not deliver yet (queue.Settler): not idle.
+func (c *Consumer) settling() bool {
+	s, ok := c.Receiver.(queue.Settler)
+	return ok && s.Settling()
 }
 
 // verdict is what becomes of a message.
@@ -383,6 +404,12 @@ func (c *Consumer) settle(ctx context.Context, v *verdict, res Result) {
 		select {
 		case c.refreshKick <- struct{}{}:
 		default: // a refresh is asked for already: it will see this job too
+		}
+	}
+	if res.Outcome == Written {
+		select {
+		case c.compactKick <- struct{}{}:
+		default:
 		}
 	}
 	if res.Outcome == Held {

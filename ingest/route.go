@@ -10,10 +10,10 @@ import (
 )
 
 // DefaultSuffixes are the object suffixes that can become a job (compared
-// case-insensitively): GeoJSON, zips, shapefiles, and the formats read
+// case-insensitively): GeoJSON, zips, shapefiles, GeoParquet, and the formats read
 // with GDAL (geomio.OGRSuffixes; a build without GDAL refuses those jobs
 // with a message saying so, rather than dropping their events).
-var DefaultSuffixes = append([]string{".geojson", ".json", ".geojsonl", ".geojsons", ".ndjson", ".zip", ".shp"}, geomio.OGRSuffixes...)
+var DefaultSuffixes = append([]string{".geojson", ".json", ".geojsonl", ".geojsons", ".ndjson", ".zip", ".shp", ".parquet", ".geoparquet"}, geomio.OGRSuffixes...)
 
 // Reasons the trigger gate drops an event (the label of
 // Metrics.EventsFiltered).

@@ -29,6 +29,23 @@ type Store interface {
 	Pruner
 }
 
+// Compactor folds the features of generations written into partitions
+// of their own into their table's shared partition, so that a spatial
+// query visits a few partitions however many generations are current.
+// Whatever it moves keeps every guarantee of the write gate: one
+// transaction per job, under the job's source's row lock (a concurrent
+// write of the same source waits for it, or it skips that source), the
+// ledger's count, area and checksum unchanged (a job whose rows disagree
+// with them is not moved), and every reader sees each current generation
+// exactly once, before, during and after.
+type Compactor interface {
+	// Compact folds the oldest own partitions of each feature table until
+	// at most o.Keep are left, then drops the emptied partitions no
+	// reader can still see. Concurrent calls are safe: one of them works,
+	// the others return Busy.
+	Compact(ctx context.Context, o CompactOptions) (CompactResult, error)
+}
+
 // Claims is the claim gate: one worker at a time on a job, under a lease,
 // and a committed job never again.
 type Claims interface {

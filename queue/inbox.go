@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,15 @@ import (
 type InboxOptions struct {
 	// Poll is how often the directory is scanned. Zero means 500 ms.
 	Poll time.Duration
+	// Settle is how long a file's size and modification time must stay
+	// the same before it is delivered: a file still being copied in,
+	// even slowly and in pieces, is not taken while it grows. Zero means
+	// the same on two scans in a row.
+	Settle time.Duration
+	// SetOf, when set, names the set a file belongs to ("" for none):
+	// a file of a set is delivered only once every file of its set
+	// present has settled (the parts of a shapefile).
+	SetOf func(rel string) string
 	// DeadLetterDir receives one reason file per dead-lettered message
 	// (its path relative to the inbox, with ".reason" appended). Empty
 	// means DIR/.dead-letter.
@@ -23,10 +34,13 @@ type InboxOptions struct {
 }
 
 // Inbox is a Receiver on a local directory: every regular file under it
-// (hidden files and directories excepted) is a message whose body is its
-// absolute path. A file becomes a message once its size and modification
-// time are the same on two scans in a row (so a file still being written
-// is not taken), and again whenever it changes after that. The first scan
+// is a message whose body is its absolute path, except hidden files and
+// directories and the names copy tools write to before they rename
+// (InProgressName). A file becomes a message once its size and
+// modification time have stayed the same for InboxOptions.Settle (so a
+// file still being written is not taken), with every other file of its
+// set (InboxOptions.SetOf), and again whenever it changes after that. The
+// first scan
 // delivers every file present, so a restart redelivers everything: the
 // consumer's claim and write gates make that a cheap duplicate.
 //
@@ -42,16 +56,20 @@ type Inbox struct {
 	ready    []*inboxFile          // waiting to be delivered, in order
 	lastScan time.Time
 	scanErr  error
-	closed   bool
-	wake     chan struct{}
+	// unsettled holds the sets (SetOf) with a file not settled at the
+	// last scan.
+	unsettled map[string]bool
+	closed    bool
+	wake      chan struct{}
 }
 
 // inboxFile is the inbox's record of one file.
 type inboxFile struct {
 	rel      string
-	seen     stamp // size and mtime at the last scan
-	stable   bool  // seen unchanged on two scans
-	done     stamp // the version acked or dead-lettered
+	seen     stamp     // size and mtime at the last scan
+	since    time.Time // the scan that first saw seen
+	stable   bool      // seen unchanged for the settle interval
+	done     stamp     // the version acked or dead-lettered
 	doneSet  bool
 	inflight *inboxDelivery // the delivery in flight, if any
 	queued   bool           // in ready
@@ -144,28 +162,57 @@ func (b *Inbox) Receive(ctx context.Context, max int) ([]*Message, error) {
 	}
 }
 
-// scanLocked walks the directory and queues files that are new or changed
-// and stable.
+// inProgressSuffixes are the endings of the names that browsers and copy
+// tools write a file under before they rename it to its own (Firefox and
+// KDE .part, Chrome .crdownload, WinSCP .filepart, editors' and many
+// tools' .tmp and trailing ~). rsync and many others write to a dotfile,
+// which is hidden anyway.
+var inProgressSuffixes = []string{".part", ".partial", ".crdownload", ".filepart", ".download", ".tmp", ".temp", "~"}
+
+// InProgressName reports whether a file named name (a base name) is one
+// that a copy is still being written to under a temporary name: a
+// dotfile, or one of inProgressSuffixes (case-insensitive). The inbox
+// never delivers it; the file it becomes when renamed is delivered.
+func InProgressName(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return true
+	}
+	lower := strings.ToLower(name)
+	for _, s := range inProgressSuffixes {
+		if strings.HasSuffix(lower, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanLocked walks the directory, notes which files have settled, and
+// queues those that are new or changed, settled, and whose set has
+// settled.
 func (b *Inbox) scanLocked() error {
 	present := map[string]bool{}
+	now := time.Now()
 	// Files removed or unreadable mid-walk are passed over: the next
 	// scan sees them as they are then.
 	err := dirwalk.Walk(context.Background(), b.dir, true, func(file dirwalk.File) error {
 		rel, info := file.Rel, file.Info
+		if InProgressName(path.Base(rel)) {
+			return nil
+		}
 		present[rel] = true
-		now := stamp{size: info.Size(), mtime: info.ModTime()}
+		st := stamp{size: info.Size(), mtime: info.ModTime()}
 		f := b.files[rel]
 		if f == nil {
-			f = &inboxFile{rel: rel, seen: now}
-			b.files[rel] = f
+			b.files[rel] = &inboxFile{rel: rel, seen: st, since: now}
 			return nil
 		}
-		if f.seen != now {
-			f.seen, f.stable = now, false
+		if f.seen != st {
+			f.seen, f.since, f.stable = st, now, false
 			return nil
 		}
-		f.stable = true
-		b.considerLocked(f)
+		if now.Sub(f.since) >= b.opts.Settle {
+			f.stable = true
+		}
 		return nil
 	})
 	if err != nil {
@@ -176,13 +223,53 @@ func (b *Inbox) scanLocked() error {
 			delete(b.files, rel)
 		}
 	}
+	b.unsettled = map[string]bool{}
+	for rel, f := range b.files {
+		if set := b.setOf(rel); set != "" && !f.stable && present[rel] {
+			b.unsettled[set] = true
+		}
+	}
+	rels := make([]string, 0, len(b.files))
+	for rel := range b.files {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	for _, rel := range rels {
+		b.considerLocked(b.files[rel])
+	}
 	return nil
+}
+
+// setOf is the set rel belongs to, "" for none.
+func (b *Inbox) setOf(rel string) string {
+	if b.opts.SetOf == nil {
+		return ""
+	}
+	return b.opts.SetOf(rel)
+}
+
+// settledLocked reports whether f and every file of its set have settled.
+func (b *Inbox) settledLocked(f *inboxFile) bool {
+	return f.stable && !b.unsettled[b.setOf(f.rel)]
+}
+
+// Settling reports whether a file has been seen that has not settled yet:
+// a message that is on its way (UntilIdle waits for it).
+func (b *Inbox) Settling() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, f := range b.files {
+		if !f.stable {
+			return true
+		}
+	}
+	return false
 }
 
 // considerLocked queues f if its current version has not been acked and
 // is neither queued nor in flight.
 func (b *Inbox) considerLocked(f *inboxFile) {
-	if !f.stable || f.inflight != nil || f.queued || (f.doneSet && f.done == f.seen) {
+	if !b.settledLocked(f) || f.inflight != nil || f.queued || (f.doneSet && f.done == f.seen) {
 		return
 	}
 	if f.notKey != f.seen {
@@ -198,9 +285,14 @@ func (b *Inbox) takeLocked(max int) []*Message {
 	var msgs []*Message
 	rest := b.ready[:0]
 	for _, f := range b.ready {
-		if len(msgs) >= max || now.Before(f.notAfter) {
+		if len(msgs) >= max || now.Before(f.notAfter) || !b.settledLocked(f) {
+			// Not due yet, or changed (or a file of its set did)
+			// since it was queued: it waits until all have settled.
 			rest = append(rest, f)
 			continue
+		}
+		if f.notKey != f.seen {
+			f.notKey, f.count = f.seen, 0 // changed since queued: a new version
 		}
 		f.queued = false
 		f.count++
@@ -250,9 +342,7 @@ func (b *Inbox) Nack(ctx context.Context, m *Message, delay time.Duration) error
 		if f.notKey == d.ver {
 			f.notAfter = time.Now().Add(delay)
 		}
-		if f.stable {
-			b.considerLocked(f)
-		}
+		b.considerLocked(f)
 	}
 	select {
 	case b.wake <- struct{}{}:

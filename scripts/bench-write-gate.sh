@@ -254,7 +254,7 @@ small)
     start=$(date +%s.%N)
     pids=()
     for i in $(seq "$p"); do
-      "$work/geoingest" serve --database-url "$(dburl bench_small)" --inbox "$inbox" --poll "$small_poll" \
+      "$work/geoingest" serve --database-url "$(dburl bench_small)" --inbox "$inbox" --poll "$small_poll" --settle 0s \
         --metrics-addr "" >"$work/serve-$i.log" 2>&1 &
       pids+=($!)
     done

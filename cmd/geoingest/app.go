@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
@@ -16,7 +18,9 @@ type app struct {
 	pool    *pgxpool.Pool
 	metrics *ingest.Metrics
 	store   ingest.Store
-	svc     *ingest.Service
+	// compactor folds own partitions into the shared ones (the store).
+	compactor ingest.Compactor
+	svc       *ingest.Service
 }
 
 // open is the preamble of every command that uses the database, written
@@ -34,8 +38,16 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	}
 	metrics := ingest.NewMetrics(reg)
 	store := postgis.NewStore(pool, metrics, m.Log)
+	if v := m.Getenv("GEOINGEST_OWN_PARTITION_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			pool.Close()
+			return nil, fmt.Errorf("GEOINGEST_OWN_PARTITION_BYTES: %q is not a positive number of bytes", v)
+		}
+		store.OwnPartitionBytes = n
+	}
 	svc := ingest.NewService(store, metrics, m.Log)
-	return &app{pool: pool, metrics: metrics, store: store, svc: svc}, nil
+	return &app{pool: pool, metrics: metrics, store: store, compactor: store, svc: svc}, nil
 }
 
 // Close closes the database pool.

@@ -28,6 +28,8 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	m.addDBFlagsLevel(fs, &d, "none")
 	var p paramFlags
 	m.addParamFlags(fs, &p)
+	var lf limitFlags
+	m.addLimitFlags(fs, &lf)
 	var pf policyFlags
 	m.addPolicyFlags(fs, &pf, false)
 	bucket := fs.String("bucket", "", "S3 bucket to list, or \"file\" for a local directory given by --prefix")
@@ -51,6 +53,13 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	if err := m.envError(); err != nil {
+		return err
+	}
+	limits, err := lf.limits()
+	if err != nil {
+		return err
+	}
 	params := p.params()
 	if err := pf.apply(fs, &params, false); err != nil {
 		return err
@@ -73,6 +82,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer a.Close()
+	a.svc.Limits = limits
 	bf := &ingest.Backfill{Service: a.svc, Files: localfs.Files{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
 
 	var list func(context.Context, func(ingest.BackfillObject) error) error

@@ -51,7 +51,10 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "inbox %s: parcels/%s, admin/%s\n", *inbox, filepath.Base(*parcels), filepath.Base(*admin))
 
-	serveArgs := []string{"--inbox", *inbox, "--until-idle", "1500ms", "--poll", "200ms", "--workers", "2",
+	// The demo's files are complete before serve starts (copyIfChanged
+	// writes them first), so no settle interval is needed: two scans
+	// that agree are enough.
+	serveArgs := []string{"--inbox", *inbox, "--until-idle", "1500ms", "--poll", "200ms", "--settle", "0s", "--workers", "2",
 		"--metrics-addr", "", "--log-level", d.logLevel, "--log-format", d.logFormat}
 	if d.databaseURL != "" {
 		serveArgs = append(serveArgs, "--database-url", d.databaseURL)

@@ -50,7 +50,7 @@ func TestServeInboxHeldClaim(t *testing.T) {
 	job, until := holdClaim(t, db, p, 4*time.Second)
 
 	code, out, errOut := run(t, map[string]string{"DATABASE_URL": db}, "serve", "--inbox", dir, "--metrics-addr", "",
-		"--poll", "100ms", "--until-idle", "1s", "--log-level", "info")
+		"--poll", "100ms", "--settle", "300ms", "--until-idle", "1s", "--log-level", "info")
 	require.Equal(t, 0, code, errOut)
 	require.False(t, time.Now().Before(until), "serve wrote the job only after the dead worker's lease ended")
 	require.Contains(t, errOut, "claim held by another worker")

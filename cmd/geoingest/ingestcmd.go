@@ -37,6 +37,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	// Failures are reported per file on stdout/stderr; logs only on request.
 	m.addDBFlagsLevel(fs, &d, "none")
 	m.addParamFlags(fs, &p)
+	var lf limitFlags
+	m.addLimitFlags(fs, &lf)
 	var pf policyFlags
 	m.addPolicyFlags(fs, &pf, true)
 	lease := fs.Duration("lease", 5*time.Minute, "claim lease; heartbeats extend it every lease/3 while a job runs")
@@ -48,6 +50,13 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return errUsage
+	}
+	if err := m.envError(); err != nil {
+		return err
+	}
+	limits, err := lf.limits()
+	if err != nil {
+		return err
 	}
 	params := p.params()
 	if err := pf.apply(fs, &params, true); err != nil {
@@ -69,6 +78,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	defer a.Close()
 	svc := a.svc
 	svc.Lease = *lease
+	svc.Limits = limits
 	progress := &progressLine{line: termLine{w: m.Stderr}, on: !*quiet && isTerminal(m.Stderr)}
 	if progress.on {
 		svc.Progress = progress.update

@@ -27,6 +27,8 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	var p paramFlags
 	m.addDBFlags(fs, &d)
 	m.addParamFlags(fs, &p)
+	var lf limitFlags
+	m.addLimitFlags(fs, &lf)
 	jobID := fs.String("job", "", "replay this committed job (a local file's) instead of FILEs")
 	lease := fs.Duration("lease", 5*time.Minute, "claim lease")
 	if err := parse(fs, args); err != nil {
@@ -36,6 +38,13 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stderr, "geoingest replay: give FILEs or --job, not both")
 		fs.Usage()
 		return errUsage
+	}
+	if err := m.envError(); err != nil {
+		return err
+	}
+	limits, err := lf.limits()
+	if err != nil {
+		return err
 	}
 	params := p.params()
 	if err := params.Validate(); err != nil {
@@ -48,6 +57,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	defer a.Close()
 	svc := a.svc
 	svc.Lease = *lease
+	svc.Limits = limits
 
 	var jobs []ingest.Job
 	if *jobID != "" {

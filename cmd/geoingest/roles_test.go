@@ -136,7 +136,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	inbox := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(inbox, "admin"), 0o755))
 	copyWithMtime(t, synthAdmin, filepath.Join(inbox, "admin", "admin.geojson"), time.Now())
-	srv := startServe(t, nil, "--inbox", inbox, "--workers", "2", "--database-url", d.writer, "--poll", "100ms")
+	srv := startServe(t, nil, "--inbox", inbox, "--workers", "2", "--database-url", d.writer, "--poll", "100ms", "--settle", "300ms")
 	eventually(t, 30*time.Second, "serve to ingest the admin units", func() bool {
 		return queryInt(t, d.owner, `SELECT count(*) FROM jobs WHERE target_table = 'admin_units' AND status = 'current'`) == 1
 	})

@@ -47,7 +47,7 @@ type serveConfig struct {
 	workers, maxReceives                                  int
 	routes                                                listFlag
 	visibility, grace, backoffBase, backoffMax, lease     time.Duration
-	wait, poll                                            time.Duration
+	wait, poll, settle                                    time.Duration
 	s3PathStyle                                           string
 	// untilIdle, when positive, stops serve once nothing has been received
 	// and no job has run for this long (batch runs, the demo).
@@ -63,6 +63,11 @@ type serveConfig struct {
 	// reportRefresh is how often serve stores the report assignments that
 	// are missing (see ingest.Store.RefreshReports); 0 turns it off.
 	reportRefresh time.Duration
+	// compactEvery is how often serve folds old own partitions into the
+	// shared ones (see ingest.Compactor); 0 turns it off. compactKeep is
+	// the own partitions each table keeps.
+	compactEvery time.Duration
+	compactKeep  int
 	// pruneInterval is how often serve applies the retention policy
 	// (0: never); retention is its policy.
 	pruneInterval time.Duration
@@ -132,14 +137,19 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.lease, "lease", m.envDuration("GEOINGEST_LEASE", 5*time.Minute), "claim lease; heartbeats extend it every lease/3 (env GEOINGEST_LEASE)")
 	fs.DurationVar(&c.wait, "wait", m.envDuration("GEOINGEST_WAIT", 20*time.Second), "SQS long-poll wait, at most 20s (env GEOINGEST_WAIT)")
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
+	fs.DurationVar(&c.settle, "settle", m.envDuration("GEOINGEST_SETTLE", 10*time.Second), "inbox: a file is taken once its size and modification time have stayed the same this long (every part of a shapefile set too); names copy tools write to (dotfiles, .part, .tmp, .crdownload, ~) never (env GEOINGEST_SETTLE)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
 	fs.DurationVar(&c.pruneInterval, "prune-interval", m.envDuration("GEOINGEST_PRUNE_INTERVAL", 24*time.Hour), "apply the retention policy (geoingest prune) this often, the first time one interval after the start; 0: never (env GEOINGEST_PRUNE_INTERVAL)")
 	c.retention = ingest.DefaultRetention()
 	addRetentionFlags(fs, m, &c.retention)
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
+	fs.DurationVar(&c.compactEvery, "compact-every", m.envDuration("GEOINGEST_COMPACT_EVERY", time.Minute), "fold the oldest own partitions into the shared ones in the background, after each written job and at least this often, so that spatial queries visit a few partitions; 0: off (run `geoingest compact` from cron instead) (env GEOINGEST_COMPACT_EVERY)")
+	fs.IntVar(&c.compactKeep, "compact-keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions (of jobs of 8 MiB or more) each feature table keeps before the compactor folds the oldest (env GEOINGEST_COMPACT_KEEP)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
+	var lf limitFlags
+	m.addLimitFlags(fs, &lf)
 	fs.DurationVar(&c.startTimeout, "start-timeout", m.envDuration("GEOINGEST_START_TIMEOUT", time.Minute), "how long the start-up checks (credentials, queues, buckets) retry a server that does not answer before serve exits non-zero; a refusal (no credentials, no such queue) exits at once (env GEOINGEST_START_TIMEOUT)")
 	fs.DurationVar(&c.unreadyAfter, "unready-after", m.envDuration("GEOINGEST_UNREADY_AFTER", 30*time.Second), "/readyz answers 503 once every receive has failed for this long, and 200 again at the first that succeeds (env GEOINGEST_UNREADY_AFTER)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
@@ -147,6 +157,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if err := m.envError(); err != nil {
+		return err
+	}
+	limits, err := lf.limits()
+	if err != nil {
 		return err
 	}
 	if err := awsf.validate(); err != nil {
@@ -226,7 +240,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("inbox: %w", err)
 		}
-		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll})
+		box, err := queue.NewInbox(dir, queue.InboxOptions{Poll: c.poll, Settle: c.settle, SetOf: localfs.ShapefileSetOf})
 		if err != nil {
 			return err
 		}
@@ -242,9 +256,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	defer a.Close()
 	cons.Service = a.svc
 	cons.Service.Lease = c.lease
+	cons.Service.Limits = limits
 	// The report assignments are stored by the consumer in the
 	// background, not by each job before its message is acked.
 	cons.Service.NoReportRefresh = c.reportRefresh > 0
+	cons.Compactor, cons.CompactEvery = a.compactor, c.compactEvery
+	cons.CompactOptions = ingest.CompactOptions{Keep: c.compactKeep}
 
 	if c.metricsAddr != "" {
 		var ui http.Handler

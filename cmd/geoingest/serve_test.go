@@ -380,7 +380,7 @@ func TestServeInbox(t *testing.T) {
 	}
 	cp("../../testdata/corpus/montreal_landuse_overpass/export.geojson", "montreal.geojson")
 	cp("../../testdata/synthetic/admin.geojson", "admin/admin.geojson")
-	args := []string{"--inbox", dir, "--workers", "4", "--database-url", db, "--poll", "100ms"}
+	args := []string{"--inbox", dir, "--workers", "4", "--database-url", db, "--poll", "100ms", "--settle", "300ms"}
 
 	srv := startServe(t, nil, args...)
 	eventually(t, 20*time.Second, "two files ingested", func() bool {
@@ -430,7 +430,7 @@ func TestServeRouteOptions(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, sub, "bg"+ext), b, 0o644))
 		}
 	}
-	srv := startServe(t, nil, "--inbox", dir, "--workers", "2", "--database-url", db, "--poll", "100ms",
+	srv := startServe(t, nil, "--inbox", dir, "--workers", "2", "--database-url", db, "--poll", "100ms", "--settle", "300ms",
 		"--route", "legacy/=parcels?source-srid=4326&encoding=cp1252", "--route", "=parcels")
 	eventually(t, 20*time.Second, "both files dealt with", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM claims WHERE state IN ('COMMITTED', 'FAILED')`) == 2

@@ -70,6 +70,10 @@ type CRS struct {
 	Transformation string `json:"transformation,omitempty"`
 	// Text is the CRS as the file gave it.
 	Text string `json:"text,omitempty"`
+	// Better, when set, is a more accurate transformation to WGS 84 than
+	// Transformation that PROJ could use if grids that are not installed
+	// were (see GridOperation.Fix).
+	Better *GridOperation `json:"better_transformation,omitempty"`
 }
 
 // String describes c in a few words for messages and reports:

@@ -35,14 +35,16 @@ static PJ *geoingest_from_wkt(PJ_CONTEXT *ctx, const char *wkt, char **err) {
 	return pj;
 }
 
-// geoingest_operations lists the operations from src to dst as
-// proj_create_crs_to_crs would consider them: operations needing a grid
-// that is not installed are left out, and the area of use may intersect
-// partially.
-static PJ_OBJ_LIST *geoingest_operations(PJ_CONTEXT *ctx, const PJ *src, const PJ *dst) {
+// geoingest_operations lists the operations from src to dst, the area of
+// use intersecting partially. With discard, operations needing a grid that
+// is not installed are left out, as proj_create_crs_to_crs does; without,
+// they are kept (PROJ sorts them after the ones it can use), so that what
+// a missing grid would give can be told.
+static PJ_OBJ_LIST *geoingest_operations(PJ_CONTEXT *ctx, const PJ *src, const PJ *dst, int discard) {
 	PJ_OPERATION_FACTORY_CONTEXT *f = proj_create_operation_factory_context(ctx, NULL);
 	if (f == NULL) return NULL;
-	proj_operation_factory_context_set_grid_availability_use(ctx, f, PROJ_GRID_AVAILABILITY_DISCARD_OPERATION_IF_MISSING_GRID);
+	proj_operation_factory_context_set_grid_availability_use(ctx, f,
+		discard ? PROJ_GRID_AVAILABILITY_DISCARD_OPERATION_IF_MISSING_GRID : PROJ_GRID_AVAILABILITY_USED_FOR_SORTING);
 	proj_operation_factory_context_set_spatial_criterion(ctx, f, PROJ_SPATIAL_CRITERION_PARTIAL_INTERSECTION);
 	PJ_OBJ_LIST *ops = proj_create_operations(ctx, src, dst, f);
 	proj_operation_factory_context_destroy(f);
@@ -93,6 +95,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"unsafe"
 )
 
@@ -297,21 +300,80 @@ func (p *projCtx) swapped(o pj) pj { return pj{C.geoingest_swapped(p.c, o.p)} }
 // bestOperation returns the name of PROJ's preferred operation from src to
 // dst (the first of those proj_create_crs_to_crs considers), and whether
 // it is a ballpark transformation.
-func (p *projCtx) bestOperation(src, dst pj) (name string, ballpark bool, err error) {
-	ops := C.geoingest_operations(p.c, src.p, dst.p)
+func (p *projCtx) bestOperation(src, dst pj) (name string, ballpark bool, accuracy float64, err error) {
+	ops := C.geoingest_operations(p.c, src.p, dst.p, 1)
 	if ops == nil {
-		return "", false, errors.New(p.lastError())
+		return "", false, -1, errors.New(p.lastError())
 	}
 	defer C.proj_list_destroy(ops)
 	if C.proj_list_get_count(ops) == 0 {
-		return "", false, errors.New("PROJ finds no coordinate operation")
+		return "", false, -1, errors.New("PROJ finds no coordinate operation")
 	}
 	op := pj{C.proj_list_get(p.c, ops, 0)}
 	defer op.destroy()
 	if C.proj_coordoperation_is_instantiable(p.c, op.p) == 0 {
-		return "", false, fmt.Errorf("PROJ cannot compute %q (a projection method it does not implement)", p.name(op))
+		return "", false, -1, fmt.Errorf("PROJ cannot compute %q (a projection method it does not implement)", p.name(op))
 	}
-	return p.name(op), C.proj_coordoperation_has_ballpark_transformation(p.c, op.p) != 0, nil
+	return p.name(op), C.proj_coordoperation_has_ballpark_transformation(p.c, op.p) != 0,
+		float64(C.proj_coordoperation_get_accuracy(p.c, op.p)), nil
+}
+
+// betterOperation returns the first operation from src to dst, in PROJ's
+// order, that is not a ballpark, is more accurate than than (any accuracy
+// when than < 0), and needs a grid that is not installed, with those
+// grids; nil when there is none.
+func (p *projCtx) betterOperation(src, dst pj, than float64) *GridOperation {
+	ops := C.geoingest_operations(p.c, src.p, dst.p, 0)
+	if ops == nil {
+		return nil
+	}
+	defer C.proj_list_destroy(ops)
+	n := int(C.proj_list_get_count(ops))
+	for i := 0; i < n; i++ {
+		op := pj{C.proj_list_get(p.c, ops, C.int(i))}
+		if op.p == nil {
+			continue
+		}
+		acc := float64(C.proj_coordoperation_get_accuracy(p.c, op.p))
+		if C.proj_coordoperation_has_ballpark_transformation(p.c, op.p) != 0 || acc < 0 || (than >= 0 && acc >= than) {
+			op.destroy()
+			continue
+		}
+		missing := p.missingGrids(op)
+		if len(missing) > 0 {
+			g := &GridOperation{Name: p.name(op), Accuracy: acc, Grids: missing, DataDir: p.dataDir()}
+			op.destroy()
+			return g
+		}
+		op.destroy()
+	}
+	return nil
+}
+
+// missingGrids lists the grids op needs that PROJ cannot find.
+func (p *projCtx) missingGrids(op pj) []Grid {
+	var out []Grid
+	n := int(C.proj_coordoperation_get_grid_used_count(p.c, op.p))
+	for i := 0; i < n; i++ {
+		var short, full, pkg, url *C.char
+		var direct, open, avail C.int
+		if C.proj_coordoperation_get_grid_used(p.c, op.p, C.int(i), &short, &full, &pkg, &url, &direct, &open, &avail) == 0 || avail != 0 {
+			continue
+		}
+		out = append(out, Grid{ShortName: C.GoString(short), FullName: C.GoString(full), PackageName: C.GoString(pkg),
+			URL: C.GoString(url), DirectDownload: direct != 0, OpenLicense: open != 0})
+	}
+	return out
+}
+
+// dataDir is the directory of PROJ's database, where PROJ finds grids
+// too.
+func (p *projCtx) dataDir() string {
+	db := C.proj_context_get_database_path(p.c)
+	if db == nil {
+		return ""
+	}
+	return filepath.Dir(C.GoString(db))
 }
 
 // wkt exports o as WKT of the given version ("WKT2_2019" or "WKT1_GDAL")

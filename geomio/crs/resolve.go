@@ -238,19 +238,36 @@ func (p *projCtx) custom(o pj, c CRS) (CRS, error) {
 
 // checkTransformation finds PROJ's preferred transformation from src to
 // WGS 84 (EPSG:4326), records its name in c, and refuses a ballpark one on
-// a datum whose ellipsoid is not WGS 84's or GRS 80's.
+// a datum whose ellipsoid is not WGS 84's or GRS 80's. When a more
+// accurate transformation needs a grid that is not installed, c.Better
+// says which (and a refusal says how to install it).
 func (p *projCtx) checkTransformation(src pj, c CRS) (CRS, error) {
 	dst, err := p.epsg(4326)
 	if err != nil {
 		return c, err
 	}
 	defer dst.destroy()
-	name, ballpark, err := p.bestOperation(src, dst)
+	name, ballpark, accuracy, err := p.bestOperation(src, dst)
+	if ballpark || err != nil {
+		accuracy = -1
+	}
+	c.Better = p.betterOperation(src, dst, accuracy)
 	if err != nil {
+		if c.Better != nil {
+			return c, &InputError{Msg: fmt.Sprintf("PROJ cannot transform %s to WGS 84 until a grid is installed: the transformation %s; %s, and retry; or %s",
+				c, c.Better, c.Better.Fix(), overrideHint)}
+		}
 		return c, &InputError{Msg: fmt.Sprintf("PROJ cannot transform %s to WGS 84: %v; %s", c, err, overrideHint)}
 	}
 	c.Transformation = name
 	if ballpark && !p.onWGS84Ellipsoid(src) {
+		if c.Better != nil {
+			return c, &InputError{Msg: fmt.Sprintf(
+				"missing grid: the CRS is %s, on datum %q, and its accurate transformation to WGS 84, %s; "+
+					"without it PROJ has only a ballpark transformation (%q), which ignores the datum shift and is silently off by up to hundreds of metres, so geoingest refuses it. "+
+					"To fix: %s, and retry; or %s",
+				c, p.datumName(src), c.Better, name, c.Better.Fix(), overrideHint)}
+		}
 		return c, &InputError{Msg: fmt.Sprintf(
 			"ballpark transformation: the CRS is %s, on datum %q, and PROJ knows no transformation from it to WGS 84 but a ballpark one (%q), "+
 				"which ignores the datum shift and is silently off by up to hundreds of metres, so geoingest refuses it; "+

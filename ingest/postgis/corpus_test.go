@@ -592,7 +592,7 @@ func TestBadInputsFailPermanently(t *testing.T) {
 				es = append(es, fmt.Sprintf("f%02d.txt", i), []byte("x"))
 			}
 			return testfiles.Zip(t, filepath.Join(dir, "many.zip"), es...)
-		}, limits: geomio.Limits{MaxEntries: 10}, want: []string{"zip has 20 entries, more than the limit of 10"}},
+		}, limits: geomio.Limits{MaxEntries: 10}, want: []string{"zip has 20 entries: more than 10 entries, over the limit"}},
 		{name: "truncated shp", make: func(t *testing.T, dir string) string {
 			p := testfiles.CopySet(t, six, dir, "six", ".shx", ".dbf", ".prj")
 			require.NoError(t, os.WriteFile(p, shp[:len(shp)/2], 0o644))

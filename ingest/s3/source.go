@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -236,7 +237,11 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, int6
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
-	if cl := resp.ContentLength; cl != nil && *cl >= 0 && n != *cl && !errors.Is(context.Cause(ctx), errStalled) {
+	// Short of the announced length, and not because the local file
+	// refused a write (a disk full is its own failure) or the stream
+	// stalled: a reset or a truncated answer.
+	var local *fs.PathError
+	if cl := resp.ContentLength; cl != nil && *cl >= 0 && n != *cl && !errors.Is(context.Cause(ctx), errStalled) && !errors.As(err, &local) {
 		short := fmt.Errorf("%w: %d bytes received, S3 announced %d", errShortBody, n, *cl)
 		if err != nil {
 			short = fmt.Errorf("%w: %w", short, err)

@@ -119,12 +119,12 @@ func TestChaos(t *testing.T) {
 		logDir = t.TempDir()
 	}
 	require.NoError(t, os.MkdirAll(logDir, 0o755))
-	fl := newFleet(t, cfg.serves, logDir, fx.env(), append([]string{
+	fl := newFleet(t, cfg.serves, logDir, append(fx.env(), "GEOINGEST_OWN_PARTITION_BYTES="+ownPartitionBytes), append(append([]string{
 		"--queue-url", qURL, "--dlq-url", dlqURL, "--database-url", db,
 		"--workers", strconv.Itoa(cfg.workers), "--lease", cfg.lease.String(), "--visibility", cfg.visibility.String(),
 		"--wait", "1s", "--backoff", "1s", "--backoff-max", "4s", "--grace", "2s",
 		"--log-format", "json", "--log-level", "info",
-	}, faultServeArgs...))
+	}, faultServeArgs...), compactArgs...))
 	readyCtx, readyCancel := context.WithTimeout(ctx, time.Minute)
 	require.NoError(t, fl.ready(readyCtx), "the serves to start")
 	readyCancel()
@@ -138,7 +138,8 @@ func TestChaos(t *testing.T) {
 	var wg sync.WaitGroup
 	chaosCtx, stopChaos := context.WithDeadline(ctx, r.start.Add(cfg.duration))
 	defer stopChaos()
-	wg.Add(5)
+	wg.Add(6)
+	go func() { defer wg.Done(); r.compactFaults(chaosCtx) }()
 	go func() { defer wg.Done(); r.upload(chaosCtx, st.Client, bucket) }()
 	go func() { defer wg.Done(); r.deliver(chaosCtx) }()
 	go func() { defer wg.Done(); r.kill(chaosCtx, rand.New(rand.NewPCG(seed, 3))) }()
@@ -151,6 +152,7 @@ func TestChaos(t *testing.T) {
 	require.NoError(t, r.uploadErr, "uploads")
 	require.NoError(t, r.deliverErr, "deliveries")
 	require.NoError(t, r.pgErr, "PostgreSQL restart")
+	require.NoError(t, r.compactErr, "the compaction fault")
 
 	// The drain: no more kills; the queue must empty.
 	drained := r.drain(ctx, sq.Client, qURL)
@@ -176,6 +178,8 @@ type run struct {
 	uploadsDone                  chan struct{} // closed when upload returns
 	pgMu                         sync.Mutex    // held by a steal, and by the PostgreSQL restart
 	uploadErr, deliverErr, pgErr error
+	compactErr                   error
+	foldKills                    atomic.Int64 // compactors SIGKILLed mid-fold
 	uploaded                     atomic.Int64
 	pgRestartAt                  time.Duration
 	pgRestartTook                time.Duration

@@ -236,6 +236,10 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		p("postgres:       restarted once at %s (down %s; stop, down and start took %s)",
 			r.pgRestartAt.Round(time.Second), r.cfg.pgDown, r.pgRestartTook.Round(100*time.Millisecond))
 	}
+	var folded, own int64
+	_ = pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE job_ref < 0 AND job_ref > -4294967296), count(*) FILTER (WHERE job_ref > 0 AND status = 'current') FROM jobs`).Scan(&folded, &own)
+	p("compaction:     %d generations folded into the shared partition (serves with %s), %d own partitions left; %d `geoingest compact` SIGKILLed mid-fold",
+		folded, strings.Join(compactArgs, " "), own, r.foldKills.Load())
 	p("steals:         %d attempts, %d claims taken from a live serve mid-job, %d stolen leases logged by their victims; in all %d stolen leases logged (ERROR), geoingest_leases_stolen_total %g (scraped before kills)",
 		r.steal.attempts, r.steal.took, r.steal.stolen.Load(), stolenLogged, metrics["geoingest_leases_stolen_total"])
 	for _, n := range r.steal.notes {

@@ -191,7 +191,7 @@ func (f *faults) report(p func(string, ...any), logCounts, lineCounts map[string
 		return n
 	}
 	p("                what reached the serves past the SDK's retries: %d acks failed, %d visibility renewals failed, %d give-backs failed, %d receives failed; %d downloads stalled, %d cut short (log lines)",
-		seen("ack failed"), seen("extend visibility"), seen("nack failed"), seen("receive failed"), lineCounts[errStalledText], lineCounts[errShortText])
+		seen("WARN  ack failed"), seen("WARN  extend visibility"), seen("WARN  nack failed"), seen("WARN  receive failed"), lineCounts[errStalledText], lineCounts[errShortText])
 }
 
 // The serves' log texts of a stalled download and of one cut short

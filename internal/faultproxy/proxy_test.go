@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -307,4 +310,28 @@ func depth(t *testing.T, c *sqs.Client, qURL string) int {
 		n += i
 	}
 	return n
+}
+
+// The query protocol names its SQS action in the Action form field, not in
+// X-Amz-Target: a rule on DeleteMessage hits it there too, and nothing
+// else.
+func TestSQSQueryProtocolAction(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "<ok/>")
+	}))
+	t.Cleanup(upstream.Close)
+	p, err := faultproxy.New(upstream.URL, faultproxy.Options{Protocol: faultproxy.SQS})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	p.SetRules(faultproxy.Rule{Op: "DeleteMessage", Kind: faultproxy.Error500, P: 1})
+	post := func(action string) *http.Response {
+		resp, err := http.PostForm(p.URL()+"/000000000000/q", url.Values{"Action": {action}, "ReceiptHandle": {"h"}})
+		require.NoError(t, err)
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	require.Equal(t, http.StatusInternalServerError, post("DeleteMessage").StatusCode)
+	require.Equal(t, http.StatusOK, post("ReceiveMessage").StatusCode)
+	require.Equal(t, map[string]int{"500 DeleteMessage": 1}, p.Counts())
 }

@@ -38,6 +38,11 @@ const (
 	BeforeAck      = "before-ack"      // committed, the message not yet acked
 	AfterAck       = "after-ack"       // the ack is done, the worker has not returned from it
 
+	// BeforeFoldCommit is reached by the compactor when a job's rows are
+	// copied into the shared partition, its ledger row re-pointed and its
+	// own partition emptied, before that transaction's COMMIT.
+	BeforeFoldCommit = "before-fold-commit"
+
 	// Heartbeat is reached before each renewal of a job's lease; a hook
 	// that returns true skips the renewal, so that the lease runs out.
 	Heartbeat = "heartbeat"

@@ -97,6 +97,17 @@ type GeoingestFeature struct {
 	AreaM2       pgtype.Float8
 }
 
+type GeoingestFolded struct {
+	TableName string
+	Target    string
+	JobID     string
+	OldRef    int64
+	NewRef    int64
+	Rows      int64
+	FoldedAt  pgtype.Timestamptz
+	WaitFor   []string
+}
+
 type GeoingestStaging struct {
 	FeatureIndex int64
 	Layer        string

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+)
+
+func init() {
+	register(&command{name: "compact", summary: "fold the oldest own partitions into the shared ones (what serve --compact-every does), for cron", run: runCompact})
+}
+
+// runCompact runs ingest.Compactor.Compact once and prints what it did.
+// Exit status 0 when it ran (or another compactor was running), 1 when
+// the database failed, 2 for bad arguments.
+func runCompact(ctx context.Context, m *Main, args []string) error {
+	fs := m.flagSet("compact", "[flags]")
+	var d dbFlags
+	m.addDBFlags(fs, &d)
+	var o ingest.CompactOptions
+	fs.IntVar(&o.Keep, "keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions each feature table keeps, the newest; 0 folds them all (env GEOINGEST_COMPACT_KEEP)")
+	fs.IntVar(&o.MaxJobs, "max-jobs", 0, "fold at most this many jobs (0: no limit)")
+	fs.DurationVar(&o.LockTimeout, "lock-timeout", time.Second, "longest wait for the table lock that dropping an emptied partition takes (readers queue behind it); a drop that times out is left for the next run")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := m.envError(); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 || o.Keep < 0 {
+		fs.Usage()
+		return errUsage
+	}
+	a, err := m.open(ctx, &d, nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	r, err := a.compactor.Compact(ctx, o)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return fmt.Errorf("compact: %w", err)
+	}
+	fmt.Fprintln(m.Stdout, r.String())
+	return nil
+}

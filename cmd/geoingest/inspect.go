@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/inspect"
+	"github.com/geoingest/geoingest/ingest/localfs"
+	ingests3 "github.com/geoingest/geoingest/ingest/s3"
+)
+
+func init() {
+	register(&command{name: "inspect", summary: "describe an upload before it is made: layers, CRS, checks, job key, route (no database)", run: runInspect})
+}
+
+// runInspect is the preflight: it reads a local file, or downloads an S3
+// object into a temporary file, and prints what geoingest would do with
+// it (package inspect). Exit status 0 when it would land, 1 when it would
+// be refused (the reason is printed), 2 on a usage error.
+func runInspect(ctx context.Context, m *Main, args []string) error {
+	fs := m.flagSet("inspect", "[flags] PATH|s3://BUCKET/KEY")
+	var p paramFlags
+	m.addParamFlags(fs, &p)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	check := fs.Bool("check", false, "check every feature: invalid polygons (GEOS), null and non-polygonal geometries")
+	var routes listFlag
+	fs.Var(&routes, "route", "[BUCKET:]PREFIX=TARGET[+deletes][?OPTION=VALUE&...], repeatable, as serve's (env GEOINGEST_ROUTES); for s3:// the default is serve's (parcels/=parcels, admin/=admin_units); for a local file, routes are matched only when given, against --key or the path as given")
+	key := fs.String("key", "", "for a local file: the object key it would be uploaded under, to match the routes against")
+	pathStyle := fs.String("s3-path-style", "auto", "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
+	var awsf awsFlags
+	m.addAWSFlags(fs, &awsf)
+	var lf limitFlags
+	m.addLimitFlags(fs, &lf)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	limits, err := lf.limits()
+	if err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	target := fs.Arg(0)
+	params := p.params()
+	if err := params.Validate(); err != nil {
+		return err
+	}
+	specs := []string(routes)
+	if len(specs) == 0 && m.Getenv("GEOINGEST_ROUTES") != "" {
+		specs = []string{m.Getenv("GEOINGEST_ROUTES")}
+	}
+	s3URL := strings.HasPrefix(target, "s3://")
+	if len(specs) == 0 && s3URL {
+		specs = defaultQueueRoutes
+	}
+
+	var ev ingest.Event
+	var resolve func(ingest.Params) (ingest.Job, error)
+	if s3URL {
+		bucket, objKey, ok := strings.Cut(strings.TrimPrefix(target, "s3://"), "/")
+		if !ok || bucket == "" || objKey == "" {
+			return fmt.Errorf("%s: want s3://BUCKET/KEY", target)
+		}
+		if err := awsf.validate(); err != nil {
+			return err
+		}
+		awsCfg, err := loadAWSConfig(ctx, awsf)
+		if err != nil {
+			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)
+		}
+		client := m.newS3Client(awsCfg, *pathStyle)
+		if ev, err = ingests3.Head(ctx, client, bucket, objKey); err != nil {
+			return err
+		}
+		src, fetcher, err := ingests3.NewSource(ctx, client, ev, ingests3.Options{FinalAttempt: true, IdleTimeout: awsf.downloadTimeout})
+		if err != nil {
+			return err
+		}
+		resolve = func(ps ingest.Params) (ingest.Job, error) { return ingest.NewJob(src, ps, fetcher) }
+	} else {
+		src, fetcher, err := localfs.Source(target)
+		if err != nil {
+			return err
+		}
+		k := *key
+		if k == "" {
+			k = filepath.ToSlash(filepath.Clean(target))
+		}
+		st, err := os.Stat(target)
+		if err != nil {
+			return err
+		}
+		ev = ingest.Event{Name: "ObjectCreated:Put", Bucket: ingest.LocalBucket, Key: k, RawKey: k, Size: st.Size()}
+		resolve = func(ps ingest.Params) (ingest.Job, error) { return ingest.NewJob(src, ps, fetcher) }
+	}
+
+	o := inspect.Options{Check: *check, Limits: limits}
+	if len(specs) > 0 {
+		rs, err := ingest.ParseRoutes(specs)
+		if err != nil {
+			return err
+		}
+		if rt, reason, ok := ingest.NewRouter(rs, nil).Route(ev); ok {
+			params = rt.Params(params)
+			o.Route = rt.String()
+		} else {
+			o.Filtered = reason
+		}
+	}
+	job, err := resolve(params)
+	if err != nil {
+		return err
+	}
+	rep, err := inspect.Run(ctx, job, "", o)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printInspection(m.Stdout, rep)
+	}
+	if rep.Refusal != "" || rep.Filtered != "" {
+		return exitError(1)
+	}
+	return nil
+}
+
+// printInspection writes the report for a person.
+func printInspection(w io.Writer, r *inspect.Report) {
+	fmt.Fprintf(w, "source    %s (%d bytes, sha256 %s)\n", r.Source, r.Bytes, r.SHA256)
+	fmt.Fprintf(w, "job key   %s (version %s)\n", r.JobKey, r.VersionToken)
+	switch {
+	case r.Filtered != "":
+		fmt.Fprintf(w, "route     none: the trigger gate would drop it (%s), so no job\n", r.Filtered)
+	case r.Route != "":
+		fmt.Fprintf(w, "route     %s: table %s\n", r.Route, r.Target)
+	default:
+		fmt.Fprintf(w, "target    %s (no route: as geoingest ingest)\n", r.Target)
+	}
+	keys := make([]string, 0, len(r.Params))
+	for k := range r.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ps []string
+	for _, k := range keys {
+		ps = append(ps, fmt.Sprintf("%s=%v", k, r.Params[k]))
+	}
+	fmt.Fprintf(w, "params    %s\n", strings.Join(ps, " "))
+	for _, l := range r.Layers {
+		fmt.Fprintf(w, "\nlayer %q (%s", l.Name, l.Format)
+		if l.Encoding != "" {
+			fmt.Fprintf(w, ", %s", l.Encoding)
+		}
+		fmt.Fprintln(w, ")")
+		fmt.Fprintf(w, "  features  %d\n", l.Features)
+		var gt []string
+		for t, n := range l.GeometryTypes {
+			gt = append(gt, fmt.Sprintf("%s %d", t, n))
+		}
+		sort.Strings(gt)
+		fmt.Fprintf(w, "  geometry  %s (%s)\n", l.GeometryType, strings.Join(gt, ", "))
+		c := l.CRS
+		switch {
+		case c.Method == "none":
+			fmt.Fprintf(w, "  crs       none: %s\n", c.Refusal)
+		case c.Method == "custom":
+			fmt.Fprintf(w, "  crs       custom %q (registered in spatial_ref_sys on first use)\n", c.Name)
+		case c.Method == "identified":
+			fmt.Fprintf(w, "  crs       EPSG:%d %q (identified, %d %%)\n", c.EPSG, c.Name, c.Confidence)
+		default:
+			fmt.Fprintf(w, "  crs       EPSG:%d %q (%s)\n", c.EPSG, c.Name, c.Method)
+		}
+		if c.Transformation != "" {
+			fmt.Fprintf(w, "  to WGS 84 %s\n", c.Transformation)
+		}
+		if c.Better != nil {
+			fmt.Fprintf(w, "  better    %s: %s\n", c.Better, c.BetterFix)
+		}
+		if l.Extent != nil {
+			fmt.Fprintf(w, "  extent    %g %g, %g %g\n", l.Extent[0], l.Extent[1], l.Extent[2], l.Extent[3])
+		}
+		var fl []string
+		for _, f := range l.Fields {
+			fl = append(fl, f.Name+" "+f.Type)
+		}
+		fmt.Fprintf(w, "  fields    %s\n", strings.Join(fl, ", "))
+		if l.Check != nil {
+			fmt.Fprintf(w, "  check     %d invalid, %d null, %d non-polygonal\n", l.Check.Invalid, l.Check.Null, l.Check.NonPolygonal)
+		}
+	}
+	fmt.Fprintln(w)
+	switch {
+	case r.Refusal != "":
+		fmt.Fprintf(w, "refused: %s\n", r.Refusal)
+	case r.Filtered != "":
+		fmt.Fprintln(w, "no job: no route takes it")
+	default:
+		fmt.Fprintln(w, "would land")
+	}
+}

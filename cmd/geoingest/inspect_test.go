@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/geoingest/geoingest/ingest/inspect"
+	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/stretchr/testify/require"
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/wkb"
+)
+
+const (
+	parcelsShp  = "../../testdata/synthetic/parcels_10k.shp"
+	bristolBNG  = "../../testdata/corpus/bristol_msoa_bng/middlelayersupperoutputareas_bristol_bng.geojson"
+	mexicoNoPrj = "../../testdata/corpus/mexico_states_noprj/states.shp"
+)
+
+func inspectJSON(t *testing.T, env map[string]string, args ...string) (int, inspect.Report, string) {
+	t.Helper()
+	code, out, errOut := run(t, env, append([]string{"inspect", "--json"}, args...)...)
+	var r inspect.Report
+	if code <= 1 && out != "" {
+		require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	}
+	return code, r, errOut
+}
+
+// TestInspectShapefileAndGeoJSON: text and JSON on a shapefile (EPSG:4326
+// identified from its .prj) and a GeoJSON whose crs member names
+// EPSG:27700, with no database.
+func TestInspectShapefileAndGeoJSON(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := run(t, nil, "inspect", "--check", parcelsShp)
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{`layer "parcels_10k" (shapefile, UTF-8)`, "features  10000", "geometry  MultiPolygon",
+		`crs       EPSG:4326 "WGS 84" (identified, 100 %)`, "fields    parcel_id string, owner string", "check     0 invalid, 0 null, 0 non-polygonal",
+		"job key   ", "target    parcels", "would land"} {
+		require.Contains(t, out, want)
+	}
+
+	code, r, errOut := inspectJSON(t, nil, parcelsShp)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, r.JobKey, 64)
+	require.Len(t, r.Layers, 1)
+	l := r.Layers[0]
+	require.Equal(t, "parcels_10k", l.Name)
+	require.EqualValues(t, 10000, l.Features)
+	require.Equal(t, "MultiPolygon", l.GeometryType)
+	require.Equal(t, 4326, l.CRS.EPSG)
+	require.Equal(t, "identified", l.CRS.Method)
+	require.Equal(t, "parcel_id", l.Fields[0].Name)
+	require.Len(t, l.Extent, 4)
+	require.InDelta(t, 13.088, l.Extent[0], 0.001)
+	require.Nil(t, l.Check, "no --check, no counts")
+	require.Empty(t, r.Refusal)
+
+	code, r, errOut = inspectJSON(t, nil, bristolBNG)
+	require.Equal(t, 0, code, errOut)
+	l = r.Layers[0]
+	require.Equal(t, "geojson", l.Format)
+	require.Equal(t, 27700, l.CRS.EPSG)
+	require.Equal(t, "authority", l.CRS.Method)
+	require.Equal(t, "OSGB36 / British National Grid", l.CRS.Name)
+	require.Greater(t, l.Extent[0], 100000.0, "the extent is in the layer's own CRS")
+	require.Contains(t, []string{"objectid", "msoa11cd"}, l.Fields[0].Name)
+}
+
+// TestInspectNoCRS: a file with no CRS is refused with what fixes it, and
+// --source-srid fixes it (and changes the job key).
+func TestInspectNoCRS(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, nil, "inspect", mexicoNoPrj)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "crs       none: the file names no CRS")
+	require.Contains(t, out, "refused: ")
+	require.Contains(t, out, "--source-srid")
+
+	code, r, _ := inspectJSON(t, nil, mexicoNoPrj)
+	require.Equal(t, 1, code)
+	require.Equal(t, "none", r.Layers[0].CRS.Method)
+	require.Contains(t, r.Refusal, "--source-srid")
+
+	code, r2, errOut := inspectJSON(t, nil, "--source-srid", "4326", mexicoNoPrj)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "override", r2.Layers[0].CRS.Method)
+	require.Equal(t, 4326, r2.Layers[0].CRS.EPSG)
+	require.NotEqual(t, r.JobKey, r2.JobKey)
+}
+
+// TestInspectCustomCRS: a .prj that no EPSG CRS matches is a custom CRS,
+// which geoingest registers.
+func TestInspectCustomCRS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	shp := testfiles.CopySet(t, "../../testdata/synthetic/parcels_10k", dir, "robinson", ".shp", ".shx", ".dbf")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "robinson.prj"), []byte(`PROJCS["World_Robinson",GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Robinson"],PARAMETER["False_Easting",0.0],PARAMETER["False_Northing",0.0],PARAMETER["Central_Meridian",0.0],UNIT["Meter",1.0]]`), 0o644))
+	code, r, errOut := inspectJSON(t, nil, shp)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "custom", r.Layers[0].CRS.Method)
+	require.Equal(t, 0, r.Layers[0].CRS.EPSG)
+	require.Equal(t, "World_Robinson", r.Layers[0].CRS.Name)
+	code, out, _ := run(t, nil, "inspect", shp)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `crs       custom "World_Robinson"`)
+}
+
+func wkbBytes(t *testing.T, g geom.T) []byte {
+	var b bytes.Buffer
+	require.NoError(t, wkb.Write(&b, wkb.NDR, g))
+	return b.Bytes()
+}
+
+// TestInspectGeoParquetCheck: --check counts a GeoParquet file's null,
+// non-polygonal and invalid (GEOS) features; the fail policies turn the
+// first of them into the refusal.
+func TestInspectGeoParquetCheck(t *testing.T) {
+	t.Parallel()
+	square := geom.NewPolygonFlat(geom.XY, []float64{0, 0, 1, 0, 1, 1, 0, 1, 0, 0}, []int{10})
+	bowtie := geom.NewPolygonFlat(geom.XY, []float64{0, 0, 1, 1, 1, 0, 0, 1, 0, 0}, []int{10})
+	pq := testfiles.GeoParquet(t, filepath.Join(t.TempDir(), "mixed.parquet"), func(yield func(testfiles.GeoParquetRow) bool) {
+		for _, g := range [][]byte{wkbBytes(t, square), nil, wkbBytes(t, geom.NewPointFlat(geom.XY, []float64{1, 2})), wkbBytes(t, bowtie)} {
+			if !yield(testfiles.GeoParquetRow{Geometry: g, Properties: `{"k":1}`}) {
+				return
+			}
+		}
+	}, testfiles.GeoParquetOptions{})
+	code, r, errOut := inspectJSON(t, nil, "--check", pq)
+	require.Equal(t, 0, code, errOut)
+	l := r.Layers[0]
+	require.Equal(t, "geoparquet", l.Format)
+	require.Equal(t, "Mixed", l.GeometryType)
+	require.EqualValues(t, 4, l.Features)
+	require.Equal(t, map[string]int64{"MultiPolygon": 2, "None": 1, "Point": 1}, l.GeometryTypes)
+	require.Equal(t, inspect.Check{Null: 1, NonPolygonal: 1, Invalid: 1}, *l.Check)
+	require.Equal(t, "default", l.CRS.Method)
+	require.Equal(t, 4326, l.CRS.EPSG)
+	var names []string
+	for _, f := range l.Fields {
+		names = append(names, f.Name)
+	}
+	require.Equal(t, []string{"fid", "name", "score", "flag", "day", "properties"}, names)
+	require.Equal(t, "null", l.Fields[1].Type)
+	require.Equal(t, "object", l.Fields[5].Type)
+	require.Equal(t, []float64{0, 0, 1, 2}, l.Extent)
+
+	code, r, _ = inspectJSON(t, nil, "--check", "--invalid", "fail", pq)
+	require.Equal(t, 1, code)
+	require.Contains(t, r.Refusal, "feature 3: invalid polygon (invalid policy is fail)")
+	code, r, _ = inspectJSON(t, nil, "--max-vertices", "4", pq)
+	require.Equal(t, 1, code, "the limits are serve's and ingest's")
+	require.Contains(t, r.Refusal, "max-vertices")
+	code, r, _ = inspectJSON(t, nil, "--wrong-type", "fail", pq)
+	require.Equal(t, 1, code)
+	require.Contains(t, r.Refusal, "feature 2: Point is not polygonal")
+}
+
+// TestInspectMissingGrid: a GeoParquet file in NAD27(CGQ77) / MTM zone 10
+// (EPSG:2016) is refused, naming the grid its accurate transformation
+// needs and how to install it.
+func TestInspectMissingGrid(t *testing.T) {
+	t.Parallel()
+	pq := testfiles.GeoParquet(t, filepath.Join(t.TempDir(), "quebec.parquet"), func(yield func(testfiles.GeoParquetRow) bool) {
+		yield(testfiles.GeoParquetRow{})
+	}, testfiles.GeoParquetOptions{CRS: readProjJSON(t, "epsg2016.projjson")})
+	code, out, _ := run(t, nil, "inspect", pq)
+	require.Equal(t, 1, code)
+	for _, want := range []string{"refused: ", "ca_que_mern_cq77na83.tif", "1.5 m", "projsync --file ca_que_mern_cq77na83.tif"} {
+		require.Contains(t, out, want)
+	}
+}
+
+// TestInspectRoute: the routes (serve's syntax) are matched against --key;
+// a route's options become the job's parameters, and a key no route takes
+// is reported as dropped by the trigger gate.
+func TestInspectRoute(t *testing.T) {
+	t.Parallel()
+	code, r, errOut := inspectJSON(t, nil, "--route", "legacy/=admin_units?source-srid=4326", "--route", "parcels/=parcels",
+		"--key", "legacy/states.shp", mexicoNoPrj)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "legacy/=admin_units?source-srid=4326", r.Route)
+	require.Equal(t, "admin_units", r.Target)
+	require.Equal(t, "override", r.Layers[0].CRS.Method)
+
+	code, r, _ = inspectJSON(t, nil, "--route", "parcels/=parcels", "--key", "other/states.shp", "--source-srid", "4326", mexicoNoPrj)
+	require.Equal(t, 1, code)
+	require.Equal(t, "no_route", r.Filtered)
+}
+
+// TestInspectS3: inspect s3://bucket/key downloads the object (a
+// GeoParquet file) with the S3 object source; the route is serve's
+// default for its key and the job key is the one serve would give its
+// version.
+func TestInspectS3(t *testing.T) {
+	srv := testsrv.S3(t)
+	testsrv.Env(t, "", srv.URL)
+	srv.NewBucket(t, "uploads", true)
+	pq := toGeoParquet(t, bristolBNG, filepath.Join(t.TempDir(), "bristol.parquet"), readProjJSON(t, "epsg27700.projjson"))
+	body, err := os.ReadFile(pq)
+	require.NoError(t, err)
+	put, err := srv.Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: ptr("uploads"), Key: ptr("parcels/bristol.parquet"), Body: bytes.NewReader(body)})
+	require.NoError(t, err)
+	env := map[string]string{"AWS_ENDPOINT_URL_S3": srv.URL}
+	code, r, errOut := inspectJSON(t, env, "s3://uploads/parcels/bristol.parquet")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "s3://uploads/parcels/bristol.parquet", r.Source)
+	require.Equal(t, "parcels/=parcels", r.Route)
+	require.Equal(t, *put.VersionId, r.VersionToken)
+	require.EqualValues(t, len(body), r.Bytes)
+	require.Equal(t, "geoparquet", r.Layers[0].Format)
+	require.Equal(t, 27700, r.Layers[0].CRS.EPSG)
+	params, err := json.Marshal(r.Params)
+	require.NoError(t, err)
+	require.Equal(t, "parcels", r.Params["target_table"])
+	code, keyOut, errOut := run(t, nil, "key", "--bucket", "uploads", "--key", "parcels/bristol.parquet", "--version", *put.VersionId, "--params", string(params))
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, string(bytes.TrimSpace([]byte(keyOut))), r.JobKey, "the job key serve gives this version")
+
+	code, _, errOut = run(t, env, "inspect", "s3://uploads/parcels/none.parquet")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no such object")
+}
+
+func ptr(s string) *string { return &s }

@@ -1,0 +1,79 @@
+package crs
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Grid is a grid file a coordinate operation needs, as PROJ's database
+// describes it (proj_coordoperation_get_grid_used).
+type Grid struct {
+	// ShortName is the file PROJ looks for ("ca_que_mern_cq77na83.tif").
+	ShortName string `json:"short_name"`
+	// FullName is where PROJ would read it from ("" when not found).
+	FullName string `json:"full_name,omitempty"`
+	// PackageName is the package that ships it, when PROJ's database
+	// names one.
+	PackageName string `json:"package_name,omitempty"`
+	// URL is where to get it.
+	URL string `json:"url,omitempty"`
+	// DirectDownload: URL is the file itself, not a page about it.
+	DirectDownload bool `json:"direct_download"`
+	// OpenLicense: the grid is under an open licence.
+	OpenLicense bool `json:"open_license"`
+}
+
+// GridOperation is a transformation to WGS 84 more accurate than the one
+// PROJ can use now, that it could use once grids that are not installed
+// are.
+type GridOperation struct {
+	Name string `json:"name"`
+	// Accuracy is in metres.
+	Accuracy float64 `json:"accuracy_m"`
+	// Grids are the grids it needs that are missing.
+	Grids []Grid `json:"grids"`
+	// DataDir is the directory of PROJ's database, where PROJ finds grids.
+	DataDir string `json:"data_dir,omitempty"`
+}
+
+// Fix says how to install the missing grids: projsync, or the file from
+// its URL into PROJ's data directory, or the package that ships it.
+func (g *GridOperation) Fix() string {
+	var parts []string
+	for _, gr := range g.Grids {
+		s := fmt.Sprintf("install the grid %s into PROJ's data directory", gr.ShortName)
+		if g.DataDir != "" {
+			s += " (" + g.DataDir + ", or a directory named by PROJ_DATA)"
+		}
+		var how []string
+		how = append(how, "projsync --file "+gr.ShortName)
+		if gr.URL != "" {
+			if gr.DirectDownload {
+				how = append(how, "download "+gr.URL)
+			} else {
+				how = append(how, "get it from "+gr.URL)
+			}
+		}
+		if gr.PackageName != "" {
+			how = append(how, "install the package "+gr.PackageName)
+		}
+		s += ": " + strings.Join(how, ", or ")
+		if !gr.OpenLicense {
+			s += " (its licence is not open: check its terms)"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// String describes the operation and what it needs.
+func (g *GridOperation) String() string {
+	names := make([]string, len(g.Grids))
+	for i, gr := range g.Grids {
+		names[i] = gr.ShortName
+	}
+	if len(names) == 1 {
+		return fmt.Sprintf("%q (accurate to %g m) needs the grid %s, which is not installed", g.Name, g.Accuracy, names[0])
+	}
+	return fmt.Sprintf("%q (accurate to %g m) needs the grids %s, which are not installed", g.Name, g.Accuracy, strings.Join(names, ", "))
+}

@@ -1,0 +1,73 @@
+//go:build cgo
+
+package crs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMissingGridRefusal: when the accurate transformation needs a grid
+// that is not installed and only a ballpark one is left, the refusal names
+// the grid, its accuracy and how to install it (from PROJ's database, for
+// any CRS). Debian's proj-data has neither grid.
+func TestMissingGridRefusal(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ text, grid, accuracy string }{
+		{"EPSG:2016", "ca_que_mern_cq77na83.tif", "1.5 m"}, // NAD27(CGQ77) / MTM zone 10
+		{"EPSG:4608", "ca_nrc_MAY76V20.tif", "2 m"},        // NAD27(76)
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			t.Parallel()
+			c, err := Resolve(tc.text)
+			var ie *InputError
+			require.True(t, errors.As(err, &ie), "want *InputError, got %v", err)
+			if c.Better == nil {
+				t.Skipf("the grid %s is installed here: %v", tc.grid, err)
+			}
+			for _, want := range []string{"missing grid", tc.grid, tc.accuracy, "projsync --file " + tc.grid,
+				"https://cdn.proj.org/" + tc.grid, "PROJ's data directory", "--source-srid", "ballpark"} {
+				require.Contains(t, err.Error(), want)
+			}
+			require.NotContains(t, err.Error(), "PROJ knows no transformation")
+			require.Equal(t, tc.grid, c.Better.Grids[0].ShortName)
+		})
+	}
+}
+
+// TestMissingGridBetter: with PROJ's grids taken away (a data directory
+// holding proj.db alone), a CRS whose best transformation needs a grid
+// Debian ships still resolves, on the less accurate transformation left,
+// and says which grid would do better; with the grids, it says nothing.
+func TestMissingGridBetter(t *testing.T) {
+	c, err := Resolve("EPSG:4314") // DHDN: BETA2007 is in Debian's proj-data
+	require.NoError(t, err)
+	if c.Better != nil {
+		t.Skipf("Debian's BETA2007 grid is not installed here: %v", c.Better)
+	}
+	db, err := os.ReadFile(filepath.Join(dataDirOf(t), "proj.db"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "proj.db"), db, 0o644))
+	t.Setenv("PROJ_DATA", dir)
+	t.Setenv("PROJ_LIB", dir)
+	c2, err := Resolve("EPSG:4314")
+	require.NoError(t, err)
+	require.NotEqual(t, c.Transformation, c2.Transformation)
+	require.NotNil(t, c2.Better)
+	require.Equal(t, c.Transformation, c2.Better.Name, "the grid's transformation is the one PROJ uses when the grid is there")
+	require.Contains(t, c2.Better.Grids[0].ShortName, "BETA2007")
+	require.Equal(t, dir, c2.Better.DataDir)
+	require.Contains(t, c2.Better.Fix(), "projsync --file "+c2.Better.Grids[0].ShortName)
+}
+
+func dataDirOf(t *testing.T) string {
+	p, err := newCtx()
+	require.NoError(t, err)
+	defer p.close()
+	return p.dataDir()
+}

@@ -1,0 +1,367 @@
+package geomio_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/geomio/crs"
+	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/stretchr/testify/require"
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/wkb"
+)
+
+func projJSON(t testing.TB, name string, keepID bool) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "geoparquet", name))
+	require.NoError(t, err)
+	if !keepID {
+		// The root's "id" member: without it PROJ must identify the CRS.
+		b = regexp.MustCompile(`,"id":\{"authority":"EPSG","code":\d+\}\}\s*$`).ReplaceAll(bytes.TrimSpace(b), []byte("}"))
+		require.NotContains(t, string(b[len(b)-60:]), `"id"`)
+	}
+	return bytes.TrimSpace(b)
+}
+
+// fromFile writes the features of src to dst as GeoParquet.
+func fromFile(t testing.TB, src, dst string, o testfiles.GeoParquetOptions) int {
+	t.Helper()
+	r, err := geomio.Open(src, geomio.Options{})
+	require.NoError(t, err)
+	defer r.Close()
+	n := testfiles.GeoParquetFrom(t, dst, func(yield func(geom.T, []byte) bool) {
+		for r.Next() {
+			if !yield(r.Feature().Geom, r.Feature().Properties) {
+				return
+			}
+		}
+	}, o)
+	require.NoError(t, r.Err())
+	return n
+}
+
+func readAll(t testing.TB, path string, opts geomio.Options) (geomio.Layer, []geomio.Feature, error) {
+	t.Helper()
+	r, err := geomio.Open(path, opts)
+	if err != nil {
+		return geomio.Layer{}, nil, err
+	}
+	defer r.Close()
+	var fs []geomio.Feature
+	for r.Next() {
+		f := r.Feature()
+		f.Properties = append([]byte(nil), f.Properties...)
+		fs = append(fs, f)
+	}
+	return r.Layer(), fs, r.Err()
+}
+
+// TestGeoParquetSameAsSource writes corpus files as GeoParquet and reads
+// both: the same features, coordinates and CRS, whatever the row groups.
+func TestGeoParquetSameAsSource(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, src string
+		crs       json.RawMessage
+		srid      int
+		method    crs.Method
+	}{
+		{name: "no crs is CRS84", src: "../testdata/synthetic/parcels_10k.geojson", srid: 4326, method: crs.Default},
+		{name: "PROJJSON with its EPSG id", src: "../testdata/corpus/bristol_msoa_bng/middlelayersupperoutputareas_bristol_bng.geojson",
+			crs: projJSON(t, "epsg27700.projjson", true), srid: 27700, method: crs.Authority},
+		{name: "PROJJSON without id, UTM zone", src: "../testdata/corpus/utm18_polygon_a/a_utm.shp",
+			crs: projJSON(t, "epsg26918.projjson", false), srid: 26918, method: crs.Identified},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dst := filepath.Join(t.TempDir(), "out.parquet")
+			n := fromFile(t, tc.src, dst, testfiles.GeoParquetOptions{CRS: tc.crs, RowGroupRows: 777})
+			_, want, err := readAll(t, tc.src, geomio.Options{})
+			require.NoError(t, err)
+			layer, got, err := readAll(t, dst, geomio.Options{})
+			require.NoError(t, err)
+			require.Equal(t, n, len(got))
+			require.Len(t, got, len(want))
+			require.Equal(t, geomio.FormatGeoParquet, layer.Format)
+			require.Equal(t, "out", layer.Name)
+			require.Equal(t, tc.srid, layer.SRID)
+			require.Equal(t, tc.method, layer.CRS.Method, "%+v", layer.CRS)
+			for i := range want {
+				require.Equal(t, int64(i), got[i].Index)
+				require.Equal(t, "out", got[i].Layer)
+				require.IsType(t, &geom.MultiPolygon{}, got[i].Geom)
+				require.Equal(t, want[i].Geom.FlatCoords(), got[i].Geom.FlatCoords(), "feature %d", i)
+				require.Equal(t, want[i].Geom.(*geom.MultiPolygon).Endss(), got[i].Geom.(*geom.MultiPolygon).Endss())
+				require.Equal(t, tc.srid, got[i].Geom.SRID())
+			}
+			if len(got) < 2 {
+				return
+			}
+			var p map[string]any
+			require.NoError(t, json.Unmarshal(got[1].Properties, &p))
+			require.Equal(t, map[string]any{"fid": 1.0, "name": "feature", "score": 0.25, "flag": false, "day": "2024-01-02",
+				"properties": mustUnmarshal(t, want[1].Properties)}, p)
+			require.NoError(t, json.Unmarshal(got[0].Properties, &p))
+			require.Nil(t, p["name"])
+		})
+	}
+}
+
+func mustUnmarshal(t testing.TB, b []byte) any {
+	var v any
+	require.NoError(t, json.Unmarshal(b, &v))
+	return v
+}
+
+func wkbOf(t testing.TB, g geom.T) []byte {
+	var buf bytes.Buffer
+	require.NoError(t, wkb.Write(&buf, wkb.NDR, g))
+	return buf.Bytes()
+}
+
+func rows(rs ...testfiles.GeoParquetRow) func(func(testfiles.GeoParquetRow) bool) {
+	return func(yield func(testfiles.GeoParquetRow) bool) {
+		for _, r := range rs {
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+var square = geom.NewPolygonFlat(geom.XYZ, []float64{0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1}, []int{15})
+
+// TestGeoParquetRows: null geometries, other types passed through for the
+// policies, Z dropped, an explicit null crs unknown, a source SRID wins.
+func TestGeoParquetRows(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := testfiles.GeoParquet(t, filepath.Join(dir, "rows.geoparquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square)},
+		testfiles.GeoParquetRow{},
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, geom.NewPointFlat(geom.XY, []float64{3, 4}))},
+	), testfiles.GeoParquetOptions{CRS: json.RawMessage("null")})
+	layer, fs, err := readAll(t, path, geomio.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 0, layer.SRID, "an explicit null crs is unknown")
+	require.Len(t, fs, 3)
+	require.Equal(t, []float64{0, 0, 1, 0, 1, 1, 0, 1, 0, 0}, fs[0].Geom.FlatCoords())
+	require.Equal(t, geom.XY, fs[0].Geom.Layout())
+	require.Nil(t, fs[1].Geom)
+	require.IsType(t, &geom.Point{}, fs[2].Geom)
+
+	layer, _, err = readAll(t, path, geomio.Options{SourceSRID: 2154})
+	require.NoError(t, err)
+	require.Equal(t, 2154, layer.SRID)
+	require.Equal(t, crs.Override, layer.CRS.Method)
+}
+
+// TestGeoParquetRefused: what cannot be read is an *Error naming the file
+// and the problem, never a panic.
+func TestGeoParquetRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := fromFile(t, "../testdata/synthetic/parcels_10k.geojson", filepath.Join(dir, "good.parquet"),
+		testfiles.GeoParquetOptions{RowGroupRows: 500})
+	require.Equal(t, 10000, good)
+	goodBytes, err := os.ReadFile(filepath.Join(dir, "good.parquet"))
+	require.NoError(t, err)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	flipped := append([]byte(nil), goodBytes...)
+	for i := len(flipped) / 3; i < len(flipped)/3+64; i++ {
+		flipped[i] ^= 0x5A
+	}
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"truncated", write("truncated.parquet", goodBytes[:len(goodBytes)/2]), "invalid GeoParquet"},
+		{"header only", write("header.parquet", []byte("PAR1")), "invalid GeoParquet"},
+		{"corrupt pages", write("flipped.parquet", flipped), "invalid GeoParquet"},
+		{"plain parquet", testfiles.GeoParquet(t, filepath.Join(dir, "plain.parquet"), rows(testfiles.GeoParquetRow{}),
+			testfiles.GeoParquetOptions{Geo: "x"}), "not valid JSON"},
+		{"geoarrow encoding", testfiles.GeoParquet(t, filepath.Join(dir, "arrow.parquet"), rows(testfiles.GeoParquetRow{}),
+			testfiles.GeoParquetOptions{Geo: `{"version":"1.1.0","primary_column":"geometry","columns":{"geometry":{"encoding":"polygon"}}}`}), `encoding "polygon"`},
+		{"missing primary column", testfiles.GeoParquet(t, filepath.Join(dir, "nocol.parquet"), rows(testfiles.GeoParquetRow{}),
+			testfiles.GeoParquetOptions{Geo: `{"version":"1.1.0","primary_column":"geom","columns":{"geom":{"encoding":"WKB"}}}`}), `"geom" is not a top-level column`},
+		{"bad WKB", testfiles.GeoParquet(t, filepath.Join(dir, "badwkb.parquet"), rows(testfiles.GeoParquetRow{Geometry: wkbOf(t, square)}, testfiles.GeoParquetRow{Geometry: []byte{1, 3, 0, 0, 0, 255, 255, 255, 127}}),
+			testfiles.GeoParquetOptions{}), "feature 1: invalid geometry"},
+		{"projected coordinates without crs", testfiles.GeoParquet(t, filepath.Join(dir, "utm.parquet"), rows(testfiles.GeoParquetRow{Geometry: wkbOf(t, geom.NewPointFlat(geom.XY, []float64{500000, 4500000}))}),
+			testfiles.GeoParquetOptions{}), "OGC:CRS84"},
+		{"unreadable PROJJSON", testfiles.GeoParquet(t, filepath.Join(dir, "badcrs.parquet"), rows(testfiles.GeoParquetRow{}),
+			testfiles.GeoParquetOptions{CRS: json.RawMessage(`{"type":"ProjectedCRS","name":"nothing"}`)}), "unusable CRS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := readAll(t, tc.path, geomio.Options{})
+			require.Error(t, err)
+			var e *geomio.Error
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			require.Equal(t, tc.path, e.File)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// FuzzGeoParquet: any bytes given to Open as a .parquet file give
+// features or an *Error, never a panic.
+func FuzzGeoParquet(f *testing.F) {
+	dir := f.TempDir()
+	p := testfiles.GeoParquet(f, filepath.Join(dir, "seed.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(f, square), Properties: `{"a":1}`},
+		testfiles.GeoParquetRow{},
+	), testfiles.GeoParquetOptions{RowGroupRows: 1})
+	seed, err := os.ReadFile(p)
+	require.NoError(f, err)
+	f.Add(seed)
+	f.Add(seed[:len(seed)-10])
+	f.Add([]byte("PAR1PAR1"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "f.parquet")
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		r, err := geomio.Open(path, geomio.Options{SourceSRID: 4326})
+		if err != nil {
+			require.True(t, geomio.IsInputError(err), "%v", err)
+			return
+		}
+		defer r.Close()
+		for n := 0; r.Next() && n < 1000; n++ {
+		}
+		if err := r.Err(); err != nil {
+			require.True(t, geomio.IsInputError(err), "%v", err)
+		}
+	})
+}
+
+// FuzzParseWKB: any bytes decode to a geometry or an error, never a
+// panic, and what decodes is XY.
+func FuzzParseWKB(f *testing.F) {
+	for _, g := range []geom.T{
+		square,
+		geom.NewPointFlat(geom.XYZM, []float64{1, 2, 3, 4}),
+		geom.NewLineStringFlat(geom.XYM, []float64{1, 2, 3, 4, 5, 6}),
+		geom.NewMultiPolygonFlat(geom.XY, []float64{0, 0, 1, 0, 1, 1, 0, 0}, [][]int{{8}}),
+		geom.NewMultiLineStringFlat(geom.XY, []float64{0, 0, 1, 1, 2, 2, 3, 3}, []int{4, 8}),
+		geom.NewMultiPointFlat(geom.XY, []float64{0, 0, 1, 1}),
+		geom.NewGeometryCollection().MustPush(square, geom.NewPointFlat(geom.XY, []float64{1, 2})),
+	} {
+		f.Add(wkbOf(f, g))
+	}
+	f.Add([]byte{0, 0, 0, 0, 7, 255, 255, 255, 255})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		g, err := geomio.ParseWKB(b)
+		if err == nil && g != nil {
+			require.Equal(t, geom.XY, g.Layout())
+		}
+	})
+}
+
+// TestParseWKB: ISO and extended WKB dimensions, both byte orders,
+// promotion, empties, and refusals.
+func TestParseWKB(t *testing.T) {
+	t.Parallel()
+	var xdr bytes.Buffer
+	require.NoError(t, wkb.Write(&xdr, wkb.XDR, square))
+	g, err := geomio.ParseWKB(xdr.Bytes())
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 0, 1, 0, 1, 1, 0, 1, 0, 0}, g.FlatCoords())
+	// EWKB: Polygon with the Z flag and an SRID.
+	ewkb := []byte{1, 3, 0, 0, 0xA0, 0xE6, 0x10, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0}
+	for _, xyz := range [][3]float64{{0, 0, 9}, {1, 0, 9}, {1, 1, 9}, {0, 0, 9}} {
+		for _, v := range xyz {
+			ewkb = append(ewkb, wkbOf(t, geom.NewPointFlat(geom.XY, []float64{v, 0}))[5:13]...)
+		}
+	}
+	g, err = geomio.ParseWKB(ewkb)
+	require.NoError(t, err)
+	require.IsType(t, &geom.MultiPolygon{}, g)
+	require.Equal(t, []float64{0, 0, 1, 0, 1, 1, 0, 0}, g.FlatCoords())
+	g, err = geomio.ParseWKB(wkbOf(t, geom.NewPolygon(geom.XY)))
+	require.NoError(t, err)
+	require.Nil(t, g, "an empty polygon is no geometry")
+	for _, bad := range [][]byte{
+		nil,
+		{2},
+		{1, 99, 0, 0, 0},
+		{1, 2, 0, 0, 0, 255, 255, 255, 255}, // a count larger than the bytes
+		append(wkbOf(t, geom.NewPointFlat(geom.XY, []float64{1, 2})), 0),                    // trailing byte
+		wkbOf(t, geom.NewPolygonFlat(geom.XY, []float64{0, 0, 1, 0, 1, 1, 0, 1}, []int{8})), // not closed
+	} {
+		_, err := geomio.ParseWKB(bad)
+		require.Error(t, err, "%x", bad)
+	}
+}
+
+// TestGeoParquetWriteLarge writes GEOINGEST_GEOPARQUET_LARGE_ROWS rows (the
+// 10,000 synthetic parcels repeated, shifted east by 0.7° each round) to
+// the GeoParquet file GEOINGEST_GEOPARQUET_LARGE names, for measuring the
+// reader's memory on a large file (docs/benchmarks.md). Skipped unless
+// set.
+func TestGeoParquetWriteLarge(t *testing.T) {
+	path := os.Getenv("GEOINGEST_GEOPARQUET_LARGE")
+	if path == "" {
+		t.Skip("GEOINGEST_GEOPARQUET_LARGE not set")
+	}
+	rowsWanted := 1000000
+	if n, err := strconv.Atoi(os.Getenv("GEOINGEST_GEOPARQUET_LARGE_ROWS")); err == nil && n > 0 {
+		rowsWanted = n
+	}
+	_, src, err := readAll(t, "../testdata/synthetic/parcels_10k.geojson", geomio.Options{})
+	require.NoError(t, err)
+	n := testfiles.GeoParquetFrom(t, path, func(yield func(geom.T, []byte) bool) {
+		for i := 0; i < rowsWanted; i++ {
+			f := src[i%len(src)]
+			mp := f.Geom.(*geom.MultiPolygon)
+			flat := append([]float64(nil), mp.FlatCoords()...)
+			for j := 0; j < len(flat); j += 2 {
+				flat[j] += 0.7 * float64(i/len(src)%200)
+			}
+			if !yield(geom.NewMultiPolygonFlat(geom.XY, flat, mp.Endss()), f.Properties) {
+				return
+			}
+		}
+	}, testfiles.GeoParquetOptions{RowGroupRows: 100000})
+	require.Equal(t, rowsWanted, n)
+}
+
+// TestGeoParquetLimits: a geometry over the feature-bytes limit is refused
+// before it is decoded, and a column chunk that declares more than the
+// compression-ratio limit (a decompression bomb; here the limit is 1, which
+// the 1 MiB name column exceeds) before it is read; both
+// as limit errors naming the limit.
+func TestGeoParquetLimits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := testfiles.GeoParquet(t, filepath.Join(dir, "big.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square)},
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, geom.NewLineStringFlat(geom.XY, make([]float64, 2*5000))), Properties: `{}`},
+	), testfiles.GeoParquetOptions{})
+	_, fs, err := readAll(t, big, geomio.Options{Limits: geomio.Limits{MaxRecordBytes: 50000}})
+	require.Error(t, err)
+	require.True(t, geomio.IsLimitError(err), "%v", err)
+	require.Contains(t, err.Error(), "max-feature-bytes")
+	require.Contains(t, err.Error(), "feature 1")
+	require.Len(t, fs, 1)
+
+	zeros := strings.Repeat("0", 1<<20)
+	bomb := testfiles.GeoParquet(t, filepath.Join(dir, "bomb.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square), Name: &zeros, Properties: `{}`},
+	), testfiles.GeoParquetOptions{})
+	_, _, err = readAll(t, bomb, geomio.Options{Limits: geomio.Limits{MaxCompressionRatio: 1}})
+	require.Error(t, err)
+	require.True(t, geomio.IsLimitError(err), "%v", err)
+	require.Contains(t, err.Error(), `column "name"`)
+	require.Contains(t, err.Error(), "max-zip-ratio")
+	_, _, err = readAll(t, bomb, geomio.Options{Limits: geomio.Limits{MaxPropertyBytes: 2 << 20}})
+	require.NoError(t, err, "within the default ratio")
+}

@@ -1,0 +1,459 @@
+// Package inspect is the preflight of an upload, with no database: it
+// fetches the job's input as the service would, reads it with geomio as
+// the service would (the job's source SRID and encoding), and describes
+// what it found and what geoingest would do with it: each layer's
+// geometry types, feature count, fields, CRS (as geoingest resolves it, or
+// why it would refuse it), encoding and extent; with Check, the features
+// the policies would skip or refuse (null, non-polygonal, invalid); and
+// the job's key and route. It streams: one feature at a time, whatever
+// the file's size.
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/geoingest/geoingest/geomio"
+	"github.com/geoingest/geoingest/geomio/crs"
+	"github.com/geoingest/geoingest/geomio/lonlat"
+	"github.com/geoingest/geoingest/geomio/validity"
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/wkb"
+)
+
+// Report is what Run found. Its JSON form is `geoingest inspect --json`.
+type Report struct {
+	// Source is the upload as a URL (file:///path, s3://bucket/key).
+	Source string `json:"source"`
+	// Bytes is the size fetched (every part of a multi-file set).
+	Bytes int64 `json:"bytes"`
+	// SHA256 is the hash of the bytes fetched.
+	SHA256 string `json:"sha256"`
+	// JobKey is the key the job would have (ingest.NewJob), VersionToken
+	// the version it names.
+	JobKey       string `json:"job_key"`
+	VersionToken string `json:"version_token"`
+	// Route is the route the upload takes (ingest.Route's form), "" when
+	// none was asked for; Filtered is the trigger gate's reason when it
+	// would drop the upload (no job at all).
+	Route    string `json:"route,omitempty"`
+	Filtered string `json:"filtered,omitempty"`
+	// Target is the table the features would go to, Params the job's
+	// parameters.
+	Target string         `json:"target"`
+	Params map[string]any `json:"params"`
+	// Layers are the file's layers, in reading order.
+	Layers []Layer `json:"layers"`
+	// Refusal is why the job would fail (a CRS geoingest refuses, an
+	// unreadable file, a feature a "fail" policy stops on), with what
+	// would fix it; "" when it would land.
+	Refusal string `json:"refusal,omitempty"`
+	// Checked says whether the features were checked (Options.Check).
+	Checked bool `json:"checked"`
+}
+
+// Layer describes one layer.
+type Layer struct {
+	Name   string `json:"name"`
+	Format string `json:"format"`
+	// GeometryType is the layer's geometry type: the one type of its
+	// non-null geometries, "MultiPolygon" for polygons and multipolygons
+	// mixed (they land as MultiPolygon), "Mixed" otherwise, "None" when
+	// every geometry is null.
+	GeometryType string `json:"geometry_type"`
+	// GeometryTypes counts the features by geometry type ("Polygon",
+	// "Point", ..., "None" for null or empty).
+	GeometryTypes map[string]int64 `json:"geometry_types"`
+	Features      int64            `json:"features"`
+	CRS           CRS              `json:"crs"`
+	Fields        []Field          `json:"fields"`
+	// Encoding is the text encoding of the attributes ("" when the
+	// format has none to choose).
+	Encoding string `json:"encoding,omitempty"`
+	// Extent is [xmin, ymin, xmax, ymax] in the layer's own CRS; null
+	// when it has no geometry.
+	Extent []float64 `json:"extent"`
+	// Check counts, with Options.Check, what the policies would do.
+	Check *Check `json:"check,omitempty"`
+}
+
+// CRS is a layer's CRS as geoingest resolves it.
+type CRS struct {
+	// EPSG is the EPSG code PostGIS would transform with (0 for a custom
+	// CRS, which is registered, or an unknown one).
+	EPSG int `json:"epsg"`
+	// Method is authority, identified, custom, override, default, or
+	// "none" when the file names no CRS.
+	Method     string `json:"method"`
+	Confidence int    `json:"confidence,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// Transformation is PROJ's operation to WGS 84.
+	Transformation string `json:"transformation,omitempty"`
+	// Better is a more accurate transformation that needs a grid not
+	// installed here, with how to install it.
+	Better    *crs.GridOperation `json:"better_transformation,omitempty"`
+	BetterFix string             `json:"better_fix,omitempty"`
+	// Refusal is why geoingest would refuse the CRS, and how to fix it.
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// Field is one attribute: its name and the JSON types of its values
+// ("string", "number", "boolean", "object", "array"; "null" only when
+// every value is null), in order of first appearance.
+type Field struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// Check counts the features the job's policies act on.
+type Check struct {
+	// Null are null or empty geometries (skipped, or the job fails, by
+	// the null-geometry policy).
+	Null int64 `json:"null"`
+	// NonPolygonal are points, lines and collections (the wrong-type
+	// policy).
+	NonPolygonal int64 `json:"non_polygonal"`
+	// Invalid are polygons ST_IsValid would call invalid (GEOS): repaired,
+	// or the job fails, by the invalid policy.
+	Invalid int64 `json:"invalid"`
+}
+
+// Options are Run's options.
+type Options struct {
+	// Check validates every polygon with GEOS and counts null and
+	// non-polygonal features.
+	Check bool
+	// Limits are geomio's limits, as the service applies them.
+	Limits geomio.Limits
+	// Route and Filtered are reported as they are (see Report).
+	Route, Filtered string
+}
+
+// Run fetches job's input into a temporary directory under tmp (removed
+// before it returns), reads it and reports. A problem with the input is a
+// Report with Refusal set, not an error; an error is the fetch's or the
+// machine's.
+func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, error) {
+	rep := &Report{Source: job.Source.String(), JobKey: job.ID, VersionToken: job.Source.VersionToken,
+		Target: job.Params.Target, Params: job.Params.Map(), Route: o.Route, Filtered: o.Filtered, Checked: o.Check,
+		Layers: []Layer{}}
+	dir, err := os.MkdirTemp(tmp, "geoingest-inspect-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	fetched, err := job.Fetch.Fetch(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	rep.Bytes, rep.SHA256 = fetched.Size, fetched.ContentHash
+	r, err := geomio.Open(fetched.Path, geomio.Options{SourceSRID: job.Params.SourceSRID,
+		DefaultEncoding: job.Params.DefaultEncoding, Limits: o.Limits})
+	if err != nil {
+		return rep, refuse(rep, err, dir, job)
+	}
+	defer r.Close()
+	s := scanner{p: job.Params, check: o.Check}
+	if o.Check {
+		s.valid = validity.NewChecker()
+		defer s.valid.Close()
+	}
+	for r.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s.feature(r.Feature(), r.Layer()) && rep.Refusal == "" {
+			rep.Refusal = s.refusal
+		}
+	}
+	rep.Layers = s.layers()
+	if err := r.Err(); err != nil {
+		// The layer that failed has read no feature yet when its CRS is
+		// the problem: it is reported with what could be read of it.
+		return rep, refuse(rep, err, dir, job)
+	}
+	for _, l := range rep.Layers {
+		if l.CRS.Refusal != "" && rep.Refusal == "" {
+			rep.Refusal = fmt.Sprintf("layer %q: %s", l.Name, l.CRS.Refusal)
+		}
+	}
+	if len(rep.Layers) == 0 && rep.Refusal == "" {
+		rep.Refusal = "the file has no features"
+	}
+	return rep, nil
+}
+
+// refuse records an input error as the report's refusal, naming the
+// upload rather than the temporary file; other errors are returned.
+func refuse(rep *Report, err error, dir string, job ingest.Job) error {
+	if !geomio.IsInputError(err) {
+		return err
+	}
+	var ge *geomio.Error
+	if errors.As(err, &ge) {
+		if rest, ok := strings.CutPrefix(ge.File, dir+string(filepath.Separator)); ok {
+			base := filepath.Base(job.Source.Key)
+			if rest == base {
+				ge.File = job.Source.String()
+			} else {
+				ge.File = job.Source.String() + "!" + strings.TrimPrefix(rest, base+"/")
+			}
+		}
+	}
+	rep.Refusal = err.Error()
+	return nil
+}
+
+// scanner accumulates the layers of a stream of features.
+type scanner struct {
+	p       ingest.Params
+	check   bool
+	valid   *validity.Checker
+	buf     bytes.Buffer
+	order   []string
+	byName  map[string]*layerAcc
+	refusal string
+}
+
+type layerAcc struct {
+	l      Layer
+	fields map[string]int // index in l.Fields
+	types  map[string]map[string]bool
+	ext    [4]float64
+	hasExt bool
+}
+
+// feature adds one feature; it reports true when the feature is one the
+// job's policies would fail on (the first such sets s.refusal).
+func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
+	if s.byName == nil {
+		s.byName = map[string]*layerAcc{}
+	}
+	a, ok := s.byName[f.Layer]
+	if !ok {
+		a = &layerAcc{l: Layer{Name: f.Layer, Format: meta.Format, Encoding: meta.Encoding,
+			GeometryTypes: map[string]int64{}, CRS: crsOf(meta), Fields: []Field{}},
+			fields: map[string]int{}, types: map[string]map[string]bool{}}
+		if s.check {
+			a.l.Check = &Check{}
+		}
+		s.byName[f.Layer] = a
+		s.order = append(s.order, f.Layer)
+	}
+	a.l.Features++
+	a.fieldsOf(f.Properties)
+	g := f.Geom
+	typ := "None"
+	if g != nil && !g.Empty() {
+		typ = typeName(g)
+		a.extend(g)
+	}
+	a.l.GeometryTypes[typ]++
+	fail := ""
+	switch {
+	case typ == "None":
+		if s.check {
+			a.l.Check.Null++
+		}
+		if s.p.NullGeometry == ingest.PolicyFail {
+			fail = fmt.Sprintf("layer %q feature %d: null or empty geometry (null-geometry policy is fail)", f.Layer, f.Index)
+		}
+	case typ != "Polygon" && typ != "MultiPolygon":
+		if s.check {
+			a.l.Check.NonPolygonal++
+		}
+		if s.p.WrongType == ingest.PolicyFail {
+			fail = fmt.Sprintf("layer %q feature %d: %s is not polygonal (wrong-type policy is fail)", f.Layer, f.Index, typ)
+		}
+	default:
+		if a.l.CRS.EPSG == 4326 && !lonlat.Within(g.FlatCoords(), g.Stride(), lonlat.Slack) {
+			b := g.Bounds()
+			fail = fmt.Sprintf("layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range, but the CRS is EPSG:4326: the .prj, the crs member or --source-srid is wrong",
+				f.Layer, f.Index, b.Min(0), b.Min(1), b.Max(0), b.Max(1))
+		}
+		if s.check && !s.isValid(g) {
+			a.l.Check.Invalid++
+			if s.p.Invalid == ingest.PolicyFail && fail == "" {
+				fail = fmt.Sprintf("layer %q feature %d: invalid polygon (invalid policy is fail)", f.Layer, f.Index)
+			}
+		}
+	}
+	if fail != "" && s.refusal == "" {
+		s.refusal = fail
+		return true
+	}
+	return false
+}
+
+// isValid is ST_IsValid's verdict, as preparation computes it.
+func (s *scanner) isValid(g geom.T) bool {
+	if p, ok := g.(*geom.Polygon); ok {
+		mp := geom.NewMultiPolygon(geom.XY)
+		if mp.Push(p) == nil {
+			g = mp
+		}
+	}
+	if validity.Certain(g) {
+		return true
+	}
+	s.buf.Reset()
+	if err := wkb.Write(&s.buf, wkb.NDR, g); err != nil {
+		return false
+	}
+	valid, known := s.valid.Valid(s.buf.Bytes())
+	return valid || !known
+}
+
+func (s *scanner) layers() []Layer {
+	out := make([]Layer, 0, len(s.order))
+	for _, name := range s.order {
+		a := s.byName[name]
+		l := a.l
+		for i := range l.Fields {
+			l.Fields[i].Type = joinTypes(a.types[l.Fields[i].Name])
+		}
+		l.GeometryType = geometryType(l.GeometryTypes)
+		if a.hasExt {
+			l.Extent = a.ext[:]
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func (a *layerAcc) extend(g geom.T) {
+	b := g.Bounds()
+	if b.IsEmpty() {
+		return
+	}
+	x0, y0, x1, y1 := b.Min(0), b.Min(1), b.Max(0), b.Max(1)
+	if !a.hasExt {
+		a.ext, a.hasExt = [4]float64{x0, y0, x1, y1}, true
+		return
+	}
+	a.ext = [4]float64{math.Min(a.ext[0], x0), math.Min(a.ext[1], y0), math.Max(a.ext[2], x1), math.Max(a.ext[3], y1)}
+}
+
+// fieldsOf adds the top-level members of a properties object.
+func (a *layerAcc) fieldsOf(props []byte) {
+	d := json.NewDecoder(bytes.NewReader(props))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return
+		}
+		name, _ := t.(string)
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return
+		}
+		if _, ok := a.fields[name]; !ok {
+			a.fields[name] = len(a.l.Fields)
+			a.l.Fields = append(a.l.Fields, Field{Name: name})
+			a.types[name] = map[string]bool{}
+		}
+		a.types[name][jsonType(raw)] = true
+	}
+}
+
+func jsonType(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+func joinTypes(ts map[string]bool) string {
+	var out []string
+	for t := range ts {
+		if t != "null" {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return "null"
+	}
+	sort.Strings(out)
+	return strings.Join(out, "|")
+}
+
+func typeName(g geom.T) string {
+	switch g.(type) {
+	case *geom.Point:
+		return "Point"
+	case *geom.MultiPoint:
+		return "MultiPoint"
+	case *geom.LineString:
+		return "LineString"
+	case *geom.MultiLineString:
+		return "MultiLineString"
+	case *geom.Polygon:
+		return "Polygon"
+	case *geom.MultiPolygon:
+		return "MultiPolygon"
+	case *geom.GeometryCollection:
+		return "GeometryCollection"
+	}
+	return fmt.Sprintf("%T", g)
+}
+
+func geometryType(counts map[string]int64) string {
+	var types []string
+	for t := range counts {
+		if t != "None" {
+			types = append(types, t)
+		}
+	}
+	switch {
+	case len(types) == 0:
+		return "None"
+	case len(types) == 1:
+		return types[0]
+	case len(types) == 2 && counts["Polygon"] > 0 && counts["MultiPolygon"] > 0:
+		return "MultiPolygon"
+	}
+	return "Mixed"
+}
+
+// crsOf describes a layer's resolved CRS; a layer with none is refused
+// unless the source SRID is given.
+func crsOf(l geomio.Layer) CRS {
+	c := CRS{EPSG: l.CRS.EPSG, Method: string(l.CRS.Method), Confidence: l.CRS.Confidence, Name: l.CRS.Name,
+		Transformation: l.CRS.Transformation, Better: l.CRS.Better}
+	if c.Better != nil {
+		c.BetterFix = c.Better.Fix()
+	}
+	if c.Method == "" {
+		c.Method = "none"
+		c.Refusal = "the file names no CRS (no .prj, crs member or CRS in its metadata), and geoingest never guesses one: " +
+			"give it with --source-srid N (or the route option source-srid=N) if you know its EPSG code"
+	}
+	if c.Method == string(crs.Custom) && c.Name == "" {
+		c.Name = l.CRS.Definition
+	}
+	return c
+}

@@ -1,0 +1,21 @@
+package localfs
+
+import (
+	"path"
+	"strings"
+
+	"github.com/geoingest/geoingest/geomio"
+)
+
+// ShapefileSetOf names the shapefile set an inbox file belongs to: for a
+// part of a set (geomio.IsShapefilePart), its path without the extension,
+// lower-cased, since geomio.FindShapefileSet matches the parts of a set
+// case-insensitively; "" for any other file. The inbox
+// (queue.InboxOptions.SetOf) delivers a .shp only once every part beside
+// it has settled, so that a sidecar still being copied is not read.
+func ShapefileSetOf(rel string) string {
+	if !geomio.IsShapefilePart(rel) {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSuffix(rel, path.Ext(rel)))
+}

@@ -1,0 +1,50 @@
+-- name: CompactAdvisoryLock :one
+-- CompactAdvisoryLock takes the compactor's transaction-level advisory
+-- lock without waiting: one compactor at a time per database.
+SELECT pg_try_advisory_xact_lock(hashtext('geoingest compact'))::boolean AS locked;
+
+-- name: OwnPartitionCounts :many
+-- OwnPartitionCounts is, per feature table, the current jobs that have a
+-- partition of their own.
+SELECT t.target_table::text AS target_table, count(j.job_id)::bigint AS own
+FROM (VALUES ('parcels'), ('admin_units')) t(target_table)
+LEFT JOIN jobs j ON j.target_table = t.target_table AND j.status = 'current' AND j.job_ref > 0
+GROUP BY t.target_table
+ORDER BY t.target_table;
+
+-- name: LockOldestOwnPartition :one
+-- LockOldestOwnPartition locks the source row of the oldest current job
+-- of target that has a partition of its own, skipping sources a write
+-- gate (or another compactor) holds, and the jobs in skip, and returns
+-- the job. No row: none is free.
+SELECT j.job_id, j.feature_count
+FROM jobs j
+JOIN sources s ON s.current_job_id = j.job_id
+WHERE j.target_table = @target_table::text AND j.status = 'current' AND j.job_ref > 0
+  AND NOT (j.job_id = ANY (@skip::text[]))
+ORDER BY j.committed_at, j.job_id
+LIMIT 1
+FOR UPDATE OF s SKIP LOCKED;
+
+-- name: FoldJob :one
+-- FoldJob folds a job's own partition into the shared one (migration
+-- 0011, geoingest_fold_job). The caller holds the source's row lock.
+SELECT f.new_ref::bigint AS new_ref, f.moved::bigint AS moved FROM geoingest_fold_job(@job_id::text) f;
+
+-- name: NoteFolded :one
+-- NoteFolded records which transactions a folded partition's drop waits
+-- for (geoingest_note_folded).
+SELECT geoingest_note_folded()::bigint AS noted;
+
+-- name: DropFolded :one
+-- DropFolded drops one folded partition whose wait is over and returns
+-- its name, '' when none is ready (geoingest_drop_folded).
+SELECT coalesce(geoingest_drop_folded(), '')::text AS dropped;
+
+-- name: PendingFolded :one
+-- PendingFolded is the number of folded partitions not dropped yet.
+SELECT count(*)::bigint AS pending FROM geoingest_folded;
+
+-- name: SetLockTimeout :exec
+-- SetLockTimeout sets lock_timeout for the rest of the transaction.
+SELECT set_config('lock_timeout', @timeout::text, true);

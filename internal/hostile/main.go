@@ -1,0 +1,257 @@
+// Command hostile writes the hostile uploads that scripts/bench-hostile.sh
+// feeds to geoingest to measure its peak memory under the default limits
+// (docs/benchmarks.md): features far over each limit, features just under
+// them, and archives whose headers lie. The files are generated, never
+// committed: some are over 100 MB.
+//
+//	go run ./internal/hostile DIR
+//
+// It prints the names of the files it wrote, one a line.
+package main
+
+import (
+	"archive/zip"
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: hostile DIR")
+		os.Exit(2)
+	}
+	dir := os.Args[1]
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fatal(err)
+	}
+	for _, c := range cases {
+		p := filepath.Join(dir, c.name)
+		if _, err := os.Stat(p); err != nil {
+			if err := c.write(p); err != nil {
+				fatal(fmt.Errorf("%s: %w", c.name, err))
+			}
+		}
+		fmt.Println(c.name)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "hostile:", err)
+	os.Exit(1)
+}
+
+var cases = []struct {
+	name  string
+	write func(path string) error
+}{
+	{"vertices-3m.geojson", func(p string) error { return ringFeature(p, 3_000_000, 14) }},
+	{"vertices-3m-short.geojson", func(p string) error { return ringFeature(p, 3_000_000, 0) }},
+	{"vertices-499k.geojson", func(p string) error { return ringFeature(p, 499_000, 14) }},
+	{"properties-23mb.geojson", func(p string) error {
+		return feature(p, func(w *bufio.Writer) {
+			w.WriteString("{")
+			for i := 0; i < 23; i++ {
+				if i > 0 {
+					w.WriteString(",")
+				}
+				fmt.Fprintf(w, `"p%d":"%s"`, i, strings.Repeat("x", 1_000_000))
+			}
+			w.WriteString("}")
+		}, square)
+	}},
+	{"property-50mb.geojson", func(p string) error {
+		return feature(p, func(w *bufio.Writer) { fmt.Fprintf(w, `{"big":"%s"}`, strings.Repeat("x", 50<<20)) }, square)
+	}},
+	{"keys-200k.geojson", func(p string) error {
+		return feature(p, func(w *bufio.Writer) {
+			w.WriteString("{")
+			for i := 0; i < 200_000; i++ {
+				if i > 0 {
+					w.WriteString(",")
+				}
+				fmt.Fprintf(w, `"k%d":%d`, i, i)
+			}
+			w.WriteString("}")
+		}, square)
+	}},
+	{"holes-20k.geojson", func(p string) error {
+		return feature(p, nil, func(w *bufio.Writer) {
+			w.WriteString(`{"type":"Polygon","coordinates":[[[0,0],[0,1],[1,1],[1,0],[0,0]]`)
+			for i := 0; i < 20_000; i++ {
+				x, y := 0.001+float64(i%140)*0.007, 0.001+float64(i/140)*0.007
+				fmt.Fprintf(w, `,[[%g,%g],[%g,%g],[%g,%g],[%g,%g],[%g,%g]]`, x, y, x+0.003, y, x+0.003, y+0.003, x, y+0.003, x, y)
+			}
+			w.WriteString(`]}`)
+		})
+	}},
+	{"parts-20k.geojson", func(p string) error {
+		return feature(p, nil, func(w *bufio.Writer) {
+			w.WriteString(`{"type":"MultiPolygon","coordinates":[`)
+			for i := 0; i < 20_000; i++ {
+				if i > 0 {
+					w.WriteString(",")
+				}
+				x, y := float64(i%200)*0.01, float64(i/200)*0.01
+				fmt.Fprintf(w, `[[[%g,%g],[%g,%g],[%g,%g],[%g,%g],[%g,%g]]]`, x, y, x+0.005, y, x+0.005, y+0.005, x, y+0.005, x, y)
+			}
+			w.WriteString(`]}`)
+		})
+	}},
+	{"header-10gb.shp", lyingShapefile},
+	{"vertices-3m.shp", func(p string) error { return ringShapefile(p, 3_000_000) }},
+	{"vertices-2m.shp", func(p string) error { return ringShapefile(p, 2_000_000) }},
+	{"vertices-999k.shp", func(p string) error { return ringShapefile(p, 999_000) }},
+	{"vertices-499k.shp", func(p string) error { return ringShapefile(p, 499_000) }},
+	{"entries-100k.zip", func(p string) error {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		zw := zip.NewWriter(bufio.NewWriter(f))
+		for i := 0; i < 100_000; i++ {
+			if _, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("d/%06d.txt", i), Method: zip.Store}); err != nil {
+				return err
+			}
+		}
+		if err := zw.Close(); err != nil {
+			return err
+		}
+		return f.Close()
+	}},
+}
+
+// feature writes a FeatureCollection of one feature with the given
+// properties and geometry writers (nil properties: {"id":1}).
+func feature(p string, props, geometry func(*bufio.Writer)) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":`)
+	if props == nil {
+		w.WriteString(`{"id":1}`)
+	} else {
+		props(w)
+	}
+	w.WriteString(`,"geometry":`)
+	geometry(w)
+	w.WriteString("}]}\n")
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func square(w *bufio.Writer) {
+	w.WriteString(`{"type":"Polygon","coordinates":[[[0,0],[0,1],[1,1],[1,0],[0,0]]]}`)
+}
+
+// circle returns vertex i of an n-gon (closed: vertex n is vertex 0)
+// around a point in France, as a parcel's coordinates would be written.
+func circle(i, n int) (float64, float64) {
+	a := 2 * math.Pi * float64(i%n) / float64(n)
+	return 2.35 + 0.01*math.Cos(a), 48.85 + 0.01*math.Sin(a)
+}
+
+// ringFeature writes one polygon whose ring has n vertices, with prec
+// decimals.
+func ringFeature(p string, n, prec int) error {
+	return feature(p, nil, func(w *bufio.Writer) {
+		w.WriteString(`{"type":"Polygon","coordinates":[[`)
+		for i := 0; i <= n; i++ {
+			if i > 0 {
+				w.WriteString(",")
+			}
+			x, y := circle(-i, n) // clockwise is fine: GeoJSON rings are not oriented here
+			fmt.Fprintf(w, "[%.*f,%.*f]", prec, x, prec, y)
+		}
+		w.WriteString(`]]}`)
+	})
+}
+
+// shpHeader is a .shp (or .shx) header of fileWords 16-bit words.
+func shpHeader(fileWords uint32) []byte {
+	h := make([]byte, 100)
+	binary.BigEndian.PutUint32(h[0:], 9994)
+	binary.BigEndian.PutUint32(h[24:], fileWords)
+	binary.LittleEndian.PutUint32(h[28:], 1000)
+	binary.LittleEndian.PutUint32(h[32:], 5)
+	return h
+}
+
+// lyingShapefile writes a .shp whose header claims the largest file a
+// shapefile header can state (8 GiB) and whose one record claims a
+// content of nearly that, with a one-record .dbf and a .prj.
+func lyingShapefile(p string) error {
+	b := shpHeader(math.MaxUint32)
+	rec := make([]byte, 8+44)
+	binary.BigEndian.PutUint32(rec[0:], 1)
+	binary.BigEndian.PutUint32(rec[4:], math.MaxUint32-100) // content length in words
+	binary.LittleEndian.PutUint32(rec[8:], 5)
+	binary.LittleEndian.PutUint32(rec[8+36:], 1)
+	binary.LittleEndian.PutUint32(rec[8+40:], 5)
+	if err := os.WriteFile(p, append(b, rec...), 0o644); err != nil {
+		return err
+	}
+	return sidecars(p)
+}
+
+// ringShapefile writes a .shp of one polygon whose ring has n vertices.
+func ringShapefile(p string, n int) error {
+	content := 44 + 4 + 16*(n+1)
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.Write(shpHeader(uint32((100 + 8 + content) / 2)))
+	var b [8]byte
+	binary.BigEndian.PutUint32(b[0:], 1)
+	binary.BigEndian.PutUint32(b[4:], uint32(content/2))
+	w.Write(b[:])
+	h := make([]byte, 48)
+	binary.LittleEndian.PutUint32(h[0:], 5)
+	binary.LittleEndian.PutUint32(h[36:], 1)
+	binary.LittleEndian.PutUint32(h[40:], uint32(n+1))
+	w.Write(h) // bbox left zero; part 0 starts at point 0
+	for i := 0; i <= n; i++ {
+		x, y := circle(-i, n)
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
+		w.Write(b[:])
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(y))
+		w.Write(b[:])
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return sidecars(p)
+}
+
+// sidecars writes the .dbf (one record, field ID) and the .prj (WGS 84)
+// beside the .shp at p.
+func sidecars(p string) error {
+	base := strings.TrimSuffix(p, filepath.Ext(p))
+	dbf := make([]byte, 32+32+1)
+	dbf[0] = 3
+	binary.LittleEndian.PutUint32(dbf[4:], 1)
+	binary.LittleEndian.PutUint16(dbf[8:], 65)
+	binary.LittleEndian.PutUint16(dbf[10:], 1+4)
+	copy(dbf[32:], "ID")
+	dbf[32+11] = 'N'
+	dbf[32+16] = 4
+	dbf[64] = 0x0D
+	dbf = append(dbf, ' ', ' ', ' ', ' ', '1', 0x1A)
+	if err := os.WriteFile(base+".dbf", dbf, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(base+".prj", []byte(`GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`), 0o644)
+}

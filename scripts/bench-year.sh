@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# A year in production on one database (internal/benchyear): sources
+# publishing new versions and being deleted month after month, every
+# delivery made 1-3 times, readers throughout, and per month the readers'
+# p50/p99 beside a one-table copy, the per-job costs, verify, prune, size,
+# dead tuples, partitions and relations. docs/benchmarks.md has the method.
+#
+# Usage: scripts/bench-year.sh [benchyear flags]
+#   default: 3,000 sources, at most 20M rows, 12 months (hours on 2 cores)
+#   quick:   scripts/bench-year.sh -sources 300 -max-rows 1000000 -months 3
+# It starts the embedded cluster in a fresh GEOINGEST_HOME under BENCH_DIR
+# (a temporary directory by default) unless DATABASE_URL is set, and
+# writes results.csv and plot.png to BENCH_DIR/out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${BENCH_DIR:-$(mktemp -d /tmp/geoingest-bench-year-XXXXXX)}
+mkdir -p "$work"
+go build -o "$work/geoingest" ./cmd/geoingest
+go build -o "$work/benchyear" ./internal/benchyear
+if [ -z "${DATABASE_URL:-}" ]; then
+  export GEOINGEST_HOME="$work/home"
+  mkdir -p "$GEOINGEST_HOME"
+  DATABASE_URL=$("$work/geoingest" db start 2>/dev/null)
+  export DATABASE_URL
+  trap '"$work/geoingest" db stop >/dev/null 2>&1 || true' EXIT
+fi
+echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GB", $2/1048576}' /proc/meminfo) RAM; $(date -u '+%Y-%m-%d %H:%M UTC')"
+"$work/benchyear" -out "$work/out" "$@"
+echo "results: $work/out/results.csv, $work/out/plot.png"
