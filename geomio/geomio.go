@@ -134,6 +134,9 @@ type Options struct {
 	// Limits bound what a hostile or broken archive may cost. Zero fields
 	// take the defaults in DefaultLimits.
 	Limits Limits
+	// TempDir is where an archive (a zip) is extracted, in a directory
+	// of its own removed by Close. "" means os.TempDir().
+	TempDir string
 	// Layers, when set, are the only layers read, by name, from a file
 	// with several (GeoPackage, File Geodatabase, KML, GML, ...); a name
 	// the file lacks is an *Error. Empty: every polygon layer.

@@ -48,7 +48,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	if len(zr.File) > lim.MaxEntries {
 		return nil, tooManyEntries(zipPath, int64(len(zr.File)), lim.MaxEntries)
 	}
-	dir, err := os.MkdirTemp("", "geomio-zip-")
+	dir, err := os.MkdirTemp(opts.TempDir, "geomio-zip-")
 	if err != nil {
 		return nil, fmt.Errorf("%s: temp dir: %w", zipPath, err) // not the input's fault
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 
 	"github.com/geoingest/geoingest/geomio"
 )
@@ -54,11 +55,16 @@ func Transientf(format string, args ...any) error {
 	return &Error{Kind: Transient, Err: fmt.Errorf(format, args...)}
 }
 
-// KindOf classifies err. An *Error reports its own Kind; a geomio input
-// error is Permanent; everything else, database unavailability included,
-// is Transient. A Store returns the errors its input caused (for PostGIS,
-// a data exception raised by a feature) as Permanent *Errors.
+// KindOf classifies err. A full disk (IsDiskFull) is Transient whatever
+// wraps it: no input is at fault, and it passes when space is freed. An
+// *Error reports its own Kind; a geomio input error is Permanent;
+// everything else, database unavailability included, is Transient. A
+// Store returns the errors its input caused (for PostGIS, a data
+// exception raised by a feature) as Permanent *Errors.
 func KindOf(err error) Kind {
+	if IsDiskFull(err) {
+		return Transient
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
@@ -71,4 +77,11 @@ func KindOf(err error) Kind {
 		return Transient
 	}
 	return Transient
+}
+
+// IsDiskFull reports whether err is a local file system's being full:
+// ENOSPC, or EDQUOT (a quota spent), where a job writes its download or
+// extracts an archive (Service.TempDir).
+func IsDiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

@@ -22,6 +22,7 @@ type Metrics struct {
 	Downloads            prometheus.Counter
 	JobDuration          prometheus.Histogram
 	VisibilityExtensions prometheus.Counter
+	DiskFull             prometheus.Counter
 }
 
 // NewMetrics creates the instruments and registers them with reg, which
@@ -53,6 +54,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12)}),
 		VisibilityExtensions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoingest_visibility_extensions_total", Help: "Queue visibility timeouts extended for running jobs."}),
+		DiskFull: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_disk_full_total", Help: "Job attempts that failed because the work directory's file system was full (ENOSPC, EDQUOT) while downloading or extracting: transient, retried."}),
 	}
 	for _, r := range []string{"won", "duplicate", "held"} {
 		m.Claims.WithLabelValues(r)
@@ -66,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.EventsReceived, m.EventsFiltered, m.Claims, m.WriteGate, m.LeasesStolen,
 			m.PayloadMismatches, m.JobsFailed, m.DeadLettered, m.FeaturesWritten, m.Downloads,
-			m.JobDuration, m.VisibilityExtensions)
+			m.JobDuration, m.VisibilityExtensions, m.DiskFull)
 	}
 	return m
 }

@@ -29,7 +29,10 @@ type Service struct {
 	// the time between heartbeats by a wide margin (heartbeats come every
 	// Lease/3). Default 5 minutes.
 	Lease time.Duration
-	// TempDir is where inputs are downloaded. Default os.TempDir().
+	// TempDir is the work directory: each job downloads its input and
+	// extracts archives in a directory of its own under it, removed when
+	// the job ends. Default os.TempDir(). A full disk there fails the
+	// job as transient (IsDiskFull), counted in Metrics.DiskFull.
 	TempDir string
 	// Limits bound what one upload may cost (zero: geomio.DefaultLimits).
 	Limits geomio.Limits
@@ -169,6 +172,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 		Limits:          s.Limits,
 		Layers:          job.Params.Layers,
 		GeometryField:   job.Params.GeometryField,
+		TempDir:         dir,
 	})
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
@@ -246,6 +250,14 @@ func (s *Service) report(log *slog.Logger, res Result, wr WriteResult, start tim
 // record cannot be written (the database is down), so that nothing is
 // dead-lettered because of a database outage.
 func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Job, err error) Result {
+	if IsDiskFull(err) {
+		s.Metrics.DiskFull.Inc()
+		dir := s.TempDir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		err = Transientf("%w (the work directory %s is full: free space there, or give a larger one with --work-dir; the job is retried)", err, dir)
+	}
 	kind := KindOf(err)
 	if ctx.Err() != nil {
 		kind = Transient

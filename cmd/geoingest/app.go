@@ -47,6 +47,8 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 		store.OwnPartitionBytes = n
 	}
 	svc := ingest.NewService(store, metrics, m.Log)
+	// Where jobs download and extract (serve's --work-dir overrides it).
+	svc.TempDir = m.Getenv("GEOINGEST_WORK_DIR")
 	return &app{pool: pool, metrics: metrics, store: store, compactor: store, svc: svc}, nil
 }
 

@@ -49,6 +49,8 @@ type serveConfig struct {
 	visibility, grace, backoffBase, backoffMax, lease     time.Duration
 	wait, poll, settle                                    time.Duration
 	s3PathStyle                                           string
+	// workDir is where jobs download and extract (ingest.Service.TempDir).
+	workDir string
 	// untilIdle, when positive, stops serve once nothing has been received
 	// and no job has run for this long (batch runs, the demo).
 	untilIdle time.Duration
@@ -145,13 +147,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	addRetentionFlags(fs, m, &c.retention)
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.DurationVar(&c.compactEvery, "compact-every", m.envDuration("GEOINGEST_COMPACT_EVERY", time.Minute), "fold the oldest own partitions into the shared ones in the background, after each written job and at least this often, so that spatial queries visit a few partitions; 0: off (run `geoingest compact` from cron instead) (env GEOINGEST_COMPACT_EVERY)")
-	fs.IntVar(&c.compactKeep, "compact-keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions (of jobs of 8 MiB or more) each feature table keeps before the compactor folds the oldest (env GEOINGEST_COMPACT_KEEP)")
+	fs.IntVar(&c.compactKeep, "compact-keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions (of jobs of 8 MiB or more) each feature table keeps before the compactor folds the oldest; 0 folds each soon after its commit (env GEOINGEST_COMPACT_KEEP)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
 	var lf limitFlags
 	m.addLimitFlags(fs, &lf)
 	fs.DurationVar(&c.startTimeout, "start-timeout", m.envDuration("GEOINGEST_START_TIMEOUT", time.Minute), "how long the start-up checks (credentials, queues, buckets) retry a server that does not answer before serve exits non-zero; a refusal (no credentials, no such queue) exits at once (env GEOINGEST_START_TIMEOUT)")
 	fs.DurationVar(&c.unreadyAfter, "unready-after", m.envDuration("GEOINGEST_UNREADY_AFTER", 30*time.Second), "/readyz answers 503 once every receive has failed for this long, and 200 again at the first that succeeds (env GEOINGEST_UNREADY_AFTER)")
+	fs.StringVar(&c.workDir, "work-dir", m.envDefault("GEOINGEST_WORK_DIR", os.TempDir()), "work directory: each job downloads its input and extracts archives in a directory of its own here, removed when the job ends; give it room for the largest upload expanded (env GEOINGEST_WORK_DIR)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -198,6 +201,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 
 	if err := m.setupLog(&d); err != nil {
 		return err
+	}
+	if err := checkWorkDir(c.workDir); err != nil {
+		return fmt.Errorf("start-up: %w", err)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -256,6 +262,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	defer a.Close()
 	cons.Service = a.svc
 	cons.Service.Lease = c.lease
+	cons.Service.TempDir = c.workDir
 	cons.Service.Limits = limits
 	// The report assignments are stored by the consumer in the
 	// background, not by each job before its message is acked.

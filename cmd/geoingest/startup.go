@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -162,4 +163,21 @@ func answer(err error) error {
 		return be.Err
 	}
 	return err
+}
+
+// checkWorkDir makes sure jobs can write in dir (--work-dir): it creates
+// it when missing and writes and removes a file in it.
+func checkWorkDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--work-dir %s (env GEOINGEST_WORK_DIR): %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".geoingest-start-up-check-")
+	if err == nil {
+		err = f.Close()
+		os.Remove(f.Name())
+	}
+	if err != nil {
+		return fmt.Errorf("--work-dir %s (env GEOINGEST_WORK_DIR): not writable: %w", dir, err)
+	}
+	return nil
 }

@@ -44,6 +44,7 @@ type config struct {
 	deliveries                  int
 	duration, pgDown, killEvery time.Duration
 	outage                      time.Duration // of the S3 server, and of the SQS server
+	outageAt                    [2]float64    // when the S3 and the SQS outages begin (fractions of the chaos)
 	serves, workers             int
 	spec                        planSpec
 	stealWant                   int // stolen leases to force (at least)
@@ -52,9 +53,9 @@ type config struct {
 }
 
 func newConfig() config {
-	c := config{deliveries: 200, duration: 30 * time.Second, pgDown: 3 * time.Second, outage: 8 * time.Second, stealWant: 1, drainMax: 3 * time.Minute}
+	c := config{deliveries: 200, duration: 30 * time.Second, pgDown: 3 * time.Second, outage: 8 * time.Second, outageAt: [2]float64{0.15, 0.70}, stealWant: 1, drainMax: 3 * time.Minute}
 	if *flagLong {
-		c = config{deliveries: 10000, duration: 10 * time.Minute, pgDown: 20 * time.Second, outage: 30 * time.Second, stealWant: 5, drainMax: 15 * time.Minute}
+		c = config{deliveries: 10000, duration: 10 * time.Minute, pgDown: 20 * time.Second, outage: 30 * time.Second, outageAt: [2]float64{0.35, 0.75}, stealWant: 5, drainMax: 15 * time.Minute}
 	}
 	if *flagOutage > 0 {
 		c.outage = *flagOutage

@@ -5,7 +5,10 @@
 // pgtest private cluster); and several `geoingest serve` processes, the
 // built binary with short leases and visibility timeouts. While they work
 // it SIGKILLs a random serve every few seconds and restarts it, restarts
-// PostgreSQL once, and forces stolen leases. When everything has drained it
+// PostgreSQL once, forces stolen leases, and faults S3 and SQS through a
+// fault proxy in front of each (internal/faultproxy: 500s, 503 SlowDown,
+// resets, truncated and stalled downloads, latency, failed acks and
+// visibility changes, and an outage of each server). When everything has drained it
 // checks, from the database, the DLQ and `geoingest verify`, that every
 // key's newest version is current with exactly the features that were
 // uploaded, that nothing was written twice and that only the objects meant

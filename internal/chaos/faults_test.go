@@ -116,10 +116,12 @@ func (f *faults) stop() {
 	f.sqs.SetRules()
 }
 
-// run arms and turns on the faults at 5 % of the chaos, takes the S3
-// server away at 15 % and the SQS server at 70 % (for the outage length
-// each, not overlapping the PostgreSQL restart at 50 % nor a steal), and
-// turns the random faults off when the chaos ends.
+// runFaults arms and turns on the faults at 5 % of the chaos, takes the
+// S3 server away at outageAt[0] and the SQS server at outageAt[1] (15 % and
+// 70 %; 35 % and 75 % in the long run, after its steals: the backlog an
+// outage leaves behind delays the stealer's extra copy past the victim's
+// commit), each for the outage length and never during a steal nor the
+// PostgreSQL restart, and turns the random faults off when the chaos ends.
 func (r *run) runFaults(ctx context.Context) {
 	f := r.faults
 	defer f.stop()
@@ -140,7 +142,7 @@ func (r *run) runFaults(ctx context.Context) {
 		name string
 		at   float64
 		p    *faultproxy.Proxy
-	}{{"S3", 0.15, f.s3}, {"SQS", 0.70, f.sqs}} {
+	}{{"S3", r.cfg.outageAt[0], f.s3}, {"SQS", r.cfg.outageAt[1], f.sqs}} {
 		if !sleepUntil(r.at(o.at)) {
 			f.outageErr = fmt.Errorf("the chaos ended before the %s outage", o.name)
 			return
