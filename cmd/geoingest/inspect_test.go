@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/geoingest/geoingest/ingest/inspect"
 	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/geoingest/geoingest/internal/testsrv"
@@ -229,3 +233,65 @@ func TestInspectS3(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestInspectGeoPackage: a format read with GDAL goes through the same
+// path: a two-layer GeoPackage gives two layers, each with its own CRS.
+func TestInspectGeoPackage(t *testing.T) {
+	if !ogr.Available {
+		t.Skip("built without GDAL")
+	}
+	if _, err := exec.LookPath("ogr2ogr"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
+		}
+		t.Skip("ogr2ogr not found")
+	}
+	t.Parallel()
+	gpkg := filepath.Join(t.TempDir(), "two.gpkg")
+	for _, args := range [][]string{
+		{"-f", "GPKG", gpkg, "../../testdata/corpus/utm18_polygon_a/a_utm.shp", "-nln", "utm"},
+		{"-update", "-f", "GPKG", gpkg, bristolBNG, "-nln", "bristol"},
+	} {
+		out, err := exec.Command("ogr2ogr", args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	code, r, errOut := inspectJSON(t, nil, "--check", gpkg)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, r.Layers, 2)
+	got := map[string]inspect.Layer{}
+	for _, l := range r.Layers {
+		got[l.Name] = l
+	}
+	require.EqualValues(t, 1, got["utm"].Features)
+	require.Equal(t, 26918, got["utm"].CRS.EPSG)
+	require.EqualValues(t, 72, got["bristol"].Features)
+	require.Equal(t, 27700, got["bristol"].CRS.EPSG)
+	require.Equal(t, "gpkg", got["bristol"].Format)
+	require.Equal(t, inspect.Check{}, *got["bristol"].Check)
+}
+
+// TestInspectREADMEExample: the README's inspect example is what the
+// command prints: every line of its output block is a line of the real
+// output.
+func TestInspectREADMEExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)```sh\ngeoingest (inspect [^\n]*)\n```\n```\n(.*?)```").FindSubmatch(readme)
+	require.NotNil(t, m, "README.md has an inspect example followed by its output")
+	args := strings.Fields(string(m[1]))
+	for i, a := range args {
+		if strings.HasPrefix(a, "testdata/") {
+			args[i] = "../../" + a
+		}
+	}
+	code, out, errOut := run(t, nil, args...)
+	require.Equal(t, 0, code, errOut)
+	lines := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		lines[l] = true
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(m[2])), "\n") {
+		require.True(t, lines[l], "README line %q is not in the output:\n%s", l, out)
+	}
+}

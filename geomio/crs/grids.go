@@ -34,6 +34,8 @@ type GridOperation struct {
 	Grids []Grid `json:"grids"`
 	// DataDir is the directory of PROJ's database, where PROJ finds grids.
 	DataDir string `json:"data_dir,omitempty"`
+	// Area is the name of its area of use: it is better only there.
+	Area string `json:"area,omitempty"`
 }
 
 // Fix says how to install the missing grids: projsync, or the file from
@@ -72,8 +74,12 @@ func (g *GridOperation) String() string {
 	for i, gr := range g.Grids {
 		names[i] = gr.ShortName
 	}
-	if len(names) == 1 {
-		return fmt.Sprintf("%q (accurate to %g m) needs the grid %s, which is not installed", g.Name, g.Accuracy, names[0])
+	where := ""
+	if g.Area != "" {
+		where = ", in " + strings.TrimSuffix(g.Area, ".")
 	}
-	return fmt.Sprintf("%q (accurate to %g m) needs the grids %s, which are not installed", g.Name, g.Accuracy, strings.Join(names, ", "))
+	if len(names) == 1 {
+		return fmt.Sprintf("%q (accurate to %g m%s) needs the grid %s, which is not installed", g.Name, g.Accuracy, where, names[0])
+	}
+	return fmt.Sprintf("%q (accurate to %g m%s) needs the grids %s, which are not installed", g.Name, g.Accuracy, where, strings.Join(names, ", "))
 }

@@ -341,13 +341,23 @@ func (p *projCtx) betterOperation(src, dst pj, than float64) *GridOperation {
 		}
 		missing := p.missingGrids(op)
 		if len(missing) > 0 {
-			g := &GridOperation{Name: p.name(op), Accuracy: acc, Grids: missing, DataDir: p.dataDir()}
+			g := &GridOperation{Name: p.name(op), Accuracy: acc, Grids: missing, DataDir: p.dataDir(), Area: p.areaName(op)}
 			op.destroy()
 			return g
 		}
 		op.destroy()
 	}
 	return nil
+}
+
+// areaName is the name of op's area of use, or "".
+func (p *projCtx) areaName(op pj) string {
+	var w, s, e, n C.double
+	var name *C.char
+	if C.proj_get_area_of_use(p.c, op.p, &w, &s, &e, &n, &name) == 0 || name == nil {
+		return ""
+	}
+	return C.GoString(name)
 }
 
 // missingGrids lists the grids op needs that PROJ cannot find.
