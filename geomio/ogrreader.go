@@ -37,6 +37,7 @@ type ogrReader struct {
 	fid    int64
 	feat   Feature
 	props  []byte
+	polys  polyDecoder
 	dec    encoding.Encoding // attributes of layers OGR does not give as UTF-8; nil: UTF-8
 	encErr bool              // dec was not named by the uploader
 	err    error
@@ -240,10 +241,17 @@ func (r *ogrReader) decode() bool {
 	}
 	var g geom.T
 	if raw != nil {
-		if g, err = wkb.Unmarshal(raw); err != nil {
+		var ok bool
+		g, ok, err = r.polys.decode(raw)
+		if !ok && err == nil {
+			if g, err = wkb.Unmarshal(raw); err == nil {
+				g = promotePolygons(g)
+			}
+		}
+		if err != nil {
 			return r.fail("undecodable geometry", err)
 		}
-		if g = promotePolygons(g); g != nil {
+		if g != nil {
 			g = setSRID(g, pl.layer.SRID)
 		}
 	}
@@ -263,59 +271,10 @@ func (r *ogrReader) decode() bool {
 	return true
 }
 
-// promotePolygons normalises a decoded geometry as Feature.Geom documents:
-// a Polygon becomes a MultiPolygon, and a GeometryCollection (a KML
-// MultiGeometry) with polygons becomes the MultiPolygon of its polygons,
-// its points and lines dropped, as OGR's forceToMultiPolygon does; an
-// empty geometry is nil.
-func promotePolygons(g geom.T) geom.T {
-	switch t := g.(type) {
-	case *geom.Polygon:
-		if t.Empty() {
-			return nil
-		}
-		mp := geom.NewMultiPolygon(geom.XY)
-		_ = mp.Push(t)
-		return mp
-	case *geom.MultiPolygon:
-		if t.Empty() {
-			return nil
-		}
-	case *geom.GeometryCollection:
-		mp := geom.NewMultiPolygon(geom.XY)
-		collectPolygons(t, mp)
-		if mp.NumPolygons() > 0 {
-			return mp
-		}
-		if t.Empty() {
-			return nil
-		}
-	}
-	return g
-}
-
-func collectPolygons(c *geom.GeometryCollection, mp *geom.MultiPolygon) {
-	for _, g := range c.Geoms() {
-		switch t := g.(type) {
-		case *geom.Polygon:
-			if !t.Empty() {
-				_ = mp.Push(t)
-			}
-		case *geom.MultiPolygon:
-			for i := 0; i < t.NumPolygons(); i++ {
-				if p := t.Polygon(i); !p.Empty() {
-					_ = mp.Push(p)
-				}
-			}
-		case *geom.GeometryCollection:
-			collectPolygons(t, mp)
-		}
-	}
-}
-
 // properties writes the current feature's attributes as a JSON object.
 func (r *ogrReader) properties(pl *ogrLayer) ([]byte, error) {
 	out := append(r.props[:0], '{')
+	r.l.ReadFields()
 	for i, name := range r.l.Fields {
 		if i > 0 {
 			out = append(out, ',')
