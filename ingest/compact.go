@@ -8,10 +8,13 @@ import (
 )
 
 // DefaultCompactKeep is CompactOptions.Keep's default: the own partitions
-// a feature table keeps before the compactor folds the oldest. A spatial
-// query visits each of them and the shared partition, so a small number
-// keeps it at the cost of a few tables.
-const DefaultCompactKeep = 8
+// a feature table keeps before the compactor folds the oldest. Every
+// partition a spatial query visits costs planning, an index descent and a
+// new connection's metadata, and with even 8 of them beside the shared
+// one a spatial join costs tens of times one table's (docs/benchmarks.md):
+// so none. A large job is still written into a partition of its own, at
+// the speed of COPY, and folded after its commit.
+const DefaultCompactKeep = 0
 
 // CompactOptions says how far Compact goes.
 type CompactOptions struct {

@@ -21,7 +21,7 @@ func runCompact(ctx context.Context, m *Main, args []string) error {
 	var d dbFlags
 	m.addDBFlags(fs, &d)
 	var o ingest.CompactOptions
-	fs.IntVar(&o.Keep, "keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions each feature table keeps, the newest; 0 folds them all (env GEOINGEST_COMPACT_KEEP)")
+	fs.IntVar(&o.Keep, "keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions each feature table keeps, the newest; 0 (the default) folds them all (env GEOINGEST_COMPACT_KEEP)")
 	fs.IntVar(&o.MaxJobs, "max-jobs", 0, "fold at most this many jobs (0: no limit)")
 	fs.DurationVar(&o.LockTimeout, "lock-timeout", time.Second, "longest wait for the table lock that dropping an emptied partition takes (readers queue behind it); a drop that times out is left for the next run")
 	if err := parse(fs, args); err != nil {

@@ -50,12 +50,12 @@ var cases = []struct {
 	write func(path string) error
 }{
 	{"vertices-3m.geojson", func(p string) error { return ringFeature(p, 3_000_000, 14) }},
-	{"vertices-3m-short.geojson", func(p string) error { return ringFeature(p, 3_000_000, 0) }},
-	{"vertices-499k.geojson", func(p string) error { return ringFeature(p, 499_000, 14) }},
-	{"properties-23mb.geojson", func(p string) error {
+	{"vertices-1m-short.geojson", func(p string) error { return ringFeature(p, 1_000_000, 0) }},
+	{"vertices-349k.geojson", func(p string) error { return ringFeature(p, 349_000, 14) }},
+	{"properties-15mb.geojson", func(p string) error {
 		return feature(p, func(w *bufio.Writer) {
 			w.WriteString("{")
-			for i := 0; i < 23; i++ {
+			for i := 0; i < 15; i++ {
 				if i > 0 {
 					w.WriteString(",")
 				}
@@ -107,6 +107,7 @@ var cases = []struct {
 	{"vertices-2m.shp", func(p string) error { return ringShapefile(p, 2_000_000) }},
 	{"vertices-999k.shp", func(p string) error { return ringShapefile(p, 999_000) }},
 	{"vertices-499k.shp", func(p string) error { return ringShapefile(p, 499_000) }},
+	{"vertices-349k.shp", func(p string) error { return ringShapefile(p, 349_000) }},
 	{"entries-100k.zip", func(p string) error {
 		f, err := os.Create(p)
 		if err != nil {
