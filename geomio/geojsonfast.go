@@ -26,8 +26,10 @@ type fastDecoder struct {
 	regs []int     // end (in ends) of each polygon
 
 	// lim are the reader's limits (zero: none): parsing stops at the
-	// position after MaxVertices, and properties over their limits are
-	// not copied. over is then the limit's error.
+	// position after MaxVertices, over then the limit's error. (The
+	// properties are bounded by the feature's bytes while they are
+	// decoded, and checked against their limits once they are, by
+	// Open's Reader.)
 	lim  Limits
 	over *LimitError
 }
@@ -106,8 +108,8 @@ func next(b []byte, i int) (int, bool) {
 // and decodeSeqRecord would, before the SRID is set and the coordinates
 // checked. ok is false when the reference path must decide.
 //
-// When the feature is over one of d.lim (vertices, properties), ok is
-// false and over is set: it must not be decoded.
+// When the feature has more vertices than d.lim allows, ok is false and
+// over is set: it must not be decoded.
 func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok bool) {
 	d.over = nil
 	b := raw
@@ -215,11 +217,6 @@ func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok 
 	case propStart < 0 || b[propStart] == 'n':
 		props = []byte("{}")
 	case b[propStart] == '{':
-		if d.lim.MaxProperties > 0 && d.lim.MaxPropertyBytes > 0 {
-			if d.over = d.lim.checkProperties(b[propStart:propEnd]); d.over != nil {
-				return nil, nil, false
-			}
-		}
 		if propSpace {
 			props = appendCompact(make([]byte, 0, propEnd-propStart), b[propStart:propEnd])
 		} else {

@@ -51,8 +51,8 @@ var DefaultLimits = Limits{
 	MaxUncompressedBytes: 8 << 30,
 	MaxCompressionRatio:  200,
 	MaxEntries:           10000,
-	MaxRecordBytes:       24 << 20,
-	MaxVertices:          500_000,
+	MaxRecordBytes:       16 << 20,
+	MaxVertices:          350_000,
 	MaxPropertyBytes:     1 << 20,
 	MaxProperties:        10_000,
 	MaxLayers:            1000,
@@ -84,7 +84,7 @@ type LimitError struct {
 	Limit string
 	// Max is the limit's value.
 	Max int64
-	// What says what is over it: "more than 500000 vertices".
+	// What says what is over it: "more than 350000 vertices".
 	What string
 }
 
@@ -114,6 +114,9 @@ func FeatureLimitError(file, layer string, index int64, le *LimitError) *Error {
 // asFeatureLimit returns err as FeatureLimitError if it is a *LimitError
 // that no *Error wraps yet, else nil.
 func asFeatureLimit(file, layer string, index int64, err error) error {
+	if err == nil {
+		return nil
+	}
 	var le *LimitError
 	if IsInputError(err) || !errors.As(err, &le) {
 		return nil
@@ -130,14 +133,19 @@ func uploadLimitError(file string, le *LimitError) *Error {
 // vertices, properties and the bytes of each property value. It returns a
 // *LimitError, or nil. Readers call it on what they have decoded when
 // they cannot count earlier; Open's Reader calls it on every feature.
-func (l Limits) CheckFeature(f *Feature) *LimitError {
+func (l Limits) CheckFeature(f Feature) *LimitError {
 	l = l.withDefaults()
-	if f.Geom != nil {
-		if n := vertices(f.Geom); n > l.MaxVertices {
+	return l.check(f.Geom, f.Properties)
+}
+
+// check is CheckFeature on limits with their defaults filled in.
+func (l *Limits) check(g geom.T, props []byte) *LimitError {
+	if g != nil {
+		if n := vertices(g); n > l.MaxVertices {
 			return overLimit(LimitVertices, l.MaxVertices, "more than %d vertices")
 		}
 	}
-	return l.checkProperties(f.Properties)
+	return l.checkProperties(props)
 }
 
 // vertices counts the positions of g.
@@ -158,7 +166,7 @@ func vertices(g geom.T) int64 {
 // checkProperties counts the members of the JSON object props and
 // measures their values. Props that are not a valid JSON object are not
 // its business (readers produce valid ones) and pass.
-func (l Limits) checkProperties(props []byte) *LimitError {
+func (l *Limits) checkProperties(props []byte) *LimitError {
 	var s jsonSkipper
 	i := skipSpace(props, 0)
 	if i >= len(props) || props[i] != '{' {
@@ -253,7 +261,7 @@ func (r *limitedReader) Next() bool {
 		r.err = FeatureLimitError(r.file, f.Layer, f.Index, overLimit(LimitFeatures, r.lim.MaxFeatures, "more than %d features in the upload"))
 		return false
 	}
-	if le := r.lim.CheckFeature(&f); le != nil {
+	if le := r.lim.check(f.Geom, f.Properties); le != nil {
 		r.err = FeatureLimitError(r.file, f.Layer, f.Index, le)
 		return false
 	}

@@ -238,8 +238,7 @@ func TestLimitsZipEntries(t *testing.T) {
 }
 
 // TestFastDecoderStopsAtLimits: the fast decoder stops parsing at the
-// vertex after the limit (its buffer holds no more), and refuses
-// properties over their limits before copying them.
+// vertex after the limit (its buffer holds no more).
 func TestFastDecoderStopsAtLimits(t *testing.T) {
 	t.Parallel()
 	d := fastDecoder{lim: Limits{MaxVertices: 5}.withDefaults()}
@@ -248,11 +247,6 @@ func TestFastDecoderStopsAtLimits(t *testing.T) {
 	require.NotNil(t, d.over)
 	require.Equal(t, LimitVertices, d.over.Limit)
 	require.LessOrEqual(t, len(d.flat), 12, "parsed past the limit")
-	d.lim = Limits{MaxProperties: 1}.withDefaults()
-	props, _, ok := d.feature([]byte(featureJSONText(`{"a":1,"b":2}`, polygonOf(5))), false)
-	require.False(t, ok)
-	require.Nil(t, props)
-	require.Equal(t, LimitProperties, d.over.Limit)
 	_, _, ok = d.feature([]byte(featureJSONText(`{"a":1}`, polygonOf(5))), false)
 	require.True(t, ok)
 	require.Nil(t, d.over)

@@ -5,6 +5,7 @@ package geomio
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,4 +255,152 @@ func requireInputError(t *testing.T, err error, file string, contains ...string)
 	for _, c := range contains {
 		require.Contains(t, err.Error(), c)
 	}
+}
+
+// TestOGRLayerChoice: Options.Layers reads only the layers named.
+func TestOGRLayerChoice(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	gpkg := filepath.Join(dir, "x.gpkg")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "GPKG", gpkg, srcCounties, "-nln", "counties")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-update", "-f", "GPKG", gpkg, srcBristol, "-nln", "bristol")
+	fs, ls, err := readOGR(t, gpkg, Options{Layers: []string{"bristol"}})
+	require.NoError(t, err)
+	require.Len(t, ls, 1)
+	require.Equal(t, "bristol", ls[0].Name)
+	require.Equal(t, FormatGPKG, ls[0].Format)
+	require.Equal(t, int64(0), fs[0].Index)
+}
+
+// TestOGRCurvesAndZM: curves are linearised and counted per layer
+// (Layer.Linearised), Z and M dropped, in a GeoPackage and a File
+// Geodatabase.
+func TestOGRCurvesAndZM(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "curves.csv")
+	require.NoError(t, os.WriteFile(csv, []byte(`id,WKT
+1,"CURVEPOLYGON ZM (CIRCULARSTRING ZM (0 0 5 7,1 1 5 7,2 0 5 7,1 -1 5 7,0 0 5 7))"
+2,"POLYGON ZM ((0 0 1 2,1 0 1 2,1 1 1 2,0 0 1 2))"
+3,"MULTISURFACE ZM (CURVEPOLYGON ZM (COMPOUNDCURVE ZM (CIRCULARSTRING ZM (0 0 1 2,1 1 1 2,2 0 1 2),(2 0 1 2,0 0 1 2))))"
+`), 0o644))
+	gpkg := filepath.Join(dir, "curves.gpkg")
+	ogr2ogr(t, "-f", "GPKG", gpkg, csv, "-a_srs", "EPSG:3857", "-nlt", "GEOMETRYZM", "-nln", "curves")
+	gdb := filepath.Join(dir, "curves.gdb")
+	ogr2ogr(t, "-f", "OpenFileGDB", gdb, csv, "-a_srs", "EPSG:3857", "-nlt", "MULTISURFACE", "-dim", "XYZM", "-nln", "curves")
+	zipDir(t, filepath.Join(dir, "curves.gdb.zip"), dir, "curves.gdb")
+	for _, p := range []string{gpkg, filepath.Join(dir, "curves.gdb.zip")} {
+		fs, ls, err := readOGR(t, p, Options{})
+		require.NoError(t, err, p)
+		require.Len(t, fs, 3, p)
+		require.Equal(t, int64(2), ls[0].Linearised, "%s: two curved features", p)
+		for _, f := range fs {
+			mp, ok := f.Geom.(*geom.MultiPolygon)
+			require.True(t, ok, "%s: %T", p, f.Geom)
+			require.Equal(t, geom.XY, mp.Layout(), "Z and M dropped")
+			require.NotZero(t, mp.Area())
+		}
+		// The circle of radius 1: linearised, close to pi.
+		require.InDelta(t, math.Pi, math.Abs(fs[0].Geom.(*geom.MultiPolygon).Area()), 0.01, p)
+	}
+}
+
+// TestOGRKMLMultiGeometryAndFolders: KML folders are layers; the polygons
+// of a MultiGeometry are kept (its points dropped), and a point placemark
+// passes through as a point for the wrong-type policy to count.
+func TestOGRKMLMultiGeometryAndFolders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	kml := filepath.Join(dir, "x.kml")
+	poly := `<Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon>`
+	require.NoError(t, os.WriteFile(kml, []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<kml xmlns="http://www.opengis.net/kml/2.2"><Document>
+<Folder><name>parcels</name>
+<Placemark><name>a</name><MultiGeometry>`+poly+poly+`<Point><coordinates>5,5</coordinates></Point></MultiGeometry></Placemark>
+<Placemark><name>b</name><Point><coordinates>1,2</coordinates></Point></Placemark>
+</Folder>
+<Folder><name>other</name><Placemark><name>Zoë</name>`+poly+`</Placemark></Folder>
+</Document></kml>`), 0o644))
+	fs, ls, err := readOGR(t, kml, Options{})
+	require.NoError(t, err)
+	require.Len(t, ls, 2)
+	require.Equal(t, "parcels", ls[0].Name)
+	require.Equal(t, "other", ls[1].Name)
+	require.Equal(t, 4326, ls[0].SRID)
+	require.Len(t, fs, 3)
+	mp, ok := fs[0].Geom.(*geom.MultiPolygon)
+	require.True(t, ok, "%T", fs[0].Geom)
+	require.Equal(t, 2, mp.NumPolygons(), "the MultiGeometry's polygons, its point dropped")
+	_, ok = fs[1].Geom.(*geom.Point)
+	require.True(t, ok, "a point placemark stays a point: %T", fs[1].Geom)
+	require.Contains(t, string(fs[2].Properties), `"Zoë"`)
+
+	// The same as a KMZ.
+	zipDir(t, filepath.Join(dir, "x.kmz"), dir, "x.kml")
+	fz, _, err := readOGR(t, filepath.Join(dir, "x.kmz"), Options{})
+	require.NoError(t, err)
+	require.Len(t, fz, 3)
+}
+
+// TestOGRGMLGeometryFields: a GML layer with two polygon fields (written
+// by ogr2ogr with its .xsd; coordinates latitude first, as the EPSG:4326
+// URN defines them) is read through the first, and says so
+// (Layer.GeometryField); Options.GeometryField chooses the other.
+func TestOGRGMLGeometryFields(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	gml := filepath.Join(dir, "two.gml")
+	ogr2ogr(t, "-f", "GML", "-dsco", "FORMAT=GML3", gml, srcCounties, "-dialect", "SQLITE", "-nln", "parcel",
+		"-sql", "SELECT ST_Buffer(ST_Centroid(geometry), 0.001) AS centre, geometry AS footprint, NAME FROM six_counties")
+	counties, _, err := readOGR(t, srcCounties, Options{})
+	require.NoError(t, err)
+
+	fs, ls, err := readOGR(t, gml, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 6)
+	require.Equal(t, "centre", ls[0].GeometryField)
+	require.Equal(t, 4326, ls[0].SRID)
+	require.InDelta(t, 6*math.Pi*1e-6, math.Abs(planarArea(fs)), 1e-7, "the small circles")
+	require.Less(t, bounds(fs).Min(0), -76.0, "longitude first")
+	_, err = os.Stat(filepath.Join(dir, "two.gfs"))
+	require.True(t, os.IsNotExist(err), "no .gfs written beside the upload")
+
+	fs, ls, err = readOGR(t, gml, Options{GeometryField: "footprint"})
+	require.NoError(t, err)
+	require.Equal(t, "footprint", ls[0].GeometryField)
+	require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
+
+	_, _, err = readOGR(t, gml, Options{GeometryField: "nope"})
+	requireInputError(t, err, gml, `no geometry field "nope"`, `"centre", "footprint"`)
+}
+
+// TestOGREncodings: a MapInfo table in a Windows code page comes out in
+// UTF-8 (GDAL decodes the charset the .tab names); a CSV in Latin-1
+// (which names no encoding) is refused with a message to give
+// --encoding, and read with DefaultEncoding.
+func TestOGREncodings(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	tab := filepath.Join(dir, "gre.tab")
+	ogr2ogr(t, "-f", "MapInfo File", tab, corpusDir+"/grenada_utf8_cyrillic/gre.shp", "-lco", "ENCODING=CP1251", "-nlt", "PROMOTE_TO_MULTI")
+	head, err := os.ReadFile(tab)
+	require.NoError(t, err)
+	require.Contains(t, string(head), "WindowsCyrillic")
+	fs, ls, err := readOGR(t, tab, Options{})
+	require.NoError(t, err)
+	require.Equal(t, "UTF-8", ls[0].Encoding)
+	require.Contains(t, string(fs[0].Properties), `"name_ru":"Гренада"`)
+
+	csv := filepath.Join(dir, "latin1.csv")
+	require.NoError(t, os.WriteFile(csv, []byte("name,WKT\n\"Z\xf6e\",\"POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
+	_, _, err = readOGR(t, csv, Options{SourceSRID: 4326})
+	requireInputError(t, err, csv, `field "name": invalid UTF-8`, "--encoding")
+	fs, ls, err = readOGR(t, csv, Options{SourceSRID: 4326, DefaultEncoding: "latin1"})
+	require.NoError(t, err)
+	require.Equal(t, "ISO-8859-1", ls[0].Encoding)
+	require.Contains(t, string(fs[0].Properties), `"name":"Zöe"`)
 }

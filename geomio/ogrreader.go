@@ -37,6 +37,7 @@ type ogrReader struct {
 	fid    int64
 	feat   Feature
 	props  []byte
+	polys  polyDecoder
 	dec    encoding.Encoding // attributes of layers OGR does not give as UTF-8; nil: UTF-8
 	encErr bool              // dec was not named by the uploader
 	err    error
@@ -169,6 +170,12 @@ func quoteList(names []string) string {
 	return strings.Join(q, ", ")
 }
 
+// overLimit fails the current feature over a limit (FeatureLimitError).
+func (r *ogrReader) overLimit(le *LimitError) bool {
+	r.err = FeatureLimitError(r.file, r.plan[r.cur].layer.Name, r.idx, le)
+	return false
+}
+
 func (r *ogrReader) fail(problem string, err error) bool {
 	lay := ""
 	if r.cur >= 0 && r.cur < len(r.plan) {
@@ -230,14 +237,21 @@ func (r *ogrReader) decode() bool {
 		return r.fail("unreadable geometry", err)
 	}
 	if int64(len(raw)) > r.opts.Limits.MaxRecordBytes {
-		return r.fail(fmt.Sprintf("geometry of %d bytes, more than the limit of %d", len(raw), r.opts.Limits.MaxRecordBytes), nil)
+		return r.overLimit(overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
 	var g geom.T
 	if raw != nil {
-		if g, err = wkb.Unmarshal(raw); err != nil {
+		var ok bool
+		g, ok, err = r.polys.decode(raw)
+		if !ok && err == nil {
+			if g, err = wkb.Unmarshal(raw); err == nil {
+				g = promotePolygons(g)
+			}
+		}
+		if err != nil {
 			return r.fail("undecodable geometry", err)
 		}
-		if g = promotePolygons(g); g != nil {
+		if g != nil {
 			g = setSRID(g, pl.layer.SRID)
 		}
 	}
@@ -246,6 +260,10 @@ func (r *ogrReader) decode() bool {
 	}
 	props, err := r.properties(pl)
 	if err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			return r.overLimit(le)
+		}
 		return r.fail("attributes", err)
 	}
 	r.feat = Feature{Index: r.idx, Layer: pl.layer.Name, Geom: g, Properties: props}
@@ -253,59 +271,10 @@ func (r *ogrReader) decode() bool {
 	return true
 }
 
-// promotePolygons normalises a decoded geometry as Feature.Geom documents:
-// a Polygon becomes a MultiPolygon, and a GeometryCollection (a KML
-// MultiGeometry) with polygons becomes the MultiPolygon of its polygons,
-// its points and lines dropped, as OGR's forceToMultiPolygon does; an
-// empty geometry is nil.
-func promotePolygons(g geom.T) geom.T {
-	switch t := g.(type) {
-	case *geom.Polygon:
-		if t.Empty() {
-			return nil
-		}
-		mp := geom.NewMultiPolygon(geom.XY)
-		_ = mp.Push(t)
-		return mp
-	case *geom.MultiPolygon:
-		if t.Empty() {
-			return nil
-		}
-	case *geom.GeometryCollection:
-		mp := geom.NewMultiPolygon(geom.XY)
-		collectPolygons(t, mp)
-		if mp.NumPolygons() > 0 {
-			return mp
-		}
-		if t.Empty() {
-			return nil
-		}
-	}
-	return g
-}
-
-func collectPolygons(c *geom.GeometryCollection, mp *geom.MultiPolygon) {
-	for _, g := range c.Geoms() {
-		switch t := g.(type) {
-		case *geom.Polygon:
-			if !t.Empty() {
-				_ = mp.Push(t)
-			}
-		case *geom.MultiPolygon:
-			for i := 0; i < t.NumPolygons(); i++ {
-				if p := t.Polygon(i); !p.Empty() {
-					_ = mp.Push(p)
-				}
-			}
-		case *geom.GeometryCollection:
-			collectPolygons(t, mp)
-		}
-	}
-}
-
 // properties writes the current feature's attributes as a JSON object.
 func (r *ogrReader) properties(pl *ogrLayer) ([]byte, error) {
 	out := append(r.props[:0], '{')
+	r.l.ReadFields()
 	for i, name := range r.l.Fields {
 		if i > 0 {
 			out = append(out, ',')
@@ -345,7 +314,7 @@ func (r *ogrReader) properties(pl *ogrLayer) ([]byte, error) {
 			out = append(out, '"')
 		}
 		if int64(len(out)) > r.opts.Limits.MaxRecordBytes {
-			return nil, fmt.Errorf("attributes larger than the limit of %d bytes", r.opts.Limits.MaxRecordBytes)
+			return nil, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes of properties in one feature")
 		}
 	}
 	out = append(out, '}')

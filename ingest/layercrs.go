@@ -5,7 +5,8 @@ import (
 )
 
 // LogLayers returns a LayerReader of r: it remembers every layer r
-// yields a feature of.
+// yields a feature of, as r last described it (Layer's counts, such as
+// Linearised, are final once the layer's last feature is read).
 func LogLayers(r geomio.Reader) LayerReader { return &layerLog{Reader: r} }
 
 // layerLog is the LayerReader LogLayers returns.
@@ -20,6 +21,8 @@ func (l *layerLog) Next() bool {
 	}
 	if name := l.Reader.Feature().Layer; len(l.layers) == 0 || l.layers[len(l.layers)-1].Name != name {
 		l.layers = append(l.layers, l.Reader.Layer())
+	} else if lay := l.Reader.Layer(); lay.Linearised != l.layers[len(l.layers)-1].Linearised {
+		l.layers[len(l.layers)-1] = lay
 	}
 	return true
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
 )
@@ -43,6 +44,13 @@ type Params struct {
 	// DefaultEncoding is the DBF text encoding when the file names none
 	// ("" is UTF-8).
 	DefaultEncoding string
+	// Layers, when set, are the only layers read from a file with several
+	// (GeoPackage, File Geodatabase, KML, GML; the layer names GDAL
+	// gives); empty: every polygon layer.
+	Layers []string
+	// GeometryField, when set, is the geometry field read from layers
+	// with several (GML); empty: the first polygonal one.
+	GeometryField string
 	// Replaces, when set, is the job id that this job's source must still
 	// have as its current generation (replace --if-match). It is part of
 	// the key so that a repair is a new job.
@@ -79,6 +87,11 @@ func (p Params) Validate() error {
 	for name, v := range map[string]string{"null-geometry": p.NullGeometry, "wrong-type": p.WrongType} {
 		if v != PolicySkip && v != PolicyFail {
 			return Permanentf("%s policy %q: want skip or fail", name, v)
+		}
+	}
+	for _, l := range p.Layers {
+		if strings.TrimSpace(l) == "" {
+			return Permanentf("layer names must not be empty")
 		}
 	}
 	if err := geomio.CheckEncoding(p.DefaultEncoding); err != nil {
@@ -118,6 +131,12 @@ func (p Params) Map() map[string]any {
 	}
 	if p.Replaces != "" {
 		m["replaces"] = p.Replaces
+	}
+	if len(p.Layers) > 0 {
+		m["layers"] = p.Layers
+	}
+	if p.GeometryField != "" {
+		m["geometry_field"] = p.GeometryField
 	}
 	return m
 }

@@ -56,6 +56,10 @@ type RouteOptions struct {
 	Invalid      string // invalid: repair or fail
 	NullGeometry string // null-geometry: skip or fail
 	WrongType    string // wrong-type: skip or fail
+	// layer: the layers read from a multi-layer file ("|"-separated)
+	Layers []string
+	// geometry-field: the geometry field read from layers with several
+	GeometryField string
 }
 
 // Params returns base with the route's target and options applied.
@@ -78,6 +82,12 @@ func (r Route) Params(base Params) Params {
 	if o.WrongType != "" {
 		p.WrongType = o.WrongType
 	}
+	if len(o.Layers) > 0 {
+		p.Layers = o.Layers
+	}
+	if o.GeometryField != "" {
+		p.GeometryField = o.GeometryField
+	}
 	return p
 }
 
@@ -87,7 +97,8 @@ const mirrorDeletesSuffix = "+deletes"
 // ParseRoute parses "[BUCKET:]PREFIX=TARGET[+deletes][?OPTION=VALUE&...]":
 // "+deletes" mirrors removals, and the options set job parameters for the
 // route's objects: source-srid, encoding, invalid, null-geometry,
-// wrong-type, and suffixes (a "|"-separated list such as ".zip|.shp").
+// wrong-type, layer (a "|"-separated list of layer names), geometry-field,
+// and suffixes (a "|"-separated list such as ".zip|.shp").
 // Examples: "parcels/=parcels", "uploads:admin/=admin_units+deletes",
 // "legacy/=parcels?source-srid=2154&encoding=cp1252&suffixes=.zip". A
 // malformed route, an unknown target or option, or an invalid value is a
@@ -148,6 +159,10 @@ func (r *Route) parseOptions(query string) error {
 			r.Options.NullGeometry = v
 		case "wrong-type":
 			r.Options.WrongType = v
+		case "layer":
+			r.Options.Layers = strings.Split(v, "|")
+		case "geometry-field":
+			r.Options.GeometryField = v
 		case "suffixes":
 			for _, suf := range strings.Split(v, "|") {
 				if !strings.HasPrefix(suf, ".") || len(suf) < 2 {
@@ -159,7 +174,7 @@ func (r *Route) parseOptions(query string) error {
 				r.Suffixes = append(r.Suffixes, suf)
 			}
 		default:
-			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type or suffixes)", k)
+			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field or suffixes)", k)
 		}
 	}
 	return nil
@@ -189,7 +204,8 @@ func (r Route) String() string {
 	if o.SourceSRID != 0 {
 		opts = append(opts, "source-srid="+strconv.Itoa(o.SourceSRID))
 	}
-	for _, kv := range [][2]string{{"encoding", o.Encoding}, {"invalid", o.Invalid}, {"null-geometry", o.NullGeometry}, {"wrong-type", o.WrongType}} {
+	for _, kv := range [][2]string{{"encoding", o.Encoding}, {"invalid", o.Invalid}, {"null-geometry", o.NullGeometry}, {"wrong-type", o.WrongType},
+		{"layer", strings.Join(o.Layers, "|")}, {"geometry-field", o.GeometryField}} {
 		if kv[1] != "" {
 			opts = append(opts, kv[0]+"="+kv[1])
 		}

@@ -165,3 +165,26 @@ func TestRouteOptions(t *testing.T) {
 		require.ErrorContains(t, err, bad, "the error names the route")
 	}
 }
+
+// TestLayerParams: the layer and geometry-field options are job
+// parameters in the key only when set, so that the keys of jobs that do
+// not use them stay as they were.
+func TestLayerParams(t *testing.T) {
+	base := ingest.DefaultParams("parcels")
+	r, err := ingest.ParseRoute("gpkg/=parcels?layer=parcels_2024|parcels_2025&geometry-field=footprint")
+	require.NoError(t, err)
+	p := r.Params(base)
+	require.Equal(t, []string{"parcels_2024", "parcels_2025"}, p.Layers)
+	require.Equal(t, "footprint", p.GeometryField)
+	require.Equal(t, "gpkg/=parcels?layer=parcels_2024|parcels_2025&geometry-field=footprint", r.String())
+	require.Equal(t, []string{"parcels_2024", "parcels_2025"}, p.Map()["layers"])
+	require.Equal(t, "footprint", p.Map()["geometry_field"])
+	_, hasLayers := base.Map()["layers"]
+	_, hasField := base.Map()["geometry_field"]
+	require.False(t, hasLayers || hasField, "unset, they are not in the key")
+	k1, err := ingest.JobKey("b", "gpkg/a.gpkg", "v1", base.Map())
+	require.NoError(t, err)
+	k2, err := ingest.JobKey("b", "gpkg/a.gpkg", "v1", p.Map())
+	require.NoError(t, err)
+	require.NotEqual(t, k1, k2, "another layer choice is another job")
+}

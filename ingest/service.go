@@ -170,6 +170,8 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 		RegisterCRS:     s.Store.RegisterCRS,
 		DefaultEncoding: job.Params.DefaultEncoding,
 		Limits:          s.Limits,
+		Layers:          job.Params.Layers,
+		GeometryField:   job.Params.GeometryField,
 		TempDir:         dir,
 	})
 	if err != nil {
@@ -190,6 +192,12 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
+	}
+	// What GDAL's readers approximated or chose, per layer.
+	for _, l := range pr.Layers() {
+		if l.Linearised > 0 || l.GeometryField != "" {
+			log.Info("layer read", "layer", l.Name, "format", l.Format, "geometry_field", l.GeometryField, "linearised_curves", l.Linearised)
+		}
 	}
 	// Count and log the commit first, then refresh the report assignments.
 	res = s.report(log, res, wr, start)

@@ -17,6 +17,11 @@
 #            an empty table shaped like parcels, then the GiST build.
 #   replace  a new version of a BASE_N-feature source (GeoJSON) replacing the
 #            current generation, against the fresh load of the same file.
+#   formats  a fresh load of FORMATS_N (default BASE_N) parcels from a
+#            GeoPackage and from a FlatGeobuf (made from the same data with
+#            ogr2ogr) into an empty database: geoingest (GDAL's OGR through
+#            cgo) against ogr2ogr --config PG_USE_COPY YES. Not in the
+#            default cases.
 #   small    SMALL_JOBS small GeoJSON files (1-3 parcels each) in an inbox,
 #            served by 1, 2, 4 and 8 `geoingest serve --inbox` processes
 #            (PROCS) on one fresh database: every process delivers every
@@ -269,6 +274,35 @@ small)
     dups=$(cat "$work"/serve-*.log | grep -c "duplicate stopped at the claim gate" || true)
     held=$(cat "$work"/serve-*.log | grep -c "claim held by another worker" || true)
     echo "| $p | ${wall} s | $jobs | $(ratio "$jobs" "$wall") | $dups | $held |"
+  done
+  ;;
+formats)
+  # The formats read with GDAL: geoingest (OGR through cgo) against
+  # ogr2ogr, each loading FORMATS_N parcels into an empty database.
+  n=${FORMATS_N:-$base_n}
+  bd=$(data "$n")
+  for f in gpkg fgb; do
+    [ -f "$bd/parcels_$n.$f" ] || ogr2ogr -f "$([ $f = gpkg ] && echo GPKG || echo FlatGeobuf)" "$bd/parcels_$n.$f" \
+      "$bd/parcels_$n.geojsonl" -nln parcels -nlt MULTIPOLYGON 2>/dev/null
+  done
+  echo
+  echo "Fresh load of $n parcels from a GeoPackage and a FlatGeobuf into an empty database: geoingest against ogr2ogr --config PG_USE_COPY YES"
+  echo
+  echo "| format | input size | geoingest wall | ogr2ogr wall | geoingest / ogr2ogr, wall (of medians; per round) | CPU: geoingest / ogr2ogr | geoingest peak RSS | ogr2ogr peak RSS |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  for f in gpkg fgb; do
+    file="$bd/parcels_$n.$f"
+    : > "$work/formats-$f.txt"
+    for r in $(seq "$rounds"); do
+      freshdb bench_formats
+      ingest bench_formats "$file" "formats-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
+      freshdb bench_formats
+      ogr bench_formats "$file" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU
+      echo "$gt $ot $gm $om $gc $oc" >> "$work/formats-$f.txt"
+      echo "#   $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU)" >&2
+    done
+    fc() { cut -d' ' -f"$1" "$work/formats-$f.txt" | median; }
+    echo "| $f | $(du -h --apparent-size "$file" | cut -f1) | $(fc 1) s | $(fc 2) s | $(ratio "$(fc 1)" "$(fc 2)") ($(awk '{printf "%s%.2f", (NR>1?" ":""), $1/$2}' "$work/formats-$f.txt")) | $(fc 5) / $(fc 6) s | $(fc 3) MB | $(fc 4) MB |"
   done
   ;;
 *) echo "bench: unknown case $c" >&2; exit 2 ;;

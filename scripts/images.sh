@@ -9,11 +9,13 @@
 #                                           debootstrap from the machine's apt mirror and
 #                                           imported with `podman import` (or BASE_IMAGE,
 #                                           e.g. docker.io/library/debian:bookworm-slim)
-#   localhost/geoingest/golang:<go version> the builder: the base, gcc and pkg-config, and
+#   localhost/geoingest/golang:<go version>-<suite>-<recipe hash>
+#                                           the builder: the base, gcc and pkg-config, and
 #                                           this machine's Go toolchain copied in
 #   localhost/geoingest/postgis:15-3        PostgreSQL 15 + PostGIS 3 from Debian, with the
 #                                           env interface of the postgis/postgis image
 #   localhost/geoingest/geoingest:dev       the Dockerfile at the repository root
+#   localhost/geoingest/geoingest-slim:dev  its "slim" target: built without GDAL
 #   localhost/geoingest/stack:dev           its "stack" target: the compose stack's init
 #                                           and S3-to-SQS bridge (deploy/stack)
 #   localhost/geoingest/versitygw:v1.8.0    versitygw (S3 server), go install'ed on this machine
@@ -34,9 +36,12 @@ cache=${GEOINGEST_IMAGE_CACHE:-/var/cache/geoingest}
 suite=bookworm
 base=${BASE_IMAGE:-localhost/geoingest/debian:$suite}
 goversion=$(go env GOVERSION | sed 's/^go//')
-builder=${GO_IMAGE:-localhost/geoingest/golang:$goversion-$suite}
+# The builder's tag names its recipe too: a changed recipe (a new -dev
+# package) makes a new builder.
+builder=${GO_IMAGE:-localhost/geoingest/golang:$goversion-$suite-$(sha256sum deploy/images/golang.Containerfile | cut -c1-8)}
 postgis_image=localhost/geoingest/postgis:15-3
 geoingest_image=${GEOINGEST_IMAGE:-localhost/geoingest/geoingest:dev}
+slim_image=${GEOINGEST_SLIM_IMAGE:-localhost/geoingest/geoingest-slim:dev}
 stack_image=localhost/geoingest/stack:dev
 versitygw_version=v1.8.0
 versitygw_image=localhost/geoingest/versitygw:$versitygw_version
@@ -120,7 +125,9 @@ image_geoingest() {
   fi
   build "$geoingest_image" . "${args[@]}"
   build "$stack_image" . "${args[@]}" --target stack
-  log "geoingest: $geoingest_image is $($cli image inspect --format '{{.Size}}' "$geoingest_image" | awk '{printf "%.0f MB", $1/1e6}'), user $($cli image inspect --format '{{.Config.User}}' "$geoingest_image")"
+  build "$slim_image" . "${args[@]}" --target slim
+  local size='{{.Size}}'
+  log "geoingest: $geoingest_image is $($cli image inspect --format "$size" "$geoingest_image" | awk '{printf "%.0f MB", $1/1e6}'), user $($cli image inspect --format '{{.Config.User}}' "$geoingest_image"); the slim build (no GDAL) $slim_image is $($cli image inspect --format "$size" "$slim_image" | awk '{printf "%.0f MB", $1/1e6}')"
 }
 
 image_versitygw() {

@@ -91,8 +91,8 @@ func TestIngestBadInputs(t *testing.T) {
 			return testfiles.CopySet(t, "../../testdata/corpus/blockgroups_noprj/blockgroups", dir, "blockgroups", ".shp", ".shx", ".dbf")
 		}, nil, "unknown CRS"},
 		{"unsupported format", func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "parcels.csv")
-			require.NoError(t, os.WriteFile(p, []byte("id,wkt\n1,POINT(0 0)\n"), 0o644))
+			p := filepath.Join(dir, "parcels.dxf")
+			require.NoError(t, os.WriteFile(p, []byte("0\nSECTION\n"), 0o644))
 			return p
 		}, nil, "unsupported format"},
 	} {

@@ -266,6 +266,23 @@ func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
 type paramFlags struct {
 	target, pipelineVersion, invalid, nullGeom, wrongType, encoding string
 	sourceSRID                                                      int
+	layers                                                          layerList
+	geometryField                                                   string
+}
+
+// layerList is the repeatable --layer flag (each value may also be a
+// comma-separated list).
+type layerList []string
+
+func (l *layerList) String() string { return strings.Join(*l, ",") }
+
+func (l *layerList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
 }
 
 func (m *Main) addParamFlags(fs *flag.FlagSet, p *paramFlags) {
@@ -277,6 +294,8 @@ func (m *Main) addParamFlags(fs *flag.FlagSet, p *paramFlags) {
 	fs.StringVar(&p.nullGeom, "null-geometry", ingest.PolicySkip, "null or empty geometries: skip (counted) or fail")
 	fs.StringVar(&p.wrongType, "wrong-type", ingest.PolicySkip, "non-polygonal geometries: skip (counted) or fail")
 	fs.StringVar(&p.encoding, "encoding", "", "DBF text encoding when the file names none (default UTF-8)")
+	fs.Var(&p.layers, "layer", "read only this layer of a multi-layer file (GeoPackage, File Geodatabase, KML, GML); repeatable (default: every polygon layer)")
+	fs.StringVar(&p.geometryField, "geometry-field", "", "the geometry field to read from layers with several (GML; default: the first polygonal one)")
 }
 
 func (p *paramFlags) params() ingest.Params {
@@ -285,6 +304,8 @@ func (p *paramFlags) params() ingest.Params {
 	ps.SourceSRID = p.sourceSRID
 	ps.Invalid, ps.NullGeometry, ps.WrongType = p.invalid, p.nullGeom, p.wrongType
 	ps.DefaultEncoding = p.encoding
+	ps.Layers = p.layers
+	ps.GeometryField = p.geometryField
 	return ps
 }
 

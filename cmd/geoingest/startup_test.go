@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -132,6 +135,9 @@ func TestServeReadyzQueueOutage(t *testing.T) {
 	})
 	t.Logf("/readyz 503 %.1fs after the cut (%q), 200 %.1fs after the queue came back",
 		notReady.Seconds(), strings.TrimSpace(body), ready.Seconds())
+	failures := metricOf(t, addr, "geoingest_receive_failures_total")
+	require.Positive(t, failures)
+	t.Logf("%v failed receives counted", failures)
 	w.stop(t)
 	stderr := w.stderr.String()
 	require.Contains(t, stderr, "receiving again")
@@ -169,4 +175,40 @@ func freeAddr(t *testing.T) string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestServeStartUpLeastPrivilege: with credentials allowed only
+// s3:GetObject on the routes' prefixes (versitygw with IAM and a bucket
+// policy), HeadBucket is forbidden and serve starts all the same, saying
+// at WARN what it could not tell; with a wrong secret it refuses.
+func TestServeStartUpLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	c := newCrashEnv(t, "startup-lp")
+	vgw := testsrv.VersitygwIAM(t)
+	ctx := context.Background()
+	bucket := "uploads"
+	_, err := vgw.Client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket})
+	require.NoError(t, err)
+	vgw.CreateUser(t, "reader", "reader-secret")
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["reader"]},` +
+		`"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::uploads/parcels/*"]}]}`
+	_, err = vgw.Client.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: &bucket, Policy: &policy})
+	require.NoError(t, err)
+	routes := []string{"--route", "uploads:parcels/=parcels", "--route", "uploads:admin/=admin_units"}
+	env := func(secret string) []string {
+		return []string{"AWS_ENDPOINT_URL_S3=" + vgw.URL, "AWS_ACCESS_KEY_ID=reader", "AWS_SECRET_ACCESS_KEY=" + secret}
+	}
+
+	addr := freeAddr(t)
+	w := c.serve(t, env("reader-secret"), append([]string{"--metrics-addr", addr}, routes...)...)
+	eventually(t, 30*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
+	w.stop(t)
+	require.Contains(t, w.stderr.String(), "start-up check: cannot tell; going on")
+	require.Contains(t, w.stderr.String(), "of route uploads:admin/")
+
+	w = c.serve(t, env("wrong"), routes...)
+	code, stderr := w.exitWithin(t, 15*time.Second)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr, "bucket uploads: the AWS credentials were refused")
+	require.Contains(t, stderr, "SignatureDoesNotMatch")
 }

@@ -26,8 +26,27 @@ package ogr
 #include <cpl_conv.h>
 #include <cpl_string.h>
 
+// The drivers geoingest opens files with, registered alone: GDALAllRegister
+// would also register (and load the plugins of) the two hundred others,
+// which costs memory in every process and lets no file reach them anyway.
+void RegisterOGRGeoPackage(void);
+void RegisterOGROpenFileGDB(void);
+void RegisterOGRLIBKML(void);
+void RegisterOGRKML(void);
+void RegisterOGRFlatGeobuf(void);
+void RegisterOGRGML(void);
+void RegisterOGRTAB(void);
+void RegisterOGRCSV(void);
+
 static void gi_init(void) {
-	GDALAllRegister();
+	RegisterOGRGeoPackage();
+	RegisterOGROpenFileGDB();
+	RegisterOGRLIBKML();
+	RegisterOGRKML();
+	RegisterOGRFlatGeobuf();
+	RegisterOGRGML();
+	RegisterOGRTAB();
+	RegisterOGRCSV();
 	// Errors are read through CPLGetLastErrorMsg, never printed.
 	CPLSetErrorHandler(CPLQuietErrorHandler);
 	// No network: a file may name remote schemas or resources.
@@ -159,10 +178,20 @@ static void gi_field(OGRFeatureH f, OGRFeatureDefnH defn, int i, gi_value *v) {
 		OGR_F_GetFieldAsDateTimeEx(f, i, &v->y, &v->mo, &v->da, &v->h, &v->mi, &v->sec, &v->tz);
 		v->kind = OGR_Fld_GetType(fd) == OFTDate ? 5 : OGR_Fld_GetType(fd) == OFTTime ? 7 : 6;
 		return;
+	case OFTString:
+		v->s = OGR_F_GetFieldAsString(f, i); v->kind = 3; // the field's own text
+		return;
 	default:
-		v->s = OGR_F_GetFieldAsString(f, i); v->kind = 3;
+		// Lists, binary: OGR formats them as text in a buffer that its
+		// next such call frees, so they are read one at a time (kind 8).
+		v->kind = 8;
 		return;
 	}
+}
+
+// gi_fields reads the feature's first n attributes into v, in one call.
+static void gi_fields(OGRFeatureH f, OGRFeatureDefnH defn, int n, gi_value *v) {
+	for (int i = 0; i < n; i++) gi_field(f, defn, i, &v[i]);
 }
 */
 import "C"
@@ -270,10 +299,10 @@ type Layer struct {
 	// (OLCStringsAsUTF8).
 	UTF8 bool
 
-	feat  C.OGRFeatureH
-	buf   *C.uchar
-	cap   C.size_t
-	value C.gi_value
+	feat   C.OGRFeatureH
+	buf    *C.uchar
+	cap    C.size_t
+	values *C.gi_value // len(Fields) of them, read by ReadFields
 }
 
 // Layer returns layer i (0 <= i < LayerCount).
@@ -362,16 +391,31 @@ type Value struct {
 	Int  int64
 	Real float64
 	// Str is the text of a String (lists and binary fields are given as
-	// OGR formats them as text); valid until the next Field or Next.
+	// OGR formats them as text); valid until the next ReadFields or Next.
 	Str                                []byte
 	Year, Month, Day, Hour, Minute, TZ int
 	Second                             float64
 }
 
-// Field returns attribute i of the current feature.
+// ReadFields reads every attribute of the current feature (one cgo call),
+// for Field.
+func (l *Layer) ReadFields() {
+	if len(l.Fields) == 0 {
+		return
+	}
+	if l.values == nil {
+		l.values = (*C.gi_value)(C.calloc(C.size_t(len(l.Fields)), C.size_t(unsafe.Sizeof(C.gi_value{}))))
+	}
+	C.gi_fields(l.feat, l.defn, C.int(len(l.Fields)), l.values)
+}
+
+// Field returns attribute i of the current feature, as ReadFields read
+// it.
 func (l *Layer) Field(i int) Value {
-	C.gi_field(l.feat, l.defn, C.int(i), &l.value)
-	v := &l.value
+	v := &unsafe.Slice(l.values, len(l.Fields))[i]
+	if v.kind == 8 {
+		v.s, v.kind = C.OGR_F_GetFieldAsString(l.feat, C.int(i)), 3
+	}
 	out := Value{Kind: Kind(v.kind), Int: int64(v.i), Real: float64(v.d)}
 	switch out.Kind {
 	case String:
@@ -389,6 +433,10 @@ func (l *Layer) Close() {
 	if l.buf != nil {
 		C.free(unsafe.Pointer(l.buf))
 		l.buf, l.cap = nil, 0
+	}
+	if l.values != nil {
+		C.free(unsafe.Pointer(l.values))
+		l.values = nil
 	}
 }
 

@@ -619,8 +619,8 @@ func TestBadInputsFailPermanently(t *testing.T) {
 			return testfiles.CopySet(t, filepath.Join(corpusDir, "blockgroups_noprj/blockgroups"), dir, "blockgroups", ".shp", ".shx", ".dbf")
 		}, want: []string{"unknown CRS", "--source-srid"}},
 		{name: "unsupported format", make: func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, "parcels.csv")
-			require.NoError(t, os.WriteFile(p, []byte("id,wkt\n1,POINT(0 0)\n"), 0o644))
+			p := filepath.Join(dir, "parcels.dxf")
+			require.NoError(t, os.WriteFile(p, []byte("0\nSECTION\n"), 0o644))
 			return p
 		}, want: []string{"unsupported format"}},
 	} {

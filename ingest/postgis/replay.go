@@ -95,19 +95,22 @@ func ledgerJob(row db.JobSnapshotRow, files ingest.FileSource) (ingest.Job, erro
 // paramsFromLedger is the inverse of Params.Map.
 func paramsFromLedger(raw []byte) (ingest.Params, error) {
 	var m struct {
-		Version         string `json:"version"`
-		Target          string `json:"target_table"`
-		Invalid         string `json:"invalid"`
-		NullGeometry    string `json:"null_geometry"`
-		WrongType       string `json:"wrong_type"`
-		SourceSRID      int    `json:"source_srid"`
-		DefaultEncoding string `json:"default_encoding"`
-		Replaces        string `json:"replaces"`
+		Version         string   `json:"version"`
+		Target          string   `json:"target_table"`
+		Invalid         string   `json:"invalid"`
+		NullGeometry    string   `json:"null_geometry"`
+		WrongType       string   `json:"wrong_type"`
+		SourceSRID      int      `json:"source_srid"`
+		DefaultEncoding string   `json:"default_encoding"`
+		Replaces        string   `json:"replaces"`
+		Layers          []string `json:"layers"`
+		GeometryField   string   `json:"geometry_field"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return ingest.Params{}, err
 	}
 	p := ingest.Params{Target: m.Target, PipelineVersion: m.Version, Invalid: m.Invalid, NullGeometry: m.NullGeometry,
-		WrongType: m.WrongType, SourceSRID: m.SourceSRID, DefaultEncoding: m.DefaultEncoding, Replaces: m.Replaces}
+		WrongType: m.WrongType, SourceSRID: m.SourceSRID, DefaultEncoding: m.DefaultEncoding, Replaces: m.Replaces,
+		Layers: m.Layers, GeometryField: m.GeometryField}
 	return p, p.Validate()
 }

@@ -35,6 +35,38 @@ const versitygwModule = "github.com/versity/versitygw/cmd/versitygw"
 // missing or does not start the test fails (like fauxqs: never a skip).
 func Versitygw(t testing.TB, webhookURL string) *S3Server {
 	t.Helper()
+	return startVersitygw(t, "--event-webhook-url", webhookURL)
+}
+
+// VersitygwIAM starts versitygw as Versitygw does, without notifications
+// and with its internal IAM (accounts in a temporary directory): root
+// credentials AccessKey/SecretKey; CreateUser adds accounts, and bucket
+// policies grant them access.
+func VersitygwIAM(t testing.TB) *S3Server {
+	t.Helper()
+	return startVersitygw(t, "--iam-dir", t.TempDir())
+}
+
+// CreateUser adds an account of role "user" (no access to other accounts'
+// buckets unless a bucket policy grants it) to a VersitygwIAM server,
+// with versitygw's admin CLI.
+func (s *S3Server) CreateUser(t testing.TB, access, secret string) {
+	t.Helper()
+	bin, err := versitygwBinary()
+	if err != nil {
+		t.Fatalf("testsrv: no versitygw: %v", err)
+	}
+	out, err := exec.Command(bin, "admin", "--access", AccessKey, "--secret", SecretKey, "--region", Region,
+		"--endpoint-url", s.URL, "create-user", "--access", access, "--secret", secret, "--role", "user").CombinedOutput()
+	if err != nil {
+		t.Fatalf("testsrv: versitygw admin create-user %s: %v\n%s", access, err, out)
+	}
+}
+
+// startVersitygw starts versitygw with the global options opts (before
+// the posix backend's) for the rest of the test.
+func startVersitygw(t testing.TB, opts ...string) *S3Server {
+	t.Helper()
 	bin, err := versitygwBinary()
 	if err != nil {
 		t.Fatalf("testsrv: no versitygw: %v (scripts/setup.sh --test installs it: go install %s@%s)",
@@ -49,10 +81,9 @@ func Versitygw(t testing.TB, webhookURL string) *S3Server {
 	}
 	root, versions := t.TempDir(), t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin,
-		"--port", addr, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
-		"--health", "/health", "--quiet", "--event-webhook-url", webhookURL,
-		"posix", "--versioning-dir", versions, root)
+	args := append([]string{"--port", addr, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
+		"--health", "/health", "--quiet"}, opts...)
+	cmd := exec.Command(bin, append(args, "posix", "--versioning-dir", versions, root)...)
 	logBuf := &testfiles.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logBuf, logBuf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
