@@ -173,6 +173,12 @@ func quoteList(names []string) string {
 	return strings.Join(q, ", ")
 }
 
+// overLimit fails the current feature over a limit (FeatureLimitError).
+func (r *ogrReader) overLimit(le *LimitError) bool {
+	r.err = FeatureLimitError(r.file, r.plan[r.cur].layer.Name, r.idx, le)
+	return false
+}
+
 func (r *ogrReader) fail(problem string, err error) bool {
 	lay := ""
 	if r.cur >= 0 && r.cur < len(r.plan) {
@@ -234,7 +240,7 @@ func (r *ogrReader) decode() bool {
 		return r.fail("unreadable geometry", err)
 	}
 	if int64(len(raw)) > r.opts.Limits.MaxRecordBytes {
-		return r.fail(fmt.Sprintf("geometry of %d bytes, more than the limit of %d", len(raw), r.opts.Limits.MaxRecordBytes), nil)
+		return r.overLimit(overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
 	var g geom.T
 	if raw != nil {
@@ -257,6 +263,10 @@ func (r *ogrReader) decode() bool {
 	}
 	props, err := r.properties(pl)
 	if err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			return r.overLimit(le)
+		}
 		return r.fail("attributes", err)
 	}
 	r.feat = Feature{Index: r.idx, Layer: pl.layer.Name, Geom: g, Properties: props}
@@ -307,7 +317,7 @@ func (r *ogrReader) properties(pl *ogrLayer) ([]byte, error) {
 			out = append(out, '"')
 		}
 		if int64(len(out)) > r.opts.Limits.MaxRecordBytes {
-			return nil, fmt.Errorf("attributes larger than the limit of %d bytes", r.opts.Limits.MaxRecordBytes)
+			return nil, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes of properties in one feature")
 		}
 	}
 	out = append(out, '}')

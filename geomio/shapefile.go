@@ -430,11 +430,29 @@ type polygonBuffers struct {
 	endss  [][]int
 }
 
-// shpPoly is an outer ring, its area and its holes, indexes into holes.
+// shpPoly is an outer ring, its area, its bounding box and its holes,
+// indexes into holes.
 type shpPoly struct {
-	outer []float64
-	area  float64
-	holes []int
+	outer                  []float64
+	area                   float64
+	minX, minY, maxX, maxY float64
+	holes                  []int
+}
+
+// newShpPoly is the shpPoly of ring, with its bounding box.
+func newShpPoly(ring []float64, area float64) shpPoly {
+	p := shpPoly{outer: ring, area: area, minX: ring[0], maxX: ring[0], minY: ring[1], maxY: ring[1]}
+	for i := 2; i < len(ring); i += 2 {
+		p.minX, p.maxX = min(p.minX, ring[i]), max(p.maxX, ring[i])
+		p.minY, p.maxY = min(p.minY, ring[i+1]), max(p.maxY, ring[i+1])
+	}
+	return p
+}
+
+// mayContain reports whether (x, y) is within p's bounding box: a point
+// outside it is outside the ring, so only a point within needs inRing.
+func (p *shpPoly) mayContain(x, y float64) bool {
+	return x >= p.minX && x <= p.maxX && y >= p.minY && y <= p.maxY
 }
 
 // polygons groups shapefile rings into a MultiPolygon: clockwise rings are
@@ -459,7 +477,7 @@ func (b *polygonBuffers) polygons(rings [][]float64) geom.T {
 			continue
 		}
 		if a := signedArea(r); a < 0 {
-			outers = append(outers, shpPoly{outer: r, area: -a})
+			outers = append(outers, newShpPoly(r, -a))
 		} else {
 			holes = append(holes, r)
 		}
@@ -468,14 +486,14 @@ func (b *polygonBuffers) polygons(rings [][]float64) geom.T {
 		best := -1
 		for oi := range outers { // a lone hole made a polygon can take holes, as it always could
 			o := &outers[oi]
-			if inRing(o.outer, h[0], h[1]) && (best < 0 || o.area < outers[best].area) {
+			if o.mayContain(h[0], h[1]) && inRing(o.outer, h[0], h[1]) && (best < 0 || o.area < outers[best].area) {
 				best = oi
 			}
 		}
 		if best >= 0 {
 			outers[best].holes = append(outers[best].holes, hi)
 		} else {
-			outers = append(outers, shpPoly{outer: h})
+			outers = append(outers, newShpPoly(h, 0))
 		}
 	}
 	b.outers, b.holes = outers[:0], holes[:0]

@@ -11,7 +11,9 @@
 --   geometry), and it matched the parcels that cross a boundary against
 --   the unions of their units with a nested loop over both lists. It now
 --   takes each unit once (so PostGIS prepares its geometry once) and finds
---   the job's parcels it covers through the job's own GiST index; only the
+--   the job's parcels it covers through the GiST index of the partition
+--   that holds the job, within the job's extent (so a small job in the
+--   shared partition reads its own neighbourhood, not each unit's); only the
 --   parcels no unit covers (across a boundary, in a gap, under overlapping
 --   units) are then matched, again unit by unit, and each distinct union
 --   of units is looked up by its rank, not by a join. Same cells, same
@@ -34,13 +36,22 @@ LANGUAGE sql STABLE PARALLEL SAFE SET jit = off AS $$
         SELECT j.job_ref FROM jobs j
         WHERE j.job_id = $1 AND j.target_table = 'parcels'
           AND EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id AND s.target_table = 'parcels')
+    ), ext AS MATERIALIZED (
+        -- The job's extent: the unit-by-unit scans below read the
+        -- parcels in it only, not every parcel of a shared partition
+        -- that lies in a unit's box.
+        SELECT ST_SetSRID(ST_Extent(p.geom)::geometry, 4326) AS box
+        FROM parcels p WHERE p.job_ref = (SELECT r.job_ref FROM r)
     ), u AS MATERIALIZED (
-        SELECT a.id, a.geom FROM admin_units a WHERE a.id = ANY ($2) ORDER BY a.id
+        SELECT a.id, a.geom FROM admin_units a
+        WHERE a.id = ANY ($2) AND a.geom && (SELECT ext.box FROM ext)
+        ORDER BY a.id
     ), covered AS MATERIALIZED (
         SELECT DISTINCT ON (c.id) c.id, c.unit_id
         FROM (SELECT p.id, a.id AS unit_id
               FROM u a
               JOIN parcels p ON p.job_ref = (SELECT r.job_ref FROM r) AND p.geom && a.geom
+                            AND p.geom && (SELECT ext.box FROM ext)
               WHERE a.id <> ALL ($3) AND ST_Covers(a.geom, p.geom)
               OFFSET 0) c
         ORDER BY c.id, c.unit_id
@@ -68,6 +79,7 @@ LANGUAGE sql STABLE PARALLEL SAFE SET jit = off AS $$
                     ELSE 0 END AS area
         FROM u a
         JOIN parcels f ON f.job_ref = (SELECT r.job_ref FROM r) AND f.geom && a.geom
+                      AND f.geom && (SELECT ext.box FROM ext)
         JOIN cxp c ON c.id = f.id
         CROSS JOIN LATERAL (SELECT ST_Covers(a.geom, c.geom) AS covers OFFSET 0) x
     ), cx AS MATERIALIZED (

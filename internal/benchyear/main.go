@@ -23,9 +23,11 @@
 //   - join: parcels x admin units over a z14 tile (the current views);
 //   - report: geoingest_area_by_point_on_surface (geoingest only).
 //
-// Then verify (full, and --since the month's start), prune (retention
-// defaults but no minimum age: simulated months pass in minutes), and the
-// database's size, dead and live tuples, partitions and relations.
+// The compactor runs every -compact-every, as serve runs it, and once
+// before the readers are timed. Then verify (full, and --since the month's
+// start), prune (retention defaults but no minimum age: simulated months
+// pass in minutes), and the database's size, dead and live tuples,
+// partitions and relations.
 package main
 
 import (
@@ -69,6 +71,7 @@ type config struct {
 	tmp      string
 	deleteFr float64
 	publish  float64
+	compact  time.Duration
 }
 
 func main() {
@@ -85,6 +88,7 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 1, "random seed")
 	flag.Float64Var(&c.publish, "publish", 0.30, "share of sources publishing a new version each month")
 	flag.Float64Var(&c.deleteFr, "delete", 0.01, "share of sources deleted each month")
+	flag.DurationVar(&c.compact, "compact-every", time.Minute, "run the compactor (as serve does, keeping its default number of own partitions) this often while jobs run, and once before the readers are timed; 0: never")
 	replot := flag.String("replot", "", "only draw plot.png in -out again from this results.csv")
 	flag.Parse()
 	if *replot != "" {
@@ -204,15 +208,25 @@ func run(ctx context.Context, c config) error {
 		stop := make(chan struct{})
 		during := make(chan []float64, 1)
 		go func() { during <- readLoop(ctx, pool, rng.Uint64(), stop) }()
+		compacted := make(chan error, 1)
+		go func() { compacted <- compactLoop(ctx, store, c.compact, stop) }()
 		start := time.Now()
 		res.Deliveries, res.Retries = deliver(ctx, svc, jobs, c.workers, rand.New(rand.NewPCG(c.seed, uint64(m))))
 		res.JobsPerSec = float64(len(jobs)) / time.Since(start).Seconds()
 		close(stop)
 		d := <-during
+		if err := <-compacted; err != nil {
+			return err
+		}
 		res.DuringP50, res.DuringP99 = pct(d, 50), pct(d, 99)
 
 		if err := probeJob(ctx, svc, pool, c, m, when, &res); err != nil {
 			return err
+		}
+		if c.compact > 0 {
+			if _, err := store.Compact(ctx, ingest.CompactOptions{Keep: -1}); err != nil {
+				return fmt.Errorf("compact: %w", err)
+			}
 		}
 		if err := measureReaders(ctx, pool, c, rng, &res); err != nil {
 			return err
@@ -483,6 +497,26 @@ func tile(rng *rand.Rand, zoom int) [4]float64 {
 	lonOf := func(x float64) float64 { return x/n*360 - 180 }
 	latOf := func(y float64) float64 { return math.Atan(math.Sinh(math.Pi*(1-2*y/n))) * 180 / math.Pi }
 	return [4]float64{lonOf(x), latOf(y + 1), lonOf(x + 1), latOf(y)}
+}
+
+// compactLoop runs the compactor every interval until stop (never when
+// interval is 0), as serve's background loop does.
+func compactLoop(ctx context.Context, store *postgis.Store, interval time.Duration, stop chan struct{}) error {
+	if interval <= 0 {
+		return nil
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-t.C:
+		}
+		if _, err := store.Compact(ctx, ingest.CompactOptions{Keep: -1}); err != nil {
+			return fmt.Errorf("compact: %w", err)
+		}
+	}
 }
 
 // readLoop runs tile queries on one connection until stop, returning their

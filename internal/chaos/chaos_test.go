@@ -75,7 +75,7 @@ func newConfig() config {
 	// deliveries/2 uploads (and versitygw's test event). A fifth of the
 	// keys get a second version.
 	minutes := int(c.duration / time.Minute)
-	c.spec = planSpec{large: 3 + minutes, steal: c.stealWant + 1, smallMax: 150, largeN: *flagLargeN, stealN: *flagStealN}
+	c.spec = planSpec{large: 3 + minutes, steal: c.stealWant + 2, smallMax: 150, largeN: *flagLargeN, stealN: *flagStealN}
 	events := (c.deliveries*105/100)/2 - 1 - 3 - c.spec.steal // less the test event, the bad objects and the steal targets
 	keys := max(events*10/12, c.spec.large+1)
 	c.spec.small = keys - c.spec.large
@@ -270,7 +270,9 @@ func (r *run) deliver(ctx context.Context) {
 				go func() {
 					defer stealWG.Done()
 					r.pgMu.Lock()
+					r.faults.hold()
 					sent := r.steal.steal(context.WithoutCancel(ctx), n)
+					r.faults.release()
 					r.pgMu.Unlock()
 					r.del.schedule(n, window(), sent)
 					stealing <- struct{}{}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,11 @@ type faults struct {
 	rate      float64
 	outageAt  map[string]time.Duration // "S3", "SQS": when the outage began
 	outageErr error
+
+	mu                sync.Mutex
+	on                bool // the random faults are on (between start and stop)
+	held              int  // steals in progress: the random faults pause
+	s3Rules, sqsRules []faultproxy.Rule
 }
 
 func newFaults(t *testing.T, s3URL, sqsURL string, seed uint64, outage time.Duration) *faults {
@@ -96,8 +102,7 @@ func (f *faults) start() {
 		}
 		s3Rules = append(s3Rules, faultproxy.Rule{Op: opGet, Kind: k, P: rp})
 	}
-	f.s3.SetRules(s3Rules...)
-	f.sqs.SetRules(
+	sqsRules := []faultproxy.Rule{
 		faultproxy.Rule{Op: opDelete, Kind: faultproxy.Error500, P: p, Burst: 3},
 		faultproxy.Rule{Op: opDelete, Kind: faultproxy.SlowDown, P: p},
 		faultproxy.Rule{Op: opDelete, Kind: faultproxy.Reset, P: p},
@@ -107,11 +112,45 @@ func (f *faults) start() {
 		faultproxy.Rule{Op: opRecv, Kind: faultproxy.SlowDown, P: p},
 		faultproxy.Rule{Op: opRecv, Kind: faultproxy.Error500, P: p},
 		faultproxy.Rule{Op: opRecv, Kind: faultproxy.Latency, P: p},
-	)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.s3Rules, f.sqsRules, f.on = s3Rules, sqsRules, true
+	f.apply()
 }
 
 // stop turns the random faults off (armed ones still fire).
 func (f *faults) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.on = false
+	f.apply()
+}
+
+// hold pauses the random faults until release: a steal needs a worker of
+// another serve free to receive its extra copy while the victim writes,
+// and the faults keep the workers busy (armed faults still fire).
+func (f *faults) hold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held++
+	f.apply()
+}
+
+func (f *faults) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held--
+	f.apply()
+}
+
+// apply gives the proxies their rules, or none. Called with f.mu held.
+func (f *faults) apply() {
+	if f.on && f.held == 0 {
+		f.s3.SetRules(f.s3Rules...)
+		f.sqs.SetRules(f.sqsRules...)
+		return
+	}
 	f.s3.SetRules()
 	f.sqs.SetRules()
 }

@@ -103,6 +103,7 @@ var cases = []struct {
 		})
 	}},
 	{"header-10gb.shp", lyingShapefile},
+	{"rings-20k.shp", func(p string) error { return ringsShapefile(p, 10_000) }},
 	{"vertices-3m.shp", func(p string) error { return ringShapefile(p, 3_000_000) }},
 	{"vertices-2m.shp", func(p string) error { return ringShapefile(p, 2_000_000) }},
 	{"vertices-999k.shp", func(p string) error { return ringShapefile(p, 999_000) }},
@@ -255,4 +256,44 @@ func sidecars(p string) error {
 		return err
 	}
 	return os.WriteFile(base+".prj", []byte(`GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`), 0o644)
+}
+
+// ringsShapefile writes a .shp of one polygon record of n outer rings,
+// each with a hole: 2n parts, each hole to be matched to its outer ring.
+func ringsShapefile(p string, n int) error {
+	var parts [][][2]float64
+	for i := 0; i < n; i++ {
+		x, y := float64(i%100)*0.01, float64(i/100)*0.01
+		// Outer rings clockwise, holes counter-clockwise.
+		parts = append(parts,
+			[][2]float64{{x, y}, {x, y + 0.008}, {x + 0.008, y + 0.008}, {x + 0.008, y}, {x, y}},
+			[][2]float64{{x + 0.002, y + 0.002}, {x + 0.006, y + 0.002}, {x + 0.006, y + 0.006}, {x + 0.002, y + 0.006}, {x + 0.002, y + 0.002}})
+	}
+	np := 0
+	for _, r := range parts {
+		np += len(r)
+	}
+	content := 44 + 4*len(parts) + 16*np
+	b := shpHeader(uint32((100 + 8 + content) / 2))
+	rec := make([]byte, 8+content)
+	binary.BigEndian.PutUint32(rec[0:], 1)
+	binary.BigEndian.PutUint32(rec[4:], uint32(content/2))
+	c := rec[8:]
+	binary.LittleEndian.PutUint32(c[0:], 5)
+	binary.LittleEndian.PutUint32(c[36:], uint32(len(parts)))
+	binary.LittleEndian.PutUint32(c[40:], uint32(np))
+	k := 0
+	pts := c[44+4*len(parts):]
+	for i, r := range parts {
+		binary.LittleEndian.PutUint32(c[44+4*i:], uint32(k))
+		for _, pt := range r {
+			binary.LittleEndian.PutUint64(pts[16*k:], math.Float64bits(2.35+pt[0]))
+			binary.LittleEndian.PutUint64(pts[16*k+8:], math.Float64bits(48.85+pt[1]))
+			k++
+		}
+	}
+	if err := os.WriteFile(p, append(b, rec...), 0o644); err != nil {
+		return err
+	}
+	return sidecars(p)
 }
