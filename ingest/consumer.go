@@ -163,6 +163,7 @@ receive:
 			if ctx.Err() != nil {
 				break
 			}
+			c.Service.Metrics.ReceiveFailures.Inc()
 			wait, failingFor, logIt := c.receiveHealth.failed(err, time.Now())
 			if logIt {
 				log.Warn("receive failed; retrying", "error", err.Error(),

@@ -23,6 +23,7 @@ type Metrics struct {
 	JobDuration          prometheus.Histogram
 	VisibilityExtensions prometheus.Counter
 	DiskFull             prometheus.Counter
+	ReceiveFailures      prometheus.Counter
 }
 
 // NewMetrics creates the instruments and registers them with reg, which
@@ -54,6 +55,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12)}),
 		VisibilityExtensions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoingest_visibility_extensions_total", Help: "Queue visibility timeouts extended for running jobs."}),
+		ReceiveFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_receive_failures_total", Help: "Receives from the queue (or scans of the inbox) that failed; retried at most 5 s apart."}),
 		DiskFull: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoingest_disk_full_total", Help: "Job attempts that failed because the work directory's file system was full (ENOSPC, EDQUOT) while downloading or extracting: transient, retried."}),
 	}
@@ -69,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.EventsReceived, m.EventsFiltered, m.Claims, m.WriteGate, m.LeasesStolen,
 			m.PayloadMismatches, m.JobsFailed, m.DeadLettered, m.FeaturesWritten, m.Downloads,
-			m.JobDuration, m.VisibilityExtensions, m.DiskFull)
+			m.JobDuration, m.VisibilityExtensions, m.DiskFull, m.ReceiveFailures)
 	}
 	return m
 }

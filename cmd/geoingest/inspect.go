@@ -176,8 +176,8 @@ func printInspection(w io.Writer, r *inspect.Report) {
 		fmt.Fprintf(w, "  geometry  %s (%s)\n", l.GeometryType, strings.Join(gt, ", "))
 		c := l.CRS
 		switch {
-		case c.Method == "none":
-			fmt.Fprintf(w, "  crs       none: %s\n", c.Refusal)
+		case c.Method == "none" || c.Method == "refused":
+			fmt.Fprintf(w, "  crs       %s: %s\n", c.Method, c.Refusal)
 		case c.Method == "custom":
 			fmt.Fprintf(w, "  crs       custom %q (registered in spatial_ref_sys on first use)\n", c.Name)
 		case c.Method == "identified":

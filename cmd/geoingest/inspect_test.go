@@ -179,6 +179,14 @@ func TestInspectMissingGrid(t *testing.T) {
 	for _, want := range []string{"refused: ", "ca_que_mern_cq77na83.tif", "1.5 m", "projsync --file ca_que_mern_cq77na83.tif"} {
 		require.Contains(t, out, want)
 	}
+	code, r, _ := inspectJSON(t, nil, pq)
+	require.Equal(t, 1, code)
+	require.Len(t, r.Layers, 1)
+	require.Equal(t, "quebec", r.Layers[0].Name)
+	require.Equal(t, "refused", r.Layers[0].CRS.Method)
+	require.Contains(t, r.Layers[0].CRS.Refusal, "missing grid")
+	require.Contains(t, r.Layers[0].CRS.Refusal, "ca_que_mern_cq77na83.tif")
+	require.NotContains(t, r.Layers[0].CRS.Refusal, "quebec.parquet", "the layer's refusal is the CRS's, the file is named at the top")
 }
 
 // TestInspectRoute: the routes (serve's syntax) are matched against --key;

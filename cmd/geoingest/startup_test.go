@@ -135,6 +135,9 @@ func TestServeReadyzQueueOutage(t *testing.T) {
 	})
 	t.Logf("/readyz 503 %.1fs after the cut (%q), 200 %.1fs after the queue came back",
 		notReady.Seconds(), strings.TrimSpace(body), ready.Seconds())
+	failures := metricOf(t, addr, "geoingest_receive_failures_total")
+	require.Positive(t, failures)
+	t.Logf("%v failed receives counted", failures)
 	w.stop(t)
 	stderr := w.stderr.String()
 	require.Contains(t, stderr, "receiving again")

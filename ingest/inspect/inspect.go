@@ -91,8 +91,9 @@ type CRS struct {
 	// EPSG is the EPSG code PostGIS would transform with (0 for a custom
 	// CRS, which is registered, or an unknown one).
 	EPSG int `json:"epsg"`
-	// Method is authority, identified, custom, override, default, or
-	// "none" when the file names no CRS.
+	// Method is authority, identified, custom, override, default,
+	// "none" when the file names no CRS, or "refused" when geoingest
+	// cannot use the one it names (see Refusal).
 	Method     string `json:"method"`
 	Confidence int    `json:"confidence,omitempty"`
 	Name       string `json:"name,omitempty"`
@@ -159,6 +160,15 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	r, err := geomio.Open(fetched.Path, geomio.Options{SourceSRID: job.Params.SourceSRID,
 		DefaultEncoding: job.Params.DefaultEncoding, Limits: o.Limits})
 	if err != nil {
+		var ge *geomio.Error
+		if errors.As(err, &ge) && ge.Problem == "unusable CRS" {
+			// The file's (first) layer, as far as it was read: its CRS
+			// and why geoingest refuses it.
+			base := filepath.Base(ge.File)
+			rep.Layers = append(rep.Layers, Layer{Name: strings.TrimSuffix(base, filepath.Ext(base)),
+				GeometryTypes: map[string]int64{}, Fields: []Field{},
+				CRS: CRS{Method: "refused", Refusal: ge.Err.Error()}})
+		}
 		return rep, refuse(rep, err, dir, job)
 	}
 	defer r.Close()
