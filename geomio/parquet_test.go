@@ -14,6 +14,7 @@ import (
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/wkb"
@@ -364,4 +365,40 @@ func TestGeoParquetLimits(t *testing.T) {
 	require.Contains(t, err.Error(), "max-zip-ratio")
 	_, _, err = readAll(t, bomb, geomio.Options{Limits: geomio.Limits{MaxPropertyBytes: 2 << 20}})
 	require.NoError(t, err, "within the default ratio")
+}
+
+type nestedRow struct {
+	Geometry []byte   `parquet:"geometry,optional"`
+	Tags     []string `parquet:"tags,list"`
+	Attrs    struct {
+		A int64  `parquet:"a"`
+		B string `parquet:"b"`
+	} `parquet:"attrs"`
+	Code string `parquet:"code"`
+}
+
+// TestGeoParquetNestedColumns: lists and structs become JSON arrays and
+// objects, beside the flat columns.
+func TestGeoParquetNestedColumns(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "nested.parquet")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	w := parquet.NewGenericWriter[nestedRow](f, parquet.KeyValueMetadata("geo",
+		`{"version":"1.0.0","primary_column":"geometry","columns":{"geometry":{"encoding":"WKB","geometry_types":["Polygon"]}}}`))
+	r := nestedRow{Geometry: wkbOf(t, square), Tags: []string{"x", "y"}, Code: "c1"}
+	r.Attrs.A, r.Attrs.B = 7, "b"
+	r2 := nestedRow{Geometry: wkbOf(t, square), Code: "c2"}
+	_, err = w.Write([]nestedRow{r, r2})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
+	_, fs, err := readAll(t, path, geomio.Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 2)
+	require.JSONEq(t, `{"tags":["x","y"],"attrs":{"a":7,"b":"b"},"code":"c1"}`, string(fs[0].Properties))
+	var p map[string]any
+	require.NoError(t, json.Unmarshal(fs[1].Properties, &p))
+	require.Equal(t, "c2", p["code"])
+	require.Empty(t, p["tags"])
 }
