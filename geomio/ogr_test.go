@@ -404,3 +404,37 @@ func TestOGREncodings(t *testing.T) {
 	require.Equal(t, "ISO-8859-1", ls[0].Encoding)
 	require.Contains(t, string(fs[0].Properties), `"name":"Zöe"`)
 }
+
+// TestGDALLoadedOnlyWhenNeeded: reading a shapefile leaves libgdal
+// unloaded (it costs a process about 18 MB), reading a GeoPackage loads
+// it. Run in a child process of the test binary, which has loaded nothing
+// else.
+func TestGDALLoadedOnlyWhenNeeded(t *testing.T) {
+	if p := os.Getenv("GEOINGEST_TEST_LOADED"); p != "" {
+		fs, _, err := readOGR(t, p, Options{})
+		require.NoError(t, err)
+		require.NotEmpty(t, fs)
+		maps, err := os.ReadFile("/proc/self/maps")
+		require.NoError(t, err)
+		if strings.Contains(string(maps), "libgdal") {
+			os.Stdout.WriteString("GDAL-LOADED\n")
+		} else {
+			os.Stdout.WriteString("GDAL-NOT-LOADED\n")
+		}
+		return
+	}
+	requireOGR2OGR(t)
+	if _, err := os.Stat("/proc/self/maps"); err != nil {
+		t.Skip("no /proc/self/maps")
+	}
+	t.Parallel()
+	gpkg := filepath.Join(t.TempDir(), "c.gpkg")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "GPKG", gpkg, srcCounties)
+	for file, want := range map[string]string{srcCounties: "GDAL-NOT-LOADED", gpkg: "GDAL-LOADED"} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestGDALLoadedOnlyWhenNeeded$")
+		cmd.Env = append(os.Environ(), "GEOINGEST_TEST_LOADED="+file)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), want+"\n", file)
+	}
+}
