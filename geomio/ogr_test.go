@@ -438,3 +438,35 @@ func TestGDALLoadedOnlyWhenNeeded(t *testing.T) {
 		require.Contains(t, string(out), want+"\n", file)
 	}
 }
+
+// TestOGRLayerCRS: a layer's CRS goes through package crs as a .prj does:
+// a GeoPackage holding a bound CRS (TOWGS84) resolves as the shapefile
+// it came from does, and a FlatGeobuf without a CRS has none (SRID 0, for
+// the caller to refuse unless --source-srid), or the one SourceSRID gives.
+func TestOGRLayerCRS(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	zipped := corpusDir + "/train_stations_boundcrs_zip/train_stations.zip"
+	_, shp, err := readOGR(t, zipped, Options{})
+	require.NoError(t, err)
+	gpkg := filepath.Join(dir, "stations.gpkg")
+	ogr2ogr(t, "-f", "GPKG", gpkg, "/vsizip/"+zipped+"/train_stations.shp", "-nln", "stations")
+	_, ls, err := readOGR(t, gpkg, Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, shp[0].CRS.Method)
+	require.Equal(t, shp[0].CRS.Method, ls[0].CRS.Method, "%+v vs %+v", shp[0].CRS, ls[0].CRS)
+	require.Equal(t, shp[0].CRS.EPSG, ls[0].CRS.EPSG)
+
+	csv := filepath.Join(dir, "nocrs.csv")
+	require.NoError(t, os.WriteFile(csv, []byte("id,WKT\n1,\"POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
+	fgb := filepath.Join(dir, "nocrs.fgb")
+	ogr2ogr(t, "-f", "FlatGeobuf", fgb, csv, "-nlt", "POLYGON")
+	_, ls, err = readOGR(t, fgb, Options{})
+	require.NoError(t, err)
+	require.Zero(t, ls[0].SRID)
+	require.Empty(t, ls[0].CRS.Method)
+	_, ls, err = readOGR(t, fgb, Options{SourceSRID: 2154})
+	require.NoError(t, err)
+	require.Equal(t, 2154, ls[0].SRID)
+}
