@@ -404,3 +404,69 @@ func TestOGREncodings(t *testing.T) {
 	require.Equal(t, "ISO-8859-1", ls[0].Encoding)
 	require.Contains(t, string(fs[0].Properties), `"name":"Zöe"`)
 }
+
+// TestGDALLoadedOnlyWhenNeeded: reading a shapefile leaves libgdal
+// unloaded (it costs a process about 18 MB), reading a GeoPackage loads
+// it. Run in a child process of the test binary, which has loaded nothing
+// else.
+func TestGDALLoadedOnlyWhenNeeded(t *testing.T) {
+	if p := os.Getenv("GEOINGEST_TEST_LOADED"); p != "" {
+		fs, _, err := readOGR(t, p, Options{})
+		require.NoError(t, err)
+		require.NotEmpty(t, fs)
+		maps, err := os.ReadFile("/proc/self/maps")
+		require.NoError(t, err)
+		if strings.Contains(string(maps), "libgdal") {
+			os.Stdout.WriteString("GDAL-LOADED\n")
+		} else {
+			os.Stdout.WriteString("GDAL-NOT-LOADED\n")
+		}
+		return
+	}
+	requireOGR2OGR(t)
+	if _, err := os.Stat("/proc/self/maps"); err != nil {
+		t.Skip("no /proc/self/maps")
+	}
+	t.Parallel()
+	gpkg := filepath.Join(t.TempDir(), "c.gpkg")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "GPKG", gpkg, srcCounties)
+	for file, want := range map[string]string{srcCounties: "GDAL-NOT-LOADED", gpkg: "GDAL-LOADED"} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestGDALLoadedOnlyWhenNeeded$")
+		cmd.Env = append(os.Environ(), "GEOINGEST_TEST_LOADED="+file)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), want+"\n", file)
+	}
+}
+
+// TestOGRLayerCRS: a layer's CRS goes through package crs as a .prj does:
+// a GeoPackage holding a bound CRS (TOWGS84) resolves as the shapefile
+// it came from does, and a FlatGeobuf without a CRS has none (SRID 0, for
+// the caller to refuse unless --source-srid), or the one SourceSRID gives.
+func TestOGRLayerCRS(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	zipped := corpusDir + "/train_stations_boundcrs_zip/train_stations.zip"
+	_, shp, err := readOGR(t, zipped, Options{})
+	require.NoError(t, err)
+	gpkg := filepath.Join(dir, "stations.gpkg")
+	ogr2ogr(t, "-f", "GPKG", gpkg, "/vsizip/"+zipped+"/train_stations.shp", "-nln", "stations")
+	_, ls, err := readOGR(t, gpkg, Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, shp[0].CRS.Method)
+	require.Equal(t, shp[0].CRS.Method, ls[0].CRS.Method, "%+v vs %+v", shp[0].CRS, ls[0].CRS)
+	require.Equal(t, shp[0].CRS.EPSG, ls[0].CRS.EPSG)
+
+	csv := filepath.Join(dir, "nocrs.csv")
+	require.NoError(t, os.WriteFile(csv, []byte("id,WKT\n1,\"POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
+	fgb := filepath.Join(dir, "nocrs.fgb")
+	ogr2ogr(t, "-f", "FlatGeobuf", fgb, csv, "-nlt", "POLYGON")
+	_, ls, err = readOGR(t, fgb, Options{})
+	require.NoError(t, err)
+	require.Zero(t, ls[0].SRID)
+	require.Empty(t, ls[0].CRS.Method)
+	_, ls, err = readOGR(t, fgb, Options{SourceSRID: 2154})
+	require.NoError(t, err)
+	require.Equal(t, 2154, ls[0].SRID)
+}

@@ -61,6 +61,9 @@ type ogrLayer struct {
 // with no geometry at all is an *Error.
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
 	ds, err := ogr.Open(path, f.drivers, f.options)
+	if errors.Is(err, ogr.ErrNoGDAL) {
+		return nil, fmt.Errorf("%s: %w", file, err) // the machine's fault, not the file's
+	}
 	if err != nil {
 		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(err, path, file)}
 	}

@@ -88,6 +88,17 @@ func SetRuleOf(name string) (SetRule, bool) {
 	return SetRule{}, false
 }
 
+// IsSetPart reports whether name's extension is the main file or a part
+// of one of SetRules (a shapefile's, a MapInfo table's).
+func IsSetPart(name string) bool {
+	for _, r := range SetRules {
+		if hasExt([]string{r.Main}, path.Ext(name)) || hasExt(r.Parts, path.Ext(name)) {
+			return true
+		}
+	}
+	return false
+}
+
 // IsFileSet reports whether name is the main file of a multi-file format
 // (a .shp, .tab or .mif).
 func IsFileSet(name string) bool { _, ok := SetRuleOf(name); return ok }

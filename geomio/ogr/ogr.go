@@ -2,7 +2,8 @@
 
 // Package ogr is geoingest's own binding of GDAL's vector library (OGR),
 // through cgo against the system's libgdal (Debian: libgdal-dev to build,
-// libgdal32 at run time). It is deliberately small: open a dataset read-only
+// libgdal32 at run time), which it loads with dlopen when the first file
+// is opened. It is deliberately small: open a dataset read-only
 // with one of the drivers geoingest accepts, list its layers and geometry
 // fields, and stream a layer's features one at a time (OGR_L_GetNextFeature,
 // each feature freed before the next is read), giving each geometry as 2D
@@ -15,10 +16,11 @@
 package ogr
 
 /*
-#cgo LDFLAGS: -lgdal
+#cgo LDFLAGS: -ldl
 #cgo CFLAGS: -I/usr/include/gdal
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <gdal.h>
 #include <ogr_api.h>
 #include <ogr_srs_api.h>
@@ -38,7 +40,91 @@ void RegisterOGRGML(void);
 void RegisterOGRTAB(void);
 void RegisterOGRCSV(void);
 
-static void gi_init(void) {
+
+// libgdal is loaded with dlopen when the first file that needs it is
+// opened, not linked: loading it and the shared libraries it brings costs
+// a process memory (about 18 MB) that the shapefile, GeoJSON and
+// GeoParquet paths have no use for. Every GDAL function is called through
+// a pointer that gi_load fills with dlsym; the prototypes come from GDAL's
+// headers.
+#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_IsEmpty) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGRKML) X(RegisterOGRLIBKML) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading)
+#define GI_DECL(name) static __typeof__(&name) gi_p_##name;
+GI_FUNCS(GI_DECL)
+
+// gi_load opens libgdal and finds every function, or returns why not.
+static const char *gi_load(void) {
+	void *h = dlopen("libgdal.so.32", RTLD_LAZY | RTLD_LOCAL);
+	if (h == NULL) h = dlopen("libgdal.so", RTLD_LAZY | RTLD_LOCAL);
+	if (h == NULL) return dlerror();
+#define GI_LOAD(name) if ((gi_p_##name = (__typeof__(gi_p_##name))dlsym(h, #name)) == NULL) return "libgdal has no " #name;
+	GI_FUNCS(GI_LOAD)
+	return NULL;
+}
+#define CPLErrorReset (*gi_p_CPLErrorReset)
+#define VSIFree (*gi_p_VSIFree)
+#define CPLGetLastErrorMsg (*gi_p_CPLGetLastErrorMsg)
+#define CPLGetLastErrorType (*gi_p_CPLGetLastErrorType)
+#define CPLSetConfigOption (*gi_p_CPLSetConfigOption)
+#define CPLSetErrorHandler (*gi_p_CPLSetErrorHandler)
+#define CPLQuietErrorHandler (*gi_p_CPLQuietErrorHandler)
+#define GDALGetDatasetDriver (*gi_p_GDALGetDatasetDriver)
+#define GDALGetDriverShortName (*gi_p_GDALGetDriverShortName)
+#define GDALOpenEx (*gi_p_GDALOpenEx)
+#define OGR_FD_GetFieldDefn (*gi_p_OGR_FD_GetFieldDefn)
+#define OGR_FD_GetGeomFieldDefn (*gi_p_OGR_FD_GetGeomFieldDefn)
+#define OGR_F_GetFieldAsDateTimeEx (*gi_p_OGR_F_GetFieldAsDateTimeEx)
+#define OGR_F_GetFieldAsDouble (*gi_p_OGR_F_GetFieldAsDouble)
+#define OGR_F_GetFieldAsInteger (*gi_p_OGR_F_GetFieldAsInteger)
+#define OGR_F_GetFieldAsInteger64 (*gi_p_OGR_F_GetFieldAsInteger64)
+#define OGR_F_GetFieldAsString (*gi_p_OGR_F_GetFieldAsString)
+#define OGR_F_GetGeomFieldRef (*gi_p_OGR_F_GetGeomFieldRef)
+#define OGR_F_IsFieldSetAndNotNull (*gi_p_OGR_F_IsFieldSetAndNotNull)
+#define OGR_Fld_GetSubType (*gi_p_OGR_Fld_GetSubType)
+#define OGR_Fld_GetType (*gi_p_OGR_Fld_GetType)
+#define OGR_GFld_GetSpatialRef (*gi_p_OGR_GFld_GetSpatialRef)
+#define OGR_G_DestroyGeometry (*gi_p_OGR_G_DestroyGeometry)
+#define OGR_G_ExportToIsoWkb (*gi_p_OGR_G_ExportToIsoWkb)
+#define OGR_G_FlattenTo2D (*gi_p_OGR_G_FlattenTo2D)
+#define OGR_G_GetLinearGeometry (*gi_p_OGR_G_GetLinearGeometry)
+#define OGR_G_HasCurveGeometry (*gi_p_OGR_G_HasCurveGeometry)
+#define OGR_G_IsEmpty (*gi_p_OGR_G_IsEmpty)
+#define OGR_G_SwapXY (*gi_p_OGR_G_SwapXY)
+#define OGR_G_WkbSize (*gi_p_OGR_G_WkbSize)
+#define OGR_L_GetLayerDefn (*gi_p_OGR_L_GetLayerDefn)
+#define OGR_L_GetNextFeature (*gi_p_OGR_L_GetNextFeature)
+#define OGR_L_GetSpatialRef (*gi_p_OGR_L_GetSpatialRef)
+#define OSRExportToWktEx (*gi_p_OSRExportToWktEx)
+#define OSRGetAxis (*gi_p_OSRGetAxis)
+#define OSRGetDataAxisToSRSAxisMapping (*gi_p_OSRGetDataAxisToSRSAxisMapping)
+#define RegisterOGRCSV (*gi_p_RegisterOGRCSV)
+#define RegisterOGRFlatGeobuf (*gi_p_RegisterOGRFlatGeobuf)
+#define RegisterOGRGML (*gi_p_RegisterOGRGML)
+#define RegisterOGRGeoPackage (*gi_p_RegisterOGRGeoPackage)
+#define RegisterOGRKML (*gi_p_RegisterOGRKML)
+#define RegisterOGRLIBKML (*gi_p_RegisterOGRLIBKML)
+#define RegisterOGROpenFileGDB (*gi_p_RegisterOGROpenFileGDB)
+#define RegisterOGRTAB (*gi_p_RegisterOGRTAB)
+#define GDALClose (*gi_p_GDALClose)
+#define GDALDatasetGetLayerCount (*gi_p_GDALDatasetGetLayerCount)
+#define GDALDatasetGetLayer (*gi_p_GDALDatasetGetLayer)
+#define GDALVersionInfo (*gi_p_GDALVersionInfo)
+#define OGR_GT_IsSubClassOf (*gi_p_OGR_GT_IsSubClassOf)
+#define OGRGeometryTypeToName (*gi_p_OGRGeometryTypeToName)
+#define OGR_GT_Flatten (*gi_p_OGR_GT_Flatten)
+#define OGR_L_GetName (*gi_p_OGR_L_GetName)
+#define OGR_FD_GetGeomFieldCount (*gi_p_OGR_FD_GetGeomFieldCount)
+#define OGR_GFld_GetNameRef (*gi_p_OGR_GFld_GetNameRef)
+#define OGR_GFld_GetType (*gi_p_OGR_GFld_GetType)
+#define OGR_FD_GetFieldCount (*gi_p_OGR_FD_GetFieldCount)
+#define OGR_Fld_GetNameRef (*gi_p_OGR_Fld_GetNameRef)
+#define OGR_L_TestCapability (*gi_p_OGR_L_TestCapability)
+#define OGR_F_GetFID (*gi_p_OGR_F_GetFID)
+#define OGR_F_Destroy (*gi_p_OGR_F_Destroy)
+#define OGR_L_ResetReading (*gi_p_OGR_L_ResetReading)
+
+static const char *gi_init(void) {
+	const char *err = gi_load();
+	if (err != NULL) return err;
 	RegisterOGRGeoPackage();
 	RegisterOGROpenFileGDB();
 	RegisterOGRLIBKML();
@@ -52,6 +138,7 @@ static void gi_init(void) {
 	// No network: a file may name remote schemas or resources.
 	CPLSetConfigOption("GDAL_HTTP_TIMEOUT", "1");
 	CPLSetConfigOption("CPL_VSIL_CURL_ALLOWED_EXTENSIONS", "none");
+	return NULL;
 }
 
 static char *gi_errdup(void) {
@@ -193,11 +280,37 @@ static void gi_field(OGRFeatureH f, OGRFeatureDefnH defn, int i, gi_value *v) {
 static void gi_fields(OGRFeatureH f, OGRFeatureDefnH defn, int n, gi_value *v) {
 	for (int i = 0; i < n; i++) gi_field(f, defn, i, &v[i]);
 }
+
+// Wrappers of the GDAL functions the Go side calls (cgo cannot call
+// through the pointers' macros).
+static void gi_GDALClose(GDALDatasetH h) { GDALClose(h); }
+static int gi_GDALDatasetGetLayerCount(GDALDatasetH h) { return GDALDatasetGetLayerCount(h); }
+static OGRLayerH gi_GDALDatasetGetLayer(GDALDatasetH h, int i) { return GDALDatasetGetLayer(h, i); }
+static const char *gi_GDALVersionInfo(const char *k) { return GDALVersionInfo(k); }
+static void gi_CPLFree(void *p) { CPLFree(p); }
+static int gi_OGR_GT_IsSubClassOf(OGRwkbGeometryType a, OGRwkbGeometryType b) { return OGR_GT_IsSubClassOf(a, b); }
+static const char *gi_OGRGeometryTypeToName(OGRwkbGeometryType t) { return OGRGeometryTypeToName(t); }
+static OGRwkbGeometryType gi_OGR_GT_Flatten(OGRwkbGeometryType t) { return OGR_GT_Flatten(t); }
+static OGRFeatureDefnH gi_OGR_L_GetLayerDefn(OGRLayerH l) { return OGR_L_GetLayerDefn(l); }
+static const char *gi_OGR_L_GetName(OGRLayerH l) { return OGR_L_GetName(l); }
+static int gi_OGR_FD_GetGeomFieldCount(OGRFeatureDefnH d) { return OGR_FD_GetGeomFieldCount(d); }
+static OGRGeomFieldDefnH gi_OGR_FD_GetGeomFieldDefn(OGRFeatureDefnH d, int i) { return OGR_FD_GetGeomFieldDefn(d, i); }
+static const char *gi_OGR_GFld_GetNameRef(OGRGeomFieldDefnH f) { return OGR_GFld_GetNameRef(f); }
+static OGRwkbGeometryType gi_OGR_GFld_GetType(OGRGeomFieldDefnH f) { return OGR_GFld_GetType(f); }
+static int gi_OGR_FD_GetFieldCount(OGRFeatureDefnH d) { return OGR_FD_GetFieldCount(d); }
+static OGRFieldDefnH gi_OGR_FD_GetFieldDefn(OGRFeatureDefnH d, int i) { return OGR_FD_GetFieldDefn(d, i); }
+static const char *gi_OGR_Fld_GetNameRef(OGRFieldDefnH f) { return OGR_Fld_GetNameRef(f); }
+static int gi_OGR_L_TestCapability(OGRLayerH l, const char *c) { return OGR_L_TestCapability(l, c); }
+static GIntBig gi_OGR_F_GetFID(OGRFeatureH f) { return OGR_F_GetFID(f); }
+static const char *gi_OGR_F_GetFieldAsString(OGRFeatureH f, int i) { return OGR_F_GetFieldAsString(f, i); }
+static void gi_OGR_F_Destroy(OGRFeatureH f) { OGR_F_Destroy(f); }
+static void gi_OGR_L_ResetReading(OGRLayerH l) { OGR_L_ResetReading(l); }
 */
 import "C"
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"unsafe"
 )
@@ -205,16 +318,33 @@ import (
 // Available reports whether this build reads files with GDAL.
 const Available = true
 
-var initOnce sync.Once
+var (
+	initOnce sync.Once
+	initErr  error
+)
 
-func initGDAL() { initOnce.Do(func() { C.gi_init() }) }
+// ErrNoGDAL is (wrapped in) the error of Open when libgdal cannot be
+// loaded: the machine lacks it, not the file.
+var ErrNoGDAL = errors.New("GDAL's library (Debian: libgdal32) cannot be loaded")
+
+// initGDAL loads libgdal and registers geoingest's drivers, once.
+func initGDAL() error {
+	initOnce.Do(func() {
+		if msg := C.gi_init(); msg != nil {
+			initErr = fmt.Errorf("%w: %s", ErrNoGDAL, C.GoString(msg))
+		}
+	})
+	return initErr
+}
 
 // Version is the GDAL release the binary runs with ("3.6.2").
 func Version() string {
-	initGDAL()
+	if initGDAL() != nil {
+		return ""
+	}
 	k := C.CString("RELEASE_NAME")
 	defer C.free(unsafe.Pointer(k))
-	return C.GoString(C.GDALVersionInfo(k))
+	return C.GoString(C.gi_GDALVersionInfo(k))
 }
 
 // Dataset is an open OGR data source.
@@ -227,7 +357,9 @@ type Dataset struct {
 // short names), passing the open options ("NAME=VALUE"). The error is
 // GDAL's own message.
 func Open(path string, drivers, options []string) (*Dataset, error) {
-	initGDAL()
+	if err := initGDAL(); err != nil {
+		return nil, err
+	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	cdrv := cStrings(drivers)
@@ -249,13 +381,13 @@ func Open(path string, drivers, options []string) (*Dataset, error) {
 // Close frees the dataset; its Layers must not be used after.
 func (d *Dataset) Close() {
 	if d.h != nil {
-		C.GDALClose(d.h)
+		C.gi_GDALClose(d.h)
 		d.h = nil
 	}
 }
 
 // LayerCount is the number of layers (tables) in the dataset.
-func (d *Dataset) LayerCount() int { return int(C.GDALDatasetGetLayerCount(d.h)) }
+func (d *Dataset) LayerCount() int { return int(C.gi_GDALDatasetGetLayerCount(d.h)) }
 
 // GeomType is an OGR geometry type (OGRwkbGeometryType), flattened to 2D.
 type GeomType int
@@ -264,7 +396,7 @@ type GeomType int
 // kinds (CurvePolygon, MultiSurface).
 func (t GeomType) Polygonal() bool {
 	g := C.OGRwkbGeometryType(t)
-	return C.OGR_GT_IsSubClassOf(g, C.wkbCurvePolygon) != 0 || C.OGR_GT_IsSubClassOf(g, C.wkbMultiSurface) != 0
+	return C.gi_OGR_GT_IsSubClassOf(g, C.wkbCurvePolygon) != 0 || C.gi_OGR_GT_IsSubClassOf(g, C.wkbMultiSurface) != 0
 }
 
 // Mixed reports whether t allows any geometry (Unknown, GeometryCollection),
@@ -274,7 +406,7 @@ func (t GeomType) Mixed() bool {
 }
 
 func (t GeomType) String() string {
-	return C.GoString(C.OGRGeometryTypeToName(C.OGRwkbGeometryType(t)))
+	return C.GoString(C.gi_OGRGeometryTypeToName(C.OGRwkbGeometryType(t)))
 }
 
 // GeomField describes one geometry field of a layer.
@@ -307,26 +439,26 @@ type Layer struct {
 
 // Layer returns layer i (0 <= i < LayerCount).
 func (d *Dataset) Layer(i int) *Layer {
-	h := C.GDALDatasetGetLayer(d.h, C.int(i))
-	l := &Layer{h: h, defn: C.OGR_L_GetLayerDefn(h)}
-	l.Name = C.GoString(C.OGR_L_GetName(h))
-	for j := 0; j < int(C.OGR_FD_GetGeomFieldCount(l.defn)); j++ {
-		gf := C.OGR_FD_GetGeomFieldDefn(l.defn, C.int(j))
-		f := GeomField{Name: C.GoString(C.OGR_GFld_GetNameRef(gf)), Type: GeomType(C.OGR_GT_Flatten(C.OGR_GFld_GetType(gf)))}
+	h := C.gi_GDALDatasetGetLayer(d.h, C.int(i))
+	l := &Layer{h: h, defn: C.gi_OGR_L_GetLayerDefn(h)}
+	l.Name = C.GoString(C.gi_OGR_L_GetName(h))
+	for j := 0; j < int(C.gi_OGR_FD_GetGeomFieldCount(l.defn)); j++ {
+		gf := C.gi_OGR_FD_GetGeomFieldDefn(l.defn, C.int(j))
+		f := GeomField{Name: C.GoString(C.gi_OGR_GFld_GetNameRef(gf)), Type: GeomType(C.gi_OGR_GT_Flatten(C.gi_OGR_GFld_GetType(gf)))}
 		if srs := C.gi_gfld_srs(h, C.int(j)); srs != nil {
 			if w := C.gi_srs_wkt2(srs); w != nil {
 				f.CRS = C.GoString(w)
-				C.CPLFree(unsafe.Pointer(w))
+				C.gi_CPLFree(unsafe.Pointer(w))
 			}
 			f.SwapXY = C.gi_swap_xy(srs) != 0
 		}
 		l.GeomFields = append(l.GeomFields, f)
 	}
-	for j := 0; j < int(C.OGR_FD_GetFieldCount(l.defn)); j++ {
-		l.Fields = append(l.Fields, C.GoString(C.OGR_Fld_GetNameRef(C.OGR_FD_GetFieldDefn(l.defn, C.int(j)))))
+	for j := 0; j < int(C.gi_OGR_FD_GetFieldCount(l.defn)); j++ {
+		l.Fields = append(l.Fields, C.GoString(C.gi_OGR_Fld_GetNameRef(C.gi_OGR_FD_GetFieldDefn(l.defn, C.int(j)))))
 	}
 	capName := C.CString("StringsAsUTF8")
-	l.UTF8 = C.OGR_L_TestCapability(h, capName) != 0
+	l.UTF8 = C.gi_OGR_L_TestCapability(h, capName) != 0
 	C.free(unsafe.Pointer(capName))
 	return l
 }
@@ -347,7 +479,7 @@ func (l *Layer) Next() (bool, error) {
 }
 
 // FID is the current feature's id in its layer (-1 if it has none).
-func (l *Layer) FID() int64 { return int64(C.OGR_F_GetFID(l.feat)) }
+func (l *Layer) FID() int64 { return int64(C.gi_OGR_F_GetFID(l.feat)) }
 
 // WKB returns geometry field i of the current feature as 2D ISO WKB
 // (little-endian, easting first when swap), nil for a null or empty
@@ -414,7 +546,7 @@ func (l *Layer) ReadFields() {
 func (l *Layer) Field(i int) Value {
 	v := &unsafe.Slice(l.values, len(l.Fields))[i]
 	if v.kind == 8 {
-		v.s, v.kind = C.OGR_F_GetFieldAsString(l.feat, C.int(i)), 3
+		v.s, v.kind = C.gi_OGR_F_GetFieldAsString(l.feat, C.int(i)), 3
 	}
 	out := Value{Kind: Kind(v.kind), Int: int64(v.i), Real: float64(v.d)}
 	switch out.Kind {
@@ -442,13 +574,13 @@ func (l *Layer) Close() {
 
 func (l *Layer) free() {
 	if l.feat != nil {
-		C.OGR_F_Destroy(l.feat)
+		C.gi_OGR_F_Destroy(l.feat)
 		l.feat = nil
 	}
 }
 
 // Reset rewinds the layer to its first feature.
-func (l *Layer) Reset() { l.free(); C.OGR_L_ResetReading(l.h) }
+func (l *Layer) Reset() { l.free(); C.gi_OGR_L_ResetReading(l.h) }
 
 func cStrings(ss []string) **C.char {
 	if len(ss) == 0 {

@@ -44,7 +44,10 @@ import (
 //     25000), each rolled back.
 //
 // It prints a table (ms, median and p99 of GEOINGEST_BENCH_QUERIES each,
-// default 200). The b.N loop is not used: run it with -benchtime 1x.
+// default 200, after as many warm-up queries up to 5; a quarter as many
+// on new connections, at least 5 or all; GEOINGEST_BENCH_QUERIES_BEFORE
+// for the layout as written, whose queries take seconds at thousands of
+// partitions). The b.N loop is not used: run it with -benchtime 1x.
 //
 //	GEOINGEST_BENCH_GENERATIONS=3000 GEOINGEST_BENCH_ROWS=250 \
 //	  go test ./ingest/postgis -run '^$' -bench ReadPath -benchtime 1x -timeout 1h
@@ -88,7 +91,7 @@ func BenchmarkReadPath(b *testing.B) {
 	benchExec(b, pool, `ANALYZE one_parcels`)
 	benchExec(b, pool, `ANALYZE one_admin_units`)
 
-	measure := func(layout, parcels, admin string) {
+	measure := func(layout, parcels, admin string, queries int) {
 		var parts int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass`, parcels).Scan(&parts); err == nil && parts > 0 {
 			layout = fmt.Sprintf("%s [%d partitions]", layout, parts)
@@ -108,15 +111,16 @@ func BenchmarkReadPath(b *testing.B) {
 			}
 			warm := make([]time.Duration, 0, queries)
 			conn := benchConn(b, url)
-			for i := 0; i < queries+5; i++ {
+			warmup := min(5, queries)
+			for i := 0; i < queries+warmup; i++ {
 				d := benchQuery(b, conn, fmt.Sprintf(q.sql, box()...))
-				if i >= 5 {
+				if i >= warmup {
 					warm = append(warm, d)
 				}
 			}
 			_ = conn.Close(ctx)
 			cold := make([]time.Duration, 0, queries/4)
-			for i := 0; i < max(queries/4, 5); i++ {
+			for i := 0; i < max(queries/4, min(5, queries)); i++ {
 				conn := benchConn(b, url)
 				cold = append(cold, benchQuery(b, conn, fmt.Sprintf(q.sql, box()...)))
 				_ = conn.Close(ctx)
@@ -138,8 +142,8 @@ func BenchmarkReadPath(b *testing.B) {
 				layout, q.name, ms(pct(warm, 50)), ms(pct(warm, 99)), ms(pct(cold, 50)), ms(pct(cold, 99)))
 		}
 	}
-	measure(fmt.Sprintf("%d own partitions", gens), "parcels", "admin_units")
-	measure("one table", "one_parcels", "one_admin_units")
+	measure(fmt.Sprintf("%d own partitions", gens), "parcels", "admin_units", envInt(b, "GEOINGEST_BENCH_QUERIES_BEFORE", queries))
+	measure("one table", "one_parcels", "one_admin_units", queries)
 
 	t0 := time.Now()
 	r, err := s.Compact(ctx, ingest.CompactOptions{Keep: 8})
@@ -156,7 +160,7 @@ func BenchmarkReadPath(b *testing.B) {
 	if _, err := s.Compact(ctx, ingest.CompactOptions{Keep: 8}); err != nil { // what waited for the VACUUM
 		b.Fatal(err)
 	}
-	measure("compacted (shared + 8 own)", "parcels", "admin_units")
+	measure("compacted (shared + 8 own)", "parcels", "admin_units", queries)
 	if os.Getenv("GEOINGEST_BENCH_NOPARALLEL") != "" {
 		rows, err := pool.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'parcels'::regclass`)
 		if err != nil {
@@ -171,7 +175,7 @@ func BenchmarkReadPath(b *testing.B) {
 		for _, n := range names {
 			benchExec(b, pool, `ALTER TABLE `+pgx.Identifier{n}.Sanitize()+` SET (parallel_workers = 0)`)
 		}
-		measure("compacted (shared + 8 own), parallel_workers 0", "parcels", "admin_units")
+		measure("compacted (shared + 8 own), parallel_workers 0", "parcels", "admin_units", queries)
 	}
 	t0 = time.Now()
 	if r, err = s.Compact(ctx, ingest.CompactOptions{Keep: 0}); err != nil {
@@ -182,7 +186,7 @@ func BenchmarkReadPath(b *testing.B) {
 	if _, err := s.Compact(ctx, ingest.CompactOptions{Keep: 0}); err != nil {
 		b.Fatal(err)
 	}
-	measure("compacted (shared only)", "parcels", "admin_units")
+	measure("compacted (shared only)", "parcels", "admin_units", queries)
 
 	// Removing a generation: its partition dropped, or its rows deleted
 	// from the shared partition (rolled back, so each is measured alike).
