@@ -58,7 +58,7 @@ func (d *deliverer) schedule(n notification, window time.Duration, already int) 
 }
 
 // sendDue sends, in random order, every copy due by now (every copy when
-// all is set).
+// all is set). On an error the copies not sent stay pending.
 func (d *deliverer) sendDue(ctx context.Context, all bool) error {
 	d.mu.Lock()
 	now := time.Now()
@@ -73,8 +73,13 @@ func (d *deliverer) sendDue(ctx context.Context, all bool) error {
 	d.pending = later
 	d.rng.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
 	d.mu.Unlock()
-	for _, p := range due {
+	for i, p := range due {
 		if err := d.send(ctx, p.n); err != nil {
+			// Not sent: still to come. A send cut short by the end of
+			// the chaos (ctx) is sent again by the final sendDue.
+			d.mu.Lock()
+			d.pending = append(d.pending, due[i:]...)
+			d.mu.Unlock()
 			return err
 		}
 	}
@@ -91,6 +96,9 @@ func (d *deliverer) send(ctx context.Context, n notification) error {
 			d.sent++
 			d.mu.Unlock()
 			return nil
+		}
+		if ctx.Err() != nil {
+			break
 		}
 		d.mu.Lock()
 		d.sendFails++
