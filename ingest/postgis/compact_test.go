@@ -256,8 +256,9 @@ func TestCompactConcurrentReplaceAndReaders(t *testing.T) {
 			// whose own partition is attached while the reader runs is
 			// left out: a statement can see its ledger row and not its
 			// rows (seen here in READ COMMITTED and REPEATABLE READ, about
-			// one run in seven), a race of the write path's ATTACH that
-			// is not the fold's and is still open.
+			// one run in seven). That race is still open: it looks like
+			// the ATTACH's, but it was not reproduced without a fold
+			// running beside the writes.
 			var bad int64
 			var detail *string
 			err := b.pool.QueryRow(ctx, `
