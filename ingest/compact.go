@@ -78,19 +78,11 @@ func (r CompactResult) String() string {
 // WARN: the next round tries again, and nothing a reader sees depends on
 // when a round runs.
 func (c *Consumer) compact(ctx context.Context) {
-	if c.CompactEvery <= 0 || c.Compactor == nil {
+	if c.Compactor == nil {
 		return
 	}
 	log := c.Service.Log
-	t := time.NewTicker(c.CompactEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-c.compactKick:
-		}
+	runEvery(ctx, c.CompactEvery, c.compactKick, func(ctx context.Context) {
 		r, err := c.Compactor.Compact(ctx, c.CompactOptions)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -98,7 +90,7 @@ func (c *Consumer) compact(ctx context.Context) {
 		case err == nil && (len(r.Folded) > 0 || r.Dropped > 0):
 			logCompaction(log, r)
 		}
-	}
+	})
 }
 
 func logCompaction(log *slog.Logger, r CompactResult) {

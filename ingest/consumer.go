@@ -438,19 +438,8 @@ func (c *Consumer) settle(ctx context.Context, v *verdict, res Result) {
 // stored (they compute a missing one on every call); storing them keeps
 // the reports fast.
 func (c *Consumer) refreshReports(ctx context.Context) {
-	if c.ReportRefresh <= 0 {
-		return
-	}
 	log := c.Service.Log
-	t := time.NewTicker(c.ReportRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-c.refreshKick:
-		}
+	runEvery(ctx, c.ReportRefresh, c.refreshKick, func(ctx context.Context) {
 		r, err := c.Service.Store.RefreshReports(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -459,5 +448,5 @@ func (c *Consumer) refreshReports(ctx context.Context) {
 			log.Info("report assignments refreshed", "assigned", r.Assigned, "parcels", r.Parcels,
 				"pruned", r.Pruned, "seconds", r.Duration.Seconds())
 		}
-	}
+	})
 }

@@ -79,25 +79,15 @@ type Pruner interface {
 // RunPruneEvery calls p.Prune with policy every interval until ctx ends,
 // logging each result; a failure is logged and retried at the next tick.
 func RunPruneEvery(ctx context.Context, p Pruner, policy RetentionPolicy, interval time.Duration, log *slog.Logger) {
-	if interval <= 0 {
-		return
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	runEvery(ctx, interval, nil, func(ctx context.Context) {
 		r, err := p.Prune(ctx, policy)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("prune failed; retried at the next interval", "error", err.Error())
 			}
-			continue
+			return
 		}
 		log.Info("pruned", "jobs", r.Jobs, "claims", r.Claims, "stale_claims", r.StaleClaims,
 			"report_assignments", r.ReportAssignments+r.Assignments, "kept_by_order", r.KeptByOrder, "seconds", r.Duration.Seconds())
-	}
+	})
 }
