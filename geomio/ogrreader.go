@@ -235,7 +235,7 @@ func (r *ogrReader) Next() bool {
 func (r *ogrReader) decode() bool {
 	pl := &r.plan[r.cur]
 	r.fid = r.l.FID()
-	raw, curved, err := r.l.WKB(pl.field, pl.swap)
+	raw, info, err := r.l.WKB(pl.field, pl.swap)
 	if err != nil {
 		return r.fail("unreadable geometry", err)
 	}
@@ -258,8 +258,11 @@ func (r *ogrReader) decode() bool {
 			g = setSRID(g, pl.layer.SRID)
 		}
 	}
-	if curved {
+	if info.Curved {
 		pl.layer.Linearised++
+	}
+	if info.DroppedZM {
+		pl.layer.DroppedZM++
 	}
 	props, err := r.properties(pl)
 	if err != nil {
