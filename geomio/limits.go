@@ -42,6 +42,11 @@ type Limits struct {
 	// MaxFeatures bounds the features of one upload; 0 (the default) is
 	// no limit.
 	MaxFeatures int64
+	// MaxKMLBytes bounds the size of one KML document (a .kml, or the
+	// .kml of a KMZ), checked before GDAL opens it: GDAL's KML readers
+	// parse the whole document into memory (LIBKML about 8 bytes per byte
+	// of KML), the one reader here whose memory grows with the file.
+	MaxKMLBytes int64
 }
 
 // DefaultLimits are the limits used for zero fields of Options.Limits.
@@ -56,6 +61,7 @@ var DefaultLimits = Limits{
 	MaxPropertyBytes:     1 << 20,
 	MaxProperties:        10_000,
 	MaxLayers:            1000,
+	MaxKMLBytes:          8 << 20,
 }
 
 // The names of the limits. Each is also the name of the geoingest flag
@@ -71,6 +77,7 @@ const (
 	LimitProperties    = "max-properties"
 	LimitLayers        = "max-layers"
 	LimitFeatures      = "max-features"
+	LimitKMLBytes      = "max-kml-bytes"
 )
 
 // LimitEnv returns the environment variable of the limit called name.
@@ -238,6 +245,7 @@ type limitedReader struct {
 	features int64
 	layers   int
 	layer    string
+	zm       int64 // features of the current layer with Feature.DroppedZM
 	err      error
 }
 
@@ -251,7 +259,7 @@ func (r *limitedReader) Next() bool {
 	}
 	f := r.Reader.Feature()
 	if r.layers == 0 || f.Layer != r.layer {
-		r.layer = f.Layer
+		r.layer, r.zm = f.Layer, 0
 		if r.layers++; r.layers > r.lim.MaxLayers {
 			r.err = uploadLimitError(r.file, overLimit(LimitLayers, int64(r.lim.MaxLayers), "more than %d layers"))
 			return false
@@ -265,7 +273,20 @@ func (r *limitedReader) Next() bool {
 		r.err = FeatureLimitError(r.file, f.Layer, f.Index, le)
 		return false
 	}
+	if f.DroppedZM {
+		r.zm++
+	}
 	return true
+}
+
+// Layer is the wrapped reader's, with DroppedZM counted from the current
+// layer's features.
+func (r *limitedReader) Layer() Layer {
+	l := r.Reader.Layer()
+	if r.layers > 0 && l.Name == r.layer {
+		l.DroppedZM = r.zm
+	}
+	return l
 }
 
 func (r *limitedReader) Err() error {
@@ -304,6 +325,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxFeatures < 0 {
 		l.MaxFeatures = 0
+	}
+	if l.MaxKMLBytes <= 0 {
+		l.MaxKMLBytes = DefaultLimits.MaxKMLBytes
 	}
 	return l
 }

@@ -60,6 +60,11 @@ type ogrLayer struct {
 // opts.Layers narrows the choice. Non-spatial tables are ignored. A dataset
 // with no geometry at all is an *Error.
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
+	if f.name == FormatKML {
+		if err := checkKMLSize(path, file, opts.Limits.withDefaults().MaxKMLBytes); err != nil {
+			return nil, err
+		}
+	}
 	ds, err := ogr.Open(path, f.drivers, f.options)
 	if errors.Is(err, ogr.ErrNoGDAL) {
 		return nil, fmt.Errorf("%s: %w", file, err) // the machine's fault, not the file's
@@ -261,9 +266,6 @@ func (r *ogrReader) decode() bool {
 	if info.Curved {
 		pl.layer.Linearised++
 	}
-	if info.DroppedZM {
-		pl.layer.DroppedZM++
-	}
 	props, err := r.properties(pl)
 	if err != nil {
 		var le *LimitError
@@ -272,7 +274,7 @@ func (r *ogrReader) decode() bool {
 		}
 		return r.fail("attributes", err)
 	}
-	r.feat = Feature{Index: r.idx, Layer: pl.layer.Name, Geom: g, Properties: props}
+	r.feat = Feature{Index: r.idx, Layer: pl.layer.Name, Geom: g, Properties: props, DroppedZM: info.DroppedZM}
 	r.idx++
 	return true
 }

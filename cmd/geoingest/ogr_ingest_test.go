@@ -145,3 +145,44 @@ func TestJobsShowGeometryChanges(t *testing.T) {
 		require.Equal(t, want, []int64{c.Linearised, c.DroppedZM}, c.Layer)
 	}
 }
+
+// TestIngestKMLOverSizeLimit: `geoingest ingest` of a KML larger than
+// --max-kml-bytes (GDAL reads KML whole) fails permanently, naming the file
+// and what to do, with the claim FAILED and nothing written; delivered again
+// with the limit raised, the same job (a limit is not part of its key) is
+// written.
+func TestIngestKMLOverSizeLimit(t *testing.T) {
+	if !ogr.Available {
+		t.Skip("built without GDAL")
+	}
+	if _, err := exec.LookPath("ogr2ogr"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
+		}
+		t.Skip("ogr2ogr not found")
+	}
+	t.Parallel()
+	kml := filepath.Join(t.TempDir(), "counties.kml")
+	out, err := exec.Command("ogr2ogr", "-f", "KML", kml, "../../testdata/corpus/six_counties/six_counties.shp", "-nln", "counties").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_MAX_KML_BYTES": "1KiB"}
+
+	code, stdout, _ := run(t, env, "ingest", "--json", kml)
+	require.Equal(t, 1, code, stdout)
+	l := parseLines(t, stdout)[0]
+	require.Equal(t, "failed", l.Outcome)
+	require.Contains(t, l.Error, "file://"+kml+": KML too large: a KML document of ")
+	require.Contains(t, l.Error, "more than 1024: GDAL's KML reader holds the whole document in memory; convert it to a GeoPackage or FlatGeobuf")
+	require.Contains(t, l.Error, "over the limit (raise it with --max-kml-bytes or GEOINGEST_MAX_KML_BYTES)")
+	require.Equal(t, "FAILED", queryString(t, db, `SELECT state FROM claims`))
+	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM jobs`))
+	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM parcels`))
+
+	code, stdout, errOut := run(t, env, "ingest", "--json", "--max-kml-bytes", "1MiB", kml)
+	require.Equal(t, 0, code, errOut)
+	again := parseLines(t, stdout)[0]
+	require.Equal(t, "written", again.Outcome)
+	require.Equal(t, l.JobID, again.JobID)
+	require.EqualValues(t, 6, again.Features)
+}
