@@ -30,7 +30,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		return fmt.Errorf("job table: %w", err)
 	}
 	rows := prepare.New(ctx, r, job.Params, s.KnownSRID)
-	if _, err := copyRows(ctx, g.tx, table, false, g.ref > 0, g.ref, rows); err != nil {
+	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, g.ref > 0, g.ref, rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
@@ -39,7 +39,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		if err := g.q.CreateStaging(ctx); err != nil {
 			return err
 		}
-		if _, err := copyRows(ctx, g.tx, "geoingest_staging", true, false, 0, rows); err != nil {
+		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, false, 0, rows); err != nil {
 			return err
 		}
 		if _, err := g.q.InsertStagedFeatures(ctx, db.InsertStagedFeaturesParams{TargetTable: target, JobRef: g.ref}); err != nil {
@@ -88,11 +88,11 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 // prepare.Direct, and ref is the job's job_ref. freeze asks for COPY
 // FREEZE, allowed because the table was created in this transaction.
 //
-// The table name is geoingest_staging or one that
-// geoingest_create_job_table returned: never input. It returns the
+// The table is geoingest_staging or the one that
+// geoingest_create_job_storage returned: never input. It returns the
 // features' own error when they stopped on one, so that its
 // classification survives; a server error is classified by normaliseErr.
-func copyRows(ctx context.Context, tx pgx.Tx, table string, staged, freeze bool, ref int64, feats *prepare.Features) (int64, error) {
+func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, staged, freeze bool, ref int64, feats *prepare.Features) (int64, error) {
 	cols := " (job_ref, feature_index, layer, properties, geom, area_m2)"
 	mode, enc := prepare.Direct, featureTuple(ref)
 	if staged {
@@ -103,7 +103,7 @@ func copyRows(ctx context.Context, tx pgx.Tx, table string, staged, freeze bool,
 	if freeze {
 		opts = " FROM STDIN (FORMAT binary, FREEZE)"
 	}
-	sql := "COPY " + pgx.Identifier{table}.Sanitize() + cols + opts
+	sql := "COPY " + table.Sanitize() + cols + opts
 
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
