@@ -321,12 +321,14 @@ func TestMigration0006DownAndUp(t *testing.T) {
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT sum(parcels) FROM geoingest_area_by_point_on_surface('name', NULL)`).Scan(&n))
 	require.EqualValues(t, 72, n, "migration 0002's report")
 	e.exec(t, string(up))
-	// Migration 0012 replaced 0006's geoingest_report_compute (the same
-	// cells, summed in another order): apply it again too, so that the
-	// report is computed by the function that computed it before.
-	later, err := os.ReadFile("../../migrations/0012_year.up.sql")
-	require.NoError(t, err)
-	e.exec(t, string(later))
+	// Migrations 0012 and 0015 replaced 0006's geoingest_report_compute
+	// (the same cells, summed in another order): apply them again too, so
+	// that the report is computed by the function that computed it before.
+	for _, m := range []string{"0012_year", "0015_report_refresh"} {
+		later, err := os.ReadFile("../../migrations/" + m + ".up.sql")
+		require.NoError(t, err)
+		e.exec(t, string(later))
+	}
 	after, err := e.store.AreaReport(ctx, ingest.AreaQuery{})
 	require.NoError(t, err)
 	require.Equal(t, before.Rows, after.Rows)

@@ -200,6 +200,17 @@ type ParcelsShared struct {
 	AreaM2       pgtype.Float8
 }
 
+type ReportAdminGeneration struct {
+	AdminGeneration  string
+	PipelineVersion  string
+	UnitIds          []int64
+	OverlappingUnits []int64
+	UnitMaxseg       []float64
+	Coverage         interface{}
+	Seconds          float64
+	PreparedAt       pgtype.Timestamptz
+}
+
 type ReportAssignment struct {
 	ParcelJobID     string
 	AdminGeneration string
