@@ -61,7 +61,13 @@ pgsrc=${PARCELGEN_DIR:-../shared/tools/parcelgen}
 for c in ogr2ogr psql; do command -v $c >/dev/null || { echo "bench: $c not found" >&2; exit 1; }; done
 [ -x /usr/bin/time ] || { echo "bench: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
 
-go build -o "$work/geoingest" ./cmd/geoingest
+# The binary is built, then installed by a copy, as a package or an image
+# layer puts it on disk, like ogr2ogr's: Linux maps a whole page-cache
+# folio on a fault in it, and the file the linker has just written sits in
+# the page cache in folios of up to 2 MB, which adds some 10 MB of its
+# pages to the process's RSS (docs/benchmarks.md, "Memory").
+go build -o "$work/geoingest.built" ./cmd/geoingest
+cp "$work/geoingest.built" "$work/geoingest.new" && mv -f "$work/geoingest.new" "$work/geoingest"
 [ -z "${RSS_BY_MAPPING:-}" ] || go build -o "$work/rssmap" ./internal/rssmap
 if [ ! -x "$work/parcelgen" ]; then
   rm -rf "$work/parcelgen-src"
