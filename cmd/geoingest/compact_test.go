@@ -164,13 +164,12 @@ func ogrLayers(t *testing.T, conn string) map[string]string {
 var storageLayer = regexp.MustCompile(`^(parcels|admin_units)_(shared|job_[0-9]+)$`)
 
 // analystLayers are the relations with a geometry column that a client may
-// list unqualified: what analysts read. report_admin_generations (migration
-// 0015, the report refresh's cache of each admin generation's coverage) is
-// listed too, with no geometry type: it is not for analysts, and belongs
-// in geoingest_store (it needs a migration of its own).
+// list unqualified: what analysts read. Internal tables with geometry
+// (report_admin_generations, the report refresh's cache) hold it in the
+// domain geoingest_internal_geometry (migration 0017), so none is listed.
 var analystLayers = map[string]bool{
 	"parcels": true, "admin_units": true, "geoingest_current_parcels": true, "geoingest_current_admin_units": true,
-	"geoingest_features": true, "geoingest_report_parcels": true, "report_admin_generations": true,
+	"geoingest_features": true, "geoingest_report_parcels": true,
 }
 
 // TestCompactRolesAndWhatClientsList: what GDAL's PostgreSQL driver (QGIS,
