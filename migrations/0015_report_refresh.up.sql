@@ -266,11 +266,12 @@ LANGUAGE sql STABLE PARALLEL RESTRICTED SET jit = off SET enable_nestloop = off 
 $$;
 
 -- geoingest_report_cells (migration 0006) with the overlapping units of
--- the generation as prepared, when it is.
+-- the generation as prepared, when it is; parallel restricted, as
+-- geoingest_report_compute now is.
 CREATE OR REPLACE FUNCTION geoingest_report_cells(pipeline_version text)
 RETURNS TABLE (unit_id bigint, pos_parcels bigint, pos_area_m2 double precision,
                int_parcels bigint, int_area_m2 double precision)
-LANGUAGE sql STABLE PARALLEL SAFE SET jit = off AS $$
+LANGUAGE sql STABLE PARALLEL RESTRICTED SET jit = off AS $$
     WITH g AS MATERIALIZED (
         SELECT geoingest_admin_generation($1) AS gen
     ), j AS MATERIALIZED (

@@ -136,10 +136,11 @@ func benchFileJob(b *testing.B, path, key, target string) ingest.Job {
 	return job
 }
 
-// writeBenchAdmin writes parcel.AdminUnitsDetailed(12, 10, detail).
-func writeBenchAdmin(b *testing.B, path string, detail int) {
+// writeBenchAdmin writes parcel.AdminUnitsDetailed(12, 10, detail), and
+// the extra units after them.
+func writeBenchAdmin(b testing.TB, path string, detail int, extra ...parcel.Admin) {
 	benchWriteFeatures(b, path, func(w *bufio.Writer) {
-		for i, a := range parcel.AdminUnitsDetailed(12, 10, detail) {
+		for i, a := range append(parcel.AdminUnitsDetailed(12, 10, detail), extra...) {
 			if i > 0 {
 				w.WriteString(",\n")
 			}
@@ -150,9 +151,14 @@ func writeBenchAdmin(b *testing.B, path string, detail int) {
 
 // writeBenchCounty writes n parcels of the generator's grid moved into the
 // middle sixteenth of its extent, as the year simulation's probe.
-func writeBenchCounty(b *testing.B, path string, n int) {
+func writeBenchCounty(b testing.TB, path string, n int) {
 	w0, h0 := (parcel.MaxLon-parcel.MinLon)/4, (parcel.MaxLat-parcel.MinLat)/4
-	x0, y0 := parcel.MinLon+1.5*w0, parcel.MinLat+1.5*h0
+	writeBenchParcelsIn(b, path, n, parcel.MinLon+1.5*w0, parcel.MinLat+1.5*h0)
+}
+
+// writeBenchParcelsIn writes n parcels of the generator's grid, scaled to
+// a quarter of its extent's width and height, from (x0, y0).
+func writeBenchParcelsIn(b testing.TB, path string, n int, x0, y0 float64) {
 	g := parcel.NewGrid(n)
 	benchWriteFeatures(b, path, func(w *bufio.Writer) {
 		var fb []byte
@@ -175,7 +181,7 @@ func writeBenchCounty(b *testing.B, path string, n int) {
 	})
 }
 
-func benchWriteFeatures(b *testing.B, path string, features func(w *bufio.Writer)) {
+func benchWriteFeatures(b testing.TB, path string, features func(w *bufio.Writer)) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)

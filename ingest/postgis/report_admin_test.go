@@ -268,6 +268,11 @@ func TestReportAssignmentsFollowGenerations(t *testing.T) {
 	e.rpIngest(t, admin, "admin_units")
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM report_assignments`).Scan(&n))
 	require.Equal(t, 1, n, "the assignment to the old generation is pruned")
+	var gens []string
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT coalesce(array_agg(admin_generation), '{}') FROM report_admin_generations
+		WHERE admin_generation = geoingest_admin_generation(pipeline_version)`).Scan(&gens))
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM report_admin_generations`).Scan(&n))
+	require.Equal(t, []int{1, 1}, []int{len(gens), n}, "only the current admin generation stays prepared")
 	r, err = e.store.AreaReport(ctx, ingest.AreaQuery{})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, rowsByUnit(r)["East"].Parcels)
