@@ -86,29 +86,45 @@ var SetRules = []SetRule{
 	// waits, and one uploaded with its .xsd (or .gfs) is read with it.
 	{Main: ".gml", Parts: GMLSchemaParts},
 	{Main: ".xml", Parts: GMLSchemaParts},
+	{Main: ".gml.gz", Parts: GMLSchemaParts},
+	{Main: ".xml.gz", Parts: GMLSchemaParts},
 }
 
 // SetRuleOf returns the rule of name (a path or an object key) when it is
-// the main file of a multi-file format.
+// the main file of a multi-file format: its name ends in the rule's Main
+// (compared case-insensitively; a Main may have two extensions, as
+// .gml.gz).
 func SetRuleOf(name string) (SetRule, bool) {
 	for _, r := range SetRules {
-		if strings.EqualFold(path.Ext(name), r.Main) {
+		if mainSuffix(name, r) {
 			return r, true
 		}
 	}
 	return SetRule{}, false
 }
 
-// IsSetPart reports whether name's extension is the main file or a part
-// of one of SetRules (a shapefile's, a MapInfo table's, a GML file's).
-func IsSetPart(name string) bool {
+func mainSuffix(name string, r SetRule) bool {
+	return len(name) > len(r.Main) && strings.EqualFold(name[len(name)-len(r.Main):], r.Main)
+}
+
+// SetStem returns name (a path or an object key) without the extension
+// that makes it the main file or a part of one of SetRules (a
+// shapefile's, a MapInfo table's, a GML file's), and whether it is one.
+func SetStem(name string) (string, bool) {
+	if r, ok := SetRuleOf(name); ok {
+		return name[:len(name)-len(r.Main)], true
+	}
 	for _, r := range SetRules {
-		if hasExt([]string{r.Main}, path.Ext(name)) || hasExt(r.Parts, path.Ext(name)) {
-			return true
+		if hasExt(r.Parts, path.Ext(name)) {
+			return strings.TrimSuffix(name, path.Ext(name)), true
 		}
 	}
-	return false
+	return "", false
 }
+
+// IsSetPart reports whether name is the main file or a part of one of
+// SetRules (a shapefile's, a MapInfo table's, a GML file's).
+func IsSetPart(name string) bool { _, ok := SetStem(name); return ok }
 
 // IsFileSet reports whether name is the main file of a multi-file format
 // (a .shp, .tab, .mif, or a .gml or .xml with its optional schema).
@@ -135,7 +151,7 @@ func FindShapefileSet(mainPath string) (ShapefileSet, error) {
 	}
 	set := ShapefileSet{Parts: map[string]string{rule.Main: mainPath}, rule: rule}
 	dir, base := filepath.Split(mainPath)
-	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	stem := base[:len(base)-len(rule.Main)]
 	if dir == "" {
 		dir = "."
 	}
