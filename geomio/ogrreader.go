@@ -61,11 +61,6 @@ type ogrLayer struct {
 // opts.Layers narrows the choice. Non-spatial tables are ignored. A dataset
 // with no geometry at all is an *Error.
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
-	if f.name == FormatKML {
-		if err := checkKMLSize(path, file, opts.Limits.withDefaults().MaxKMLBytes); err != nil {
-			return nil, err
-		}
-	}
 	options := f.options
 	if f.name == FormatGML {
 		options = append(slices.Clip(options), gmlSchemaOptions(path)...)
@@ -179,14 +174,6 @@ func pickGeomField(l *ogr.Layer, format, want string) (int, error) {
 		}
 	}
 	return 0, nil
-}
-
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = strconv.Quote(n)
-	}
-	return strings.Join(q, ", ")
 }
 
 // overLimit fails the current feature over a limit (FeatureLimitError).
