@@ -196,10 +196,10 @@ func zipOGRLayer(ext string) bool {
 }
 
 // zipOGRPart reports whether a zip entry with extension ext is extracted
-// for GDAL: a layer file or a MapInfo part.
+// for GDAL: a layer file, a MapInfo part or a GML schema (GMLSchemaParts).
 func zipOGRPart(ext string) bool {
 	switch ext {
-	case ".dat", ".map", ".id", ".mid":
+	case ".dat", ".map", ".id", ".mid", ".xsd", ".gfs":
 		return true
 	}
 	return zipOGRLayer(ext)
