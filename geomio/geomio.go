@@ -72,6 +72,9 @@ type Layer struct {
 	// Linearised counts the features read so far whose curves (arcs,
 	// curve polygons) were approximated by line segments.
 	Linearised int64
+	// DroppedZM counts the features read so far whose geometry had Z or M
+	// coordinates, dropped (the formats read with GDAL; 0 for the others).
+	DroppedZM int64
 }
 
 // Reader is a pull iterator over the features of one layer.

@@ -60,6 +60,11 @@ type ogrLayer struct {
 // opts.Layers narrows the choice. Non-spatial tables are ignored. A dataset
 // with no geometry at all is an *Error.
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
+	if f.name == FormatKML {
+		if err := checkKMLSize(path, file, opts.Limits.withDefaults().MaxKMLBytes); err != nil {
+			return nil, err
+		}
+	}
 	ds, err := ogr.Open(path, f.drivers, f.options)
 	if errors.Is(err, ogr.ErrNoGDAL) {
 		return nil, fmt.Errorf("%s: %w", file, err) // the machine's fault, not the file's
@@ -235,7 +240,7 @@ func (r *ogrReader) Next() bool {
 func (r *ogrReader) decode() bool {
 	pl := &r.plan[r.cur]
 	r.fid = r.l.FID()
-	raw, curved, err := r.l.WKB(pl.field, pl.swap)
+	raw, info, err := r.l.WKB(pl.field, pl.swap)
 	if err != nil {
 		return r.fail("unreadable geometry", err)
 	}
@@ -258,8 +263,11 @@ func (r *ogrReader) decode() bool {
 			g = setSRID(g, pl.layer.SRID)
 		}
 	}
-	if curved {
+	if info.Curved {
 		pl.layer.Linearised++
+	}
+	if info.DroppedZM {
+		pl.layer.DroppedZM++
 	}
 	props, err := r.properties(pl)
 	if err != nil {

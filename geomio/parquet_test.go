@@ -15,6 +15,7 @@ import (
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/wkb"
@@ -227,6 +228,10 @@ func FuzzGeoParquet(f *testing.F) {
 	f.Add(seed)
 	f.Add(seed[:len(seed)-10])
 	f.Add([]byte("PAR1PAR1"))
+	// Page headers that claim 1 GiB, uncompressed and compressed
+	// (TestGeoParquetHostilePageHeader).
+	f.Add(withPageHeader(f, seed, func(h *format.PageHeader) { h.UncompressedPageSize = 1 << 30 }))
+	f.Add(withPageHeader(f, seed, func(h *format.PageHeader) { h.CompressedPageSize = 1 << 30 }))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := filepath.Join(t.TempDir(), "f.parquet")
 		require.NoError(t, os.WriteFile(path, b, 0o644))

@@ -47,7 +47,11 @@ type JobDetail struct {
 	SkippedNull     int64           `json:"skipped_null"`
 	SkippedType     int64           `json:"skipped_type"`
 	RepairedInvalid int64           `json:"repaired_invalid"`
-	CommittedAt     *time.Time      `json:"committed_at,omitempty"`
+	// LinearisedCurves and DroppedZM count the features whose curves were
+	// approximated by line segments, and whose Z or M were dropped.
+	LinearisedCurves int64      `json:"linearised_curves"`
+	DroppedZM        int64      `json:"dropped_zm"`
+	CommittedAt      *time.Time `json:"committed_at,omitempty"`
 	// SourceCurrentJob is the job id of the source's current generation
 	// ("" if none): the job itself when it is current.
 	SourceCurrentJob string `json:"source_current_job_id,omitempty"`

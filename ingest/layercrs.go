@@ -6,7 +6,7 @@ import (
 
 // LogLayers returns a LayerReader of r: it remembers every layer r
 // yields a feature of, as r last described it (Layer's counts, such as
-// Linearised, are final once the layer's last feature is read).
+// Linearised and DroppedZM, are final once the layer's last feature is read).
 func LogLayers(r geomio.Reader) LayerReader { return &layerLog{Reader: r} }
 
 // layerLog is the LayerReader LogLayers returns.
@@ -21,8 +21,8 @@ func (l *layerLog) Next() bool {
 	}
 	if name := l.Reader.Feature().Layer; len(l.layers) == 0 || l.layers[len(l.layers)-1].Name != name {
 		l.layers = append(l.layers, l.Reader.Layer())
-	} else if lay := l.Reader.Layer(); lay.Linearised != l.layers[len(l.layers)-1].Linearised {
-		l.layers[len(l.layers)-1] = lay
+	} else if lay, last := l.Reader.Layer(), &l.layers[len(l.layers)-1]; lay.Linearised != last.Linearised || lay.DroppedZM != last.DroppedZM {
+		*last = lay
 	}
 	return true
 }
@@ -46,4 +46,12 @@ type LayerCRS struct {
 	Transformation string `json:"transformation,omitempty"`
 	// SourceText is the CRS as the file gave it (the .prj, the crs member).
 	SourceText string `json:"source_text,omitempty"`
+	// GeometryField is the geometry field read when the layer has several
+	// (GML); "" otherwise.
+	GeometryField string `json:"geometry_field,omitempty"`
+	// LinearisedCurves and DroppedZM count the layer's features whose
+	// curves were approximated by line segments, and whose Z or M
+	// coordinates were dropped (geomio.Layer).
+	LinearisedCurves int64 `json:"linearised_curves"`
+	DroppedZM        int64 `json:"dropped_zm"`
 }

@@ -193,10 +193,11 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
 	}
-	// What GDAL's readers approximated or chose, per layer.
+	// What GDAL's readers approximated, dropped or chose, per layer (also
+	// recorded on the job by the write gate).
 	for _, l := range pr.Layers() {
-		if l.Linearised > 0 || l.GeometryField != "" {
-			log.Info("layer read", "layer", l.Name, "format", l.Format, "geometry_field", l.GeometryField, "linearised_curves", l.Linearised)
+		if l.Linearised > 0 || l.DroppedZM > 0 || l.GeometryField != "" {
+			log.Info("layer read", "layer", l.Name, "format", l.Format, "geometry_field", l.GeometryField, "linearised_curves", l.Linearised, "dropped_zm", l.DroppedZM)
 		}
 	}
 	// Count and log the commit first, then refresh the report assignments.

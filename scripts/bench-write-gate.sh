@@ -20,8 +20,9 @@
 #   formats  a fresh load of FORMATS_N (default BASE_N) parcels from a
 #            GeoPackage and from a FlatGeobuf (made from the same data with
 #            ogr2ogr) into an empty database: geoingest (GDAL's OGR through
-#            cgo) against ogr2ogr --config PG_USE_COPY YES. Not in the
-#            default cases.
+#            cgo) against ogr2ogr --config PG_USE_COPY YES, and the raw COPY
+#            limit as in fresh. Prints the load average of each round. Not
+#            in the default cases.
 #   small    SMALL_JOBS small GeoJSON files (1-3 parcels each) in an inbox,
 #            served by 1, 2, 4 and 8 `geoingest serve --inbox` processes
 #            (PROCS) on one fresh database: every process delivers every
@@ -31,7 +32,9 @@
 # Environment: ROUNDS (3), BASE_N (1000000), APPEND_N (100000), SMALL_JOBS
 # (10000), SMALL_POLL (2s: the inbox's poll interval; each poll walks
 # and stats the whole inbox, so a short one measures the walk), PROCS
-# ("1 2 4 8"), BENCH_DIR (a new temporary directory; data
+# ("1 2 4 8"), RSS_BY_MAPPING (set: after fresh's and formats' rounds, one
+# more untimed run of each side under internal/rssmap, which prints the
+# peak's resident memory by mapping), BENCH_DIR (a new temporary directory; data
 # is generated once there and reused), PARCELGEN_DIR
 # (../shared/tools/parcelgen). Needs ogr2ogr (gdal-bin), psql and
 # /usr/bin/time. Uses the embedded cluster in $BENCH_DIR/home.
@@ -59,6 +62,7 @@ for c in ogr2ogr psql; do command -v $c >/dev/null || { echo "bench: $c not foun
 [ -x /usr/bin/time ] || { echo "bench: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
 
 go build -o "$work/geoingest" ./cmd/geoingest
+[ -z "${RSS_BY_MAPPING:-}" ] || go build -o "$work/rssmap" ./internal/rssmap
 if [ ! -x "$work/parcelgen" ]; then
   rm -rf "$work/parcelgen-src"
   cp -r "$pgsrc" "$work/parcelgen-src"
@@ -135,6 +139,18 @@ dumprows() {
   case $(rowcols "$1") in *area_m2) extra=", f.area_m2" ;; esac
   sql "$1" -c "\\copy (SELECT $ref, f.feature_index, f.layer, f.properties, f.geom$extra FROM geoingest_features f JOIN jobs j ON j.job_ref = f.job_ref AND j.target_table = f.target_table WHERE j.job_id = '$2') TO '$3' (FORMAT binary)"
 }
+# bymapping LABEL CMD...: runs CMD once more, untimed, under rssmap, and
+# prints where its resident memory is at its peak (RSS_BY_MAPPING=1).
+bymapping() {
+  local label=$1; shift
+  "${psqlcmd[@]}" "$(dburl postgres)" -c CHECKPOINT
+  echo
+  echo "Peak RSS by mapping: $label"
+  echo
+  echo '```'
+  "$work/rssmap" -- "$@"
+  echo '```'
+}
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 
@@ -200,6 +216,15 @@ fresh)
     done
     summary "fresh $base_n ($f)" "$work/fresh-$f.txt"
   done
+  if [ -n "${RSS_BY_MAPPING:-}" ]; then
+    for f in shp geojson; do
+      freshdb bench_fresh
+      bymapping "geoingest, $f" "$work/geoingest" ingest --json --database-url "$(dburl bench_fresh)" --pipeline-version "fresh-$f-map" "$bd/parcels_$base_n.$f"
+      freshdb bench_fresh
+      bymapping "ogr2ogr, $f" ogr2ogr --config PG_USE_COPY YES -f PostgreSQL "PG:$(dburl bench_fresh)" "$bd/parcels_$base_n.$f" -nln ogr_parcels -overwrite \
+        -nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom -lco SPATIAL_INDEX=GIST
+    done
+  fi
   ;;
 replace)
   bd=$(data "$base_n")
@@ -278,7 +303,8 @@ small)
   ;;
 formats)
   # The formats read with GDAL: geoingest (OGR through cgo) against
-  # ogr2ogr, each loading FORMATS_N parcels into an empty database.
+  # ogr2ogr, each loading FORMATS_N parcels into an empty database, and
+  # the raw COPY limit of the same rows.
   n=${FORMATS_N:-$base_n}
   bd=$(data "$n")
   for f in gpkg fgb; do
@@ -286,24 +312,39 @@ formats)
       "$bd/parcels_$n.geojsonl" -nln parcels -nlt MULTIPOLYGON 2>/dev/null
   done
   echo
-  echo "Fresh load of $n parcels from a GeoPackage and a FlatGeobuf into an empty database: geoingest against ogr2ogr --config PG_USE_COPY YES"
+  echo "Fresh load of $n parcels from a GeoPackage and a FlatGeobuf into an empty database: geoingest against ogr2ogr --config PG_USE_COPY YES (raw COPY limit: binary COPY of geoingest's rows into an empty table shaped like parcels, then the GiST build)"
   echo
-  echo "| format | input size | geoingest wall | ogr2ogr wall | geoingest / ogr2ogr, wall (of medians; per round) | CPU: geoingest / ogr2ogr | geoingest peak RSS | ogr2ogr peak RSS |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| format | input size | geoingest wall | ogr2ogr wall | raw COPY + GiST wall | geoingest / ogr2ogr, wall (of medians; per round) | CPU: geoingest / ogr2ogr / raw COPY | CPU ratio geoingest / ogr2ogr (per round) | geoingest peak RSS | ogr2ogr peak RSS | load average |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for f in gpkg fgb; do
     file="$bd/parcels_$n.$f"
     : > "$work/formats-$f.txt"
     for r in $(seq "$rounds"); do
       freshdb bench_formats
-      ingest bench_formats "$file" "formats-$f-$r"; gt=$T; gm=$RSS; gc=$CPU
+      ingest bench_formats "$file" "formats-$f-$r"; gt=$T; gm=$RSS; gc=$CPU; gcs="client $CCPU + server $SCPU"
+      dumprows bench_formats "$JOB" "$work/rows.bin"
       freshdb bench_formats
-      ogr bench_formats "$file" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU
-      echo "$gt $ot $gm $om $gc $oc" >> "$work/formats-$f.txt"
-      echo "#   $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU)" >&2
+      ogr bench_formats "$file" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU; ocs="client $CCPU + server $SCPU"
+      freshdb bench_formats
+      timed "${psqlcmd[@]}" "$(dburl bench_formats)" -c "CREATE TABLE raw (LIKE parcels INCLUDING DEFAULTS INCLUDING GENERATED)" \
+        -c "\\copy raw ($(rowcols bench_formats)) FROM '$work/rows.bin' (FORMAT binary)" \
+        -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T; rc=$CPU
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      echo "$gt $ot $gm $om $gc $oc $rt $rc $load" >> "$work/formats-$f.txt"
+      echo "#   $f round $r (load $load): geoingest ${gt} s (${gm} MB, ${gc} s CPU: ${gcs}), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU: ${ocs}), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
     done
     fc() { cut -d' ' -f"$1" "$work/formats-$f.txt" | median; }
-    echo "| $f | $(du -h --apparent-size "$file" | cut -f1) | $(fc 1) s | $(fc 2) s | $(ratio "$(fc 1)" "$(fc 2)") ($(awk '{printf "%s%.2f", (NR>1?" ":""), $1/$2}' "$work/formats-$f.txt")) | $(fc 5) / $(fc 6) s | $(fc 3) MB | $(fc 4) MB |"
+    echo "| $f | $(du -h --apparent-size "$file" | cut -f1) | $(fc 1) s | $(fc 2) s | $(fc 7) s | $(ratio "$(fc 1)" "$(fc 2)") ($(awk '{printf "%s%.2f", (NR>1?" ":""), $1/$2}' "$work/formats-$f.txt")) | $(fc 5) / $(fc 6) / $(fc 8) s | $(ratio "$(fc 5)" "$(fc 6)") ($(awk '{printf "%s%.2f", (NR>1?" ":""), $5/$6}' "$work/formats-$f.txt")) | $(fc 3) MB | $(fc 4) MB | $(cut -d' ' -f9 "$work/formats-$f.txt" | xargs) |"
   done
+  if [ -n "${RSS_BY_MAPPING:-}" ]; then
+    for f in gpkg fgb; do
+      freshdb bench_formats
+      bymapping "geoingest, $f" "$work/geoingest" ingest --json --database-url "$(dburl bench_formats)" --pipeline-version "formats-$f-map" "$bd/parcels_$n.$f"
+      freshdb bench_formats
+      bymapping "ogr2ogr, $f" ogr2ogr --config PG_USE_COPY YES -f PostgreSQL "PG:$(dburl bench_formats)" "$bd/parcels_$n.$f" -nln ogr_parcels -overwrite \
+        -nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom -lco SPATIAL_INDEX=GIST
+    done
+  fi
   ;;
 *) echo "bench: unknown case $c" >&2; exit 2 ;;
 esac

@@ -82,6 +82,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 			row("status", j.Status+": "+generation)
 			row("target", fmt.Sprintf("%s, pipeline version %s", j.Target, j.PipelineVersion))
 			row("features", fmt.Sprintf("%d, %.2f m² (skipped: %d null, %d wrong type; %d repaired)", j.Features, j.AreaM2, j.SkippedNull, j.SkippedType, j.RepairedInvalid))
+			row("geometries", fmt.Sprintf("%d with curves linearised, %d with Z/M dropped", j.LinearisedCurves, j.DroppedZM))
 			row("version", fmt.Sprintf("%s (order %s)", j.VersionToken, j.OrderToken))
 			row("content", j.ContentHash)
 			if j.Encoding != "" {
@@ -165,6 +166,12 @@ func crsRows(row func(k string, v any), c ingest.LayerCRS, named bool) {
 	}
 	if c.SourceText != "" {
 		row("  file's text", strings.Join(strings.Fields(c.SourceText), " "))
+	}
+	if c.GeometryField != "" {
+		row("  geometry field", c.GeometryField)
+	}
+	if named && (c.LinearisedCurves > 0 || c.DroppedZM > 0) {
+		row("  geometries", fmt.Sprintf("%d with curves linearised, %d with Z/M dropped", c.LinearisedCurves, c.DroppedZM))
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,4 +84,105 @@ func TestIngestGeoPackageAndFileGeodatabase(t *testing.T) {
 		conn.Close(context.Background())
 		require.Equal(t, "bristol counties", strings.Join(got, " "), "every polygon layer, each row with its layer")
 	}
+}
+
+// TestJobsShowGeometryChanges: `jobs show` prints, for a job whose
+// GeoPackage had curves and Z/M (made with ogr2ogr), how many features had
+// their curves linearised and their Z/M dropped, in all and per layer, in
+// the table and in --format json.
+func TestJobsShowGeometryChanges(t *testing.T) {
+	if !ogr.Available {
+		t.Skip("built without GDAL")
+	}
+	if _, err := exec.LookPath("ogr2ogr"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
+		}
+		t.Skip("ogr2ogr not found")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "curves.csv")
+	require.NoError(t, os.WriteFile(csv, []byte(`id,WKT
+1,"CURVEPOLYGON ZM (CIRCULARSTRING ZM (0 0 5 7,1 1 5 7,2 0 5 7,1 -1 5 7,0 0 5 7))"
+2,"POLYGON ZM ((0 0 1 2,1 0 1 2,1 1 1 2,0 0 1 2))"
+`), 0o644))
+	gpkg := filepath.Join(dir, "curves.gpkg")
+	for _, args := range [][]string{
+		{"-f", "GPKG", gpkg, csv, "-a_srs", "EPSG:3857", "-nlt", "GEOMETRYZM", "-nln", "curves"},
+		{"-update", "-nlt", "PROMOTE_TO_MULTI", "-f", "GPKG", gpkg, "../../testdata/corpus/six_counties/six_counties.shp", "-nln", "counties"},
+	} {
+		out, err := exec.Command("ogr2ogr", args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	code, out, errOut := run(t, env, "ingest", "--json", gpkg)
+	require.Equal(t, 0, code, errOut)
+	ls := parseLines(t, out)
+	require.Len(t, ls, 1)
+
+	code, out, errOut = run(t, env, "jobs", "show", ls[0].JobID)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^geometries +1 with curves linearised, 2 with Z/M dropped$`, out)
+	require.Regexp(t, `(?m)^crs \(curves\) .*\n(?:  .*\n)*  geometries +1 with curves linearised, 2 with Z/M dropped$`, out)
+
+	code, out, errOut = run(t, env, "jobs", "show", "--format", "json", ls[0].JobID)
+	require.Equal(t, 0, code, errOut)
+	var j struct {
+		Linearised int64 `json:"linearised_curves"`
+		DroppedZM  int64 `json:"dropped_zm"`
+		CRS        []struct {
+			Layer      string `json:"layer"`
+			Linearised int64  `json:"linearised_curves"`
+			DroppedZM  int64  `json:"dropped_zm"`
+		} `json:"crs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.Equal(t, []int64{1, 2}, []int64{j.Linearised, j.DroppedZM})
+	require.Len(t, j.CRS, 2)
+	for _, c := range j.CRS {
+		want := map[string][]int64{"curves": {1, 2}, "counties": {0, 0}}[c.Layer]
+		require.Equal(t, want, []int64{c.Linearised, c.DroppedZM}, c.Layer)
+	}
+}
+
+// TestIngestKMLOverSizeLimit: `geoingest ingest` of a KML larger than
+// --max-kml-bytes (GDAL reads KML whole) fails permanently, naming the file
+// and what to do, with the claim FAILED and nothing written; delivered again
+// with the limit raised, the same job (a limit is not part of its key) is
+// written.
+func TestIngestKMLOverSizeLimit(t *testing.T) {
+	if !ogr.Available {
+		t.Skip("built without GDAL")
+	}
+	if _, err := exec.LookPath("ogr2ogr"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
+		}
+		t.Skip("ogr2ogr not found")
+	}
+	t.Parallel()
+	kml := filepath.Join(t.TempDir(), "counties.kml")
+	out, err := exec.Command("ogr2ogr", "-f", "KML", kml, "../../testdata/corpus/six_counties/six_counties.shp", "-nln", "counties").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_MAX_KML_BYTES": "1KiB"}
+
+	code, stdout, _ := run(t, env, "ingest", "--json", kml)
+	require.Equal(t, 1, code, stdout)
+	l := parseLines(t, stdout)[0]
+	require.Equal(t, "failed", l.Outcome)
+	require.Contains(t, l.Error, "file://"+kml+": KML too large: a KML document of ")
+	require.Contains(t, l.Error, "more than 1024: GDAL's KML reader holds the whole document in memory; convert it to a GeoPackage or FlatGeobuf")
+	require.Contains(t, l.Error, "over the limit (raise it with --max-kml-bytes or GEOINGEST_MAX_KML_BYTES)")
+	require.Equal(t, "FAILED", queryString(t, db, `SELECT state FROM claims`))
+	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM jobs`))
+	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM parcels`))
+
+	code, stdout, errOut := run(t, env, "ingest", "--json", "--max-kml-bytes", "1MiB", kml)
+	require.Equal(t, 0, code, errOut)
+	again := parseLines(t, stdout)[0]
+	require.Equal(t, "written", again.Outcome)
+	require.Equal(t, l.JobID, again.JobID)
+	require.EqualValues(t, 6, again.Features)
 }

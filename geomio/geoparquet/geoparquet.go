@@ -116,25 +116,34 @@ type prop struct {
 	field parquet.Field
 }
 
-// RatioError is a column chunk whose pages expand more than the ratio
-// Open was given: a decompression bomb, refused before it is read.
+// RatioError is a column chunk, or one page of it, that declares more
+// than the ratio Open was given times its size uncompressed: a
+// decompression bomb, refused before it is read.
 type RatioError struct {
-	Column                   string
+	Column string
+	// Page is the page's index in its column chunk, or -1 for the chunk.
+	Page                     int
 	Compressed, Uncompressed int64
 	Max                      int64
 }
 
 func (e *RatioError) Error() string {
+	if e.Page >= 0 {
+		return fmt.Sprintf("column %q, page %d: a page of %d bytes declares %d uncompressed, more than %d times its size", e.Column, e.Page, e.Compressed, e.Uncompressed, e.Max)
+	}
 	return fmt.Sprintf("column %q: a chunk of %d bytes declares %d uncompressed, more than %d times its size", e.Column, e.Compressed, e.Uncompressed, e.Max)
 }
 
 // Open reads the footer and the `geo` metadata of the Parquet file r of
 // the given size. It checks what the rows will need: a WKB primary
-// geometry column that exists as a byte-array column; and that every
-// column chunk lies inside the file and declares at most maxRatio times
-// its compressed size uncompressed (a *RatioError otherwise; maxRatio <= 0
-// checks nothing), since parquet-go sizes its page buffers by what the
-// file declares.
+// geometry column that exists as a byte-array column; that every column
+// chunk lies inside the file and declares at most maxRatio times its
+// compressed size uncompressed; and, since parquet-go sizes its page
+// buffers by what each page header declares, every page header of every
+// chunk (checkPages): each page inside its chunk, and at most maxRatio
+// times its compressed size uncompressed (a *RatioError otherwise;
+// maxRatio <= 0 checks no ratio). Only the footer and the page headers
+// are read.
 func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 	defer recoverAs(&err, "read the footer")
 	pf, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
@@ -153,7 +162,18 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 				return nil, fmt.Errorf("row group %d, column %q: its chunk (%d bytes at %d) is not inside the file of %d bytes", i, name, md.TotalCompressedSize, start, size)
 			}
 			if maxRatio > 0 && md.TotalUncompressedSize > maxRatio*max(md.TotalCompressedSize, 1<<10) {
-				return nil, &RatioError{Column: name, Compressed: md.TotalCompressedSize, Uncompressed: md.TotalUncompressedSize, Max: maxRatio}
+				return nil, &RatioError{Column: name, Page: -1, Compressed: md.TotalCompressedSize, Uncompressed: md.TotalUncompressedSize, Max: maxRatio}
+			}
+			// Where parquet-go starts reading the chunk's pages.
+			base := md.DataPageOffset
+			if md.DictionaryPageOffset != 0 {
+				base = md.DictionaryPageOffset
+			}
+			if base < 0 || base > size || md.TotalCompressedSize > size-base {
+				return nil, fmt.Errorf("row group %d, column %q: its pages (%d bytes at %d) are not inside the file of %d bytes", i, name, md.TotalCompressedSize, base, size)
+			}
+			if err := checkPages(r, base, md.TotalCompressedSize, maxRatio, name); err != nil {
+				return nil, fmt.Errorf("row group %d, %w", i, err)
 			}
 		}
 	}

@@ -47,7 +47,7 @@ void RegisterOGRCSV(void);
 // GeoParquet paths have no use for. Every GDAL function is called through
 // a pointer that gi_load fills with dlsym; the prototypes come from GDAL's
 // headers.
-#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_IsEmpty) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGRKML) X(RegisterOGRLIBKML) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading)
+#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_Is3D) X(OGR_G_IsEmpty) X(OGR_G_IsMeasured) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGRKML) X(RegisterOGRLIBKML) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading)
 #define GI_DECL(name) static __typeof__(&name) gi_p_##name;
 GI_FUNCS(GI_DECL)
 
@@ -87,7 +87,9 @@ static const char *gi_load(void) {
 #define OGR_G_FlattenTo2D (*gi_p_OGR_G_FlattenTo2D)
 #define OGR_G_GetLinearGeometry (*gi_p_OGR_G_GetLinearGeometry)
 #define OGR_G_HasCurveGeometry (*gi_p_OGR_G_HasCurveGeometry)
+#define OGR_G_Is3D (*gi_p_OGR_G_Is3D)
 #define OGR_G_IsEmpty (*gi_p_OGR_G_IsEmpty)
+#define OGR_G_IsMeasured (*gi_p_OGR_G_IsMeasured)
 #define OGR_G_SwapXY (*gi_p_OGR_G_SwapXY)
 #define OGR_G_WkbSize (*gi_p_OGR_G_WkbSize)
 #define OGR_L_GetLayerDefn (*gi_p_OGR_L_GetLayerDefn)
@@ -206,12 +208,14 @@ static OGRFeatureH gi_next(OGRLayerH l, char **err) {
 
 // gi_geom exports geometry field i of f as 2D ISO WKB (little-endian) into
 // *buf (grown with realloc as needed), in easting-first order (swap), with
-// curves linearised (*curved set). Returns 1 for a null or empty
-// geometry, 0 on success, -1 on failure (*err set).
-static int gi_geom(OGRFeatureH f, int i, int swap, unsigned char **buf, size_t *cap, size_t *len, int *curved, char **err) {
-	*curved = 0; *len = 0; *err = NULL;
+// curves linearised (*curved set) and Z and M dropped (*zm set when it had
+// either). Returns 1 for a null or empty geometry, 0 on success, -1 on
+// failure (*err set).
+static int gi_geom(OGRFeatureH f, int i, int swap, unsigned char **buf, size_t *cap, size_t *len, int *curved, int *zm, char **err) {
+	*curved = 0; *zm = 0; *len = 0; *err = NULL;
 	OGRGeometryH g = OGR_F_GetGeomFieldRef(f, i);
 	if (g == NULL || OGR_G_IsEmpty(g)) return 1;
+	*zm = OGR_G_Is3D(g) || OGR_G_IsMeasured(g);
 	OGRGeometryH lin = NULL;
 	CPLErrorReset();
 	if (OGR_G_HasCurveGeometry(g, 1)) {
@@ -483,23 +487,32 @@ func (l *Layer) FID() int64 { return int64(C.gi_OGR_F_GetFID(l.feat)) }
 
 // WKB returns geometry field i of the current feature as 2D ISO WKB
 // (little-endian, easting first when swap), nil for a null or empty
-// geometry, and whether a curve was linearised. The bytes are valid until
+// geometry, and what was changed of it (GeomInfo). The bytes are valid until
 // the next call of WKB, Next or Close.
-func (l *Layer) WKB(i int, swap bool) (wkb []byte, curved bool, err error) {
+func (l *Layer) WKB(i int, swap bool) (wkb []byte, g GeomInfo, err error) {
 	var n C.size_t
-	var cv C.int
+	var cv, zm C.int
 	var cerr *C.char
 	sw := C.int(0)
 	if swap {
 		sw = 1
 	}
-	switch C.gi_geom(l.feat, C.int(i), sw, &l.buf, &l.cap, &n, &cv, &cerr) {
+	switch C.gi_geom(l.feat, C.int(i), sw, &l.buf, &l.cap, &n, &cv, &zm, &cerr) {
 	case 1:
-		return nil, false, nil
+		return nil, GeomInfo{}, nil
 	case -1:
-		return nil, false, errors.New(takeErr(cerr))
+		return nil, GeomInfo{}, errors.New(takeErr(cerr))
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(l.buf)), int(n)), cv != 0, nil
+	return unsafe.Slice((*byte)(unsafe.Pointer(l.buf)), int(n)), GeomInfo{Curved: cv != 0, DroppedZM: zm != 0}, nil
+}
+
+// GeomInfo is what WKB changed of a geometry to give it as 2D linear WKB.
+type GeomInfo struct {
+	// Curved: it had curves (arcs, curve polygons, multi-surfaces), which
+	// were approximated by line segments (OGR_G_GetLinearGeometry).
+	Curved bool
+	// DroppedZM: it had Z or M coordinates, which were dropped.
+	DroppedZM bool
 }
 
 // Kind is the kind of an attribute value.

@@ -145,19 +145,14 @@ func (c *Console) ConsoleJob(ctx context.Context, jobID string) (ingest.JobRecor
 		Params: json.RawMessage(r.Params), ContentHash: r.ContentHash, FeaturesChecksum: r.FeaturesChecksum,
 		Features: r.FeatureCount, AreaM2: r.TotalAreaM2, SourceSRID: int(r.SourceSrid), Encoding: r.Encoding,
 		SkippedNull: r.SkippedNull, SkippedType: r.SkippedType, RepairedInvalid: r.RepairedInvalid,
+		LinearisedCurves: r.LinearisedCurves, DroppedZM: r.DroppedZm,
 		CommittedAt: r.CommittedAt.Time, SourceCurrentJob: r.SourceCurrentJobID}
 	crs, err := c.q.JobCRS(ctx, jobID)
 	if err != nil {
 		return ingest.JobRecord{}, ingest.Transientf("console job crs: %w", err)
 	}
 	for _, x := range crs {
-		l := ingest.LayerCRS{Layer: x.Layer, Method: x.Method, SRID: int(x.Srid), EPSG: int(x.Epsg.Int32),
-			Name: x.CrsName, Definition: x.Definition, Transformation: x.Transformation, SourceText: x.SourceText}
-		if x.Confidence.Valid {
-			v := int(x.Confidence.Int32)
-			l.Confidence = &v
-		}
-		rec.CRS = append(rec.CRS, l)
+		rec.CRS = append(rec.CRS, layerCRS(x))
 	}
 	hist, err := c.history(ctx, []db.ConsoleSourcesRow{{SourceBucket: r.SourceBucket, SourceKey: r.SourceKey,
 		TargetTable: r.TargetTable, PipelineVersion: r.PipelineVersion}}, ingest.DefaultHistory)

@@ -64,10 +64,16 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 	}
 	res.Features, res.AreaM2 = written, area
 	s.metrics.FeaturesWritten.Add(float64(written))
+	var linearised, droppedZM int64
+	for _, l := range r.Layers() {
+		linearised += l.Linearised
+		droppedZM += l.DroppedZM
+	}
 	return g.q.FinishJob(ctx, db.FinishJobParams{
 		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area, FeaturesChecksum: fin.FeaturesChecksum,
 		Encoding: r.Layer().Encoding, SkippedNull: rows.SkippedNull + collapsed,
 		SkippedType: rows.SkippedType, RepairedInvalid: repaired,
+		LinearisedCurves: linearised, DroppedZm: droppedZM,
 	})
 }
 

@@ -103,15 +103,24 @@ func (s *Store) registerCRS(ctx context.Context, p db.RegisterCustomCRSParams) (
 }
 
 // recordJobCRS records on the job, in the write-gate transaction, the CRS
-// of every layer r read.
+// of every layer r read, its geometry field and what was changed of its
+// geometries. Layers that share a name are one row: the first one's CRS
+// and field, the counts of all of them.
 func recordJobCRS(ctx context.Context, q *db.Queries, jobID string, r ingest.LayerReader) error {
 	layers := r.Layers()
 	seen := map[string]bool{}
-	for _, l := range layers {
+	for i, l := range layers {
 		if seen[l.Name] {
 			continue
 		}
 		seen[l.Name] = true
+		linearised, droppedZM := l.Linearised, l.DroppedZM
+		for _, o := range layers[i+1:] {
+			if o.Name == l.Name {
+				linearised += o.Linearised
+				droppedZM += o.DroppedZM
+			}
+		}
 		c := l.CRS
 		method := string(c.Method)
 		if method == "" {
@@ -123,7 +132,8 @@ func recordJobCRS(ctx context.Context, q *db.Queries, jobID string, r ingest.Lay
 			Epsg:       pgtype.Int4{Int32: int32(c.EPSG), Valid: c.EPSG != 0},
 			Confidence: pgtype.Int4{Int32: int32(c.Confidence), Valid: confident},
 			CrsName:    c.Name, Definition: c.Definition, Transformation: c.Transformation, // Definition: custom only
-			SourceText: l.CRSText,
+			SourceText:    l.CRSText,
+			GeometryField: l.GeometryField, LinearisedCurves: linearised, DroppedZm: droppedZM,
 		}); err != nil {
 			return err
 		}
@@ -139,15 +149,21 @@ func (s *Store) JobCRS(ctx context.Context, jobID string) ([]ingest.LayerCRS, er
 	}
 	out := make([]ingest.LayerCRS, 0, len(rows))
 	for _, r := range rows {
-		l := ingest.LayerCRS{Layer: r.Layer, Method: r.Method, SRID: int(r.Srid), EPSG: int(r.Epsg.Int32),
-			Name: r.CrsName, Definition: r.Definition, Transformation: r.Transformation, SourceText: r.SourceText}
-		if r.Confidence.Valid {
-			c := int(r.Confidence.Int32)
-			l.Confidence = &c
-		}
-		out = append(out, l)
+		out = append(out, layerCRS(r))
 	}
 	return out, nil
+}
+
+// layerCRS is one row of job_crs as ingest describes it.
+func layerCRS(r db.JobCRSRow) ingest.LayerCRS {
+	l := ingest.LayerCRS{Layer: r.Layer, Method: r.Method, SRID: int(r.Srid), EPSG: int(r.Epsg.Int32),
+		Name: r.CrsName, Definition: r.Definition, Transformation: r.Transformation, SourceText: r.SourceText,
+		GeometryField: r.GeometryField, LinearisedCurves: r.LinearisedCurves, DroppedZM: r.DroppedZm}
+	if r.Confidence.Valid {
+		c := int(r.Confidence.Int32)
+		l.Confidence = &c
+	}
+	return l
 }
 
 // KnownSRID reports whether spatial_ref_sys has srid, caching the answer.

@@ -48,6 +48,7 @@ func (s *Store) ShowJob(ctx context.Context, jobID string) (ingest.JobDetail, er
 		Owner: r.Owner, LeaseUntil: r.LeaseUntil.Time, CreatedAt: r.CreatedAt.Time,
 		VersionToken: r.VersionToken, OrderToken: r.OrderToken, ContentHash: r.ContentHash, Encoding: r.Encoding,
 		SkippedNull: r.SkippedNull, SkippedType: r.SkippedType, RepairedInvalid: r.RepairedInvalid,
+		LinearisedCurves: r.LinearisedCurves, DroppedZM: r.DroppedZm,
 		CommittedAt: optTime(r.CommittedAt), SourceCurrentJob: r.SourceCurrentJobID,
 	}
 	if r.Status != "" {

@@ -138,6 +138,8 @@ SELECT c.job_id,
        coalesce(j.skipped_null, 0)::bigint AS skipped_null,
        coalesce(j.skipped_type, 0)::bigint AS skipped_type,
        coalesce(j.repaired_invalid, 0)::bigint AS repaired_invalid,
+       coalesce(j.linearised_curves, 0)::bigint AS linearised_curves,
+       coalesce(j.dropped_zm, 0)::bigint AS dropped_zm,
        j.write_seconds, j.committed_at,
        coalesce(s.current_job_id, '')::text AS source_current_job_id,
        coalesce((SELECT string_agg(DISTINCT x.method, '+' ORDER BY x.method) FROM job_crs x WHERE x.job_id = c.job_id), '')::text AS crs_method
@@ -177,6 +179,8 @@ type ConsoleJobRow struct {
 	SkippedNull        int64
 	SkippedType        int64
 	RepairedInvalid    int64
+	LinearisedCurves   int64
+	DroppedZm          int64
 	WriteSeconds       pgtype.Float8
 	CommittedAt        pgtype.Timestamptz
 	SourceCurrentJobID string
@@ -217,6 +221,8 @@ func (q *Queries) ConsoleJob(ctx context.Context, jobID string) (ConsoleJobRow, 
 		&i.SkippedNull,
 		&i.SkippedType,
 		&i.RepairedInvalid,
+		&i.LinearisedCurves,
+		&i.DroppedZm,
 		&i.WriteSeconds,
 		&i.CommittedAt,
 		&i.SourceCurrentJobID,

@@ -24,23 +24,28 @@ func (q *Queries) CustomCRSByHash(ctx context.Context, definitionSha256 string) 
 }
 
 const jobCRS = `-- name: JobCRS :many
-SELECT layer, method, srid, epsg, confidence, crs_name, definition, transformation, source_text
+SELECT layer, method, srid, epsg, confidence, crs_name, definition, transformation, source_text,
+       geometry_field, linearised_curves, dropped_zm
 FROM job_crs WHERE job_id = $1 ORDER BY layer
 `
 
 type JobCRSRow struct {
-	Layer          string
-	Method         string
-	Srid           int32
-	Epsg           pgtype.Int4
-	Confidence     pgtype.Int4
-	CrsName        string
-	Definition     string
-	Transformation string
-	SourceText     string
+	Layer            string
+	Method           string
+	Srid             int32
+	Epsg             pgtype.Int4
+	Confidence       pgtype.Int4
+	CrsName          string
+	Definition       string
+	Transformation   string
+	SourceText       string
+	GeometryField    string
+	LinearisedCurves int64
+	DroppedZm        int64
 }
 
-// JobCRS lists the CRSs a job's layers were read in.
+// JobCRS lists the CRSs a job's layers were read in, with what was
+// changed of their geometries.
 func (q *Queries) JobCRS(ctx context.Context, jobID string) ([]JobCRSRow, error) {
 	rows, err := q.db.Query(ctx, jobCRS, jobID)
 	if err != nil {
@@ -60,6 +65,9 @@ func (q *Queries) JobCRS(ctx context.Context, jobID string) ([]JobCRSRow, error)
 			&i.Definition,
 			&i.Transformation,
 			&i.SourceText,
+			&i.GeometryField,
+			&i.LinearisedCurves,
+			&i.DroppedZm,
 		); err != nil {
 			return nil, err
 		}
@@ -84,25 +92,32 @@ func (q *Queries) LockCustomCRS(ctx context.Context) error {
 }
 
 const recordJobCRS = `-- name: RecordJobCRS :exec
-INSERT INTO job_crs (job_id, layer, method, srid, epsg, confidence, crs_name, definition, transformation, source_text)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO job_crs (job_id, layer, method, srid, epsg, confidence, crs_name, definition, transformation, source_text,
+                     geometry_field, linearised_curves, dropped_zm)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+        $11, $12, $13)
 `
 
 type RecordJobCRSParams struct {
-	JobID          string
-	Layer          string
-	Method         string
-	Srid           int32
-	Epsg           pgtype.Int4
-	Confidence     pgtype.Int4
-	CrsName        string
-	Definition     string
-	Transformation string
-	SourceText     string
+	JobID            string
+	Layer            string
+	Method           string
+	Srid             int32
+	Epsg             pgtype.Int4
+	Confidence       pgtype.Int4
+	CrsName          string
+	Definition       string
+	Transformation   string
+	SourceText       string
+	GeometryField    string
+	LinearisedCurves int64
+	DroppedZm        int64
 }
 
 // RecordJobCRS records the CRS one layer of a job was read in. It runs in
-// the write-gate transaction, after the job's ledger row is inserted.
+// the write-gate transaction, after the job's ledger row is inserted,
+// with the layer's geometry field (when it has several) and the counts of
+// its features whose curves were linearised or whose Z/M were dropped.
 func (q *Queries) RecordJobCRS(ctx context.Context, arg RecordJobCRSParams) error {
 	_, err := q.db.Exec(ctx, recordJobCRS,
 		arg.JobID,
@@ -115,6 +130,9 @@ func (q *Queries) RecordJobCRS(ctx context.Context, arg RecordJobCRSParams) erro
 		arg.Definition,
 		arg.Transformation,
 		arg.SourceText,
+		arg.GeometryField,
+		arg.LinearisedCurves,
+		arg.DroppedZm,
 	)
 	return err
 }

@@ -157,7 +157,9 @@ SELECT c.job_id, c.state AS claim_state, c.owner, c.lease_until, c.attempts,
        coalesce(j.feature_count, 0)::bigint AS feature_count, coalesce(j.total_area_m2, 0)::float8 AS total_area_m2,
        coalesce(j.content_hash, '')::text AS content_hash, coalesce(j.encoding, '')::text AS encoding,
        coalesce(j.skipped_null, 0)::bigint AS skipped_null, coalesce(j.skipped_type, 0)::bigint AS skipped_type,
-       coalesce(j.repaired_invalid, 0)::bigint AS repaired_invalid, j.committed_at,
+       coalesce(j.repaired_invalid, 0)::bigint AS repaired_invalid,
+       coalesce(j.linearised_curves, 0)::bigint AS linearised_curves, coalesce(j.dropped_zm, 0)::bigint AS dropped_zm,
+       j.committed_at,
        coalesce(s.current_job_id, '')::text AS source_current_job_id
 FROM claims c
 LEFT JOIN jobs j ON j.job_id = c.job_id
@@ -190,6 +192,8 @@ type ShowJobRow struct {
 	SkippedNull        int64
 	SkippedType        int64
 	RepairedInvalid    int64
+	LinearisedCurves   int64
+	DroppedZm          int64
 	CommittedAt        pgtype.Timestamptz
 	SourceCurrentJobID string
 }
@@ -223,6 +227,8 @@ func (q *Queries) ShowJob(ctx context.Context, jobID string) (ShowJobRow, error)
 		&i.SkippedNull,
 		&i.SkippedType,
 		&i.RepairedInvalid,
+		&i.LinearisedCurves,
+		&i.DroppedZm,
 		&i.CommittedAt,
 		&i.SourceCurrentJobID,
 	)

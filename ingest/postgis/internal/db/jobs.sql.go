@@ -39,9 +39,9 @@ UPDATE jobs
 SET status = $1, feature_count = $2, total_area_m2 = $3,
     features_checksum = $4,
     encoding = $5, skipped_null = $6, skipped_type = $7,
-    repaired_invalid = $8,
+    repaired_invalid = $8, linearised_curves = $9, dropped_zm = $10,
     write_seconds = extract(epoch FROM clock_timestamp() - committed_at)
-WHERE job_id = $9
+WHERE job_id = $11
 `
 
 type FinishJobParams struct {
@@ -53,6 +53,8 @@ type FinishJobParams struct {
 	SkippedNull      int64
 	SkippedType      int64
 	RepairedInvalid  int64
+	LinearisedCurves int64
+	DroppedZm        int64
 	JobID            string
 }
 
@@ -68,13 +70,15 @@ func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 		arg.SkippedNull,
 		arg.SkippedType,
 		arg.RepairedInvalid,
+		arg.LinearisedCurves,
+		arg.DroppedZm,
 		arg.JobID,
 	)
 	return err
 }
 
 const getJob = `-- name: GetJob :one
-SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref, write_seconds FROM jobs WHERE job_id = $1
+SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref, write_seconds, linearised_curves, dropped_zm FROM jobs WHERE job_id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
@@ -103,6 +107,8 @@ func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
 		&i.CommittedAt,
 		&i.JobRef,
 		&i.WriteSeconds,
+		&i.LinearisedCurves,
+		&i.DroppedZm,
 	)
 	return i, err
 }

@@ -138,19 +138,24 @@ type Job struct {
 	CommittedAt      pgtype.Timestamptz
 	JobRef           int64
 	WriteSeconds     pgtype.Float8
+	LinearisedCurves int64
+	DroppedZm        int64
 }
 
 type JobCr struct {
-	JobID          string
-	Layer          string
-	Method         string
-	Srid           int32
-	Epsg           pgtype.Int4
-	Confidence     pgtype.Int4
-	CrsName        string
-	Definition     string
-	Transformation string
-	SourceText     string
+	JobID            string
+	Layer            string
+	Method           string
+	Srid             int32
+	Epsg             pgtype.Int4
+	Confidence       pgtype.Int4
+	CrsName          string
+	Definition       string
+	Transformation   string
+	SourceText       string
+	GeometryField    string
+	LinearisedCurves int64
+	DroppedZm        int64
 }
 
 type Parcel struct {

@@ -61,6 +61,8 @@ SELECT c.job_id,
        coalesce(j.skipped_null, 0)::bigint AS skipped_null,
        coalesce(j.skipped_type, 0)::bigint AS skipped_type,
        coalesce(j.repaired_invalid, 0)::bigint AS repaired_invalid,
+       coalesce(j.linearised_curves, 0)::bigint AS linearised_curves,
+       coalesce(j.dropped_zm, 0)::bigint AS dropped_zm,
        j.write_seconds, j.committed_at,
        coalesce(s.current_job_id, '')::text AS source_current_job_id,
        coalesce((SELECT string_agg(DISTINCT x.method, '+' ORDER BY x.method) FROM job_crs x WHERE x.job_id = c.job_id), '')::text AS crs_method

@@ -31,11 +31,17 @@ RETURNING srid;
 
 -- name: RecordJobCRS :exec
 -- RecordJobCRS records the CRS one layer of a job was read in. It runs in
--- the write-gate transaction, after the job's ledger row is inserted.
-INSERT INTO job_crs (job_id, layer, method, srid, epsg, confidence, crs_name, definition, transformation, source_text)
-VALUES (@job_id, @layer, @method, @srid, sqlc.narg(epsg), sqlc.narg(confidence), @crs_name, @definition, @transformation, @source_text);
+-- the write-gate transaction, after the job's ledger row is inserted,
+-- with the layer's geometry field (when it has several) and the counts of
+-- its features whose curves were linearised or whose Z/M were dropped.
+INSERT INTO job_crs (job_id, layer, method, srid, epsg, confidence, crs_name, definition, transformation, source_text,
+                     geometry_field, linearised_curves, dropped_zm)
+VALUES (@job_id, @layer, @method, @srid, sqlc.narg(epsg), sqlc.narg(confidence), @crs_name, @definition, @transformation, @source_text,
+        @geometry_field, @linearised_curves, @dropped_zm);
 
 -- name: JobCRS :many
--- JobCRS lists the CRSs a job's layers were read in.
-SELECT layer, method, srid, epsg, confidence, crs_name, definition, transformation, source_text
+-- JobCRS lists the CRSs a job's layers were read in, with what was
+-- changed of their geometries.
+SELECT layer, method, srid, epsg, confidence, crs_name, definition, transformation, source_text,
+       geometry_field, linearised_curves, dropped_zm
 FROM job_crs WHERE job_id = @job_id ORDER BY layer;
