@@ -347,6 +347,7 @@ func (r *geojsonReader) decodeElement(d *fastDecoder, raw []byte, idx, start, en
 	} else if ok {
 		var f Feature
 		if f, err = finishFeature(g, props, idx, r.layer, r.lonLat); err == nil {
+			f.DroppedZM = g != nil && d.zm
 			return f, nil
 		}
 	} else {
@@ -480,6 +481,7 @@ func decodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool, maxVert
 			return Feature{}, err
 		}
 		f.Geom = t
+		f.DroppedZM = t != nil && hasAltitudes(fj.Geometry)
 	}
 	props, err := compactObject(fj.Properties)
 	if err != nil {

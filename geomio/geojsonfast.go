@@ -32,6 +32,9 @@ type fastDecoder struct {
 	// Open's Reader.)
 	lim  Limits
 	over *LimitError
+	// zm: a position of the feature being parsed had more than two
+	// numbers (an altitude), which were dropped.
+	zm bool
 }
 
 // geomType is a GeoJSON geometry type the fast path builds.
@@ -111,7 +114,7 @@ func next(b []byte, i int) (int, bool) {
 // When the feature has more vertices than d.lim allows, ok is false and
 // over is set: it must not be decoded.
 func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok bool) {
-	d.over = nil
+	d.over, d.zm = nil, false
 	b := raw
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -435,6 +438,7 @@ func (d *fastDecoder) position(b []byte, i int) int {
 		case ']':
 			return i + 1
 		case ',':
+			d.zm = true // an altitude (or more): dropped
 			if i = d.skip.value(b, skipSpace(b, i+1), 3); i < 0 {
 				return -1
 			}

@@ -114,6 +114,7 @@ func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
 			err = d.over
 		} else if ok {
 			f, err = finishFeature(g, props, idx, r.layer, r.lonLat)
+			f.DroppedZM = g != nil && d.zm
 		} else {
 			f, err = decodeSeqRecord(rec, idx, r.layer, r.lonLat, r.opts.Limits.MaxVertices)
 		}

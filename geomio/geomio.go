@@ -40,6 +40,9 @@ type Feature struct {
 	// "{}" when there are none), with numbers, booleans, dates (as ISO 8601
 	// strings) and nulls typed as JSON values.
 	Properties []byte
+	// DroppedZM is whether the geometry had Z or M coordinates in the file
+	// (dropped: Geom is XY).
+	DroppedZM bool
 }
 
 // Layer describes what a reader has found out about its layer. It is
@@ -73,7 +76,8 @@ type Layer struct {
 	// curve polygons) were approximated by line segments.
 	Linearised int64
 	// DroppedZM counts the features read so far whose geometry had Z or M
-	// coordinates, dropped (the formats read with GDAL; 0 for the others).
+	// coordinates, dropped (Feature.DroppedZM). Readers set the features'
+	// flags; the Reader Open returns counts them.
 	DroppedZM int64
 }
 

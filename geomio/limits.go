@@ -245,6 +245,7 @@ type limitedReader struct {
 	features int64
 	layers   int
 	layer    string
+	zm       int64 // features of the current layer with Feature.DroppedZM
 	err      error
 }
 
@@ -258,7 +259,7 @@ func (r *limitedReader) Next() bool {
 	}
 	f := r.Reader.Feature()
 	if r.layers == 0 || f.Layer != r.layer {
-		r.layer = f.Layer
+		r.layer, r.zm = f.Layer, 0
 		if r.layers++; r.layers > r.lim.MaxLayers {
 			r.err = uploadLimitError(r.file, overLimit(LimitLayers, int64(r.lim.MaxLayers), "more than %d layers"))
 			return false
@@ -272,7 +273,20 @@ func (r *limitedReader) Next() bool {
 		r.err = FeatureLimitError(r.file, f.Layer, f.Index, le)
 		return false
 	}
+	if f.DroppedZM {
+		r.zm++
+	}
 	return true
+}
+
+// Layer is the wrapped reader's, with DroppedZM counted from the current
+// layer's features.
+func (r *limitedReader) Layer() Layer {
+	l := r.Reader.Layer()
+	if r.layers > 0 && l.Name == r.layer {
+		l.DroppedZM = r.zm
+	}
+	return l
 }
 
 func (r *limitedReader) Err() error {

@@ -266,9 +266,6 @@ func (r *ogrReader) decode() bool {
 	if info.Curved {
 		pl.layer.Linearised++
 	}
-	if info.DroppedZM {
-		pl.layer.DroppedZM++
-	}
 	props, err := r.properties(pl)
 	if err != nil {
 		var le *LimitError
@@ -277,7 +274,7 @@ func (r *ogrReader) decode() bool {
 		}
 		return r.fail("attributes", err)
 	}
-	r.feat = Feature{Index: r.idx, Layer: pl.layer.Name, Geom: g, Properties: props}
+	r.feat = Feature{Index: r.idx, Layer: pl.layer.Name, Geom: g, Properties: props, DroppedZM: info.DroppedZM}
 	r.idx++
 	return true
 }

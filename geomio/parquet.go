@@ -99,6 +99,7 @@ func (r *parquetReader) Next() bool {
 			return false
 		}
 		g, err := ParseWKB(w)
+		f.DroppedZM = g != nil && wkbHasZM(w)
 		if err == nil && g != nil {
 			g = setSRID(g, r.layer.SRID)
 			if r.lonLat {

@@ -46,6 +46,7 @@ type shpReader struct {
 	file   string // name used in errors (the path, or the path in a zip)
 	opts   Options
 	layer  Layer
+	recZM  bool // the last record read is of a shape type with Z or M
 	files  []*os.File
 	shp    *bufio.Reader
 	dbf    *dbfReader
@@ -178,7 +179,7 @@ func (r *shpReader) Next() bool {
 		if g != nil {
 			g = setSRID(g, r.layer.SRID)
 		}
-		r.feat = Feature{Index: r.idx, Layer: r.layer.Name, Geom: g, Properties: props}
+		r.feat = Feature{Index: r.idx, Layer: r.layer.Name, Geom: g, Properties: props, DroppedZM: g != nil && r.recZM}
 		r.idx++
 		return true
 	}
@@ -224,6 +225,7 @@ func (r *shpReader) nextShape() (g geom.T, err error) {
 	}
 	r.shpOff += 8 + n
 	r.recNo++
+	r.recZM = n >= 4 && shapeHasZM(shp.ShapeType(binary.LittleEndian.Uint32(rec)))
 	g, err = r.shapes.decode(rec)
 	if le := asFeatureLimit(r.file, r.layer.Name, r.idx, err); le != nil {
 		return nil, le

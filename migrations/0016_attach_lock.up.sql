@@ -38,32 +38,37 @@
 --   the emptied partition in geoingest_folded (new_ref NULL: removed, not
 --   moved), which the compactor drops once no transaction that could see
 --   its rows runs (geoingest_drop_folded, as after a fold).
--- * geoingest_create_job_table creates the job's table LIKE the target's
---   shared partition, not LIKE the target: LIKE holds an ACCESS SHARE lock
---   on the table it copies until commit, and two writers each holding it
---   on the target while waiting for the other's lock on it deadlocked.
+-- * geoingest_create_job_storage creates the job's table LIKE the
+--   target's shared partition, not LIKE the target: LIKE holds an ACCESS
+--   SHARE lock on the table it copies until commit, and two writers each
+--   holding it on the target while waiting for the other's lock on it
+--   deadlocked.
 --
--- The write gate's locks on the target are then: none until its last
+-- The write gate's locks on the target (geoingest_store's partitioned
+-- table) are then: none until its last
 -- statement (writers into the shared partition hold ACCESS SHARE on the
 -- target from their COPY, which needs the partition's bounds, and ROW
 -- EXCLUSIVE on the shared partition), then ACCESS EXCLUSIVE for the
--- attach. No gate waits for a lock while holding one another gate's
--- attach is waiting for, so two gates cannot deadlock on the target.
+-- attach, after which it waits for nothing. So no gate waits while
+-- holding a lock that another gate's attach waits for, and two gates
+-- cannot deadlock on the target; and each attempt's lock_timeout is
+-- shorter than deadlock_timeout's default (1s), so a cycle not foreseen
+-- here would end in a timeout and a retry, not in a deadlock error.
 
-CREATE OR REPLACE FUNCTION geoingest_create_job_table(target text, job_ref bigint) RETURNS text
+-- geoingest_create_job_storage: as in 0014, LIKE the shared partition.
+CREATE OR REPLACE FUNCTION geoingest_create_job_storage(target text, job_ref bigint, OUT schema_name text, OUT table_name text)
 LANGUAGE plpgsql AS $$
-DECLARE
-    t text := geoingest_job_table(target, job_ref);
 BEGIN
+    schema_name := 'geoingest_store';
+    table_name := geoingest_job_table(target, job_ref);
     IF job_ref > 0 THEN
-        EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING GENERATED, CHECK (job_ref = %s))',
-                       t, geoingest_job_table(target, -1), job_ref);
+        EXECUTE format('CREATE TABLE geoingest_store.%I (LIKE geoingest_store.%I INCLUDING DEFAULTS INCLUDING GENERATED, CHECK (job_ref = %s))',
+                       table_name, geoingest_job_table(target, -1), job_ref);
     END IF;
-    RETURN t;
 END
 $$;
 
--- geoingest_finish_job_table: as in 0007, but an own partition gets its
+-- geoingest_finish_job_table: as in 0014, but an own partition gets its
 -- index only; geoingest_attach_job_table attaches it.
 CREATE OR REPLACE FUNCTION geoingest_finish_job_table(target text, job_ref bigint, repair boolean,
                                                       invalid bigint[], server_check boolean,
@@ -72,7 +77,7 @@ CREATE OR REPLACE FUNCTION geoingest_finish_job_table(target text, job_ref bigin
                                                       OUT collapsed bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    t text := geoingest_job_table(target, job_ref);
+    t text := format('geoingest_store.%I', geoingest_job_table(target, job_ref));
     bad bigint[] := coalesce(invalid, '{}');
     found bigint[];
     first record;
@@ -80,7 +85,7 @@ BEGIN
     repaired := 0;
     collapsed := 0;
     IF server_check THEN
-        EXECUTE format('WITH m AS (UPDATE %I SET area_m2 = ST_Area(geom::geography)
+        EXECUTE format('WITH m AS (UPDATE %s SET area_m2 = ST_Area(geom::geography)
                                    WHERE job_ref = $1 AND area_m2 IS NULL
                                    RETURNING feature_index, geom)
                         SELECT array_agg(feature_index) FILTER (WHERE NOT ST_IsValid(geom)) FROM m', t)
@@ -89,33 +94,33 @@ BEGIN
     END IF;
     IF cardinality(bad) > 0 THEN
         IF NOT repair THEN
-            EXECUTE format('SELECT feature_index, ST_IsValidReason(geom) AS reason FROM %I
+            EXECUTE format('SELECT feature_index, ST_IsValidReason(geom) AS reason FROM %s
                             WHERE job_ref = $1 AND feature_index = (SELECT min(i) FROM unnest($2::bigint[]) i)
                             ORDER BY id LIMIT 1', t)
                 INTO first USING job_ref, bad;
             RAISE EXCEPTION 'feature %: invalid geometry: %', first.feature_index, first.reason
                 USING ERRCODE = 'data_exception';
         END IF;
-        EXECUTE format('UPDATE %I SET (geom, area_m2) = (SELECT v.g, ST_Area(v.g::geography)
+        EXECUTE format('UPDATE %s SET (geom, area_m2) = (SELECT v.g, ST_Area(v.g::geography)
                                                          FROM (SELECT ST_Multi(ST_CollectionExtract(ST_MakeValid(geom), 3))) v(g))
                         WHERE job_ref = $1 AND feature_index = ANY($2)', t) USING job_ref, bad;
         GET DIAGNOSTICS repaired = ROW_COUNT;
-        EXECUTE format('DELETE FROM %I WHERE job_ref = $1 AND feature_index = ANY($2) AND ST_IsEmpty(geom)', t)
+        EXECUTE format('DELETE FROM %s WHERE job_ref = $1 AND feature_index = ANY($2) AND ST_IsEmpty(geom)', t)
             USING job_ref, bad;
         GET DIAGNOSTICS collapsed = ROW_COUNT;
     END IF;
     EXECUTE format('SELECT count(*), coalesce(sum(area_m2), 0), coalesce(sum(geoingest_row_hash(feature_index, properties, geom)), 0)::text
-                    FROM %I WHERE job_ref = $1', t)
+                    FROM %s WHERE job_ref = $1', t)
         INTO written, area_m2, features_checksum USING job_ref;
     IF job_ref > 0 THEN
-        EXECUTE format('CREATE INDEX ON %I USING gist (geom)', t);
+        EXECUTE format('CREATE INDEX ON %s USING gist (geom)', t);
     END IF;
 END
 $$;
 
--- The 3-argument form of version 5 attached the partition too: for a
--- writer of version 15 or before still running while this migrates, it
--- attaches (under the same lock) after the 5-argument form.
+-- The 3-argument form of version 7 attached the partition too (through
+-- the 5-argument form): for a writer of version 15 or before still running
+-- while this migrates, it attaches after it, under the same lock.
 CREATE OR REPLACE FUNCTION geoingest_finish_job_table(target text, job_ref bigint, repair boolean,
                                                       OUT written bigint, OUT area_m2 double precision,
                                                       OUT features_checksum text, OUT repaired bigint,
@@ -130,12 +135,13 @@ END
 $$;
 
 -- geoingest_attach_job_table attaches a job's own table (created by
--- geoingest_create_job_table, indexed by geoingest_finish_job_table) to
--- the target as the partition for its ref, after taking ACCESS EXCLUSIVE
--- on the target (ONLY: its partitions are not locked), held to commit.
--- Call it as the write gate's last statement, with a lock_timeout: while
--- it waits for the readers running, new readers of the target wait behind
--- it. A non-positive ref has no table of its own: nothing to do.
+-- geoingest_create_job_storage, indexed by geoingest_finish_job_table)
+-- to the target as the partition for its ref, after taking ACCESS
+-- EXCLUSIVE on the target (ONLY: its partitions are not locked), held to
+-- commit. Call it as the write gate's last statement, with a
+-- lock_timeout: while it waits for the transactions holding the target,
+-- new readers of the target wait behind it. A non-positive ref has no
+-- table of its own: nothing to do.
 CREATE FUNCTION geoingest_attach_job_table(target text, job_ref bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -145,8 +151,8 @@ BEGIN
         RETURN;
     END IF;
     t := geoingest_job_table(target, job_ref); -- checks target
-    EXECUTE format('LOCK TABLE ONLY %I IN ACCESS EXCLUSIVE MODE', target);
-    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)',
+    EXECUTE format('LOCK TABLE ONLY geoingest_store.%I IN ACCESS EXCLUSIVE MODE', target);
+    EXECUTE format('ALTER TABLE geoingest_store.%I ATTACH PARTITION geoingest_store.%I FOR VALUES FROM (%s) TO (%s)',
                    target, t, job_ref, job_ref + 1);
 END
 $$;
@@ -169,7 +175,7 @@ DECLARE
     t text := geoingest_job_table(target, job_ref);
     n bigint;
 BEGIN
-    EXECUTE format('DELETE FROM %I WHERE job_ref = $1', t) USING job_ref;
+    EXECUTE format('DELETE FROM geoingest_store.%I WHERE job_ref = $1', t) USING job_ref;
     IF job_ref > 0 THEN
         GET DIAGNOSTICS n = ROW_COUNT;
         INSERT INTO geoingest_folded (table_name, target, job_id, old_ref, new_ref, rows)
@@ -180,13 +186,13 @@ BEGIN
 END
 $$;
 
--- Rights, as 0005 and 0007 set them: CREATE OR REPLACE resets a
--- function's SECURITY DEFINER and SET clauses (not its privileges).
+-- Rights, as 0014 set them: CREATE OR REPLACE resets a function's
+-- SECURITY DEFINER and SET clauses (not its privileges).
 DO $$
 DECLARE
     f text;
 BEGIN
-    FOREACH f IN ARRAY ARRAY['geoingest_create_job_table(text, bigint)',
+    FOREACH f IN ARRAY ARRAY['geoingest_create_job_storage(text, bigint)',
                              'geoingest_finish_job_table(text, bigint, boolean, bigint[], boolean)',
                              'geoingest_finish_job_table(text, bigint, boolean)',
                              'geoingest_attach_job_table(text, bigint)',

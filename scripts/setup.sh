@@ -53,7 +53,7 @@ if [ ! -f /usr/share/proj/proj.db ] && [ ! -f /usr/local/share/proj/proj.db ]; t
   apt_pkgs+=(proj-data)
 fi
 if [ "$want_test" = 1 ] && { ! command -v ogr2ogr >/dev/null || ! command -v gdalsrsinfo >/dev/null; }; then
-  apt_pkgs+=(gdal-bin) # the CRS test matrix's oracle (ingest/crs_matrix_test.go)
+  apt_pkgs+=(gdal-bin) # the CRS test matrix's oracle (ingest/crs_matrix_test.go); ogrinfo lists the layers as a GIS client (cmd/geoingest/compact_test.go)
 fi
 if [ "$want_test" = 1 ] && ! command -v npm >/dev/null; then
   apt_pkgs+=(nodejs npm)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,33 +132,45 @@ func TestCompactKilledMidFold(t *testing.T) {
 	require.Contains(t, stdout, "2 jobs folded (42000 rows), 2 emptied partitions dropped, 0 waiting")
 	require.Equal(t, before, ledgerState(t, db))
 	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM jobs WHERE job_ref > 0`))
-	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'parcels'::regclass`))
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'geoingest_store.parcels'::regclass`))
 	requireOnceAndClean(t, db, env)
 }
 
 // ogrLayers lists the layers GDAL's PostgreSQL driver shows for the
 // database at conn (a keyword connection string), as QGIS and ogr2ogr
-// meet them: `ogrinfo -ro -so PG:...`.
-func ogrLayers(t *testing.T, conn string) []string {
+// meet them (`ogrinfo -ro -so PG:...`), each with its geometry type as
+// ogrinfo prints it ("Multi Polygon"). A layer outside the user's current
+// schema is named schema.table.
+func ogrLayers(t *testing.T, conn string) map[string]string {
 	t.Helper()
 	out, err := exec.Command("ogrinfo", "-ro", "-so", "PG:"+conn).CombinedOutput()
 	require.NoError(t, err, string(out))
-	var layers []string
+	layers := map[string]string{}
 	for _, line := range strings.Split(string(out), "\n") {
-		// "1: parcels_shared (Multi Polygon)"
-		if i := strings.Index(line, ": "); i > 0 && !strings.HasPrefix(line, "INFO") {
-			name, _, _ := strings.Cut(line[i+2:], " (")
-			layers = append(layers, name)
+		// "1: parcels (Multi Polygon)"
+		n, rest, ok := strings.Cut(line, ": ")
+		if _, err := strconv.Atoi(n); err != nil || !ok {
+			continue
 		}
+		name, typ, _ := strings.Cut(rest, " (")
+		layers[name] = strings.TrimSuffix(typ, ")")
+		t.Logf("ogrinfo: %s", line)
 	}
 	return layers
 }
 
-// TestCompactRolesAndWhatClientsList: the writer compacts and the analyst
-// may not; before compaction GDAL's PostgreSQL driver lists a layer per
-// own partition (as the owner and as the analyst), after it none, and the
-// current views, which are what an analyst should open, are listed
-// throughout; verify as the analyst is clean after.
+// storageLayer reports whether an ogrinfo layer name is a storage table
+// listed unqualified, as if an analyst should open it.
+var storageLayer = regexp.MustCompile(`^(parcels|admin_units)_(shared|job_[0-9]+)$`)
+
+// TestCompactRolesAndWhatClientsList: what GDAL's PostgreSQL driver (QGIS,
+// ogrinfo, ogr2ogr) lists, as the owner and as the analyst, before and
+// after compaction: parcels, admin_units and the current views, each with
+// its geometry type, and no storage table unqualified (a large job's own
+// partition only as geoingest_store.parcels_job_<ref>, and none after
+// compaction); the analyst opens parcels with its type and SRID, and
+// PostGIS's geometry_columns shows it no storage. The writer compacts and
+// the analyst may not; verify as the analyst is clean after.
 func TestCompactRolesAndWhatClientsList(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("ogrinfo"); err != nil {
@@ -180,20 +194,35 @@ func TestCompactRolesAndWhatClientsList(t *testing.T) {
 	code, out, errOut := run(t, asWriter, "ingest", "--target", "admin_units", admin)
 	require.Equal(t, 0, code, out+errOut)
 
-	jobLayers := func(layers []string) (n int) {
-		for _, l := range layers {
-			if strings.Contains(l, "_job_") {
-				n++
+	requireListing := func(when string, conn string, ownPartitions int) {
+		t.Helper()
+		layers := ogrLayers(t, conn)
+		for _, name := range []string{"parcels", "admin_units", "geoingest_current_parcels", "geoingest_current_admin_units"} {
+			require.Equal(t, "Multi Polygon", layers[name], "%s: %s not listed with its geometry type: %v", when, name, layers)
+		}
+		own := 0
+		for name := range layers {
+			require.False(t, storageLayer.MatchString(name), "%s: storage table %s listed unqualified: %v", when, name, layers)
+			if strings.HasPrefix(name, "geoingest_store.") && strings.Contains(name, "_job_") {
+				own++
 			}
 		}
-		return n
+		require.Equal(t, ownPartitions, own, "%s: own partitions listed (qualified): %v", when, layers)
 	}
 	for _, conn := range []string{d.owner, d.analyst} {
-		layers := ogrLayers(t, conn)
-		t.Logf("before compaction: %v", layers)
-		require.Equal(t, 4, jobLayers(layers), "a layer per own partition")
-		require.Subset(t, layers, []string{"geoingest_current_parcels", "geoingest_current_admin_units"})
+		requireListing("before compaction", conn, 4)
 	}
+
+	// The analyst opens parcels as a layer of its own: its type, its SRID
+	// and every row; and geometry_columns shows it no storage table.
+	info, err := exec.Command("ogrinfo", "-ro", "-so", "PG:"+d.analyst, "parcels").CombinedOutput()
+	require.NoError(t, err, string(info))
+	require.Contains(t, string(info), "Geometry: Multi Polygon")
+	require.Contains(t, string(info), `ID["EPSG",4326]`)
+	require.Contains(t, string(info), fmt.Sprintf("Feature Count: %d", queryInt(t, d.owner, `SELECT count(*) FROM parcels`)))
+	require.Zero(t, queryInt(t, d.analyst, `SELECT count(*) FROM geometry_columns WHERE f_table_schema = 'geoingest_store'`))
+	require.EqualValues(t, 2, queryInt(t, d.analyst, `SELECT count(*) FROM geometry_columns
+		WHERE f_table_schema = 'public' AND f_table_name IN ('parcels', 'admin_units') AND type = 'MULTIPOLYGON' AND srid = 4326`))
 
 	code, out, errOut = run(t, asAnalyst, "compact", "--keep", "0")
 	require.Equal(t, 1, code, out+errOut)
@@ -204,10 +233,7 @@ func TestCompactRolesAndWhatClientsList(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "4 jobs folded")
 	for _, conn := range []string{d.owner, d.analyst} {
-		layers := ogrLayers(t, conn)
-		t.Logf("after compaction: %v", layers)
-		require.Zero(t, jobLayers(layers))
-		require.Subset(t, layers, []string{"geoingest_current_parcels", "geoingest_current_admin_units"})
+		requireListing("after compaction", conn, 0)
 	}
 	code, out, errOut = run(t, asAnalyst, "verify")
 	require.Equal(t, 0, code, out+errOut)

@@ -199,6 +199,12 @@ func printInspection(w io.Writer, r *inspect.Report) {
 			fl = append(fl, f.Name+" "+f.Type)
 		}
 		fmt.Fprintf(w, "  fields    %s\n", strings.Join(fl, ", "))
+		if l.GeometryField != "" {
+			fmt.Fprintf(w, "  geometry  field %q (the layer has several)\n", l.GeometryField)
+		}
+		if l.LinearisedCurves > 0 || l.DroppedZM > 0 {
+			fmt.Fprintf(w, "  changed   %d with curves linearised, %d with Z/M dropped\n", l.LinearisedCurves, l.DroppedZM)
+		}
 		if l.Check != nil {
 			fmt.Fprintf(w, "  check     %d invalid, %d null, %d non-polygonal\n", l.Check.Invalid, l.Check.Null, l.Check.NonPolygonal)
 		}

@@ -89,7 +89,8 @@ func TestIngestGeoPackageAndFileGeodatabase(t *testing.T) {
 // TestJobsShowGeometryChanges: `jobs show` prints, for a job whose
 // GeoPackage had curves and Z/M (made with ogr2ogr), how many features had
 // their curves linearised and their Z/M dropped, in all and per layer, in
-// the table and in --format json.
+// the table and in --format json; `inspect` says the same per layer before
+// the upload.
 func TestJobsShowGeometryChanges(t *testing.T) {
 	if !ogr.Available {
 		t.Skip("built without GDAL")
@@ -115,8 +116,27 @@ func TestJobsShowGeometryChanges(t *testing.T) {
 		out, err := exec.Command("ogr2ogr", args...).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
+	code, out, errOut := run(t, nil, "inspect", gpkg)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `layer "curves" \(gpkg, UTF-8\)\n(?:  .*\n)*  changed   1 with curves linearised, 2 with Z/M dropped\n`, out)
+	code, out, errOut = run(t, nil, "inspect", "--json", gpkg)
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Layers []struct {
+			Name       string `json:"name"`
+			Linearised int64  `json:"linearised_curves"`
+			DroppedZM  int64  `json:"dropped_zm"`
+		} `json:"layers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Layers, 2)
+	for _, l := range rep.Layers {
+		want := map[string][]int64{"curves": {1, 2}, "counties": {0, 0}}[l.Name]
+		require.Equal(t, want, []int64{l.Linearised, l.DroppedZM}, l.Name)
+	}
+
 	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
-	code, out, errOut := run(t, env, "ingest", "--json", gpkg)
+	code, out, errOut = run(t, env, "ingest", "--json", gpkg)
 	require.Equal(t, 0, code, errOut)
 	ls := parseLines(t, out)
 	require.Len(t, ls, 1)

@@ -179,12 +179,16 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	require.Contains(t, out, "ok: every committed job's features are present exactly once")
 
 	requireRefused(t, d.writer,
-		`DROP TABLE parcels`,
+		`DROP VIEW parcels`,
+		`DROP TABLE geoingest_store.parcels`,
+		`DROP TABLE geoingest_store.parcels_shared`,
+		`CREATE TABLE geoingest_store.geoingest_probe (x int)`,
+		`TRUNCATE geoingest_store.parcels`,
+		`ALTER TABLE geoingest_store.parcels_shared OWNER TO CURRENT_USER`,
 		`ALTER TABLE jobs ADD COLUMN note text`,
 		`ALTER TABLE jobs DROP CONSTRAINT jobs_pkey`,
 		`CREATE TABLE geoingest_probe (x int)`,
 		`CREATE INDEX ON jobs (source_key)`,
-		`TRUNCATE parcels`,
 		`DROP VIEW geoingest_current_parcels`,
 		`CREATE OR REPLACE FUNCTION geoingest_property(properties jsonb, key text) RETURNS text LANGUAGE sql AS 'SELECT NULL::text'`,
 		`UPDATE schema_migrations SET dirty = true`,
@@ -200,6 +204,8 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 		`SELECT format('%s %s', count(*), round(sum(ST_Area(geom::geography)))) FROM geoingest_current_parcels`,
 		`SELECT format('%s %s', count(*), string_agg(DISTINCT pipeline_version, ',')) FROM geoingest_current_admin_units`,
 		`SELECT count(*)::text FROM geoingest_current_parcels WHERE geoingest_property(properties, 'PARCEL_ID') LIKE 'BE-%'`,
+		`SELECT format('%s %s', count(*), round(sum(area_m2))) FROM parcels`,
+		`SELECT format('%s %s', count(*), round(sum(area_m2))) FROM admin_units WHERE geom && ST_MakeEnvelope(-180, -90, 180, 90, 4326)`,
 	} {
 		want := queryString(t, d.owner, q)
 		require.NotEmpty(t, want, q)
@@ -238,8 +244,11 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 		`DELETE FROM parcels`,
 		`UPDATE claims SET state = 'FAILED'`,
 		`UPDATE sources SET current_job_id = NULL`,
-		`TRUNCATE parcels`,
-		`DROP TABLE parcels`)
+		`TRUNCATE geoingest_store.parcels`,
+		`DROP VIEW parcels`,
+		`DROP TABLE geoingest_store.parcels`,
+		`SELECT count(*) FROM geoingest_store.parcels`,
+		`SELECT count(*) FROM geoingest_store.admin_units_shared`)
 	// And ingest as the analyst fails at the claim gate, writing nothing.
 	code, _, errOut = run(t, asAnalyst, "ingest", epinay)
 	require.Equal(t, 1, code)
@@ -331,9 +340,46 @@ func requireCatalogLeastPrivilege(t *testing.T, d *leastPrivilegeDB) {
 	var canCreate bool
 	require.NoError(t, conn.QueryRow(ctx, `
 		SELECT has_schema_privilege($1, 'public', 'CREATE') OR has_schema_privilege($2, 'public', 'CREATE')
+		    OR has_schema_privilege($1, 'geoingest_store', 'CREATE') OR has_schema_privilege($2, 'geoingest_store', 'CREATE')
 		    OR has_database_privilege($1, current_database(), 'CREATE') OR has_database_privilege($2, current_database(), 'CREATE')`,
 		d.writerRole, d.analystRole).Scan(&canCreate))
 	require.False(t, canCreate, "a runtime role may create schemas or objects")
+
+	// The storage schema (0014): the writer COPYs into its partitions and
+	// may use it; the analyst has no right there at all, and reads the
+	// views of the public schema.
+	var wUsage, aUsage bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT has_schema_privilege($1, 'geoingest_store', 'USAGE'), has_schema_privilege($2, 'geoingest_store', 'USAGE')`,
+		d.writerRole, d.analystRole).Scan(&wUsage, &aUsage))
+	require.True(t, wUsage, "the writer may not use geoingest_store")
+	require.False(t, aUsage, "the analyst may use geoingest_store")
+	stored, err := conn.Query(ctx, `
+		SELECT c.relname,
+		       has_table_privilege($2, c.oid, 'SELECT') AND has_table_privilege($2, c.oid, 'INSERT')
+		         AND has_table_privilege($2, c.oid, 'UPDATE') AND has_table_privilege($2, c.oid, 'DELETE'),
+		       has_table_privilege($2, c.oid, 'TRUNCATE'),
+		       has_table_privilege($3, c.oid, 'SELECT') OR has_table_privilege($3, c.oid, 'INSERT')
+		         OR has_table_privilege($3, c.oid, 'UPDATE') OR has_table_privilege($3, c.oid, 'DELETE'),
+		       pg_has_role($2, c.relowner, 'USAGE') OR pg_has_role($3, c.relowner, 'USAGE')
+		FROM pg_class c
+		WHERE c.relnamespace = 'geoingest_store'::regnamespace AND c.relkind IN ('r', 'p') AND c.relowner = $1::regrole`,
+		d.ownerRole, d.writerRole, d.analystRole)
+	require.NoError(t, err)
+	seen = map[string]bool{}
+	for stored.Next() {
+		var name string
+		var wWrite, wTrunc, aAny, owns bool
+		require.NoError(t, stored.Scan(&name, &wWrite, &wTrunc, &aAny, &owns))
+		seen[name] = true
+		require.True(t, wWrite, "geoingest_store.%s: the writer may not read and write it", name)
+		require.False(t, wTrunc, "geoingest_store.%s: the writer may truncate it", name)
+		require.False(t, aAny, "geoingest_store.%s: the analyst has a right on it", name)
+		require.False(t, owns, "geoingest_store.%s: a runtime role owns it", name)
+	}
+	require.NoError(t, stored.Err())
+	for _, name := range []string{"parcels", "parcels_shared", "admin_units", "admin_units_shared"} {
+		require.True(t, seen[name], "geoingest_store.%s not checked", name)
+	}
 }
 
 // TestLeastPrivilegeSchemaBehind: a runtime command run by the writer on
@@ -366,7 +412,8 @@ func migrationEmbedded(v uint) bool {
 
 // TestRolesMigrationDownUp: 0003's down file revokes what its up file
 // granted on the relations it names, and the up file can run again (roles
-// already there). Relations of later migrations are theirs to grant.
+// already there). Relations of later migrations, and the default
+// privileges of 0014's geoingest_store, are theirs to grant.
 func TestRolesMigrationDownUp(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -382,7 +429,8 @@ func TestRolesMigrationDownUp(t *testing.T) {
 			                            'geoingest_current_parcels', 'geoingest_current_admin_units')
 			          AND has_table_privilege(r, c.oid, 'SELECT'))
 			     + (SELECT count(*) FROM pg_default_acl d, aclexplode(d.defaclacl) a
-			        WHERE a.grantee IN ('geoingest_writer'::regrole, 'geoingest_analyst'::regrole))`)
+			        WHERE d.defaclnamespace = 'public'::regnamespace
+			          AND a.grantee IN ('geoingest_writer'::regrole, 'geoingest_analyst'::regrole))`)
 	}
 	before := grants()
 	require.Positive(t, before)

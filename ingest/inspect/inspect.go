@@ -82,6 +82,14 @@ type Layer struct {
 	// Extent is [xmin, ymin, xmax, ymax] in the layer's own CRS; null
 	// when it has no geometry.
 	Extent []float64 `json:"extent"`
+	// GeometryField is the geometry field read when the layer has several
+	// (GML); "" otherwise.
+	GeometryField string `json:"geometry_field,omitempty"`
+	// LinearisedCurves and DroppedZM count the features whose curves
+	// would be approximated by line segments, and whose Z or M would be
+	// dropped (geomio.Layer), as the job records them.
+	LinearisedCurves int64 `json:"linearised_curves"`
+	DroppedZM        int64 `json:"dropped_zm"`
 	// Check counts, with Options.Check, what the policies would do.
 	Check *Check `json:"check,omitempty"`
 }
@@ -260,6 +268,10 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 		s.order = append(s.order, f.Layer)
 	}
 	a.l.Features++
+	if meta.Name == f.Layer {
+		// The reader's counts so far, of the layer this feature is of.
+		a.l.GeometryField, a.l.LinearisedCurves, a.l.DroppedZM = meta.GeometryField, meta.Linearised, meta.DroppedZM
+	}
 	a.fieldsOf(f.Properties)
 	g := f.Geom
 	typ := "None"

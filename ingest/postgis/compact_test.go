@@ -68,7 +68,7 @@ func partitions(t *testing.T, q interface {
 	t.Helper()
 	var n int
 	require.NoError(t, q.QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_inherits WHERE inhparent = 'parcels'::regclass`).Scan(&n))
+		`SELECT count(*) FROM pg_inherits WHERE inhparent = 'geoingest_store.parcels'::regclass`).Scan(&n))
 	return n
 }
 

@@ -33,7 +33,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		g.attach = target
 	}
 	rows := prepare.New(ctx, r, job.Params, s.KnownSRID)
-	if _, err := copyRows(ctx, g.tx, table, false, g.ref, rows); err != nil {
+	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, g.ref, rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
@@ -42,7 +42,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		if err := g.q.CreateStaging(ctx); err != nil {
 			return err
 		}
-		if _, err := copyRows(ctx, g.tx, "geoingest_staging", true, 0, rows); err != nil {
+		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, 0, rows); err != nil {
 			return err
 		}
 		if _, err := g.q.InsertStagedFeatures(ctx, db.InsertStagedFeaturesParams{TargetTable: target, JobRef: g.ref}); err != nil {
@@ -95,18 +95,18 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 // repeatable-read reader whose snapshot is older than the commit, which
 // would then see the new generation beside the one it replaces.
 //
-// The table name is geoingest_staging or one that
-// geoingest_create_job_table returned: never input. It returns the
+// The table is geoingest_staging or the one that
+// geoingest_create_job_storage returned: never input. It returns the
 // features' own error when they stopped on one, so that its
 // classification survives; a server error is classified by normaliseErr.
-func copyRows(ctx context.Context, tx pgx.Tx, table string, staged bool, ref int64, feats *prepare.Features) (int64, error) {
+func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, staged bool, ref int64, feats *prepare.Features) (int64, error) {
 	cols := " (job_ref, feature_index, layer, properties, geom, area_m2)"
 	mode, enc := prepare.Direct, featureTuple(ref)
 	if staged {
 		cols = " (feature_index, layer, properties, wkb)"
 		mode, enc = prepare.Staged, stagedTuple
 	}
-	sql := "COPY " + pgx.Identifier{table}.Sanitize() + cols + " FROM STDIN (FORMAT binary)"
+	sql := "COPY " + table.Sanitize() + cols + " FROM STDIN (FORMAT binary)"
 
 	pr, pw := io.Pipe()
 	done := make(chan struct{})

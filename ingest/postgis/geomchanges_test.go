@@ -29,7 +29,7 @@ const curvesCSV = `id,WKT
 // per layer (job_crs), and shown by ShowJob and the console. Files made
 // with ogr2ogr: a GeoPackage with a curved ZM layer beside a plain one, the
 // same curves as a zipped File Geodatabase, and a GML layer with two
-// geometry fields.
+// geometry fields; and a GeoJSON file with altitudes in one polygon.
 func TestGeometryChangesRecorded(t *testing.T) {
 	if !ogr.Available {
 		t.Skip("built without GDAL")
@@ -56,6 +56,11 @@ func TestGeometryChangesRecorded(t *testing.T) {
 	runOGR2OGR(t, "-f", "GML", "-dsco", "FORMAT=GML3", filepath.Join(dir, "two.gml"), corpusDir+"/six_counties/six_counties.shp", "-dialect", "SQLITE", "-nln", "parcel",
 		"-sql", "SELECT ST_Buffer(ST_Centroid(geometry), 0.001) AS centre, geometry AS footprint, NAME FROM six_counties")
 	gml := filepath.Join(dir, "two.gml")
+	// GeoJSON with an altitude in one of its two polygons.
+	gj := filepath.Join(dir, "z.geojson")
+	require.NoError(t, os.WriteFile(gj, []byte(`{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[2,48,35],[2.001,48,35],[2.001,48.001,36],[2,48,35]]]}},
+{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[3,48],[3.001,48],[3.001,48.001],[3,48]]]}}]}`), 0o644))
 
 	type layer struct {
 		field          string
@@ -72,6 +77,7 @@ func TestGeometryChangesRecorded(t *testing.T) {
 		// Z and M (ogrinfo shows it so): two features with Z/M there.
 		{file: filepath.Join(dir, "curves.gdb.zip"), linearised: 2, zm: 2, layers: map[string]layer{"curves": {"", 2, 2}}},
 		{file: gml, direct: true, layers: map[string]layer{"parcel": {"centre", 0, 0}}},
+		{file: gj, zm: 1, layers: map[string]layer{"z": {"", 0, 1}}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			job := localJob(t, tc.file, ingest.DefaultParams("parcels"))

@@ -78,7 +78,7 @@ func TestMigration0007UpDown(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, `
 			SELECT count(*) FILTER (WHERE a.attgenerated = 's'), count(*) FILTER (WHERE a.attgenerated = '')
 			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-			WHERE a.attname = 'area_m2' AND NOT a.attisdropped AND c.relname ~ '^parcels(_shared|_job_[0-9]+)?$'`).Scan(&yes, &no))
+			WHERE a.attname = 'area_m2' AND NOT a.attisdropped AND c.relkind IN ('r', 'p') AND c.relname ~ '^parcels(_shared|_job_[0-9]+)?$'`).Scan(&yes, &no))
 		return yes, no
 	}
 	requireClean := func() {

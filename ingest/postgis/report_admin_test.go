@@ -268,6 +268,11 @@ func TestReportAssignmentsFollowGenerations(t *testing.T) {
 	e.rpIngest(t, admin, "admin_units")
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM report_assignments`).Scan(&n))
 	require.Equal(t, 1, n, "the assignment to the old generation is pruned")
+	var gens []string
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT coalesce(array_agg(admin_generation), '{}') FROM report_admin_generations
+		WHERE admin_generation = geoingest_admin_generation(pipeline_version)`).Scan(&gens))
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM report_admin_generations`).Scan(&n))
+	require.Equal(t, []int{1, 1}, []int{len(gens), n}, "only the current admin generation stays prepared")
 	r, err = e.store.AreaReport(ctx, ingest.AreaQuery{})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, rowsByUnit(r)["East"].Parcels)
@@ -321,12 +326,14 @@ func TestMigration0006DownAndUp(t *testing.T) {
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT sum(parcels) FROM geoingest_area_by_point_on_surface('name', NULL)`).Scan(&n))
 	require.EqualValues(t, 72, n, "migration 0002's report")
 	e.exec(t, string(up))
-	// Migration 0012 replaced 0006's geoingest_report_compute (the same
-	// cells, summed in another order): apply it again too, so that the
-	// report is computed by the function that computed it before.
-	later, err := os.ReadFile("../../migrations/0012_year.up.sql")
-	require.NoError(t, err)
-	e.exec(t, string(later))
+	// Migrations 0012 and 0015 replaced 0006's geoingest_report_compute
+	// (the same cells, summed in another order): apply them again too, so
+	// that the report is computed by the function that computed it before.
+	for _, m := range []string{"0012_year", "0015_report_refresh"} {
+		later, err := os.ReadFile("../../migrations/" + m + ".up.sql")
+		require.NoError(t, err)
+		e.exec(t, string(later))
+	}
 	after, err := e.store.AreaReport(ctx, ingest.AreaQuery{})
 	require.NoError(t, err)
 	require.Equal(t, before.Rows, after.Rows)

@@ -25,7 +25,27 @@ import (
 //
 // Returns a Transient error when the database fails; the pairs committed
 // before the failure stay.
+//
+// It first prepares the current admin generation of every pipeline version
+// (geoingest_report_prepare_admin, migration 0015: its overlapping units,
+// each unit's longest edge and the units' union, stored once), so that
+// the first parcel job after an admin file does not pay for it, and
+// deletes the prepared generations that are no longer current.
 func (s *Store) RefreshReports(ctx context.Context) (ingest.RefreshResult, error) {
+	start := time.Now()
+	gens, err := s.q.CurrentAdminGenerations(ctx)
+	if err != nil {
+		return ingest.RefreshResult{}, ingest.Transientf("refresh reports: admin generations: %w", err)
+	}
+	for _, g := range gens {
+		if len(g.UnitIds) == 0 {
+			continue
+		}
+		if _, err := s.q.PrepareReportAdmin(ctx, db.PrepareReportAdminParams{
+			AdminGeneration: g.AdminGeneration, PipelineVersion: g.PipelineVersion, UnitIds: g.UnitIds}); err != nil {
+			return ingest.RefreshResult{}, ingest.Transientf("refresh reports: prepare admin generation: %w", err)
+		}
+	}
 	res, err := s.refresh(ctx, "")
 	if err != nil {
 		return res, err
@@ -33,6 +53,10 @@ func (s *Store) RefreshReports(ctx context.Context) (ingest.RefreshResult, error
 	if res.Pruned, err = s.q.PruneReportAssignments(ctx); err != nil {
 		return res, ingest.Transientf("refresh reports: prune: %w", err)
 	}
+	if _, err = s.q.PruneReportAdminGenerations(ctx); err != nil {
+		return res, ingest.Transientf("refresh reports: prune admin generations: %w", err)
+	}
+	res.Duration = time.Since(start)
 	return res, nil
 }
 
@@ -70,8 +94,11 @@ func (s *Store) refresh(ctx context.Context, jobID string) (ingest.RefreshResult
 	for _, st := range stale {
 		ov, ok := overlapping[st.AdminGeneration]
 		if !ok && len(st.UnitIds) > 0 {
-			if ov, err = s.q.OverlappingUnits(ctx, nonNil(st.UnitIds)); err != nil {
-				return res, ingest.Transientf("refresh reports: overlapping units: %w", err)
+			// Prepared once per admin generation (a primary-key lookup
+			// once it is).
+			if ov, err = s.q.PrepareReportAdmin(ctx, db.PrepareReportAdminParams{
+				AdminGeneration: st.AdminGeneration, PipelineVersion: st.PipelineVersion, UnitIds: st.UnitIds}); err != nil {
+				return res, ingest.Transientf("refresh reports: prepare admin generation: %w", err)
 			}
 			overlapping[st.AdminGeneration] = ov
 		}

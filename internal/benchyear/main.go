@@ -650,7 +650,7 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 		SELECT pg_database_size(current_database()),
 		       (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE relname NOT LIKE 'bench_one%'),
 		       (SELECT coalesce(sum(n_live_tup), 0) FROM pg_stat_user_tables WHERE relname NOT LIKE 'bench_one%'),
-		       (SELECT count(*) FROM pg_inherits WHERE inhparent IN ('parcels'::regclass, 'admin_units'::regclass)),
+		       (SELECT count(*) FROM pg_inherits WHERE inhparent IN ('geoingest_store.parcels'::regclass, 'geoingest_store.admin_units'::regclass)),
 		       (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')),
 		       (SELECT count(*) FROM geoingest_current_parcels),
 		       (SELECT count(*) FROM jobs),

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -21,21 +22,29 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"ago":       ago,
-	"ts":        ts,
-	"area":      formatArea,
-	"num":       formatInt,
-	"short":     short,
-	"seconds":   formatSeconds,
-	"lease":     formatLease,
-	"badge":     badge,
-	"jobURL":    func(id string) string { return "/jobs/" + url.PathEscape(id) },
-	"sourceURL": func(s string) string { return "/?" + url.Values{"source": {s}}.Encode() },
-	"stateURL":  func(s string) string { return "/?" + url.Values{"state": {s}}.Encode() },
-	"deref":     func(p *int64) int64 { return *p },
-	"pretty":    prettyJSON,
-}).ParseFS(templateFS, "templates/*.html"))
+// pages are the console's templates, parsed on the first page rendered:
+// every geoingest process links the console, and parsing at start-up would
+// cost each one (an ingest, a worker) the template parser's code and
+// some 140 KB of heap that only the console uses.
+var pages = sync.OnceValue(parsePages)
+
+func parsePages() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"ago":       ago,
+		"ts":        ts,
+		"area":      formatArea,
+		"num":       formatInt,
+		"short":     short,
+		"seconds":   formatSeconds,
+		"lease":     formatLease,
+		"badge":     badge,
+		"jobURL":    func(id string) string { return "/jobs/" + url.PathEscape(id) },
+		"sourceURL": func(s string) string { return "/?" + url.Values{"source": {s}}.Encode() },
+		"stateURL":  func(s string) string { return "/?" + url.Values{"state": {s}}.Encode() },
+		"deref":     func(p *int64) int64 { return *p },
+		"pretty":    prettyJSON,
+	}).ParseFS(templateFS, "templates/*.html"))
+}
 
 // indexData is what the index page shows.
 type indexData struct {
@@ -150,7 +159,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 // is a 500, never half a page.
 func (h *Handler) render(w http.ResponseWriter, name string, data any) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := pages().ExecuteTemplate(&buf, name, data); err != nil {
 		h.opts.Log.Error("console: render", "page", name, "error", err.Error())
 		http.Error(w, "console: cannot render the page", http.StatusInternalServerError)
 		return

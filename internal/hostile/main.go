@@ -103,6 +103,10 @@ var cases = []struct {
 		})
 	}},
 	{"header-10gb.shp", lyingShapefile},
+	// KML, which GDAL parses whole: just under --max-kml-bytes (8 MiB),
+	// and ten times that (refused by its size unless the limit is raised).
+	{"kml-13k.kml", func(p string) error { return kmlParcels(p, 13_000) }},
+	{"kml-130k.kml", func(p string) error { return kmlParcels(p, 130_000) }},
 	{"rings-20k.shp", func(p string) error { return ringsShapefile(p, 10_000) }},
 	{"vertices-3m.shp", func(p string) error { return ringShapefile(p, 3_000_000) }},
 	{"vertices-2m.shp", func(p string) error { return ringShapefile(p, 2_000_000) }},
@@ -296,4 +300,47 @@ func ringsShapefile(p string, n int) error {
 		return err
 	}
 	return sidecars(p)
+}
+
+// kmlParcels writes a KML document of n parcels as ogr2ogr writes them:
+// one folder, each placemark with its ExtendedData (five fields) and a
+// polygon of six positions.
+func kmlParcels(p string, n int) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString(`<?xml version="1.0" encoding="utf-8" ?>
+<kml xmlns="http://www.opengis.net/kml/2.2">
+<Document id="root_doc">
+<Schema name="parcels" id="parcels">
+	<SimpleField name="parcel_id" type="string"></SimpleField>
+	<SimpleField name="owner" type="string"></SimpleField>
+	<SimpleField name="land_use" type="string"></SimpleField>
+	<SimpleField name="assessed_v" type="float"></SimpleField>
+	<SimpleField name="year" type="int"></SimpleField>
+</Schema>
+<Folder><name>parcels</name>
+`)
+	for i := 0; i < n; i++ {
+		x, y := 13+float64(i%1000)*0.001, 52+float64(i/1000)*0.001
+		fmt.Fprintf(w, `  <Placemark>
+	<ExtendedData><SchemaData schemaUrl="#parcels">
+		<SimpleData name="parcel_id">BE-%04d-%04d</SimpleData>
+		<SimpleData name="owner">Owner number %d</SimpleData>
+		<SimpleData name="land_use">R1</SimpleData>
+		<SimpleData name="assessed_v">%d.25</SimpleData>
+		<SimpleData name="year">1920</SimpleData>
+	</SchemaData></ExtendedData>
+      <Polygon><outerBoundaryIs><LinearRing><coordinates>%.7f,%.7f %.7f,%.7f %.7f,%.7f %.7f,%.7f %.7f,%.7f %.7f,%.7f</coordinates></LinearRing></outerBoundaryIs></Polygon>
+  </Placemark>
+`, i/1000, i%1000, i, 1000*i, x, y, x+0.0008, y, x+0.0009, y+0.0004, x+0.0008, y+0.0008, x, y+0.0008, x, y)
+	}
+	w.WriteString("</Folder>\n</Document></kml>\n")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -27,7 +27,8 @@ func (q *Queries) AttachJobTable(ctx context.Context, arg AttachJobTableParams) 
 }
 
 const createJobTable = `-- name: CreateJobTable :one
-SELECT geoingest_create_job_table($1::text, $2::bigint)::text AS table_name
+SELECT s.schema_name::text AS schema_name, s.table_name::text AS table_name
+FROM geoingest_create_job_storage($1::text, $2::bigint) s
 `
 
 type CreateJobTableParams struct {
@@ -35,13 +36,19 @@ type CreateJobTableParams struct {
 	JobRef      int64
 }
 
-// CreateJobTable returns the table to COPY the job's features into,
-// creating it when the job has a partition of its own (migration 0005).
-func (q *Queries) CreateJobTable(ctx context.Context, arg CreateJobTableParams) (string, error) {
+type CreateJobTableRow struct {
+	SchemaName string
+	TableName  string
+}
+
+// CreateJobTable returns the table to COPY the job's features into, as
+// schema and name, creating it when the job has a partition of its own
+// (migrations 0005 and 0014: the storage schema geoingest_store).
+func (q *Queries) CreateJobTable(ctx context.Context, arg CreateJobTableParams) (CreateJobTableRow, error) {
 	row := q.db.QueryRow(ctx, createJobTable, arg.TargetTable, arg.JobRef)
-	var table_name string
-	err := row.Scan(&table_name)
-	return table_name, err
+	var i CreateJobTableRow
+	err := row.Scan(&i.SchemaName, &i.TableName)
+	return i, err
 }
 
 const createStaging = `-- name: CreateStaging :exec

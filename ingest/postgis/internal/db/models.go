@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+// Every admin unit of every generation geoingest holds (join jobs on job_ref, or read geoingest_current_admin_units for the current generations only).
 type AdminUnit struct {
 	ID           int64
 	JobRef       int64
@@ -115,6 +116,26 @@ type GeoingestStaging struct {
 	Wkb          []byte
 }
 
+type GeoingestStoreAdminUnit struct {
+	ID           int64
+	JobRef       int64
+	FeatureIndex int64
+	Layer        string
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
+}
+
+type GeoingestStoreParcel struct {
+	ID           int64
+	JobRef       int64
+	FeatureIndex int64
+	Layer        string
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
+}
+
 type Job struct {
 	JobID            string
 	SourceBucket     string
@@ -158,6 +179,7 @@ type JobCr struct {
 	DroppedZm        int64
 }
 
+// Every parcel of every generation geoingest holds (join jobs on job_ref, or read geoingest_current_parcels for the current generations only).
 type Parcel struct {
 	ID           int64
 	JobRef       int64
@@ -176,6 +198,17 @@ type ParcelsShared struct {
 	Properties   []byte
 	Geom         interface{}
 	AreaM2       pgtype.Float8
+}
+
+type ReportAdminGeneration struct {
+	AdminGeneration  string
+	PipelineVersion  string
+	UnitIds          []int64
+	OverlappingUnits []int64
+	UnitMaxseg       []float64
+	Coverage         interface{}
+	Seconds          float64
+	PreparedAt       pgtype.Timestamptz
 }
 
 type ReportAssignment struct {

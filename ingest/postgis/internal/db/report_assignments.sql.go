@@ -90,6 +90,43 @@ func (q *Queries) AdminOverlaps(ctx context.Context, arg AdminOverlapsParams) ([
 	return items, nil
 }
 
+const currentAdminGenerations = `-- name: CurrentAdminGenerations :many
+SELECT v.pipeline_version::text AS pipeline_version,
+       geoingest_generation_name(geoingest_admin_job_ids(v.pipeline_version))::text AS admin_generation,
+       geoingest_admin_unit_ids(v.pipeline_version)::bigint[] AS unit_ids
+FROM (SELECT DISTINCT s.pipeline_version FROM sources s
+      WHERE s.target_table = 'admin_units' AND s.current_job_id IS NOT NULL) v
+ORDER BY 1
+`
+
+type CurrentAdminGenerationsRow struct {
+	PipelineVersion string
+	AdminGeneration string
+	UnitIds         []int64
+}
+
+// CurrentAdminGenerations lists, for every pipeline version with current
+// admin units, its current admin generation and the units' ids.
+func (q *Queries) CurrentAdminGenerations(ctx context.Context) ([]CurrentAdminGenerationsRow, error) {
+	rows, err := q.db.Query(ctx, currentAdminGenerations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CurrentAdminGenerationsRow
+	for rows.Next() {
+		var i CurrentAdminGenerationsRow
+		if err := rows.Scan(&i.PipelineVersion, &i.AdminGeneration, &i.UnitIds); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deleteReportAssignmentsOfJob = `-- name: DeleteReportAssignmentsOfJob :execrows
 DELETE FROM report_assignments WHERE parcel_job_id = $1
 `
@@ -215,15 +252,38 @@ func (q *Queries) InsertReportCellsNoUnits(ctx context.Context, arg InsertReport
 	return i, err
 }
 
-const overlappingUnits = `-- name: OverlappingUnits :one
-SELECT geoingest_overlapping_units($1::bigint[])::bigint[] AS unit_ids
+const prepareReportAdmin = `-- name: PrepareReportAdmin :one
+SELECT geoingest_report_prepare_admin($1::text, $2::text, $3::bigint[])::bigint[] AS overlapping_units
 `
 
-func (q *Queries) OverlappingUnits(ctx context.Context, unitIds []int64) ([]int64, error) {
-	row := q.db.QueryRow(ctx, overlappingUnits, unitIds)
-	var unit_ids []int64
-	err := row.Scan(&unit_ids)
-	return unit_ids, err
+type PrepareReportAdminParams struct {
+	AdminGeneration string
+	PipelineVersion string
+	UnitIds         []int64
+}
+
+// PrepareReportAdmin prepares an admin generation (migration 0015) unless
+// it is prepared already, and returns its overlapping units.
+func (q *Queries) PrepareReportAdmin(ctx context.Context, arg PrepareReportAdminParams) ([]int64, error) {
+	row := q.db.QueryRow(ctx, prepareReportAdmin, arg.AdminGeneration, arg.PipelineVersion, arg.UnitIds)
+	var overlapping_units []int64
+	err := row.Scan(&overlapping_units)
+	return overlapping_units, err
+}
+
+const pruneReportAdminGenerations = `-- name: PruneReportAdminGenerations :execrows
+DELETE FROM report_admin_generations g
+WHERE g.admin_generation <> geoingest_admin_generation(g.pipeline_version)
+`
+
+// PruneReportAdminGenerations deletes the prepared admin generations that
+// are no longer their version's current one (none comes back).
+func (q *Queries) PruneReportAdminGenerations(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, pruneReportAdminGenerations)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const pruneReportAssignments = `-- name: PruneReportAssignments :execrows

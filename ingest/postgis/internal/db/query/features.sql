@@ -10,9 +10,11 @@ CREATE TEMP TABLE geoingest_staging (
 ) ON COMMIT DROP;
 
 -- name: CreateJobTable :one
--- CreateJobTable returns the table to COPY the job's features into,
--- creating it when the job has a partition of its own (migration 0005).
-SELECT geoingest_create_job_table(@target_table::text, @job_ref::bigint)::text AS table_name;
+-- CreateJobTable returns the table to COPY the job's features into, as
+-- schema and name, creating it when the job has a partition of its own
+-- (migrations 0005 and 0014: the storage schema geoingest_store).
+SELECT s.schema_name::text AS schema_name, s.table_name::text AS table_name
+FROM geoingest_create_job_storage(@target_table::text, @job_ref::bigint) s;
 
 -- name: InsertStagedFeatures :one
 -- InsertStagedFeatures transforms the staged features to EPSG:4326 into the

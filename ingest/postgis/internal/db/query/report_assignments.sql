@@ -26,8 +26,26 @@ WHERE s.target_table = 'parcels' AND s.current_job_id IS NOT NULL
                   WHERE r.parcel_job_id = s.current_job_id AND r.admin_generation = g.gen)
 ORDER BY s.pipeline_version, s.current_job_id;
 
--- name: OverlappingUnits :one
-SELECT geoingest_overlapping_units(@unit_ids::bigint[])::bigint[] AS unit_ids;
+-- name: PrepareReportAdmin :one
+-- PrepareReportAdmin prepares an admin generation (migration 0015) unless
+-- it is prepared already, and returns its overlapping units.
+SELECT geoingest_report_prepare_admin(@admin_generation::text, @pipeline_version::text, @unit_ids::bigint[])::bigint[] AS overlapping_units;
+
+-- name: CurrentAdminGenerations :many
+-- CurrentAdminGenerations lists, for every pipeline version with current
+-- admin units, its current admin generation and the units' ids.
+SELECT v.pipeline_version::text AS pipeline_version,
+       geoingest_generation_name(geoingest_admin_job_ids(v.pipeline_version))::text AS admin_generation,
+       geoingest_admin_unit_ids(v.pipeline_version)::bigint[] AS unit_ids
+FROM (SELECT DISTINCT s.pipeline_version FROM sources s
+      WHERE s.target_table = 'admin_units' AND s.current_job_id IS NOT NULL) v
+ORDER BY 1;
+
+-- name: PruneReportAdminGenerations :execrows
+-- PruneReportAdminGenerations deletes the prepared admin generations that
+-- are no longer their version's current one (none comes back).
+DELETE FROM report_admin_generations g
+WHERE g.admin_generation <> geoingest_admin_generation(g.pipeline_version);
 
 -- name: InsertReportAssignment :execrows
 -- InsertReportAssignment is the gate of one refresh: a row touched means

@@ -1,0 +1,199 @@
+package postgis
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
+	"github.com/geoingest/geoingest/internal/benchyear/parcel"
+)
+
+// BenchmarkReportRefresh measures, in one run, what the report refresh of
+// one parcel job costs against that job's write: 120 admin units tiling
+// the parcel generator's extent (about 2,000 vertices each by default, as
+// a municipality's or a county's digitised boundary; see
+// parcel.AdminUnitsDetailed), then, per iteration, a new 25,000-parcel
+// source over the extent's middle sixteenth (a county, as the year
+// simulation's probe: parcels of about 0.4 ha, some 5 % across a unit
+// boundary), written through Service.Run without its refresh, then
+// assigned with Store.RefreshParcelJob, timed on its own.
+//
+// It reports the write-gate time (jobs.write_seconds, what the target is
+// measured against), the job's wall time, the refresh's, and
+// refresh/write: the median of each over the iterations. The first
+// refresh after the admin layer is loaded also prepares the admin
+// generation (geoingest_report_prepare_admin), once: it is reported apart
+// as prepare-ms and not counted in refresh-ms.
+//
+// GEOINGEST_BENCH_N sets the parcels per job (default 25000),
+// GEOINGEST_BENCH_ADMIN_DETAIL the admin borders' detail (default 9:
+// 2^9 segments per border; 0: the 12 of testdata/synthetic).
+//
+//	go test ./ingest/postgis -run '^$' -bench ReportRefresh -benchtime 5x
+func BenchmarkReportRefresh(b *testing.B) {
+	n := benchEnvInt(b, "GEOINGEST_BENCH_N", 25000)
+	detail := benchEnvInt(b, "GEOINGEST_BENCH_ADMIN_DETAIL", 9)
+	dir := b.TempDir()
+	admin := filepath.Join(dir, "admin.geojson")
+	writeBenchAdmin(b, admin, detail)
+	county := filepath.Join(dir, "county.geojson")
+	writeBenchCounty(b, county, n)
+
+	b.Run(fmt.Sprintf("parcels=%d/admin-detail=%d", n, detail), func(b *testing.B) {
+		svc := setupBench(b)
+		svc.NoReportRefresh = true
+		store := svc.Store.(*Store)
+		ctx := context.Background()
+		if r := svc.Run(ctx, benchFileJob(b, admin, "admin/admin.geojson", "admin_units")); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+		// The admin layer's own refresh (what serve runs after an admin
+		// job): with no parcel job yet it only prepares the generation.
+		t0 := time.Now()
+		if _, err := store.RefreshReports(ctx); err != nil {
+			b.Fatal(err)
+		}
+		prepare := time.Since(t0)
+		var writes, walls, refreshes, ratios []float64
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			job := benchFileJob(b, county, fmt.Sprintf("parcels/county-%d.geojson", i), "parcels")
+			t := time.Now()
+			r := svc.Run(ctx, job)
+			wall := time.Since(t)
+			if r.Err != nil || r.Features != int64(n) {
+				b.Fatalf("outcome %s, %d features: %v", r.Outcome, r.Features, r.Err)
+			}
+			var write float64
+			if err := store.pool.QueryRow(ctx, `SELECT write_seconds FROM jobs WHERE job_id = $1`, job.ID).Scan(&write); err != nil {
+				b.Fatal(err)
+			}
+			t = time.Now()
+			res, err := store.RefreshParcelJob(ctx, job.ID, "")
+			refresh := time.Since(t).Seconds()
+			if err != nil || res.Assigned != 1 || res.Parcels != int64(n) {
+				b.Fatalf("refresh: %+v, %v", res, err)
+			}
+			writes = append(writes, write)
+			walls = append(walls, wall.Seconds())
+			refreshes = append(refreshes, refresh)
+			ratios = append(ratios, refresh/write)
+			b.Logf("job %d: write %.0f ms, wall %.0f ms, refresh %.0f ms, ratio %.2f", i, write*1000, wall.Seconds()*1000, refresh*1000, refresh/write)
+		}
+		b.StopTimer()
+		b.ReportMetric(median(writes)*1000, "write-ms")
+		b.ReportMetric(median(walls)*1000, "wall-ms")
+		b.ReportMetric(median(refreshes)*1000, "refresh-ms")
+		b.ReportMetric(median(ratios), "refresh/write")
+		b.ReportMetric(float64(prepare.Milliseconds()), "prepare-ms")
+	})
+}
+
+func benchEnvInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return v
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchFileJob is the job of a local file under a bucket key of its own.
+func benchFileJob(b *testing.B, path, key, target string) ingest.Job {
+	src, f, err := localfs.Files{}.Source(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src.Key = key
+	job, err := ingest.NewJob(src, ingest.DefaultParams(target), f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return job
+}
+
+// writeBenchAdmin writes parcel.AdminUnitsDetailed(12, 10, detail), and
+// the extra units after them.
+func writeBenchAdmin(b testing.TB, path string, detail int, extra ...parcel.Admin) {
+	benchWriteFeatures(b, path, func(w *bufio.Writer) {
+		for i, a := range append(parcel.AdminUnitsDetailed(12, 10, detail), extra...) {
+			if i > 0 {
+				w.WriteString(",\n")
+			}
+			w.Write(parcel.AppendAdminFeature(nil, &a))
+		}
+	})
+}
+
+// writeBenchCounty writes n parcels of the generator's grid moved into the
+// middle sixteenth of its extent, as the year simulation's probe.
+func writeBenchCounty(b testing.TB, path string, n int) {
+	w0, h0 := (parcel.MaxLon-parcel.MinLon)/4, (parcel.MaxLat-parcel.MinLat)/4
+	writeBenchParcelsIn(b, path, n, parcel.MinLon+1.5*w0, parcel.MinLat+1.5*h0)
+}
+
+// writeBenchParcelsIn writes n parcels of the generator's grid, scaled to
+// a quarter of its extent's width and height, from (x0, y0).
+func writeBenchParcelsIn(b testing.TB, path string, n int, x0, y0 float64) {
+	g := parcel.NewGrid(n)
+	benchWriteFeatures(b, path, func(w *bufio.Writer) {
+		var fb []byte
+		for i := 0; i < n; i++ {
+			f := g.Make(i)
+			for _, p := range f.Polys {
+				for _, r := range p {
+					for k := range r {
+						r[k].X = math.Round((x0+(r[k].X-parcel.MinLon)/4)*1e7) / 1e7
+						r[k].Y = math.Round((y0+(r[k].Y-parcel.MinLat)/4)*1e7) / 1e7
+					}
+				}
+			}
+			if i > 0 {
+				w.WriteString(",\n")
+			}
+			fb = parcel.AppendGeoJSONFeature(fb[:0], &f)
+			w.Write(fb)
+		}
+	})
+}
+
+func benchWriteFeatures(b testing.TB, path string, features func(w *bufio.Writer)) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString(`{"type":"FeatureCollection","features":[`)
+	features(w)
+	w.WriteString("]}\n")
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
