@@ -42,11 +42,6 @@ type Limits struct {
 	// MaxFeatures bounds the features of one upload; 0 (the default) is
 	// no limit.
 	MaxFeatures int64
-	// MaxKMLBytes bounds the size of one KML document (a .kml, or the
-	// .kml of a KMZ), checked before GDAL opens it: GDAL's KML readers
-	// parse the whole document into memory (LIBKML about 8 bytes per byte
-	// of KML), the one reader here whose memory grows with the file.
-	MaxKMLBytes int64
 }
 
 // DefaultLimits are the limits used for zero fields of Options.Limits.
@@ -61,7 +56,6 @@ var DefaultLimits = Limits{
 	MaxPropertyBytes:     1 << 20,
 	MaxProperties:        10_000,
 	MaxLayers:            1000,
-	MaxKMLBytes:          8 << 20,
 }
 
 // The names of the limits. Each is also the name of the geoingest flag
@@ -77,7 +71,6 @@ const (
 	LimitProperties    = "max-properties"
 	LimitLayers        = "max-layers"
 	LimitFeatures      = "max-features"
-	LimitKMLBytes      = "max-kml-bytes"
 )
 
 // LimitEnv returns the environment variable of the limit called name.
@@ -325,9 +318,6 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxFeatures < 0 {
 		l.MaxFeatures = 0
-	}
-	if l.MaxKMLBytes <= 0 {
-		l.MaxKMLBytes = DefaultLimits.MaxKMLBytes
 	}
 	return l
 }

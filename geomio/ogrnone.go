@@ -10,5 +10,5 @@ const ogrAvailable = false
 
 // openOGR refuses: this build has no GDAL.
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (layerReader, error) {
-	return nil, &Error{File: file, Problem: fmt.Sprintf("%s needs GDAL, which this slim build of geoingest lacks (it reads shapefiles, GeoJSON and GeoParquet): use the full build", f.title)}
+	return nil, &Error{File: file, Problem: fmt.Sprintf("%s needs GDAL, which this slim build of geoingest lacks (it reads shapefiles, GeoJSON, GeoParquet and KML): use the full build", f.title)}
 }

@@ -14,7 +14,7 @@ import (
 // GDAL reads, saying so, and still reads shapefiles and GeoJSON.
 func TestSlimBuildRefusesGDALFormats(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"x.gpkg", "x.fgb", "x.kml", "x.gml", "x.tab", "x.mif", "x.csv"} {
+	for _, name := range []string{"x.gpkg", "x.fgb", "x.gml", "x.tab", "x.mif", "x.csv"} {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(p, []byte("not read\n"), 0o644))
 		_, err := Open(p, Options{})
@@ -27,4 +27,17 @@ func TestSlimBuildRefusesGDALFormats(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close()
 	require.True(t, r.Next())
+
+	// KML is read in Go, so the slim build reads it too.
+	p := filepath.Join(dir, "x.kml")
+	require.NoError(t, os.WriteFile(p, []byte(kmlDocs["nested.kml"]), 0o644))
+	k, err := Open(p, Options{})
+	require.NoError(t, err)
+	defer k.Close()
+	n := 0
+	for k.Next() {
+		n++
+	}
+	require.NoError(t, k.Err())
+	require.Equal(t, 6, n)
 }

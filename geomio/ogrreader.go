@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -60,12 +61,11 @@ type ogrLayer struct {
 // opts.Layers narrows the choice. Non-spatial tables are ignored. A dataset
 // with no geometry at all is an *Error.
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
-	if f.name == FormatKML {
-		if err := checkKMLSize(path, file, opts.Limits.withDefaults().MaxKMLBytes); err != nil {
-			return nil, err
-		}
+	options := f.options
+	if f.name == FormatGML {
+		options = append(slices.Clip(options), gmlSchemaOptions(path)...)
 	}
-	ds, err := ogr.Open(path, f.drivers, f.options)
+	ds, err := ogr.Open(path, f.drivers, options)
 	if errors.Is(err, ogr.ErrNoGDAL) {
 		return nil, fmt.Errorf("%s: %w", file, err) // the machine's fault, not the file's
 	}
@@ -92,7 +92,7 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 			continue // a non-spatial table
 		}
 		names = append(names, l.Name)
-		field, err := pickGeomField(l, opts.GeometryField)
+		field, err := pickGeomField(l, f.name, opts.GeometryField)
 		if err != nil {
 			return nil, &Error{File: file, Problem: fmt.Sprintf("layer %q", l.Name), Err: err}
 		}
@@ -140,11 +140,17 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	return r, nil
 }
 
-// pickGeomField chooses the geometry field of l to read: the one named
-// want, else the first polygonal one, else the first mixed one, else the
-// first.
-func pickGeomField(l *ogr.Layer, want string) (int, error) {
+// pickGeomField chooses the geometry field of l (of format) to read: the
+// one named want, else the first polygonal one, else the first mixed one,
+// else the first. A layer with one geometry field reads it whatever want
+// names, except a GML layer read without a schema, whose one unnamed field
+// is whichever geometry came last in each feature: a field asked for by
+// name cannot be told apart there, so it is an error.
+func pickGeomField(l *ogr.Layer, format, want string) (int, error) {
 	if want != "" {
+		if format == FormatGML && len(l.GeomFields) == 1 && l.GeomFields[0].Name == "" {
+			return 0, fmt.Errorf("no geometry field %q: without a schema GDAL reads one unnamed geometry per feature (the last one); upload the file's .xsd (or .gfs) beside it, or in one zip with it, to read its geometry fields by name", want)
+		}
 		var names []string
 		for i, g := range l.GeomFields {
 			if strings.EqualFold(g.Name, want) {
@@ -168,14 +174,6 @@ func pickGeomField(l *ogr.Layer, want string) (int, error) {
 		}
 	}
 	return 0, nil
-}
-
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = strconv.Quote(n)
-	}
-	return strings.Join(q, ", ")
 }
 
 // overLimit fails the current feature over a limit (FeatureLimitError).

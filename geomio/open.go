@@ -77,6 +77,9 @@ func open(path string, opts Options) (Reader, error) {
 	case bytes.HasPrefix(head, []byte(geoparquet.Magic)) || ext == ".parquet" || ext == ".geoparquet":
 		return openGeoParquet(path, opts)
 	}
+	if ext == ".kml" {
+		return openKML(path, path, kmlBase(path), opts, 0)
+	}
 	if f, ok := ogrFormatOf(path, head); ok {
 		return openOGR(path, path, f, opts, 0)
 	}

@@ -35,7 +35,7 @@ func IsSidecar(name string) bool {
 	if ext := path.Ext(name); strings.EqualFold(ext, ".xml") {
 		return IsShapefile(strings.TrimSuffix(name, ext))
 	}
-	return hasExt(SidecarSuffixes, path.Ext(name)) || hasExt(MapInfoParts, path.Ext(name))
+	return hasExt(SidecarSuffixes, path.Ext(name)) || hasExt(MapInfoParts, path.Ext(name)) || hasExt(GMLSchemaParts, path.Ext(name))
 }
 
 // IsRequiredSidecar reports whether ext is one of RequiredSidecars.
@@ -53,6 +53,13 @@ func hasExt(exts []string, ext string) bool {
 	}
 	return false
 }
+
+// GMLSchemaParts are the files that may go beside a GML file (NAME.gml,
+// NAME.xml) and describe its layers: its application schema (.xsd) or
+// GDAL's own schema file (.gfs). They never start a job on their own
+// (IsSidecar), are optional parts of the GML file's set (SetRules), and
+// are read with it (gmlschema.go).
+var GMLSchemaParts = []string{".xsd", ".gfs"}
 
 // SetRule is a format uploaded as several files beside one another: the
 // main file, whose event starts the job, and the parts that go with it.
@@ -75,32 +82,52 @@ var SetRules = []SetRule{
 	{Main: ".shp", Parts: ShapefileParts[1:], Required: RequiredSidecars},
 	{Main: ".tab", Parts: []string{".dat", ".map", ".id"}, Required: []string{".dat", ".map", ".id"}},
 	{Main: ".mif", Parts: []string{".mid"}, Required: []string{".mid"}},
+	// A GML file's schema beside it is optional: a lone .gml never
+	// waits, and one uploaded with its .xsd (or .gfs) is read with it.
+	{Main: ".gml", Parts: GMLSchemaParts},
+	{Main: ".xml", Parts: GMLSchemaParts},
+	{Main: ".gml.gz", Parts: GMLSchemaParts},
+	{Main: ".xml.gz", Parts: GMLSchemaParts},
 }
 
 // SetRuleOf returns the rule of name (a path or an object key) when it is
-// the main file of a multi-file format.
+// the main file of a multi-file format: its name ends in the rule's Main
+// (compared case-insensitively; a Main may have two extensions, as
+// .gml.gz).
 func SetRuleOf(name string) (SetRule, bool) {
 	for _, r := range SetRules {
-		if strings.EqualFold(path.Ext(name), r.Main) {
+		if mainSuffix(name, r) {
 			return r, true
 		}
 	}
 	return SetRule{}, false
 }
 
-// IsSetPart reports whether name's extension is the main file or a part
-// of one of SetRules (a shapefile's, a MapInfo table's).
-func IsSetPart(name string) bool {
-	for _, r := range SetRules {
-		if hasExt([]string{r.Main}, path.Ext(name)) || hasExt(r.Parts, path.Ext(name)) {
-			return true
-		}
-	}
-	return false
+func mainSuffix(name string, r SetRule) bool {
+	return len(name) > len(r.Main) && strings.EqualFold(name[len(name)-len(r.Main):], r.Main)
 }
 
+// SetStem returns name (a path or an object key) without the extension
+// that makes it the main file or a part of one of SetRules (a
+// shapefile's, a MapInfo table's, a GML file's), and whether it is one.
+func SetStem(name string) (string, bool) {
+	if r, ok := SetRuleOf(name); ok {
+		return name[:len(name)-len(r.Main)], true
+	}
+	for _, r := range SetRules {
+		if hasExt(r.Parts, path.Ext(name)) {
+			return strings.TrimSuffix(name, path.Ext(name)), true
+		}
+	}
+	return "", false
+}
+
+// IsSetPart reports whether name is the main file or a part of one of
+// SetRules (a shapefile's, a MapInfo table's, a GML file's).
+func IsSetPart(name string) bool { _, ok := SetStem(name); return ok }
+
 // IsFileSet reports whether name is the main file of a multi-file format
-// (a .shp, .tab or .mif).
+// (a .shp, .tab, .mif, or a .gml or .xml with its optional schema).
 func IsFileSet(name string) bool { _, ok := SetRuleOf(name); return ok }
 
 // ShapefileSet is the files of one multi-file set (a shapefile, a MapInfo
@@ -124,7 +151,7 @@ func FindShapefileSet(mainPath string) (ShapefileSet, error) {
 	}
 	set := ShapefileSet{Parts: map[string]string{rule.Main: mainPath}, rule: rule}
 	dir, base := filepath.Split(mainPath)
-	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	stem := base[:len(base)-len(rule.Main)]
 	if dir == "" {
 		dir = "."
 	}

@@ -133,7 +133,26 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			return openGeoJSONAs(local, file, name, base, opts)
 		}})
 	}
+	kmz := strings.EqualFold(filepath.Ext(zipPath), ".kmz")
+	kmlSeen := false
 	for _, o := range ogrs {
+		if strings.EqualFold(path.Ext(o), ".kml") {
+			// A KMZ is its first KML document (the others are what it
+			// links to); a plain zip's KML files are each read.
+			if kmz && kmlSeen {
+				continue
+			}
+			kmlSeen = true
+			name, file, local := strings.TrimSuffix(o, path.Ext(o)), zipPath+"/"+o, filepath.Join(dir, filepath.FromSlash(o))
+			base := kmlBase(o)
+			if kmz {
+				base = kmlBase(zipPath)
+			}
+			layers = append(layers, zipLayer{name: name, open: func(first int64) (layerReader, error) {
+				return openKML(local, file, base, opts, first)
+			}})
+			continue
+		}
 		f, ok := ogrFormatOf(o, nil)
 		if strings.EqualFold(path.Ext(o), ".gdb") {
 			f, ok = fmtFileGDB, true
@@ -177,10 +196,10 @@ func zipOGRLayer(ext string) bool {
 }
 
 // zipOGRPart reports whether a zip entry with extension ext is extracted
-// for GDAL: a layer file or a MapInfo part.
+// for GDAL: a layer file, a MapInfo part or a GML schema (GMLSchemaParts).
 func zipOGRPart(ext string) bool {
 	switch ext {
-	case ".dat", ".map", ".id", ".mid":
+	case ".dat", ".map", ".id", ".mid", ".xsd", ".gfs":
 		return true
 	}
 	return zipOGRLayer(ext)

@@ -42,7 +42,6 @@ func (m *Main) addLimitFlags(fs *flag.FlagSet, lf *limitFlags) {
 	count(&lf.entries, geomio.LimitZipEntries, int64(d.MaxEntries), "most entries in a zip")
 	size(&lf.l.MaxUncompressedBytes, geomio.LimitZipBytes, d.MaxUncompressedBytes, "most bytes extracted from a zip")
 	count(&lf.l.MaxCompressionRatio, geomio.LimitZipRatio, d.MaxCompressionRatio, "highest compression ratio of a zip entry")
-	size(&lf.l.MaxKMLBytes, geomio.LimitKMLBytes, d.MaxKMLBytes, "largest KML document (a .kml, or the .kml of a KMZ), which GDAL reads whole: about 8 bytes of memory per byte")
 }
 
 // limits returns the limits the flags give, or an error naming a flag
@@ -55,7 +54,7 @@ func (lf *limitFlags) limits() (geomio.Limits, error) {
 		geomio.LimitPropertyBytes: l.MaxPropertyBytes, geomio.LimitProperties: int64(l.MaxProperties),
 		geomio.LimitLayers: int64(l.MaxLayers), geomio.LimitFeatures: l.MaxFeatures,
 		geomio.LimitZipEntries: int64(l.MaxEntries), geomio.LimitZipBytes: l.MaxUncompressedBytes,
-		geomio.LimitZipRatio: l.MaxCompressionRatio, geomio.LimitKMLBytes: l.MaxKMLBytes,
+		geomio.LimitZipRatio: l.MaxCompressionRatio,
 	} {
 		if v < 0 {
 			return l, fmt.Errorf("--%s %d: want 0 or more", name, v)

@@ -159,7 +159,6 @@ func TestLimitFlagsEnvironment(t *testing.T) {
 		"GEOINGEST_MAX_ZIP_ENTRIES":    "17",
 		"GEOINGEST_MAX_ZIP_BYTES":      "18GiB",
 		"GEOINGEST_MAX_ZIP_RATIO":      "19",
-		"GEOINGEST_MAX_KML_BYTES":      "20MiB",
 	}
 	m := &Main{Getenv: func(k string) string { return env[k] }}
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
@@ -170,7 +169,7 @@ func TestLimitFlagsEnvironment(t *testing.T) {
 	l, err := lf.limits()
 	require.NoError(t, err)
 	require.Equal(t, geomio.Limits{MaxVertices: 11, MaxRecordBytes: 12 << 10, MaxPropertyBytes: 13e6, MaxProperties: 14, MaxLayers: 15,
-		MaxFeatures: 16, MaxEntries: 17, MaxUncompressedBytes: 18 << 30, MaxCompressionRatio: 19, MaxKMLBytes: 20 << 20}, l)
+		MaxFeatures: 16, MaxEntries: 17, MaxUncompressedBytes: 18 << 30, MaxCompressionRatio: 19}, l)
 	require.NoError(t, fs.Parse([]string{"--max-vertices", "21", "--max-feature-bytes", "1MiB"}))
 	l, err = lf.limits()
 	require.NoError(t, err)

@@ -166,15 +166,13 @@ func TestJobsShowGeometryChanges(t *testing.T) {
 	}
 }
 
-// TestIngestKMLOverSizeLimit: `geoingest ingest` of a KML larger than
-// --max-kml-bytes (GDAL reads KML whole) fails permanently, naming the file
-// and what to do, with the claim FAILED and nothing written; delivered again
-// with the limit raised, the same job (a limit is not part of its key) is
-// written.
-func TestIngestKMLOverSizeLimit(t *testing.T) {
-	if !ogr.Available {
-		t.Skip("built without GDAL")
-	}
+// TestIngestKMLLimitAndCorrupt: `geoingest ingest` of a KML whose
+// feature is over --max-vertices fails permanently, naming the file, the
+// layer and the feature, with the claim FAILED and nothing written;
+// delivered again with the limit raised, the same job (a limit is not part
+// of its key) is written. A KML cut short fails naming the file and the
+// line.
+func TestIngestKMLLimitAndCorrupt(t *testing.T) {
 	if _, err := exec.LookPath("ogr2ogr"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
@@ -182,27 +180,39 @@ func TestIngestKMLOverSizeLimit(t *testing.T) {
 		t.Skip("ogr2ogr not found")
 	}
 	t.Parallel()
-	kml := filepath.Join(t.TempDir(), "counties.kml")
+	dir := t.TempDir()
+	kml := filepath.Join(dir, "counties.kml")
 	out, err := exec.Command("ogr2ogr", "-f", "KML", kml, "../../testdata/corpus/six_counties/six_counties.shp", "-nln", "counties").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	db := pgtest.NewDB(t)
-	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_MAX_KML_BYTES": "1KiB"}
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_MAX_VERTICES": "10"}
 
 	code, stdout, _ := run(t, env, "ingest", "--json", kml)
 	require.Equal(t, 1, code, stdout)
 	l := parseLines(t, stdout)[0]
 	require.Equal(t, "failed", l.Outcome)
-	require.Contains(t, l.Error, "file://"+kml+": KML too large: a KML document of ")
-	require.Contains(t, l.Error, "more than 1024: GDAL's KML reader holds the whole document in memory; convert it to a GeoPackage or FlatGeobuf")
-	require.Contains(t, l.Error, "over the limit (raise it with --max-kml-bytes or GEOINGEST_MAX_KML_BYTES)")
+	require.Contains(t, l.Error, "file://"+kml+`: layer "counties", feature 0`)
+	require.Contains(t, l.Error, "more than 10 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)")
 	require.Equal(t, "FAILED", queryString(t, db, `SELECT state FROM claims`))
 	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM jobs`))
 	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM parcels`))
 
-	code, stdout, errOut := run(t, env, "ingest", "--json", "--max-kml-bytes", "1MiB", kml)
+	code, stdout, errOut := run(t, env, "ingest", "--json", "--max-vertices", "100000", kml)
 	require.Equal(t, 0, code, errOut)
 	again := parseLines(t, stdout)[0]
 	require.Equal(t, "written", again.Outcome)
 	require.Equal(t, l.JobID, again.JobID)
 	require.EqualValues(t, 6, again.Features)
+
+	b, err := os.ReadFile(kml)
+	require.NoError(t, err)
+	cut := filepath.Join(dir, "cut.kml")
+	require.NoError(t, os.WriteFile(cut, b[:len(b)*2/3], 0o644))
+	code, stdout, _ = run(t, map[string]string{"DATABASE_URL": db}, "ingest", "--json", cut)
+	require.Equal(t, 1, code, stdout)
+	l = parseLines(t, stdout)[0]
+	require.Equal(t, "failed", l.Outcome)
+	require.Contains(t, l.Error, "file://"+cut+": invalid KML at line ")
+	require.Contains(t, l.Error, "unexpected EOF")
+	require.EqualValues(t, 6, queryInt(t, db, `SELECT count(*) FROM parcels`), "nothing of the cut file written")
 }

@@ -140,6 +140,11 @@ static const char *gi_init(void) {
 	// No network: a file may name remote schemas or resources.
 	CPLSetConfigOption("GDAL_HTTP_TIMEOUT", "1");
 	CPLSetConfigOption("CPL_VSIL_CURL_ALLOWED_EXTENSIONS", "none");
+	// GML: no application schema downloaded (a WFS response names its
+	// DescribeFeatureType URL), no xlink:href resolved (which would fetch
+	// remote documents).
+	CPLSetConfigOption("GML_DOWNLOAD_WFS_SCHEMA", "NO");
+	CPLSetConfigOption("GML_SKIP_RESOLVE_ELEMS", "ALL");
 	return NULL;
 }
 

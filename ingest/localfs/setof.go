@@ -1,7 +1,6 @@
 package localfs
 
 import (
-	"path"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -9,14 +8,15 @@ import (
 
 // ShapefileSetOf names the multi-file set (a shapefile, a MapInfo table:
 // geomio.SetRules) an inbox file belongs to: for a part of a set
-// (geomio.IsSetPart), its path without the extension,
+// (geomio.SetStem), its path without the set's extension,
 // lower-cased, since geomio.FindShapefileSet matches the parts of a set
 // case-insensitively; "" for any other file. The inbox
 // (queue.InboxOptions.SetOf) delivers a .shp (.tab, .mif) only once every part beside
 // it has settled, so that a sidecar still being copied is not read.
 func ShapefileSetOf(rel string) string {
-	if !geomio.IsSetPart(rel) {
+	stem, ok := geomio.SetStem(rel)
+	if !ok {
 		return ""
 	}
-	return strings.ToLower(strings.TrimSuffix(rel, path.Ext(rel)))
+	return strings.ToLower(stem)
 }

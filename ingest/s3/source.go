@@ -76,12 +76,11 @@ func NewSource(ctx context.Context, client *awss3.Client, ev ingest.Event, opts 
 	}
 	src := ingest.Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: main.token(), Order: ev.Order()}
 	f := &s3Fetcher{client: client, bucket: ev.Bucket, parts: []s3Part{main}, final: opts.FinalAttempt, idle: opts.IdleTimeout}
-	ext := path.Ext(ev.Key)
 	rule, ok := geomio.SetRuleOf(ev.Key)
 	if !ok {
 		return src, f, nil
 	}
-	base := strings.TrimSuffix(ev.Key, ext)
+	base, ext := ev.Key[:len(ev.Key)-len(rule.Main)], ev.Key[len(ev.Key)-len(rule.Main):]
 	upper := ext == strings.ToUpper(rule.Main)
 	main.ext = rule.Main
 	f.parts = []s3Part{main}

@@ -1,0 +1,183 @@
+//go:build cgo && !geoingest_nogdal
+
+package geomio
+
+import (
+	"bytes"
+	"compress/gzip"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// makeTwoFieldGML writes dir/two.gml and dir/two.xsd (ogr2ogr, GML 3): a
+// layer "parcel" with two multipolygon fields, "centre" (a 0.001° circle
+// around each county's centroid) and "footprint" (the county), EPSG:4326
+// as a URN (latitude first).
+func makeTwoFieldGML(t *testing.T, dir string) string {
+	t.Helper()
+	gml := filepath.Join(dir, "two.gml")
+	ogr2ogr(t, "-f", "GML", "-dsco", "FORMAT=GML3", "-nlt", "MULTIPOLYGON", gml, srcCounties, "-dialect", "SQLITE", "-nln", "parcel",
+		"-sql", "SELECT ST_Buffer(ST_Centroid(geometry), 0.001) AS centre, geometry AS footprint, NAME FROM six_counties")
+	return gml
+}
+
+// TestGMLSchemaBeside: a GML file's geometry fields are declared by its
+// schema, which GDAL reads only when it is beside the file: a .xsd of the
+// same name (also beside a .gml.gz, which GDAL alone misses), the .xsd a
+// relative xsi:schemaLocation names, a .gfs, or the .xsd in the same zip.
+// Each is read through its first polygonal field ("centre") and says so.
+// Without a schema GDAL sees one unnamed geometry per feature (the last),
+// and a geometry field asked for by name is a clear error, not a silent
+// read of whichever geometry came last.
+func TestGMLSchemaBeside(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	src := t.TempDir()
+	gml := makeTwoFieldGML(t, src)
+	body, err := os.ReadFile(gml)
+	require.NoError(t, err)
+	xsd, err := os.ReadFile(filepath.Join(src, "two.xsd"))
+	require.NoError(t, err)
+	counties, _, err := readOGR(t, srcCounties, Options{})
+	require.NoError(t, err)
+	circles := 6 * math.Pi * 1e-6
+
+	write := func(dir, name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		_, err := w.Write(b)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		return buf.Bytes()
+	}
+	gfs := `<GMLFeatureClassList>
+  <GMLFeatureClass>
+    <Name>parcel</Name>
+    <ElementPath>parcel</ElementPath>
+    <GeomPropertyDefn><Name>centre</Name><ElementPath>centre</ElementPath><Type>MultiPolygon</Type></GeomPropertyDefn>
+    <GeomPropertyDefn><Name>footprint</Name><ElementPath>footprint</ElementPath><Type>MultiPolygon</Type></GeomPropertyDefn>
+    <PropertyDefn><Name>NAME</Name><ElementPath>NAME</ElementPath><Type>String</Type></PropertyDefn>
+  </GMLFeatureClass>
+</GMLFeatureClassList>`
+	renamed := bytes.Replace(body, []byte(`http://ogr.maptools.org/ two.xsd`), []byte(`http://ogr.maptools.org/ schemas/parcel.xsd`), 1)
+	require.NotEqual(t, body, renamed)
+
+	for _, tc := range []struct {
+		name  string
+		files map[string][]byte
+		open  string
+		zip   bool
+	}{
+		{name: "xsd", files: map[string][]byte{"two.gml": body, "two.xsd": xsd}, open: "two.gml"},
+		{name: "gz with xsd", files: map[string][]byte{"two.gml.gz": gz(body), "TWO.XSD": xsd}, open: "two.gml.gz"},
+		{name: "schemaLocation", files: map[string][]byte{"two.gml": renamed, "parcel.xsd": xsd}, open: "two.gml"},
+		{name: "gfs", files: map[string][]byte{"two.gml": body, "two.gfs": []byte(gfs)}, open: "two.gml"},
+		{name: "zip", files: map[string][]byte{"two.gml": body, "two.xsd": xsd}, open: "two.zip", zip: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := dir
+			if tc.zip {
+				in = filepath.Join(dir, "in")
+				require.NoError(t, os.Mkdir(in, 0o755))
+			}
+			for n, b := range tc.files {
+				write(in, n, b)
+			}
+			open := filepath.Join(dir, tc.open)
+			if tc.zip {
+				zipDir(t, open, in, ".")
+			}
+			fs, ls, err := readOGR(t, open, Options{})
+			require.NoError(t, err)
+			require.Len(t, fs, 6)
+			require.Equal(t, "centre", ls[0].GeometryField)
+			require.Equal(t, 4326, ls[0].SRID)
+			require.InDelta(t, circles, math.Abs(planarArea(fs)), 1e-7, "the small circles")
+			require.Less(t, bounds(fs).Min(0), -76.0, "longitude first")
+
+			fs, ls, err = readOGR(t, open, Options{GeometryField: "footprint"})
+			require.NoError(t, err)
+			require.Equal(t, "footprint", ls[0].GeometryField)
+			require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
+
+			_, _, err = readOGR(t, open, Options{GeometryField: "nope"})
+			requireInputError(t, err, tc.open, `layer "parcel"`, `no geometry field "nope"`, `"centre", "footprint"`)
+			ents, err := os.ReadDir(in)
+			require.NoError(t, err)
+			require.Len(t, ents, len(tc.files), "nothing written beside the upload")
+		})
+	}
+
+	// No schema: one unnamed geometry, the last of each feature.
+	dir := t.TempDir()
+	lone := write(dir, "two.gml", body)
+	fs, ls, err := readOGR(t, lone, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 6)
+	require.Equal(t, "", ls[0].GeometryField)
+	require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
+	_, _, err = readOGR(t, lone, Options{GeometryField: "centre"})
+	requireInputError(t, err, "two.gml", `layer "parcel"`, `no geometry field "centre"`, "upload the file's .xsd")
+}
+
+// TestGMLNeverFetchesSchema: a GML file (a WFS GetFeature response) whose
+// schemaLocation is a DescribeFeatureType URL, and whose features link
+// elsewhere with xlink:href, is read without a single request to that
+// server.
+func TestGMLNeverFetchesSchema(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	var hits atomic.Int64
+	xsdDir := t.TempDir()
+	gml := makeTwoFieldGML(t, xsdDir)
+	xsd, err := os.ReadFile(filepath.Join(xsdDir, "two.xsd"))
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/xml")
+		w.Write(xsd)
+	}))
+	defer srv.Close()
+	body, err := os.ReadFile(gml)
+	require.NoError(t, err)
+	url := srv.URL + "/wfs?SERVICE=WFS&amp;VERSION=1.1.0&amp;REQUEST=DescribeFeatureType&amp;TYPENAME=ogr:parcel"
+	s := strings.Replace(string(body), `http://ogr.maptools.org/ two.xsd`, `http://ogr.maptools.org/ `+url, 1)
+	s = strings.Replace(s, `<ogr:NAME>`, `<ogr:owner xmlns:xlink="http://www.w3.org/1999/xlink" xlink:href="`+srv.URL+`/owners.gml#o1"/><ogr:NAME>`, 1)
+	s = strings.ReplaceAll(s, "ogr:FeatureCollection", "wfs:FeatureCollection")
+	s = strings.Replace(s, `xmlns:ogr=`, `xmlns:wfs="http://www.opengis.net/wfs" xmlns:ogr=`, 1)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "wfs.gml")
+	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+	fs, ls, err := readOGR(t, p, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 6)
+	require.Equal(t, "", ls[0].GeometryField, "the remote schema was not read")
+	require.Zero(t, hits.Load(), "requests to the schemaLocation's server")
+}
+
+func FuzzGMLSchemaLocations(f *testing.F) {
+	f.Add([]byte(`<wfs:FeatureCollection xsi:schemaLocation="http://ogr.maptools.org/ two.xsd http://www.opengis.net/wfs http://schemas.opengis.net/wfs/1.1.0/wfs.xsd">`))
+	f.Add([]byte(`<a xsi:schemaLocation = 'ns ../x/../y.XSD ns2 C:\z.xsd ns3 /etc/p.xsd'>`))
+	f.Add([]byte(`<a xsi:schemaLocation="unterminated`))
+	f.Fuzz(func(t *testing.T, head []byte) {
+		for _, loc := range gmlSchemaLocations(head) {
+			if filepath.Base(loc) != loc || !strings.EqualFold(filepath.Ext(loc), ".xsd") {
+				t.Fatalf("location %q is not a local .xsd base name", loc)
+			}
+		}
+	})
+}

@@ -1,0 +1,388 @@
+package kml
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"golang.org/x/text/encoding/htmlindex"
+)
+
+// tokens is a bounded token stream over a document, or over the rest of
+// one from a container's start tag (raw: no declaration, prefixes kept).
+type tokens struct {
+	d     *xml.Decoder
+	br    *boundedReader
+	raw   bool
+	depth int // elements open, relative to where the stream started
+	lim   Limits
+	line  int // line of the stream's first byte, for a raw stream
+}
+
+func newTokens(r io.Reader, lim Limits, raw bool, line int, charset *string) *tokens {
+	br := &boundedReader{r: bufio.NewReaderSize(r, 32<<10), max: lim.MaxTokenBytes}
+	d := xml.NewDecoder(br)
+	d.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
+		enc, err := htmlindex.Get(label)
+		if err != nil {
+			return nil, fmt.Errorf("unsupported encoding %q", label)
+		}
+		if charset != nil {
+			*charset = label
+		}
+		return enc.NewDecoder().Reader(in), nil
+	}
+	return &tokens{d: d, br: br, raw: raw, lim: lim, line: line}
+}
+
+// next returns the next token. CharData is valid until the next call.
+func (t *tokens) next() (xml.Token, error) {
+	t.br.reset()
+	var tok xml.Token
+	var err error
+	if t.raw {
+		tok, err = t.d.RawToken()
+	} else {
+		tok, err = t.d.Token()
+	}
+	if err != nil {
+		if errors.Is(err, errTokenTooLong) {
+			return nil, t.errAt(&LimitError{Limit: "token-bytes", Max: t.lim.MaxTokenBytes,
+				What: fmt.Sprintf("more than %d bytes in one XML token (a text, a tag or a comment)", t.lim.MaxTokenBytes)})
+		}
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		return nil, t.errAt(err)
+	}
+	switch tok.(type) {
+	case xml.StartElement:
+		if t.depth++; t.depth > MaxDepth {
+			return nil, t.errAt(&LimitError{Limit: "depth", Max: MaxDepth, What: fmt.Sprintf("elements nested more than %d deep", MaxDepth)})
+		}
+	case xml.EndElement:
+		t.depth--
+	}
+	return tok, nil
+}
+
+// lineNo is the line the decoder is at in the document.
+func (t *tokens) lineNo() int {
+	l, _ := t.d.InputPos()
+	return t.line + l - 1
+}
+
+func (t *tokens) errAt(err error) error {
+	return &Error{Line: t.lineNo(), Index: -1, Err: err}
+}
+
+// skip consumes the rest of the element whose start was just read.
+func (t *tokens) skip() error {
+	for d := 1; d > 0; {
+		tok, err := t.next()
+		if err != nil {
+			return eofIsUnexpected(err)
+		}
+		switch tok.(type) {
+		case xml.StartElement:
+			d++
+		case xml.EndElement:
+			d--
+		}
+	}
+	return nil
+}
+
+func eofIsUnexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// text returns the character data of the element whose start was just
+// read (nested elements' text included), consuming it; at most max bytes.
+func (t *tokens) text(buf []byte, max int64) ([]byte, error) {
+	buf = buf[:0]
+	for d := 1; d > 0; {
+		tok, err := t.next()
+		if err != nil {
+			return buf, eofIsUnexpected(err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			d++
+		case xml.EndElement:
+			d--
+		case xml.CharData:
+			if max > 0 && int64(len(buf)+len(tk)) > max {
+				return buf, t.errAt(&LimitError{Limit: "token-bytes", Max: max, What: fmt.Sprintf("more than %d bytes of text in one element", max)})
+			}
+			buf = append(buf, tk...)
+		}
+	}
+	return buf, nil
+}
+
+func isContainer(local string) bool { return local == "Document" || local == "Folder" }
+
+// isFeature reports whether an element is a KML feature (what a
+// container's position counts).
+func isFeature(local string) bool {
+	switch local {
+	case "Placemark", "Document", "Folder", "GroundOverlay", "ScreenOverlay", "PhotoOverlay", "NetworkLink":
+		return true
+	}
+	return false
+}
+
+const (
+	kKML = iota
+	kContainer
+)
+
+// frame is an open element of the first pass that can hold layers.
+type frame struct {
+	kind     int
+	layer    int // index in Doc.Layers (kContainer), or of a root on the kml element
+	features int // feature children so far
+}
+
+// Scan makes the first pass over the KML document in src (size bytes):
+// the layers, their placemark counts and fields. base names a root
+// container without a name (the file's name without extension).
+func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
+	doc := &Doc{src: src, size: size, lim: lim, types: map[string]FieldType{}}
+	var head [3]byte
+	if n, _ := src.ReadAt(head[:], 0); n == 3 && bytes.Equal(head[:], []byte{0xEF, 0xBB, 0xBF}) {
+		doc.bom = 3
+	}
+	var charset string
+	t := newTokens(io.NewSectionReader(src, doc.bom, size-doc.bom), lim, false, 1, &charset)
+	var stack []frame
+	var layers []LayerInfo // [0] is the root's, named base until told
+	rootKML := -1          // a root layer on the kml element itself (a lone Placemark)
+	var kmlAt LayerInfo    // where the kml element's content starts
+	var kmlFeatures int64  // feature children of the kml element so far
+	var nameBuf []byte
+	sawRoot := false
+	for {
+		tok, err := t.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch tk := tok.(type) {
+		case xml.EndElement:
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case xml.StartElement:
+			local := tk.Name.Local
+			if len(stack) == 0 {
+				if sawRoot {
+					return nil, t.errAt(errors.New("more than one root element"))
+				}
+				sawRoot = true
+				switch {
+				case local == "kml":
+					stack = append(stack, frame{kind: kKML, layer: -1})
+					kmlAt = doc.newLayer(base, 0, t)
+				case isContainer(local):
+					layers = append(layers, doc.newLayer(base, 0, t))
+					stack = append(stack, frame{kind: kContainer, layer: 0})
+				default:
+					return nil, t.errAt(fmt.Errorf("not a KML document: the root element is <%s>, not <kml>", local))
+				}
+				continue
+			}
+			p := &stack[len(stack)-1]
+			switch {
+			case p.kind == kKML && isContainer(local):
+				// libkml keeps the kml element's last feature.
+				kmlFeatures++
+				layers, rootKML = layers[:0], -1
+				layers = append(layers, doc.newLayer(base, 0, t))
+				stack = append(stack, frame{kind: kContainer, layer: 0})
+			case p.kind == kKML && local == "Placemark":
+				layers, rootKML = layers[:0], 0
+				l := kmlAt
+				l.kmlRoot, l.only = true, kmlFeatures
+				kmlFeatures++
+				layers = append(layers, l)
+				layers[0].Placemarks = 1
+				if err := doc.scanPlacemark(t, &layers[0]); err != nil {
+					return nil, err
+				}
+			case p.kind == kContainer && isContainer(local):
+				if len(layers) >= lim.MaxLayers && lim.MaxLayers > 0 {
+					return nil, t.errAt(&LimitError{Limit: "layers", Max: int64(lim.MaxLayers), What: fmt.Sprintf("more than %d folders and documents", lim.MaxLayers)})
+				}
+				l := doc.newLayer(fmt.Sprintf("Layer%d", p.features), len(layers), t)
+				p.features++
+				layers = append(layers, l)
+				stack = append(stack, frame{kind: kContainer, layer: len(layers) - 1})
+			case p.kind == kContainer && local == "Placemark":
+				p.features++
+				layers[p.layer].Placemarks++
+				if err := doc.scanPlacemark(t, &layers[p.layer]); err != nil {
+					return nil, err
+				}
+			case p.kind == kContainer && local == "name" && !layers[p.layer].named:
+				if nameBuf, err = t.text(nameBuf, lim.MaxTokenBytes); err != nil {
+					return nil, err
+				}
+				l := &layers[p.layer]
+				l.named = true
+				if p.layer == 0 && rootKML < 0 {
+					l.Name = string(nameBuf)
+				} else {
+					l.Name = strings.Trim(string(nameBuf), " \n\r\t")
+				}
+			case p.kind == kContainer && local == "Schema":
+				if err := doc.scanSchema(t, &layers[p.layer]); err != nil {
+					return nil, err
+				}
+			default:
+				if p.kind == kContainer && isFeature(local) {
+					p.features++
+				}
+				if p.kind == kKML && isFeature(local) {
+					kmlFeatures++
+				}
+				if err := t.skip(); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if !sawRoot {
+		return nil, &Error{Index: -1, Err: errors.New("not a KML document: no root element")}
+	}
+	if len(stack) > 0 {
+		return nil, t.errAt(io.ErrUnexpectedEOF)
+	}
+	doc.utf8, doc.Encoding = charset == "", "UTF-8"
+	if charset != "" {
+		doc.Encoding = charset
+	}
+	// GDAL lists the root's placemarks first, then every folder.
+	if len(layers) > 0 && layers[0].Placemarks == 0 {
+		layers = layers[1:]
+	}
+	doc.Layers = layers
+	return doc, nil
+}
+
+// newLayer is a layer whose container's start tag was just read.
+func (doc *Doc) newLayer(name string, container int, t *tokens) LayerInfo {
+	return LayerInfo{Name: name, container: container, offset: t.d.InputOffset(), line: t.lineNo(),
+		Fields: append([]Field(nil), standardFields...), fieldIdx: map[string]int{}}
+}
+
+// addField adds a field to l unless it has it.
+func (doc *Doc) addField(l *LayerInfo, name string, typ FieldType) error {
+	if _, ok := l.fieldIdx[name]; ok {
+		return nil
+	}
+	for _, f := range standardFields {
+		if f.Name == name {
+			return nil
+		}
+	}
+	if doc.lim.MaxFields > 0 && len(l.fieldIdx) >= doc.lim.MaxFields {
+		return &LimitError{Limit: "fields", Max: int64(doc.lim.MaxFields), What: fmt.Sprintf("more than %d ExtendedData fields in one layer", doc.lim.MaxFields)}
+	}
+	l.fieldIdx[name] = len(l.Fields)
+	l.Fields = append(l.Fields, Field{Name: name, Type: typ})
+	return nil
+}
+
+// scanSchema adds the SimpleFields of a Schema to l, with their types.
+func (doc *Doc) scanSchema(t *tokens, l *LayerInfo) error {
+	for d := 1; d > 0; {
+		tok, err := t.next()
+		if err != nil {
+			return eofIsUnexpected(err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			d++
+			if tk.Name.Local == "SimpleField" {
+				name, typ := attr(tk, "name"), fieldType(attr(tk, "type"))
+				if name == "" {
+					continue
+				}
+				doc.types[name] = typ
+				if err := doc.addField(l, name, typ); err != nil {
+					return t.errAt(err)
+				}
+			}
+		case xml.EndElement:
+			d--
+		}
+	}
+	return nil
+}
+
+// scanPlacemark consumes a placemark, adding its ExtendedData names to
+// l's fields.
+func (doc *Doc) scanPlacemark(t *tokens, l *LayerInfo) error {
+	start := t.d.InputOffset()
+	for d := 1; d > 0; {
+		tok, err := t.next()
+		if err != nil {
+			return eofIsUnexpected(err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			d++
+			if tk.Name.Local == "Data" || tk.Name.Local == "SimpleData" {
+				if name := attr(tk, "name"); name != "" {
+					typ, ok := doc.types[name]
+					if !ok || tk.Name.Local == "Data" {
+						typ = String
+					}
+					if err := doc.addField(l, name, typ); err != nil {
+						return t.errAt(err)
+					}
+				}
+			}
+		case xml.EndElement:
+			d--
+		}
+	}
+	if max := doc.lim.MaxTokenBytes; max > 0 && t.d.InputOffset()-start > max {
+		return t.errAt(&LimitError{Limit: "token-bytes", Max: max, What: fmt.Sprintf("more than %d bytes in one placemark", max)})
+	}
+	return nil
+}
+
+func attr(se xml.StartElement, name string) string {
+	for _, a := range se.Attr {
+		if a.Name.Local == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// fieldType maps a Schema SimpleField type to a field type, as GDAL does.
+func fieldType(s string) FieldType {
+	switch s {
+	case "int", "uint", "short", "ushort":
+		return Integer
+	case "float", "double":
+		return Real
+	case "bool":
+		return Boolean
+	}
+	return String
+}
