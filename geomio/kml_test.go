@@ -32,6 +32,15 @@ var kmlDocs = map[string]string{
 <Folder><Folder><name>deep</name><Placemark><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 3,0 3,3 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></Folder></Folder>
 <Placemark><name>root</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark>
 </Document></kml>`,
+	"overlays.kml": `<kml xmlns="http://www.opengis.net/kml/2.2" xmlns:gx="http://www.google.com/kml/ext/2.2"><Document><Folder><name>f</name>
+<Placemark><name>p</name><Point><coordinates>1,2</coordinates></Point></Placemark>
+<GroundOverlay><name>go</name><description>d</description><drawOrder>3</drawOrder><Icon><href>img.png</href></Icon><LatLonBox><north>2</north><south>1</south><east>4</east><west>3</west><rotation>10</rotation></LatLonBox></GroundOverlay>
+<ScreenOverlay><name>so</name></ScreenOverlay>
+<PhotoOverlay><name>po</name><Point><coordinates>1,2</coordinates></Point></PhotoOverlay>
+<NetworkLink><name>nl</name><Link><href>x.kml</href></Link></NetworkLink>
+<GroundOverlay><name>quad</name><gx:LatLonQuad><coordinates>0,0 1,0 1,1 0,1</coordinates></gx:LatLonQuad></GroundOverlay>
+<Placemark><name>after</name><visibility>1</visibility>` + "<Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon>" + `</Placemark>
+</Folder></Document></kml>`,
 	"lone.kml": `<kml xmlns="http://www.opengis.net/kml/2.2"><Placemark><name>u</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></kml>`,
 	"latin1.kml": "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<kml xmlns=\"http://www.opengis.net/kml/2.2\"><Document><Folder><name>caf\xe9s</name>" +
 		"<Placemark><name>Zo\xeb</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></Folder>" +
