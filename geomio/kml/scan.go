@@ -235,7 +235,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				layers = append(layers, l)
 				layers[0].Placemarks = 1
 				if err := doc.scanPlacemark(t, &layers[0]); err != nil {
-					return nil, err
+					return nil, inPlacemark(err, &layers[0])
 				}
 			case p.kind == kContainer && isContainer(local):
 				if len(layers) >= lim.MaxLayers && lim.MaxLayers > 0 {
@@ -249,7 +249,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				p.features++
 				layers[p.layer].Placemarks++
 				if err := doc.scanPlacemark(t, &layers[p.layer]); err != nil {
-					return nil, err
+					return nil, inPlacemark(err, &layers[p.layer])
 				}
 			case p.kind == kContainer && local == "name" && !layers[p.layer].named:
 				if nameBuf, err = t.text(nameBuf, lim.MaxTokenBytes); err != nil {
@@ -311,6 +311,15 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 	}
 	doc.Layers = layers
 	return doc, nil
+}
+
+// inPlacemark says that err was found in l's last placemark.
+func inPlacemark(err error, l *LayerInfo) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Layer, e.Index = l.Name, l.Placemarks-1
+	}
+	return err
 }
 
 // scanLink reads a NetworkLink: its Link's (or Url's) href.
