@@ -153,9 +153,20 @@ type frame struct {
 }
 
 // Scan makes the first pass over the KML document in src (size bytes):
-// the layers, their placemark counts and fields. base names a root
-// container without a name (the file's name without extension).
+// the layers, their placemark counts and fields, and Links. base names a
+// root container without a name (the file's name without extension).
 func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
+	return scan(src, size, base, lim, false)
+}
+
+// ScanLinked scans a document that a KMZ's main document links to
+// (Doc.Links), as GDAL reads one: a single layer named name, the
+// placemarks directly in its root container (its folders are not read).
+func ScanLinked(src io.ReaderAt, size int64, name string, lim Limits) (*Doc, error) {
+	return scan(src, size, name, lim, true)
+}
+
+func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*Doc, error) {
 	doc := &Doc{src: src, size: size, lim: lim, types: map[string]FieldType{}}
 	var head [3]byte
 	if n, _ := src.ReadAt(head[:], 0); n == 3 && bytes.Equal(head[:], []byte{0xEF, 0xBB, 0xBF}) {
@@ -246,6 +257,15 @@ func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
 				} else {
 					l.Name = strings.Trim(string(nameBuf), " \n\r\t")
 				}
+			case p.kind == kContainer && local == "NetworkLink" && p.layer == 0 && rootKML < 0:
+				p.features++
+				href, err := doc.scanLink(t)
+				if err != nil {
+					return nil, err
+				}
+				if href != "" {
+					doc.Links = append(doc.Links, href)
+				}
 			case p.kind == kContainer && local == "Schema":
 				if err := doc.scanSchema(t, &layers[p.layer]); err != nil {
 					return nil, err
@@ -273,12 +293,45 @@ func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
 	if charset != "" {
 		doc.Encoding = charset
 	}
+	if linked {
+		if len(layers) == 0 {
+			return nil, &Error{Index: -1, Err: errors.New("no Document, Folder or Placemark")}
+		}
+		layers = layers[:1]
+		layers[0].Name = base
+	}
 	// GDAL lists the root's placemarks first, then every folder.
-	if len(layers) > 0 && layers[0].Placemarks == 0 {
+	if !linked && len(layers) > 0 && layers[0].Placemarks == 0 {
 		layers = layers[1:]
 	}
 	doc.Layers = layers
 	return doc, nil
+}
+
+// scanLink reads a NetworkLink: its Link's (or Url's) href.
+func (doc *Doc) scanLink(t *tokens) (string, error) {
+	href := ""
+	var buf []byte
+	for d := 1; d > 0; {
+		tok, err := t.next()
+		if err != nil {
+			return "", eofIsUnexpected(err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			d++
+			if tk.Name.Local == "href" && d == 3 {
+				if buf, err = t.text(buf, doc.lim.MaxTokenBytes); err != nil {
+					return "", err
+				}
+				d--
+				href = strings.TrimSpace(string(buf))
+			}
+		case xml.EndElement:
+			d--
+		}
+	}
+	return href, nil
 }
 
 // newLayer is a layer whose container's start tag was just read.

@@ -79,6 +79,11 @@ func TestOGRFormatsAgainstGDAL(t *testing.T) {
 		{format: "kml", file: "yemen.kml", layers: []string{"yemen"}, make: func(out string) {
 			runOGR2OGR(t, append(multi, "-f", "KML", out, src(2), "-nln", "yemen")...)
 		}},
+		{format: "kmz", file: "counties.kmz", layers: []string{"counties"}, make: func(out string) {
+			// As GDAL's LIBKML writes a KMZ: a doc.kml that links to
+			// layers/counties.kml.
+			runOGR2OGR(t, append(multi, "-f", "LIBKML", out, src(0), "-nln", "counties")...)
+		}},
 		{format: "gml", file: "bristol.gml", layers: []string{"bristol"}, make: func(out string) {
 			runOGR2OGR(t, append(multi, "-f", "GML", "-dsco", "FORMAT=GML3", out, src(1), "-nln", "bristol")...)
 		}},
