@@ -156,8 +156,11 @@ func kmlError(file string, index int64, err error) error {
 		if ke.Layer != "" {
 			parts = append(parts, fmt.Sprintf("layer %q", ke.Layer))
 		}
-		if ke.Index >= 0 && index >= 0 {
+		switch {
+		case ke.Index >= 0 && index >= 0:
 			parts = append(parts, fmt.Sprintf("feature %d", index))
+		case ke.Index >= 0: // found by the first pass, before Index is known
+			parts = append(parts, fmt.Sprintf("placemark %d of the layer", ke.Index))
 		}
 		if ke.Line > 0 {
 			parts = append(parts, fmt.Sprintf("line %d", ke.Line))

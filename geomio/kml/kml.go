@@ -90,6 +90,8 @@ const (
 	fTessellate
 	fExtrude
 	fVisibility
+	fDrawOrder
+	fIcon
 )
 
 // LayerInfo is one layer, as Scan found it.

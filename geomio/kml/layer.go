@@ -1,6 +1,7 @@
 package kml
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -114,7 +115,7 @@ func (r *LayerReader) Next() bool {
 					continue
 				}
 			}
-			if tk.Name.Local != "Placemark" {
+			if !isItem(tk.Name.Local) {
 				if err := r.t.skip(); err != nil {
 					r.err = r.wrap(err)
 					return false
@@ -185,6 +186,36 @@ func (r *LayerReader) placemark() error {
 			})
 		case "ExtendedData":
 			err = r.extendedData()
+		case "drawOrder":
+			err = r.setText(fDrawOrder)
+		case "Icon":
+			err = r.children(func(c xml.StartElement) error {
+				if c.Name.Local == "href" {
+					return r.setText(fIcon)
+				}
+				return r.t.skip()
+			})
+		case "LatLonBox":
+			// A GroundOverlay's box, as GDAL makes it a polygon (at
+			// altitude 0, so said dropped); its rotation is ignored.
+			sawGeom = false
+			r.Geom, err = r.latLonBox()
+			r.DroppedZ = true
+		case "LatLonQuad":
+			sawGeom = false
+			var flat []float64
+			err = r.children(func(c xml.StartElement) error {
+				if c.Name.Local == "coordinates" {
+					var err error
+					flat, err = r.coordinates()
+					return err
+				}
+				return r.t.skip()
+			})
+			if err == nil && len(flat) >= 2 {
+				flat = append(flat, flat[0], flat[1])
+				r.Geom = geom.NewPolygonFlat(geom.XY, flat, []int{len(flat)})
+			}
 		case "Point", "LineString", "LinearRing", "Polygon", "MultiGeometry", "Track", "MultiTrack":
 			if sawGeom { // libkml keeps one geometry: the last
 				r.verts = 0
@@ -210,6 +241,44 @@ func (r *LayerReader) placemark() error {
 		}
 	}
 	return nil
+}
+
+// latLonBox reads a LatLonBox as the ring east,north east,south
+// west,south west,north east,north.
+func (r *LayerReader) latLonBox() (geom.T, error) {
+	var n, s, e, w float64
+	err := r.children(func(c xml.StartElement) error {
+		var p *float64
+		switch c.Name.Local {
+		case "north":
+			p = &n
+		case "south":
+			p = &s
+		case "east":
+			p = &e
+		case "west":
+			p = &w
+		default:
+			return r.t.skip()
+		}
+		var err error
+		if r.text, err = r.t.text(r.text, r.doc.lim.MaxTokenBytes); err != nil {
+			return err
+		}
+		v, err := strconv.ParseFloat(string(bytes.TrimSpace(r.text)), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("LatLonBox: invalid %s %q", c.Name.Local, clip(r.text))
+		}
+		*p = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.vertex(); err != nil {
+		return nil, err
+	}
+	return geom.NewPolygonFlat(geom.XY, []float64{e, n, e, s, w, s, w, n, e, n}, []int{10}), nil
 }
 
 // children calls f on each child element of the element just started,

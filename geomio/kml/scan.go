@@ -128,6 +128,11 @@ func (t *tokens) text(buf []byte, max int64) ([]byte, error) {
 	return buf, nil
 }
 
+// isItem reports whether an element is a feature GDAL reads as a layer's
+// feature: a Placemark, or a GroundOverlay (its LatLonBox or
+// gx:LatLonQuad as a polygon).
+func isItem(local string) bool { return local == "Placemark" || local == "GroundOverlay" }
+
 func isContainer(local string) bool { return local == "Document" || local == "Folder" }
 
 // isFeature reports whether an element is a KML feature (what a
@@ -222,7 +227,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				layers, rootKML = layers[:0], -1
 				layers = append(layers, doc.newLayer(base, 0, t))
 				stack = append(stack, frame{kind: kContainer, layer: 0})
-			case p.kind == kKML && local == "Placemark":
+			case p.kind == kKML && isItem(local):
 				layers, rootKML = layers[:0], 0
 				l := kmlAt
 				l.kmlRoot, l.only = true, kmlFeatures
@@ -230,7 +235,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				layers = append(layers, l)
 				layers[0].Placemarks = 1
 				if err := doc.scanPlacemark(t, &layers[0]); err != nil {
-					return nil, err
+					return nil, inPlacemark(err, &layers[0])
 				}
 			case p.kind == kContainer && isContainer(local):
 				if len(layers) >= lim.MaxLayers && lim.MaxLayers > 0 {
@@ -240,11 +245,11 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				p.features++
 				layers = append(layers, l)
 				stack = append(stack, frame{kind: kContainer, layer: len(layers) - 1})
-			case p.kind == kContainer && local == "Placemark":
+			case p.kind == kContainer && isItem(local):
 				p.features++
 				layers[p.layer].Placemarks++
 				if err := doc.scanPlacemark(t, &layers[p.layer]); err != nil {
-					return nil, err
+					return nil, inPlacemark(err, &layers[p.layer])
 				}
 			case p.kind == kContainer && local == "name" && !layers[p.layer].named:
 				if nameBuf, err = t.text(nameBuf, lim.MaxTokenBytes); err != nil {
@@ -306,6 +311,15 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 	}
 	doc.Layers = layers
 	return doc, nil
+}
+
+// inPlacemark says that err was found in l's last placemark.
+func inPlacemark(err error, l *LayerInfo) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Layer, e.Index = l.Name, l.Placemarks-1
+	}
+	return err
 }
 
 // scanLink reads a NetworkLink: its Link's (or Url's) href.
