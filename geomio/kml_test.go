@@ -50,6 +50,13 @@ var kmlDocs = map[string]string{
 <GroundOverlay><name>quad</name><gx:LatLonQuad><coordinates>0,0 1,0 1,1 0,1</coordinates></gx:LatLonQuad></GroundOverlay>
 <Placemark><name>after</name><visibility>1</visibility>` + "<Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon>" + `</Placemark>
 </Folder></Document></kml>`,
+	"extended.kml": `<kml><Document><Schema name="s" id="s"><SimpleField name="sd" type="string"/><SimpleField name="n" type="int"/></Schema><Folder><name>f</name>
+<Placemark><ExtendedData><Data name="k1"><value>v1</value></Data><SchemaData schemaUrl="#s"><SimpleData name="sd">x</SimpleData></SchemaData></ExtendedData><Point><coordinates>1,2</coordinates></Point></Placemark>
+<Placemark><ExtendedData><SchemaData schemaUrl="#nos"><SimpleData name="sd2">x</SimpleData></SchemaData></ExtendedData><Point><coordinates>1,2</coordinates></Point></Placemark>
+<Placemark><ExtendedData><Data name="k1"><value>v1</value></Data><SchemaData schemaUrl="#nos"><SimpleData name="sd2">x</SimpleData></SchemaData></ExtendedData><Point><coordinates>1,2</coordinates></Point></Placemark>
+<Placemark><ExtendedData><SchemaData><SimpleData name="sd3">x</SimpleData></SchemaData></ExtendedData><Point><coordinates>1,2</coordinates></Point></Placemark>
+<Placemark><ExtendedData><Data name="k9"><value>v9</value></Data><Data name="k9"><value>again</value></Data><Data name="sd"><value>as data</value></Data></ExtendedData><Point><coordinates>1,2</coordinates></Point></Placemark>
+</Folder></Document></kml>`,
 	"lone.kml": `<kml xmlns="http://www.opengis.net/kml/2.2"><Placemark><name>u</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></kml>`,
 	"latin1.kml": "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<kml xmlns=\"http://www.opengis.net/kml/2.2\"><Document><Folder><name>caf\xe9s</name>" +
 		"<Placemark><name>Zo\xeb</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></Folder>" +

@@ -128,6 +128,10 @@ type Doc struct {
 	utf8  bool  // no other encoding declared: layers are read from their offsets
 	lim   Limits
 	types map[string]FieldType // Schema SimpleField types by field name
+	// schemas are the Schemas' fields by id and name; schemaFields
+	// counts them all.
+	schemas      map[string][]Field
+	schemaFields int
 }
 
 // A syntax or structure problem is returned as an *Error with the

@@ -34,10 +34,11 @@ type LayerReader struct {
 	Values   []Value
 	Line     int
 
-	text   []byte
-	coords []float64
-	verts  int64
-	geomAt bool // tessellate, extrude and altitudeMode taken from the first geometry
+	text    []byte
+	coords  []float64
+	pending []Value // an ExtendedData's Data values, kept unless it has SchemaData
+	verts   int64
+	geomAt  bool // tessellate, extrude and altitudeMode taken from the first geometry
 }
 
 // Layer starts reading layer i of the document.
@@ -323,18 +324,33 @@ func (r *LayerReader) setField(name string) error {
 	return nil
 }
 
+// extendedData reads an ExtendedData's values, as GDAL does: its
+// SimpleData when it has SchemaData, else its Data.
 func (r *LayerReader) extendedData() error {
-	return r.children(func(se xml.StartElement) error {
+	if r.pending == nil {
+		r.pending = make([]Value, len(r.Values))
+	}
+	clear(r.pending)
+	hasSchemaData := false
+	err := r.children(func(se xml.StartElement) error {
 		switch se.Name.Local {
 		case "Data":
 			name := attr(se, "name")
 			return r.children(func(c xml.StartElement) error {
-				if c.Name.Local == "value" && name != "" {
-					return r.setField(name)
+				if c.Name.Local != "value" || name == "" {
+					return r.t.skip()
 				}
-				return r.t.skip()
+				var err error
+				if r.text, err = r.t.text(r.text, r.doc.lim.MaxTokenBytes); err != nil {
+					return err
+				}
+				if i, ok := r.info.fieldIdx[name]; ok {
+					r.pending[i] = Value{Set: true, Text: string(r.text)}
+				}
+				return nil
 			})
 		case "SchemaData":
+			hasSchemaData = true
 			return r.children(func(c xml.StartElement) error {
 				if name := attr(c, "name"); c.Name.Local == "SimpleData" && name != "" {
 					return r.setField(name)
@@ -344,6 +360,14 @@ func (r *LayerReader) extendedData() error {
 		}
 		return r.t.skip()
 	})
+	if !hasSchemaData {
+		for i, v := range r.pending {
+			if v.Set {
+				r.Values[i] = v
+			}
+		}
+	}
+	return err
 }
 
 // geometry reads the geometry element se: a Point, LineString or

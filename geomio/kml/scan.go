@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/encoding/htmlindex"
@@ -172,7 +173,7 @@ func ScanLinked(src io.ReaderAt, size int64, name string, lim Limits) (*Doc, err
 }
 
 func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*Doc, error) {
-	doc := &Doc{src: src, size: size, lim: lim, types: map[string]FieldType{}}
+	doc := &Doc{src: src, size: size, lim: lim, types: map[string]FieldType{}, schemas: map[string][]Field{}}
 	var head [3]byte
 	if n, _ := src.ReadAt(head[:], 0); n == 3 && bytes.Equal(head[:], []byte{0xEF, 0xBB, 0xBF}) {
 		doc.bom = 3
@@ -272,7 +273,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 					doc.Links = append(doc.Links, href)
 				}
 			case p.kind == kContainer && local == "Schema":
-				if err := doc.scanSchema(t, &layers[p.layer]); err != nil {
+				if err := doc.scanSchema(t, tk, &layers[p.layer]); err != nil {
 					return nil, err
 				}
 			default:
@@ -372,8 +373,11 @@ func (doc *Doc) addField(l *LayerInfo, name string, typ FieldType) error {
 	return nil
 }
 
-// scanSchema adds the SimpleFields of a Schema to l, with their types.
-func (doc *Doc) scanSchema(t *tokens, l *LayerInfo) error {
+// scanSchema adds the SimpleFields of a Schema to l, with their types,
+// and keeps them by the Schema's id (and name) for the SchemaData that
+// refer to it.
+func (doc *Doc) scanSchema(t *tokens, se xml.StartElement, l *LayerInfo) error {
+	var fields []Field
 	for d := 1; d > 0; {
 		tok, err := t.next()
 		if err != nil {
@@ -387,6 +391,10 @@ func (doc *Doc) scanSchema(t *tokens, l *LayerInfo) error {
 				if name == "" {
 					continue
 				}
+				if doc.schemaFields++; doc.lim.MaxFields > 0 && doc.schemaFields > doc.lim.MaxFields {
+					return t.errAt(&LimitError{Limit: "fields", Max: int64(doc.lim.MaxFields), What: fmt.Sprintf("more than %d Schema fields", doc.lim.MaxFields)})
+				}
+				fields = append(fields, Field{Name: name, Type: typ})
 				doc.types[name] = typ
 				if err := doc.addField(l, name, typ); err != nil {
 					return t.errAt(err)
@@ -396,13 +404,32 @@ func (doc *Doc) scanSchema(t *tokens, l *LayerInfo) error {
 			d--
 		}
 	}
+	for _, key := range []string{attr(se, "name"), attr(se, "id")} {
+		if key != "" {
+			doc.schemas[key] = fields
+		}
+	}
 	return nil
 }
 
-// scanPlacemark consumes a placemark, adding its ExtendedData names to
-// l's fields.
+// schemaOf returns the fields of the Schema a SchemaData's schemaUrl
+// ("#id") refers to, if the document declares it.
+func (doc *Doc) schemaOf(url string) ([]Field, bool) {
+	if i := strings.LastIndexByte(url, '#'); i >= 0 {
+		url = url[i+1:]
+	}
+	f, ok := doc.schemas[url]
+	return f, ok
+}
+
+// scanPlacemark consumes a placemark, adding its ExtendedData fields to
+// l's, as GDAL does: the fields of the Schemas its SchemaData refer to
+// when it has SchemaData, else its Data names.
 func (doc *Doc) scanPlacemark(t *tokens, l *LayerInfo) error {
 	start := t.d.InputOffset()
+	var data []string
+	var schemas [][]Field
+	hasSchemaData := false
 	for d := 1; d > 0; {
 		tok, err := t.next()
 		if err != nil {
@@ -411,15 +438,20 @@ func (doc *Doc) scanPlacemark(t *tokens, l *LayerInfo) error {
 		switch tk := tok.(type) {
 		case xml.StartElement:
 			d++
-			if tk.Name.Local == "Data" || tk.Name.Local == "SimpleData" {
-				if name := attr(tk, "name"); name != "" {
-					typ, ok := doc.types[name]
-					if !ok || tk.Name.Local == "Data" {
-						typ = String
+			switch tk.Name.Local {
+			case "Data":
+				if name := attr(tk, "name"); name != "" && !hasSchemaData {
+					if _, ok := l.fieldIdx[name]; !ok && !slices.Contains(data, name) {
+						if doc.lim.MaxFields > 0 && len(data) >= doc.lim.MaxFields {
+							return t.errAt(&LimitError{Limit: "fields", Max: int64(doc.lim.MaxFields), What: fmt.Sprintf("more than %d ExtendedData fields in one layer", doc.lim.MaxFields)})
+						}
+						data = append(data, name)
 					}
-					if err := doc.addField(l, name, typ); err != nil {
-						return t.errAt(err)
-					}
+				}
+			case "SchemaData":
+				hasSchemaData, data = true, nil
+				if f, ok := doc.schemaOf(attr(tk, "schemaUrl")); ok {
+					schemas = append(schemas, f)
 				}
 			}
 		case xml.EndElement:
@@ -428,6 +460,18 @@ func (doc *Doc) scanPlacemark(t *tokens, l *LayerInfo) error {
 	}
 	if max := doc.lim.MaxTokenBytes; max > 0 && t.d.InputOffset()-start > max {
 		return t.errAt(&LimitError{Limit: "token-bytes", Max: max, What: fmt.Sprintf("more than %d bytes in one placemark", max)})
+	}
+	for _, name := range data {
+		if err := doc.addField(l, name, String); err != nil {
+			return t.errAt(err)
+		}
+	}
+	for _, fs := range schemas {
+		for _, f := range fs {
+			if err := doc.addField(l, f.Name, f.Type); err != nil {
+				return t.errAt(err)
+			}
+		}
 	}
 	return nil
 }
