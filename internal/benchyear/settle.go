@@ -34,6 +34,12 @@ func setNaptime(ctx context.Context, pool *pgxpool.Pool, d time.Duration) {
 // month's dead tuples and bloat are then measured as a reader meets them.
 func settle(ctx context.Context, pool *pgxpool.Pool, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
+	if limit > 0 {
+		// Other backends report their dead tuples when they go idle, at
+		// most every 10 s (PostgreSQL's PGSTAT_IDLE_INTERVAL): counts read
+		// sooner may not hold the month's last deletes yet.
+		time.Sleep(statsFlush)
+	}
 	for {
 		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 			return err
@@ -55,6 +61,9 @@ func settle(ctx context.Context, pool *pgxpool.Pool, limit time.Duration) error 
 		time.Sleep(time.Second)
 	}
 }
+
+// statsFlush is how long settle waits before it trusts the statistics.
+const statsFlush = 11 * time.Second
 
 // bloat is the feature storage's heap size over the bytes of its live
 // tuples (pgstattuple_approx over every table in geoingest_store), or 0
