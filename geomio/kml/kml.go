@@ -90,6 +90,8 @@ const (
 	fTessellate
 	fExtrude
 	fVisibility
+	fDrawOrder
+	fIcon
 )
 
 // LayerInfo is one layer, as Scan found it.
@@ -116,12 +118,20 @@ type Doc struct {
 	Layers []LayerInfo
 	// Encoding is the encoding the document declares ("UTF-8" when none).
 	Encoding string
-	src      io.ReaderAt
-	size     int64
-	bom      int64 // bytes of a UTF-8 byte-order mark before the XML
-	utf8     bool  // no other encoding declared: layers are read from their offsets
-	lim      Limits
-	types    map[string]FieldType // Schema SimpleField types by field name
+	// Links are the hrefs of the NetworkLinks directly in the root
+	// container: in a KMZ, GDAL reads the documents these name within
+	// the archive as its layers instead (ScanLinked).
+	Links []string
+	src   io.ReaderAt
+	size  int64
+	bom   int64 // bytes of a UTF-8 byte-order mark before the XML
+	utf8  bool  // no other encoding declared: layers are read from their offsets
+	lim   Limits
+	types map[string]FieldType // Schema SimpleField types by field name
+	// schemas are the Schemas' fields by id and name; schemaFields
+	// counts them all.
+	schemas      map[string][]Field
+	schemaFields int
 }
 
 // A syntax or structure problem is returned as an *Error with the

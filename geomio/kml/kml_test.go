@@ -212,3 +212,27 @@ func positions(g geom.T) int64 {
 	}
 	return int64(len(g.FlatCoords()) / 2)
 }
+
+// TestLinks: a KMZ's main document's NetworkLinks are listed; a linked
+// document is one layer, its root's placemarks, named as told.
+func TestLinks(t *testing.T) {
+	in := doc(`<NetworkLink><name>n</name><Link><href> layers/a.kml </href></Link></NetworkLink><NetworkLink><Url><href>http://x/y.kml</href></Url></NetworkLink>`)
+	d, err := Scan(bytes.NewReader(in), int64(len(in)), "base", testLimits)
+	require.NoError(t, err)
+	require.Equal(t, []string{"layers/a.kml", "http://x/y.kml"}, d.Links)
+	require.Empty(t, d.Layers)
+
+	in = doc(`<Placemark><name>r</name>` + poly + `</Placemark><Folder><name>f</name><Placemark>` + poly + `</Placemark></Folder>`)
+	d, err = ScanLinked(bytes.NewReader(in), int64(len(in)), "a", testLimits)
+	require.NoError(t, err)
+	require.Len(t, d.Layers, 1)
+	require.Equal(t, "a", d.Layers[0].Name)
+	r, err := d.Layer(0)
+	require.NoError(t, err)
+	n := 0
+	for r.Next() {
+		n++
+	}
+	require.NoError(t, r.Err())
+	require.Equal(t, 1, n, "the root's placemark, not the folder's")
+}
