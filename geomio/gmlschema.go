@@ -1,6 +1,7 @@
 package geomio
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"io"
@@ -70,16 +71,21 @@ func readGMLHead(path string) []byte {
 		return nil
 	}
 	defer f.Close()
-	var r io.Reader = f
-	if strings.EqualFold(filepath.Ext(path), ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil
-		}
-		r = zr
+	r, err := gmlBody(path, f)
+	if err != nil {
+		return nil
 	}
 	head, _ := io.ReadAll(io.LimitReader(r, gmlSchemaHead))
 	return head
+}
+
+// gmlBody returns the GML document of f (the file at path), decompressed
+// when path ends in .gz.
+func gmlBody(path string, f io.Reader) (io.Reader, error) {
+	if strings.EqualFold(filepath.Ext(path), ".gz") {
+		return gzip.NewReader(bufio.NewReaderSize(f, 64<<10))
+	}
+	return bufio.NewReaderSize(f, 64<<10), nil
 }
 
 // gmlSchemaLocations returns the local schema files that the first

@@ -122,16 +122,35 @@ func TestGMLSchemaBeside(t *testing.T) {
 		})
 	}
 
-	// No schema: one unnamed geometry, the last of each feature.
-	dir := t.TempDir()
-	lone := write(dir, "two.gml", body)
-	fs, ls, err := readOGR(t, lone, Options{})
-	require.NoError(t, err)
-	require.Len(t, fs, 6)
-	require.Equal(t, "", ls[0].GeometryField)
-	require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
-	_, _, err = readOGR(t, lone, Options{GeometryField: "centre"})
-	requireInputError(t, err, "two.gml", `layer "parcel"`, `no geometry field "centre"`, "upload the file's .xsd")
+	// No schema: the geometry properties found in the file (a .gfs derived
+	// from GDAL's own prescan, in a private directory removed at once).
+	for _, name := range []string{"two.gml", "two.gml.gz"} {
+		dir, tmp := t.TempDir(), t.TempDir()
+		b := body
+		if strings.HasSuffix(name, ".gz") {
+			b = gz(body)
+		}
+		lone := write(dir, name, b)
+		fs, ls, err := readOGR(t, lone, Options{TempDir: tmp})
+		require.NoError(t, err, name)
+		require.Len(t, fs, 6)
+		require.Equal(t, "centre", ls[0].GeometryField, name)
+		require.Equal(t, 4326, ls[0].SRID)
+		require.InDelta(t, circles, math.Abs(planarArea(fs)), 1e-7, "the small circles")
+		require.Less(t, bounds(fs).Min(0), -76.0, "longitude first")
+		require.Contains(t, string(fs[0].Properties), `"NAME":"District of Columbia"`, "attributes as GDAL's prescan finds them")
+		fs, ls, err = readOGR(t, lone, Options{TempDir: tmp, GeometryField: "footprint"})
+		require.NoError(t, err)
+		require.Equal(t, "footprint", ls[0].GeometryField)
+		require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
+		_, _, err = readOGR(t, lone, Options{TempDir: tmp, GeometryField: "nope"})
+		requireInputError(t, err, name, `layer "parcel"`, `no geometry field "nope"`, `"centre", "footprint"`)
+		for _, d := range []string{dir, tmp} {
+			ents, err := os.ReadDir(d)
+			require.NoError(t, err)
+			require.Len(t, ents, map[string]int{dir: 1, tmp: 0}[d], "nothing left beside the upload or in the temporary directory")
+		}
+	}
 }
 
 // TestGMLNeverFetchesSchema: a GML file (a WFS GetFeature response) whose
@@ -165,7 +184,7 @@ func TestGMLNeverFetchesSchema(t *testing.T) {
 	fs, ls, err := readOGR(t, p, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 6)
-	require.Equal(t, "", ls[0].GeometryField, "the remote schema was not read")
+	require.Equal(t, "parcel", ls[0].Name)
 	require.Zero(t, hits.Load(), "requests to the schemaLocation's server")
 }
 
@@ -177,6 +196,76 @@ func FuzzGMLSchemaLocations(f *testing.F) {
 		for _, loc := range gmlSchemaLocations(head) {
 			if filepath.Base(loc) != loc || !strings.EqualFold(filepath.Ext(loc), ".xsd") {
 				t.Fatalf("location %q is not a local .xsd base name", loc)
+			}
+		}
+	})
+}
+
+// inspireParcels is an INSPIRE cadastral parcels (CP 4.0) WFS 2.0
+// response with no schema GDAL knows: each parcel has its outline
+// (geometry) and a reference point (referencePoint), in ETRS89 / UTM 32N.
+const inspireParcels = `<?xml version="1.0" encoding="UTF-8"?>
+<wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:gml="http://www.opengis.net/gml/3.2"
+  xmlns:cp="http://inspire.ec.europa.eu/schemas/cp/4.0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+  xsi:schemaLocation="http://inspire.ec.europa.eu/schemas/cp/4.0 https://inspire.ec.europa.eu/schemas/cp/4.0/CadastralParcels.xsd"
+  numberMatched="2" numberReturned="2">
+  <wfs:member>
+    <cp:CadastralParcel gml:id="p1">
+      <cp:areaValue uom="m2">10000</cp:areaValue>
+      <cp:geometry><gml:MultiSurface gml:id="g1" srsName="http://www.opengis.net/def/crs/EPSG/0/25832"><gml:surfaceMember><gml:Polygon gml:id="g1p">
+        <gml:exterior><gml:LinearRing><gml:posList>500000 5500000 500100 5500000 500100 5500100 500000 5500100 500000 5500000</gml:posList></gml:LinearRing></gml:exterior>
+      </gml:Polygon></gml:surfaceMember></gml:MultiSurface></cp:geometry>
+      <cp:label>1/1</cp:label>
+      <cp:nationalCadastralReference>DE-1</cp:nationalCadastralReference>
+      <cp:referencePoint><gml:Point gml:id="r1" srsName="http://www.opengis.net/def/crs/EPSG/0/25832"><gml:pos>500050 5500050</gml:pos></gml:Point></cp:referencePoint>
+    </cp:CadastralParcel>
+  </wfs:member>
+  <wfs:member>
+    <cp:CadastralParcel gml:id="p2">
+      <cp:areaValue uom="m2">20000</cp:areaValue>
+      <cp:geometry><gml:MultiSurface gml:id="g2" srsName="http://www.opengis.net/def/crs/EPSG/0/25832"><gml:surfaceMember><gml:Polygon gml:id="g2p">
+        <gml:exterior><gml:LinearRing><gml:posList>500100 5500000 500300 5500000 500300 5500100 500100 5500100 500100 5500000</gml:posList></gml:LinearRing></gml:exterior>
+      </gml:Polygon></gml:surfaceMember></gml:MultiSurface></cp:geometry>
+      <cp:label>1/2</cp:label>
+      <cp:nationalCadastralReference>DE-2</cp:nationalCadastralReference>
+      <cp:referencePoint><gml:Point gml:id="r2" srsName="http://www.opengis.net/def/crs/EPSG/0/25832"><gml:pos>500200 5500050</gml:pos></gml:Point></cp:referencePoint>
+    </cp:CadastralParcel>
+  </wfs:member>
+</wfs:FeatureCollection>
+`
+
+// TestGMLInspireParcels: INSPIRE cadastral parcels without a schema read
+// through their outline (the first polygonal field), not the reference
+// point that comes last; in a projected CRS, easting first.
+func TestGMLInspireParcels(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	require.Equal(t, []gmlClass{{Name: "CadastralParcel", Geoms: []gmlGeomProp{{"geometry", "MultiPolygon"}, {"referencePoint", "Point"}}}},
+		scanGMLGeometryProperties(strings.NewReader(inspireParcels)))
+	p := filepath.Join(t.TempDir(), "parcels.gml")
+	require.NoError(t, os.WriteFile(p, []byte(inspireParcels), 0o644))
+	fs, ls, err := readOGR(t, p, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 2)
+	require.Equal(t, "geometry", ls[0].GeometryField)
+	require.Equal(t, 25832, ls[0].SRID)
+	require.InDelta(t, 30000, math.Abs(planarArea(fs)), 1e-6)
+	require.InDelta(t, 500000, bounds(fs).Min(0), 1e-6, "easting first")
+	require.Contains(t, string(fs[1].Properties), `"label":"1/2"`)
+}
+
+func FuzzGMLGeometryProperties(f *testing.F) {
+	f.Add([]byte(inspireParcels))
+	f.Add([]byte(`<a><gml:featureMember xmlns:gml="http://www.opengis.net/gml"><b><g><gml:Polygon/></g><h><gml:Point/></h></b></gml:featureMember></a>`))
+	f.Add([]byte(`<a><member><b><g><x:Polygon xmlns:x="http://www.opengis.net/gml/3.2"/></g></b><b/></member>`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		for _, c := range scanGMLGeometryProperties(bytes.NewReader(doc)) {
+			seen := map[string]bool{}
+			for _, g := range c.Geoms {
+				if seen[g.Name] || g.Type == "" {
+					t.Fatalf("class %q: geometry properties %+v", c.Name, c.Geoms)
+				}
+				seen[g.Name] = true
 			}
 		}
 	})

@@ -14,7 +14,7 @@ import (
 )
 
 // readWith reads every feature of one layerReader, copied.
-func readWith(t *testing.T, r layerReader) ([]Feature, []Layer, error) {
+func readWith(t *testing.T, r Reader) ([]Feature, []Layer, error) {
 	t.Helper()
 	defer r.Close()
 	var fs []Feature
@@ -56,10 +56,28 @@ func TestKMLAsGDAL(t *testing.T) {
 	files["bristol.kml"] = filepath.Join(dir, "bristol.kml")
 	ogr2ogr(t, "-f", "LIBKML", "-t_srs", "EPSG:4326", files["bristol.kml"], srcBristol, "-nln", "bristol")
 
+	// KMZs: a document zipped (its first .kml is read), and as GDAL's
+	// LIBKML writes one: a doc.kml whose NetworkLinks name the layers'
+	// documents in the archive.
+	kmzDir := filepath.Join(dir, "kmz")
+	require.NoError(t, os.MkdirAll(kmzDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(kmzDir, "doc.kml"), []byte(kmlDocs["nested.kml"]), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(kmzDir, "other.kml"), []byte(kmlDocs["lone.kml"]), 0o644))
+	files["nested.kmz"] = filepath.Join(dir, "nested.kmz")
+	zipDir(t, files["nested.kmz"], kmzDir, "doc.kml", "other.kml")
+	files["linked.kmz"] = filepath.Join(dir, "linked.kmz")
+	ogr2ogr(t, "-f", "LIBKML", files["linked.kmz"], srcCounties, "-nln", "counties")
+
 	for name, p := range files {
 		t.Run(name, func(t *testing.T) {
 			base := kmlBase(p)
-			r, err := openKML(p, p, base, Options{}, 0)
+			var r Reader
+			var err error
+			if strings.HasSuffix(p, ".kmz") {
+				r, err = Open(p, Options{})
+			} else {
+				r, err = openKML(p, p, base, Options{}, 0, nil)
+			}
 			require.NoError(t, err)
 			got, gotLayers, err := readWith(t, r)
 			require.NoError(t, err)

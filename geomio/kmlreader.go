@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,83 +20,130 @@ import (
 // document is read once to list the layers and their fields, then once
 // from each layer's container.
 type kmlReader struct {
-	f      *os.File
-	file   string // name used in errors
-	doc    *kml.Doc
-	plan   []int // indexes of doc.Layers to read
-	layers []Layer
-	cur    int
-	lr     *kml.LayerReader
-	idx    int64
-	feat   Feature
-	props  []byte
-	opts   Options
-	err    error
-	done   bool
+	files []*os.File
+	plan  []kmlLayer
+	cur   int
+	lr    *kml.LayerReader
+	idx   int64
+	feat  Feature
+	props []byte
+	opts  Options
+	err   error
+	done  bool
 }
+
+// kmlLayer is one layer to read: layer i of doc, from file.
+type kmlLayer struct {
+	doc   *kml.Doc
+	i     int
+	file  string // name used in errors
+	layer Layer
+}
+
+// kmzLink resolves a KMZ's link (an href relative to the archive's root)
+// to the extracted file and its name in errors; ok false when the
+// archive has no such file.
+type kmzLink func(href string) (path, file string, ok bool)
 
 // openKML opens the KML document at path (named file in errors); base
 // names a root Document without a name, as GDAL does (the file's name
-// without extension). Index starts at first.
-func openKML(path, file, base string, opts Options, first int64) (_ layerReader, err error) {
+// without extension). Index starts at first. For a KMZ's main document,
+// link resolves its NetworkLinks: when it has relative ones, GDAL reads
+// the documents they name as the layers (each one layer, named by the
+// file's base name) instead of the main document's; nil for a .kml.
+func openKML(path, file, base string, opts Options, first int64, link kmzLink) (_ layerReader, err error) {
 	lim := opts.Limits.withDefaults()
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &Error{File: file, Problem: "open", Err: err}
-	}
+	r := &kmlReader{opts: opts, idx: first, cur: -1}
+	r.opts.Limits = lim
 	defer func() {
 		if err != nil {
-			f.Close()
+			r.Close()
 		}
 	}()
-	st, err := f.Stat()
+	doc, err := r.scan(path, file, base, false)
 	if err != nil {
-		return nil, &Error{File: file, Problem: "open", Err: err}
+		return nil, err
 	}
-	doc, err := kml.Scan(f, st.Size(), base, kml.Limits{
-		MaxTokenBytes: lim.MaxRecordBytes, MaxVertices: lim.MaxVertices, MaxLayers: lim.MaxLayers, MaxFields: lim.MaxProperties,
-	})
-	if err != nil {
-		return nil, kmlError(file, -1, err)
-	}
-	r := &kmlReader{f: f, file: file, doc: doc, opts: opts, idx: first, cur: -1}
-	r.opts.Limits = lim
-	var names []string
-	for i, l := range doc.Layers {
-		names = append(names, l.Name)
-		if len(opts.Layers) == 0 {
-			r.plan = append(r.plan, i)
+	var all []kmlLayer
+	var relative []string
+	for _, h := range doc.Links {
+		if !strings.Contains(h, "://") && !strings.HasPrefix(h, "/") && !strings.HasPrefix(h, "#") {
+			relative = append(relative, h)
 		}
+	}
+	if link != nil && len(relative) > 0 {
+		for _, h := range relative {
+			p, f, ok := link(h)
+			if !ok {
+				continue // GDAL skips a link to what the archive lacks
+			}
+			d, err := r.scan(p, f, kmlBase(h), true)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, kmlLayer{doc: d, i: 0, file: f})
+		}
+	} else {
+		for i := range doc.Layers {
+			all = append(all, kmlLayer{doc: doc, i: i, file: file})
+		}
+	}
+	var names []string
+	for _, l := range all {
+		names = append(names, l.doc.Layers[l.i].Name)
 	}
 	if len(names) == 0 {
 		return nil, &Error{File: file, Problem: "no layer in this KML: no Placemark, Folder or Document"}
 	}
-	for _, want := range opts.Layers {
-		i := -1
-		for j, n := range names {
-			if n == want {
-				i = j
-				break
+	r.plan = all
+	if len(opts.Layers) > 0 {
+		r.plan = nil
+		for _, want := range opts.Layers {
+			i := slices.Index(names, want)
+			if i < 0 {
+				return nil, &Error{File: file, Problem: fmt.Sprintf("no layer %q (the layers are %s)", want, quoteList(names))}
 			}
+			r.plan = append(r.plan, all[i])
 		}
-		if i < 0 {
-			return nil, &Error{File: file, Problem: fmt.Sprintf("no layer %q (the layers are %s)", want, quoteList(names))}
-		}
-		r.plan = append(r.plan, i)
 	}
-	for _, i := range r.plan {
-		l := Layer{Name: doc.Layers[i].Name, Format: FormatKML, Encoding: doc.Encoding}
+	for j := range r.plan {
+		pl := &r.plan[j]
+		l := Layer{Name: pl.doc.Layers[pl.i].Name, Format: FormatKML, Encoding: pl.doc.Encoding}
 		// KML coordinates are longitude, latitude on WGS 84 (OGC CRS84),
 		// which GDAL reports as EPSG:4326.
 		l.SRID, l.CRS = 4326, crs.CRS{Method: crs.Default, EPSG: 4326}
 		if opts.SourceSRID != 0 {
-			if err := setLayerCRS(&l, file, "", opts); err != nil {
+			if err := setLayerCRS(&l, pl.file, "", opts); err != nil {
 				return nil, err
 			}
 		}
-		r.layers = append(r.layers, l)
+		pl.layer = l
 	}
 	return r, nil
+}
+
+// scan opens and scans one document (kml.ScanLinked when linked).
+func (r *kmlReader) scan(path, file, base string, linked bool) (*kml.Doc, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &Error{File: file, Problem: "open", Err: err}
+	}
+	r.files = append(r.files, f)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, &Error{File: file, Problem: "open", Err: err}
+	}
+	lim := kml.Limits{MaxTokenBytes: r.opts.Limits.MaxRecordBytes, MaxVertices: r.opts.Limits.MaxVertices,
+		MaxLayers: r.opts.Limits.MaxLayers, MaxFields: r.opts.Limits.MaxProperties}
+	scan := kml.Scan
+	if linked {
+		scan = kml.ScanLinked
+	}
+	doc, err := scan(f, st.Size(), base, lim)
+	if err != nil {
+		return nil, kmlError(file, -1, err)
+	}
+	return doc, nil
 }
 
 // kmlError makes an error of geomio/kml an *Error naming file, its
@@ -108,8 +156,11 @@ func kmlError(file string, index int64, err error) error {
 		if ke.Layer != "" {
 			parts = append(parts, fmt.Sprintf("layer %q", ke.Layer))
 		}
-		if ke.Index >= 0 && index >= 0 {
+		switch {
+		case ke.Index >= 0 && index >= 0:
 			parts = append(parts, fmt.Sprintf("feature %d", index))
+		case ke.Index >= 0: // found by the first pass, before Index is known
+			parts = append(parts, fmt.Sprintf("placemark %d of the layer", ke.Index))
 		}
 		if ke.Line > 0 {
 			parts = append(parts, fmt.Sprintf("line %d", ke.Line))
@@ -145,9 +196,10 @@ func (r *kmlReader) Next() bool {
 				r.done = true
 				return false
 			}
-			lr, err := r.doc.Layer(r.plan[r.cur])
+			pl := r.plan[r.cur]
+			lr, err := pl.doc.Layer(pl.i)
 			if err != nil {
-				r.err = kmlError(r.file, -1, err)
+				r.err = kmlError(pl.file, -1, err)
 				return false
 			}
 			r.lr = lr
@@ -156,7 +208,7 @@ func (r *kmlReader) Next() bool {
 			return r.decode()
 		}
 		if err := r.lr.Err(); err != nil {
-			r.err = kmlError(r.file, r.idx, err)
+			r.err = kmlError(r.plan[r.cur].file, r.idx, err)
 			return false
 		}
 		r.lr = nil
@@ -165,7 +217,7 @@ func (r *kmlReader) Next() bool {
 
 // decode makes r.feat of the current placemark.
 func (r *kmlReader) decode() bool {
-	l := &r.layers[r.cur]
+	l := &r.plan[r.cur].layer
 	g := r.lr.Geom
 	if g != nil {
 		if g = promotePolygons(g); g != nil {
@@ -174,7 +226,7 @@ func (r *kmlReader) decode() bool {
 	}
 	props, err := r.properties()
 	if err != nil {
-		r.err = kmlError(r.file, r.idx, &kml.Error{Layer: l.Name, Index: r.lr.Index(), Line: r.lr.Line, Err: err})
+		r.err = kmlError(r.plan[r.cur].file, r.idx, &kml.Error{Layer: l.Name, Index: r.lr.Index(), Line: r.lr.Line, Err: err})
 		return false
 	}
 	r.feat = Feature{Index: r.idx, Layer: l.Name, Geom: g, Properties: props, DroppedZM: r.lr.DroppedZ}
@@ -185,7 +237,8 @@ func (r *kmlReader) decode() bool {
 // properties writes the placemark's fields as a JSON object, typed as
 // GDAL types them.
 func (r *kmlReader) properties() ([]byte, error) {
-	fields := r.doc.Layers[r.plan[r.cur]].Fields
+	pl := r.plan[r.cur]
+	fields := pl.doc.Layers[pl.i].Fields
 	out := append(r.props[:0], '{')
 	for i, f := range fields {
 		if i > 0 {
@@ -244,22 +297,24 @@ func (r *kmlReader) Err() error       { return r.err }
 
 func (r *kmlReader) Layer() Layer {
 	i := max(r.cur, 0)
-	if i >= len(r.layers) {
-		i = len(r.layers) - 1
+	if i >= len(r.plan) {
+		i = len(r.plan) - 1
 	}
 	if i < 0 {
 		return Layer{Format: FormatKML}
 	}
-	return r.layers[i]
+	return r.plan[i].layer
 }
 
 func (r *kmlReader) Close() error {
-	if r.f != nil {
-		err := r.f.Close()
-		r.f = nil
-		return err
+	var err error
+	for _, f := range r.files {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
-	return nil
+	r.files = nil
+	return err
 }
 
 // kmlBase is the name GDAL gives a KML's root layer when the document

@@ -195,9 +195,9 @@ func abs(f float64) float64 {
 }
 
 // zipDir zips base (a file or folder under dir) into out.
-func zipDir(t *testing.T, out, dir, base string) {
+func zipDir(t *testing.T, out, dir string, base ...string) {
 	t.Helper()
-	cmd := exec.Command("zip", "-qr", out, base)
+	cmd := exec.Command("zip", append([]string{"-qr", out}, base...)...)
 	cmd.Dir = dir
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "zip: %s", b)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -63,7 +64,18 @@ type ogrLayer struct {
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
 	options := f.options
 	if f.name == FormatGML {
-		options = append(slices.Clip(options), gmlSchemaOptions(path)...)
+		schema := gmlSchemaOptions(path)
+		if schema == nil {
+			gfs, dir, err := gmlDerivedSchema(path, opts.TempDir, f)
+			if err != nil {
+				return nil, fmt.Errorf("%s: schema of its geometry fields: %w", file, err) // the machine's fault (temporary directory)
+			}
+			if dir != "" {
+				defer os.RemoveAll(dir) // GDAL reads the template when it opens the file
+				schema = []string{"GFS_TEMPLATE=" + gfs}
+			}
+		}
+		options = append(slices.Clip(options), schema...)
 	}
 	ds, err := ogr.Open(path, f.drivers, options)
 	if errors.Is(err, ogr.ErrNoGDAL) {
@@ -92,7 +104,7 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 			continue // a non-spatial table
 		}
 		names = append(names, l.Name)
-		field, err := pickGeomField(l, f.name, opts.GeometryField)
+		field, err := pickGeomField(l, opts.GeometryField)
 		if err != nil {
 			return nil, &Error{File: file, Problem: fmt.Sprintf("layer %q", l.Name), Err: err}
 		}
@@ -140,17 +152,11 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	return r, nil
 }
 
-// pickGeomField chooses the geometry field of l (of format) to read: the
-// one named want, else the first polygonal one, else the first mixed one,
-// else the first. A layer with one geometry field reads it whatever want
-// names, except a GML layer read without a schema, whose one unnamed field
-// is whichever geometry came last in each feature: a field asked for by
-// name cannot be told apart there, so it is an error.
-func pickGeomField(l *ogr.Layer, format, want string) (int, error) {
+// pickGeomField chooses the geometry field of l to read: the one named
+// want, else the first polygonal one, else the first mixed one, else the
+// first. A layer with one geometry field reads it whatever want names.
+func pickGeomField(l *ogr.Layer, want string) (int, error) {
 	if want != "" {
-		if format == FormatGML && len(l.GeomFields) == 1 && l.GeomFields[0].Name == "" {
-			return 0, fmt.Errorf("no geometry field %q: without a schema GDAL reads one unnamed geometry per feature (the last one); upload the file's .xsd (or .gfs) beside it, or in one zip with it, to read its geometry fields by name", want)
-		}
 		var names []string
 		for i, g := range l.GeomFields {
 			if strings.EqualFold(g.Name, want) {

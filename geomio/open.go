@@ -78,7 +78,7 @@ func open(path string, opts Options) (Reader, error) {
 		return openGeoParquet(path, opts)
 	}
 	if ext == ".kml" {
-		return openKML(path, path, kmlBase(path), opts, 0)
+		return openKML(path, path, kmlBase(path), opts, 0, nil)
 	}
 	if f, ok := ogrFormatOf(path, head); ok {
 		return openOGR(path, path, f, opts, 0)

@@ -145,11 +145,21 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			kmlSeen = true
 			name, file, local := strings.TrimSuffix(o, path.Ext(o)), zipPath+"/"+o, filepath.Join(dir, filepath.FromSlash(o))
 			base := kmlBase(o)
+			var link kmzLink
 			if kmz {
 				base = kmlBase(zipPath)
+				link = func(href string) (string, string, bool) {
+					// An href is relative to the archive's root; only
+					// what was extracted (a .kml) can be read.
+					rel := path.Clean(strings.ReplaceAll(href, `\`, "/"))
+					if checkEntryName(rel) != nil || !seen[strings.ToLower(rel)] {
+						return "", "", false
+					}
+					return filepath.Join(dir, filepath.FromSlash(rel)), zipPath + "/" + rel, true
+				}
 			}
 			layers = append(layers, zipLayer{name: name, open: func(first int64) (layerReader, error) {
-				return openKML(local, file, base, opts, first)
+				return openKML(local, file, base, opts, first, link)
 			}})
 			continue
 		}

@@ -9,6 +9,9 @@
 # too), otherwise starts the embedded cluster in a fresh GEOINGEST_HOME.
 # The PostgreSQL server's own memory is not counted on either side: both
 # figures are the client process's peak RSS (/usr/bin/time -v).
+# FORMATS picks the formats (default "geojson geojsonl shp"); "kml" is
+# KML written by ogr2ogr -f KML from the same parcels (FORMATS=kml
+# scripts/bench-ingest.sh 20000 200000: docs/benchmarks.md, KML).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
@@ -64,8 +67,9 @@ for n in "${sizes[@]}"; do
     "$work/parcelgen" -n "$n" -label "$n" -out "$d" >/dev/null
     ogr2ogr -f "ESRI Shapefile" "$d/parcels_$n.shp" "$d/parcels_$n.geojsonl" -nlt MULTIPOLYGON -lco ENCODING=UTF-8
   fi
-  for f in geojson geojsonl shp; do
+  for f in ${FORMATS:-geojson geojsonl shp}; do
     file="$d/parcels_$n.$f"
+    [ "$f" != kml ] || [ -f "$file" ] || ogr2ogr -f KML "$file" "$d/parcels_$n.geojsonl" -nln parcels
     size=$(du -sh --apparent-size "$file" | cut -f1)
     [ "$f" = shp ] && size="$(du -ch --apparent-size "$d/parcels_$n".{shp,dbf,shx} | tail -1 | cut -f1) (.shp+.dbf+.shx)"
     read -r gt grss < <(measure "$work/geoingest" ingest --json --database-url "$url" --pipeline-version "bench-$n-$f-$$" "$file")

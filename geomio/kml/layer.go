@@ -1,11 +1,13 @@
 package kml
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 
 	"github.com/twpayne/go-geom"
@@ -33,10 +35,11 @@ type LayerReader struct {
 	Values   []Value
 	Line     int
 
-	text   []byte
-	coords []float64
-	verts  int64
-	geomAt bool // tessellate, extrude and altitudeMode taken from the first geometry
+	text    []byte
+	coords  []float64
+	pending []Value // an ExtendedData's Data values, kept unless it has SchemaData
+	verts   int64
+	geomAt  bool // tessellate, extrude and altitudeMode taken from the first geometry
 }
 
 // Layer starts reading layer i of the document.
@@ -114,7 +117,7 @@ func (r *LayerReader) Next() bool {
 					continue
 				}
 			}
-			if tk.Name.Local != "Placemark" {
+			if !isItem(tk.Name.Local) {
 				if err := r.t.skip(); err != nil {
 					r.err = r.wrap(err)
 					return false
@@ -185,6 +188,36 @@ func (r *LayerReader) placemark() error {
 			})
 		case "ExtendedData":
 			err = r.extendedData()
+		case "drawOrder":
+			err = r.setText(fDrawOrder)
+		case "Icon":
+			err = r.children(func(c xml.StartElement) error {
+				if c.Name.Local == "href" {
+					return r.setText(fIcon)
+				}
+				return r.t.skip()
+			})
+		case "LatLonBox":
+			// A GroundOverlay's box, as GDAL makes it a polygon (at
+			// altitude 0, so said dropped); its rotation is ignored.
+			sawGeom = false
+			r.Geom, err = r.latLonBox()
+			r.DroppedZ = true
+		case "LatLonQuad":
+			sawGeom = false
+			var flat []float64
+			err = r.children(func(c xml.StartElement) error {
+				if c.Name.Local == "coordinates" {
+					var err error
+					flat, err = r.coordinates()
+					return err
+				}
+				return r.t.skip()
+			})
+			if err == nil && len(flat) >= 2 {
+				flat = append(flat, flat[0], flat[1])
+				r.Geom = geom.NewPolygonFlat(geom.XY, flat, []int{len(flat)})
+			}
 		case "Point", "LineString", "LinearRing", "Polygon", "MultiGeometry", "Track", "MultiTrack":
 			if sawGeom { // libkml keeps one geometry: the last
 				r.verts = 0
@@ -210,6 +243,44 @@ func (r *LayerReader) placemark() error {
 		}
 	}
 	return nil
+}
+
+// latLonBox reads a LatLonBox as the ring east,north east,south
+// west,south west,north east,north.
+func (r *LayerReader) latLonBox() (geom.T, error) {
+	var n, s, e, w float64
+	err := r.children(func(c xml.StartElement) error {
+		var p *float64
+		switch c.Name.Local {
+		case "north":
+			p = &n
+		case "south":
+			p = &s
+		case "east":
+			p = &e
+		case "west":
+			p = &w
+		default:
+			return r.t.skip()
+		}
+		var err error
+		if r.text, err = r.t.text(r.text, r.doc.lim.MaxTokenBytes); err != nil {
+			return err
+		}
+		v, err := strconv.ParseFloat(string(bytes.TrimSpace(r.text)), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("LatLonBox: invalid %s %q", c.Name.Local, clip(r.text))
+		}
+		*p = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.vertex(); err != nil {
+		return nil, err
+	}
+	return geom.NewPolygonFlat(geom.XY, []float64{e, n, e, s, w, s, w, n, e, n}, []int{10}), nil
 }
 
 // children calls f on each child element of the element just started,
@@ -254,18 +325,33 @@ func (r *LayerReader) setField(name string) error {
 	return nil
 }
 
+// extendedData reads an ExtendedData's values, as GDAL does: its
+// SimpleData when it has SchemaData, else its Data.
 func (r *LayerReader) extendedData() error {
-	return r.children(func(se xml.StartElement) error {
+	if r.pending == nil {
+		r.pending = make([]Value, len(r.Values))
+	}
+	clear(r.pending)
+	hasSchemaData := false
+	err := r.children(func(se xml.StartElement) error {
 		switch se.Name.Local {
 		case "Data":
 			name := attr(se, "name")
 			return r.children(func(c xml.StartElement) error {
-				if c.Name.Local == "value" && name != "" {
-					return r.setField(name)
+				if c.Name.Local != "value" || name == "" {
+					return r.t.skip()
 				}
-				return r.t.skip()
+				var err error
+				if r.text, err = r.t.text(r.text, r.doc.lim.MaxTokenBytes); err != nil {
+					return err
+				}
+				if i, ok := r.info.fieldIdx[name]; ok {
+					r.pending[i] = Value{Set: true, Text: string(r.text)}
+				}
+				return nil
 			})
 		case "SchemaData":
+			hasSchemaData = true
 			return r.children(func(c xml.StartElement) error {
 				if name := attr(c, "name"); c.Name.Local == "SimpleData" && name != "" {
 					return r.setField(name)
@@ -275,6 +361,14 @@ func (r *LayerReader) extendedData() error {
 		}
 		return r.t.skip()
 	})
+	if !hasSchemaData {
+		for i, v := range r.pending {
+			if v.Set {
+				r.Values[i] = v
+			}
+		}
+	}
+	return err
 }
 
 // geometry reads the geometry element se: a Point, LineString or
@@ -329,7 +423,7 @@ func (r *LayerReader) geometry(se xml.StartElement) (geom.T, error) {
 func collect(parts []geom.T) geom.T {
 	same := true
 	for _, p := range parts[1:] {
-		if fmt.Sprintf("%T", p) != fmt.Sprintf("%T", parts[0]) {
+		if reflect.TypeOf(p) != reflect.TypeOf(parts[0]) {
 			same = false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/encoding/htmlindex"
@@ -128,6 +129,11 @@ func (t *tokens) text(buf []byte, max int64) ([]byte, error) {
 	return buf, nil
 }
 
+// isItem reports whether an element is a feature GDAL reads as a layer's
+// feature: a Placemark, or a GroundOverlay (its LatLonBox or
+// gx:LatLonQuad as a polygon).
+func isItem(local string) bool { return local == "Placemark" || local == "GroundOverlay" }
+
 func isContainer(local string) bool { return local == "Document" || local == "Folder" }
 
 // isFeature reports whether an element is a KML feature (what a
@@ -153,10 +159,21 @@ type frame struct {
 }
 
 // Scan makes the first pass over the KML document in src (size bytes):
-// the layers, their placemark counts and fields. base names a root
-// container without a name (the file's name without extension).
+// the layers, their placemark counts and fields, and Links. base names a
+// root container without a name (the file's name without extension).
 func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
-	doc := &Doc{src: src, size: size, lim: lim, types: map[string]FieldType{}}
+	return scan(src, size, base, lim, false)
+}
+
+// ScanLinked scans a document that a KMZ's main document links to
+// (Doc.Links), as GDAL reads one: a single layer named name, the
+// placemarks directly in its root container (its folders are not read).
+func ScanLinked(src io.ReaderAt, size int64, name string, lim Limits) (*Doc, error) {
+	return scan(src, size, name, lim, true)
+}
+
+func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*Doc, error) {
+	doc := &Doc{src: src, size: size, lim: lim, types: map[string]FieldType{}, schemas: map[string][]Field{}}
 	var head [3]byte
 	if n, _ := src.ReadAt(head[:], 0); n == 3 && bytes.Equal(head[:], []byte{0xEF, 0xBB, 0xBF}) {
 		doc.bom = 3
@@ -194,9 +211,9 @@ func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
 				switch {
 				case local == "kml":
 					stack = append(stack, frame{kind: kKML, layer: -1})
-					kmlAt = doc.newLayer(base, 0, t)
+					kmlAt = doc.newLayer(base, t)
 				case isContainer(local):
-					layers = append(layers, doc.newLayer(base, 0, t))
+					layers = append(layers, doc.newLayer(base, t))
 					stack = append(stack, frame{kind: kContainer, layer: 0})
 				default:
 					return nil, t.errAt(fmt.Errorf("not a KML document: the root element is <%s>, not <kml>", local))
@@ -209,9 +226,9 @@ func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
 				// libkml keeps the kml element's last feature.
 				kmlFeatures++
 				layers, rootKML = layers[:0], -1
-				layers = append(layers, doc.newLayer(base, 0, t))
+				layers = append(layers, doc.newLayer(base, t))
 				stack = append(stack, frame{kind: kContainer, layer: 0})
-			case p.kind == kKML && local == "Placemark":
+			case p.kind == kKML && isItem(local):
 				layers, rootKML = layers[:0], 0
 				l := kmlAt
 				l.kmlRoot, l.only = true, kmlFeatures
@@ -219,21 +236,21 @@ func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
 				layers = append(layers, l)
 				layers[0].Placemarks = 1
 				if err := doc.scanPlacemark(t, &layers[0]); err != nil {
-					return nil, err
+					return nil, inPlacemark(err, &layers[0])
 				}
 			case p.kind == kContainer && isContainer(local):
 				if len(layers) >= lim.MaxLayers && lim.MaxLayers > 0 {
 					return nil, t.errAt(&LimitError{Limit: "layers", Max: int64(lim.MaxLayers), What: fmt.Sprintf("more than %d folders and documents", lim.MaxLayers)})
 				}
-				l := doc.newLayer(fmt.Sprintf("Layer%d", p.features), len(layers), t)
+				l := doc.newLayer(fmt.Sprintf("Layer%d", p.features), t)
 				p.features++
 				layers = append(layers, l)
 				stack = append(stack, frame{kind: kContainer, layer: len(layers) - 1})
-			case p.kind == kContainer && local == "Placemark":
+			case p.kind == kContainer && isItem(local):
 				p.features++
 				layers[p.layer].Placemarks++
 				if err := doc.scanPlacemark(t, &layers[p.layer]); err != nil {
-					return nil, err
+					return nil, inPlacemark(err, &layers[p.layer])
 				}
 			case p.kind == kContainer && local == "name" && !layers[p.layer].named:
 				if nameBuf, err = t.text(nameBuf, lim.MaxTokenBytes); err != nil {
@@ -246,8 +263,17 @@ func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
 				} else {
 					l.Name = strings.Trim(string(nameBuf), " \n\r\t")
 				}
+			case p.kind == kContainer && local == "NetworkLink" && p.layer == 0 && rootKML < 0:
+				p.features++
+				href, err := doc.scanLink(t)
+				if err != nil {
+					return nil, err
+				}
+				if href != "" {
+					doc.Links = append(doc.Links, href)
+				}
 			case p.kind == kContainer && local == "Schema":
-				if err := doc.scanSchema(t, &layers[p.layer]); err != nil {
+				if err := doc.scanSchema(t, tk, &layers[p.layer]); err != nil {
 					return nil, err
 				}
 			default:
@@ -273,17 +299,59 @@ func Scan(src io.ReaderAt, size int64, base string, lim Limits) (*Doc, error) {
 	if charset != "" {
 		doc.Encoding = charset
 	}
+	if linked {
+		if len(layers) == 0 {
+			return nil, &Error{Index: -1, Err: errors.New("no Document, Folder or Placemark")}
+		}
+		layers = layers[:1]
+		layers[0].Name = base
+	}
 	// GDAL lists the root's placemarks first, then every folder.
-	if len(layers) > 0 && layers[0].Placemarks == 0 {
+	if !linked && len(layers) > 0 && layers[0].Placemarks == 0 {
 		layers = layers[1:]
 	}
 	doc.Layers = layers
 	return doc, nil
 }
 
+// inPlacemark says that err was found in l's last placemark.
+func inPlacemark(err error, l *LayerInfo) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Layer, e.Index = l.Name, l.Placemarks-1
+	}
+	return err
+}
+
+// scanLink reads a NetworkLink: its Link's (or Url's) href.
+func (doc *Doc) scanLink(t *tokens) (string, error) {
+	href := ""
+	var buf []byte
+	for d := 1; d > 0; {
+		tok, err := t.next()
+		if err != nil {
+			return "", eofIsUnexpected(err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			d++
+			if tk.Name.Local == "href" && d == 3 {
+				if buf, err = t.text(buf, doc.lim.MaxTokenBytes); err != nil {
+					return "", err
+				}
+				d--
+				href = strings.TrimSpace(string(buf))
+			}
+		case xml.EndElement:
+			d--
+		}
+	}
+	return href, nil
+}
+
 // newLayer is a layer whose container's start tag was just read.
-func (doc *Doc) newLayer(name string, container int, t *tokens) LayerInfo {
-	return LayerInfo{Name: name, container: container, offset: t.d.InputOffset(), line: t.lineNo(),
+func (doc *Doc) newLayer(name string, t *tokens) LayerInfo {
+	return LayerInfo{Name: name, offset: t.d.InputOffset(), line: t.lineNo(),
 		Fields: append([]Field(nil), standardFields...), fieldIdx: map[string]int{}}
 }
 
@@ -305,8 +373,11 @@ func (doc *Doc) addField(l *LayerInfo, name string, typ FieldType) error {
 	return nil
 }
 
-// scanSchema adds the SimpleFields of a Schema to l, with their types.
-func (doc *Doc) scanSchema(t *tokens, l *LayerInfo) error {
+// scanSchema adds the SimpleFields of a Schema to l, with their types,
+// and keeps them by the Schema's id (and name) for the SchemaData that
+// refer to it.
+func (doc *Doc) scanSchema(t *tokens, se xml.StartElement, l *LayerInfo) error {
+	var fields []Field
 	for d := 1; d > 0; {
 		tok, err := t.next()
 		if err != nil {
@@ -320,6 +391,10 @@ func (doc *Doc) scanSchema(t *tokens, l *LayerInfo) error {
 				if name == "" {
 					continue
 				}
+				if doc.schemaFields++; doc.lim.MaxFields > 0 && doc.schemaFields > doc.lim.MaxFields {
+					return t.errAt(&LimitError{Limit: "fields", Max: int64(doc.lim.MaxFields), What: fmt.Sprintf("more than %d Schema fields", doc.lim.MaxFields)})
+				}
+				fields = append(fields, Field{Name: name, Type: typ})
 				doc.types[name] = typ
 				if err := doc.addField(l, name, typ); err != nil {
 					return t.errAt(err)
@@ -329,13 +404,32 @@ func (doc *Doc) scanSchema(t *tokens, l *LayerInfo) error {
 			d--
 		}
 	}
+	for _, key := range []string{attr(se, "name"), attr(se, "id")} {
+		if key != "" {
+			doc.schemas[key] = fields
+		}
+	}
 	return nil
 }
 
-// scanPlacemark consumes a placemark, adding its ExtendedData names to
-// l's fields.
+// schemaOf returns the fields of the Schema a SchemaData's schemaUrl
+// ("#id") refers to, if the document declares it.
+func (doc *Doc) schemaOf(url string) ([]Field, bool) {
+	if i := strings.LastIndexByte(url, '#'); i >= 0 {
+		url = url[i+1:]
+	}
+	f, ok := doc.schemas[url]
+	return f, ok
+}
+
+// scanPlacemark consumes a placemark, adding its ExtendedData fields to
+// l's, as GDAL does: the fields of the Schemas its SchemaData refer to
+// when it has SchemaData, else its Data names.
 func (doc *Doc) scanPlacemark(t *tokens, l *LayerInfo) error {
 	start := t.d.InputOffset()
+	var data []string
+	var schemas [][]Field
+	hasSchemaData := false
 	for d := 1; d > 0; {
 		tok, err := t.next()
 		if err != nil {
@@ -344,15 +438,20 @@ func (doc *Doc) scanPlacemark(t *tokens, l *LayerInfo) error {
 		switch tk := tok.(type) {
 		case xml.StartElement:
 			d++
-			if tk.Name.Local == "Data" || tk.Name.Local == "SimpleData" {
-				if name := attr(tk, "name"); name != "" {
-					typ, ok := doc.types[name]
-					if !ok || tk.Name.Local == "Data" {
-						typ = String
+			switch tk.Name.Local {
+			case "Data":
+				if name := attr(tk, "name"); name != "" && !hasSchemaData {
+					if _, ok := l.fieldIdx[name]; !ok && !slices.Contains(data, name) {
+						if doc.lim.MaxFields > 0 && len(data) >= doc.lim.MaxFields {
+							return t.errAt(&LimitError{Limit: "fields", Max: int64(doc.lim.MaxFields), What: fmt.Sprintf("more than %d ExtendedData fields in one layer", doc.lim.MaxFields)})
+						}
+						data = append(data, name)
 					}
-					if err := doc.addField(l, name, typ); err != nil {
-						return t.errAt(err)
-					}
+				}
+			case "SchemaData":
+				hasSchemaData, data = true, nil
+				if f, ok := doc.schemaOf(attr(tk, "schemaUrl")); ok {
+					schemas = append(schemas, f)
 				}
 			}
 		case xml.EndElement:
@@ -361,6 +460,18 @@ func (doc *Doc) scanPlacemark(t *tokens, l *LayerInfo) error {
 	}
 	if max := doc.lim.MaxTokenBytes; max > 0 && t.d.InputOffset()-start > max {
 		return t.errAt(&LimitError{Limit: "token-bytes", Max: max, What: fmt.Sprintf("more than %d bytes in one placemark", max)})
+	}
+	for _, name := range data {
+		if err := doc.addField(l, name, String); err != nil {
+			return t.errAt(err)
+		}
+	}
+	for _, fs := range schemas {
+		for _, f := range fs {
+			if err := doc.addField(l, f.Name, f.Type); err != nil {
+				return t.errAt(err)
+			}
+		}
 	}
 	return nil
 }

@@ -21,16 +21,19 @@ import (
 // through the staging table to be transformed, measured and checked by
 // PostGIS. Then the server repairs the invalid features (per the invalid policy)
 // and sums the count, area and checksum in one pass, and a job with its
-// own partition gets its GiST index and is attached. The counts are
-// recorded on the job.
+// own partition gets its GiST index (it is attached at the gate's commit,
+// attach.go). The counts are recorded on the job.
 func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ingest.LayerReader, res *ingest.WriteResult) error {
 	target := job.Params.Target
 	table, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref})
 	if err != nil {
 		return fmt.Errorf("job table: %w", err)
 	}
+	if g.ref > 0 {
+		g.attach = target
+	}
 	rows := prepare.New(ctx, r, job.Params, s.KnownSRID)
-	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, g.ref > 0, g.ref, rows); err != nil {
+	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, g.ref, rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
@@ -39,7 +42,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		if err := g.q.CreateStaging(ctx); err != nil {
 			return err
 		}
-		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, false, 0, rows); err != nil {
+		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, 0, rows); err != nil {
 			return err
 		}
 		if _, err := g.q.InsertStagedFeatures(ctx, db.InsertStagedFeaturesParams{TargetTable: target, JobRef: g.ref}); err != nil {
@@ -85,25 +88,25 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 // table's (feature_index, layer, properties, wkb) and the run is
 // prepare.Staged; otherwise they are the feature table's (job_ref,
 // feature_index, layer, properties, geom, area_m2), the run is
-// prepare.Direct, and ref is the job's job_ref. freeze asks for COPY
-// FREEZE, allowed because the table was created in this transaction.
+// prepare.Direct, and ref is the job's job_ref.
+//
+// Never COPY FREEZE, though a job's own table is created in its
+// transaction: frozen rows are visible to every snapshot, also to a
+// repeatable-read reader whose snapshot is older than the commit, which
+// would then see the new generation beside the one it replaces.
 //
 // The table is geoingest_staging or the one that
 // geoingest_create_job_storage returned: never input. It returns the
 // features' own error when they stopped on one, so that its
 // classification survives; a server error is classified by normaliseErr.
-func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, staged, freeze bool, ref int64, feats *prepare.Features) (int64, error) {
+func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, staged bool, ref int64, feats *prepare.Features) (int64, error) {
 	cols := " (job_ref, feature_index, layer, properties, geom, area_m2)"
 	mode, enc := prepare.Direct, featureTuple(ref)
 	if staged {
 		cols = " (feature_index, layer, properties, wkb)"
 		mode, enc = prepare.Staged, stagedTuple
 	}
-	opts := " FROM STDIN (FORMAT binary)"
-	if freeze {
-		opts = " FROM STDIN (FORMAT binary, FREEZE)"
-	}
-	sql := "COPY " + table.Sanitize() + cols + opts
+	sql := "COPY " + table.Sanitize() + cols + " FROM STDIN (FORMAT binary)"
 
 	pr, pw := io.Pipe()
 	done := make(chan struct{})

@@ -51,8 +51,8 @@ func TestGeometryChangesRecorded(t *testing.T) {
 	zip.Dir = dir
 	msg, err := zip.CombinedOutput()
 	require.NoError(t, err, "zip: %s", msg)
-	// A GML layer's geometry fields are declared in its .xsd, which an
-	// upload does not carry: this one is read beside it (direct, below).
+	// A GML layer with two geometry fields, uploaded with its .xsd beside
+	// it (the GML file's set).
 	runOGR2OGR(t, "-f", "GML", "-dsco", "FORMAT=GML3", filepath.Join(dir, "two.gml"), corpusDir+"/six_counties/six_counties.shp", "-dialect", "SQLITE", "-nln", "parcel",
 		"-sql", "SELECT ST_Buffer(ST_Centroid(geometry), 0.001) AS centre, geometry AS footprint, NAME FROM six_counties")
 	gml := filepath.Join(dir, "two.gml")
@@ -70,31 +70,19 @@ func TestGeometryChangesRecorded(t *testing.T) {
 		file           string
 		linearised, zm int64
 		layers         map[string]layer
-		direct         bool // read in place and written through Store.Write
 	}{
 		{file: gpkg, linearised: 2, zm: 3, layers: map[string]layer{"curves": {"", 2, 3}, "counties": {"", 0, 0}}},
 		// GDAL's OpenFileGDB writer stores the compound curve without its
 		// Z and M (ogrinfo shows it so): two features with Z/M there.
 		{file: filepath.Join(dir, "curves.gdb.zip"), linearised: 2, zm: 2, layers: map[string]layer{"curves": {"", 2, 2}}},
-		{file: gml, direct: true, layers: map[string]layer{"parcel": {"centre", 0, 0}}},
+		{file: gml, layers: map[string]layer{"parcel": {"centre", 0, 0}}},
 		{file: gj, zm: 1, layers: map[string]layer{"z": {"", 0, 1}}},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			job := localJob(t, tc.file, ingest.DefaultParams("parcels"))
-			if tc.direct {
-				f, err := job.Fetch.Fetch(ctx, t.TempDir())
-				require.NoError(t, err)
-				r, err := openLocal(tc.file)
-				require.NoError(t, err)
-				defer r.Close()
-				wr, err := b.store.Write(ctx, job, "worker", ingest.LogLayers(r), f)
-				require.NoError(t, err)
-				require.Equal(t, ingest.Written, wr.Outcome)
-			} else {
-				r := b.svc.Run(ctx, job)
-				require.NoError(t, r.Err)
-				require.Equal(t, ingest.Written, r.Outcome)
-			}
+			r := b.svc.Run(ctx, job)
+			require.NoError(t, r.Err)
+			require.Equal(t, ingest.Written, r.Outcome)
 
 			var linearised, zm int64
 			require.NoError(t, b.pool.QueryRow(ctx, `SELECT linearised_curves, dropped_zm FROM jobs WHERE job_id = $1`, job.ID).Scan(&linearised, &zm))

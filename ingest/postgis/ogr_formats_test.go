@@ -79,11 +79,20 @@ func TestOGRFormatsAgainstGDAL(t *testing.T) {
 		{format: "kml", file: "yemen.kml", layers: []string{"yemen"}, make: func(out string) {
 			runOGR2OGR(t, append(multi, "-f", "KML", out, src(2), "-nln", "yemen")...)
 		}},
+		{format: "kmz", file: "counties.kmz", layers: []string{"counties"}, make: func(out string) {
+			// As GDAL's LIBKML writes a KMZ: a doc.kml that links to
+			// layers/counties.kml.
+			runOGR2OGR(t, append(multi, "-f", "LIBKML", out, src(0), "-nln", "counties")...)
+		}},
 		{format: "gml", file: "bristol.gml", layers: []string{"bristol"}, make: func(out string) {
 			runOGR2OGR(t, append(multi, "-f", "GML", "-dsco", "FORMAT=GML3", out, src(1), "-nln", "bristol")...)
 		}},
 		{format: "gml lat/long", file: "counties.gml", layers: []string{"counties"}, make: func(out string) {
 			runOGR2OGR(t, append(multi, "-f", "GML", "-dsco", "FORMAT=GML3", out, src(0), "-nln", "counties")...)
+		}},
+		{format: "gml lat/long no schema", file: "alone.gml", layers: []string{"alone"}, make: func(out string) {
+			runOGR2OGR(t, append(multi, "-f", "GML", "-dsco", "FORMAT=GML3", out, src(0), "-nln", "alone")...)
+			require.NoError(t, os.Remove(strings.TrimSuffix(out, ".gml")+".xsd"))
 		}},
 		{format: "tab", file: "bristol.tab", layers: []string{"bristol"}, make: func(out string) {
 			runOGR2OGR(t, append(multi, "-f", "MapInfo File", out, src(1), "-nln", "bristol")...)
@@ -138,6 +147,16 @@ func TestOGRFormatsAgainstGDAL(t *testing.T) {
 				require.Positive(t, wantN, "layer %s", layer)
 				require.Equal(t, wantN, gotN, "layer %s: features as GDAL loads them", layer)
 				require.InEpsilon(t, wantArea, gotArea, 1e-4, "layer %s: area as GDAL loads it, within 0.01 %%", layer)
+				if strings.HasPrefix(tc.format, "gml") {
+					// The axis order: the extent GDAL loads, to a micro-degree.
+					var want, got [4]float64
+					require.NoError(t, b.pool.QueryRow(ctx, fmt.Sprintf(`SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e) FROM (SELECT ST_Extent(geom) e FROM %s.%s) x`, schema, table)).Scan(&want[0], &want[1], &want[2], &want[3]))
+					require.NoError(t, b.pool.QueryRow(ctx, `SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e) FROM (SELECT ST_Extent(ST_Transform(geom, 4326)) e FROM parcels
+						WHERE job_ref = geoingest_job_ref($1) AND layer = $2) x`, job.ID, layer).Scan(&got[0], &got[1], &got[2], &got[3]))
+					for i := range want {
+						require.InDelta(t, want[i], got[i], 1e-6, "layer %s: extent %v as GDAL loads it, got %v", layer, want, got)
+					}
+				}
 				total += gotN
 			}
 			require.Equal(t, total, r.Features, "every feature is in one of the layers")

@@ -3,6 +3,7 @@ package postgis
 import (
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
@@ -26,10 +27,15 @@ type Store struct {
 
 	// OwnPartitionBytes is the input size (bytes) from which a job's
 	// features get a partition of their own, indexed once after the COPY
-	// and dropped whole when the generation is replaced; smaller jobs
-	// share the target's shared partition. 0 means
+	// (and folded into the shared one later by the compactor); smaller
+	// jobs share the target's shared partition. 0 means
 	// DefaultOwnPartitionBytes. Set it before the first Write.
 	OwnPartitionBytes int64
+
+	// AttachWait bounds how long a large job's commit waits for a moment
+	// when no other transaction holds its target table (attach.go); then
+	// the job fails, transiently. 0 means DefaultAttachWait.
+	AttachWait time.Duration
 }
 
 // Store implements ingest.Store.

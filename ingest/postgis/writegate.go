@@ -23,11 +23,21 @@ import (
 //     features, the job's status and the source's current generation;
 //  3. commit: the claim is marked COMMITTED (a lease another worker took
 //     over meanwhile is logged, counted and overridden: the ledger row
-//     keeps the job exactly once), then COMMIT.
+//     keeps the job exactly once), a large job's own partition is
+//     attached under the target's ACCESS EXCLUSIVE lock (attach.go), then
+//     COMMIT.
 //
 // Any error rolls everything back. The plpgsql the bodies call
-// (geoingest_create_job_table, geoingest_finish_job_table, the partition
-// drop) is in migrations 0005 and 0007.
+// (geoingest_create_job_table, geoingest_finish_job_table,
+// geoingest_attach_job_table, geoingest_drop_job_features) is in
+// migrations 0005, 0007 and 0016.
+//
+// Lock order on the target table: a gate takes no lock on it but ACCESS
+// SHARE (a COPY into the shared partition reads the partition's bounds
+// from it) until its last statement, the attach's ACCESS EXCLUSIVE. No
+// gate drops a partition (a replaced one is emptied, and dropped by the
+// compactor): so no gate waits on the target while holding a lock that
+// another gate's attach waits for, and two gates cannot deadlock there.
 
 // Content hashes recorded for the jobs that have no content.
 const (
@@ -88,8 +98,6 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 		if err := s.copyFeatures(ctx, g, job, r, &res); err != nil {
 			return ingest.WriteResult{}, err
 		}
-		// The previous generation goes last: dropping a partition locks
-		// the target table until commit.
 		if src.CurrentJobID.Valid {
 			res.Replaced = src.CurrentJobID.String
 			if err := g.retireCurrent(ctx, res.Replaced, "replaced"); err != nil {
@@ -148,7 +156,8 @@ type gate struct {
 	src    db.Source
 	srcKey db.EnsureSourceParams
 	order  string
-	ref    int64 // the job's job_ref
+	ref    int64  // the job's job_ref
+	attach string // the target its own table is to be attached to, last (attach.go)
 }
 
 // openGate begins the write-gate transaction: the ledger insert ON
@@ -231,6 +240,11 @@ func (s *Store) commitGate(ctx context.Context, g *gate, job ingest.Job, owner s
 		}
 	}
 	testhook.At(ctx, testhook.BeforeCommit, testhook.Where{Owner: owner, Job: job.ID})
+	if g.attach != "" {
+		if err := s.attachOwnPartition(ctx, g, g.attach); err != nil {
+			return err
+		}
+	}
 	if err := g.tx.Commit(ctx); err != nil {
 		return ingest.Transientf("commit: %w", err)
 	}
@@ -266,8 +280,9 @@ func (g *gate) setCurrent(ctx context.Context, jobID pgtype.Text) error {
 	})
 }
 
-// retireCurrent removes a generation's features (its partition, or its
-// rows of the shared one) and gives its job status.
+// retireCurrent deletes a generation's features (the rows of its own
+// partition, which the compactor drops later, or its rows of the shared
+// one) and gives its job status.
 func (g *gate) retireCurrent(ctx context.Context, jobID, status string) error {
 	if err := g.q.DropJobFeatures(ctx, jobID); err != nil {
 		return fmt.Errorf("remove features of %s: %w", jobID, err)

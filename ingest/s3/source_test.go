@@ -128,3 +128,31 @@ func TestS3MissingObjectIsPermanent(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, ingest.Permanent, ingest.KindOf(err), "%v", err)
 }
+
+// TestS3GMLSet: a gzipped GML file's schema beside it (NAME.xsd, not
+// NAME.gml.xsd) is an optional part of its set: absent, the file is
+// fetched alone and waits for nothing; present, it is fetched beside it
+// and the token covers it.
+func TestS3GMLSet(t *testing.T) {
+	srv := testsrv.S3(t)
+	ctx := context.Background()
+	srv.NewBucket(t, "bkt", false)
+	gml := put(t, srv.Client, "bkt", "parcels/two.GML.GZ", []byte("gzipped gml"))
+	alone, f, err := s3.NewSource(ctx, srv.Client, gml, s3.Options{})
+	require.NoError(t, err)
+	tmp := t.TempDir()
+	got, err := f.Fetch(ctx, tmp)
+	require.NoError(t, err, "a lone GML file waits for nothing")
+	require.Equal(t, filepath.Join(tmp, "two.GML.GZ"), got.Path)
+
+	put(t, srv.Client, "bkt", "parcels/two.XSD", []byte("<schema/>"))
+	withXSD, f, err := s3.NewSource(ctx, srv.Client, gml, s3.Options{})
+	require.NoError(t, err)
+	require.NotEqual(t, alone.VersionToken, withXSD.VersionToken, "the token covers the schema")
+	tmp = t.TempDir()
+	_, err = f.Fetch(ctx, tmp)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(tmp, "two.XSD"))
+	require.NoError(t, err)
+	require.Equal(t, "<schema/>", string(b))
+}

@@ -103,10 +103,29 @@ var cases = []struct {
 		})
 	}},
 	{"header-10gb.shp", lyingShapefile},
-	// KML, which GDAL parses whole: just under --max-kml-bytes (8 MiB),
-	// and ten times that (refused by its size unless the limit is raised).
+	// KML, streamed (geomio/kml): 13,000 and 130,000 parcels (the same
+	// peak), one coordinates string of 56 MB (refused at
+	// --max-feature-bytes, never held whole), elements nested 1,000,000
+	// deep (refused at depth 100).
 	{"kml-13k.kml", func(p string) error { return kmlParcels(p, 13_000) }},
 	{"kml-130k.kml", func(p string) error { return kmlParcels(p, 130_000) }},
+	{"kml-coords-56mb.kml", func(p string) error {
+		return writeFile(p, func(w *bufio.Writer) {
+			w.WriteString(`<kml><Document><Placemark><LineString><coordinates>`)
+			for i := 0; i < 5_000_000; i++ {
+				fmt.Fprintf(w, "%d.5,%d.25 ", i%180, i%90)
+			}
+			w.WriteString(`</coordinates></LineString></Placemark></Document></kml>`)
+		})
+	}},
+	{"kml-deep.kml", func(p string) error {
+		return writeFile(p, func(w *bufio.Writer) {
+			w.WriteString(`<kml><Document><Placemark>`)
+			for i := 0; i < 1_000_000; i++ {
+				w.WriteString(`<MultiGeometry>`)
+			}
+		})
+	}},
 	{"rings-20k.shp", func(p string) error { return ringsShapefile(p, 10_000) }},
 	{"vertices-3m.shp", func(p string) error { return ringShapefile(p, 3_000_000) }},
 	{"vertices-2m.shp", func(p string) error { return ringShapefile(p, 2_000_000) }},
@@ -338,6 +357,21 @@ func kmlParcels(p string, n int) error {
 `, i/1000, i%1000, i, 1000*i, x, y, x+0.0008, y, x+0.0009, y+0.0004, x+0.0008, y+0.0008, x, y+0.0008, x, y)
 	}
 	w.WriteString("</Folder>\n</Document></kml>\n")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writeFile writes p with body.
+func writeFile(p string, body func(*bufio.Writer)) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	body(w)
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return err

@@ -9,6 +9,23 @@ import (
 	"context"
 )
 
+const attachJobTable = `-- name: AttachJobTable :exec
+SELECT geoingest_attach_job_table($1::text, $2::bigint)
+`
+
+type AttachJobTableParams struct {
+	TargetTable string
+	JobRef      int64
+}
+
+// AttachJobTable attaches the job's own table to the target as its
+// partition, under the target's ACCESS EXCLUSIVE lock (migration 0016):
+// the write gate's last statement before COMMIT.
+func (q *Queries) AttachJobTable(ctx context.Context, arg AttachJobTableParams) error {
+	_, err := q.db.Exec(ctx, attachJobTable, arg.TargetTable, arg.JobRef)
+	return err
+}
+
 const createJobTable = `-- name: CreateJobTable :one
 SELECT s.schema_name::text AS schema_name, s.table_name::text AS table_name
 FROM geoingest_create_job_storage($1::text, $2::bigint) s
@@ -56,9 +73,8 @@ SELECT geoingest_drop_job_features(j.target_table, j.job_ref)
 FROM jobs j WHERE j.job_id = $1
 `
 
-// DropJobFeatures removes a job's feature rows (its partition, or its rows
-// of the shared partition). Call it last in the transaction: dropping a
-// partition locks the target table until commit.
+// DropJobFeatures deletes a job's feature rows (of its own partition,
+// which the compactor drops later, or of the shared one): migration 0016.
 func (q *Queries) DropJobFeatures(ctx context.Context, jobID string) error {
 	_, err := q.db.Exec(ctx, dropJobFeatures, jobID)
 	return err
@@ -89,8 +105,9 @@ type FinishJobTableRow struct {
 
 // FinishJobTable repairs (or refuses) the features the writer found
 // invalid, measures and checks the rows it sent with no area
-// (server_check), summarises the job's rows and attaches its own
-// partition: see geoingest_finish_job_table (migration 0007).
+// (server_check), summarises the job's rows and builds its own
+// partition's index: see geoingest_finish_job_table (migrations 0007,
+// 0016). AttachJobTable attaches the partition.
 func (q *Queries) FinishJobTable(ctx context.Context, arg FinishJobTableParams) (FinishJobTableRow, error) {
 	row := q.db.QueryRow(ctx, finishJobTable,
 		arg.TargetTable,

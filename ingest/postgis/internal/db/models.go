@@ -103,7 +103,7 @@ type GeoingestFolded struct {
 	Target    string
 	JobID     string
 	OldRef    int64
-	NewRef    int64
+	NewRef    pgtype.Int8
 	Rows      int64
 	FoldedAt  pgtype.Timestamptz
 	WaitFor   []string

@@ -24,16 +24,22 @@ SELECT geoingest_insert_staged(@target_table::text, @job_ref::bigint)::bigint AS
 -- name: FinishJobTable :one
 -- FinishJobTable repairs (or refuses) the features the writer found
 -- invalid, measures and checks the rows it sent with no area
--- (server_check), summarises the job's rows and attaches its own
--- partition: see geoingest_finish_job_table (migration 0007).
+-- (server_check), summarises the job's rows and builds its own
+-- partition's index: see geoingest_finish_job_table (migrations 0007,
+-- 0016). AttachJobTable attaches the partition.
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
 FROM geoingest_finish_job_table(@target_table::text, @job_ref::bigint, @repair::boolean,
                                 @invalid::bigint[], @server_check::boolean) f;
 
 -- name: DropJobFeatures :exec
--- DropJobFeatures removes a job's feature rows (its partition, or its rows
--- of the shared partition). Call it last in the transaction: dropping a
--- partition locks the target table until commit.
+-- DropJobFeatures deletes a job's feature rows (of its own partition,
+-- which the compactor drops later, or of the shared one): migration 0016.
 SELECT geoingest_drop_job_features(j.target_table, j.job_ref)
 FROM jobs j WHERE j.job_id = @job_id;
+
+-- name: AttachJobTable :exec
+-- AttachJobTable attaches the job's own table to the target as its
+-- partition, under the target's ACCESS EXCLUSIVE lock (migration 0016):
+-- the write gate's last statement before COMMIT.
+SELECT geoingest_attach_job_table(@target_table::text, @job_ref::bigint);
