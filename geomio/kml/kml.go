@@ -7,8 +7,9 @@
 // then every Folder and Document below it, in document order (depth
 // first), named by its <name> with surrounding blanks trimmed, or
 // "Layer<i>" with i the container's position among its parent's features.
-// A layer holds the placemarks directly in its container, in document
-// order.
+// A layer holds the placemarks (and ground overlays, as polygons) directly
+// in its container, in document order. ScanLinked reads a document that a
+// KMZ's main document links to, as one layer.
 //
 // Scan makes a first pass over the document that keeps only the layers'
 // names, counts and field names; Layer then reads one layer's placemarks
@@ -98,19 +99,18 @@ const (
 type LayerInfo struct {
 	Name string
 	// Fields are the standard fields, then the layer's ExtendedData
-	// fields: its container's Schema fields, then the Data and
-	// SimpleData names in order of first appearance.
+	// fields: its container's Schema fields, then the placemarks'
+	// ExtendedData fields in order of first appearance.
 	Fields []Field
 	// Placemarks counts the placemarks directly in the container.
 	Placemarks int64
 
-	container int   // preorder number of the container (0: the root)
-	offset    int64 // the decoder's offset just after the container's start tag
-	line      int   // the line there
-	kmlRoot   bool  // the container is the kml element: read only its placemark number only
-	only      int64
-	named     bool
-	fieldIdx  map[string]int
+	offset   int64 // the decoder's offset just after the container's start tag
+	line     int   // the line there
+	kmlRoot  bool  // the container is the kml element: read only its placemark number only
+	only     int64
+	named    bool
+	fieldIdx map[string]int
 }
 
 // Doc is a scanned document: its layers, and how to read them again.

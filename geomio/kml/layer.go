@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 
 	"github.com/twpayne/go-geom"
@@ -422,7 +423,7 @@ func (r *LayerReader) geometry(se xml.StartElement) (geom.T, error) {
 func collect(parts []geom.T) geom.T {
 	same := true
 	for _, p := range parts[1:] {
-		if fmt.Sprintf("%T", p) != fmt.Sprintf("%T", parts[0]) {
+		if reflect.TypeOf(p) != reflect.TypeOf(parts[0]) {
 			same = false
 		}
 	}

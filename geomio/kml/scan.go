@@ -211,9 +211,9 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				switch {
 				case local == "kml":
 					stack = append(stack, frame{kind: kKML, layer: -1})
-					kmlAt = doc.newLayer(base, 0, t)
+					kmlAt = doc.newLayer(base, t)
 				case isContainer(local):
-					layers = append(layers, doc.newLayer(base, 0, t))
+					layers = append(layers, doc.newLayer(base, t))
 					stack = append(stack, frame{kind: kContainer, layer: 0})
 				default:
 					return nil, t.errAt(fmt.Errorf("not a KML document: the root element is <%s>, not <kml>", local))
@@ -226,7 +226,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				// libkml keeps the kml element's last feature.
 				kmlFeatures++
 				layers, rootKML = layers[:0], -1
-				layers = append(layers, doc.newLayer(base, 0, t))
+				layers = append(layers, doc.newLayer(base, t))
 				stack = append(stack, frame{kind: kContainer, layer: 0})
 			case p.kind == kKML && isItem(local):
 				layers, rootKML = layers[:0], 0
@@ -242,7 +242,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				if len(layers) >= lim.MaxLayers && lim.MaxLayers > 0 {
 					return nil, t.errAt(&LimitError{Limit: "layers", Max: int64(lim.MaxLayers), What: fmt.Sprintf("more than %d folders and documents", lim.MaxLayers)})
 				}
-				l := doc.newLayer(fmt.Sprintf("Layer%d", p.features), len(layers), t)
+				l := doc.newLayer(fmt.Sprintf("Layer%d", p.features), t)
 				p.features++
 				layers = append(layers, l)
 				stack = append(stack, frame{kind: kContainer, layer: len(layers) - 1})
@@ -350,8 +350,8 @@ func (doc *Doc) scanLink(t *tokens) (string, error) {
 }
 
 // newLayer is a layer whose container's start tag was just read.
-func (doc *Doc) newLayer(name string, container int, t *tokens) LayerInfo {
-	return LayerInfo{Name: name, container: container, offset: t.d.InputOffset(), line: t.lineNo(),
+func (doc *Doc) newLayer(name string, t *tokens) LayerInfo {
+	return LayerInfo{Name: name, offset: t.d.InputOffset(), line: t.lineNo(),
 		Fields: append([]Field(nil), standardFields...), fieldIdx: map[string]int{}}
 }
 
