@@ -156,7 +156,8 @@ func TestGMLSchemaBeside(t *testing.T) {
 // TestGMLNeverFetchesSchema: a GML file (a WFS GetFeature response) whose
 // schemaLocation is a DescribeFeatureType URL, and whose features link
 // elsewhere with xlink:href, is read without a single request to that
-// server.
+// server; so is its .xsd uploaded beside it that includes and imports
+// schemas from there.
 func TestGMLNeverFetchesSchema(t *testing.T) {
 	requireOGR2OGR(t)
 	t.Parallel()
@@ -186,6 +187,18 @@ func TestGMLNeverFetchesSchema(t *testing.T) {
 	require.Len(t, fs, 6)
 	require.Equal(t, "parcel", ls[0].Name)
 	require.Zero(t, hits.Load(), "requests to the schemaLocation's server")
+
+	// The .xsd uploaded beside it includes and imports schemas from the
+	// server: its own declarations are read, the remote ones never fetched.
+	remote := strings.Replace(string(xsd), `<xs:import namespace="http://www.opengis.net/gml"`,
+		`<xs:include schemaLocation="`+srv.URL+`/inc.xsd"/><xs:import namespace="http://example.com/x" schemaLocation="`+srv.URL+`/imp.xsd"/><xs:import namespace="http://www.opengis.net/gml"`, 1)
+	require.NotEqual(t, string(xsd), remote)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "wfs.xsd"), []byte(remote), 0o644))
+	fs, ls, err = readOGR(t, p, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 6)
+	require.Equal(t, "centre", ls[0].GeometryField, "the uploaded .xsd was read")
+	require.Zero(t, hits.Load(), "requests for the schemas the .xsd includes and imports")
 }
 
 func FuzzGMLSchemaLocations(f *testing.F) {

@@ -27,6 +27,7 @@ package ogr
 #include <cpl_error.h>
 #include <cpl_conv.h>
 #include <cpl_string.h>
+#include <cpl_http.h>
 
 // The drivers geoingest opens files with, registered alone: GDALAllRegister
 // would also register (and load the plugins of) the two hundred others,
@@ -47,7 +48,7 @@ void RegisterOGRCSV(void);
 // GeoParquet paths have no use for. Every GDAL function is called through
 // a pointer that gi_load fills with dlsym; the prototypes come from GDAL's
 // headers.
-#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_Is3D) X(OGR_G_IsEmpty) X(OGR_G_IsMeasured) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGRKML) X(RegisterOGRLIBKML) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading)
+#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_Is3D) X(OGR_G_IsEmpty) X(OGR_G_IsMeasured) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGRKML) X(RegisterOGRLIBKML) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading) X(CPLHTTPSetFetchCallback) X(VSICalloc) X(CPLStrdup)
 #define GI_DECL(name) static __typeof__(&name) gi_p_##name;
 GI_FUNCS(GI_DECL)
 
@@ -123,6 +124,22 @@ static const char *gi_load(void) {
 #define OGR_F_GetFID (*gi_p_OGR_F_GetFID)
 #define OGR_F_Destroy (*gi_p_OGR_F_Destroy)
 #define OGR_L_ResetReading (*gi_p_OGR_L_ResetReading)
+#define CPLHTTPSetFetchCallback (*gi_p_CPLHTTPSetFetchCallback)
+#define VSICalloc (*gi_p_VSICalloc)
+#define CPLStrdup (*gi_p_CPLStrdup)
+
+// gi_no_http answers every HTTP request GDAL would make (CPLHTTPFetch: a
+// schema an .xsd includes or imports, a schema GDAL's GML registry names)
+// with an error, without a connection: geoingest never fetches from the
+// network on an uploader's behalf.
+static CPLHTTPResult *gi_no_http(const char *url, CSLConstList opts, GDALProgressFunc pfn, void *parg,
+		CPLHTTPFetchWriteFunc wfn, void *warg, void *user) {
+	CPLHTTPResult *r = (CPLHTTPResult *)VSICalloc(1, sizeof(CPLHTTPResult));
+	if (r == NULL) return NULL;
+	r->nStatus = 1;
+	r->pszErrBuf = CPLStrdup("network access is disabled in geoingest");
+	return r;
+}
 
 static const char *gi_init(void) {
 	const char *err = gi_load();
@@ -138,6 +155,7 @@ static const char *gi_init(void) {
 	// Errors are read through CPLGetLastErrorMsg, never printed.
 	CPLSetErrorHandler(CPLQuietErrorHandler);
 	// No network: a file may name remote schemas or resources.
+	CPLHTTPSetFetchCallback(gi_no_http, NULL);
 	CPLSetConfigOption("GDAL_HTTP_TIMEOUT", "1");
 	CPLSetConfigOption("CPL_VSIL_CURL_ALLOWED_EXTENSIONS", "none");
 	// GML: no application schema downloaded (a WFS response names its

@@ -61,3 +61,35 @@ func TestInboxIncompleteShapefile(t *testing.T) {
 	require.Equal(t, ingest.Permanent, ingest.KindOf(err))
 	require.ErrorContains(t, err, "(gave up waiting)")
 }
+
+// TestInboxGMLSet: a GML file in the inbox (gzipped too) is one set with
+// the .xsd or .gfs beside it (ShapefileSetOf, which the inbox's settling
+// groups by), resolves at once when alone, and its key covers the schema.
+func TestInboxGMLSet(t *testing.T) {
+	for _, name := range []string{"p/Two.gml.gz", "p/two.XSD", "p/two.gfs", "p/two.gml"} {
+		require.Equal(t, "p/two", ShapefileSetOf(name), name)
+	}
+	require.Equal(t, "", ShapefileSetOf("p/two.gz"))
+	dir := t.TempDir()
+	gml := filepath.Join(dir, "two.gml.gz")
+	require.NoError(t, os.WriteFile(gml, []byte("gml"), 0o644))
+	box := Inbox{Dir: dir}
+	evs, err := box.Events([]byte(gml))
+	require.NoError(t, err)
+	alone, f, err := box.Resolve(context.Background(), evs[0], false)
+	require.NoError(t, err, "a lone GML file waits for nothing")
+	got, err := f.Fetch(context.Background(), t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, "two.gml.gz", filepath.Base(got.Path))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "two.xsd"), []byte("<schema/>"), 0o644))
+	with, f, err := box.Resolve(context.Background(), evs[0], false)
+	require.NoError(t, err)
+	require.NotEqual(t, alone.VersionToken, with.VersionToken, "the key covers the schema")
+	tmp := t.TempDir()
+	_, err = f.Fetch(context.Background(), tmp)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(tmp, "two.xsd"))
+	require.NoError(t, err)
+	require.Equal(t, "<schema/>", string(b))
+}

@@ -24,7 +24,9 @@
 //   - report: geoingest_area_by_point_on_surface (geoingest only).
 //
 // The compactor runs every -compact-every, as serve runs it, and once
-// before the readers are timed. Then verify (full, and --since the month's
+// before the readers are timed. Then the rest of the month passes:
+// autovacuum (woken every -autovacuum-naptime) gets up to -settle to reach
+// every table over its threshold, as it would in a real month. Then verify (full, and --since the month's
 // start), prune (retention defaults but no minimum age: simulated months
 // pass in minutes), and the database's size, dead and live tuples,
 // partitions and relations.
@@ -72,6 +74,8 @@ type config struct {
 	deleteFr float64
 	publish  float64
 	compact  time.Duration
+	settle   time.Duration
+	naptime  time.Duration
 }
 
 func main() {
@@ -89,6 +93,8 @@ func main() {
 	flag.Float64Var(&c.publish, "publish", 0.30, "share of sources publishing a new version each month")
 	flag.Float64Var(&c.deleteFr, "delete", 0.01, "share of sources deleted each month")
 	flag.DurationVar(&c.compact, "compact-every", time.Minute, "run the compactor (as serve does, keeping its default number of own partitions) this often while jobs run, and once before the readers are timed; 0: never")
+	flag.DurationVar(&c.settle, "settle", 3*time.Minute, "at each month's end, wait at most this long for autovacuum to reach every table over its threshold, as it would in the rest of a real month; 0: measure at once")
+	flag.DurationVar(&c.naptime, "autovacuum-naptime", time.Second, "autovacuum_naptime set on the cluster (ALTER SYSTEM, superuser only) for the run: a simulated month passes in about a minute; 0: leave it")
 	replot := flag.String("replot", "", "only draw plot.png in -out again from this results.csv")
 	flag.Parse()
 	if *replot != "" {
@@ -139,6 +145,8 @@ type month struct {
 	Partitions, Relations       int64
 	CurrentRows, LedgerJobs     int64
 	DeadTableMax                string
+	Settle                      float64 // seconds waited for autovacuum
+	Bloat                       float64 // storage heap size / live tuple bytes (pgstattuple_approx); 0: not measured
 }
 
 type stats struct{ P50, P99 float64 } // ms
@@ -152,6 +160,9 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer pool.Close()
+	if c.naptime > 0 {
+		setNaptime(ctx, pool, c.naptime)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	metrics := ingest.NewMetrics(prometheus.NewRegistry())
 	store := postgis.NewStore(pool, metrics, log)
@@ -224,6 +235,19 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 		if c.compact > 0 {
+			if _, err := store.Compact(ctx, ingest.CompactOptions{Keep: -1}); err != nil {
+				return fmt.Errorf("compact: %w", err)
+			}
+		}
+		t0 := time.Now()
+		if err := settle(ctx, pool, c.settle); err != nil {
+			return err
+		}
+		res.Settle = time.Since(t0).Seconds()
+		if c.compact > 0 {
+			// The rest of the month also gives the compactor its next
+			// passes: the partitions the last fold emptied are dropped
+			// once the transactions open at its commit have ended.
 			if _, err := store.Compact(ctx, ingest.CompactOptions{Keep: -1}); err != nil {
 				return fmt.Errorf("compact: %w", err)
 			}
@@ -646,7 +670,7 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 	if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 		return err
 	}
-	return pool.QueryRow(ctx, `
+	if err := pool.QueryRow(ctx, `
 		SELECT pg_database_size(current_database()),
 		       (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE relname NOT LIKE 'bench_one%'),
 		       (SELECT coalesce(sum(n_live_tup), 0) FROM pg_stat_user_tables WHERE relname NOT LIKE 'bench_one%'),
@@ -655,21 +679,25 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 		       (SELECT count(*) FROM geoingest_current_parcels),
 		       (SELECT count(*) FROM jobs),
 		       (SELECT coalesce(relname || ' ' || n_dead_tup || '/' || n_live_tup, '') FROM pg_stat_user_tables WHERE relname NOT LIKE 'bench_one%' ORDER BY n_dead_tup DESC LIMIT 1)`).
-		Scan(&res.DBBytes, &res.Dead, &res.Live, &res.Partitions, &res.Relations, &res.CurrentRows, &res.LedgerJobs, &res.DeadTableMax)
+		Scan(&res.DBBytes, &res.Dead, &res.Live, &res.Partitions, &res.Relations, &res.CurrentRows, &res.LedgerJobs, &res.DeadTableMax); err != nil {
+		return err
+	}
+	res.Bloat = bloat(ctx, pool)
+	return nil
 }
 
 func printMonth(r month, header bool) {
 	if header {
-		fmt.Println("month jobs deliv retries jobs/s | probe wall/write/refresh s | tile warm p50/p99 ms (one) | tile new p50/p99 (one) | join warm p50/p99 (one) | join new p50/p99 (one) | during p50/p99 | report s | verify s (--since) | pruned | db MB dead/live parts rels rows ledger")
+		fmt.Println("month jobs deliv retries jobs/s | probe wall/write/refresh s | tile warm p50/p99 ms (one) | tile new p50/p99 (one) | join warm p50/p99 (one) | join new p50/p99 (one) | during p50/p99 | report s | verify s (--since) | pruned | db MB dead/live parts rels rows ledger | settle s bloat")
 	}
 	q := func(k string) string {
 		g, o := r.Q[k[:strings.Index(k, "/")]+"/geoingest"+k[strings.Index(k, "/"):]], r.Q[k[:strings.Index(k, "/")]+"/one"+k[strings.Index(k, "/"):]]
 		return fmt.Sprintf("%.1f/%.1f (%.1f/%.1f)", g.P50, g.P99, o.P50, o.P99)
 	}
-	fmt.Printf("%5d %4d %5d %3d %6.2f | %.2f/%.2f/%.2f | %s | %s | %s | %s | %.1f/%.1f | %.3f | %.2f (%.3f) | %d | %d %d/%d %d %d %d %d | most dead: %s\n",
+	fmt.Printf("%5d %4d %5d %3d %6.2f | %.2f/%.2f/%.2f | %s | %s | %s | %s | %.1f/%.1f | %.3f | %.2f (%.3f) | %d | %d %d/%d %d %d %d %d | %.0f %.2f | most dead: %s\n",
 		r.Month, r.Jobs, r.Deliveries, r.Retries, r.JobsPerSec, r.ProbeWall, r.ProbeWrite, r.ProbeRefresh,
 		q("tile/warm"), q("tile/new"), q("join/warm"), q("join/new"), r.DuringP50, r.DuringP99,
-		r.Report, r.Verify, r.VerifySince, r.PruneJobs, r.DBBytes>>20, r.Dead, r.Live, r.Partitions, r.Relations, r.CurrentRows, r.LedgerJobs, r.DeadTableMax)
+		r.Report, r.Verify, r.VerifySince, r.PruneJobs, r.DBBytes>>20, r.Dead, r.Live, r.Partitions, r.Relations, r.CurrentRows, r.LedgerJobs, r.Settle, r.Bloat, r.DeadTableMax)
 }
 
 func summarize(rs []month) {
@@ -685,5 +713,8 @@ func summarize(rs []month) {
 	}
 	fmt.Printf("  probe job wall %.2f s vs month 1 %.2f s: ratio %.2f (target <= 1.2)\n", last.ProbeWall, first.ProbeWall, last.ProbeWall/first.ProbeWall)
 	fmt.Printf("  probe refresh %.2f s vs its write %.2f s: ratio %.2f (target <= 0.3)\n", last.ProbeRefresh, last.ProbeWrite, last.ProbeRefresh/last.ProbeWrite)
-	fmt.Printf("  dead/live tuples %d/%d: ratio %.3f (target: bloat <= 1.3x)\n", last.Dead, last.Live, float64(last.Dead+last.Live)/float64(last.Live))
+	fmt.Printf("  dead/live tuples %d/%d: (dead+live)/live %.3f (target <= 1.3), after waiting %.0f s for autovacuum\n", last.Dead, last.Live, float64(last.Dead+last.Live)/float64(last.Live), last.Settle)
+	if last.Bloat > 0 {
+		fmt.Printf("  storage heap / live tuple bytes %.2f (target <= 1.3)\n", last.Bloat)
+	}
 }
