@@ -212,7 +212,8 @@ func TestIngestKMLLimitAndCorrupt(t *testing.T) {
 	require.Equal(t, 1, code, stdout)
 	l = parseLines(t, stdout)[0]
 	require.Equal(t, "failed", l.Outcome)
-	require.Contains(t, l.Error, "file://"+cut+": invalid KML at line ")
+	require.Contains(t, l.Error, "file://"+cut+`: invalid KML at layer "counties", placemark `)
+	require.Contains(t, l.Error, " of the layer, line ")
 	require.Contains(t, l.Error, "unexpected EOF")
 	require.EqualValues(t, 6, queryInt(t, db, `SELECT count(*) FROM parcels`), "nothing of the cut file written")
 }
