@@ -25,7 +25,8 @@ import (
 // GDAL types them, never beside the upload), and the feature types with
 // several geometry properties get one GeomPropertyDefn each, in their
 // order of appearance, with the type their geometries make and the
-// type's SRS. The caller opens the file with GFS_TEMPLATE= the path
+// type's SRS; a feature type GDAL already gives several geometry fields
+// (its registry of known schemas) is left as GDAL reads it. The caller opens the file with GFS_TEMPLATE= the path
 // returned, and removes dir (when not "").
 func gmlDerivedSchema(path, tempDir string, f ogrFormat) (gfs, dir string, err error) {
 	fh, err := os.Open(path)
@@ -75,8 +76,13 @@ func gmlDerivedSchema(path, tempDir string, f ogrFormat) (gfs, dir string, err e
 		os.RemoveAll(dir)
 		return "", "", nil // GDAL wrote none: read the file as it is
 	}
+	patched, n := addGeomProperties(b, multi)
+	if n == 0 {
+		os.RemoveAll(dir)
+		return "", "", nil // GDAL's schema (its registry's) already has them
+	}
 	gfs = filepath.Join(dir, "derived.gfs")
-	if err := os.WriteFile(gfs, addGeomProperties(b, multi), 0o600); err != nil {
+	if err := os.WriteFile(gfs, patched, 0o600); err != nil {
 		os.RemoveAll(dir)
 		return "", "", err
 	}
@@ -101,12 +107,16 @@ var (
 )
 
 // addGeomProperties rewrites GDAL's .gfs b: each feature class whose
-// element (the last part of its ElementPath) is in multi loses its one
-// geometry declaration and gets a GeomPropertyDefn per geometry property.
-func addGeomProperties(b []byte, multi map[string][]gmlGeomProp) []byte {
-	return gfsClass.ReplaceAllFunc(b, func(class []byte) []byte {
+// element (the last part of its ElementPath) is in multi, and that GDAL
+// did not already give several geometry fields (from a schema in its
+// registry, gml_registry.xml), loses its one geometry declaration and gets
+// a GeomPropertyDefn per geometry property. It returns the new .gfs and
+// how many classes it rewrote.
+func addGeomProperties(b []byte, multi map[string][]gmlGeomProp) ([]byte, int) {
+	n := 0
+	out := gfsClass.ReplaceAllFunc(b, func(class []byte) []byte {
 		m := gfsElementPath.FindSubmatchIndex(class)
-		if m == nil {
+		if m == nil || bytes.Count(class, []byte("<GeomPropertyDefn>")) > 1 {
 			return class
 		}
 		path := string(class[m[2]:m[3]])
@@ -132,7 +142,9 @@ func addGeomProperties(b []byte, multi map[string][]gmlGeomProp) []byte {
 		}
 		head := gfsGeometry.ReplaceAll(class[:m[1]], nil)
 		rest := gfsGeometry.ReplaceAll(class[m[1]:], nil)
+		n++
 		out := append(append([]byte(nil), head...), defs.Bytes()...)
 		return append(out, rest...)
 	})
+	return out, n
 }

@@ -265,6 +265,22 @@ func TestGMLInspireParcels(t *testing.T) {
 	require.InDelta(t, 30000, math.Abs(planarArea(fs)), 1e-6)
 	require.InDelta(t, 500000, bounds(fs).Min(0), 1e-6, "easting first")
 	require.Contains(t, string(fs[1].Properties), `"label":"1/2"`)
+
+	// The same as INSPIRE CP 3.0, a schema GDAL's registry knows
+	// (gml_registry.xml): read as GDAL's registry describes it (its
+	// attributes, as inspireId_localId), through the outline. GDAL finds no
+	// CRS in it (the registry takes the CRS from the collection), so the
+	// uploader gives it.
+	cp3 := strings.NewReplacer("http://inspire.ec.europa.eu/schemas/cp/4.0", "urn:x-inspire:specification:gmlas:CadastralParcels:3.0",
+		"http://www.opengis.net/gml/3.2", "http://www.opengis.net/gml").Replace(inspireParcels)
+	p3 := filepath.Join(t.TempDir(), "parcels.gml")
+	require.NoError(t, os.WriteFile(p3, []byte(cp3), 0o644))
+	fs, ls, err = readOGR(t, p3, Options{SourceSRID: 25832})
+	require.NoError(t, err)
+	require.Len(t, fs, 2)
+	require.Equal(t, "geometry", ls[0].GeometryField)
+	require.InDelta(t, 30000, math.Abs(planarArea(fs)), 1e-6)
+	require.Contains(t, string(fs[0].Properties), `"inspireId_localId":null`, "the registry's attributes")
 }
 
 func FuzzGMLGeometryProperties(f *testing.F) {
