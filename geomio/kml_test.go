@@ -57,6 +57,10 @@ var kmlDocs = map[string]string{
 <Placemark><ExtendedData><SchemaData><SimpleData name="sd3">x</SimpleData></SchemaData></ExtendedData><Point><coordinates>1,2</coordinates></Point></Placemark>
 <Placemark><ExtendedData><Data name="k9"><value>v9</value></Data><Data name="k9"><value>again</value></Data><Data name="sd"><value>as data</value></Data></ExtendedData><Point><coordinates>1,2</coordinates></Point></Placemark>
 </Folder></Document></kml>`,
+	"names.kml": `<kml><Document><name>a</name><Placemark><Point><coordinates>1,2</coordinates></Point></Placemark>
+<Folder><name>A</name><Placemark><Point><coordinates>1,2</coordinates></Point></Placemark></Folder>
+<Folder><name>a</name><Placemark><Point><coordinates>3,4</coordinates></Point></Placemark></Folder>
+<Folder><name>a (#2)</name><Placemark><Point><coordinates>5,6</coordinates></Point></Placemark></Folder></Document></kml>`,
 	"lone.kml": `<kml xmlns="http://www.opengis.net/kml/2.2"><Placemark><name>u</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></kml>`,
 	"latin1.kml": "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<kml xmlns=\"http://www.opengis.net/kml/2.2\"><Document><Folder><name>caf\xe9s</name>" +
 		"<Placemark><name>Zo\xeb</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></Folder>" +

@@ -310,8 +310,23 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 	if !linked && len(layers) > 0 && layers[0].Placemarks == 0 {
 		layers = layers[1:]
 	}
+	uniqueNames(layers)
 	doc.Layers = layers
 	return doc, nil
+}
+
+// uniqueNames renames a layer whose name an earlier one has (compared
+// case-insensitively) "NAME (#2)", "NAME (#3)", ..., as GDAL does.
+func uniqueNames(layers []LayerInfo) {
+	seen := make(map[string]bool, len(layers))
+	for i := range layers {
+		base, name := layers[i].Name, layers[i].Name
+		for n := 2; seen[strings.ToLower(name)]; n++ {
+			name = fmt.Sprintf("%s (#%d)", base, n)
+		}
+		seen[strings.ToLower(name)] = true
+		layers[i].Name = name
+	}
 }
 
 // inPlacemark says that err was found in l's last placemark.
