@@ -220,7 +220,8 @@ func TestLinks(t *testing.T) {
 	d, err := Scan(bytes.NewReader(in), int64(len(in)), "base", testLimits)
 	require.NoError(t, err)
 	require.Equal(t, []string{"layers/a.kml", "http://x/y.kml"}, d.Links)
-	require.Empty(t, d.Layers)
+	require.Len(t, d.Layers, 1, "as GDAL lists a .kml whose root holds links: one empty layer")
+	require.Zero(t, d.Layers[0].Placemarks)
 
 	in = doc(`<Placemark><name>r</name>` + poly + `</Placemark><Folder><name>f</name><Placemark>` + poly + `</Placemark></Folder>`)
 	d, err = ScanLinked(bytes.NewReader(in), int64(len(in)), "a", testLimits)

@@ -185,6 +185,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 	rootKML := -1          // a root layer on the kml element itself (a lone Placemark)
 	var kmlAt LayerInfo    // where the kml element's content starts
 	var kmlFeatures int64  // feature children of the kml element so far
+	rootOther := 0         // the root's features that are neither containers nor placemarks
 	var nameBuf []byte
 	sawRoot := false
 	for {
@@ -225,7 +226,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 			case p.kind == kKML && isContainer(local):
 				// libkml keeps the kml element's last feature.
 				kmlFeatures++
-				layers, rootKML = layers[:0], -1
+				layers, rootKML, rootOther = layers[:0], -1, 0
 				layers = append(layers, doc.newLayer(base, t))
 				stack = append(stack, frame{kind: kContainer, layer: 0})
 			case p.kind == kKML && isItem(local):
@@ -265,6 +266,7 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 				}
 			case p.kind == kContainer && local == "NetworkLink" && p.layer == 0 && rootKML < 0:
 				p.features++
+				rootOther++
 				href, err := doc.scanLink(t)
 				if err != nil {
 					return nil, err
@@ -279,6 +281,9 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 			default:
 				if p.kind == kContainer && isFeature(local) {
 					p.features++
+					if p.layer == 0 {
+						rootOther++
+					}
 				}
 				if p.kind == kKML && isFeature(local) {
 					kmlFeatures++
@@ -306,8 +311,10 @@ func scan(src io.ReaderAt, size int64, base string, lim Limits, linked bool) (*D
 		layers = layers[:1]
 		layers[0].Name = base
 	}
-	// GDAL lists the root's placemarks first, then every folder.
-	if !linked && len(layers) > 0 && layers[0].Placemarks == 0 {
+	// GDAL lists the root's placemarks first, then every folder; the root
+	// is a layer when it has any feature besides folders (one that has
+	// only overlays or links is an empty layer).
+	if !linked && len(layers) > 0 && layers[0].Placemarks == 0 && rootOther == 0 {
 		layers = layers[1:]
 	}
 	uniqueNames(layers)
