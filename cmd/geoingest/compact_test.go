@@ -182,12 +182,7 @@ var analystLayers = map[string]bool{
 // the analyst may not; verify as the analyst is clean after.
 func TestCompactRolesAndWhatClientsList(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("ogrinfo"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ogrinfo not found: GDAL (Debian: gdal-bin) is this test's client; scripts/setup.sh --test installs it")
-		}
-		t.Skip("ogrinfo not found: install GDAL (Debian: apt-get install gdal-bin, or scripts/setup.sh --test) to run this test")
-	}
+	requireGDALTool(t, "ogrinfo")
 	d := setupLeastPrivilege(t)
 	asWriter := map[string]string{"DATABASE_URL": d.writer, "GEOINGEST_OWN_PARTITION_BYTES": "1"}
 	asAnalyst := map[string]string{"DATABASE_URL": d.analyst}

@@ -27,12 +27,7 @@ func TestIngestGMLGeometryFields(t *testing.T) {
 	if !ogr.Available {
 		t.Skip("built without GDAL")
 	}
-	if _, err := exec.LookPath("ogr2ogr"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
-		}
-		t.Skip("ogr2ogr not found")
-	}
+	requireGDALTool(t, "ogr2ogr")
 	t.Parallel()
 	counties := "../../testdata/corpus/six_counties/six_counties.shp"
 	src := t.TempDir()

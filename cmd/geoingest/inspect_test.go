@@ -248,12 +248,7 @@ func TestInspectGeoPackage(t *testing.T) {
 	if !ogr.Available {
 		t.Skip("built without GDAL")
 	}
-	if _, err := exec.LookPath("ogr2ogr"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
-		}
-		t.Skip("ogr2ogr not found")
-	}
+	requireGDALTool(t, "ogr2ogr")
 	t.Parallel()
 	gpkg := filepath.Join(t.TempDir(), "two.gpkg")
 	for _, args := range [][]string{

@@ -24,12 +24,7 @@ func TestIngestGeoPackageAndFileGeodatabase(t *testing.T) {
 	if !ogr.Available {
 		t.Skip("built without GDAL")
 	}
-	if _, err := exec.LookPath("ogr2ogr"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
-		}
-		t.Skip("ogr2ogr not found")
-	}
+	requireGDALTool(t, "ogr2ogr")
 	t.Parallel()
 	dir := t.TempDir()
 	counties := "../../testdata/corpus/six_counties/six_counties.shp"
@@ -95,12 +90,7 @@ func TestJobsShowGeometryChanges(t *testing.T) {
 	if !ogr.Available {
 		t.Skip("built without GDAL")
 	}
-	if _, err := exec.LookPath("ogr2ogr"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
-		}
-		t.Skip("ogr2ogr not found")
-	}
+	requireGDALTool(t, "ogr2ogr")
 	t.Parallel()
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "curves.csv")
@@ -173,12 +163,7 @@ func TestJobsShowGeometryChanges(t *testing.T) {
 // of its key) is written. A KML cut short fails naming the file and the
 // line.
 func TestIngestKMLLimitAndCorrupt(t *testing.T) {
-	if _, err := exec.LookPath("ogr2ogr"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ogr2ogr not found: scripts/setup.sh --test installs gdal-bin")
-		}
-		t.Skip("ogr2ogr not found")
-	}
+	requireGDALTool(t, "ogr2ogr")
 	t.Parallel()
 	dir := t.TempDir()
 	kml := filepath.Join(dir, "counties.kml")
