@@ -160,18 +160,12 @@ func writeBenchCounty(b testing.TB, path string, n int) {
 // a quarter of its extent's width and height, from (x0, y0).
 func writeBenchParcelsIn(b testing.TB, path string, n int, x0, y0 float64) {
 	g := parcel.NewGrid(n)
+	box := [4]float64{x0, y0, x0 + (parcel.MaxLon-parcel.MinLon)/4, y0 + (parcel.MaxLat-parcel.MinLat)/4}
 	benchWriteFeatures(b, path, func(w *bufio.Writer) {
 		var fb []byte
 		for i := 0; i < n; i++ {
 			f := g.Make(i)
-			for _, p := range f.Polys {
-				for _, r := range p {
-					for k := range r {
-						r[k].X = math.Round((x0+(r[k].X-parcel.MinLon)/4)*1e7) / 1e7
-						r[k].Y = math.Round((y0+(r[k].Y-parcel.MinLat)/4)*1e7) / 1e7
-					}
-				}
-			}
+			f.Fit(box)
 			if i > 0 {
 				w.WriteString(",\n")
 			}

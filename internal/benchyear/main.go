@@ -365,21 +365,12 @@ func (g *genFetcher) Fetch(_ context.Context, dir string) (ingest.Fetched, error
 // its extent into box, as a FeatureCollection.
 func writeParcels(w io.Writer, n int, box [4]float64, version int) error {
 	g := parcel.NewGrid(n)
-	sx := (box[2] - box[0]) / (parcel.MaxLon - parcel.MinLon)
-	sy := (box[3] - box[1]) / (parcel.MaxLat - parcel.MinLat)
 	buf := make([]byte, 0, 1<<20)
 	buf = append(buf, `{"type":"FeatureCollection","features":[`...)
 	var fb []byte
 	for i := 0; i < n; i++ {
 		f := g.Make(i)
-		for _, p := range f.Polys {
-			for _, r := range p {
-				for k := range r {
-					r[k].X = math.Round((box[0]+(r[k].X-parcel.MinLon)*sx)*1e7) / 1e7
-					r[k].Y = math.Round((box[1]+(r[k].Y-parcel.MinLat)*sy)*1e7) / 1e7
-				}
-			}
-		}
+		f.Fit(box)
 		f.Year = int32(2000 + version)
 		if i > 0 {
 			buf = append(buf, ',')
