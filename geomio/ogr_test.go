@@ -275,7 +275,9 @@ func TestOGRLayerChoice(t *testing.T) {
 
 // TestOGRCurvesAndZM: curves are linearised and counted per layer
 // (Layer.Linearised), Z and M dropped and counted (Layer.DroppedZM), in a GeoPackage and a File
-// Geodatabase.
+// Geodatabase. A curve type whose rings are straight (a CurvePolygon or
+// MultiSurface of line strings, as a CURVEPOLYGON layer of QGIS or
+// ArcGIS holds) is read as its polygon, not counted as linearised.
 func TestOGRCurvesAndZM(t *testing.T) {
 	requireOGR2OGR(t)
 	t.Parallel()
@@ -285,6 +287,8 @@ func TestOGRCurvesAndZM(t *testing.T) {
 1,"CURVEPOLYGON ZM (CIRCULARSTRING ZM (0 0 5 7,1 1 5 7,2 0 5 7,1 -1 5 7,0 0 5 7))"
 2,"POLYGON ZM ((0 0 1 2,1 0 1 2,1 1 1 2,0 0 1 2))"
 3,"MULTISURFACE ZM (CURVEPOLYGON ZM (COMPOUNDCURVE ZM (CIRCULARSTRING ZM (0 0 1 2,1 1 1 2,2 0 1 2),(2 0 1 2,0 0 1 2))))"
+4,"CURVEPOLYGON ZM ((0 0 1 2,3 0 1 2,3 3 1 2,0 0 1 2))"
+5,"MULTISURFACE ZM (((0 0 1 2,4 0 1 2,4 4 1 2,0 0 1 2)),CURVEPOLYGON ZM ((5 5 1 2,6 5 1 2,6 6 1 2,5 5 1 2)))"
 `), 0o644))
 	gpkg := filepath.Join(dir, "curves.gpkg")
 	ogr2ogr(t, "-f", "GPKG", gpkg, csv, "-a_srs", "EPSG:3857", "-nlt", "GEOMETRYZM", "-nln", "curves")
@@ -292,12 +296,13 @@ func TestOGRCurvesAndZM(t *testing.T) {
 	ogr2ogr(t, "-f", "OpenFileGDB", gdb, csv, "-a_srs", "EPSG:3857", "-nlt", "MULTISURFACE", "-dim", "XYZM", "-nln", "curves")
 	zipDir(t, filepath.Join(dir, "curves.gdb.zip"), dir, "curves.gdb")
 	// GDAL's OpenFileGDB writer stores the third feature (a compound
-	// curve) without its Z and M, as ogrinfo shows: two with Z/M there.
-	zm := map[string]int64{gpkg: 3, filepath.Join(dir, "curves.gdb.zip"): 2}
+	// curve) and the fifth (two parts) without their Z and M, as ogrinfo
+	// shows: three with Z/M there.
+	zm := map[string]int64{gpkg: 5, filepath.Join(dir, "curves.gdb.zip"): 3}
 	for _, p := range []string{gpkg, filepath.Join(dir, "curves.gdb.zip")} {
 		fs, ls, err := readOGR(t, p, Options{})
 		require.NoError(t, err, p)
-		require.Len(t, fs, 3, p)
+		require.Len(t, fs, 5, p)
 		require.Equal(t, int64(2), ls[0].Linearised, "%s: two curved features", p)
 		require.Equal(t, zm[p], ls[0].DroppedZM, "%s: features with Z and M", p)
 		for _, f := range fs {
@@ -308,6 +313,10 @@ func TestOGRCurvesAndZM(t *testing.T) {
 		}
 		// The circle of radius 1: linearised, close to pi.
 		require.InDelta(t, math.Pi, math.Abs(fs[0].Geom.(*geom.MultiPolygon).Area()), 0.01, p)
+		// The straight-ringed curve types: exactly their triangles.
+		require.InDelta(t, 4.5, math.Abs(fs[3].Geom.(*geom.MultiPolygon).Area()), 1e-9, p)
+		require.Equal(t, 2, fs[4].Geom.(*geom.MultiPolygon).NumPolygons(), p)
+		require.InDelta(t, 8.5, math.Abs(fs[4].Geom.(*geom.MultiPolygon).Area()), 1e-9, p)
 	}
 }
 
