@@ -483,3 +483,34 @@ func TestOGRLayerCRS(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2154, ls[0].SRID)
 }
+
+// TestOGRCSVVariants: the CSVs that tools and people write: QGIS's
+// "wkt_geom" column, semicolons, a UTF-8 BOM, CRLF, quoted text with
+// newlines and quotes in it, the geometry column last; and a CSV with two
+// columns whose names could be the geometry's, where the best-named one is
+// read (a "wkt_source" note before the "geometry" column).
+func TestOGRCSVVariants(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	const square = "POLYGON ((0 0,2 0,2 2,0 2,0 0))"
+	for _, tc := range []struct{ name, text string }{
+		{"qgis.csv", "wkt_geom,id,name\n\"" + square + "\",1,a\n"},
+		{"semicolon.csv", "\xef\xbb\xbfid;name;WKT\r\n1;\"two\r\nlines, \"\"quoted\"\"\";\"" + square + "\"\r\n"},
+		{"two.csv", "id,wkt_source,geometry\n1,surveyed,\"" + square + "\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name)
+			require.NoError(t, os.WriteFile(p, []byte(tc.text), 0o644))
+			fs, _, err := readOGR(t, p, Options{SourceSRID: 4326})
+			require.NoError(t, err)
+			require.Len(t, fs, 1)
+			mp, ok := fs[0].Geom.(*geom.MultiPolygon)
+			require.True(t, ok, "%T", fs[0].Geom)
+			require.InDelta(t, 4, mp.Area(), 1e-12)
+			var props map[string]any
+			require.NoError(t, json.Unmarshal(fs[0].Properties, &props))
+			require.Equal(t, "1", props["id"], "%s", fs[0].Properties)
+		})
+	}
+}

@@ -78,6 +78,9 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		options = append(slices.Clip(options), schema...)
 	}
 	ds, err := ogr.Open(path, f.drivers, options)
+	if err == nil && f.name == FormatCSV {
+		ds, err = csvOneGeometry(ds, path, f, options, opts.GeometryField)
+	}
 	if errors.Is(err, ogr.ErrNoGDAL) {
 		return nil, fmt.Errorf("%s: %w", file, err) // the machine's fault, not the file's
 	}
@@ -108,6 +111,7 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		if err != nil {
 			return nil, &Error{File: file, Problem: fmt.Sprintf("layer %q", l.Name), Err: err}
 		}
+
 		gf := l.GeomFields[field]
 		pl := ogrLayer{index: i, field: field, swap: gf.SwapXY, layer: Layer{Name: l.Name, Format: f.name}}
 		if len(l.GeomFields) > 1 {
@@ -150,6 +154,35 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	}
 	r.plan = plan
 	return r, nil
+}
+
+// csvOneGeometry reopens a CSV in which several columns' names are among
+// CSVGeometryColumns with only the best-named one as its geometry: GDAL
+// parses every such column as a geometry and fails the row on one that is
+// not (a "wkt_source" note beside the "WKT"). The column named want, if
+// any, is the one kept.
+func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string, want string) (*ogr.Dataset, error) {
+	if ds.LayerCount() != 1 {
+		return ds, nil
+	}
+	gfs := ds.Layer(0).GeomFields
+	if len(gfs) < 2 {
+		return ds, nil
+	}
+	best := gfs[0].Name
+	for _, g := range gfs[1:] {
+		if csvGeometryRank(g.Name) < csvGeometryRank(best) {
+			best = g.Name
+		}
+	}
+	for _, g := range gfs {
+		if want != "" && strings.EqualFold(g.Name, want) {
+			best = g.Name
+		}
+	}
+	ds.Close()
+	opts := slices.DeleteFunc(slices.Clone(options), func(o string) bool { return strings.HasPrefix(o, "GEOM_POSSIBLE_NAMES=") })
+	return ogr.Open(path, f.drivers, append(opts, "GEOM_POSSIBLE_NAMES="+best))
 }
 
 // pickGeomField chooses the geometry field of l to read: the one named
