@@ -514,3 +514,32 @@ func TestOGRCSVVariants(t *testing.T) {
 		})
 	}
 }
+
+// TestOGRGeometryFieldOfOneFieldLayer: a geometry field asked for by a
+// name the layer lacks is refused, naming the file, the layer and the
+// field it has, even on a layer with one geometry field (a GeoPackage's
+// "geom", a FlatGeobuf's unnamed one); the field's own name, in any case,
+// reads it. Only the layers read are held to it: with --layer choosing a
+// layer that has the field, a layer without it is not refused.
+func TestOGRGeometryFieldOfOneFieldLayer(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	gpkg := filepath.Join(dir, "one.gpkg")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "GPKG", gpkg, srcCounties, "-nln", "counties", "-lco", "GEOMETRY_NAME=footprint")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-update", "-f", "GPKG", gpkg, srcBristol, "-nln", "bristol")
+	fgb := filepath.Join(dir, "one.fgb")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "FlatGeobuf", fgb, srcBristol, "-nln", "bristol")
+
+	_, err := readAll2(t, gpkg, Options{GeometryField: "nope"})
+	requireInputError(t, err, gpkg, `layer "counties"`, `no geometry field "nope" (the layer has "footprint")`)
+	_, err = readAll2(t, fgb, Options{GeometryField: "nope"})
+	requireInputError(t, err, fgb, `layer "bristol"`, `no geometry field "nope"`)
+
+	fs, ls, err := readOGR(t, gpkg, Options{GeometryField: "FOOTPRINT", Layers: []string{"counties"}})
+	require.NoError(t, err, "bristol (geom) is not read")
+	require.Len(t, fs, 6)
+	require.Len(t, ls, 1)
+	_, err = readAll2(t, gpkg, Options{GeometryField: "footprint"})
+	requireInputError(t, err, gpkg, `layer "bristol"`, `no geometry field "footprint" (the layer has "geom")`)
+}

@@ -53,6 +53,8 @@ type ogrLayer struct {
 	field int
 	swap  bool
 	layer Layer
+	crs   string // the geometry field's CRS as WKT2, "" for none
+	err   error  // why the geometry field asked for cannot be read
 }
 
 // openOGR opens path (named file in errors) with GDAL, as format f, and
@@ -108,21 +110,14 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		}
 		names = append(names, l.Name)
 		field, err := pickGeomField(l, opts.GeometryField)
-		if err != nil {
-			return nil, &Error{File: file, Problem: fmt.Sprintf("layer %q", l.Name), Err: err}
-		}
-
 		gf := l.GeomFields[field]
-		pl := ogrLayer{index: i, field: field, swap: gf.SwapXY, layer: Layer{Name: l.Name, Format: f.name}}
+		pl := ogrLayer{index: i, field: field, swap: gf.SwapXY, layer: Layer{Name: l.Name, Format: f.name}, crs: gf.CRS, err: err}
 		if len(l.GeomFields) > 1 {
 			pl.layer.GeometryField = gf.Name
 		}
 		pl.layer.Encoding = "UTF-8"
 		if !l.UTF8 && opts.DefaultEncoding != "" {
 			_, pl.layer.Encoding, _ = encodingByName(opts.DefaultEncoding)
-		}
-		if err := setLayerCRS(&pl.layer, file+" layer "+strconv.Quote(l.Name), gf.CRS, opts); err != nil {
-			return nil, err
 		}
 		if gf.Type.Polygonal() || gf.Type.Mixed() {
 			polygonal = append(polygonal, pl)
@@ -150,6 +145,19 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 			if !found {
 				return nil, &Error{File: file, Problem: fmt.Sprintf("no layer %q (the layers with geometry are %s)", want, quoteList(names))}
 			}
+		}
+	}
+	// Only the layers read are held to the geometry field asked for and
+	// have their CRS resolved (and registered): a layer the upload leaves
+	// unread (a point layer beside polygons, one --layer leaves out)
+	// neither fails the job nor registers its CRS.
+	for i := range plan {
+		pl := &plan[i]
+		if pl.err != nil {
+			return nil, &Error{File: file, Problem: fmt.Sprintf("layer %q", pl.layer.Name), Err: pl.err}
+		}
+		if err := setLayerCRS(&pl.layer, file+" layer "+strconv.Quote(pl.layer.Name), pl.crs, opts); err != nil {
+			return nil, err
 		}
 	}
 	r.plan = plan
@@ -186,8 +194,10 @@ func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string,
 }
 
 // pickGeomField chooses the geometry field of l to read: the one named
-// want, else the first polygonal one, else the first mixed one, else the
-// first. A layer with one geometry field reads it whatever want names.
+// want (case-insensitively), else the first polygonal one, else the first
+// mixed one, else the first. A want the layer has no field of is an error
+// naming the fields it has, whatever their number (with the first
+// field's index, so that the layer can still be classified).
 func pickGeomField(l *ogr.Layer, want string) (int, error) {
 	if want != "" {
 		var names []string
@@ -197,10 +207,10 @@ func pickGeomField(l *ogr.Layer, want string) (int, error) {
 			}
 			names = append(names, g.Name)
 		}
-		if len(l.GeomFields) > 1 {
-			return 0, fmt.Errorf("no geometry field %q (the layer has %s)", want, quoteList(names))
+		if len(names) == 1 && names[0] == "" {
+			return 0, fmt.Errorf("no geometry field %q (the layer's one geometry field has no name)", want)
 		}
-		return 0, nil // a layer with one geometry field reads it, whatever its name
+		return 0, fmt.Errorf("no geometry field %q (the layer has %s)", want, quoteList(names))
 	}
 	for i, g := range l.GeomFields {
 		if g.Type.Polygonal() {
