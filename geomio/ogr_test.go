@@ -543,3 +543,73 @@ func TestOGRGeometryFieldOfOneFieldLayer(t *testing.T) {
 	_, err = readAll2(t, gpkg, Options{GeometryField: "footprint"})
 	requireInputError(t, err, gpkg, `layer "bristol"`, `no geometry field "footprint" (the layer has "geom")`)
 }
+
+// TestOGRZipDatasets: the File Geodatabase zips people make. A zip of a
+// geodatabase's contents (its files at the zip's root, or in a folder not
+// named .gdb) is read as the geodatabase. A zip of several sources (two
+// .gdb folders with a layer "parcels" each, and a shapefile) names each
+// GDAL layer by its dataset's path in the zip, so that none is merged
+// with another; --layer picks among them across the zip, and a name no
+// source has is refused, listing the zip's layers.
+func TestOGRZipDatasets(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	multi := []string{"-nlt", "PROMOTE_TO_MULTI"}
+	a := filepath.Join(dir, "A.gdb")
+	ogr2ogr(t, append(multi, "-f", "OpenFileGDB", a, srcCounties, "-nln", "parcels")...)
+	b := filepath.Join(dir, "B.gdb")
+	ogr2ogr(t, append(multi, "-f", "OpenFileGDB", b, srcBristol, "-nln", "parcels")...)
+
+	t.Run("contents at the root", func(t *testing.T) {
+		z := filepath.Join(dir, "Parcels.gdb.zip")
+		cmd := exec.Command("sh", "-c", "zip -qr "+z+" .")
+		cmd.Dir = a
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		fs, ls, err := readOGR(t, z, Options{})
+		require.NoError(t, err)
+		require.Len(t, fs, 6)
+		require.Equal(t, "parcels", ls[0].Name)
+		require.Equal(t, FormatFileGDB, ls[0].Format)
+	})
+	t.Run("contents in a folder", func(t *testing.T) {
+		nested := filepath.Join(dir, "nested", "Export", "2024")
+		require.NoError(t, os.MkdirAll(filepath.Dir(nested), 0o755))
+		require.NoError(t, exec.Command("cp", "-r", b, nested).Run())
+		z := filepath.Join(dir, "export.zip")
+		zipDir(t, z, filepath.Join(dir, "nested"), "Export")
+		fs, ls, err := readOGR(t, z, Options{})
+		require.NoError(t, err)
+		require.Len(t, fs, 72)
+		require.Equal(t, 27700, ls[0].SRID)
+	})
+
+	z := filepath.Join(dir, "two.zip")
+	zipDir(t, z, dir, "A.gdb", "B.gdb")
+	zipDir(t, z, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
+	fs, ls, err := readOGR(t, z, Options{})
+	require.NoError(t, err)
+	var names []string
+	count := map[string]int{}
+	for _, l := range ls {
+		names = append(names, l.Name)
+	}
+	for _, f := range fs {
+		count[f.Layer]++
+	}
+	require.Equal(t, []string{"A.gdb/parcels", "B.gdb/parcels", "six_counties"}, names)
+	require.Equal(t, map[string]int{"A.gdb/parcels": 6, "B.gdb/parcels": 72, "six_counties": 6}, count)
+	require.Equal(t, []int{4326, 27700, 4326}, []int{ls[0].SRID, ls[1].SRID, ls[2].SRID})
+
+	fs, ls, err = readOGR(t, z, Options{Layers: []string{"B.gdb/parcels", "six_counties"}})
+	require.NoError(t, err)
+	require.Len(t, fs, 78)
+	require.Len(t, ls, 2)
+	require.Equal(t, "B.gdb/parcels", ls[0].Name)
+
+	_, err = readAll2(t, z, Options{Layers: []string{"parcels"}})
+	requireInputError(t, err, z, `no layer "parcels"`, `"A.gdb/parcels", "B.gdb/parcels"`)
+	_, err = readAll2(t, corpusDir+"/coutwildrnp_zip/coutwildrnp.zip", Options{Layers: []string{"nope"}})
+	requireInputError(t, err, "coutwildrnp.zip", `no layer "nope" (the layers with geometry are "coutwildrnp")`)
+}

@@ -108,10 +108,15 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		if len(l.GeomFields) == 0 {
 			continue // a non-spatial table
 		}
-		names = append(names, l.Name)
+		name := l.Name
+		if opts.zip != nil {
+			name = opts.zip.prefix + name
+			opts.zip.layers.pick(name)
+		}
+		names = append(names, name)
 		field, err := pickGeomField(l, opts.GeometryField)
 		gf := l.GeomFields[field]
-		pl := ogrLayer{index: i, field: field, swap: gf.SwapXY, layer: Layer{Name: l.Name, Format: f.name}, crs: gf.CRS, err: err}
+		pl := ogrLayer{index: i, field: field, swap: gf.SwapXY, layer: Layer{Name: name, Format: f.name}, crs: gf.CRS, err: err}
 		if len(l.GeomFields) > 1 {
 			pl.layer.GeometryField = gf.Name
 		}
@@ -132,7 +137,17 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	if len(plan) == 0 {
 		plan = other
 	}
-	if len(opts.Layers) > 0 {
+	switch {
+	case len(opts.Layers) > 0 && opts.zip != nil:
+		// One source of a zip: the layers of it asked for, if any; the
+		// zip refuses a name no source has (zipLayers.check).
+		plan = nil
+		for _, pl := range append(polygonal, other...) {
+			if slices.Contains(opts.Layers, pl.layer.Name) {
+				plan = append(plan, pl)
+			}
+		}
+	case len(opts.Layers) > 0:
 		plan = nil
 		for _, want := range opts.Layers {
 			found := false
