@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -94,7 +95,6 @@ type File struct {
 	meta     Metadata
 	geomCol  int // leaf column index of the primary geometry column
 	props    []prop
-	nested   bool // some property is not a top-level leaf
 	rowGroup int
 	rows     parquet.Rows
 	buf      []parquet.Row
@@ -114,6 +114,8 @@ type prop struct {
 	leaf  int // leaf column index, or -1 for a group (list, map, struct)
 	conv  converter
 	field parquet.Field
+	// nested assembles a group column (leaf < 0).
+	nested *nestedProp
 }
 
 // RatioError is a column chunk, or one page of it, that declares more
@@ -202,8 +204,13 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 	if !strings.EqualFold(col.Encoding, "WKB") {
 		return nil, fmt.Errorf("geometry column %q has encoding %q; geoingest reads the WKB encoding (rewrite with geometry_encoding=WKB, GDAL's default)", m.PrimaryColumn, col.Encoding)
 	}
+	// Whether the column is a top-level one is read from the schema's
+	// fields: parquet-go's Lookup gives a leaf after a list column (a
+	// "tags" list before the geometry, as pyarrow writes) the list's
+	// repetition level; its column index is right.
+	top := slices.IndexFunc(pf.Schema().Fields(), func(f parquet.Field) bool { return f.Name() == m.PrimaryColumn })
 	leaf, ok := pf.Schema().Lookup(m.PrimaryColumn)
-	if !ok || leaf.MaxRepetitionLevel != 0 {
+	if !ok || top < 0 || !pf.Schema().Fields()[top].Leaf() || pf.Schema().Fields()[top].Repeated() {
 		return nil, fmt.Errorf("geometry column %q is not a top-level column of the file", m.PrimaryColumn)
 	}
 	if k := leaf.Node.Type().Kind(); k != parquet.ByteArray {
@@ -221,7 +228,10 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 			}
 		}
 	}
+	first := 0 // the field's first leaf column
 	for _, fld := range pf.Schema().Fields() {
+		firstLeaf := first
+		first += leafCount(fld)
 		if skip[fld.Name()] {
 			continue
 		}
@@ -235,7 +245,7 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 			}
 		}
 		if p.leaf < 0 {
-			g.nested = true
+			p.nested = newNestedProp(fld, firstLeaf)
 		}
 		g.props = append(g.props, p)
 	}
@@ -340,14 +350,6 @@ func (g *File) decode(row parquet.Row) error {
 	} else if g.geomCol >= len(cols) {
 		return errors.New("row has no geometry column")
 	}
-	var nested map[string]any
-	if g.nested {
-		m := map[string]any{}
-		if err := g.f.Schema().Reconstruct(&m, row); err != nil {
-			return fmt.Errorf("reading nested columns: %w", err)
-		}
-		nested = m
-	}
 	b := append(g.json[:0], '{')
 	for k, p := range g.props {
 		if k > 0 {
@@ -362,12 +364,7 @@ func (g *File) decode(row parquet.Row) error {
 			b = p.conv(b, cols[p.leaf][0])
 			continue
 		}
-		v, err := json.Marshal(nested[p.name])
-		if err != nil {
-			b = append(b, "null"...)
-			continue
-		}
-		b = append(b, v...)
+		b = p.nested.appendJSON(b, cols)
 	}
 	g.json = append(b, '}')
 	return nil
