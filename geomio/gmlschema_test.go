@@ -270,11 +270,22 @@ func TestGMLInspireParcels(t *testing.T) {
 	// (gml_registry.xml): read as GDAL's registry describes it (its
 	// attributes, as inspireId_localId), through the outline. GDAL finds no
 	// CRS in it (the registry takes the CRS from the collection), so the
-	// uploader gives it.
+	// uploader gives it. The registry's class already has both geometry
+	// fields, so geoingest derives no .gfs of its own for it: GDAL's
+	// prescan runs in a directory that is removed, and no template is
+	// given (a derived one would be read instead of the registry's).
 	cp3 := strings.NewReplacer("http://inspire.ec.europa.eu/schemas/cp/4.0", "urn:x-inspire:specification:gmlas:CadastralParcels:3.0",
 		"http://www.opengis.net/gml/3.2", "http://www.opengis.net/gml").Replace(inspireParcels)
 	p3 := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p3, []byte(cp3), 0o644))
+	tmp := t.TempDir()
+	gfs, dir, err := gmlDerivedSchema(p3, tmp, fmtGML)
+	require.NoError(t, err)
+	require.Empty(t, gfs, "the registry's schema is GDAL's, not a derived one")
+	require.Empty(t, dir)
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left, "the prescan's directory is removed")
 	fs, ls, err = readOGR(t, p3, Options{SourceSRID: 25832})
 	require.NoError(t, err)
 	require.Len(t, fs, 2)

@@ -232,6 +232,19 @@ func FuzzGeoParquet(f *testing.F) {
 	// (TestGeoParquetHostilePageHeader).
 	f.Add(withPageHeader(f, seed, func(h *format.PageHeader) { h.UncompressedPageSize = 1 << 30 }))
 	f.Add(withPageHeader(f, seed, func(h *format.PageHeader) { h.CompressedPageSize = 1 << 30 }))
+	// A version 1 data page that claims 2^31-1 values
+	// (TestGeoParquetHostileValueCount).
+	v1 := testfiles.GeoParquet(f, filepath.Join(dir, "v1.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(f, square), Properties: `{"a":1}`},
+	), testfiles.GeoParquetOptions{DataPageV1: true})
+	v1Seed, err := os.ReadFile(v1)
+	require.NoError(f, err)
+	f.Add(v1Seed)
+	f.Add(withPageHeader(f, v1Seed, func(h *format.PageHeader) {
+		if h.DataPageHeader.Valid {
+			h.DataPageHeader.V.NumValues = 1<<31 - 1
+		}
+	}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := filepath.Join(t.TempDir(), "f.parquet")
 		require.NoError(t, os.WriteFile(path, b, 0o644))

@@ -117,17 +117,23 @@ type prop struct {
 }
 
 // RatioError is a column chunk, or one page of it, that declares more
-// than the ratio Open was given times its size uncompressed: a
+// than the ratio Open was given times its size uncompressed, or a page
+// that declares more values than that ratio times 8 per byte: a
 // decompression bomb, refused before it is read.
 type RatioError struct {
 	Column string
 	// Page is the page's index in its column chunk, or -1 for the chunk.
 	Page                     int
 	Compressed, Uncompressed int64
-	Max                      int64
+	// Values is the page's value count when that is what is over.
+	Values int64
+	Max    int64
 }
 
 func (e *RatioError) Error() string {
+	if e.Values > 0 {
+		return fmt.Sprintf("column %q, page %d: a page of %d bytes declares %d values, more than %d times 8 per byte", e.Column, e.Page, e.Compressed, e.Values, e.Max)
+	}
 	if e.Page >= 0 {
 		return fmt.Sprintf("column %q, page %d: a page of %d bytes declares %d uncompressed, more than %d times its size", e.Column, e.Page, e.Compressed, e.Uncompressed, e.Max)
 	}
@@ -172,7 +178,7 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 			if base < 0 || base > size || md.TotalCompressedSize > size-base {
 				return nil, fmt.Errorf("row group %d, column %q: its pages (%d bytes at %d) are not inside the file of %d bytes", i, name, md.TotalCompressedSize, base, size)
 			}
-			if err := checkPages(r, base, md.TotalCompressedSize, maxRatio, name); err != nil {
+			if err := checkPages(r, base, md.TotalCompressedSize, maxRatio, name, md.NumValues); err != nil {
 				return nil, fmt.Errorf("row group %d, %w", i, err)
 			}
 		}

@@ -232,8 +232,11 @@ static OGRFeatureH gi_next(OGRLayerH l, char **err) {
 // gi_geom exports geometry field i of f as 2D ISO WKB (little-endian) into
 // *buf (grown with realloc as needed), in easting-first order (swap), with
 // curves linearised (*curved set) and Z and M dropped (*zm set when it had
-// either). Returns 1 for a null or empty geometry, 0 on success, -1 on
-// failure (*err set).
+// either). A curve type whose segments are all straight (a CurvePolygon or
+// MultiSurface of line strings, common in layers declared curved) is given
+// as its linear type too, without *curved: nothing was approximated.
+// Returns 1 for a null or empty geometry, 0 on success, -1 on failure
+// (*err set).
 static int gi_geom(OGRFeatureH f, int i, int swap, unsigned char **buf, size_t *cap, size_t *len, int *curved, int *zm, char **err) {
 	*curved = 0; *zm = 0; *len = 0; *err = NULL;
 	OGRGeometryH g = OGR_F_GetGeomFieldRef(f, i);
@@ -241,10 +244,10 @@ static int gi_geom(OGRFeatureH f, int i, int swap, unsigned char **buf, size_t *
 	*zm = OGR_G_Is3D(g) || OGR_G_IsMeasured(g);
 	OGRGeometryH lin = NULL;
 	CPLErrorReset();
-	if (OGR_G_HasCurveGeometry(g, 1)) {
+	if (OGR_G_HasCurveGeometry(g, 0)) {
+		*curved = OGR_G_HasCurveGeometry(g, 1);
 		lin = OGR_G_GetLinearGeometry(g, 0, NULL);
-		if (lin == NULL) { *err = gi_errdup(); if (!*err) *err = strdup("cannot linearise curve geometry"); return -1; }
-		*curved = 1;
+		if (lin == NULL) { *curved = 0; *err = gi_errdup(); if (!*err) *err = strdup("cannot linearise curve geometry"); return -1; }
 		g = lin;
 	}
 	OGR_G_FlattenTo2D(g); // the feature is freed before the next one is read
