@@ -613,3 +613,47 @@ func TestOGRZipDatasets(t *testing.T) {
 	_, err = readAll2(t, corpusDir+"/coutwildrnp_zip/coutwildrnp.zip", Options{Layers: []string{"nope"}})
 	requireInputError(t, err, "coutwildrnp.zip", `no layer "nope" (the layers with geometry are "coutwildrnp")`)
 }
+
+// TestOGRSurfaces: 3D surfaces (a File Geodatabase's multipatch buildings
+// come back from GDAL as TINs and multipolygons; a GeoPackage may hold
+// TINs, polyhedral surfaces and triangles) are read as the MultiPolygon
+// of their faces, Z dropped, as ogr2ogr -nlt MULTIPOLYGON reads them;
+// they failed as "wkb: unsupported type: 16". A collection of surfaces
+// is their faces too.
+func TestOGRSurfaces(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "surfaces.csv")
+	require.NoError(t, os.WriteFile(csv, []byte(`id,WKT
+1,"TIN Z (((0 0 5,0 1 5,1 1 5,0 0 5)),((0 0 5,1 1 5,1 0 5,0 0 5)))"
+2,"POLYHEDRALSURFACE Z (((2 0 0,4 0 0,4 1 0,2 1 0,2 0 0)),((2 0 0,2 1 0,2 1 9,2 0 9,2 0 0)))"
+3,"TRIANGLE ((0 0,0 3,3 3,0 0))"
+4,"GEOMETRYCOLLECTION Z (TIN Z (((0 0 0,0 1 0,1 1 0,0 0 0))),POLYGON Z ((2 2 0,3 2 0,3 3 0,2 2 0)))"
+`), 0o644))
+	gpkg := filepath.Join(dir, "surfaces.gpkg")
+	ogr2ogr(t, "-f", "GPKG", gpkg, csv, "-a_srs", "EPSG:3857", "-nlt", "GEOMETRYZ", "-nln", "surfaces")
+	gdb := filepath.Join(dir, "bldg.gdb")
+	ogr2ogr(t, "-f", "OpenFileGDB", gdb, csv, "-a_srs", "EPSG:3857", "-nlt", "GEOMETRYZ", "-nln", "bldg", "-where", "id IN ('1', '2')")
+	zipDir(t, filepath.Join(dir, "bldg.gdb.zip"), dir, "bldg.gdb")
+
+	// Faces: the TIN's two triangles (area 1), the surface's two
+	// rectangles (2, and 0 seen from above), the triangle (4.5), the
+	// collection's triangle and polygon (0.5 + 0.5).
+	for p, want := range map[string][]float64{gpkg: {1, 2, 4.5, 1}, filepath.Join(dir, "bldg.gdb.zip"): {1, 2}} {
+		fs, ls, err := readOGR(t, p, Options{})
+		require.NoError(t, err, p)
+		require.Len(t, fs, len(want), p)
+		for i, f := range fs {
+			mp, ok := f.Geom.(*geom.MultiPolygon)
+			require.True(t, ok, "%s feature %d: %T", p, i, f.Geom)
+			require.Equal(t, geom.XY, mp.Layout())
+			a := 0.0
+			for j := 0; j < mp.NumPolygons(); j++ {
+				a += math.Abs(mp.Polygon(j).Area())
+			}
+			require.InDelta(t, want[i], a, 1e-9, "%s feature %d", p, i)
+		}
+		require.Equal(t, int64(0), ls[0].Linearised, p)
+	}
+}
