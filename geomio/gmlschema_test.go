@@ -5,6 +5,7 @@ package geomio
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -309,4 +310,32 @@ func FuzzGMLGeometryProperties(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGMLTruncated: a truncated GML file fails naming the file and GDAL's
+// XML error, whether it comes with its schema (GDAL stops at the feature
+// the file breaks in) or without one (GDAL's prescan meets the error when
+// the file is opened, and GDAL then gives no feature at all: the job
+// failed as "no polygonal features", as if the file were empty).
+func TestGMLTruncated(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full.gml")
+	ogr2ogr(t, "-f", "GML", "-dsco", "FORMAT=GML3.2", full, srcBristol, "-nlt", "PROMOTE_TO_MULTI", "-nln", "msoa")
+	b, err := os.ReadFile(full)
+	require.NoError(t, err)
+	xsd, err := os.ReadFile(filepath.Join(dir, "full.xsd"))
+	require.NoError(t, err)
+	for _, withSchema := range []bool{true, false} {
+		sub := filepath.Join(dir, fmt.Sprint(withSchema))
+		require.NoError(t, os.MkdirAll(sub, 0o755))
+		p := filepath.Join(sub, "full.gml")
+		require.NoError(t, os.WriteFile(p, b[:len(b)*6/10], 0o644))
+		if withSchema {
+			require.NoError(t, os.WriteFile(filepath.Join(sub, "full.xsd"), xsd, 0o644))
+		}
+		_, _, err := readOGR(t, p, Options{})
+		requireInputError(t, err, p, "XML parsing of GML file failed")
+	}
 }

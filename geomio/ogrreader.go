@@ -89,6 +89,13 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	if err != nil {
 		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(err, path, file)}
 	}
+	if f.name == FormatGML && strings.HasPrefix(ds.OpenError, "XML parsing of GML file failed") {
+		// GDAL's prescan of a GML file without a schema met malformed
+		// XML (a truncated file): GDAL then opens it with no features,
+		// which would read as an empty file.
+		ds.Close()
+		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(errors.New(ds.OpenError), path, file)}
+	}
 	r := &ogrReader{path: path, file: file, format: f.name, opts: opts, ds: ds, idx: base, cur: -1}
 	defer func() {
 		if err != nil {

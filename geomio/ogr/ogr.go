@@ -411,6 +411,10 @@ func Version() string {
 type Dataset struct {
 	h      C.GDALDatasetH
 	Driver string // the GDAL driver's short name ("GPKG", "OpenFileGDB", ...)
+	// OpenError is the last error GDAL reported while opening the
+	// dataset, though it did open it ("" if none): for GML, the XML error
+	// its prescan of a file without a schema met.
+	OpenError string
 }
 
 // Open opens path read-only as a vector dataset with one of drivers (GDAL
@@ -435,7 +439,7 @@ func Open(path string, drivers, options []string) (*Dataset, error) {
 		}
 		return nil, errors.New(msg)
 	}
-	return &Dataset{h: h, Driver: C.GoString(C.gi_driver(h))}, nil
+	return &Dataset{h: h, Driver: C.GoString(C.gi_driver(h)), OpenError: msg}, nil
 }
 
 // Close frees the dataset; its Layers must not be used after.
