@@ -258,7 +258,11 @@ func (r *ogrReader) fail(problem string, err error) bool {
 	if r.cur >= 0 && r.cur < len(r.plan) {
 		lay = r.plan[r.cur].layer.Name
 	}
-	r.err = &Error{File: r.file, Problem: fmt.Sprintf("layer %q feature %d (FID %d): %s", lay, r.idx, r.fid, problem), Err: localPathAs(err, r.path, r.file)}
+	fid := "" // GDAL could not read the feature at all: it has no FID
+	if r.fid >= 0 {
+		fid = fmt.Sprintf(" (FID %d)", r.fid)
+	}
+	r.err = &Error{File: r.file, Problem: fmt.Sprintf("layer %q feature %d%s: %s", lay, r.idx, fid, problem), Err: localPathAs(err, r.path, r.file)}
 	return false
 }
 
