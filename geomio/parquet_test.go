@@ -510,3 +510,58 @@ func withRootRepeated(t testing.TB, good []byte) []byte {
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
 	return append(out, "PAR1"...)
 }
+
+type twoGeomRow struct {
+	Geometry []byte `parquet:"geometry,optional"`
+	Centroid []byte `parquet:"centroid,optional"`
+	Name     string `parquet:"name"`
+}
+
+// TestGeoParquetGeometryField: --geometry-field chooses among the geo
+// metadata's geometry columns (case-insensitively), the primary one by
+// default, and says which was read when there are several; a name the
+// file lacks is refused naming the file, the layer and its geometry
+// columns, in a file with one geometry column too (it was ignored).
+func TestGeoParquetGeometryField(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	two := filepath.Join(dir, "two.parquet")
+	f, err := os.Create(two)
+	require.NoError(t, err)
+	w := parquet.NewGenericWriter[twoGeomRow](f, parquet.KeyValueMetadata("geo",
+		`{"version":"1.1.0","primary_column":"geometry","columns":{"geometry":{"encoding":"WKB","geometry_types":["Polygon"]},"centroid":{"encoding":"WKB","geometry_types":["Point"]}}}`))
+	_, err = w.Write([]twoGeomRow{{Geometry: wkbOf(t, square), Centroid: wkbOf(t, geom.NewPointFlat(geom.XY, []float64{0.5, 0.5})), Name: "a"}})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
+
+	r, err := geomio.Open(two, geomio.Options{})
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	require.IsType(t, &geom.MultiPolygon{}, r.Feature().Geom)
+	require.Equal(t, "geometry", r.Layer().GeometryField)
+	require.JSONEq(t, `{"name":"a"}`, string(r.Feature().Properties))
+	r.Close()
+
+	r, err = geomio.Open(two, geomio.Options{GeometryField: "Centroid"})
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	require.IsType(t, &geom.Point{}, r.Feature().Geom)
+	require.Equal(t, "centroid", r.Layer().GeometryField)
+	r.Close()
+
+	_, err = geomio.Open(two, geomio.Options{GeometryField: "nope"})
+	require.Error(t, err)
+	require.True(t, geomio.IsInputError(err), "%v", err)
+	require.Contains(t, err.Error(), two)
+	require.Contains(t, err.Error(), `layer "two": no geometry column "nope" (the file's geometry columns are "centroid", "geometry")`)
+
+	one := testfiles.GeoParquet(t, filepath.Join(dir, "one.parquet"), rows(testfiles.GeoParquetRow{Geometry: wkbOf(t, square)}), testfiles.GeoParquetOptions{})
+	_, err = geomio.Open(one, geomio.Options{GeometryField: "nope"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `no geometry column "nope" (the file's geometry columns are "geometry")`)
+	r, err = geomio.Open(one, geomio.Options{GeometryField: "GEOMETRY"})
+	require.NoError(t, err)
+	require.Empty(t, r.Layer().GeometryField)
+	r.Close()
+}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -93,7 +94,8 @@ type Field struct {
 type File struct {
 	f        *parquet.File
 	meta     Metadata
-	geomCol  int // leaf column index of the primary geometry column
+	geomCol  int    // leaf column index of the geometry column read
+	column   string // its name
 	props    []prop
 	rowGroup int
 	rows     parquet.Rows
@@ -151,8 +153,10 @@ func (e *RatioError) Error() string {
 // chunk (checkPages): each page inside its chunk, and at most maxRatio
 // times its compressed size uncompressed (a *RatioError otherwise;
 // maxRatio <= 0 checks no ratio). Only the footer and the page headers
-// are read.
-func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
+// are read. The geometry read is the primary column's, or the geometry
+// column named column (case-insensitively; a *ColumnError when the geo
+// metadata has none of that name).
+func Open(r io.ReaderAt, size int64, maxRatio int64, column string) (_ *File, err error) {
 	defer recoverAs(&err, "read the footer")
 	pf, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
@@ -197,24 +201,40 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 	if m.PrimaryColumn == "" {
 		return nil, errors.New("the \"geo\" metadata names no primary_column")
 	}
-	col, ok := m.Columns[m.PrimaryColumn]
+	name := m.PrimaryColumn
+	if column != "" {
+		var names []string
+		name = ""
+		for c := range m.Columns {
+			names = append(names, strconv.Quote(c))
+			if strings.EqualFold(c, column) {
+				name = c
+			}
+		}
+		if name == "" {
+			slices.Sort(names)
+			return nil, &ColumnError{fmt.Sprintf("no geometry column %q (the file's geometry columns are %s)", column, strings.Join(names, ", "))}
+		}
+	}
+	g.column = name
+	col, ok := m.Columns[name]
 	if !ok {
-		return nil, fmt.Errorf("the \"geo\" metadata does not describe its primary column %q", m.PrimaryColumn)
+		return nil, fmt.Errorf("the \"geo\" metadata does not describe its primary column %q", name)
 	}
 	if !strings.EqualFold(col.Encoding, "WKB") {
-		return nil, fmt.Errorf("geometry column %q has encoding %q; geoingest reads the WKB encoding (rewrite with geometry_encoding=WKB, GDAL's default)", m.PrimaryColumn, col.Encoding)
+		return nil, fmt.Errorf("geometry column %q has encoding %q; geoingest reads the WKB encoding (rewrite with geometry_encoding=WKB, GDAL's default)", name, col.Encoding)
 	}
 	// Whether the column is a top-level one is read from the schema's
-	// fields: parquet-go's Lookup gives a leaf after a list column (a
-	// "tags" list before the geometry, as pyarrow writes) the list's
-	// repetition level; its column index is right.
-	top := slices.IndexFunc(pf.Schema().Fields(), func(f parquet.Field) bool { return f.Name() == m.PrimaryColumn })
-	leaf, ok := pf.Schema().Lookup(m.PrimaryColumn)
+	// fields: parquet-go's Lookup counts a schema root marked REPEATED
+	// (as Arrow's Go writer marks it) in every column's levels; its column
+	// index is right.
+	top := slices.IndexFunc(pf.Schema().Fields(), func(f parquet.Field) bool { return f.Name() == name })
+	leaf, ok := pf.Schema().Lookup(name)
 	if !ok || top < 0 || !pf.Schema().Fields()[top].Leaf() || pf.Schema().Fields()[top].Repeated() {
-		return nil, fmt.Errorf("geometry column %q is not a top-level column of the file", m.PrimaryColumn)
+		return nil, fmt.Errorf("geometry column %q is not a top-level column of the file", name)
 	}
 	if k := leaf.Node.Type().Kind(); k != parquet.ByteArray {
-		return nil, fmt.Errorf("geometry column %q is of type %s, not a byte array of WKB", m.PrimaryColumn, k)
+		return nil, fmt.Errorf("geometry column %q is of type %s, not a byte array of WKB", name, k)
 	}
 	g.geomCol = leaf.ColumnIndex
 	skip := map[string]bool{}
@@ -255,8 +275,18 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 // Metadata returns the `geo` metadata.
 func (g *File) Metadata() Metadata { return g.meta }
 
-// Primary returns the primary geometry column's description.
-func (g *File) Primary() Column { return g.meta.Columns[g.meta.PrimaryColumn] }
+// Primary returns the description of the geometry column read: the
+// primary one, or the one Open was asked for.
+func (g *File) Primary() Column { return g.meta.Columns[g.column] }
+
+// Column is the name of the geometry column read.
+func (g *File) Column() string { return g.column }
+
+// ColumnError is Open's error for a geometry column asked for that the
+// file lacks.
+type ColumnError struct{ msg string }
+
+func (e *ColumnError) Error() string { return e.msg }
 
 // NumRows is the number of rows the footer declares.
 func (g *File) NumRows() int64 { return g.f.NumRows() }
