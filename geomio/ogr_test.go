@@ -657,3 +657,40 @@ func TestOGRSurfaces(t *testing.T) {
 		require.Equal(t, int64(0), ls[0].Linearised, p)
 	}
 }
+
+// TestOGRZipCSVAndXML: a zip that holds only CSV files with WKT, or only
+// GML named .xml (as INSPIRE downloads name it) with its schema, is read
+// as those layers (it was refused as holding no known format); beside a
+// shapefile, a .csv or .xml is metadata and not read.
+func TestOGRZipCSVAndXML(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	ogr2ogr(t, "-f", "CSV", "-lco", "GEOMETRY=AS_WKT", filepath.Join(dir, "counties.csv"), srcCounties, "-nln", "counties")
+	ogr2ogr(t, "-f", "GML", "-dsco", "FORMAT=GML3.2", filepath.Join(dir, "cp.gml"), srcBristol, "-nln", "cp", "-nlt", "PROMOTE_TO_MULTI")
+	require.NoError(t, os.Rename(filepath.Join(dir, "cp.gml"), filepath.Join(dir, "cp.xml")))
+
+	csvZip := filepath.Join(dir, "csv.zip")
+	zipDir(t, csvZip, dir, "counties.csv")
+	fs, ls, err := readOGR(t, csvZip, Options{SourceSRID: 4326})
+	require.NoError(t, err)
+	require.Len(t, fs, 6)
+	require.Equal(t, FormatCSV, ls[0].Format)
+
+	xmlZip := filepath.Join(dir, "xml.zip")
+	zipDir(t, xmlZip, dir, "cp.xml", "cp.xsd")
+	fs, ls, err = readOGR(t, xmlZip, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 72)
+	require.Equal(t, FormatGML, ls[0].Format)
+	require.Equal(t, 27700, ls[0].SRID)
+
+	both := filepath.Join(dir, "both.zip")
+	zipDir(t, both, dir, "counties.csv", "cp.xml")
+	zipDir(t, both, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
+	fs, ls, err = readOGR(t, both, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 6)
+	require.Len(t, ls, 1)
+	require.Equal(t, FormatShapefile, ls[0].Format)
+}

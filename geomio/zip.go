@@ -63,6 +63,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	var total int64
 	var shps, jsons []string // entry names of .shp and GeoJSON files
 	var ogrs []string        // entry names of files (and .gdb folders) read with GDAL
+	var loose []string       // .csv and .xml entries: layers only of a zip with no other
 	seen := map[string]bool{}
 	for _, f := range zr.File {
 		name := strings.ReplaceAll(f.Name, `\`, "/")
@@ -86,7 +87,8 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			}
 			clean = path.Join(gdb, path.Base(clean))
 		}
-		if ext := strings.ToLower(path.Ext(name)); !IsShapefilePart(name) && ext != ".geojson" && ext != ".json" && gdb == "" && !zipOGRPart(ext) {
+		ext := strings.ToLower(path.Ext(name))
+		if !IsShapefilePart(name) && ext != ".geojson" && ext != ".json" && gdb == "" && !zipOGRPart(ext) && ext != ".csv" && ext != ".xml" {
 			continue
 		}
 		if seen[strings.ToLower(clean)] {
@@ -117,6 +119,8 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			jsons = append(jsons, clean)
 		case zipOGRLayer(ext):
 			ogrs = append(ogrs, clean)
+		case ext == ".csv" || ext == ".xml":
+			loose = append(loose, clean)
 		}
 		if n := len(shps) + len(jsons); n > lim.MaxLayers {
 			// Counted as extracted (a .json beside shapefiles is
@@ -125,7 +129,13 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 		}
 	}
 	if len(shps) == 0 && len(jsons) == 0 && len(ogrs) == 0 {
-		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile, GeoJSON, File Geodatabase (.gdb folder), GeoPackage, FlatGeobuf, KML, GML or MapInfo file"}
+		// Nothing else: its CSV files (with a WKT column) and .xml
+		// files (GML, as INSPIRE downloads name it) are its layers.
+		// Beside other layers they are metadata.
+		ogrs = loose
+	}
+	if len(shps) == 0 && len(jsons) == 0 && len(ogrs) == 0 {
+		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile, GeoJSON, File Geodatabase (.gdb folder), GeoPackage, FlatGeobuf, KML, GML, MapInfo or CSV file"}
 	}
 	// The zip's sources: each shapefile set and GeoJSON file is one
 	// layer, named by its path; each dataset read with GDAL and each KML
@@ -278,8 +288,8 @@ func gdbFolder(name string) string {
 }
 
 // zipOGRLayer reports whether a zip entry with extension ext (lower case)
-// is a layer file read with GDAL. A .xml in a zip is metadata (beside a
-// shapefile), never GML; a .csv is left alone likewise.
+// is a layer file read with GDAL. A .xml or .csv in a zip is a layer only
+// when the zip holds no other (beside a shapefile, it is metadata).
 func zipOGRLayer(ext string) bool {
 	switch ext {
 	case ".gpkg", ".fgb", ".kml", ".gml", ".tab", ".mif":
