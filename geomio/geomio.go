@@ -151,4 +151,7 @@ type Options struct {
 	// GeometryField, when set, is the geometry field read from layers that
 	// have several (GML); empty: the first polygonal one.
 	GeometryField string
+
+	// zip is set by openZip for the datasets it holds (zipset.go).
+	zip *zipDataset
 }

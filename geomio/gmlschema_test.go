@@ -5,6 +5,7 @@ package geomio
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -270,11 +271,22 @@ func TestGMLInspireParcels(t *testing.T) {
 	// (gml_registry.xml): read as GDAL's registry describes it (its
 	// attributes, as inspireId_localId), through the outline. GDAL finds no
 	// CRS in it (the registry takes the CRS from the collection), so the
-	// uploader gives it.
+	// uploader gives it. The registry's class already has both geometry
+	// fields, so geoingest derives no .gfs of its own for it: GDAL's
+	// prescan runs in a directory that is removed, and no template is
+	// given (a derived one would be read instead of the registry's).
 	cp3 := strings.NewReplacer("http://inspire.ec.europa.eu/schemas/cp/4.0", "urn:x-inspire:specification:gmlas:CadastralParcels:3.0",
 		"http://www.opengis.net/gml/3.2", "http://www.opengis.net/gml").Replace(inspireParcels)
 	p3 := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p3, []byte(cp3), 0o644))
+	tmp := t.TempDir()
+	gfs, dir, err := gmlDerivedSchema(p3, tmp, fmtGML)
+	require.NoError(t, err)
+	require.Empty(t, gfs, "the registry's schema is GDAL's, not a derived one")
+	require.Empty(t, dir)
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left, "the prescan's directory is removed")
 	fs, ls, err = readOGR(t, p3, Options{SourceSRID: 25832})
 	require.NoError(t, err)
 	require.Len(t, fs, 2)
@@ -298,4 +310,32 @@ func FuzzGMLGeometryProperties(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGMLTruncated: a truncated GML file fails naming the file and GDAL's
+// XML error, whether it comes with its schema (GDAL stops at the feature
+// the file breaks in) or without one (GDAL's prescan meets the error when
+// the file is opened, and GDAL then gives no feature at all: the job
+// failed as "no polygonal features", as if the file were empty).
+func TestGMLTruncated(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full.gml")
+	ogr2ogr(t, "-f", "GML", "-dsco", "FORMAT=GML3.2", full, srcBristol, "-nlt", "PROMOTE_TO_MULTI", "-nln", "msoa")
+	b, err := os.ReadFile(full)
+	require.NoError(t, err)
+	xsd, err := os.ReadFile(filepath.Join(dir, "full.xsd"))
+	require.NoError(t, err)
+	for _, withSchema := range []bool{true, false} {
+		sub := filepath.Join(dir, fmt.Sprint(withSchema))
+		require.NoError(t, os.MkdirAll(sub, 0o755))
+		p := filepath.Join(sub, "full.gml")
+		require.NoError(t, os.WriteFile(p, b[:len(b)*6/10], 0o644))
+		if withSchema {
+			require.NoError(t, os.WriteFile(filepath.Join(sub, "full.xsd"), xsd, 0o644))
+		}
+		_, _, err := readOGR(t, p, Options{})
+		requireInputError(t, err, p, "XML parsing of GML file failed")
+	}
 }

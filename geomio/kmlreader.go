@@ -37,6 +37,7 @@ type kmlLayer struct {
 	doc   *kml.Doc
 	i     int
 	file  string // name used in errors
+	name  string // the layer's name in the upload
 	layer Layer
 }
 
@@ -89,14 +90,23 @@ func openKML(path, file, base string, opts Options, first int64, link kmzLink) (
 		}
 	}
 	var names []string
-	for _, l := range all {
-		names = append(names, l.doc.Layers[l.i].Name)
+	for j := range all {
+		l := &all[j]
+		l.name = l.doc.Layers[l.i].Name
+		if opts.zip != nil {
+			l.name = opts.zip.prefix + l.name
+			opts.zip.layers.pick(l.name)
+		}
+		names = append(names, l.name)
 	}
 	if len(names) == 0 {
 		return nil, &Error{File: file, Problem: "no layer in this KML: no Placemark, Folder or Document"}
 	}
 	r.plan = all
-	if len(opts.Layers) > 0 {
+	if len(opts.Layers) > 0 && opts.zip != nil {
+		// One source of a zip: the zip refuses a name no source has.
+		r.plan = slices.DeleteFunc(slices.Clone(all), func(l kmlLayer) bool { return !slices.Contains(opts.Layers, l.name) })
+	} else if len(opts.Layers) > 0 {
 		r.plan = nil
 		for _, want := range opts.Layers {
 			i := slices.Index(names, want)
@@ -108,7 +118,7 @@ func openKML(path, file, base string, opts Options, first int64, link kmzLink) (
 	}
 	for j := range r.plan {
 		pl := &r.plan[j]
-		l := Layer{Name: pl.doc.Layers[pl.i].Name, Format: FormatKML, Encoding: pl.doc.Encoding}
+		l := Layer{Name: pl.name, Format: FormatKML, Encoding: pl.doc.Encoding}
 		// KML coordinates are longitude, latitude on WGS 84 (OGC CRS84),
 		// which GDAL reports as EPSG:4326.
 		l.SRID, l.CRS = 4326, crs.CRS{Method: crs.Default, EPSG: 4326}

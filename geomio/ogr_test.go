@@ -275,7 +275,9 @@ func TestOGRLayerChoice(t *testing.T) {
 
 // TestOGRCurvesAndZM: curves are linearised and counted per layer
 // (Layer.Linearised), Z and M dropped and counted (Layer.DroppedZM), in a GeoPackage and a File
-// Geodatabase.
+// Geodatabase. A curve type whose rings are straight (a CurvePolygon or
+// MultiSurface of line strings, as a CURVEPOLYGON layer of QGIS or
+// ArcGIS holds) is read as its polygon, not counted as linearised.
 func TestOGRCurvesAndZM(t *testing.T) {
 	requireOGR2OGR(t)
 	t.Parallel()
@@ -285,6 +287,8 @@ func TestOGRCurvesAndZM(t *testing.T) {
 1,"CURVEPOLYGON ZM (CIRCULARSTRING ZM (0 0 5 7,1 1 5 7,2 0 5 7,1 -1 5 7,0 0 5 7))"
 2,"POLYGON ZM ((0 0 1 2,1 0 1 2,1 1 1 2,0 0 1 2))"
 3,"MULTISURFACE ZM (CURVEPOLYGON ZM (COMPOUNDCURVE ZM (CIRCULARSTRING ZM (0 0 1 2,1 1 1 2,2 0 1 2),(2 0 1 2,0 0 1 2))))"
+4,"CURVEPOLYGON ZM ((0 0 1 2,3 0 1 2,3 3 1 2,0 0 1 2))"
+5,"MULTISURFACE ZM (((0 0 1 2,4 0 1 2,4 4 1 2,0 0 1 2)),CURVEPOLYGON ZM ((5 5 1 2,6 5 1 2,6 6 1 2,5 5 1 2)))"
 `), 0o644))
 	gpkg := filepath.Join(dir, "curves.gpkg")
 	ogr2ogr(t, "-f", "GPKG", gpkg, csv, "-a_srs", "EPSG:3857", "-nlt", "GEOMETRYZM", "-nln", "curves")
@@ -292,12 +296,13 @@ func TestOGRCurvesAndZM(t *testing.T) {
 	ogr2ogr(t, "-f", "OpenFileGDB", gdb, csv, "-a_srs", "EPSG:3857", "-nlt", "MULTISURFACE", "-dim", "XYZM", "-nln", "curves")
 	zipDir(t, filepath.Join(dir, "curves.gdb.zip"), dir, "curves.gdb")
 	// GDAL's OpenFileGDB writer stores the third feature (a compound
-	// curve) without its Z and M, as ogrinfo shows: two with Z/M there.
-	zm := map[string]int64{gpkg: 3, filepath.Join(dir, "curves.gdb.zip"): 2}
+	// curve) and the fifth (two parts) without their Z and M, as ogrinfo
+	// shows: three with Z/M there.
+	zm := map[string]int64{gpkg: 5, filepath.Join(dir, "curves.gdb.zip"): 3}
 	for _, p := range []string{gpkg, filepath.Join(dir, "curves.gdb.zip")} {
 		fs, ls, err := readOGR(t, p, Options{})
 		require.NoError(t, err, p)
-		require.Len(t, fs, 3, p)
+		require.Len(t, fs, 5, p)
 		require.Equal(t, int64(2), ls[0].Linearised, "%s: two curved features", p)
 		require.Equal(t, zm[p], ls[0].DroppedZM, "%s: features with Z and M", p)
 		for _, f := range fs {
@@ -308,6 +313,10 @@ func TestOGRCurvesAndZM(t *testing.T) {
 		}
 		// The circle of radius 1: linearised, close to pi.
 		require.InDelta(t, math.Pi, math.Abs(fs[0].Geom.(*geom.MultiPolygon).Area()), 0.01, p)
+		// The straight-ringed curve types: exactly their triangles.
+		require.InDelta(t, 4.5, math.Abs(fs[3].Geom.(*geom.MultiPolygon).Area()), 1e-9, p)
+		require.Equal(t, 2, fs[4].Geom.(*geom.MultiPolygon).NumPolygons(), p)
+		require.InDelta(t, 8.5, math.Abs(fs[4].Geom.(*geom.MultiPolygon).Area()), 1e-9, p)
 	}
 }
 
@@ -473,4 +482,215 @@ func TestOGRLayerCRS(t *testing.T) {
 	_, ls, err = readOGR(t, fgb, Options{SourceSRID: 2154})
 	require.NoError(t, err)
 	require.Equal(t, 2154, ls[0].SRID)
+}
+
+// TestOGRCSVVariants: the CSVs that tools and people write: QGIS's
+// "wkt_geom" column, semicolons, a UTF-8 BOM, CRLF, quoted text with
+// newlines and quotes in it, the geometry column last; and a CSV with two
+// columns whose names could be the geometry's, where the best-named one is
+// read (a "wkt_source" note before the "geometry" column).
+func TestOGRCSVVariants(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	const square = "POLYGON ((0 0,2 0,2 2,0 2,0 0))"
+	for _, tc := range []struct{ name, text string }{
+		{"qgis.csv", "wkt_geom,id,name\n\"" + square + "\",1,a\n"},
+		{"semicolon.csv", "\xef\xbb\xbfid;name;WKT\r\n1;\"two\r\nlines, \"\"quoted\"\"\";\"" + square + "\"\r\n"},
+		{"two.csv", "id,wkt_source,geometry\n1,surveyed,\"" + square + "\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name)
+			require.NoError(t, os.WriteFile(p, []byte(tc.text), 0o644))
+			fs, _, err := readOGR(t, p, Options{SourceSRID: 4326})
+			require.NoError(t, err)
+			require.Len(t, fs, 1)
+			mp, ok := fs[0].Geom.(*geom.MultiPolygon)
+			require.True(t, ok, "%T", fs[0].Geom)
+			require.InDelta(t, 4, mp.Area(), 1e-12)
+			var props map[string]any
+			require.NoError(t, json.Unmarshal(fs[0].Properties, &props))
+			require.Equal(t, "1", props["id"], "%s", fs[0].Properties)
+		})
+	}
+}
+
+// TestOGRGeometryFieldOfOneFieldLayer: a geometry field asked for by a
+// name the layer lacks is refused, naming the file, the layer and the
+// field it has, even on a layer with one geometry field (a GeoPackage's
+// "geom", a FlatGeobuf's unnamed one); the field's own name, in any case,
+// reads it. Only the layers read are held to it: with --layer choosing a
+// layer that has the field, a layer without it is not refused.
+func TestOGRGeometryFieldOfOneFieldLayer(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	gpkg := filepath.Join(dir, "one.gpkg")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "GPKG", gpkg, srcCounties, "-nln", "counties", "-lco", "GEOMETRY_NAME=footprint")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-update", "-f", "GPKG", gpkg, srcBristol, "-nln", "bristol")
+	fgb := filepath.Join(dir, "one.fgb")
+	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "FlatGeobuf", fgb, srcBristol, "-nln", "bristol")
+
+	_, err := readAll2(t, gpkg, Options{GeometryField: "nope"})
+	requireInputError(t, err, gpkg, `layer "counties"`, `no geometry field "nope" (the layer has "footprint")`)
+	_, err = readAll2(t, fgb, Options{GeometryField: "nope"})
+	requireInputError(t, err, fgb, `layer "bristol"`, `no geometry field "nope"`)
+
+	fs, ls, err := readOGR(t, gpkg, Options{GeometryField: "FOOTPRINT", Layers: []string{"counties"}})
+	require.NoError(t, err, "bristol (geom) is not read")
+	require.Len(t, fs, 6)
+	require.Len(t, ls, 1)
+	_, err = readAll2(t, gpkg, Options{GeometryField: "footprint"})
+	requireInputError(t, err, gpkg, `layer "bristol"`, `no geometry field "footprint" (the layer has "geom")`)
+}
+
+// TestOGRZipDatasets: the File Geodatabase zips people make. A zip of a
+// geodatabase's contents (its files at the zip's root, or in a folder not
+// named .gdb) is read as the geodatabase. A zip of several sources (two
+// .gdb folders with a layer "parcels" each, and a shapefile) names each
+// GDAL layer by its dataset's path in the zip, so that none is merged
+// with another; --layer picks among them across the zip, and a name no
+// source has is refused, listing the zip's layers.
+func TestOGRZipDatasets(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	multi := []string{"-nlt", "PROMOTE_TO_MULTI"}
+	a := filepath.Join(dir, "A.gdb")
+	ogr2ogr(t, append(multi, "-f", "OpenFileGDB", a, srcCounties, "-nln", "parcels")...)
+	b := filepath.Join(dir, "B.gdb")
+	ogr2ogr(t, append(multi, "-f", "OpenFileGDB", b, srcBristol, "-nln", "parcels")...)
+
+	t.Run("contents at the root", func(t *testing.T) {
+		z := filepath.Join(dir, "Parcels.gdb.zip")
+		cmd := exec.Command("sh", "-c", "zip -qr "+z+" .")
+		cmd.Dir = a
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		fs, ls, err := readOGR(t, z, Options{})
+		require.NoError(t, err)
+		require.Len(t, fs, 6)
+		require.Equal(t, "parcels", ls[0].Name)
+		require.Equal(t, FormatFileGDB, ls[0].Format)
+	})
+	t.Run("contents in a folder", func(t *testing.T) {
+		nested := filepath.Join(dir, "nested", "Export", "2024")
+		require.NoError(t, os.MkdirAll(filepath.Dir(nested), 0o755))
+		require.NoError(t, exec.Command("cp", "-r", b, nested).Run())
+		z := filepath.Join(dir, "export.zip")
+		zipDir(t, z, filepath.Join(dir, "nested"), "Export")
+		fs, ls, err := readOGR(t, z, Options{})
+		require.NoError(t, err)
+		require.Len(t, fs, 72)
+		require.Equal(t, 27700, ls[0].SRID)
+	})
+
+	z := filepath.Join(dir, "two.zip")
+	zipDir(t, z, dir, "A.gdb", "B.gdb")
+	zipDir(t, z, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
+	fs, ls, err := readOGR(t, z, Options{})
+	require.NoError(t, err)
+	var names []string
+	count := map[string]int{}
+	for _, l := range ls {
+		names = append(names, l.Name)
+	}
+	for _, f := range fs {
+		count[f.Layer]++
+	}
+	require.Equal(t, []string{"A.gdb/parcels", "B.gdb/parcels", "six_counties"}, names)
+	require.Equal(t, map[string]int{"A.gdb/parcels": 6, "B.gdb/parcels": 72, "six_counties": 6}, count)
+	require.Equal(t, []int{4326, 27700, 4326}, []int{ls[0].SRID, ls[1].SRID, ls[2].SRID})
+
+	fs, ls, err = readOGR(t, z, Options{Layers: []string{"B.gdb/parcels", "six_counties"}})
+	require.NoError(t, err)
+	require.Len(t, fs, 78)
+	require.Len(t, ls, 2)
+	require.Equal(t, "B.gdb/parcels", ls[0].Name)
+
+	_, err = readAll2(t, z, Options{Layers: []string{"parcels"}})
+	requireInputError(t, err, z, `no layer "parcels"`, `"A.gdb/parcels", "B.gdb/parcels"`)
+	_, err = readAll2(t, corpusDir+"/coutwildrnp_zip/coutwildrnp.zip", Options{Layers: []string{"nope"}})
+	requireInputError(t, err, "coutwildrnp.zip", `no layer "nope" (the layers with geometry are "coutwildrnp")`)
+}
+
+// TestOGRSurfaces: 3D surfaces (a File Geodatabase's multipatch buildings
+// come back from GDAL as TINs and multipolygons; a GeoPackage may hold
+// TINs, polyhedral surfaces and triangles) are read as the MultiPolygon
+// of their faces, Z dropped, as ogr2ogr -nlt MULTIPOLYGON reads them;
+// they failed as "wkb: unsupported type: 16". A collection of surfaces
+// is their faces too.
+func TestOGRSurfaces(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "surfaces.csv")
+	require.NoError(t, os.WriteFile(csv, []byte(`id,WKT
+1,"TIN Z (((0 0 5,0 1 5,1 1 5,0 0 5)),((0 0 5,1 1 5,1 0 5,0 0 5)))"
+2,"POLYHEDRALSURFACE Z (((2 0 0,4 0 0,4 1 0,2 1 0,2 0 0)),((2 0 0,2 1 0,2 1 9,2 0 9,2 0 0)))"
+3,"TRIANGLE ((0 0,0 3,3 3,0 0))"
+4,"GEOMETRYCOLLECTION Z (TIN Z (((0 0 0,0 1 0,1 1 0,0 0 0))),POLYGON Z ((2 2 0,3 2 0,3 3 0,2 2 0)))"
+`), 0o644))
+	gpkg := filepath.Join(dir, "surfaces.gpkg")
+	ogr2ogr(t, "-f", "GPKG", gpkg, csv, "-a_srs", "EPSG:3857", "-nlt", "GEOMETRYZ", "-nln", "surfaces")
+	gdb := filepath.Join(dir, "bldg.gdb")
+	ogr2ogr(t, "-f", "OpenFileGDB", gdb, csv, "-a_srs", "EPSG:3857", "-nlt", "GEOMETRYZ", "-nln", "bldg", "-where", "id IN ('1', '2')")
+	zipDir(t, filepath.Join(dir, "bldg.gdb.zip"), dir, "bldg.gdb")
+
+	// Faces: the TIN's two triangles (area 1), the surface's two
+	// rectangles (2, and 0 seen from above), the triangle (4.5), the
+	// collection's triangle and polygon (0.5 + 0.5).
+	for p, want := range map[string][]float64{gpkg: {1, 2, 4.5, 1}, filepath.Join(dir, "bldg.gdb.zip"): {1, 2}} {
+		fs, ls, err := readOGR(t, p, Options{})
+		require.NoError(t, err, p)
+		require.Len(t, fs, len(want), p)
+		for i, f := range fs {
+			mp, ok := f.Geom.(*geom.MultiPolygon)
+			require.True(t, ok, "%s feature %d: %T", p, i, f.Geom)
+			require.Equal(t, geom.XY, mp.Layout())
+			a := 0.0
+			for j := 0; j < mp.NumPolygons(); j++ {
+				a += math.Abs(mp.Polygon(j).Area())
+			}
+			require.InDelta(t, want[i], a, 1e-9, "%s feature %d", p, i)
+		}
+		require.Equal(t, int64(0), ls[0].Linearised, p)
+	}
+}
+
+// TestOGRZipCSVAndXML: a zip that holds only CSV files with WKT, or only
+// GML named .xml (as INSPIRE downloads name it) with its schema, is read
+// as those layers (it was refused as holding no known format); beside a
+// shapefile, a .csv or .xml is metadata and not read.
+func TestOGRZipCSVAndXML(t *testing.T) {
+	requireOGR2OGR(t)
+	t.Parallel()
+	dir := t.TempDir()
+	ogr2ogr(t, "-f", "CSV", "-lco", "GEOMETRY=AS_WKT", filepath.Join(dir, "counties.csv"), srcCounties, "-nln", "counties")
+	ogr2ogr(t, "-f", "GML", "-dsco", "FORMAT=GML3.2", filepath.Join(dir, "cp.gml"), srcBristol, "-nln", "cp", "-nlt", "PROMOTE_TO_MULTI")
+	require.NoError(t, os.Rename(filepath.Join(dir, "cp.gml"), filepath.Join(dir, "cp.xml")))
+
+	csvZip := filepath.Join(dir, "csv.zip")
+	zipDir(t, csvZip, dir, "counties.csv")
+	fs, ls, err := readOGR(t, csvZip, Options{SourceSRID: 4326})
+	require.NoError(t, err)
+	require.Len(t, fs, 6)
+	require.Equal(t, FormatCSV, ls[0].Format)
+
+	xmlZip := filepath.Join(dir, "xml.zip")
+	zipDir(t, xmlZip, dir, "cp.xml", "cp.xsd")
+	fs, ls, err = readOGR(t, xmlZip, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 72)
+	require.Equal(t, FormatGML, ls[0].Format)
+	require.Equal(t, 27700, ls[0].SRID)
+
+	both := filepath.Join(dir, "both.zip")
+	zipDir(t, both, dir, "counties.csv", "cp.xml")
+	zipDir(t, both, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
+	fs, ls, err = readOGR(t, both, Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 6)
+	require.Len(t, ls, 1)
+	require.Equal(t, FormatShapefile, ls[0].Format)
 }

@@ -28,8 +28,29 @@ type ogrFormat struct {
 }
 
 // CSVGeometryColumns are the column names a CSV's WKT geometry is looked
-// for under, case-insensitively, in this order.
-var CSVGeometryColumns = []string{"WKT", "geom", "geometry", "the_geom"}
+// for under, case-insensitively (GDAL's GEOM_POSSIBLE_NAMES: "*wkt*" is any
+// name containing "wkt", as QGIS's "wkt_geom"). When several columns
+// match, the one matching the earliest name here is read.
+var CSVGeometryColumns = []string{"WKT", "geom", "geometry", "the_geom", "*wkt*"}
+
+// csvGeometryRank is the position in CSVGeometryColumns of the first name
+// that column name matches, len(CSVGeometryColumns) if none.
+func csvGeometryRank(name string) int {
+	name = strings.ToLower(name)
+	for i, p := range CSVGeometryColumns {
+		p = strings.ToLower(p)
+		if inner, ok := strings.CutPrefix(p, "*"); ok {
+			if inner, ok := strings.CutSuffix(inner, "*"); ok && strings.Contains(name, inner) {
+				return i
+			}
+			continue
+		}
+		if name == p {
+			return i
+		}
+	}
+	return len(CSVGeometryColumns)
+}
 
 var (
 	fmtGPKG       = ogrFormat{name: FormatGPKG, title: "GeoPackage", drivers: []string{"GPKG"}}

@@ -53,6 +53,8 @@ type ogrLayer struct {
 	field int
 	swap  bool
 	layer Layer
+	crs   string // the geometry field's CRS as WKT2, "" for none
+	err   error  // why the geometry field asked for cannot be read
 }
 
 // openOGR opens path (named file in errors) with GDAL, as format f, and
@@ -78,11 +80,21 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		options = append(slices.Clip(options), schema...)
 	}
 	ds, err := ogr.Open(path, f.drivers, options)
+	if err == nil && f.name == FormatCSV {
+		ds, err = csvOneGeometry(ds, path, f, options, opts.GeometryField)
+	}
 	if errors.Is(err, ogr.ErrNoGDAL) {
 		return nil, fmt.Errorf("%s: %w", file, err) // the machine's fault, not the file's
 	}
 	if err != nil {
 		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(err, path, file)}
+	}
+	if f.name == FormatGML && strings.HasPrefix(ds.OpenError, "XML parsing of GML file failed") {
+		// GDAL's prescan of a GML file without a schema met malformed
+		// XML (a truncated file): GDAL then opens it with no features,
+		// which would read as an empty file.
+		ds.Close()
+		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(errors.New(ds.OpenError), path, file)}
 	}
 	r := &ogrReader{path: path, file: file, format: f.name, opts: opts, ds: ds, idx: base, cur: -1}
 	defer func() {
@@ -103,22 +115,21 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		if len(l.GeomFields) == 0 {
 			continue // a non-spatial table
 		}
-		names = append(names, l.Name)
-		field, err := pickGeomField(l, opts.GeometryField)
-		if err != nil {
-			return nil, &Error{File: file, Problem: fmt.Sprintf("layer %q", l.Name), Err: err}
+		name := l.Name
+		if opts.zip != nil {
+			name = opts.zip.prefix + name
+			opts.zip.layers.pick(name)
 		}
+		names = append(names, name)
+		field, err := pickGeomField(l, opts.GeometryField)
 		gf := l.GeomFields[field]
-		pl := ogrLayer{index: i, field: field, swap: gf.SwapXY, layer: Layer{Name: l.Name, Format: f.name}}
+		pl := ogrLayer{index: i, field: field, swap: gf.SwapXY, layer: Layer{Name: name, Format: f.name}, crs: gf.CRS, err: err}
 		if len(l.GeomFields) > 1 {
 			pl.layer.GeometryField = gf.Name
 		}
 		pl.layer.Encoding = "UTF-8"
 		if !l.UTF8 && opts.DefaultEncoding != "" {
 			_, pl.layer.Encoding, _ = encodingByName(opts.DefaultEncoding)
-		}
-		if err := setLayerCRS(&pl.layer, file+" layer "+strconv.Quote(l.Name), gf.CRS, opts); err != nil {
-			return nil, err
 		}
 		if gf.Type.Polygonal() || gf.Type.Mixed() {
 			polygonal = append(polygonal, pl)
@@ -133,7 +144,17 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	if len(plan) == 0 {
 		plan = other
 	}
-	if len(opts.Layers) > 0 {
+	switch {
+	case len(opts.Layers) > 0 && opts.zip != nil:
+		// One source of a zip: the layers of it asked for, if any; the
+		// zip refuses a name no source has (zipLayers.check).
+		plan = nil
+		for _, pl := range append(polygonal, other...) {
+			if slices.Contains(opts.Layers, pl.layer.Name) {
+				plan = append(plan, pl)
+			}
+		}
+	case len(opts.Layers) > 0:
 		plan = nil
 		for _, want := range opts.Layers {
 			found := false
@@ -148,13 +169,57 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 			}
 		}
 	}
+	// Only the layers read are held to the geometry field asked for and
+	// have their CRS resolved (and registered): a layer the upload leaves
+	// unread (a point layer beside polygons, one --layer leaves out)
+	// neither fails the job nor registers its CRS.
+	for i := range plan {
+		pl := &plan[i]
+		if pl.err != nil {
+			return nil, &Error{File: file, Problem: fmt.Sprintf("layer %q", pl.layer.Name), Err: pl.err}
+		}
+		if err := setLayerCRS(&pl.layer, file+" layer "+strconv.Quote(pl.layer.Name), pl.crs, opts); err != nil {
+			return nil, err
+		}
+	}
 	r.plan = plan
 	return r, nil
 }
 
+// csvOneGeometry reopens a CSV in which several columns' names are among
+// CSVGeometryColumns with only the best-named one as its geometry: GDAL
+// parses every such column as a geometry and fails the row on one that is
+// not (a "wkt_source" note beside the "WKT"). The column named want, if
+// any, is the one kept.
+func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string, want string) (*ogr.Dataset, error) {
+	if ds.LayerCount() != 1 {
+		return ds, nil
+	}
+	gfs := ds.Layer(0).GeomFields
+	if len(gfs) < 2 {
+		return ds, nil
+	}
+	best := gfs[0].Name
+	for _, g := range gfs[1:] {
+		if csvGeometryRank(g.Name) < csvGeometryRank(best) {
+			best = g.Name
+		}
+	}
+	for _, g := range gfs {
+		if want != "" && strings.EqualFold(g.Name, want) {
+			best = g.Name
+		}
+	}
+	ds.Close()
+	opts := slices.DeleteFunc(slices.Clone(options), func(o string) bool { return strings.HasPrefix(o, "GEOM_POSSIBLE_NAMES=") })
+	return ogr.Open(path, f.drivers, append(opts, "GEOM_POSSIBLE_NAMES="+best))
+}
+
 // pickGeomField chooses the geometry field of l to read: the one named
-// want, else the first polygonal one, else the first mixed one, else the
-// first. A layer with one geometry field reads it whatever want names.
+// want (case-insensitively), else the first polygonal one, else the first
+// mixed one, else the first. A want the layer has no field of is an error
+// naming the fields it has, whatever their number (with the first
+// field's index, so that the layer can still be classified).
 func pickGeomField(l *ogr.Layer, want string) (int, error) {
 	if want != "" {
 		var names []string
@@ -164,10 +229,10 @@ func pickGeomField(l *ogr.Layer, want string) (int, error) {
 			}
 			names = append(names, g.Name)
 		}
-		if len(l.GeomFields) > 1 {
-			return 0, fmt.Errorf("no geometry field %q (the layer has %s)", want, quoteList(names))
+		if len(names) == 1 && names[0] == "" {
+			return 0, fmt.Errorf("no geometry field %q (the layer's one geometry field has no name)", want)
 		}
-		return 0, nil // a layer with one geometry field reads it, whatever its name
+		return 0, fmt.Errorf("no geometry field %q (the layer has %s)", want, quoteList(names))
 	}
 	for i, g := range l.GeomFields {
 		if g.Type.Polygonal() {
@@ -193,7 +258,11 @@ func (r *ogrReader) fail(problem string, err error) bool {
 	if r.cur >= 0 && r.cur < len(r.plan) {
 		lay = r.plan[r.cur].layer.Name
 	}
-	r.err = &Error{File: r.file, Problem: fmt.Sprintf("layer %q feature %d (FID %d): %s", lay, r.idx, r.fid, problem), Err: localPathAs(err, r.path, r.file)}
+	fid := "" // GDAL could not read the feature at all: it has no FID
+	if r.fid >= 0 {
+		fid = fmt.Sprintf(" (FID %d)", r.fid)
+	}
+	r.err = &Error{File: r.file, Problem: fmt.Sprintf("layer %q feature %d%s: %s", lay, r.idx, fid, problem), Err: localPathAs(err, r.path, r.file)}
 	return false
 }
 

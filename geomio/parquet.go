@@ -48,17 +48,25 @@ func openGeoParquet(path string, opts Options) (_ Reader, err error) {
 	if err != nil {
 		return nil, &Error{File: path, Problem: "stat", Err: err}
 	}
-	gp, err := geoparquet.Open(f, fi.Size(), opts.Limits.MaxCompressionRatio)
+	gp, err := geoparquet.Open(f, fi.Size(), opts.Limits.MaxCompressionRatio, opts.GeometryField)
 	if err != nil {
 		var re *geoparquet.RatioError
 		if errors.As(err, &re) {
 			return nil, uploadLimitError(path, overLimit(LimitZipRatio, re.Max, strings.ReplaceAll(re.Error(), "%", "%%")+" (over %d)"))
+		}
+		var ce *geoparquet.ColumnError
+		if errors.As(err, &ce) {
+			base := filepath.Base(path)
+			return nil, &Error{File: path, Problem: fmt.Sprintf("layer %q", strings.TrimSuffix(base, filepath.Ext(base))), Err: err}
 		}
 		return nil, &Error{File: path, Problem: "invalid GeoParquet", Err: err}
 	}
 	r := &parquetReader{name: path, file: f, gp: gp, limits: opts.Limits}
 	base := filepath.Base(path)
 	r.layer = Layer{Name: strings.TrimSuffix(base, filepath.Ext(base)), Format: FormatGeoParquet, Encoding: "UTF-8"}
+	if len(gp.Metadata().Columns) > 1 {
+		r.layer.GeometryField = gp.Column()
+	}
 	col := gp.Primary()
 	switch {
 	case col.CRSAbsent() && opts.SourceSRID == 0:

@@ -2,6 +2,7 @@ package geomio_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
@@ -232,6 +234,21 @@ func FuzzGeoParquet(f *testing.F) {
 	// (TestGeoParquetHostilePageHeader).
 	f.Add(withPageHeader(f, seed, func(h *format.PageHeader) { h.UncompressedPageSize = 1 << 30 }))
 	f.Add(withPageHeader(f, seed, func(h *format.PageHeader) { h.CompressedPageSize = 1 << 30 }))
+	// A version 1 data page that claims 2^31-1 values
+	// (TestGeoParquetHostileValueCount).
+	v1 := testfiles.GeoParquet(f, filepath.Join(dir, "v1.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(f, square), Properties: `{"a":1}`},
+	), testfiles.GeoParquetOptions{DataPageV1: true})
+	v1Seed, err := os.ReadFile(v1)
+	require.NoError(f, err)
+	f.Add(v1Seed)
+	// Nested columns, as Arrow lays them out (TestGeoParquetArrowLayout).
+	f.Add(arrowLayoutFile(f))
+	f.Add(withPageHeader(f, v1Seed, func(h *format.PageHeader) {
+		if h.DataPageHeader.Valid {
+			h.DataPageHeader.V.NumValues = 1<<31 - 1
+		}
+	}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := filepath.Join(t.TempDir(), "f.parquet")
 		require.NoError(t, os.WriteFile(path, b, 0o644))
@@ -406,4 +423,145 @@ func TestGeoParquetNestedColumns(t *testing.T) {
 	require.NoError(t, json.Unmarshal(fs[1].Properties, &p))
 	require.Equal(t, "c2", p["code"])
 	require.Empty(t, p["tags"])
+}
+
+// arrowRow is a row as Arrow (pyarrow, GeoPandas, GDAL) lays out a
+// GeoParquet file: the geometry after the other columns, lists of three
+// levels with optional elements, a struct holding a list, a map, and the
+// covering bbox struct.
+type arrowRow struct {
+	Name     string           `parquet:"name"`
+	Tags     []*string        `parquet:"tags,optional,list"`
+	Attrs    *arrowAttrs      `parquet:"attrs,optional"`
+	Counts   map[string]int64 `parquet:"counts"`
+	Geometry []byte           `parquet:"geometry,optional"`
+	BBox     struct {
+		XMin float64 `parquet:"xmin"`
+		YMin float64 `parquet:"ymin"`
+		XMax float64 `parquet:"xmax"`
+		YMax float64 `parquet:"ymax"`
+	} `parquet:"bbox"`
+}
+
+type arrowAttrs struct {
+	A    int64   `parquet:"a"`
+	Vals []int32 `parquet:"vals,list"`
+}
+
+// TestGeoParquetArrowLayout: a file laid out as Arrow's Go writer
+// (pqarrow, under gpq and other Go GeoParquet tools) writes one: the
+// schema's root marked REPEATED, the geometry column after the others,
+// lists with null elements, null and empty, a struct with a list in it, a
+// map. It is read: the geometry column is found (parquet-go's schema
+// lookup counted the root's repetition, and the file was refused as having
+// no top-level geometry column), and every nested property comes out as
+// JSON (parquet-go's reconstruction panicked on such a root). The covering
+// bbox column is left out.
+func TestGeoParquetArrowLayout(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "arrow.parquet")
+	require.NoError(t, os.WriteFile(path, arrowLayoutFile(t), 0o644))
+	_, fs, err := readAll(t, path, geomio.Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 3)
+	for i, want := range []string{
+		`{"name":"a","tags":["x",null,"é"],"attrs":{"a":7,"vals":[1,2]},"counts":{"k":3}}`,
+		`{"name":"b","tags":[],"attrs":{"a":8,"vals":[]},"counts":{}}`,
+		`{"name":"c","tags":null,"attrs":null,"counts":{}}`,
+	} {
+		require.JSONEq(t, want, string(fs[i].Properties), "row %d", i)
+		require.NotNil(t, fs[i].Geom, "row %d", i)
+	}
+}
+
+// arrowLayoutFile is a GeoParquet file of three arrowRows (nested values,
+// nulls and empty lists), two rows a row group, with its root REPEATED.
+func arrowLayoutFile(t testing.TB) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[arrowRow](&buf, parquet.KeyValueMetadata("geo",
+		`{"version":"1.1.0","primary_column":"geometry","columns":{"geometry":{"encoding":"WKB","geometry_types":["Polygon"],`+
+			`"covering":{"bbox":{"xmin":["bbox","xmin"],"ymin":["bbox","ymin"],"xmax":["bbox","xmax"],"ymax":["bbox","ymax"]}}}}}`),
+		parquet.MaxRowsPerRowGroup(2))
+	x, y := "x", "é"
+	_, err := w.Write([]arrowRow{
+		{Name: "a", Tags: []*string{&x, nil, &y}, Attrs: &arrowAttrs{A: 7, Vals: []int32{1, 2}}, Counts: map[string]int64{"k": 3}, Geometry: wkbOf(t, square)},
+		{Name: "b", Tags: []*string{}, Attrs: &arrowAttrs{A: 8}, Geometry: wkbOf(t, square)},
+		{Name: "c", Geometry: wkbOf(t, square)},
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return withRootRepeated(t, buf.Bytes())
+}
+
+// withRootRepeated returns the Parquet file good with its schema's root
+// element marked REPEATED, as Arrow's Go writer marks it.
+func withRootRepeated(t testing.TB, good []byte) []byte {
+	t.Helper()
+	var proto thrift.CompactProtocol
+	n := int(binary.LittleEndian.Uint32(good[len(good)-8:]))
+	footerAt := len(good) - 8 - n
+	var md format.FileMetaData
+	require.NoError(t, thrift.Unmarshal(&proto, good[footerAt:len(good)-8], &md))
+	md.Schema[0].RepetitionType = thrift.New(format.Repeated)
+	footer, err := thrift.Marshal(&proto, &md)
+	require.NoError(t, err)
+	out := append(append([]byte(nil), good[:footerAt]...), footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	return append(out, "PAR1"...)
+}
+
+type twoGeomRow struct {
+	Geometry []byte `parquet:"geometry,optional"`
+	Centroid []byte `parquet:"centroid,optional"`
+	Name     string `parquet:"name"`
+}
+
+// TestGeoParquetGeometryField: --geometry-field chooses among the geo
+// metadata's geometry columns (case-insensitively), the primary one by
+// default, and says which was read when there are several; a name the
+// file lacks is refused naming the file, the layer and its geometry
+// columns, in a file with one geometry column too (it was ignored).
+func TestGeoParquetGeometryField(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	two := filepath.Join(dir, "two.parquet")
+	f, err := os.Create(two)
+	require.NoError(t, err)
+	w := parquet.NewGenericWriter[twoGeomRow](f, parquet.KeyValueMetadata("geo",
+		`{"version":"1.1.0","primary_column":"geometry","columns":{"geometry":{"encoding":"WKB","geometry_types":["Polygon"]},"centroid":{"encoding":"WKB","geometry_types":["Point"]}}}`))
+	_, err = w.Write([]twoGeomRow{{Geometry: wkbOf(t, square), Centroid: wkbOf(t, geom.NewPointFlat(geom.XY, []float64{0.5, 0.5})), Name: "a"}})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
+
+	r, err := geomio.Open(two, geomio.Options{})
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	require.IsType(t, &geom.MultiPolygon{}, r.Feature().Geom)
+	require.Equal(t, "geometry", r.Layer().GeometryField)
+	require.JSONEq(t, `{"name":"a"}`, string(r.Feature().Properties))
+	r.Close()
+
+	r, err = geomio.Open(two, geomio.Options{GeometryField: "Centroid"})
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	require.IsType(t, &geom.Point{}, r.Feature().Geom)
+	require.Equal(t, "centroid", r.Layer().GeometryField)
+	r.Close()
+
+	_, err = geomio.Open(two, geomio.Options{GeometryField: "nope"})
+	require.Error(t, err)
+	require.True(t, geomio.IsInputError(err), "%v", err)
+	require.Contains(t, err.Error(), two)
+	require.Contains(t, err.Error(), `layer "two": no geometry column "nope" (the file's geometry columns are "centroid", "geometry")`)
+
+	one := testfiles.GeoParquet(t, filepath.Join(dir, "one.parquet"), rows(testfiles.GeoParquetRow{Geometry: wkbOf(t, square)}), testfiles.GeoParquetOptions{})
+	_, err = geomio.Open(one, geomio.Options{GeometryField: "nope"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `no geometry column "nope" (the file's geometry columns are "geometry")`)
+	r, err = geomio.Open(one, geomio.Options{GeometryField: "GEOMETRY"})
+	require.NoError(t, err)
+	require.Empty(t, r.Layer().GeometryField)
+	r.Close()
 }

@@ -2,6 +2,7 @@ package geomio_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -118,4 +119,72 @@ func TestGeoParquetHostilePageHeader(t *testing.T) {
 	require.Contains(t, err.Error(), long+": invalid GeoParquet")
 	require.Regexp(t, `page 0: its header declares 1073741824 bytes but the column chunk holds \d+ more`, err.Error())
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "no allocation of the declared size")
+}
+
+// TestGeoParquetHostileValueCount: parquet-go sizes a page's level and
+// value buffers (and a dictionary's index) by the value count in the
+// page's header, which the format bounds only by its 32-bit field. A
+// header that claims 2^31-1 values is refused from the headers, before any
+// page is read and without that allocation: at most 8 values per byte of
+// the page (one bit each) times --max-zip-ratio, and never more than its
+// column chunk holds; a negative count is invalid. The first page is a
+// dictionary page or a data page, v1 or v2: each header's count is
+// checked.
+func TestGeoParquetHostileValueCount(t *testing.T) {
+	for _, v1 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("data page v1 %v", v1), func(t *testing.T) { testHostileValueCount(t, v1) })
+	}
+}
+
+func testHostileValueCount(t *testing.T, v1 bool) {
+	dir := t.TempDir()
+	good := testfiles.GeoParquet(t, filepath.Join(dir, "good.parquet"), rows(
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square), Properties: `{"a":1}`},
+		testfiles.GeoParquetRow{Geometry: wkbOf(t, square), Properties: `{"a":2}`},
+	), testfiles.GeoParquetOptions{DataPageV1: v1})
+	goodBytes, err := os.ReadFile(good)
+	require.NoError(t, err)
+	setCount := func(n int32) func(h *format.PageHeader) {
+		return func(h *format.PageHeader) {
+			if h.DictionaryPageHeader.Valid {
+				h.DictionaryPageHeader.V.NumValues = n
+			}
+			if h.DataPageHeader.Valid {
+				h.DataPageHeader.V.NumValues = n
+			}
+			if h.DataPageHeaderV2.Valid {
+				h.DataPageHeaderV2.V.NumValues = n
+				h.DataPageHeaderV2.V.NumRows = n
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		count int32
+		want  string
+		limit bool
+	}{
+		{"huge", 1<<31 - 1, `page 0: a page of \d+ bytes declares 2147483647 values, more than 200 times 8 per byte`, true},
+		{"more than the chunk", 3, `page 0: its header declares 3 values but the column chunk holds 2`, false},
+		{"negative", -5, `page 0: negative value count in its header`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name+".parquet")
+			require.NoError(t, os.WriteFile(p, withPageHeader(t, goodBytes, setCount(tc.count)), 0o644))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, fs, err := readAll(t, p, geomio.Options{})
+			runtime.ReadMemStats(&after)
+			require.Error(t, err)
+			require.Empty(t, fs)
+			require.Contains(t, err.Error(), p)
+			require.Regexp(t, tc.want, err.Error())
+			require.Equal(t, tc.limit, geomio.IsLimitError(err), "%v", err)
+			if tc.limit {
+				require.Contains(t, err.Error(), "max-zip-ratio")
+			}
+			require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "no allocation of the declared count")
+		})
+	}
 }

@@ -563,11 +563,12 @@ type multiReader struct {
 	idx     int64
 	err     error
 	cleanup func() error
+	check   func() error // once every layer was read (nil: nothing)
 }
 
-func newMultiReader(layers []zipLayer, cleanup func() error) (*multiReader, error) {
+func newMultiReader(layers []zipLayer, cleanup, check func() error) (*multiReader, error) {
 	sort.SliceStable(layers, func(a, b int) bool { return layers[a].name < layers[b].name })
-	m := &multiReader{layers: layers, cleanup: cleanup}
+	m := &multiReader{layers: layers, cleanup: cleanup, check: check}
 	if err := m.openNext(); err != nil {
 		return nil, err
 	}
@@ -598,6 +599,9 @@ func (m *multiReader) Next() bool {
 			return false
 		}
 		if m.next >= len(m.layers) {
+			if m.check != nil {
+				m.err, m.check = m.check(), nil
+			}
 			return false
 		}
 		m.err = m.openNext()

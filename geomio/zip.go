@@ -58,9 +58,12 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			cleanup()
 		}
 	}()
+	gdbDirs := unnamedGDBFolders(zr.File)
+	gdbLocal := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(zipPath), filepath.Ext(zipPath)), ".gdb") + ".gdb"
 	var total int64
 	var shps, jsons []string // entry names of .shp and GeoJSON files
 	var ogrs []string        // entry names of files (and .gdb folders) read with GDAL
+	var loose []string       // .csv and .xml entries: layers only of a zip with no other
 	seen := map[string]bool{}
 	for _, f := range zr.File {
 		name := strings.ReplaceAll(f.Name, `\`, "/")
@@ -71,10 +74,23 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			continue
 		}
 		gdb := gdbFolder(name)
-		if ext := strings.ToLower(path.Ext(name)); !IsShapefilePart(name) && ext != ".geojson" && ext != ".json" && gdb == "" && !zipOGRPart(ext) {
+		clean := path.Clean(name)
+		if dir := path.Dir(clean); gdb == "" && gdbDirs[dir] {
+			// A File Geodatabase's files in a folder not named .gdb
+			// (the folder's contents zipped): GDAL opens a .gdb.
+			if dir == "." {
+				dir = ""
+			}
+			gdb = path.Join(dir, gdbLocal)
+			if dir != "" {
+				gdb = dir + ".gdb"
+			}
+			clean = path.Join(gdb, path.Base(clean))
+		}
+		ext := strings.ToLower(path.Ext(name))
+		if !IsShapefilePart(name) && ext != ".geojson" && ext != ".json" && gdb == "" && !zipOGRPart(ext) && ext != ".csv" && ext != ".xml" {
 			continue
 		}
-		clean := path.Clean(name)
 		if seen[strings.ToLower(clean)] {
 			return nil, &Error{File: zipPath + "/" + f.Name, Problem: "duplicate zip entry"}
 		}
@@ -103,6 +119,8 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			jsons = append(jsons, clean)
 		case zipOGRLayer(ext):
 			ogrs = append(ogrs, clean)
+		case ext == ".csv" || ext == ".xml":
+			loose = append(loose, clean)
 		}
 		if n := len(shps) + len(jsons); n > lim.MaxLayers {
 			// Counted as extracted (a .json beside shapefiles is
@@ -111,10 +129,53 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 		}
 	}
 	if len(shps) == 0 && len(jsons) == 0 && len(ogrs) == 0 {
-		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile, GeoJSON, File Geodatabase (.gdb folder), GeoPackage, FlatGeobuf, KML, GML or MapInfo file"}
+		// Nothing else: its CSV files (with a WKT column) and .xml
+		// files (GML, as INSPIRE downloads name it) are its layers.
+		// Beside other layers they are metadata.
+		ogrs = loose
+	}
+	if len(shps) == 0 && len(jsons) == 0 && len(ogrs) == 0 {
+		return nil, &Error{File: zipPath, Problem: "unsupported format: zip holds no shapefile, GeoJSON, File Geodatabase (.gdb folder), GeoPackage, FlatGeobuf, KML, GML, MapInfo or CSV file"}
+	}
+	// The zip's sources: each shapefile set and GeoJSON file is one
+	// layer, named by its path; each dataset read with GDAL and each KML
+	// document has layers of its own, named by the path of their dataset
+	// when the zip holds more than one source. --layer is matched against
+	// the whole zip.
+	kmz := strings.EqualFold(filepath.Ext(zipPath), ".kmz")
+	if kmz {
+		ogrs = slices.DeleteFunc(ogrs, func(o string) bool {
+			return strings.EqualFold(path.Ext(o), ".kml") && o != firstKML(ogrs)
+		})
+	}
+	var jsonLayers []string
+	for _, j := range jsons {
+		if len(shps) > 0 && strings.EqualFold(path.Ext(j), ".json") {
+			continue // beside shapefiles, a .json is metadata, not a layer
+		}
+		jsonLayers = append(jsonLayers, j)
+	}
+	datasets := 0
+	for _, o := range ogrs {
+		if _, ok := ogrFormatOf(o, nil); ok || strings.EqualFold(path.Ext(o), ".gdb") {
+			datasets++
+		}
+	}
+	several := len(shps)+len(jsonLayers)+datasets > 1
+	zl := &zipLayers{want: opts.Layers}
+	sub := func(dataset string) Options {
+		o := opts
+		o.zip = &zipDataset{layers: zl}
+		if several {
+			o.zip.prefix = dataset + "/"
+		}
+		return o
 	}
 	var layers []zipLayer
 	for _, s := range shps {
+		if !zl.pick(strings.TrimSuffix(s, path.Ext(s))) {
+			continue
+		}
 		set, err := findSidecars(filepath.Join(dir, filepath.FromSlash(s)))
 		if err != nil {
 			return nil, &Error{File: zipPath + "/" + s, Problem: "open", Err: err}
@@ -124,26 +185,21 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			return openShapefileSet(set, file, name, opts, base)
 		}})
 	}
-	for _, j := range jsons {
-		if len(shps) > 0 && strings.EqualFold(path.Ext(j), ".json") {
-			continue // beside shapefiles, a .json is metadata, not a layer
+	for _, j := range jsonLayers {
+		if !zl.pick(strings.TrimSuffix(j, path.Ext(j))) {
+			continue
 		}
 		name, file, local := strings.TrimSuffix(j, path.Ext(j)), zipPath+"/"+j, filepath.Join(dir, filepath.FromSlash(j))
 		layers = append(layers, zipLayer{name: name, open: func(base int64) (layerReader, error) {
 			return openGeoJSONAs(local, file, name, base, opts)
 		}})
 	}
-	kmz := strings.EqualFold(filepath.Ext(zipPath), ".kmz")
-	kmlSeen := false
 	for _, o := range ogrs {
 		if strings.EqualFold(path.Ext(o), ".kml") {
 			// A KMZ is its first KML document (the others are what it
 			// links to); a plain zip's KML files are each read.
-			if kmz && kmlSeen {
-				continue
-			}
-			kmlSeen = true
 			name, file, local := strings.TrimSuffix(o, path.Ext(o)), zipPath+"/"+o, filepath.Join(dir, filepath.FromSlash(o))
+			kopts := sub(o)
 			base := kmlBase(o)
 			var link kmzLink
 			if kmz {
@@ -159,7 +215,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 				}
 			}
 			layers = append(layers, zipLayer{name: name, open: func(first int64) (layerReader, error) {
-				return openKML(local, file, base, opts, first, link)
+				return openKML(local, file, base, kopts, first, link)
 			}})
 			continue
 		}
@@ -171,15 +227,52 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 			continue
 		}
 		name, file, local := strings.TrimSuffix(o, path.Ext(o)), zipPath+"/"+o, filepath.Join(dir, filepath.FromSlash(o))
+		oopts := sub(o)
 		layers = append(layers, zipLayer{name: name, open: func(base int64) (layerReader, error) {
-			return openOGR(local, file, f, opts, base)
+			return openOGR(local, file, f, oopts, base)
 		}})
 	}
-	m, err := newMultiReader(layers, cleanup)
+	if len(layers) == 0 {
+		return nil, zl.check(zipPath) // every layer is known: none is wanted
+	}
+	check := func() error { return zl.check(zipPath) }
+	if len(opts.Layers) == 0 {
+		check = nil
+	}
+	m, err := newMultiReader(layers, cleanup, check)
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// firstKML is the first .kml among entry names, "" if none.
+func firstKML(names []string) string {
+	for _, n := range names {
+		if strings.EqualFold(path.Ext(n), ".kml") {
+			return n
+		}
+	}
+	return ""
+}
+
+// gdbCatalog is the file every File Geodatabase folder holds: its system
+// catalog, table 1.
+const gdbCatalog = "a00000001.gdbtable"
+
+// unnamedGDBFolders returns the folders of a zip ("." for its root) that
+// hold a File Geodatabase without being named .gdb: the catalog table is
+// in them, outside any .gdb folder. Users often zip a geodatabase's
+// contents rather than its folder.
+func unnamedGDBFolders(files []*zip.File) map[string]bool {
+	dirs := map[string]bool{}
+	for _, f := range files {
+		name := path.Clean(strings.ReplaceAll(f.Name, `\`, "/"))
+		if strings.EqualFold(path.Base(name), gdbCatalog) && gdbFolder(name) == "" && !strings.HasPrefix(name, "__MACOSX/") {
+			dirs[path.Dir(name)] = true
+		}
+	}
+	return dirs
 }
 
 // gdbFolder returns the path of the File Geodatabase folder (a directory
@@ -195,8 +288,8 @@ func gdbFolder(name string) string {
 }
 
 // zipOGRLayer reports whether a zip entry with extension ext (lower case)
-// is a layer file read with GDAL. A .xml in a zip is metadata (beside a
-// shapefile), never GML; a .csv is left alone likewise.
+// is a layer file read with GDAL. A .xml or .csv in a zip is a layer only
+// when the zip holds no other (beside a shapefile, it is metadata).
 func zipOGRLayer(ext string) bool {
 	switch ext {
 	case ".gpkg", ".fgb", ".kml", ".gml", ".tab", ".mif":

@@ -36,6 +36,7 @@ type progressReader struct {
 	geomio.Reader
 	log      *slog.Logger
 	fn       func(JobProgress)
+	first    func() // if set, called when the first feature has been read
 	every    time.Duration
 	logEvery time.Duration
 	p        JobProgress
@@ -54,6 +55,9 @@ func newProgressReader(r geomio.Reader, log *slog.Logger, fn func(JobProgress), 
 func (r *progressReader) Next() bool {
 	if r.Reader.Next() {
 		r.p.Features++
+		if r.p.Features == 1 && r.first != nil {
+			r.first()
+		}
 		if r.p.Features%256 == 0 {
 			now := time.Now()
 			if r.fn != nil && now.Sub(r.lastFn) >= r.every {

@@ -45,10 +45,23 @@ type Service struct {
 	// has run 10 s.
 	Progress         func(JobProgress)
 	ProgressInterval time.Duration
+	// TrimMemory, when set, is called once for each job whose input is at
+	// least TrimMemoryMinSize bytes, on the goroutine that reads it, when
+	// the job's first feature has been read: start-up and the opening of
+	// the file are behind the process, and memory that only they used can
+	// be given back before the stream of features begins (cmd wires
+	// pagetrim.Trim: the pages of code and read-only data the process no
+	// longer uses). Smaller inputs skip it: their job ends before the trim
+	// (a few milliseconds) would pay for itself.
+	TrimMemory func()
 	// NoReportRefresh turns off the refresh of the report assignments
 	// after each committed write or delete (see Store.RefreshReports).
 	NoReportRefresh bool
 }
+
+// TrimMemoryMinSize is the input size from which a job calls
+// Service.TrimMemory.
+const TrimMemoryMinSize = 1 << 20
 
 // NewService returns a Service with defaults filled in. metrics and log may
 // be nil.
@@ -188,7 +201,11 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	if testhook.Enabled(ctx) {
 		in = &copyHook{Reader: r, ctx: ctx, where: where}
 	}
-	pr := LogLayers(newProgressReader(in, log, s.Progress, every, progressLogEvery, job))
+	prog := newProgressReader(in, log, s.Progress, every, progressLogEvery, job)
+	if s.TrimMemory != nil && fetched.Size >= TrimMemoryMinSize {
+		prog.first = s.TrimMemory
+	}
+	pr := LogLayers(prog)
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched)
 	if err != nil {
 		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))

@@ -8,6 +8,7 @@
 # Usage: scripts/bench-year.sh [benchyear flags]
 #   default: 3,000 sources, at most 20M rows, 12 months (hours on 2 cores)
 #   quick:   scripts/bench-year.sh -sources 300 -max-rows 1000000 -months 3
+#   burst:   add -waves 1 (a month's publications at once, not in 4 weekly waves)
 # It starts the embedded cluster in a fresh GEOINGEST_HOME under BENCH_DIR
 # (a temporary directory by default) unless DATABASE_URL is set, and
 # writes results.csv and plot.png to BENCH_DIR/out.

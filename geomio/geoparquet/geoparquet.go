@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -92,9 +94,9 @@ type Field struct {
 type File struct {
 	f        *parquet.File
 	meta     Metadata
-	geomCol  int // leaf column index of the primary geometry column
+	geomCol  int    // leaf column index of the geometry column read
+	column   string // its name
 	props    []prop
-	nested   bool // some property is not a top-level leaf
 	rowGroup int
 	rows     parquet.Rows
 	buf      []parquet.Row
@@ -114,20 +116,28 @@ type prop struct {
 	leaf  int // leaf column index, or -1 for a group (list, map, struct)
 	conv  converter
 	field parquet.Field
+	// nested assembles a group column (leaf < 0).
+	nested *nestedProp
 }
 
 // RatioError is a column chunk, or one page of it, that declares more
-// than the ratio Open was given times its size uncompressed: a
+// than the ratio Open was given times its size uncompressed, or a page
+// that declares more values than that ratio times 8 per byte: a
 // decompression bomb, refused before it is read.
 type RatioError struct {
 	Column string
 	// Page is the page's index in its column chunk, or -1 for the chunk.
 	Page                     int
 	Compressed, Uncompressed int64
-	Max                      int64
+	// Values is the page's value count when that is what is over.
+	Values int64
+	Max    int64
 }
 
 func (e *RatioError) Error() string {
+	if e.Values > 0 {
+		return fmt.Sprintf("column %q, page %d: a page of %d bytes declares %d values, more than %d times 8 per byte", e.Column, e.Page, e.Compressed, e.Values, e.Max)
+	}
 	if e.Page >= 0 {
 		return fmt.Sprintf("column %q, page %d: a page of %d bytes declares %d uncompressed, more than %d times its size", e.Column, e.Page, e.Compressed, e.Uncompressed, e.Max)
 	}
@@ -143,8 +153,10 @@ func (e *RatioError) Error() string {
 // chunk (checkPages): each page inside its chunk, and at most maxRatio
 // times its compressed size uncompressed (a *RatioError otherwise;
 // maxRatio <= 0 checks no ratio). Only the footer and the page headers
-// are read.
-func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
+// are read. The geometry read is the primary column's, or the geometry
+// column named column (case-insensitively; a *ColumnError when the geo
+// metadata has none of that name).
+func Open(r io.ReaderAt, size int64, maxRatio int64, column string) (_ *File, err error) {
 	defer recoverAs(&err, "read the footer")
 	pf, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
@@ -172,7 +184,7 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 			if base < 0 || base > size || md.TotalCompressedSize > size-base {
 				return nil, fmt.Errorf("row group %d, column %q: its pages (%d bytes at %d) are not inside the file of %d bytes", i, name, md.TotalCompressedSize, base, size)
 			}
-			if err := checkPages(r, base, md.TotalCompressedSize, maxRatio, name); err != nil {
+			if err := checkPages(r, base, md.TotalCompressedSize, maxRatio, name, md.NumValues); err != nil {
 				return nil, fmt.Errorf("row group %d, %w", i, err)
 			}
 		}
@@ -189,19 +201,40 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 	if m.PrimaryColumn == "" {
 		return nil, errors.New("the \"geo\" metadata names no primary_column")
 	}
-	col, ok := m.Columns[m.PrimaryColumn]
+	name := m.PrimaryColumn
+	if column != "" {
+		var names []string
+		name = ""
+		for c := range m.Columns {
+			names = append(names, strconv.Quote(c))
+			if strings.EqualFold(c, column) {
+				name = c
+			}
+		}
+		if name == "" {
+			slices.Sort(names)
+			return nil, &ColumnError{fmt.Sprintf("no geometry column %q (the file's geometry columns are %s)", column, strings.Join(names, ", "))}
+		}
+	}
+	g.column = name
+	col, ok := m.Columns[name]
 	if !ok {
-		return nil, fmt.Errorf("the \"geo\" metadata does not describe its primary column %q", m.PrimaryColumn)
+		return nil, fmt.Errorf("the \"geo\" metadata does not describe its primary column %q", name)
 	}
 	if !strings.EqualFold(col.Encoding, "WKB") {
-		return nil, fmt.Errorf("geometry column %q has encoding %q; geoingest reads the WKB encoding (rewrite with geometry_encoding=WKB, GDAL's default)", m.PrimaryColumn, col.Encoding)
+		return nil, fmt.Errorf("geometry column %q has encoding %q; geoingest reads the WKB encoding (rewrite with geometry_encoding=WKB, GDAL's default)", name, col.Encoding)
 	}
-	leaf, ok := pf.Schema().Lookup(m.PrimaryColumn)
-	if !ok || leaf.MaxRepetitionLevel != 0 {
-		return nil, fmt.Errorf("geometry column %q is not a top-level column of the file", m.PrimaryColumn)
+	// Whether the column is a top-level one is read from the schema's
+	// fields: parquet-go's Lookup counts a schema root marked REPEATED
+	// (as Arrow's Go writer marks it) in every column's levels; its column
+	// index is right.
+	top := slices.IndexFunc(pf.Schema().Fields(), func(f parquet.Field) bool { return f.Name() == name })
+	leaf, ok := pf.Schema().Lookup(name)
+	if !ok || top < 0 || !pf.Schema().Fields()[top].Leaf() || pf.Schema().Fields()[top].Repeated() {
+		return nil, fmt.Errorf("geometry column %q is not a top-level column of the file", name)
 	}
 	if k := leaf.Node.Type().Kind(); k != parquet.ByteArray {
-		return nil, fmt.Errorf("geometry column %q is of type %s, not a byte array of WKB", m.PrimaryColumn, k)
+		return nil, fmt.Errorf("geometry column %q is of type %s, not a byte array of WKB", name, k)
 	}
 	g.geomCol = leaf.ColumnIndex
 	skip := map[string]bool{}
@@ -215,7 +248,10 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 			}
 		}
 	}
+	first := 0 // the field's first leaf column
 	for _, fld := range pf.Schema().Fields() {
+		firstLeaf := first
+		first += leafCount(fld)
 		if skip[fld.Name()] {
 			continue
 		}
@@ -229,7 +265,7 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 			}
 		}
 		if p.leaf < 0 {
-			g.nested = true
+			p.nested = newNestedProp(fld, firstLeaf)
 		}
 		g.props = append(g.props, p)
 	}
@@ -239,8 +275,18 @@ func Open(r io.ReaderAt, size int64, maxRatio int64) (_ *File, err error) {
 // Metadata returns the `geo` metadata.
 func (g *File) Metadata() Metadata { return g.meta }
 
-// Primary returns the primary geometry column's description.
-func (g *File) Primary() Column { return g.meta.Columns[g.meta.PrimaryColumn] }
+// Primary returns the description of the geometry column read: the
+// primary one, or the one Open was asked for.
+func (g *File) Primary() Column { return g.meta.Columns[g.column] }
+
+// Column is the name of the geometry column read.
+func (g *File) Column() string { return g.column }
+
+// ColumnError is Open's error for a geometry column asked for that the
+// file lacks.
+type ColumnError struct{ msg string }
+
+func (e *ColumnError) Error() string { return e.msg }
 
 // NumRows is the number of rows the footer declares.
 func (g *File) NumRows() int64 { return g.f.NumRows() }
@@ -334,14 +380,6 @@ func (g *File) decode(row parquet.Row) error {
 	} else if g.geomCol >= len(cols) {
 		return errors.New("row has no geometry column")
 	}
-	var nested map[string]any
-	if g.nested {
-		m := map[string]any{}
-		if err := g.f.Schema().Reconstruct(&m, row); err != nil {
-			return fmt.Errorf("reading nested columns: %w", err)
-		}
-		nested = m
-	}
 	b := append(g.json[:0], '{')
 	for k, p := range g.props {
 		if k > 0 {
@@ -356,12 +394,7 @@ func (g *File) decode(row parquet.Row) error {
 			b = p.conv(b, cols[p.leaf][0])
 			continue
 		}
-		v, err := json.Marshal(nested[p.name])
-		if err != nil {
-			b = append(b, "null"...)
-			continue
-		}
-		b = append(b, v...)
+		b = p.nested.appendJSON(b, cols)
 	}
 	g.json = append(b, '}')
 	return nil

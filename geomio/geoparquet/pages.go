@@ -27,11 +27,18 @@ const firstHeaderRead = 4 << 10
 // bounded by bytes the file really holds), and its uncompressed size must
 // be at most maxRatio times its compressed size, with a floor of 1 KiB
 // (a *RatioError, the limit of the whole chunk applied to each page;
-// maxRatio <= 0 checks nothing). A header must decode within maxPageHeader
-// bytes, inside the chunk. Only headers are read.
-func checkPages(r io.ReaderAt, base, n, maxRatio int64, column string) error {
+// maxRatio <= 0 checks nothing). parquet-go also sizes a page's level,
+// offset and dictionary index buffers by the page's value count, which the
+// format bounds only by its 32-bit field; so a page's count must be at
+// least 0, at most what is left of the chunk's values (chunkValues, from
+// the footer; a dictionary page at most all of them), and at most maxRatio
+// times 8 values per byte of the page (one bit each, the densest a
+// bit-packed page can be, with the same 1 KiB floor; a *RatioError). A
+// header must decode within maxPageHeader bytes, inside the chunk. Only
+// headers are read.
+func checkPages(r io.ReaderAt, base, n, maxRatio int64, column string, chunkValues int64) error {
 	var buf []byte
-	var pos int64
+	var pos, values int64
 	for page := 0; pos < n; page++ {
 		var h format.PageHeader
 		hlen, err := readPageHeader(r, base+pos, n-pos, &buf, &h)
@@ -47,6 +54,23 @@ func checkPages(r io.ReaderAt, base, n, maxRatio int64, column string) error {
 		}
 		if maxRatio > 0 && int64(h.UncompressedPageSize) > maxRatio*max(size, 1<<10) {
 			return &RatioError{Column: column, Page: page, Compressed: size, Uncompressed: int64(h.UncompressedPageSize), Max: maxRatio}
+		}
+		count, dict := pageValues(&h)
+		if count < 0 {
+			return fmt.Errorf("column %q, page %d: negative value count in its header", column, page)
+		}
+		if maxRatio > 0 && count > 8*maxRatio*max(size, 1<<10) {
+			return &RatioError{Column: column, Page: page, Compressed: size, Values: count, Max: maxRatio}
+		}
+		rest := chunkValues - values
+		if dict {
+			rest = chunkValues
+		}
+		if count > rest {
+			return fmt.Errorf("column %q, page %d: its header declares %d values but the column chunk holds %d", column, page, count, rest)
+		}
+		if !dict {
+			values += count
 		}
 		pos += hlen + size
 	}
@@ -88,4 +112,22 @@ func readPageHeader(r io.ReaderAt, off, left int64, buf *[]byte, h *format.PageH
 		}
 		size = min(bound, size*8)
 	}
+}
+
+// pageValues is the value count a page header declares (0 for an index
+// page), and whether it is a dictionary page.
+func pageValues(h *format.PageHeader) (count int64, dict bool) {
+	switch {
+	case h.DictionaryPageHeader.Valid:
+		return int64(h.DictionaryPageHeader.V.NumValues), true
+	case h.DataPageHeader.Valid:
+		return int64(h.DataPageHeader.V.NumValues), false
+	case h.DataPageHeaderV2.Valid:
+		v2 := h.DataPageHeaderV2.V
+		if v2.NumValues < 0 || v2.NumRows < 0 || v2.NumNulls < 0 {
+			return -1, false
+		}
+		return int64(max(v2.NumValues, v2.NumRows, v2.NumNulls)), false
+	}
+	return 0, false
 }

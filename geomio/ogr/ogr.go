@@ -48,7 +48,7 @@ void RegisterOGRCSV(void);
 // GeoParquet paths have no use for. Every GDAL function is called through
 // a pointer that gi_load fills with dlsym; the prototypes come from GDAL's
 // headers.
-#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_Is3D) X(OGR_G_IsEmpty) X(OGR_G_IsMeasured) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGRKML) X(RegisterOGRLIBKML) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading) X(CPLHTTPSetFetchCallback) X(VSICalloc) X(CPLStrdup)
+#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_Is3D) X(OGR_G_IsEmpty) X(OGR_G_IsMeasured) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGRKML) X(RegisterOGRLIBKML) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading) X(CPLHTTPSetFetchCallback) X(VSICalloc) X(CPLStrdup) X(OGR_G_GetGeometryType) X(OGR_G_Clone) X(OGR_G_ForceToMultiPolygon)
 #define GI_DECL(name) static __typeof__(&name) gi_p_##name;
 GI_FUNCS(GI_DECL)
 
@@ -127,6 +127,9 @@ static const char *gi_load(void) {
 #define CPLHTTPSetFetchCallback (*gi_p_CPLHTTPSetFetchCallback)
 #define VSICalloc (*gi_p_VSICalloc)
 #define CPLStrdup (*gi_p_CPLStrdup)
+#define OGR_G_GetGeometryType (*gi_p_OGR_G_GetGeometryType)
+#define OGR_G_Clone (*gi_p_OGR_G_Clone)
+#define OGR_G_ForceToMultiPolygon (*gi_p_OGR_G_ForceToMultiPolygon)
 
 // gi_no_http answers every HTTP request GDAL would make (CPLHTTPFetch: a
 // schema an .xsd includes or imports, a schema GDAL's GML registry names)
@@ -232,8 +235,16 @@ static OGRFeatureH gi_next(OGRLayerH l, char **err) {
 // gi_geom exports geometry field i of f as 2D ISO WKB (little-endian) into
 // *buf (grown with realloc as needed), in easting-first order (swap), with
 // curves linearised (*curved set) and Z and M dropped (*zm set when it had
-// either). Returns 1 for a null or empty geometry, 0 on success, -1 on
-// failure (*err set).
+// either). A curve type whose segments are all straight (a CurvePolygon or
+// MultiSurface of line strings, common in layers declared curved) is given
+// as its linear type too, without *curved: nothing was approximated. A
+// polyhedral surface, TIN or triangle (a File Geodatabase's multipatch
+// building, a GeoPackage's 3D surfaces), or a collection of surfaces only,
+// is given as the MultiPolygon of its faces, as ogr2ogr -nlt MULTIPOLYGON
+// makes it (OGR_G_ForceToMultiPolygon); a collection with other members
+// stays a collection.
+// Returns 1 for a null or empty geometry, 0 on success, -1 on failure
+// (*err set).
 static int gi_geom(OGRFeatureH f, int i, int swap, unsigned char **buf, size_t *cap, size_t *len, int *curved, int *zm, char **err) {
 	*curved = 0; *zm = 0; *len = 0; *err = NULL;
 	OGRGeometryH g = OGR_F_GetGeomFieldRef(f, i);
@@ -241,10 +252,18 @@ static int gi_geom(OGRFeatureH f, int i, int swap, unsigned char **buf, size_t *
 	*zm = OGR_G_Is3D(g) || OGR_G_IsMeasured(g);
 	OGRGeometryH lin = NULL;
 	CPLErrorReset();
-	if (OGR_G_HasCurveGeometry(g, 1)) {
+	if (OGR_G_HasCurveGeometry(g, 0)) {
+		*curved = OGR_G_HasCurveGeometry(g, 1);
 		lin = OGR_G_GetLinearGeometry(g, 0, NULL);
-		if (lin == NULL) { *err = gi_errdup(); if (!*err) *err = strdup("cannot linearise curve geometry"); return -1; }
-		*curved = 1;
+		if (lin == NULL) { *curved = 0; *err = gi_errdup(); if (!*err) *err = strdup("cannot linearise curve geometry"); return -1; }
+		g = lin;
+	}
+	OGRwkbGeometryType t = OGR_GT_Flatten(OGR_G_GetGeometryType(g));
+	if (t == wkbTIN || t == wkbPolyhedralSurface || t == wkbTriangle || t == wkbGeometryCollection) {
+		OGRGeometryH own = lin ? lin : OGR_G_Clone(g);
+		if (own == NULL) { *err = strdup("out of memory"); return -1; }
+		lin = OGR_G_ForceToMultiPolygon(own); // takes own
+		if (lin == NULL) { *err = strdup("cannot read the surface's faces as polygons"); return -1; }
 		g = lin;
 	}
 	OGR_G_FlattenTo2D(g); // the feature is freed before the next one is read
@@ -340,6 +359,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/geoingest/geoingest/internal/pagetrim"
 )
 
 // Available reports whether this build reads files with GDAL.
@@ -355,11 +376,23 @@ var (
 var ErrNoGDAL = errors.New("GDAL's library (Debian: libgdal32) cannot be loaded")
 
 // initGDAL loads libgdal and registers geoingest's drivers, once.
+//
+// Loading is the largest single step in the process's resident memory:
+// the dynamic loader maps libgdal and the seventy-odd libraries it
+// needs, reads their symbol tables and relocations, and runs their
+// initialisers, touching pages of each that nothing uses again. So the
+// pages of code and read-only data that the process does not use any
+// more are given back (pagetrim) just before loading, lest start-up's and
+// the loader's add up, and again just after: what GDAL's reading then
+// uses comes back on its first use. A failed trim costs memory, not
+// correctness, and is ignored.
 func initGDAL() error {
 	initOnce.Do(func() {
+		_, _ = pagetrim.Trim()
 		if msg := C.gi_init(); msg != nil {
 			initErr = fmt.Errorf("%w: %s", ErrNoGDAL, C.GoString(msg))
 		}
+		_, _ = pagetrim.Trim()
 	})
 	return initErr
 }
@@ -378,6 +411,10 @@ func Version() string {
 type Dataset struct {
 	h      C.GDALDatasetH
 	Driver string // the GDAL driver's short name ("GPKG", "OpenFileGDB", ...)
+	// OpenError is the last error GDAL reported while opening the
+	// dataset, though it did open it ("" if none): for GML, the XML error
+	// its prescan of a file without a schema met.
+	OpenError string
 }
 
 // Open opens path read-only as a vector dataset with one of drivers (GDAL
@@ -402,7 +439,7 @@ func Open(path string, drivers, options []string) (*Dataset, error) {
 		}
 		return nil, errors.New(msg)
 	}
-	return &Dataset{h: h, Driver: C.GoString(C.gi_driver(h))}, nil
+	return &Dataset{h: h, Driver: C.GoString(C.gi_driver(h)), OpenError: msg}, nil
 }
 
 // Close frees the dataset; its Layers must not be used after.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/ingest"
@@ -71,8 +72,18 @@ func (Files) Source(path string) (ingest.Source, ingest.Fetcher, error) { return
 // parts of its set present beside it (geomio.FindShapefileSet), in the
 // order of its geomio.SetRules entry.
 func localParts(abs string) ([]string, error) {
-	if _, err := os.Stat(abs); err != nil {
+	st, err := os.Stat(abs)
+	if err != nil {
 		return nil, ingest.Permanentf("%s: %w", abs, err)
+	}
+	if st.IsDir() {
+		// An upload is one object: a folder is none. A File
+		// Geodatabase is a folder on disk, and is uploaded zipped.
+		if strings.EqualFold(filepath.Ext(abs), ".gdb") {
+			return nil, ingest.Permanentf("%s is a File Geodatabase folder: geoingest reads a File Geodatabase as a zip, as it is uploaded (cd %s && zip -r %s.zip %s)",
+				abs, filepath.Dir(abs), filepath.Base(abs), filepath.Base(abs))
+		}
+		return nil, ingest.Permanentf("%s is a directory: give its files (or geoingest backfill --dir for every file under it)", abs)
 	}
 	if !geomio.IsFileSet(abs) {
 		return []string{abs}, nil

@@ -28,7 +28,9 @@ var ogrSources = []struct{ layer, path string }{
 // with GDAL's own load of the same file into the same PostGIS
 // (ogr2ogr -t_srs EPSG:4326 -makevalid), within 0.01 %. A corrupt copy of
 // each file fails as a permanent error that names the upload, recorded
-// FAILED with nothing written.
+// FAILED with nothing written. Beside one file per format, variants that
+// publishers ship: a geodatabase zipped as its contents, a GeoPackage
+// layer declared curved, GML 3.2 with URL srsNames, a QGIS-style CSV.
 func TestOGRFormatsAgainstGDAL(t *testing.T) {
 	if !ogr.Available {
 		t.Skip("built without GDAL")
@@ -44,11 +46,13 @@ func TestOGRFormatsAgainstGDAL(t *testing.T) {
 	name := func(i int) string { return ogrSources[i].layer }
 
 	for _, tc := range []struct {
-		format string
-		file   string // the upload
-		make   func(out string)
-		srid   int // --source-srid (CSV has no CRS)
-		layers []string
+		format   string
+		file     string // the upload
+		make     func(out string)
+		srid     int // --source-srid (CSV has no CRS)
+		layers   []string
+		gdal     string   // what GDAL loads, when not the upload ("" for it; {} is the upload)
+		gdalArgs []string // more options of GDAL's load
 	}{
 		{format: "gpkg", file: "all.gpkg", layers: []string{"counties", "bristol", "yemen"}, make: func(out string) {
 			for i := range ogrSources {
@@ -103,6 +107,40 @@ func TestOGRFormatsAgainstGDAL(t *testing.T) {
 		{format: "csv", file: "counties.csv", srid: 4326, layers: []string{"counties"}, make: func(out string) {
 			runOGR2OGR(t, "-f", "CSV", "-lco", "GEOMETRY=AS_WKT", out, src(0), "-nln", "counties")
 		}},
+		// Variants publishers ship (the robustness sweep of docs/inputs.md).
+		{format: "gdb contents zip", file: "contents.gdb.zip", layers: []string{"counties", "bristol"}, make: func(out string) {
+			// The geodatabase's files zipped without their folder.
+			gdb := filepath.Join(dir, "contents.gdb")
+			for i := range ogrSources[:2] {
+				args := append(multi, "-f", "OpenFileGDB", gdb, src(i), "-nln", name(i))
+				if i > 0 {
+					args = append(args, "-update")
+				}
+				runOGR2OGR(t, args...)
+			}
+			cmd := exec.Command("zip", "-qr", out, ".")
+			cmd.Dir = gdb
+			msg, err := cmd.CombinedOutput()
+			require.NoError(t, err, "zip: %s", msg)
+		}, gdal: "/vsizip/{}"},
+		{format: "gpkg curvepolygon", file: "curved.gpkg", layers: []string{"curved"}, make: func(out string) {
+			// A layer declared curved, its polygons stored as
+			// CurvePolygons of straight segments.
+			runOGR2OGR(t, "-f", "GPKG", out, src(0), "-nln", "curved", "-nlt", "CURVEPOLYGON", "-explodecollections")
+		}, gdalArgs: []string{"-nlt", "MULTIPOLYGON"}},
+		{format: "gml32 url", file: "urls.gml", layers: []string{"urls"}, make: func(out string) {
+			runOGR2OGR(t, append(multi, "-f", "GML", "-dsco", "FORMAT=GML3.2", "-dsco", "SRSNAME_FORMAT=OGC_URL", out, src(0), "-nln", "urls")...)
+		}},
+		{format: "csv semicolons", file: "semi.csv", srid: 27700, layers: []string{"semi"}, make: func(out string) {
+			// As QGIS's attribute table copies: a wkt_geom column,
+			// semicolons, a UTF-8 BOM, CRLF.
+			plain := filepath.Join(dir, "semi_plain.csv")
+			runOGR2OGR(t, "-f", "CSV", "-lco", "GEOMETRY=AS_WKT", "-lco", "SEPARATOR=SEMICOLON", "-lco", "LINEFORMAT=CRLF", plain, src(1))
+			b, err := os.ReadFile(plain)
+			require.NoError(t, err)
+			b = append([]byte("\xef\xbb\xbf"), strings.Replace(string(b), "WKT", "wkt_geom", 1)...)
+			require.NoError(t, os.WriteFile(out, b, 0o644))
+		}, gdal: "CSV:{}", gdalArgs: []string{"-oo", "GEOM_POSSIBLE_NAMES=wkt_geom", "-oo", "KEEP_GEOM_COLUMNS=NO"}},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			out := filepath.Join(dir, tc.file)
@@ -121,6 +159,10 @@ func TestOGRFormatsAgainstGDAL(t *testing.T) {
 			if strings.HasSuffix(out, ".zip") {
 				gdalIn = "/vsizip/" + out + "/all.gdb"
 			}
+			if tc.gdal != "" {
+				gdalIn = strings.ReplaceAll(tc.gdal, "{}", out)
+			}
+			args = append(args, tc.gdalArgs...)
 			runOGR2OGR(t, append(args, gdalIn)...)
 
 			p := ingest.DefaultParams("parcels")
@@ -133,7 +175,7 @@ func TestOGRFormatsAgainstGDAL(t *testing.T) {
 			var total int64
 			for _, layer := range tc.layers {
 				table := layer
-				if tc.format == "mif" || tc.format == "tab" || tc.format == "csv" || tc.format == "fgb" || strings.HasPrefix(tc.format, "gml") || tc.format == "kml" {
+				if tc.format == "mif" || tc.format == "tab" || strings.HasPrefix(tc.format, "csv") || tc.format == "fgb" || strings.HasPrefix(tc.format, "gml") || tc.format == "kml" {
 					table = strings.TrimSuffix(tc.file, filepath.Ext(tc.file))
 				}
 				var wantN int64

@@ -40,3 +40,29 @@ func TestProgressReportsReadingThenWriting(t *testing.T) {
 	require.Equal(t, ingest.AlreadyPresent, again.Outcome)
 	require.Empty(t, got)
 }
+
+// TestTrimMemoryOnceAtTheFirstFeature: a job whose input is 1 MiB or
+// more calls TrimMemory once, on its first feature (before any progress
+// report, which comes every 256); a smaller input never calls it.
+func TestTrimMemoryOnceAtTheFirstFeature(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls, reportsBefore int
+	reports := 0
+	b.svc.ProgressInterval = 1
+	b.svc.Progress = func(ingest.JobProgress) { reports++ }
+	b.svc.TrimMemory = func() { calls++; reportsBefore = reports }
+
+	res := b.svc.Run(context.Background(), localJob(t, epinay, ingest.DefaultParams("parcels")))
+	require.NoError(t, res.Err)
+	require.Equal(t, ingest.Written, res.Outcome)
+	require.Equal(t, 1, calls, "epinay's 2.2 MB: one trim")
+	require.Zero(t, reportsBefore, "the trim comes with the first feature")
+
+	calls = 0
+	small := "../../testdata/corpus/six_counties/six_counties.shp"
+	res = b.svc.Run(context.Background(), localJob(t, small, ingest.DefaultParams("parcels")))
+	require.NoError(t, res.Err)
+	require.Equal(t, ingest.Written, res.Outcome)
+	require.Zero(t, calls, "an input under 1 MiB is not trimmed for")
+}

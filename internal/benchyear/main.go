@@ -12,22 +12,27 @@
 // of the sources publish a new version and 1 % are deleted (a route that
 // mirrors deletes), every delivery made 1-3 times, by -workers workers,
 // through the real claim and write gates (ingest.Service on postgis.Store).
+// A month's jobs arrive in -waves waves (its weeks), each followed by the
+// rest of its week: the compactor's passes and the wait for autovacuum
+// described below; -waves 1 delivers the whole month at once.
 // A probe source gets a new version of -probe parcels every month: its wall
 // time, write-gate time and report refresh time are the per-job costs.
 //
-// Readers run throughout (a tile query and a spatial join in a loop while
-// the month's jobs run), and at the end of each month each reader query is
+// Readers run throughout (a tile query in a loop while the month's jobs
+// run), and at the end of each month each reader query is
 // timed -queries times warm and on a new connection, on geoingest's tables
 // and on a one-table copy of the same current rows (one GiST index):
 //   - tile: the rows of a random z14-z16 tile in the extent (ST_Intersects);
 //   - join: parcels x admin units over a z14 tile (the current views);
 //   - report: geoingest_area_by_point_on_surface (geoingest only).
 //
-// The compactor runs every -compact-every, as serve runs it, and once
-// before the readers are timed. Then the rest of the month passes:
-// autovacuum (woken every -autovacuum-naptime) gets up to -settle to reach
-// every table over its threshold, as it would in a real month. Then verify (full, and --since the month's
-// start), prune (retention defaults but no minimum age: simulated months
+// The compactor runs every -compact-every while jobs run, as serve runs
+// it. After each wave (and after the month's last one, the probe) the rest
+// of the week passes: a compactor pass, then autovacuum (woken every
+// -autovacuum-naptime) gets up to -settle to reach every table over its
+// threshold, as it would in a real week, then the compactor's next pass.
+// At the month's end the readers are timed, then verify (full, and --since
+// the month's start), prune (retention defaults but no minimum age: simulated months
 // pass in minutes), and the database's size, dead and live tuples,
 // partitions and relations.
 package main
@@ -76,6 +81,7 @@ type config struct {
 	compact  time.Duration
 	settle   time.Duration
 	naptime  time.Duration
+	waves    int
 }
 
 func main() {
@@ -95,6 +101,7 @@ func main() {
 	flag.DurationVar(&c.compact, "compact-every", time.Minute, "run the compactor (as serve does, keeping its default number of own partitions) this often while jobs run, and once before the readers are timed; 0: never")
 	flag.DurationVar(&c.settle, "settle", 3*time.Minute, "at each month's end, wait at most this long for autovacuum to reach every table over its threshold, as it would in the rest of a real month; 0: measure at once")
 	flag.DurationVar(&c.naptime, "autovacuum-naptime", time.Second, "autovacuum_naptime set on the cluster (ALTER SYSTEM, superuser only) for the run: a simulated month passes in about a minute; 0: leave it")
+	flag.IntVar(&c.waves, "waves", 4, "deliver each month's publications and deletes (after the initial load) in this many waves, each followed by the compactor's passes and the wait for autovacuum (-settle), as a real month spreads them over its weeks; 1: the whole month at once (a burst)")
 	replot := flag.String("replot", "", "only draw plot.png in -out again from this results.csv")
 	flag.Parse()
 	if *replot != "" {
@@ -145,8 +152,9 @@ type month struct {
 	Partitions, Relations       int64
 	CurrentRows, LedgerJobs     int64
 	DeadTableMax                string
-	Settle                      float64 // seconds waited for autovacuum
+	Settle                      float64 // seconds waited for autovacuum, over the month's waves
 	Bloat                       float64 // storage heap size / live tuple bytes (pgstattuple_approx); 0: not measured
+	SharedBloat                 float64 // the same for the shared parcels partition alone
 }
 
 type stats struct{ P50, P99 float64 } // ms
@@ -216,42 +224,59 @@ func run(ctx context.Context, c config) error {
 			}
 		}
 		res := month{Month: m, Jobs: len(jobs), Q: map[string]stats{}}
-		stop := make(chan struct{})
-		during := make(chan []float64, 1)
-		go func() { during <- readLoop(ctx, pool, rng.Uint64(), stop) }()
-		compacted := make(chan error, 1)
-		go func() { compacted <- compactLoop(ctx, store, c.compact, stop) }()
-		start := time.Now()
-		res.Deliveries, res.Retries = deliver(ctx, svc, jobs, c.workers, rand.New(rand.NewPCG(c.seed, uint64(m))))
-		res.JobsPerSec = float64(len(jobs)) / time.Since(start).Seconds()
-		close(stop)
-		d := <-during
-		if err := <-compacted; err != nil {
-			return err
+		n := c.waves
+		if m == 0 {
+			n = 1 // the initial load is a backfill: all at once
 		}
-		res.DuringP50, res.DuringP99 = pct(d, 50), pct(d, 99)
+		ws := splitWaves(jobs, n, rand.New(rand.NewPCG(c.seed, uint64(1000+m))))
+		start := time.Now()
+		var busy time.Duration
+		var during []float64
+		for w, wave := range ws {
+			stop := make(chan struct{})
+			duringc := make(chan []float64, 1)
+			rs := rng.Uint64()
+			go func() { duringc <- readLoop(ctx, pool, rs, stop) }()
+			compacted := make(chan error, 1)
+			go func() { compacted <- compactLoop(ctx, store, c.compact, stop) }()
+			t := time.Now()
+			// With one wave, the month's deliveries keep the seed they
+			// always had, so a burst run repeats earlier runs.
+			ds := uint64(m)
+			if len(ws) > 1 {
+				ds = uint64(m)<<8 | uint64(w)
+			}
+			d, r := deliver(ctx, svc, wave, c.workers, rand.New(rand.NewPCG(c.seed, ds)))
+			busy += time.Since(t)
+			res.Deliveries += d
+			res.Retries += r
+			close(stop)
+			during = append(during, <-duringc...)
+			if err := <-compacted; err != nil {
+				return err
+			}
+			if w == len(ws)-1 {
+				break
+			}
+			// The rest of the week: the compactor's passes and autovacuum,
+			// as after the month's last wave below.
+			s, err := restOfWeek(ctx, store, pool, c)
+			if err != nil {
+				return err
+			}
+			res.Settle += s
+		}
+		res.JobsPerSec = float64(len(jobs)) / busy.Seconds()
+		res.DuringP50, res.DuringP99 = pct(during, 50), pct(during, 99)
 
 		if err := probeJob(ctx, svc, pool, c, m, when, &res); err != nil {
 			return err
 		}
-		if c.compact > 0 {
-			if _, err := store.Compact(ctx, ingest.CompactOptions{Keep: -1}); err != nil {
-				return fmt.Errorf("compact: %w", err)
-			}
-		}
-		t0 := time.Now()
-		if err := settle(ctx, pool, c.settle); err != nil {
+		s, err := restOfWeek(ctx, store, pool, c)
+		if err != nil {
 			return err
 		}
-		res.Settle = time.Since(t0).Seconds()
-		if c.compact > 0 {
-			// The rest of the month also gives the compactor its next
-			// passes: the partitions the last fold emptied are dropped
-			// once the transactions open at its commit have ended.
-			if _, err := store.Compact(ctx, ingest.CompactOptions{Keep: -1}); err != nil {
-				return fmt.Errorf("compact: %w", err)
-			}
-		}
+		res.Settle += s
 		if err := measureReaders(ctx, pool, c, rng, &res); err != nil {
 			return err
 		}
@@ -673,22 +698,22 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 		Scan(&res.DBBytes, &res.Dead, &res.Live, &res.Partitions, &res.Relations, &res.CurrentRows, &res.LedgerJobs, &res.DeadTableMax); err != nil {
 		return err
 	}
-	res.Bloat = bloat(ctx, pool)
+	res.Bloat, res.SharedBloat = bloat(ctx, pool)
 	return nil
 }
 
 func printMonth(r month, header bool) {
 	if header {
-		fmt.Println("month jobs deliv retries jobs/s | probe wall/write/refresh s | tile warm p50/p99 ms (one) | tile new p50/p99 (one) | join warm p50/p99 (one) | join new p50/p99 (one) | during p50/p99 | report s | verify s (--since) | pruned | db MB dead/live parts rels rows ledger | settle s bloat")
+		fmt.Println("month jobs deliv retries jobs/s | probe wall/write/refresh s | tile warm p50/p99 ms (one) | tile new p50/p99 (one) | join warm p50/p99 (one) | join new p50/p99 (one) | during p50/p99 | report s | verify s (--since) | pruned | db MB dead/live parts rels rows ledger | settle s bloat (shared)")
 	}
 	q := func(k string) string {
 		g, o := r.Q[k[:strings.Index(k, "/")]+"/geoingest"+k[strings.Index(k, "/"):]], r.Q[k[:strings.Index(k, "/")]+"/one"+k[strings.Index(k, "/"):]]
 		return fmt.Sprintf("%.1f/%.1f (%.1f/%.1f)", g.P50, g.P99, o.P50, o.P99)
 	}
-	fmt.Printf("%5d %4d %5d %3d %6.2f | %.2f/%.2f/%.2f | %s | %s | %s | %s | %.1f/%.1f | %.3f | %.2f (%.3f) | %d | %d %d/%d %d %d %d %d | %.0f %.2f | most dead: %s\n",
+	fmt.Printf("%5d %4d %5d %3d %6.2f | %.2f/%.2f/%.2f | %s | %s | %s | %s | %.1f/%.1f | %.3f | %.2f (%.3f) | %d | %d %d/%d %d %d %d %d | %.0f %.2f (%.2f) | most dead: %s\n",
 		r.Month, r.Jobs, r.Deliveries, r.Retries, r.JobsPerSec, r.ProbeWall, r.ProbeWrite, r.ProbeRefresh,
 		q("tile/warm"), q("tile/new"), q("join/warm"), q("join/new"), r.DuringP50, r.DuringP99,
-		r.Report, r.Verify, r.VerifySince, r.PruneJobs, r.DBBytes>>20, r.Dead, r.Live, r.Partitions, r.Relations, r.CurrentRows, r.LedgerJobs, r.Settle, r.Bloat, r.DeadTableMax)
+		r.Report, r.Verify, r.VerifySince, r.PruneJobs, r.DBBytes>>20, r.Dead, r.Live, r.Partitions, r.Relations, r.CurrentRows, r.LedgerJobs, r.Settle, r.Bloat, r.SharedBloat, r.DeadTableMax)
 }
 
 func summarize(rs []month) {
@@ -706,6 +731,6 @@ func summarize(rs []month) {
 	fmt.Printf("  probe refresh %.2f s vs its write %.2f s: ratio %.2f (target <= 0.3)\n", last.ProbeRefresh, last.ProbeWrite, last.ProbeRefresh/last.ProbeWrite)
 	fmt.Printf("  dead/live tuples %d/%d: (dead+live)/live %.3f (target <= 1.3), after waiting %.0f s for autovacuum\n", last.Dead, last.Live, float64(last.Dead+last.Live)/float64(last.Live), last.Settle)
 	if last.Bloat > 0 {
-		fmt.Printf("  storage heap / live tuple bytes %.2f (target <= 1.3)\n", last.Bloat)
+		fmt.Printf("  storage heap / live tuple bytes %.2f (target <= 1.3); the shared parcels partition alone %.2f\n", last.Bloat, last.SharedBloat)
 	}
 }

@@ -66,20 +66,23 @@ func settle(ctx context.Context, pool *pgxpool.Pool, limit time.Duration) error 
 const statsFlush = 11 * time.Second
 
 // bloat is the feature storage's heap size over the bytes of its live
-// tuples (pgstattuple_approx over every table in geoingest_store), or 0
-// when the pgstattuple extension cannot be created here.
-func bloat(ctx context.Context, pool *pgxpool.Pool) float64 {
+// tuples (pgstattuple_approx over every table in geoingest_store), and the
+// same for the shared parcels partition alone, or 0s when the pgstattuple
+// extension cannot be created here. A freshly loaded heap is over 1 by
+// its page and tuple headers alone.
+func bloat(ctx context.Context, pool *pgxpool.Pool) (all, shared float64) {
 	if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pgstattuple`); err != nil {
-		return 0
+		return 0, 0
 	}
-	var b float64
 	err := pool.QueryRow(ctx, `
-		SELECT coalesce(sum(a.table_len)::float8 / nullif(sum(a.approx_tuple_len), 0), 0)
+		SELECT coalesce(sum(a.table_len)::float8 / nullif(sum(a.approx_tuple_len), 0), 0),
+		       coalesce(sum(a.table_len) FILTER (WHERE c.relname = 'parcels_shared')::float8
+		                / nullif(sum(a.approx_tuple_len) FILTER (WHERE c.relname = 'parcels_shared'), 0), 0)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
 		     LATERAL pgstattuple_approx(c.oid) a
-		WHERE n.nspname = 'geoingest_store' AND c.relkind = 'r'`).Scan(&b)
+		WHERE n.nspname = 'geoingest_store' AND c.relkind = 'r'`).Scan(&all, &shared)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	return b
+	return all, shared
 }

@@ -35,6 +35,9 @@ type GeoParquetOptions struct {
 	RowGroupRows int64
 	// Geo, when set, replaces the whole "geo" metadata.
 	Geo string
+	// DataPageV1 writes version 1 data pages (as pyarrow and GDAL do by
+	// default) instead of parquet-go's version 2.
+	DataPageV1 bool
 }
 
 // GeoParquet writes rows to path as a GeoParquet 1.1 file with a WKB
@@ -57,8 +60,12 @@ func GeoParquet(t testing.TB, path string, rows func(yield func(GeoParquetRow) b
 	}
 	f, err := os.Create(path)
 	require.NoError(t, err)
-	w := parquet.NewGenericWriter[GeoParquetRow](f, parquet.KeyValueMetadata("geo", geo),
-		parquet.MaxRowsPerRowGroup(o.RowGroupRows), parquet.Compression(&parquet.Snappy))
+	wo := []parquet.WriterOption{parquet.KeyValueMetadata("geo", geo),
+		parquet.MaxRowsPerRowGroup(o.RowGroupRows), parquet.Compression(&parquet.Snappy)}
+	if o.DataPageV1 {
+		wo = append(wo, parquet.DataPageVersion(1))
+	}
+	w := parquet.NewGenericWriter[GeoParquetRow](f, wo...)
 	batch := make([]GeoParquetRow, 0, 256)
 	flush := func() {
 		_, err := w.Write(batch)

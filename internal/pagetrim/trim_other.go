@@ -1,0 +1,6 @@
+//go:build !linux || !cgo
+
+package pagetrim
+
+// Trim does nothing in this build.
+func Trim() (Result, error) { return Result{}, nil }
