@@ -244,6 +244,14 @@ func FuzzGeoParquet(f *testing.F) {
 	f.Add(v1Seed)
 	// Nested columns, as Arrow lays them out (TestGeoParquetArrowLayout).
 	f.Add(arrowLayoutFile(f))
+	// No "geo" metadata, Parquet's GEOMETRY type
+	// (TestGeoParquetNativeGeometry).
+	var native bytes.Buffer
+	nw := parquet.NewGenericWriter[nativeDefaultRow](&native)
+	_, err = nw.Write([]nativeDefaultRow{{Geom: wkbOf(f, square), Name: "b"}})
+	require.NoError(f, err)
+	require.NoError(f, nw.Close())
+	f.Add(native.Bytes())
 	f.Add(withPageHeader(f, v1Seed, func(h *format.PageHeader) {
 		if h.DataPageHeader.Valid {
 			h.DataPageHeader.V.NumValues = 1<<31 - 1
@@ -564,4 +572,53 @@ func TestGeoParquetGeometryField(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, r.Layer().GeometryField)
 	r.Close()
+}
+
+type nativeRow struct {
+	Geom []byte `parquet:"geom,optional,geometry(projjson:crs_27700)"`
+	Name string `parquet:"name"`
+}
+
+type nativeDefaultRow struct {
+	Geom []byte `parquet:"geom,optional,geometry()"`
+	Name string `parquet:"name"`
+}
+
+// TestGeoParquetNativeGeometry: a Parquet file with no "geo" metadata
+// whose geometry column has Parquet's own GEOMETRY logical type (recent
+// Arrow and DuckDB write it) is read through that column: its CRS a
+// PROJJSON the file's metadata holds ("projjson:KEY"), or OGC:CRS84 by
+// default. It was refused as not GeoParquet.
+func TestGeoParquetNativeGeometry(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	projjson, err := os.ReadFile(filepath.Join("testdata", "geoparquet", "epsg27700.projjson"))
+	require.NoError(t, err)
+	bng := geom.NewPolygonFlat(geom.XY, []float64{358000, 173000, 358100, 173000, 358100, 173100, 358000, 173000}, []int{8})
+	p := filepath.Join(dir, "native.parquet")
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	w := parquet.NewGenericWriter[nativeRow](f, parquet.KeyValueMetadata("crs_27700", string(projjson)))
+	_, err = w.Write([]nativeRow{{Geom: wkbOf(t, bng), Name: "a"}})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
+	l, fs, err := readAll(t, p, geomio.Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 1)
+	require.Equal(t, 27700, l.SRID)
+	require.JSONEq(t, `{"name":"a"}`, string(fs[0].Properties))
+
+	p = filepath.Join(dir, "default.parquet")
+	f, err = os.Create(p)
+	require.NoError(t, err)
+	w2 := parquet.NewGenericWriter[nativeDefaultRow](f)
+	_, err = w2.Write([]nativeDefaultRow{{Geom: wkbOf(t, square), Name: "b"}})
+	require.NoError(t, err)
+	require.NoError(t, w2.Close())
+	require.NoError(t, f.Close())
+	l, fs, err = readAll(t, p, geomio.Options{})
+	require.NoError(t, err)
+	require.Len(t, fs, 1)
+	require.Equal(t, 4326, l.SRID)
 }

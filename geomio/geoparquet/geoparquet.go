@@ -191,7 +191,13 @@ func Open(r io.ReaderAt, size int64, maxRatio int64, column string) (_ *File, er
 	}
 	raw, ok := pf.Lookup("geo")
 	if !ok {
-		return nil, errors.New("a Parquet file without GeoParquet's \"geo\" metadata: geoingest reads GeoParquet (write it with GDAL, GeoPandas' to_parquet or DuckDB's spatial extension)")
+		raw, ok, err = nativeGeo(pf)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !ok {
+		return nil, errors.New("a Parquet file without GeoParquet's \"geo\" metadata or a column of Parquet's GEOMETRY type: geoingest reads GeoParquet (write it with GDAL, GeoPandas' to_parquet or DuckDB's spatial extension)")
 	}
 	g := &File{f: pf, geomCol: -1}
 	if err := json.Unmarshal([]byte(raw), &g.meta); err != nil {
