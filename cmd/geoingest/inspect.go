@@ -192,7 +192,7 @@ func printInspection(w io.Writer, r *inspect.Report) {
 			fmt.Fprintf(w, "  better    %s: %s\n", c.Better, c.BetterFix)
 		}
 		if l.Extent != nil {
-			fmt.Fprintf(w, "  extent    %g %g, %g %g\n", l.Extent[0], l.Extent[1], l.Extent[2], l.Extent[3])
+			fmt.Fprintf(w, "  extent    %g %g, %g %g (%s)\n", l.Extent[0], l.Extent[1], l.Extent[2], l.Extent[3], l.ExtentCRS)
 		}
 		var fl []string
 		for _, f := range l.Fields {

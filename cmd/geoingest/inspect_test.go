@@ -77,6 +77,47 @@ func TestInspectShapefileAndGeoJSON(t *testing.T) {
 	require.Contains(t, []string{"objectid", "msoa11cd"}, l.Fields[0].Name)
 }
 
+// TestInspectJSONShape: every layer of --json has the issue's keys, the
+// crs object all four of them whatever the method (a GeoJSON without a
+// crs member is WGS 84 by default: its name is PROJ's, its confidence 0),
+// and the extent says which CRS its coordinates are in, in JSON and in
+// the text.
+func TestInspectJSONShape(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		path, name, method, extentCRS string
+		epsg                          int
+	}{
+		{"../../testdata/synthetic/parcels_10k.geojson", "WGS 84", "default", "EPSG:4326", 4326},
+		{bristolBNG, "OSGB36 / British National Grid", "authority", "EPSG:27700", 27700},
+		{mexicoNoPrj, "", "none", "unknown", 0},
+	} {
+		code, out, errOut := run(t, nil, "inspect", "--json", tc.path)
+		require.LessOrEqual(t, code, 1, errOut)
+		var raw struct {
+			Layers []map[string]json.RawMessage `json:"layers"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &raw), out)
+		require.Len(t, raw.Layers, 1)
+		l := raw.Layers[0]
+		for _, k := range []string{"name", "geometry_type", "features", "crs", "fields", "extent", "extent_crs"} {
+			require.Contains(t, l, k, "%s: layer key %q", tc.path, k)
+		}
+		var c map[string]any
+		require.NoError(t, json.Unmarshal(l["crs"], &c))
+		for _, k := range []string{"epsg", "method", "confidence", "name"} {
+			require.Contains(t, c, k, "%s: crs key %q in %s", tc.path, k, l["crs"])
+		}
+		require.Equal(t, tc.name, c["name"], tc.path)
+		require.Equal(t, tc.method, c["method"], tc.path)
+		require.EqualValues(t, tc.epsg, c["epsg"], tc.path)
+		require.JSONEq(t, `"`+tc.extentCRS+`"`, string(l["extent_crs"]), tc.path)
+
+		_, text, _ := run(t, nil, "inspect", tc.path)
+		require.Regexp(t, `(?m)^  extent    \S+ \S+, \S+ \S+ \(`+regexp.QuoteMeta(tc.extentCRS)+`\)$`, text)
+	}
+}
+
 // TestInspectNoCRS: a file with no CRS is refused with what fixes it, and
 // --source-srid fixes it (and changes the job key).
 func TestInspectNoCRS(t *testing.T) {

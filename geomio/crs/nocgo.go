@@ -16,3 +16,6 @@ func Version() string { return "" }
 
 // EPSGDefinition always fails in a build without cgo.
 func EPSGDefinition(code int) (wkt, projString string, err error) { return "", "", errNoCgo }
+
+// EPSGName always fails in a build without cgo.
+func EPSGName(code int) (string, error) { return "", errNoCgo }

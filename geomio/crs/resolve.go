@@ -110,6 +110,22 @@ func (p *projCtx) resolve(o pj, c CRS) (CRS, error) {
 	return p.custom(o, c)
 }
 
+// EPSGName returns the name of EPSG:code in PROJ's database ("OSGB36 /
+// British National Grid"), for reports that give the code.
+func EPSGName(code int) (string, error) {
+	p, err := newCtx()
+	if err != nil {
+		return "", err
+	}
+	defer p.close()
+	o, err := p.epsg(code)
+	if err != nil {
+		return "", err
+	}
+	defer o.destroy()
+	return p.name(o), nil
+}
+
 // EPSGDefinition returns PROJ's definition of EPSG:code as WKT (WKT 2019,
 // or WKT 1 when that does not fit in spatial_ref_sys) and as a PROJ.4
 // string (or ""), for registering an EPSG CRS that PostGIS's

@@ -79,9 +79,13 @@ type Layer struct {
 	// Encoding is the text encoding of the attributes ("" when the
 	// format has none to choose).
 	Encoding string `json:"encoding,omitempty"`
-	// Extent is [xmin, ymin, xmax, ymax] in the layer's own CRS; null
-	// when it has no geometry.
+	// Extent is [xmin, ymin, xmax, ymax] in the layer's own CRS (the
+	// file's coordinates, before any transformation), which ExtentCRS
+	// names; null when it has no geometry.
 	Extent []float64 `json:"extent"`
+	// ExtentCRS names the CRS of Extent: "EPSG:N" (the code of CRS), the
+	// custom CRS's name, or "unknown" when the file names no CRS.
+	ExtentCRS string `json:"extent_crs"`
 	// GeometryField is the geometry field read when the layer has several
 	// (GML); "" otherwise.
 	GeometryField string `json:"geometry_field,omitempty"`
@@ -102,9 +106,14 @@ type CRS struct {
 	// Method is authority, identified, custom, override, default,
 	// "none" when the file names no CRS, or "refused" when geoingest
 	// cannot use the one it names (see Refusal).
-	Method     string `json:"method"`
-	Confidence int    `json:"confidence,omitempty"`
-	Name       string `json:"name,omitempty"`
+	Method string `json:"method"`
+	// Confidence is PROJ's confidence in EPSG, 0-100 (100 when the file
+	// names the code itself; 0 when geoingest did not identify it).
+	Confidence int `json:"confidence"`
+	// Name is the name of the CRS geoingest uses: the EPSG CRS's name in
+	// PROJ's database when EPSG is set, else the file's own; "" when
+	// the file names none.
+	Name string `json:"name"`
 	// Transformation is PROJ's operation to WGS 84.
 	Transformation string `json:"transformation,omitempty"`
 	// Better is a more accurate transformation that needs a grid not
@@ -174,7 +183,7 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 			// and why geoingest refuses it.
 			base := filepath.Base(ge.File)
 			rep.Layers = append(rep.Layers, Layer{Name: strings.TrimSuffix(base, filepath.Ext(base)),
-				GeometryTypes: map[string]int64{}, Fields: []Field{},
+				GeometryTypes: map[string]int64{}, Fields: []Field{}, ExtentCRS: "unknown",
 				CRS: CRS{Method: "refused", Refusal: ge.Err.Error()}})
 		}
 		return rep, refuse(rep, err, dir, job)
@@ -344,6 +353,7 @@ func (s *scanner) layers() []Layer {
 			l.Fields[i].Type = joinTypes(a.types[l.Fields[i].Name])
 		}
 		l.GeometryType = geometryType(l.GeometryTypes)
+		l.ExtentCRS = extentCRS(l.CRS)
 		if a.hasExt {
 			l.Extent = a.ext[:]
 		}
@@ -477,5 +487,23 @@ func crsOf(l geomio.Layer) CRS {
 	if c.Method == string(crs.Custom) && c.Name == "" {
 		c.Name = l.CRS.Definition
 	}
+	if c.EPSG > 0 {
+		// The CRS geoingest uses is the EPSG one, whatever the file
+		// calls it ("unnamed" in a MapInfo file, none in KML).
+		if n, err := crs.EPSGName(c.EPSG); err == nil && n != "" {
+			c.Name = n
+		}
+	}
 	return c
+}
+
+// extentCRS names the CRS the extent's coordinates are in.
+func extentCRS(c CRS) string {
+	switch {
+	case c.EPSG > 0:
+		return fmt.Sprintf("EPSG:%d", c.EPSG)
+	case c.Method == string(crs.Custom):
+		return c.Name
+	}
+	return "unknown"
 }
