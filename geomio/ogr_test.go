@@ -223,6 +223,13 @@ func TestOGRRefusals(t *testing.T) {
 		_, err := readAll2(t, out, Options{})
 		requireInputError(t, err, out, "no layer with geometry")
 	})
+	t.Run("csv of EWKT", func(t *testing.T) {
+		// As PostGIS exports ST_AsEWKT: GDAL cannot read it.
+		csv := filepath.Join(dir, "ewkt.csv")
+		require.NoError(t, os.WriteFile(csv, []byte("id,the_geom\n1,\"SRID=4326;POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
+		_, err := readAll2(t, csv, Options{SourceSRID: 4326})
+		requireInputError(t, err, csv, `layer "ewkt" feature 0: unreadable (the geometry column must hold WKT or hex WKB; EWKT's SRID=N; prefix is not read`)
+	})
 	t.Run("csv without a geometry column", func(t *testing.T) {
 		csv := filepath.Join(dir, "nogeom.csv")
 		require.NoError(t, os.WriteFile(csv, []byte("a,shape\n1,POINT(1 2)\n"), 0o644))

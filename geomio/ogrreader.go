@@ -298,6 +298,12 @@ func (r *ogrReader) Next() bool {
 		ok, err := r.l.Next()
 		if err != nil {
 			r.fid = -1
+			if r.format == FormatCSV {
+				// GDAL reads the geometry column as WKT, else as hex
+				// WKB: anything else (EWKT's "SRID=N;" prefix, a
+				// note) is "Unsupported WKB type" or "Invalid EWKB".
+				return r.fail("unreadable (the geometry column must hold WKT or hex WKB; EWKT's SRID=N; prefix is not read, give the CRS with --source-srid)", err)
+			}
 			return r.fail("unreadable", err)
 		}
 		if !ok {
