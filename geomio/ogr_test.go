@@ -579,6 +579,14 @@ func TestOGRZipDatasets(t *testing.T) {
 		require.Len(t, fs, 6)
 		require.Equal(t, "parcels", ls[0].Name)
 		require.Equal(t, FormatFileGDB, ls[0].Format)
+
+		// A shapefile beside the geodatabase's files stays a layer
+		// of its own.
+		zipDir(t, z, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
+		fs, ls, err = readOGR(t, z, Options{})
+		require.NoError(t, err)
+		require.Len(t, fs, 12)
+		require.Equal(t, []string{"Parcels.gdb/parcels", "six_counties"}, []string{ls[0].Name, ls[1].Name})
 	})
 	t.Run("contents in a folder", func(t *testing.T) {
 		nested := filepath.Join(dir, "nested", "Export", "2024")
