@@ -217,7 +217,7 @@ func TestInspectMissingGrid(t *testing.T) {
 	}, testfiles.GeoParquetOptions{CRS: readProjJSON(t, "epsg2016.projjson")})
 	code, out, _ := run(t, nil, "inspect", pq)
 	require.Equal(t, 1, code)
-	for _, want := range []string{"refused: ", "ca_que_mern_cq77na83.tif", "1.5 m", "projsync --file ca_que_mern_cq77na83.tif"} {
+	for _, want := range []string{"refused: ", "ca_que_mern_cq77na83.tif", "1.5 m", "--file ca_que_mern_cq77na83.tif"} {
 		require.Contains(t, out, want)
 	}
 	code, r, _ := inspectJSON(t, nil, pq)

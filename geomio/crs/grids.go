@@ -38,20 +38,28 @@ type GridOperation struct {
 	Area string `json:"area,omitempty"`
 }
 
-// Fix says how to install the missing grids: projsync, or the file from
-// its URL into PROJ's data directory, or the package that ships it.
+// Fix says how to install the missing grids: with projsync into PROJ's
+// data directory (projsync's own default is the user's directory, which
+// PROJ reads only for the user who ran it: not a service's), or the file
+// from its URL into that directory, or the package that ships it; and
+// where: geoingest checks the transformation, PostGIS applies it, so
+// both need the grid.
 func (g *GridOperation) Fix() string {
+	dir := g.DataDir
+	if dir == "" {
+		dir = "PROJ's data directory"
+	}
 	var parts []string
 	for _, gr := range g.Grids {
 		s := fmt.Sprintf("install the grid %s into PROJ's data directory", gr.ShortName)
 		if g.DataDir != "" {
-			s += " (" + g.DataDir + ", or a directory named by PROJ_DATA)"
+			s += " " + g.DataDir
 		}
 		var how []string
-		how = append(how, "projsync --file "+gr.ShortName)
+		how = append(how, fmt.Sprintf("projsync --target-dir %s --file %s (projsync: Debian package proj-bin)", dir, gr.ShortName))
 		if gr.URL != "" {
 			if gr.DirectDownload {
-				how = append(how, "download "+gr.URL)
+				how = append(how, "download "+gr.URL+" into it")
 			} else {
 				how = append(how, "get it from "+gr.URL)
 			}
@@ -65,7 +73,7 @@ func (g *GridOperation) Fix() string {
 		}
 		parts = append(parts, s)
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; ") + ", on the machines that run geoingest and on the database server (PostGIS transforms with its own PROJ)"
 }
 
 // String describes the operation and what it needs.

@@ -29,8 +29,9 @@ func TestMissingGridRefusal(t *testing.T) {
 			if c.Better == nil {
 				t.Skipf("the grid %s is installed here: %v", tc.grid, err)
 			}
-			for _, want := range []string{"missing grid", tc.grid, tc.accuracy, "projsync --file " + tc.grid,
-				"https://cdn.proj.org/" + tc.grid, "PROJ's data directory", "--source-srid", "ballpark"} {
+			for _, want := range []string{"missing grid", tc.grid, tc.accuracy,
+				"projsync --target-dir " + dataDirOf(t) + " --file " + tc.grid, "proj-bin",
+				"download https://cdn.proj.org/" + tc.grid + " into it", "PROJ's data directory " + dataDirOf(t), "database server", "--source-srid", "ballpark"} {
 				require.Contains(t, err.Error(), want)
 			}
 			require.NotContains(t, err.Error(), "PROJ knows no transformation")
@@ -62,7 +63,8 @@ func TestMissingGridBetter(t *testing.T) {
 	require.Equal(t, c.Transformation, c2.Better.Name, "the grid's transformation is the one PROJ uses when the grid is there")
 	require.Contains(t, c2.Better.Grids[0].ShortName, "BETA2007")
 	require.Equal(t, dir, c2.Better.DataDir)
-	require.Contains(t, c2.Better.Fix(), "projsync --file "+c2.Better.Grids[0].ShortName)
+	require.Contains(t, c2.Better.Fix(), "projsync --target-dir "+dir+" --file "+c2.Better.Grids[0].ShortName,
+		"projsync's default directory is the user's, which a service running as another user does not read")
 }
 
 func dataDirOf(t *testing.T) string {
@@ -70,4 +72,19 @@ func dataDirOf(t *testing.T) string {
 	require.NoError(t, err)
 	defer p.close()
 	return p.dataDir()
+}
+
+// TestNoOperationRefusal: a CRS PROJ has no operation at all to WGS 84
+// for, not even a ballpark one (another celestial body's), is refused
+// saying so and why, in PROJ's words (it says why only in its log), and
+// apart from the ballpark refusal.
+func TestNoOperationRefusal(t *testing.T) {
+	t.Parallel()
+	_, err := Resolve("IAU_2015:49900") // Mars (2015) - Sphere / Ocentric
+	var ie *InputError
+	require.True(t, errors.As(err, &ie), "want *InputError, got %v", err)
+	require.Contains(t, err.Error(), "not even a ballpark one")
+	require.Contains(t, err.Error(), "celestial body")
+	require.NotContains(t, err.Error(), "Unknown error")
+	require.NotContains(t, err.Error(), "ballpark transformation:")
 }

@@ -9,6 +9,23 @@ package crs
 #include <proj.h>
 #include <proj_experimental.h>
 
+// geoingest_log keeps PROJ's last error message in app (a buffer of
+// GEOINGEST_LOG_SIZE bytes) instead of printing it: some failures (no
+// operation between two celestial bodies) say why only in the log.
+#define GEOINGEST_LOG_SIZE 512
+static void geoingest_log(void *app, int level, const char *msg) {
+	if (level != PJ_LOG_ERROR || app == NULL || msg == NULL) return;
+	char *buf = (char *)app;
+	strncpy(buf, msg, GEOINGEST_LOG_SIZE - 1);
+	buf[GEOINGEST_LOG_SIZE - 1] = 0;
+}
+
+static void geoingest_set_log(PJ_CONTEXT *ctx, char *buf) {
+	buf[0] = 0;
+	proj_log_func(ctx, buf, geoingest_log);
+	proj_log_level(ctx, PJ_LOG_ERROR);
+}
+
 // geoingest_wkt_options are proj_as_wkt's options: one line.
 static const char *geoingest_wkt_options[] = {"MULTILINE=NO", NULL};
 
@@ -96,6 +113,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"unsafe"
 )
 
@@ -103,7 +121,14 @@ import (
 // at once; Resolve makes one per call.
 type projCtx struct {
 	c *C.PJ_CONTEXT
+	// log holds PROJ's last error message (C memory: PROJ keeps the
+	// pointer).
+	log *C.char
 }
+
+// errNoOperation: PROJ has no coordinate operation at all between two
+// CRSs, not even a ballpark one.
+var errNoOperation = errors.New("it knows no transformation between them, not even a ballpark one")
 
 // errNoDatabase is returned when PROJ cannot open its database: the
 // machine lacks proj-data, not the input something.
@@ -114,9 +139,9 @@ func newCtx() (*projCtx, error) {
 	if c == nil {
 		return nil, errors.New("proj_context_create failed")
 	}
-	C.proj_log_level(c, C.PJ_LOG_NONE)
+	p := &projCtx{c: c, log: (*C.char)(C.calloc(C.GEOINGEST_LOG_SIZE, 1))}
+	C.geoingest_set_log(c, p.log)
 	C.proj_context_set_enable_network(c, 0)
-	p := &projCtx{c: c}
 	if C.proj_context_get_database_path(c) == nil {
 		p.close()
 		return nil, errNoDatabase
@@ -124,7 +149,18 @@ func newCtx() (*projCtx, error) {
 	return p, nil
 }
 
-func (p *projCtx) close() { C.proj_context_destroy(p.c) }
+func (p *projCtx) close() {
+	C.proj_context_destroy(p.c)
+	C.free(unsafe.Pointer(p.log))
+}
+
+// logged returns PROJ's last logged error message since the last call, or
+// "".
+func (p *projCtx) logged() string {
+	s := C.GoString(p.log)
+	*p.log = 0
+	return s
+}
 
 // pj is a PROJ object owned by Go code: destroy it.
 type pj struct {
@@ -301,13 +337,22 @@ func (p *projCtx) swapped(o pj) pj { return pj{C.geoingest_swapped(p.c, o.p)} }
 // dst (the first of those proj_create_crs_to_crs considers), and whether
 // it is a ballpark transformation.
 func (p *projCtx) bestOperation(src, dst pj) (name string, ballpark bool, accuracy float64, err error) {
+	p.logged()
 	ops := C.geoingest_operations(p.c, src.p, dst.p, 1)
-	if ops == nil {
-		return "", false, -1, errors.New(p.lastError())
+	if ops != nil {
+		defer C.proj_list_destroy(ops)
 	}
-	defer C.proj_list_destroy(ops)
-	if C.proj_list_get_count(ops) == 0 {
-		return "", false, -1, errors.New("PROJ finds no coordinate operation")
+	if ops == nil || C.proj_list_get_count(ops) == 0 {
+		// Not even a ballpark: PROJ says why in its log ("Source and
+		// target ellipsoid do not belong to the same celestial body").
+		why := p.logged()
+		if why == "" && ops == nil {
+			why = p.lastError()
+		}
+		if why != "" {
+			why = " (PROJ: " + strings.TrimPrefix(strings.TrimPrefix(why, "proj_create_operations: "), "createOperations() failed with: ") + ")"
+		}
+		return "", false, -1, fmt.Errorf("%w%s", errNoOperation, why)
 	}
 	op := pj{C.proj_list_get(p.c, ops, 0)}
 	defer op.destroy()
