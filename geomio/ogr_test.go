@@ -520,6 +520,18 @@ func TestOGRCSVVariants(t *testing.T) {
 			require.Equal(t, "1", props["id"], "%s", fs[0].Properties)
 		})
 	}
+
+	// --geometry-field names the column, whatever its name; one the CSV
+	// lacks is refused.
+	shape := filepath.Join(dir, "shape.csv")
+	require.NoError(t, os.WriteFile(shape, []byte("id,shape,geometry\n1,\""+square+"\",not a geometry\n"), 0o644))
+	fs, _, err := readOGR(t, shape, Options{SourceSRID: 4326, GeometryField: "SHAPE"})
+	require.NoError(t, err)
+	require.Len(t, fs, 1)
+	require.InDelta(t, 4, fs[0].Geom.(*geom.MultiPolygon).Area(), 1e-12)
+	require.JSONEq(t, `{"id":"1","geometry":"not a geometry"}`, string(fs[0].Properties))
+	_, err = readAll2(t, shape, Options{SourceSRID: 4326, GeometryField: "nope"})
+	requireInputError(t, err, shape, `no column "nope" to read the geometry from in this CSV`)
 }
 
 // TestOGRGeometryFieldOfOneFieldLayer: a geometry field asked for by a
@@ -579,6 +591,14 @@ func TestOGRZipDatasets(t *testing.T) {
 		require.Len(t, fs, 6)
 		require.Equal(t, "parcels", ls[0].Name)
 		require.Equal(t, FormatFileGDB, ls[0].Format)
+
+		// A shapefile beside the geodatabase's files stays a layer
+		// of its own.
+		zipDir(t, z, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
+		fs, ls, err = readOGR(t, z, Options{})
+		require.NoError(t, err)
+		require.Len(t, fs, 12)
+		require.Equal(t, []string{"Parcels.gdb/parcels", "six_counties"}, []string{ls[0].Name, ls[1].Name})
 	})
 	t.Run("contents in a folder", func(t *testing.T) {
 		nested := filepath.Join(dir, "nested", "Export", "2024")

@@ -79,9 +79,13 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		}
 		options = append(slices.Clip(options), schema...)
 	}
+	if f.name == FormatCSV && opts.GeometryField != "" {
+		// The column named is the geometry, whatever its name.
+		options = append(withoutOption(options, "GEOM_POSSIBLE_NAMES="), "GEOM_POSSIBLE_NAMES="+opts.GeometryField)
+	}
 	ds, err := ogr.Open(path, f.drivers, options)
-	if err == nil && f.name == FormatCSV {
-		ds, err = csvOneGeometry(ds, path, f, options, opts.GeometryField)
+	if err == nil && f.name == FormatCSV && opts.GeometryField == "" {
+		ds, err = csvOneGeometry(ds, path, f, options)
 	}
 	if errors.Is(err, ogr.ErrNoGDAL) {
 		return nil, fmt.Errorf("%s: %w", file, err) // the machine's fault, not the file's
@@ -137,6 +141,9 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 			other = append(other, pl)
 		}
 	}
+	if len(names) == 0 && f.name == FormatCSV && opts.GeometryField != "" {
+		return nil, &Error{File: file, Problem: fmt.Sprintf("no column %q to read the geometry from in this CSV", opts.GeometryField)}
+	}
 	if len(names) == 0 {
 		return nil, &Error{File: file, Problem: fmt.Sprintf("no layer with geometry in this %s (%d tables without geometry)", f.title, ds.LayerCount())}
 	}
@@ -189,9 +196,8 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 // csvOneGeometry reopens a CSV in which several columns' names are among
 // CSVGeometryColumns with only the best-named one as its geometry: GDAL
 // parses every such column as a geometry and fails the row on one that is
-// not (a "wkt_source" note beside the "WKT"). The column named want, if
-// any, is the one kept.
-func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string, want string) (*ogr.Dataset, error) {
+// not (a "wkt_source" note beside the "WKT").
+func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string) (*ogr.Dataset, error) {
 	if ds.LayerCount() != 1 {
 		return ds, nil
 	}
@@ -205,14 +211,13 @@ func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string,
 			best = g.Name
 		}
 	}
-	for _, g := range gfs {
-		if want != "" && strings.EqualFold(g.Name, want) {
-			best = g.Name
-		}
-	}
 	ds.Close()
-	opts := slices.DeleteFunc(slices.Clone(options), func(o string) bool { return strings.HasPrefix(o, "GEOM_POSSIBLE_NAMES=") })
-	return ogr.Open(path, f.drivers, append(opts, "GEOM_POSSIBLE_NAMES="+best))
+	return ogr.Open(path, f.drivers, append(withoutOption(options, "GEOM_POSSIBLE_NAMES="), "GEOM_POSSIBLE_NAMES="+best))
+}
+
+// withoutOption is a copy of options without those starting with prefix.
+func withoutOption(options []string, prefix string) []string {
+	return slices.DeleteFunc(slices.Clone(options), func(o string) bool { return strings.HasPrefix(o, prefix) })
 }
 
 // pickGeomField chooses the geometry field of l to read: the one named

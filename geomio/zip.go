@@ -75,7 +75,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 		}
 		gdb := gdbFolder(name)
 		clean := path.Clean(name)
-		if dir := path.Dir(clean); gdb == "" && gdbDirs[dir] {
+		if dir := path.Dir(clean); gdb == "" && gdbDirs[dir] && isGDBFile(path.Base(clean)) {
 			// A File Geodatabase's files in a folder not named .gdb
 			// (the folder's contents zipped): GDAL opens a .gdb.
 			if dir == "." {
@@ -273,6 +273,27 @@ func unnamedGDBFolders(files []*zip.File) map[string]bool {
 		}
 	}
 	return dirs
+}
+
+// isGDBFile reports whether base is the name of a File Geodatabase's own
+// file: its tables and their indexes (a0000000N.gdbtable, .gdbtablx,
+// .gdbindexes, .atx, .spx, .freelist, .horizon, ...), "gdb" and
+// "timestamps". Other files beside them (a shapefile, a readme) are not
+// moved into the geodatabase.
+func isGDBFile(base string) bool {
+	b := strings.ToLower(base)
+	if b == "gdb" || b == "timestamps" {
+		return true
+	}
+	if len(b) < 10 || b[0] != 'a' || b[9] != '.' {
+		return false
+	}
+	for _, c := range b[1:9] {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
 }
 
 // gdbFolder returns the path of the File Geodatabase folder (a directory

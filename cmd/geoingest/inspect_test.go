@@ -312,6 +312,19 @@ func TestInspectGeoPackage(t *testing.T) {
 	require.Equal(t, 27700, got["bristol"].CRS.EPSG)
 	require.Equal(t, "gpkg", got["bristol"].Format)
 	require.Equal(t, inspect.Check{}, *got["bristol"].Check)
+
+	// The layer and geometry field asked for are read as the job would
+	// read them: one layer; a field the layers lack is the refusal the
+	// job would fail with (inspect read every layer, and said it would
+	// land).
+	code, r, errOut = inspectJSON(t, nil, "--layer", "bristol", gpkg)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, r.Layers, 1)
+	require.Equal(t, "bristol", r.Layers[0].Name)
+	require.Equal(t, []any{"bristol"}, r.Params["layers"])
+	code, r, _ = inspectJSON(t, nil, "--geometry-field", "nope", gpkg)
+	require.Equal(t, 1, code)
+	require.Contains(t, r.Refusal, `no geometry field "nope" (the layer has "geom")`)
 }
 
 // TestInspectREADMEExample: the README's inspect example is what the

@@ -174,8 +174,11 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		return nil, err
 	}
 	rep.Bytes, rep.SHA256 = fetched.Size, fetched.ContentHash
+	// Read as the job would (ingest.Service.Run): the layers and geometry
+	// field asked for too.
 	r, err := geomio.Open(fetched.Path, geomio.Options{SourceSRID: job.Params.SourceSRID,
-		DefaultEncoding: job.Params.DefaultEncoding, Limits: o.Limits})
+		DefaultEncoding: job.Params.DefaultEncoding, Limits: o.Limits,
+		Layers: job.Params.Layers, GeometryField: job.Params.GeometryField, TempDir: dir})
 	if err != nil {
 		var ge *geomio.Error
 		if errors.As(err, &ge) && ge.Problem == "unusable CRS" {
