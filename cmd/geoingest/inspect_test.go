@@ -118,6 +118,26 @@ func TestInspectJSONShape(t *testing.T) {
 	}
 }
 
+// TestInspectNothingToWrite: an upload with no polygonal feature (a
+// points layer, an empty shapefile) is refused as the job refuses it,
+// not reported as landing; an empty layer is still listed.
+func TestInspectNothingToWrite(t *testing.T) {
+	t.Parallel()
+	code, r, errOut := inspectJSON(t, nil, "../../testdata/corpus/utf8_emoji_zip/utf.zip")
+	require.Equal(t, 1, code, errOut)
+	require.Equal(t, "no polygonal features to write for parcels: 0 null or empty, 2 not polygonal (points or lines)", r.Refusal)
+
+	code, r, errOut = inspectJSON(t, nil, "--source-srid", "4326", "../../testdata/corpus/postgis_polygon/Polygon.shp")
+	require.Equal(t, 1, code, errOut)
+	require.Len(t, r.Layers, 1, "the empty layer is listed")
+	require.Equal(t, "Polygon", r.Layers[0].Name)
+	require.EqualValues(t, 0, r.Layers[0].Features)
+	require.Equal(t, 4326, r.Layers[0].CRS.EPSG)
+	require.Contains(t, r.Refusal, "no polygonal features to write for parcels")
+	_, out, _ := run(t, nil, "inspect", "--source-srid", "4326", "../../testdata/corpus/postgis_polygon/Polygon.shp")
+	require.Contains(t, out, "  geometry  None (no features)")
+}
+
 // TestInspectNoCRS: a file with no CRS is refused with what fixes it, and
 // --source-srid fixes it (and changes the job key).
 func TestInspectNoCRS(t *testing.T) {

@@ -205,6 +205,13 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 			rep.Refusal = s.refusal
 		}
 	}
+	if len(s.order) == 0 && r.Err() == nil {
+		// A layer with no feature at all (an empty shapefile) is still
+		// a layer, as ogrinfo lists it: with its CRS and no extent.
+		if meta := r.Layer(); meta.Name != "" {
+			s.layer(meta.Name, meta)
+		}
+	}
 	rep.Layers = s.layers()
 	if err := r.Err(); err != nil {
 		// The layer that failed has read no feature yet when its CRS is
@@ -219,7 +226,31 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	if len(rep.Layers) == 0 && rep.Refusal == "" {
 		rep.Refusal = "the file has no features"
 	}
+	if rep.Refusal == "" {
+		rep.Refusal = nothingToWrite(rep)
+	}
 	return rep, nil
+}
+
+// nothingToWrite is the job's refusal of an upload with no polygonal
+// feature in any layer (points, lines, only null geometries, no features:
+// committing it would replace the source's parcels with nothing), in the
+// words the write gate uses; "" when some feature is polygonal.
+func nothingToWrite(rep *Report) string {
+	var null, other int64
+	for _, l := range rep.Layers {
+		for t, n := range l.GeometryTypes {
+			switch t {
+			case "Polygon", "MultiPolygon":
+				return ""
+			case "None":
+				null += n
+			default:
+				other += n
+			}
+		}
+	}
+	return fmt.Sprintf("no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines)", rep.Target, null, other)
 }
 
 // refuse records an input error as the report's refusal, naming the
@@ -265,20 +296,7 @@ type layerAcc struct {
 // feature adds one feature; it reports true when the feature is one the
 // job's policies would fail on (the first such sets s.refusal).
 func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
-	if s.byName == nil {
-		s.byName = map[string]*layerAcc{}
-	}
-	a, ok := s.byName[f.Layer]
-	if !ok {
-		a = &layerAcc{l: Layer{Name: f.Layer, Format: meta.Format, Encoding: meta.Encoding,
-			GeometryTypes: map[string]int64{}, CRS: crsOf(meta), Fields: []Field{}},
-			fields: map[string]int{}, types: map[string]map[string]bool{}}
-		if s.check {
-			a.l.Check = &Check{}
-		}
-		s.byName[f.Layer] = a
-		s.order = append(s.order, f.Layer)
-	}
+	a := s.layer(f.Layer, meta)
 	a.l.Features++
 	if meta.Name == f.Layer {
 		// The reader's counts so far, of the layer this feature is of.
@@ -326,6 +344,26 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 		return true
 	}
 	return false
+}
+
+// layer returns the accumulator of the layer name, made from meta on
+// first use.
+func (s *scanner) layer(name string, meta geomio.Layer) *layerAcc {
+	if s.byName == nil {
+		s.byName = map[string]*layerAcc{}
+	}
+	a, ok := s.byName[name]
+	if !ok {
+		a = &layerAcc{l: Layer{Name: name, Format: meta.Format, Encoding: meta.Encoding,
+			GeometryTypes: map[string]int64{}, CRS: crsOf(meta), Fields: []Field{}},
+			fields: map[string]int{}, types: map[string]map[string]bool{}}
+		if s.check {
+			a.l.Check = &Check{}
+		}
+		s.byName[name] = a
+		s.order = append(s.order, name)
+	}
+	return a
 }
 
 // isValid is ST_IsValid's verdict, as preparation computes it.
