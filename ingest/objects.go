@@ -5,9 +5,11 @@ import (
 	"errors"
 )
 
-// ErrIncompleteShapefile is wrapped by the error a shapefile's Fetch
-// returns when its .shx or .dbf is not in the bucket (yet).
-var ErrIncompleteShapefile = errors.New("incomplete shapefile")
+// ErrIncompleteShapefile is wrapped by the error the Fetch of a
+// multi-file set (a shapefile, a MapInfo table) returns when a required
+// part (a .shx or .dbf; a .dat, .map, .id or .mid) is not in the bucket
+// (yet). Its text names no format: the set may be either.
+var ErrIncompleteShapefile = errors.New("incomplete file set")
 
 // ErrObjectChanged is wrapped by the error Fetch returns when the object
 // an event names is pinned only by its ETag (an unversioned bucket) and

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/inspect"
 	"github.com/geoingest/geoingest/ingest/localfs"
@@ -78,7 +82,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)
 		}
 		client := m.newS3Client(awsCfg, *pathStyle)
-		if ev, err = ingests3.Head(ctx, client, bucket, objKey); err != nil {
+		if ev, err = headForInspect(ctx, awsCfg, client, bucket, objKey); err != nil {
 			return err
 		}
 		src, fetcher, err := ingests3.NewSource(ctx, client, ev, ingests3.Options{FinalAttempt: true, IdleTimeout: awsf.downloadTimeout})
@@ -138,6 +142,37 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	}
 	return nil
 }
+
+// headForInspect is ingests3.Head with errors a person can act on: no
+// credentials at all (the SDK's message is about its last provider, the
+// instance metadata service), access denied (HEAD has no body, so S3 says
+// only "Forbidden"), and a missing bucket told from a missing key.
+func headForInspect(ctx context.Context, cfg aws.Config, client *s3.Client, bucket, key string) (ingest.Event, error) {
+	url := "s3://" + bucket + "/" + key
+	if cfg.Credentials == nil {
+		return ingest.Event{}, fmt.Errorf("%s: %s", url, noCredentials)
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return ingest.Event{}, fmt.Errorf("%s: %s (%v)", url, noCredentials, err)
+	}
+	ev, err := ingests3.Head(ctx, client, bucket, key)
+	if err == nil {
+		return ev, nil
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == 403 {
+		return ingest.Event{}, fmt.Errorf("%s: access denied (HTTP 403): the credentials are not valid for this endpoint, or do not allow s3:GetObject on the object (without s3:ListBucket on the bucket, a missing object is a 403 too)", url)
+	}
+	if strings.Contains(err.Error(), "no such object") {
+		if _, berr := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); berr != nil && errors.As(berr, &re) && re.HTTPStatusCode() == 404 {
+			return ingest.Event{}, fmt.Errorf("%s: no such bucket %q", url, bucket)
+		}
+	}
+	return ingest.Event{}, err
+}
+
+// noCredentials is what to do when the AWS SDK finds no credentials.
+const noCredentials = "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile of ~/.aws/credentials or ~/.aws/config), or run where an IAM role provides them"
 
 // printInspection writes the report for a person.
 func printInspection(w io.Writer, r *inspect.Report) {

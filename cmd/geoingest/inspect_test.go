@@ -352,3 +352,68 @@ func TestInspectREADMEExample(t *testing.T) {
 		require.True(t, lines[l], "README line %q is not in the output:\n%s", l, out)
 	}
 }
+
+// TestInspectS3Versitygw: inspect s3://bucket/key against a real S3
+// server, with no database: the job key is the one serve gives that
+// version, and what goes wrong is said so a person can act on it: a
+// MapInfo .mif or a shapefile whose required part is not in the bucket,
+// a missing key, a missing bucket, wrong credentials, none at all.
+func TestInspectS3Versitygw(t *testing.T) {
+	srv := testsrv.VersitygwIAM(t)
+	testsrv.Env(t, "", srv.URL)
+	srv.NewBucket(t, "uploads", true)
+	ctx := context.Background()
+	putFile := func(key string, body []byte) *s3.PutObjectOutput {
+		t.Helper()
+		out, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: ptr("uploads"), Key: ptr(key), Body: bytes.NewReader(body)})
+		require.NoError(t, err)
+		return out
+	}
+	geojson, err := os.ReadFile(bristolBNG)
+	require.NoError(t, err)
+	put := putFile("parcels/bristol.geojson", geojson)
+	env := map[string]string{"AWS_ENDPOINT_URL_S3": srv.URL}
+	code, r, errOut := inspectJSON(t, env, "--check", "s3://uploads/parcels/bristol.geojson")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, *put.VersionId, r.VersionToken)
+	require.EqualValues(t, 72, r.Layers[0].Features)
+	require.Equal(t, "parcels/=parcels", r.Route)
+	params, err := json.Marshal(r.Params)
+	require.NoError(t, err)
+	code, keyOut, errOut := run(t, nil, "key", "--bucket", "uploads", "--key", "parcels/bristol.geojson", "--version", *put.VersionId, "--params", string(params))
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, strings.TrimSpace(keyOut), r.JobKey)
+
+	shp := "../../testdata/corpus/six_counties/six_counties"
+	for _, ext := range []string{".shp", ".shx", ".prj"} {
+		b, err := os.ReadFile(shp + ext)
+		require.NoError(t, err)
+		putFile("parcels/six"+ext, b)
+	}
+	putFile("parcels/a.mif", []byte("Version 300\nCharset \"Neutral\"\nDelimiter \",\"\nColumns 1\n  name Char(10)\nData\n"))
+	for _, tc := range []struct{ url, want string }{
+		{"s3://uploads/parcels/six.shp", "incomplete file set: s3://uploads/parcels/six.shp has no .dbf beside it"},
+		{"s3://uploads/parcels/a.mif", "incomplete file set: s3://uploads/parcels/a.mif has no .mid beside it"},
+		{"s3://uploads/parcels/none.gpkg", "s3://uploads/parcels/none.gpkg: no such object"},
+		{"s3://nobucket/parcels/bristol.geojson", `no such bucket "nobucket"`},
+	} {
+		code, out, errOut := run(t, env, "inspect", tc.url)
+		require.Equal(t, 1, code, out)
+		require.Contains(t, errOut, tc.want)
+	}
+
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	code, _, errOut = run(t, env, "inspect", "s3://uploads/parcels/bristol.geojson")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "access denied (HTTP 403)")
+
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	code, _, errOut = run(t, env, "inspect", "s3://uploads/parcels/bristol.geojson")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+}

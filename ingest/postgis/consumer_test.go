@@ -148,7 +148,7 @@ func TestConsumerInbox(t *testing.T) {
 	require.EqualValues(t, 1, testutil.ToFloat64(m.DeadLettered))
 	reason, err := os.ReadFile(filepath.Join(dir, ".dead-letter", "parcels", "half.shp.reason"))
 	require.NoError(t, err)
-	require.Contains(t, string(reason), "incomplete shapefile")
+	require.Contains(t, string(reason), "incomplete file set")
 	require.Contains(t, string(reason), "has no .dbf beside it (gave up waiting)")
 
 	// The same files delivered again (another consumer on the directory;
