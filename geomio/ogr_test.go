@@ -223,6 +223,20 @@ func TestOGRRefusals(t *testing.T) {
 		_, err := readAll2(t, out, Options{})
 		requireInputError(t, err, out, "no layer with geometry")
 	})
+	t.Run("mapinfo without its parts", func(t *testing.T) {
+		// A .tab without its .map read as a table without geometry, a
+		// .mif without its .mid landed with no attributes.
+		sub := filepath.Join(dir, "mi")
+		require.NoError(t, os.MkdirAll(sub, 0o755))
+		ogr2ogr(t, append(multi, "-f", "MapInfo File", filepath.Join(sub, "c.tab"), srcCounties)...)
+		ogr2ogr(t, append(multi, "-f", "MapInfo File", filepath.Join(sub, "c.mif"), srcCounties)...)
+		require.NoError(t, os.Remove(filepath.Join(sub, "c.map")))
+		require.NoError(t, os.Remove(filepath.Join(sub, "c.mid")))
+		_, err := readAll2(t, filepath.Join(sub, "c.tab"), Options{})
+		requireInputError(t, err, "c.tab", "missing .map beside the .tab")
+		_, err = readAll2(t, filepath.Join(sub, "c.mif"), Options{})
+		requireInputError(t, err, "c.mif", "missing .mid beside the .mif")
+	})
 	t.Run("csv of EWKT", func(t *testing.T) {
 		// As PostGIS exports ST_AsEWKT: GDAL cannot read it.
 		csv := filepath.Join(dir, "ewkt.csv")

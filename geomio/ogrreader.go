@@ -79,6 +79,16 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		}
 		options = append(slices.Clip(options), schema...)
 	}
+	if f.name == FormatMapInfo {
+		// As a shapefile without its .dbf: GDAL would open a .tab
+		// without its .map as a table without geometry, a .mif without
+		// its .mid with no attributes.
+		if set, err := FindShapefileSet(path); err == nil {
+			if missing := set.Missing(); len(missing) > 0 {
+				return nil, &Error{File: file, Problem: fmt.Sprintf("missing %s beside the %s", strings.Join(missing, ", "), strings.ToLower(filepath.Ext(path)))}
+			}
+		}
+	}
 	if f.name == FormatCSV && opts.GeometryField != "" {
 		// The column named is the geometry, whatever its name.
 		options = append(withoutOption(options, "GEOM_POSSIBLE_NAMES="), "GEOM_POSSIBLE_NAMES="+opts.GeometryField)
