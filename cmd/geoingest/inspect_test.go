@@ -437,3 +437,33 @@ func TestInspectS3Versitygw(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 }
+
+// TestInspectRefusedLayerCRS: a GeoPackage one of whose layers has a CRS
+// geoingest refuses (EPSG:2016, its grid missing) reports that layer by
+// its own name, and the refusal names the upload and the layer as the
+// job does (it said 'two.gpkg!two.gpkg layer ...', and named the layer
+// after the file).
+func TestInspectRefusedLayerCRS(t *testing.T) {
+	if !ogr.Available {
+		t.Skip("built without GDAL")
+	}
+	requireGDALTool(t, "ogr2ogr")
+	t.Parallel()
+	gpkg := filepath.Join(t.TempDir(), "two.gpkg")
+	for _, args := range [][]string{
+		{"-f", "GPKG", gpkg, bristolBNG, "-nln", "bristol"},
+		{"-update", "-f", "GPKG", gpkg, bristolBNG, "-a_srs", "EPSG:2016", "-nln", "quebec"},
+	} {
+		out, err := exec.Command("ogr2ogr", args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	code, r, errOut := inspectJSON(t, nil, gpkg)
+	require.Equal(t, 1, code, errOut)
+	require.Len(t, r.Layers, 1)
+	require.Equal(t, "quebec", r.Layers[0].Name)
+	require.Equal(t, "refused", r.Layers[0].CRS.Method)
+	require.Contains(t, r.Layers[0].CRS.Refusal, "ca_que_mern_cq77na83.tif")
+	abs, err := filepath.Abs(gpkg)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(r.Refusal, "file://"+abs+` layer "quebec": unusable CRS: missing grid`), r.Refusal)
+}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -184,8 +185,7 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		if errors.As(err, &ge) && ge.Problem == "unusable CRS" {
 			// The file's (first) layer, as far as it was read: its CRS
 			// and why geoingest refuses it.
-			base := filepath.Base(ge.File)
-			rep.Layers = append(rep.Layers, Layer{Name: strings.TrimSuffix(base, filepath.Ext(base)),
+			rep.Layers = append(rep.Layers, Layer{Name: layerOf(ge.File),
 				GeometryTypes: map[string]int64{}, Fields: []Field{}, ExtentCRS: "unknown",
 				CRS: CRS{Method: "refused", Refusal: ge.Err.Error()}})
 		}
@@ -254,24 +254,27 @@ func nothingToWrite(rep *Report) string {
 }
 
 // refuse records an input error as the report's refusal, naming the
-// upload rather than the temporary file; other errors are returned.
+// upload rather than the temporary file, as the job names it; other
+// errors are returned.
 func refuse(rep *Report, err error, dir string, job ingest.Job) error {
 	if !geomio.IsInputError(err) {
 		return err
 	}
-	var ge *geomio.Error
-	if errors.As(err, &ge) {
-		if rest, ok := strings.CutPrefix(ge.File, dir+string(filepath.Separator)); ok {
-			base := filepath.Base(job.Source.Key)
-			if rest == base {
-				ge.File = job.Source.String()
-			} else {
-				ge.File = job.Source.String() + "!" + strings.TrimPrefix(rest, base+"/")
-			}
+	rep.Refusal = ingest.NameSource(err, dir, job.Source).Error()
+	return nil
+}
+
+// layerOf is the layer a geomio error names (`FILE layer "NAME"`, as
+// the readers of multi-layer formats name it), else the file's base name
+// without its extension.
+func layerOf(file string) string {
+	if i := strings.LastIndex(file, ` layer "`); i >= 0 {
+		if name, err := strconv.Unquote(file[i+len(" layer "):]); err == nil {
+			return name
 		}
 	}
-	rep.Refusal = err.Error()
-	return nil
+	base := filepath.Base(file)
+	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 // scanner accumulates the layers of a stream of features.
