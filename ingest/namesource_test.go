@@ -23,4 +23,13 @@ func TestNameSource(t *testing.T) {
 		err := NameSource(&geomio.Error{File: tc.file, Problem: "bad"}, dir, src)
 		require.Equal(t, tc.want, err.Error())
 	}
+	shp := Source{Bucket: LocalBucket, Key: "/data/up/six.shp"}
+	for _, tc := range []struct{ file, want string }{
+		{filepath.Join(dir, "six.prj"), "file:///data/up/six.prj: bad"},
+		{filepath.Join(dir, "six.shp"), "file:///data/up/six.shp: bad"},
+		{filepath.Join(dir, "other.prj"), "file:///data/up/six.shp!other.prj: bad"},
+	} {
+		err := NameSource(&geomio.Error{File: tc.file, Problem: "bad"}, dir, shp)
+		require.Equal(t, tc.want, err.Error())
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -352,10 +353,25 @@ func NameSource(err error, dir string, src Source) error {
 		ge.File = src.String() + rest[len(base):]
 	case strings.HasPrefix(rest, base+"/"):
 		ge.File = src.String() + "!" + rest[len(base)+1:]
+	case sameSet(rest, base):
+		// A part of the upload's set (a shapefile's .prj, a MapInfo
+		// table's .dat): the object or file beside it.
+		ge.File = Source{Bucket: src.Bucket, Key: path.Join(path.Dir(src.Key), rest)}.String()
 	default:
 		ge.File = src.String() + "!" + rest
 	}
 	return err
+}
+
+// sameSet reports whether part, a file name, is another part of the
+// multi-file set whose main file is named main (geomio.SetRules).
+func sameSet(part, main string) bool {
+	if strings.Contains(part, "/") || !geomio.IsFileSet(main) {
+		return false
+	}
+	ps, ok1 := geomio.SetStem(part)
+	ms, ok2 := geomio.SetStem(main)
+	return ok1 && ok2 && ps == ms
 }
 
 // copyHook stops a test build at testhook.DuringCopy once the write gate's
