@@ -188,7 +188,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 		TempDir:         dir,
 	})
 	if err != nil {
-		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
+		return s.fail(ctx, log, res, job, NameSource(err, dir, job.Source))
 	}
 	defer r.Close()
 
@@ -208,7 +208,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	pr := LogLayers(prog)
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched)
 	if err != nil {
-		return s.fail(ctx, log, res, job, nameSource(err, dir, job.Source))
+		return s.fail(ctx, log, res, job, NameSource(err, dir, job.Source))
 	}
 	// What GDAL's readers approximated, dropped or chose, per layer (also
 	// recorded on the job by the write gate).
@@ -329,11 +329,13 @@ func (s *Service) heartbeat(ctx context.Context, log *slog.Logger, jobID string)
 	})
 }
 
-// nameSource rewrites a geomio input error about a file in the job's
+// NameSource rewrites a geomio input error about a file in the job's
 // download directory so that it names the upload the user knows: the
-// source itself, or for an entry inside an archive, source!entry. The
+// source itself (followed by what the reader said of it, such as
+// ` layer "roads"`), or for an entry inside an archive, source!entry. The
 // entry path is kept as the archive gives it (a hostile "../" included).
-func nameSource(err error, dir string, src Source) error {
+// It returns err.
+func NameSource(err error, dir string, src Source) error {
 	var ge *geomio.Error
 	if !errors.As(err, &ge) {
 		return err
@@ -346,6 +348,8 @@ func nameSource(err error, dir string, src Source) error {
 	switch {
 	case rest == base:
 		ge.File = src.String()
+	case strings.HasPrefix(rest, base+" "):
+		ge.File = src.String() + rest[len(base):]
 	case strings.HasPrefix(rest, base+"/"):
 		ge.File = src.String() + "!" + rest[len(base)+1:]
 	default:

@@ -208,6 +208,9 @@ func printInspection(w io.Writer, r *inspect.Report) {
 			gt = append(gt, fmt.Sprintf("%s %d", t, n))
 		}
 		sort.Strings(gt)
+		if len(gt) == 0 {
+			gt = []string{"no features"}
+		}
 		fmt.Fprintf(w, "  geometry  %s (%s)\n", l.GeometryType, strings.Join(gt, ", "))
 		c := l.CRS
 		switch {

@@ -118,6 +118,26 @@ func TestInspectJSONShape(t *testing.T) {
 	}
 }
 
+// TestInspectNothingToWrite: an upload with no polygonal feature (a
+// points layer, an empty shapefile) is refused as the job refuses it,
+// not reported as landing; an empty layer is still listed.
+func TestInspectNothingToWrite(t *testing.T) {
+	t.Parallel()
+	code, r, errOut := inspectJSON(t, nil, "../../testdata/corpus/utf8_emoji_zip/utf.zip")
+	require.Equal(t, 1, code, errOut)
+	require.Equal(t, "no polygonal features to write for parcels: 0 null or empty, 2 not polygonal (points or lines)", r.Refusal)
+
+	code, r, errOut = inspectJSON(t, nil, "--source-srid", "4326", "../../testdata/corpus/postgis_polygon/Polygon.shp")
+	require.Equal(t, 1, code, errOut)
+	require.Len(t, r.Layers, 1, "the empty layer is listed")
+	require.Equal(t, "Polygon", r.Layers[0].Name)
+	require.EqualValues(t, 0, r.Layers[0].Features)
+	require.Equal(t, 4326, r.Layers[0].CRS.EPSG)
+	require.Contains(t, r.Refusal, "no polygonal features to write for parcels")
+	_, out, _ := run(t, nil, "inspect", "--source-srid", "4326", "../../testdata/corpus/postgis_polygon/Polygon.shp")
+	require.Contains(t, out, "  geometry  None (no features)")
+}
+
 // TestInspectNoCRS: a file with no CRS is refused with what fixes it, and
 // --source-srid fixes it (and changes the job key).
 func TestInspectNoCRS(t *testing.T) {
@@ -416,4 +436,34 @@ func TestInspectS3Versitygw(t *testing.T) {
 	code, _, errOut = run(t, env, "inspect", "s3://uploads/parcels/bristol.geojson")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+}
+
+// TestInspectRefusedLayerCRS: a GeoPackage one of whose layers has a CRS
+// geoingest refuses (EPSG:2016, its grid missing) reports that layer by
+// its own name, and the refusal names the upload and the layer as the
+// job does (it said 'two.gpkg!two.gpkg layer ...', and named the layer
+// after the file).
+func TestInspectRefusedLayerCRS(t *testing.T) {
+	if !ogr.Available {
+		t.Skip("built without GDAL")
+	}
+	requireGDALTool(t, "ogr2ogr")
+	t.Parallel()
+	gpkg := filepath.Join(t.TempDir(), "two.gpkg")
+	for _, args := range [][]string{
+		{"-f", "GPKG", gpkg, bristolBNG, "-nln", "bristol"},
+		{"-update", "-f", "GPKG", gpkg, bristolBNG, "-a_srs", "EPSG:2016", "-nln", "quebec"},
+	} {
+		out, err := exec.Command("ogr2ogr", args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	code, r, errOut := inspectJSON(t, nil, gpkg)
+	require.Equal(t, 1, code, errOut)
+	require.Len(t, r.Layers, 1)
+	require.Equal(t, "quebec", r.Layers[0].Name)
+	require.Equal(t, "refused", r.Layers[0].CRS.Method)
+	require.Contains(t, r.Layers[0].CRS.Refusal, "ca_que_mern_cq77na83.tif")
+	abs, err := filepath.Abs(gpkg)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(r.Refusal, "file://"+abs+` layer "quebec": unusable CRS: missing grid`), r.Refusal)
 }

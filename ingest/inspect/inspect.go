@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -184,8 +185,7 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		if errors.As(err, &ge) && ge.Problem == "unusable CRS" {
 			// The file's (first) layer, as far as it was read: its CRS
 			// and why geoingest refuses it.
-			base := filepath.Base(ge.File)
-			rep.Layers = append(rep.Layers, Layer{Name: strings.TrimSuffix(base, filepath.Ext(base)),
+			rep.Layers = append(rep.Layers, Layer{Name: layerOf(ge.File),
 				GeometryTypes: map[string]int64{}, Fields: []Field{}, ExtentCRS: "unknown",
 				CRS: CRS{Method: "refused", Refusal: ge.Err.Error()}})
 		}
@@ -205,6 +205,13 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 			rep.Refusal = s.refusal
 		}
 	}
+	if len(s.order) == 0 && r.Err() == nil {
+		// A layer with no feature at all (an empty shapefile) is still
+		// a layer, as ogrinfo lists it: with its CRS and no extent.
+		if meta := r.Layer(); meta.Name != "" {
+			s.layer(meta.Name, meta)
+		}
+	}
 	rep.Layers = s.layers()
 	if err := r.Err(); err != nil {
 		// The layer that failed has read no feature yet when its CRS is
@@ -219,28 +226,55 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	if len(rep.Layers) == 0 && rep.Refusal == "" {
 		rep.Refusal = "the file has no features"
 	}
+	if rep.Refusal == "" {
+		rep.Refusal = nothingToWrite(rep)
+	}
 	return rep, nil
 }
 
+// nothingToWrite is the job's refusal of an upload with no polygonal
+// feature in any layer (points, lines, only null geometries, no features:
+// committing it would replace the source's parcels with nothing), in the
+// words the write gate uses; "" when some feature is polygonal.
+func nothingToWrite(rep *Report) string {
+	var null, other int64
+	for _, l := range rep.Layers {
+		for t, n := range l.GeometryTypes {
+			switch t {
+			case "Polygon", "MultiPolygon":
+				return ""
+			case "None":
+				null += n
+			default:
+				other += n
+			}
+		}
+	}
+	return fmt.Sprintf("no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines)", rep.Target, null, other)
+}
+
 // refuse records an input error as the report's refusal, naming the
-// upload rather than the temporary file; other errors are returned.
+// upload rather than the temporary file, as the job names it; other
+// errors are returned.
 func refuse(rep *Report, err error, dir string, job ingest.Job) error {
 	if !geomio.IsInputError(err) {
 		return err
 	}
-	var ge *geomio.Error
-	if errors.As(err, &ge) {
-		if rest, ok := strings.CutPrefix(ge.File, dir+string(filepath.Separator)); ok {
-			base := filepath.Base(job.Source.Key)
-			if rest == base {
-				ge.File = job.Source.String()
-			} else {
-				ge.File = job.Source.String() + "!" + strings.TrimPrefix(rest, base+"/")
-			}
+	rep.Refusal = ingest.NameSource(err, dir, job.Source).Error()
+	return nil
+}
+
+// layerOf is the layer a geomio error names (`FILE layer "NAME"`, as
+// the readers of multi-layer formats name it), else the file's base name
+// without its extension.
+func layerOf(file string) string {
+	if i := strings.LastIndex(file, ` layer "`); i >= 0 {
+		if name, err := strconv.Unquote(file[i+len(" layer "):]); err == nil {
+			return name
 		}
 	}
-	rep.Refusal = err.Error()
-	return nil
+	base := filepath.Base(file)
+	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 // scanner accumulates the layers of a stream of features.
@@ -265,20 +299,7 @@ type layerAcc struct {
 // feature adds one feature; it reports true when the feature is one the
 // job's policies would fail on (the first such sets s.refusal).
 func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
-	if s.byName == nil {
-		s.byName = map[string]*layerAcc{}
-	}
-	a, ok := s.byName[f.Layer]
-	if !ok {
-		a = &layerAcc{l: Layer{Name: f.Layer, Format: meta.Format, Encoding: meta.Encoding,
-			GeometryTypes: map[string]int64{}, CRS: crsOf(meta), Fields: []Field{}},
-			fields: map[string]int{}, types: map[string]map[string]bool{}}
-		if s.check {
-			a.l.Check = &Check{}
-		}
-		s.byName[f.Layer] = a
-		s.order = append(s.order, f.Layer)
-	}
+	a := s.layer(f.Layer, meta)
 	a.l.Features++
 	if meta.Name == f.Layer {
 		// The reader's counts so far, of the layer this feature is of.
@@ -326,6 +347,26 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 		return true
 	}
 	return false
+}
+
+// layer returns the accumulator of the layer name, made from meta on
+// first use.
+func (s *scanner) layer(name string, meta geomio.Layer) *layerAcc {
+	if s.byName == nil {
+		s.byName = map[string]*layerAcc{}
+	}
+	a, ok := s.byName[name]
+	if !ok {
+		a = &layerAcc{l: Layer{Name: name, Format: meta.Format, Encoding: meta.Encoding,
+			GeometryTypes: map[string]int64{}, CRS: crsOf(meta), Fields: []Field{}},
+			fields: map[string]int{}, types: map[string]map[string]bool{}}
+		if s.check {
+			a.l.Check = &Check{}
+		}
+		s.byName[name] = a
+		s.order = append(s.order, name)
+	}
+	return a
 }
 
 // isValid is ST_IsValid's verdict, as preparation computes it.
