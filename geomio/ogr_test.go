@@ -236,6 +236,11 @@ func TestOGRRefusals(t *testing.T) {
 		requireInputError(t, err, "c.tab", "missing .map beside the .tab")
 		_, err = readAll2(t, filepath.Join(sub, "c.mif"), Options{})
 		requireInputError(t, err, "c.mif", "missing .mid beside the .mif")
+		// In a zip too, naming the entry.
+		z := filepath.Join(dir, "mi.zip")
+		zipDir(t, z, sub, "c.tab", "c.dat", "c.id")
+		_, err = readAll2(t, z, Options{})
+		requireInputError(t, err, z+"/c.tab", "missing .map beside the .tab")
 	})
 	t.Run("csv of EWKT", func(t *testing.T) {
 		// As PostGIS exports ST_AsEWKT: GDAL cannot read it.

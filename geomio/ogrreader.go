@@ -82,11 +82,14 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	if f.name == FormatMapInfo {
 		// As a shapefile without its .dbf: GDAL would open a .tab
 		// without its .map as a table without geometry, a .mif without
-		// its .mid with no attributes.
-		if set, err := FindShapefileSet(path); err == nil {
-			if missing := set.Missing(); len(missing) > 0 {
-				return nil, &Error{File: file, Problem: fmt.Sprintf("missing %s beside the %s", strings.Join(missing, ", "), strings.ToLower(filepath.Ext(path)))}
+		// its .mid with no attributes. (open checks a loose file; this
+		// is for the entries of a zip too.)
+		if err := checkSetParts(path); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.File = file
 			}
+			return nil, err
 		}
 	}
 	if f.name == FormatCSV && opts.GeometryField != "" {
