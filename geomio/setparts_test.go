@@ -1,3 +1,5 @@
+//go:build cgo && !geoingest_nogdal
+
 package geomio
 
 import (
