@@ -44,7 +44,12 @@ type ogrReader struct {
 	encErr bool              // dec was not named by the uploader
 	err    error
 	done   bool
+	// unread are the layers with geometry the default plan leaves out
+	// (points or lines beside polygon layers): UnreadLayers.
+	unread []string
 }
+
+func (r *ogrReader) unreadLayers() []string { return r.unread }
 
 // ogrLayer is one layer the reader will read, and the geometry field it
 // reads.
@@ -163,6 +168,10 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	plan := polygonal
 	if len(plan) == 0 {
 		plan = other
+	} else if len(opts.Layers) == 0 {
+		for _, pl := range other {
+			r.unread = append(r.unread, pl.layer.Name)
+		}
 	}
 	switch {
 	case len(opts.Layers) > 0 && opts.zip != nil:

@@ -202,6 +202,9 @@ func printInspection(w io.Writer, r *inspect.Report) {
 			fmt.Fprintf(w, ", %s", l.Encoding)
 		}
 		fmt.Fprintln(w, ")")
+		if l.NotRead != "" {
+			fmt.Fprintf(w, "  not read  %s\n", l.NotRead)
+		}
 		fmt.Fprintf(w, "  features  %d\n", l.Features)
 		var gt []string
 		for t, n := range l.GeometryTypes {

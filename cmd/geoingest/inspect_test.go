@@ -467,3 +467,42 @@ func TestInspectRefusedLayerCRS(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(r.Refusal, "file://"+abs+` layer "quebec": unusable CRS: missing grid`), r.Refusal)
 }
+
+// TestInspectUnreadLayer: a GeoPackage's point layer beside its polygon
+// layer is listed too (as ogrinfo lists it), with its count, CRS and
+// checks, and marked as a layer the job does not read; it neither refuses
+// the upload nor counts toward it. It was left out of the report.
+func TestInspectUnreadLayer(t *testing.T) {
+	if !ogr.Available {
+		t.Skip("built without GDAL")
+	}
+	requireGDALTool(t, "ogr2ogr")
+	t.Parallel()
+	gpkg := filepath.Join(t.TempDir(), "pp.gpkg")
+	for _, args := range [][]string{
+		{"-f", "GPKG", gpkg, bristolBNG, "-nln", "polys"},
+		{"-update", "-f", "GPKG", gpkg, "/vsizip/../../testdata/corpus/train_stations_boundcrs_zip/train_stations.zip", "-nln", "stations"},
+	} {
+		out, err := exec.Command("ogr2ogr", args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	code, r, errOut := inspectJSON(t, nil, "--check", gpkg)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, r.Layers, 2)
+	require.Equal(t, "polys", r.Layers[0].Name)
+	require.Empty(t, r.Layers[0].NotRead)
+	st := r.Layers[1]
+	require.Equal(t, "stations", st.Name)
+	require.Contains(t, st.NotRead, "the job does not read it")
+	require.EqualValues(t, 361, st.Features)
+	require.Equal(t, "Point", st.GeometryType)
+	require.Equal(t, 26986, st.CRS.EPSG)
+	require.EqualValues(t, 361, st.Check.NonPolygonal)
+	require.Empty(t, r.Refusal)
+
+	code, r, errOut = inspectJSON(t, nil, "--layer", "stations", gpkg)
+	require.Equal(t, 1, code, errOut)
+	require.Len(t, r.Layers, 1, "asked for, the layer is read, and nothing else is listed")
+	require.Empty(t, r.Layers[0].NotRead)
+	require.Contains(t, r.Refusal, "no polygonal features")
+}

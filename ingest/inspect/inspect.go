@@ -97,6 +97,10 @@ type Layer struct {
 	DroppedZM        int64 `json:"dropped_zm"`
 	// Check counts, with Options.Check, what the policies would do.
 	Check *Check `json:"check,omitempty"`
+	// NotRead, when set, is why the job would not read this layer (a
+	// layer of points or lines beside polygon layers); "" for the
+	// layers it reads.
+	NotRead string `json:"not_read,omitempty"`
 }
 
 // CRS is a layer's CRS as geoingest resolves it.
@@ -177,9 +181,10 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	rep.Bytes, rep.SHA256 = fetched.Size, fetched.ContentHash
 	// Read as the job would (ingest.Service.Run): the layers and geometry
 	// field asked for too.
-	r, err := geomio.Open(fetched.Path, geomio.Options{SourceSRID: job.Params.SourceSRID,
+	gopts := geomio.Options{SourceSRID: job.Params.SourceSRID,
 		DefaultEncoding: job.Params.DefaultEncoding, Limits: o.Limits,
-		Layers: job.Params.Layers, GeometryField: job.Params.GeometryField, TempDir: dir})
+		Layers: job.Params.Layers, GeometryField: job.Params.GeometryField, TempDir: dir}
+	r, err := geomio.Open(fetched.Path, gopts)
 	if err != nil {
 		var ge *geomio.Error
 		if errors.As(err, &ge) && ge.Problem == "unusable CRS" {
@@ -218,8 +223,11 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		// the problem: it is reported with what could be read of it.
 		return rep, refuse(rep, err, dir, job)
 	}
+	if names := geomio.UnreadLayers(r); len(names) > 0 {
+		rep.Layers = append(rep.Layers, unreadLayers(ctx, fetched.Path, gopts, names, job.Params, o.Check, s.valid)...)
+	}
 	for _, l := range rep.Layers {
-		if l.CRS.Refusal != "" && rep.Refusal == "" {
+		if l.CRS.Refusal != "" && rep.Refusal == "" && l.NotRead == "" {
 			rep.Refusal = fmt.Sprintf("layer %q: %s", l.Name, l.CRS.Refusal)
 		}
 	}
@@ -239,6 +247,9 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 func nothingToWrite(rep *Report) string {
 	var null, other int64
 	for _, l := range rep.Layers {
+		if l.NotRead != "" {
+			continue
+		}
 		for t, n := range l.GeometryTypes {
 			switch t {
 			case "Polygon", "MultiPolygon":
@@ -251,6 +262,40 @@ func nothingToWrite(rep *Report) string {
 		}
 	}
 	return fmt.Sprintf("no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines)", rep.Target, null, other)
+}
+
+// notRead says why the job does not read a layer geomio.UnreadLayers
+// names.
+const notRead = "the job does not read it: a layer of points or lines beside polygon layers (--layer, or the route option layer=, naming it reads it)"
+
+// unreadLayers describes the layers the job leaves unread, read in a
+// pass of their own (Options.Layers naming them), with the job's checks
+// counted but its policies never refusing: the job does not read them.
+// A layer that cannot be read is listed by name with why.
+func unreadLayers(ctx context.Context, path string, opts geomio.Options, names []string, p ingest.Params, check bool, valid *validity.Checker) []Layer {
+	opts.Layers = names
+	p.NullGeometry, p.WrongType, p.Invalid = ingest.PolicySkip, ingest.PolicySkip, ingest.PolicyRepair
+	s := scanner{p: p, check: check, valid: valid}
+	var out []Layer
+	r, err := geomio.Open(path, opts)
+	if err == nil {
+		for r.Next() && ctx.Err() == nil {
+			s.feature(r.Feature(), r.Layer())
+		}
+		err = r.Err()
+		r.Close()
+		out = s.layers()
+	}
+	for i := range out {
+		out[i].NotRead = notRead
+	}
+	if err != nil && len(out) < len(names) {
+		for _, n := range names[len(out):] {
+			out = append(out, Layer{Name: n, GeometryTypes: map[string]int64{}, Fields: []Field{}, ExtentCRS: "unknown",
+				NotRead: notRead + "; it cannot be read: " + err.Error()})
+		}
+	}
+	return out
 }
 
 // refuse records an input error as the report's refusal, naming the
