@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,18 @@ import (
 // so none. A large job is still written into a partition of its own, at
 // the speed of COPY, and folded after its commit.
 const DefaultCompactKeep = 0
+
+// DefaultReindexFactor is CompactOptions.ReindexFactor's default: a
+// shared partition's index is rebuilt once its bytes per live row exceed
+// 1.5 times those right after its last rebuild. A fresh build is the
+// smallest the index gets; inserts and deletes grow it (2.5x after a
+// simulated year of weekly replacements), and a rebuild costs a scan of
+// the partition and a sort, without blocking readers or writers.
+const DefaultReindexFactor = 1.5
+
+// DefaultReindexMinBytes is CompactOptions.ReindexMinBytes' default:
+// indexes smaller than 64 MiB are never rebuilt, whatever their growth.
+const DefaultReindexMinBytes = 64 << 20
 
 // CompactOptions says how far Compact goes.
 type CompactOptions struct {
@@ -28,6 +41,33 @@ type CompactOptions struct {
 	// partition takes on its table (readers queue behind that wait); a
 	// drop that times out is retried by the next call. 0 means one second.
 	LockTimeout time.Duration
+	// ReindexFactor: an index of a shared partition is rebuilt (REINDEX
+	// INDEX CONCURRENTLY) when its bytes per live row exceed this factor
+	// of those recorded right after its last rebuild; an index with no
+	// record is rebuilt once, which records it. Indexes smaller than
+	// ReindexMinBytes are left alone. 0 means DefaultReindexFactor;
+	// negative turns rebuilding, and the cleanup of interrupted rebuilds,
+	// off.
+	ReindexFactor float64
+	// ReindexMinBytes: 0 means DefaultReindexMinBytes.
+	ReindexMinBytes int64
+}
+
+// ReindexFactorOrDefault is o.ReindexFactor, DefaultReindexFactor when 0.
+func (o CompactOptions) ReindexFactorOrDefault() float64 {
+	if o.ReindexFactor == 0 {
+		return DefaultReindexFactor
+	}
+	return o.ReindexFactor
+}
+
+// ReindexMinBytesOrDefault is o.ReindexMinBytes, DefaultReindexMinBytes
+// when 0 or less.
+func (o CompactOptions) ReindexMinBytesOrDefault() int64 {
+	if o.ReindexMinBytes <= 0 {
+		return DefaultReindexMinBytes
+	}
+	return o.ReindexMinBytes
 }
 
 // KeepOrDefault is o.Keep, DefaultCompactKeep when negative.
@@ -45,6 +85,13 @@ type FoldedJob struct {
 	Duration      time.Duration
 }
 
+// RebuiltIndex is one index Compact rebuilt.
+type RebuiltIndex struct {
+	Index                   string
+	BytesBefore, BytesAfter int64
+	Duration                time.Duration
+}
+
 // CompactResult is what one Compact call did.
 type CompactResult struct {
 	// Folded are the jobs folded, oldest first.
@@ -54,6 +101,15 @@ type CompactResult struct {
 	Dropped, Pending int
 	// Own is, per feature table, the own partitions left.
 	Own map[string]int
+	// Rebuilt are the shared partitions' indexes rebuilt because they had
+	// grown past CompactOptions.ReindexFactor.
+	Rebuilt []RebuiltIndex
+	// LeftoversDropped is the number of indexes left INVALID by an
+	// interrupted rebuild (a killed compactor) that were dropped.
+	LeftoversDropped int
+	// ReindexDenied are indexes due for a rebuild that the database role
+	// may not rebuild (REINDEX needs the table's owner).
+	ReindexDenied []string
 	// Busy is true when another compactor held the database's compaction
 	// lock: this call did nothing.
 	Busy bool
@@ -69,8 +125,19 @@ func (r CompactResult) String() string {
 	for _, f := range r.Folded {
 		rows += f.Rows
 	}
-	return fmt.Sprintf("%d jobs folded (%d rows), %d emptied partitions dropped, %d waiting for older readers; own partitions left: parcels %d, admin_units %d; in %.2f s",
-		len(r.Folded), rows, r.Dropped, r.Pending, r.Own["parcels"], r.Own["admin_units"], r.Duration.Seconds())
+	s := fmt.Sprintf("%d jobs folded (%d rows), %d emptied partitions dropped, %d waiting for older readers; own partitions left: parcels %d, admin_units %d",
+		len(r.Folded), rows, r.Dropped, r.Pending, r.Own["parcels"], r.Own["admin_units"])
+	for _, x := range r.Rebuilt {
+		s += fmt.Sprintf("; index %s rebuilt: %.1f MiB -> %.1f MiB in %.1f s", x.Index,
+			float64(x.BytesBefore)/(1<<20), float64(x.BytesAfter)/(1<<20), x.Duration.Seconds())
+	}
+	if r.LeftoversDropped > 0 {
+		s += fmt.Sprintf("; %d indexes left by an interrupted rebuild dropped", r.LeftoversDropped)
+	}
+	if len(r.ReindexDenied) > 0 {
+		s += fmt.Sprintf("; indexes due for a rebuild that this role may not rebuild (run compact as the tables' owner): %s", strings.Join(r.ReindexDenied, ", "))
+	}
+	return s + fmt.Sprintf("; in %.2f s", r.Duration.Seconds())
 }
 
 // compact runs Compactor.Compact every CompactEvery, and after a job is
@@ -82,18 +149,29 @@ func (c *Consumer) compact(ctx context.Context) {
 		return
 	}
 	log := c.Service.Log
+	var deniedLogged time.Time
 	runEvery(ctx, c.CompactEvery, c.compactKick, func(ctx context.Context) {
 		r, err := c.Compactor.Compact(ctx, c.CompactOptions)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("compaction failed; the next round tries again", "error", err.Error())
-		case err == nil && (len(r.Folded) > 0 || r.Dropped > 0):
+		case err == nil && (len(r.Folded) > 0 || r.Dropped > 0 || len(r.Rebuilt) > 0 || r.LeftoversDropped > 0):
 			logCompaction(log, r)
+		}
+		if err == nil && len(r.ReindexDenied) > 0 && time.Since(deniedLogged) > time.Hour {
+			deniedLogged = time.Now()
+			log.Warn("shared indexes are due for a rebuild that this role may not do; run `geoingest compact` as the tables' owner",
+				"indexes", strings.Join(r.ReindexDenied, ","))
 		}
 	})
 }
 
 func logCompaction(log *slog.Logger, r CompactResult) {
 	log.Info("compacted", "folded", len(r.Folded), "dropped", r.Dropped, "pending", r.Pending,
-		"own_parcels", r.Own["parcels"], "own_admin_units", r.Own["admin_units"], "seconds", r.Duration.Seconds())
+		"own_parcels", r.Own["parcels"], "own_admin_units", r.Own["admin_units"],
+		"indexes_rebuilt", len(r.Rebuilt), "index_leftovers_dropped", r.LeftoversDropped, "seconds", r.Duration.Seconds())
+	for _, x := range r.Rebuilt {
+		log.Info("rebuilt a shared partition's index", "index", x.Index, "bytes_before", x.BytesBefore,
+			"bytes_after", x.BytesAfter, "seconds", x.Duration.Seconds())
+	}
 }

@@ -10,7 +10,18 @@ import (
 )
 
 func init() {
-	register(&command{name: "compact", summary: "fold the oldest own partitions into the shared ones (what serve --compact-every does), for cron", run: runCompact})
+	register(&command{name: "compact", summary: "fold the oldest own partitions into the shared ones and rebuild their grown indexes (what serve --compact-every does), for cron", run: runCompact})
+}
+
+const reindexFactorUsage = "rebuild a shared partition's index (REINDEX CONCURRENTLY) once its bytes per row exceed this factor of those right after its last rebuild; 0: never, and leave what an interrupted rebuild left"
+
+// reindexFactor maps the flag (0: off) to CompactOptions.ReindexFactor
+// (negative: off, 0: the default).
+func reindexFactor(flag float64) float64 {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }
 
 // runCompact runs ingest.Compactor.Compact once and prints what it did.
@@ -24,16 +35,19 @@ func runCompact(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&o.Keep, "keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions each feature table keeps, the newest; 0 (the default) folds them all (env GEOINGEST_COMPACT_KEEP)")
 	fs.IntVar(&o.MaxJobs, "max-jobs", 0, "fold at most this many jobs (0: no limit)")
 	fs.DurationVar(&o.LockTimeout, "lock-timeout", time.Second, "longest wait for the table lock that dropping an emptied partition takes (readers queue behind it); a drop that times out is left for the next run")
+	var factor float64
+	fs.Float64Var(&factor, "reindex-factor", m.envFloat("GEOINGEST_COMPACT_REINDEX_FACTOR", ingest.DefaultReindexFactor), reindexFactorUsage+" (env GEOINGEST_COMPACT_REINDEX_FACTOR)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := m.envError(); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 || o.Keep < 0 {
+	if fs.NArg() != 0 || o.Keep < 0 || factor < 0 || (factor > 0 && factor <= 1) {
 		fs.Usage()
 		return errUsage
 	}
+	o.ReindexFactor = reindexFactor(factor)
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err

@@ -70,6 +70,9 @@ type serveConfig struct {
 	// the own partitions each table keeps.
 	compactEvery time.Duration
 	compactKeep  int
+	// compactReindex is the compactor's index rebuild factor
+	// (ingest.CompactOptions.ReindexFactor); 0 turns rebuilding off.
+	compactReindex float64
 	// pruneInterval is how often serve applies the retention policy
 	// (0: never); retention is its policy.
 	pruneInterval time.Duration
@@ -87,6 +90,20 @@ func (m *Main) envInt(name string, def int) int {
 	v, err := strconv.Atoi(raw)
 	if err != nil {
 		m.envErrs = append(m.envErrs, fmt.Errorf("environment variable %s=%q: not a whole number", name, raw))
+		return def
+	}
+	return v
+}
+
+// envFloat is envInt for a decimal number such as 1.5.
+func (m *Main) envFloat(name string, def float64) float64 {
+	raw := m.Getenv(name)
+	if raw == "" {
+		return def
+	}
+	v, err := strconv.ParseFloat(raw, 64)
+	if err != nil {
+		m.envErrs = append(m.envErrs, fmt.Errorf("environment variable %s=%q: not a number", name, raw))
 		return def
 	}
 	return v
@@ -148,6 +165,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.DurationVar(&c.compactEvery, "compact-every", m.envDuration("GEOINGEST_COMPACT_EVERY", time.Minute), "fold the oldest own partitions into the shared ones in the background, after each written job and at least this often, so that spatial queries visit a few partitions; 0: off (run `geoingest compact` from cron instead) (env GEOINGEST_COMPACT_EVERY)")
 	fs.IntVar(&c.compactKeep, "compact-keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions (of jobs of 8 MiB or more) each feature table keeps before the compactor folds the oldest; 0 folds each soon after its commit (env GEOINGEST_COMPACT_KEEP)")
+	fs.Float64Var(&c.compactReindex, "compact-reindex-factor", m.envFloat("GEOINGEST_COMPACT_REINDEX_FACTOR", ingest.DefaultReindexFactor), reindexFactorUsage+" (env GEOINGEST_COMPACT_REINDEX_FACTOR)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
 	var lf limitFlags
@@ -172,6 +190,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return errUsage
+	}
+	if c.compactReindex < 0 || (c.compactReindex > 0 && c.compactReindex <= 1) {
+		return fmt.Errorf("--compact-reindex-factor must be 0 (off) or more than 1")
 	}
 	if c.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
@@ -268,7 +289,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	// background, not by each job before its message is acked.
 	cons.Service.NoReportRefresh = c.reportRefresh > 0
 	cons.Compactor, cons.CompactEvery = a.compactor, c.compactEvery
-	cons.CompactOptions = ingest.CompactOptions{Keep: c.compactKeep}
+	cons.CompactOptions = ingest.CompactOptions{Keep: c.compactKeep, ReindexFactor: reindexFactor(c.compactReindex)}
 
 	if c.metricsAddr != "" {
 		var ui http.Handler

@@ -25,7 +25,9 @@ var _ ingest.Compactor = (*Store)(nil)
 // deleted. A kill at any point before COMMIT leaves everything as it was;
 // after it, the job is in the shared partition. Emptied partitions are
 // dropped once no reader can still see their rows, each in a short
-// transaction of its own under o.LockTimeout.
+// transaction of its own under o.LockTimeout. Last, a shared partition's
+// index that has grown well past a fresh build's size is rebuilt
+// concurrently (rebuildSharedIndexes).
 func (s *Store) Compact(ctx context.Context, o ingest.CompactOptions) (ingest.CompactResult, error) {
 	start := time.Now()
 	res := ingest.CompactResult{Own: map[string]int{}}
@@ -89,8 +91,9 @@ func (s *Store) Compact(ctx context.Context, o ingest.CompactOptions) (ingest.Co
 		return res, ingest.Transientf("compact: %w", err)
 	}
 	res.Pending = int(pending)
+	err = s.rebuildSharedIndexes(ctx, o, lockTimeout, &res)
 	res.Duration = time.Since(start)
-	return res, nil
+	return res, err
 }
 
 // foldOldest folds the oldest own partition of target whose source no

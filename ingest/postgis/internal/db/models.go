@@ -109,6 +109,16 @@ type GeoingestFolded struct {
 	WaitFor   []string
 }
 
+type GeoingestIndexBuild struct {
+	IndexName   string
+	TableName   string
+	Bytes       int64
+	LiveRows    float64
+	BytesPerRow float64
+	Seconds     float64
+	BuiltAt     pgtype.Timestamptz
+}
+
 type GeoingestStaging struct {
 	FeatureIndex int64
 	Layer        string
