@@ -413,7 +413,7 @@ func TestInspectS3Versitygw(t *testing.T) {
 	}
 	putFile("parcels/a.mif", []byte("Version 300\nCharset \"Neutral\"\nDelimiter \",\"\nColumns 1\n  name Char(10)\nData\n"))
 	for _, tc := range []struct{ url, want string }{
-		{"s3://uploads/parcels/six.shp", "incomplete file set: s3://uploads/parcels/six.shp has no .dbf beside it"},
+		{"s3://uploads/parcels/six.shp", "incomplete file set: s3://uploads/parcels/six.shp has no .dbf beside it: upload it beside the main file"},
 		{"s3://uploads/parcels/a.mif", "incomplete file set: s3://uploads/parcels/a.mif has no .mid beside it"},
 		{"s3://uploads/parcels/none.gpkg", "s3://uploads/parcels/none.gpkg: no such object"},
 		{"s3://nobucket/parcels/bristol.geojson", `no such bucket "nobucket"`},
