@@ -126,6 +126,12 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	}
 	rep, err := inspect.Run(ctx, job, "", o)
 	if err != nil {
+		if errors.Is(err, ingest.ErrIncompleteShapefile) {
+			// serve waits for the missing part and then gives up;
+			// inspect looks once, so say what to do instead.
+			return fmt.Errorf("%s: upload it beside the main file, with the same name before the extension, then inspect again",
+				strings.TrimSuffix(err.Error(), " (gave up waiting)"))
+		}
 		return err
 	}
 	if *asJSON {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -412,7 +413,7 @@ func TestInspectS3Versitygw(t *testing.T) {
 	}
 	putFile("parcels/a.mif", []byte("Version 300\nCharset \"Neutral\"\nDelimiter \",\"\nColumns 1\n  name Char(10)\nData\n"))
 	for _, tc := range []struct{ url, want string }{
-		{"s3://uploads/parcels/six.shp", "incomplete file set: s3://uploads/parcels/six.shp has no .dbf beside it"},
+		{"s3://uploads/parcels/six.shp", "incomplete file set: s3://uploads/parcels/six.shp has no .dbf beside it: upload it beside the main file"},
 		{"s3://uploads/parcels/a.mif", "incomplete file set: s3://uploads/parcels/a.mif has no .mid beside it"},
 		{"s3://uploads/parcels/none.gpkg", "s3://uploads/parcels/none.gpkg: no such object"},
 		{"s3://nobucket/parcels/bristol.geojson", `no such bucket "nobucket"`},
@@ -505,4 +506,42 @@ func TestInspectUnreadLayer(t *testing.T) {
 	require.Len(t, r.Layers, 1, "asked for, the layer is read, and nothing else is listed")
 	require.Empty(t, r.Layers[0].NotRead)
 	require.Contains(t, r.Refusal, "no polygonal features")
+}
+
+// TestInspectTransformationForExtent: the transformation inspect reports,
+// and the better one whose grid is missing, are PROJ's for the layer's
+// own coordinates (PostGIS picks per coordinate), not for the CRS's whole
+// area: NAD27 data in Texas would be better with the US grid, not
+// Canada's (which Resolve names for NAD27 as a whole).
+func TestInspectTransformationForExtent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, x, y float64) string {
+		p := filepath.Join(dir, name)
+		ring := fmt.Sprintf("[[%g,%g],[%g,%g],[%g,%g],[%g,%g]]", x, y, x+0.1, y, x+0.1, y+0.1, x, y)
+		require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::4267"}},"features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[`+ring+`]}}]}`), 0o644))
+		return p
+	}
+	for _, tc := range []struct {
+		file string
+		x, y float64
+		grid string
+	}{
+		{"texas.geojson", -99.5, 30.5, "us_noaa_conus.tif"},
+		{"quebec.geojson", -74.5, 45.5, "ca_nrc_NA27SCRS.tif"},
+	} {
+		code, r, errOut := inspectJSON(t, nil, write(tc.file, tc.x, tc.y))
+		require.Equal(t, 0, code, errOut)
+		c := r.Layers[0].CRS
+		require.Equal(t, 4267, c.EPSG)
+		if c.Better == nil {
+			t.Skipf("%s: no better transformation: the grids are installed here (%s)", tc.file, c.Transformation)
+		}
+		var grids []string
+		for _, g := range c.Better.Grids {
+			grids = append(grids, g.ShortName)
+		}
+		require.Contains(t, grids, tc.grid, "%s: %s", tc.file, c.Better)
+		require.Contains(t, c.BetterFix, tc.grid)
+	}
 }

@@ -73,7 +73,13 @@ func (g *GridOperation) Fix() string {
 		}
 		parts = append(parts, s)
 	}
-	return strings.Join(parts, "; ") + ", on the machines that run geoingest and on the database server (PostGIS transforms with its own PROJ)"
+	s := strings.Join(parts, "; ")
+	if g.onCDN() {
+		// Debian's proj-data package holds a few grids only; PROJ's own
+		// proj-data archive holds every grid of its CDN.
+		s += "; or unpack PROJ's proj-data archive (every grid of cdn.proj.org: Debian's proj-data package has only a few) into it"
+	}
+	return s + ", on the machines that run geoingest and on the database server (PostGIS transforms with its own PROJ)"
 }
 
 // String describes the operation and what it needs.
@@ -90,4 +96,15 @@ func (g *GridOperation) String() string {
 		return fmt.Sprintf("%q (accurate to %g m%s) needs the grid %s, which is not installed", g.Name, g.Accuracy, where, names[0])
 	}
 	return fmt.Sprintf("%q (accurate to %g m%s) needs the grids %s, which are not installed", g.Name, g.Accuracy, where, strings.Join(names, ", "))
+}
+
+// onCDN reports whether every grid g needs is one of PROJ's CDN, which
+// PROJ's proj-data archive holds too.
+func (g *GridOperation) onCDN() bool {
+	for _, gr := range g.Grids {
+		if !strings.HasPrefix(gr.URL, "https://cdn.proj.org/") {
+			return false
+		}
+	}
+	return len(g.Grids) > 0
 }

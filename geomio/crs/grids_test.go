@@ -31,7 +31,7 @@ func TestMissingGridRefusal(t *testing.T) {
 			}
 			for _, want := range []string{"missing grid", tc.grid, tc.accuracy,
 				"projsync --target-dir " + dataDirOf(t) + " --file " + tc.grid, "proj-bin",
-				"download https://cdn.proj.org/" + tc.grid + " into it", "PROJ's data directory " + dataDirOf(t), "database server", "--source-srid", "ballpark"} {
+				"download https://cdn.proj.org/" + tc.grid + " into it", "PROJ's data directory " + dataDirOf(t), "PROJ's proj-data archive", "database server", "--source-srid", "ballpark"} {
 				require.Contains(t, err.Error(), want)
 			}
 			require.NotContains(t, err.Error(), "PROJ knows no transformation")
@@ -87,4 +87,36 @@ func TestNoOperationRefusal(t *testing.T) {
 	require.Contains(t, err.Error(), "celestial body")
 	require.NotContains(t, err.Error(), "Unknown error")
 	require.NotContains(t, err.Error(), "ballpark transformation:")
+}
+
+// TestMissingGridBetterGeneral: CRSs that land on a less accurate
+// transformation name the grids of the better one, from PROJ's database,
+// whatever the datum: several grids at once (Old Hawaiian), Australian,
+// Spanish, US (NAD27's best is Canada's over its whole area) grids. None
+// is in Debian's proj-data.
+func TestMissingGridBetterGeneral(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		text  string
+		grids []string
+	}{
+		{"EPSG:4135", []string{"us_noaa_hawaii.tif", "us_noaa_hihpgn.tif"}}, // Old Hawaiian
+		{"EPSG:4203", []string{"au_icsm_National_84_02_07_01.tif"}},         // AGD84
+		{"EPSG:4230", []string{"es_ign_SPED2ETV2.tif"}},                     // ED50
+		{"EPSG:26717", []string{"us_noaa_conus.tif"}},                       // NAD27 / UTM zone 17N
+	} {
+		c, err := Resolve(tc.text)
+		require.NoError(t, err, tc.text)
+		if c.Better == nil {
+			t.Logf("%s: the grids are installed here (%s)", tc.text, c.Transformation)
+			continue
+		}
+		var got []string
+		for _, g := range c.Better.Grids {
+			got = append(got, g.ShortName)
+			require.Contains(t, c.Better.Fix(), "--file "+g.ShortName)
+		}
+		require.Equal(t, tc.grids, got, tc.text)
+		require.Greater(t, c.Better.Accuracy, 0.0)
+	}
 }

@@ -19,3 +19,8 @@ func EPSGDefinition(code int) (wkt, projString string, err error) { return "", "
 
 // EPSGName always fails in a build without cgo.
 func EPSGName(code int) (string, error) { return "", errNoCgo }
+
+// TransformationIn always fails in a build without cgo.
+func TransformationIn(c CRS, xmin, ymin, xmax, ymax float64) (string, *GridOperation, error) {
+	return "", nil, errNoCgo
+}

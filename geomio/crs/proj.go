@@ -68,6 +68,44 @@ static PJ_OBJ_LIST *geoingest_operations(PJ_CONTEXT *ctx, const PJ *src, const P
 	return ops;
 }
 
+// geoingest_operations_in is geoingest_operations for coordinates within
+// the area of interest west, south, east, north (degrees): what PROJ
+// prefers there, as proj_trans picks per coordinate among the operations
+// of proj_create_crs_to_crs.
+static PJ_OBJ_LIST *geoingest_operations_in(PJ_CONTEXT *ctx, const PJ *src, const PJ *dst, int discard,
+		double west, double south, double east, double north) {
+	PJ_OPERATION_FACTORY_CONTEXT *f = proj_create_operation_factory_context(ctx, NULL);
+	if (f == NULL) return NULL;
+	proj_operation_factory_context_set_grid_availability_use(ctx, f,
+		discard ? PROJ_GRID_AVAILABILITY_DISCARD_OPERATION_IF_MISSING_GRID : PROJ_GRID_AVAILABILITY_USED_FOR_SORTING);
+	proj_operation_factory_context_set_spatial_criterion(ctx, f, PROJ_SPATIAL_CRITERION_PARTIAL_INTERSECTION);
+	proj_operation_factory_context_set_area_of_interest(ctx, f, west, south, east, north);
+	PJ_OBJ_LIST *ops = proj_create_operations(ctx, src, dst, f);
+	proj_operation_factory_context_destroy(f);
+	return ops;
+}
+
+// geoingest_lonlat_bounds transforms the bounds of coordinates in crs
+// (easting first) to longitudes and latitudes on its own datum; 0 when
+// it cannot.
+static int geoingest_lonlat_bounds(PJ_CONTEXT *ctx, const PJ *crs, double xmin, double ymin, double xmax, double ymax,
+		double *w, double *s, double *e, double *n) {
+	PJ *geod = proj_crs_get_geodetic_crs(ctx, crs);
+	if (geod == NULL) return 0;
+	PJ *geodn = proj_normalize_for_visualization(ctx, geod);
+	proj_destroy(geod);
+	if (geodn == NULL) return 0;
+	PJ *t = proj_create_crs_to_crs_from_pj(ctx, crs, geodn, NULL, NULL);
+	proj_destroy(geodn);
+	if (t == NULL) return 0;
+	PJ *tn = proj_normalize_for_visualization(ctx, t);
+	proj_destroy(t);
+	if (tn == NULL) return 0;
+	int ok = proj_trans_bounds(ctx, tn, PJ_FWD, xmin, ymin, xmax, ymax, w, s, e, n, 21);
+	proj_destroy(tn);
+	return ok;
+}
+
 // geoingest_swapped returns crs (a 2D geographic or projected CRS whose
 // axes point east and north) with its two axes in the other order, or NULL.
 // proj_identify weighs axis order: an EPSG CRS that is northing-first is
@@ -336,9 +374,9 @@ func (p *projCtx) swapped(o pj) pj { return pj{C.geoingest_swapped(p.c, o.p)} }
 // bestOperation returns the name of PROJ's preferred operation from src to
 // dst (the first of those proj_create_crs_to_crs considers), and whether
 // it is a ballpark transformation.
-func (p *projCtx) bestOperation(src, dst pj) (name string, ballpark bool, accuracy float64, err error) {
+func (p *projCtx) bestOperation(src, dst pj, a *area) (name string, ballpark bool, accuracy float64, err error) {
 	p.logged()
-	ops := C.geoingest_operations(p.c, src.p, dst.p, 1)
+	ops := p.operations(src, dst, true, a)
 	if ops != nil {
 		defer C.proj_list_destroy(ops)
 	}
@@ -363,12 +401,38 @@ func (p *projCtx) bestOperation(src, dst pj) (name string, ballpark bool, accura
 		float64(C.proj_coordoperation_get_accuracy(p.c, op.p)), nil
 }
 
+// area is an area of interest in degrees; nil means the CRS's own.
+type area struct{ west, south, east, north float64 }
+
+// operations lists the operations from src to dst, within a when not
+// nil (see geoingest_operations).
+func (p *projCtx) operations(src, dst pj, discard bool, a *area) *C.PJ_OBJ_LIST {
+	d := C.int(0)
+	if discard {
+		d = 1
+	}
+	if a == nil {
+		return C.geoingest_operations(p.c, src.p, dst.p, d)
+	}
+	return C.geoingest_operations_in(p.c, src.p, dst.p, d, C.double(a.west), C.double(a.south), C.double(a.east), C.double(a.north))
+}
+
+// lonLatArea is the area in degrees of the bounds of coordinates in o
+// (easting first), or nil when PROJ cannot transform them.
+func (p *projCtx) lonLatArea(o pj, xmin, ymin, xmax, ymax float64) *area {
+	var w, s, e, n C.double
+	if C.geoingest_lonlat_bounds(p.c, o.p, C.double(xmin), C.double(ymin), C.double(xmax), C.double(ymax), &w, &s, &e, &n) == 0 {
+		return nil
+	}
+	return &area{float64(w), float64(s), float64(e), float64(n)}
+}
+
 // betterOperation returns the first operation from src to dst, in PROJ's
 // order, that is not a ballpark, is more accurate than than (any accuracy
 // when than < 0), and needs a grid that is not installed, with those
 // grids; nil when there is none.
-func (p *projCtx) betterOperation(src, dst pj, than float64) *GridOperation {
-	ops := C.geoingest_operations(p.c, src.p, dst.p, 0)
+func (p *projCtx) betterOperation(src, dst pj, than float64, a *area) *GridOperation {
+	ops := p.operations(src, dst, false, a)
 	if ops == nil {
 		return nil
 	}

@@ -110,6 +110,58 @@ func (p *projCtx) resolve(o pj, c CRS) (CRS, error) {
 	return p.custom(o, c)
 }
 
+// TransformationIn returns the transformation to WGS 84 that PROJ uses
+// for coordinates of c (a CRS Resolve accepted) within the bounds xmin,
+// ymin, xmax, ymax (in c's units, easting first), and a more accurate one
+// there that needs a grid not installed (nil when none). Resolve looks at
+// the CRS's whole area of use, where the best operation may be another
+// region's (NAD27's is Canada's); PostGIS picks per coordinate, as this
+// does for the bounds.
+func TransformationIn(c CRS, xmin, ymin, xmax, ymax float64) (string, *GridOperation, error) {
+	p, err := newCtx()
+	if err != nil {
+		return "", nil, err
+	}
+	defer p.close()
+	var src pj
+	switch {
+	case c.Method == Custom && c.Definition != "":
+		src, err = p.create(c.Definition, true)
+	case c.EPSG > 0:
+		src, err = p.epsg(c.EPSG)
+	default:
+		return "", nil, fmt.Errorf("no CRS to transform from")
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	defer src.destroy()
+	n, err := p.normalized(src)
+	if err != nil {
+		return "", nil, err
+	}
+	defer n.destroy()
+	a := p.lonLatArea(n, xmin, ymin, xmax, ymax)
+	if a == nil {
+		return "", nil, fmt.Errorf("PROJ cannot transform the bounds to longitudes and latitudes: %s", p.lastError())
+	}
+	dst, err := p.epsg(4326)
+	if err != nil {
+		return "", nil, err
+	}
+	defer dst.destroy()
+	// From the CRS as it is, as Resolve does: the names do not start
+	// with an axis order change.
+	name, ballpark, accuracy, err := p.bestOperation(src, dst, a)
+	if err != nil {
+		return "", nil, err
+	}
+	if ballpark {
+		accuracy = -1
+	}
+	return name, p.betterOperation(src, dst, accuracy, a), nil
+}
+
 // EPSGName returns the name of EPSG:code in PROJ's database ("OSGB36 /
 // British National Grid"), for reports that give the code.
 func EPSGName(code int) (string, error) {
@@ -263,11 +315,11 @@ func (p *projCtx) checkTransformation(src pj, c CRS) (CRS, error) {
 		return c, err
 	}
 	defer dst.destroy()
-	name, ballpark, accuracy, err := p.bestOperation(src, dst)
+	name, ballpark, accuracy, err := p.bestOperation(src, dst, nil)
 	if ballpark || err != nil {
 		accuracy = -1
 	}
-	c.Better = p.betterOperation(src, dst, accuracy)
+	c.Better = p.betterOperation(src, dst, accuracy, nil)
 	if err != nil {
 		if c.Better != nil {
 			return c, &InputError{Msg: fmt.Sprintf("PROJ cannot transform %s to WGS 84 until a grid is installed: the transformation %s; %s, and retry; or %s",

@@ -334,11 +334,13 @@ type scanner struct {
 }
 
 type layerAcc struct {
-	l      Layer
-	fields map[string]int // index in l.Fields
-	types  map[string]map[string]bool
-	ext    [4]float64
-	hasExt bool
+	l Layer
+	// definition is a custom CRS's definition (crs.CRS.Definition).
+	definition string
+	fields     map[string]int // index in l.Fields
+	types      map[string]map[string]bool
+	ext        [4]float64
+	hasExt     bool
 }
 
 // feature adds one feature; it reports true when the feature is one the
@@ -404,7 +406,7 @@ func (s *scanner) layer(name string, meta geomio.Layer) *layerAcc {
 	if !ok {
 		a = &layerAcc{l: Layer{Name: name, Format: meta.Format, Encoding: meta.Encoding,
 			GeometryTypes: map[string]int64{}, CRS: crsOf(meta), Fields: []Field{}},
-			fields: map[string]int{}, types: map[string]map[string]bool{}}
+			definition: meta.CRS.Definition, fields: map[string]int{}, types: map[string]map[string]bool{}}
 		if s.check {
 			a.l.Check = &Check{}
 		}
@@ -445,6 +447,18 @@ func (s *scanner) layers() []Layer {
 		l.ExtentCRS = extentCRS(l.CRS)
 		if a.hasExt {
 			l.Extent = a.ext[:]
+		}
+		if l.Extent != nil && l.CRS.Refusal == "" && (l.CRS.EPSG > 0 || l.CRS.Method == string(crs.Custom)) {
+			// What PROJ (and PostGIS, which picks per coordinate) uses
+			// for this layer's coordinates, and what would do better
+			// there: Resolve looked at the CRS's whole area.
+			c := crs.CRS{Method: crs.Method(l.CRS.Method), EPSG: l.CRS.EPSG, Definition: a.definition}
+			if name, better, err := crs.TransformationIn(c, l.Extent[0], l.Extent[1], l.Extent[2], l.Extent[3]); err == nil {
+				l.CRS.Transformation, l.CRS.Better, l.CRS.BetterFix = name, better, ""
+				if better != nil {
+					l.CRS.BetterFix = better.Fix()
+				}
+			}
 		}
 		out = append(out, l)
 	}

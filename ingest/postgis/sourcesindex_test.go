@@ -1,0 +1,38 @@
+package postgis
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCurrentAdminUnitsFindTheirSourcesByIndex: with thousands of parcel
+// sources, a query of the current admin units by pipeline version (as the
+// reports make) reaches their few sources through an index (migration
+// 0022), not by scanning every source on every query.
+func TestCurrentAdminUnitsFindTheirSourcesByIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	_, err := b.pool.Exec(ctx, `
+		INSERT INTO sources (source_bucket, source_key, target_table, pipeline_version)
+		SELECT 'bucket', 'parcels/' || i || '.geojson', 'parcels', 'v1' FROM generate_series(1, 3000) i;
+		INSERT INTO sources (source_bucket, source_key, target_table, pipeline_version)
+		VALUES ('bucket', 'admin/units.geojson', 'admin_units', 'v1');
+		ANALYZE sources`)
+	require.NoError(t, err)
+	rows, err := b.pool.Query(ctx, `EXPLAIN (COSTS OFF) SELECT a.id FROM geoingest_current_admin_units a WHERE a.pipeline_version = 'v1'`)
+	require.NoError(t, err)
+	var plan []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan = append(plan, line)
+	}
+	require.NoError(t, rows.Err())
+	text := strings.Join(plan, "\n")
+	require.NotContains(t, text, "Seq Scan on sources", text)
+	require.Contains(t, text, "sources_target_current_idx", text)
+}

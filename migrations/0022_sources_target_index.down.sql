@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS sources_target_current_idx;
