@@ -65,24 +65,24 @@ type CustomCr struct {
 
 type GeoingestCurrentAdminUnit struct {
 	ID              int64
-	JobID           string
+	JobID           pgtype.Text
 	FeatureIndex    int64
 	Layer           string
 	Properties      []byte
 	Geom            interface{}
-	PipelineVersion string
+	PipelineVersion pgtype.Text
 	JobRef          int64
 	AreaM2          pgtype.Float8
 }
 
 type GeoingestCurrentParcel struct {
 	ID              int64
-	JobID           string
+	JobID           pgtype.Text
 	FeatureIndex    int64
 	Layer           string
 	Properties      []byte
 	Geom            interface{}
-	PipelineVersion string
+	PipelineVersion pgtype.Text
 	JobRef          int64
 	AreaM2          pgtype.Float8
 }
