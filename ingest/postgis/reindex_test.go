@@ -2,6 +2,9 @@ package postgis
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -11,6 +14,8 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 )
 
@@ -205,6 +210,8 @@ func TestCompactRebuildsGrownSharedIndex(t *testing.T) {
 		require.NoError(t, res.Err)
 		require.Equal(t, ingest.Written, res.Outcome)
 		t.Logf("%s job written beside the REINDEX in %v", w.name, time.Since(start))
+		own := countRows(t, b, `SELECT count(*) FROM jobs WHERE job_id = $1 AND job_ref > 0`, res.JobID)
+		require.EqualValues(t, map[bool]int64{true: 1, false: 0}[w.n > 5], own, "%s: a partition of its own (attached) only for the large job", w.name)
 	}
 	require.EqualValues(t, 1, countRows(t, b, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND query LIKE 'REINDEX%' AND state = 'active'`, pid),
 		"the jobs were written while the REINDEX ran")
@@ -230,5 +237,49 @@ func TestCompactRebuildsGrownSharedIndex(t *testing.T) {
 			require.Equal(t, row.Count, seen[id], id)
 		}
 	}
+	requireVerifyClean(t, b)
+}
+
+// TestCompactReindexAsWriter: geoingest_writer, which serve runs as, does
+// not own the tables and may not REINDEX: its compactor folds as before,
+// rebuilds nothing, and names the index that is due (the owner's
+// compactor then rebuilds it).
+func TestCompactReindexAsWriter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.store.OwnPartitionBytes = 1
+	src := filepath.Join(t.TempDir(), "src.geojson")
+	writeSquares(t, src, 0, 500, "v1", time.Now())
+	res := b.svc.Run(ctx, localJob(t, src, ingest.DefaultParams("parcels")))
+	require.NoError(t, res.Err)
+
+	role := fmt.Sprintf("reindex_writer_%d", time.Now().UnixNano())
+	_, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE geoingest_writer`, role))
+	require.NoError(t, err)
+	cfg := b.pool.Config().Copy()
+	cfg.ConnConfig.User = role
+	wpool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(wpool.Close)
+	writer := newTestService(wpool, ingest.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil))).Store.(*Store)
+
+	o := ingest.CompactOptions{Keep: 0, ReindexMinBytes: 1}
+	r, err := writer.Compact(ctx, o)
+	require.NoError(t, err)
+	require.Len(t, r.Folded, 1, "the writer folds")
+	analyzeShared(t, b)
+	r, err = writer.Compact(ctx, o)
+	require.NoError(t, err)
+	require.Empty(t, r.Rebuilt)
+	require.Contains(t, r.ReindexDenied, sharedGeomIdx)
+	require.Contains(t, r.String(), "may not rebuild")
+
+	r, err = b.store.Compact(ctx, o)
+	require.NoError(t, err)
+	require.Contains(t, rebuilt(r), sharedGeomIdx, "the owner's compactor rebuilds it")
+	r, err = writer.Compact(ctx, o)
+	require.NoError(t, err)
+	require.Empty(t, r.ReindexDenied, "rebuilt, so no longer due")
 	requireVerifyClean(t, b)
 }
