@@ -17,7 +17,9 @@ import (
 //  1. drops, with DROP INDEX CONCURRENTLY under lockTimeout, every index
 //     of a shared partition that an interrupted REINDEX CONCURRENTLY left
 //     INVALID (<index>_ccnew, _ccold): PostgreSQL maintains it on every
-//     write until it is gone;
+//     write until it is gone (one that cannot be dropped in time may be
+//     another session's REINDEX at work: its table is not rebuilt this
+//     round);
 //  2. rebuilds, with REINDEX INDEX CONCURRENTLY, every index of at least
 //     o.ReindexMinBytes whose bytes per live row exceed o.ReindexFactor
 //     times those recorded after its last rebuild, or that has no record,
@@ -69,6 +71,7 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 	if err := q.SetSessionLockTimeout(ctx, fmt.Sprintf("%dms", max(lockTimeout.Milliseconds(), 1))); err != nil {
 		return ingest.Transientf("compact: indexes: %w", err)
 	}
+	busy := map[string]bool{} // tables with a leftover that could not be dropped: another rebuild may be running on them
 	for _, ix := range indexes {
 		if !ix.Leftover || !ix.MayRebuild {
 			continue
@@ -79,6 +82,7 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 			}
 			s.log.Warn("an index left by an interrupted rebuild could not be dropped yet; the next compaction tries again",
 				"index", ix.IndexName, "error", err.Error())
+			busy[ix.TableName] = true
 			continue
 		}
 		s.log.Info("dropped an index left by an interrupted rebuild", "index", ix.IndexName)
@@ -89,7 +93,7 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 	}
 	minBytes := o.ReindexMinBytesOrDefault()
 	for _, ix := range indexes {
-		if ix.Leftover || ix.Bytes < minBytes || ix.LiveRows <= 0 {
+		if ix.Leftover || busy[ix.TableName] || ix.Bytes < minBytes || ix.LiveRows <= 0 {
 			continue
 		}
 		perRow := float64(ix.Bytes) / ix.LiveRows

@@ -283,3 +283,49 @@ func TestCompactReindexAsWriter(t *testing.T) {
 	require.Empty(t, r.ReindexDenied, "rebuilt, so no longer due")
 	requireVerifyClean(t, b)
 }
+
+// TestCompactLeavesARunningReindexAlone: another session's REINDEX
+// CONCURRENTLY at work (its INVALID _ccnew is not a leftover yet) is not
+// dropped under it: the compactor's DROP gives up at its lock timeout,
+// and rebuilds nothing of that partition this round.
+func TestCompactLeavesARunningReindexAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.store.OwnPartitionBytes = 1
+	src := filepath.Join(t.TempDir(), "src.geojson")
+	writeSquares(t, src, 0, 500, "v1", time.Now())
+	res := b.svc.Run(ctx, localJob(t, src, ingest.DefaultParams("parcels")))
+	require.NoError(t, res.Err)
+	o := ingest.CompactOptions{Keep: 0, ReindexMinBytes: 1, LockTimeout: 200 * time.Millisecond}
+	_, err := b.store.Compact(ctx, ingest.CompactOptions{Keep: 0, ReindexFactor: -1})
+	require.NoError(t, err)
+	analyzeShared(t, b)
+
+	// An operator's REINDEX, held in its wait for a long report.
+	report, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	require.NoError(t, err)
+	defer func() { _ = report.Rollback(ctx) }()
+	var n int64
+	require.NoError(t, report.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&n))
+	manual := make(chan error, 1)
+	go func() {
+		_, err := b.pool.Exec(ctx, `REINDEX INDEX CONCURRENTLY geoingest_store.parcels_shared_geom_idx`)
+		manual <- err
+	}()
+	waitForReindex(t, b)
+	require.Positive(t, invalidIndexes(t, b))
+
+	start := time.Now()
+	r, err := b.store.Compact(ctx, o)
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 10*time.Second)
+	require.Zero(t, r.LeftoversDropped)
+	require.NotContains(t, rebuilt(r), sharedGeomIdx)
+	require.NotContains(t, rebuilt(r), "parcels_shared_job_ref_idx", "its table has a rebuild at work")
+
+	require.NoError(t, report.Commit(ctx))
+	require.NoError(t, <-manual, "the operator's REINDEX was left to finish")
+	require.Zero(t, invalidIndexes(t, b))
+	requireVerifyClean(t, b)
+}
