@@ -2,7 +2,6 @@ package postgis
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -21,20 +20,7 @@ func TestCurrentViewsCostWhatTheTablesCost(t *testing.T) {
 	res := b.svc.Run(ctx, localJob(t, epinay, ingest.DefaultParams("parcels")))
 	require.NoError(t, res.Err)
 
-	explain := func(sql string) string {
-		t.Helper()
-		rows, err := b.pool.Query(ctx, "EXPLAIN (COSTS OFF) "+sql)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
-		return strings.Join(plan, "\n")
-	}
-	join := explain(`SELECT a.id, count(*) FROM geoingest_current_parcels p
+	join := planOf(t, b.pool, `SELECT a.id, count(*) FROM geoingest_current_parcels p
 		JOIN geoingest_current_admin_units a ON ST_Intersects(p.geom, a.geom)
 		WHERE p.geom && ST_MakeEnvelope(2.2, 48.9, 2.4, 49.0, 4326) GROUP BY a.id`)
 	require.NotContains(t, join, " on jobs", join)

@@ -2,7 +2,6 @@ package postgis
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,16 +22,7 @@ func TestCurrentAdminUnitsFindTheirSourcesByIndex(t *testing.T) {
 		VALUES ('bucket', 'admin/units.geojson', 'admin_units', 'v1');
 		ANALYZE sources`)
 	require.NoError(t, err)
-	rows, err := b.pool.Query(ctx, `EXPLAIN (COSTS OFF) SELECT a.id FROM geoingest_current_admin_units a WHERE a.pipeline_version = 'v1'`)
-	require.NoError(t, err)
-	var plan []string
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		plan = append(plan, line)
-	}
-	require.NoError(t, rows.Err())
-	text := strings.Join(plan, "\n")
+	text := planOf(t, b.pool, `SELECT a.id FROM geoingest_current_admin_units a WHERE a.pipeline_version = 'v1'`)
 	require.NotContains(t, text, "Seq Scan on sources", text)
 	require.Contains(t, text, "sources_target_current_idx", text)
 }
