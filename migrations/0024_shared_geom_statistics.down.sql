@@ -1,0 +1,1 @@
+ALTER TABLE geoingest_store.parcels_shared ALTER COLUMN geom SET STATISTICS -1;
