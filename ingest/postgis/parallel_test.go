@@ -48,16 +48,7 @@ func TestSharedPartitionPlansStaySerial(t *testing.T) {
 		_, err := conn.Exec(ctx, `PREPARE `+name+`(float8, float8, float8, float8) AS SELECT p.id, p.geom FROM `+table+
 			` p WHERE ST_Intersects(p.geom, ST_MakeEnvelope($1, $2, $3, $4, 4326))`)
 		require.NoError(t, err)
-		rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+name+`(0, 0, 0.001, 0.001)`)
-		require.NoError(t, err)
-		var lines []string
-		for rows.Next() {
-			var l string
-			require.NoError(t, rows.Scan(&l))
-			lines = append(lines, l)
-		}
-		require.NoError(t, rows.Err())
-		return strings.Join(lines, "\n")
+		return planOf(t, conn, `EXECUTE `+name+`(0, 0, 0.001, 0.001)`)
 	}
 	require.Contains(t, plan("serial_probe"), "Gather", "the planner must want workers for a table without the setting")
 	got := plan("parcels")

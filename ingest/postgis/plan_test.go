@@ -5,15 +5,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
+// querier is what planOf needs of a pool or a connection.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // planOf returns the plan PostgreSQL makes for sql (EXPLAIN, no costs),
 // one line per node, for tests that check what a query is planned to read.
-func planOf(t *testing.T, pool *pgxpool.Pool, sql string) string {
+// sql may be an EXECUTE of a statement prepared on q's connection.
+func planOf(t *testing.T, q querier, sql string) string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sql)
+	rows, err := q.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sql)
 	require.NoError(t, err)
 	var plan []string
 	for rows.Next() {
