@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
@@ -50,10 +51,12 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	svc := ingest.NewService(store, metrics, m.Log)
 	// Where jobs download and extract (serve's --work-dir overrides it).
 	svc.TempDir = m.Getenv("GEOINGEST_WORK_DIR")
-	// Each job of 1 MiB or more gives back, once its file is open and
+	// The first job of 1 MiB or more gives back, once its file is open and
 	// read from, the pages of code and read-only data that start-up and
-	// the opening alone used (docs/benchmarks.md, "Memory").
-	svc.TrimMemory = func() { _, _ = pagetrim.Trim() }
+	// the opening alone used (docs/benchmarks.md, "Memory"). Once per
+	// process: after it, a trim would give back the pages the previous
+	// job's reading used, which the next one maps again.
+	svc.TrimMemory = sync.OnceFunc(func() { _, _ = pagetrim.Trim() })
 	// Start-up is done: the pages of code and data that only package
 	// initialisation, flag parsing and the database's opening used go.
 	_, _ = pagetrim.Trim()
