@@ -147,6 +147,10 @@ func (f *Features) Run(mode Mode, enc RowEncoder, emit func(out []byte) error) e
 			defer wg.Done()
 			w := NewWorker(mode)
 			defer w.Close()
+			if f.Observe != nil && mode == Direct {
+				w.observe = f.Observe.Worker()
+				defer w.observe.Close()
+			}
 			for b := range work {
 				w.batch(b, enc)
 				close(b.done)
@@ -235,6 +239,8 @@ type Worker struct {
 	area  geodesic.Scratch
 	p     Prepared
 	wkb   []byte // the row's EWKB, reused
+
+	observe ObserverWorker // nil unless the run has an Observer
 }
 
 // NewWorker returns a Worker for mode; Close frees it.
@@ -301,6 +307,9 @@ func (w *Worker) batch(b *batch, enc RowEncoder) {
 		if err != nil {
 			b.err = err
 			return
+		}
+		if w.observe != nil {
+			w.observe.Observe(row, p)
 		}
 		out = enc(out, row, p)
 		if w.mode != Direct {

@@ -58,6 +58,27 @@ type Features struct {
 	// measure and check (see Prepared.Measured).
 	Invalid     []int64
 	ServerCheck bool
+
+	// Observe, when set, is shown every feature a Direct run prepares,
+	// on the worker goroutines (see Observer).
+	Observe Observer
+}
+
+// Observer is shown the features a Direct run prepares: each worker
+// goroutine gets an ObserverWorker of its own, which sees its features
+// (in no particular order across workers) and is closed when the run
+// ends. The report cells (ingest/reportcells) are computed this way,
+// from the geometries the workers already hold.
+type Observer interface {
+	Worker() ObserverWorker
+}
+
+// ObserverWorker sees one worker's prepared features. Observe runs after
+// the feature's Prepare, before its encoding; f and p are valid only
+// during the call.
+type ObserverWorker interface {
+	Observe(f *Feature, p *Prepared)
+	Close()
 }
 
 // New returns the Features of r under the policies of p, with known
