@@ -13,6 +13,9 @@ type RefreshResult struct {
 	// call computed; Parcels the parcels they hold.
 	Assigned int
 	Parcels  int64
+	// FromWriter is how many of the Assigned pairs were stored from the
+	// cells their writer computed as the job streamed, not computed.
+	FromWriter int
 	// Pruned is the number of assignments deleted because no report can
 	// use them any more.
 	Pruned int64
@@ -48,7 +51,7 @@ func (s *Service) refreshReports(ctx context.Context, log *slog.Logger, job Job,
 		return
 	}
 	if r.Assigned > 0 || r.Pruned > 0 {
-		log.Info("report assignments refreshed", "assigned", r.Assigned, "parcels", r.Parcels,
+		log.Info("report assignments refreshed", "assigned", r.Assigned, "from_writer", r.FromWriter, "parcels", r.Parcels,
 			"pruned", r.Pruned, "seconds", r.Duration.Seconds())
 	}
 }

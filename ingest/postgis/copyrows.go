@@ -33,12 +33,18 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		g.attach = target
 	}
 	rows := prepare.New(ctx, r, job.Params, s.KnownSRID)
+	if g.tally != nil {
+		rows.Observe = cellsObserver{g.tally}
+	}
 	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, g.ref, rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
 		// A feature in another CRS: it and the rest are staged and
 		// transformed to 4326 by PostGIS.
+		if g.tally != nil {
+			g.tally.GiveUp("features transformed by the server")
+		}
 		if err := g.q.CreateStaging(ctx); err != nil {
 			return err
 		}
@@ -66,6 +72,9 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 			target, rows.SkippedNull, rows.SkippedType, collapsed)
 	}
 	res.Features, res.AreaM2 = written, area
+	if repaired == 0 && collapsed == 0 {
+		g.cells = finishCells(g.tally, written)
+	}
 	s.metrics.FeaturesWritten.Add(float64(written))
 	var linearised, droppedZM int64
 	for _, l := range r.Layers() {

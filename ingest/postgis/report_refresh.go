@@ -102,7 +102,7 @@ func (s *Store) refresh(ctx context.Context, jobID string) (ingest.RefreshResult
 			}
 			overlapping[st.AdminGeneration] = ov
 		}
-		n, done, err := s.assign(ctx, st, ov)
+		n, done, given, err := s.assign(ctx, st, ov)
 		if err != nil {
 			return res, err
 		}
@@ -110,17 +110,22 @@ func (s *Store) refresh(ctx context.Context, jobID string) (ingest.RefreshResult
 			res.Assigned++
 			res.Parcels += n
 		}
+		if given {
+			res.FromWriter++
+		}
 	}
 	res.Duration = time.Since(start)
 	return res, nil
 }
 
-// assign computes one pair in its own transaction. done is false when the
-// pair was computed already (by someone else meanwhile).
-func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, overlapping []int64) (parcels int64, done bool, err error) {
+// assign computes one pair in its own transaction, or stores the cells
+// the writer computed (given). done is false when the pair was computed
+// already (by someone else meanwhile).
+func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, overlapping []int64) (parcels int64, done, given bool, err error) {
+	kept, haveKept := s.takeCells(st.ParcelJobID)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, false, ingest.Transientf("refresh reports: begin: %w", err)
+		return 0, false, false, ingest.Transientf("refresh reports: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after commit
 	q := s.q.WithTx(tx)
@@ -129,10 +134,23 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 		PipelineVersion: st.PipelineVersion, AdminJobIds: nonNil(st.AdminJobIds),
 	})
 	if err != nil {
-		return 0, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+		return 0, false, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 	}
 	if n == 0 {
-		return 0, false, nil
+		return 0, false, false, nil
+	}
+	if haveKept && len(st.UnitIds) > 0 {
+		// Computed by the writer as the job streamed (reportcells.go).
+		parcels, given, err = insertGivenCells(ctx, q, st, kept)
+		if err != nil {
+			return 0, false, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+		}
+		if given {
+			if err := tx.Commit(ctx); err != nil {
+				return 0, false, false, ingest.Transientf("refresh reports: commit: %w", err)
+			}
+			return parcels, true, true, nil
+		}
 	}
 	if len(st.UnitIds) == 0 {
 		var row db.InsertReportCellsNoUnitsRow
@@ -148,12 +166,12 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 		parcels = row.Parcels
 	}
 	if err != nil {
-		return 0, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+		return 0, false, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, false, ingest.Transientf("refresh reports: commit: %w", err)
+		return 0, false, false, ingest.Transientf("refresh reports: commit: %w", err)
 	}
-	return parcels, true, nil
+	return parcels, true, false, nil
 }
 
 // nonNil turns a nil slice into an empty one, which pgx sends as '{}'

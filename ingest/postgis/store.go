@@ -36,6 +36,13 @@ type Store struct {
 	// when no other transaction holds its target table (attach.go); then
 	// the job fails, transiently. 0 means DefaultAttachWait.
 	AttachWait time.Duration
+
+	// NoClientReportCells turns off the report cells computed by the
+	// writer (reportcells.go): every refresh then computes them in SQL.
+	// For comparisons and benchmarks; set it before the first Write.
+	NoClientReportCells bool
+
+	cells clientCells
 }
 
 // Store implements ingest.Store.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+	"github.com/geoingest/geoingest/ingest/reportcells"
 	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -78,7 +79,12 @@ func (s *Store) writeGate(ctx context.Context, job ingest.Job, owner, contentHas
 // decides whether the features get a partition of their own (see
 // OwnPartitionBytes).
 func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r ingest.LayerReader, in ingest.Fetched) (ingest.WriteResult, error) {
-	return s.writeGate(ctx, job, owner, in.ContentHash, in.Size >= s.ownPartitionBytes(), func(ctx context.Context, g *gate) (ingest.WriteResult, error) {
+	// The report cells are computed as the features stream (reportcells.go),
+	// against the admin generation read before the gate opens.
+	tally := s.reportTally(ctx, job)
+	var cells *pendingCells
+	res, err := s.writeGate(ctx, job, owner, in.ContentHash, in.Size >= s.ownPartitionBytes(), func(ctx context.Context, g *gate) (ingest.WriteResult, error) {
+		g.tally = tally
 		p := job.Params
 		src := g.src
 		if p.Replaces != "" && src.CurrentJobID.String != p.Replaces {
@@ -107,8 +113,13 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 		if err := recordJobCRS(ctx, g.q, job.ID, r); err != nil { // the CRS of each layer read (crs.go)
 			return ingest.WriteResult{}, fmt.Errorf("record job crs: %w", err)
 		}
+		cells = g.cells
 		return res, g.setCurrent(ctx, pgtype.Text{String: job.ID, Valid: true})
 	})
+	if err == nil && res.Outcome == ingest.Written {
+		s.keepCells(job.ID, cells) // committed: the refresh may store them
+	}
+	return res, err
 }
 
 // Retire is the write gate of a delete job (job.Delete): it retires the
@@ -158,6 +169,9 @@ type gate struct {
 	order  string
 	ref    int64  // the job's job_ref
 	attach string // the target its own table is to be attached to, last (attach.go)
+
+	tally *reportcells.Tally // the job's report cells, computed as it streams; may be nil
+	cells *pendingCells      // the tally's cells once the rows are final
 }
 
 // openGate begins the write-gate transaction: the ledger insert ON

@@ -90,6 +90,39 @@ func (q *Queries) AdminOverlaps(ctx context.Context, arg AdminOverlapsParams) ([
 	return items, nil
 }
 
+const adminUnitGeometries = `-- name: AdminUnitGeometries :many
+SELECT a.id::bigint AS id, ST_AsBinary(a.geom)::bytea AS wkb
+FROM admin_units a
+WHERE a.id = ANY ($1::bigint[])
+ORDER BY a.id
+`
+
+type AdminUnitGeometriesRow struct {
+	ID  int64
+	Wkb []byte
+}
+
+// AdminUnitGeometries is the geometry (WKB) of each admin unit of ids, by id.
+func (q *Queries) AdminUnitGeometries(ctx context.Context, ids []int64) ([]AdminUnitGeometriesRow, error) {
+	rows, err := q.db.Query(ctx, adminUnitGeometries, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AdminUnitGeometriesRow
+	for rows.Next() {
+		var i AdminUnitGeometriesRow
+		if err := rows.Scan(&i.ID, &i.Wkb); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const currentAdminGenerations = `-- name: CurrentAdminGenerations :many
 SELECT v.pipeline_version::text AS pipeline_version,
        geoingest_generation_name(geoingest_admin_job_ids(v.pipeline_version))::text AS admin_generation,
@@ -214,6 +247,69 @@ func (q *Queries) InsertReportCells(ctx context.Context, arg InsertReportCellsPa
 	return i, err
 }
 
+const insertReportCellsGiven = `-- name: InsertReportCellsGiven :one
+WITH c AS (
+    -- the arrays zipped (set-returning functions in a select list run in
+    -- lockstep)
+    SELECT unnest($3::bigint[]) AS unit_id, unnest($4::bigint[]) AS pos_parcels,
+           unnest($5::float8[]) AS pos_area_m2, unnest($6::bigint[]) AS int_parcels,
+           unnest($7::float8[]) AS int_area_m2
+), ok AS (
+    SELECT 1 FROM jobs j
+    WHERE j.job_id = $1::text
+      AND j.feature_count = (SELECT coalesce(sum(c.pos_parcels), 0) FROM c)
+      AND EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id AND s.target_table = 'parcels')
+), ins AS (
+    INSERT INTO report_assignment_cells (parcel_job_id, admin_generation, unit_id,
+                                         pos_parcels, pos_area_m2, int_parcels, int_area_m2)
+    SELECT $1::text, $2::text, c.unit_id,
+           c.pos_parcels, c.pos_area_m2, c.int_parcels, c.int_area_m2
+    FROM c WHERE EXISTS (SELECT 1 FROM ok)
+    RETURNING pos_parcels, pos_area_m2
+)
+UPDATE report_assignments r
+SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
+    area_m2 = (SELECT coalesce(sum(ins.pos_area_m2), 0) FROM ins),
+    seconds = extract(epoch FROM clock_timestamp() - r.assigned_at)
+WHERE r.parcel_job_id = $1::text AND r.admin_generation = $2::text
+  AND EXISTS (SELECT 1 FROM ok)
+RETURNING r.parcels, r.area_m2
+`
+
+type InsertReportCellsGivenParams struct {
+	ParcelJobID     string
+	AdminGeneration string
+	UnitIds         []int64
+	PosParcels      []int64
+	PosAreaM2       []float64
+	IntParcels      []int64
+	IntAreaM2       []float64
+}
+
+type InsertReportCellsGivenRow struct {
+	Parcels int64
+	AreaM2  float64
+}
+
+// InsertReportCellsGiven is InsertReportCells with the cells computed by
+// the writer (ingest/reportcells) while the job streamed, given as
+// arrays by unit; nothing is inserted unless the job is current and the
+// cells count exactly the ledger's features.
+func (q *Queries) InsertReportCellsGiven(ctx context.Context, arg InsertReportCellsGivenParams) (InsertReportCellsGivenRow, error) {
+	row := q.db.QueryRow(ctx, insertReportCellsGiven,
+		arg.ParcelJobID,
+		arg.AdminGeneration,
+		arg.UnitIds,
+		arg.PosParcels,
+		arg.PosAreaM2,
+		arg.IntParcels,
+		arg.IntAreaM2,
+	)
+	var i InsertReportCellsGivenRow
+	err := row.Scan(&i.Parcels, &i.AreaM2)
+	return i, err
+}
+
 const insertReportCellsNoUnits = `-- name: InsertReportCellsNoUnits :one
 WITH ins AS (
     INSERT INTO report_assignment_cells (parcel_job_id, admin_generation, unit_id,
@@ -269,6 +365,50 @@ func (q *Queries) PrepareReportAdmin(ctx context.Context, arg PrepareReportAdmin
 	var overlapping_units []int64
 	err := row.Scan(&overlapping_units)
 	return overlapping_units, err
+}
+
+const preparedAdminGeneration = `-- name: PreparedAdminGeneration :many
+SELECT g.admin_generation, g.unit_ids, g.overlapping_units, ST_AsBinary(g.coverage)::bytea AS coverage
+FROM report_admin_generations g
+WHERE g.admin_generation = geoingest_admin_generation($1::text)
+  AND g.pipeline_version = $1::text
+`
+
+type PreparedAdminGenerationRow struct {
+	AdminGeneration  string
+	UnitIds          []int64
+	OverlappingUnits []int64
+	Coverage         []byte
+}
+
+// PreparedAdminGeneration is the current admin generation of a pipeline
+// version if it is prepared (migration 0015): its name, units, the units
+// that overlap another, and the union of the units as WKB (NULL when GEOS
+// could not compute it). No row when there is none or it is not prepared
+// yet: a write never waits for an admin layer's preparation.
+func (q *Queries) PreparedAdminGeneration(ctx context.Context, pipelineVersion string) ([]PreparedAdminGenerationRow, error) {
+	rows, err := q.db.Query(ctx, preparedAdminGeneration, pipelineVersion)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PreparedAdminGenerationRow
+	for rows.Next() {
+		var i PreparedAdminGenerationRow
+		if err := rows.Scan(
+			&i.AdminGeneration,
+			&i.UnitIds,
+			&i.OverlappingUnits,
+			&i.Coverage,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const pruneReportAdminGenerations = `-- name: PruneReportAdminGenerations :execrows

@@ -189,3 +189,53 @@ JOIN g ON g.pipeline_version = s.pipeline_version
 LEFT JOIN report_assignments r ON r.parcel_job_id = j.job_id AND r.admin_generation = g.gen
 WHERE s.target_table = 'parcels'
 ORDER BY j.job_id;
+
+-- name: PreparedAdminGeneration :many
+-- PreparedAdminGeneration is the current admin generation of a pipeline
+-- version if it is prepared (migration 0015): its name, units, the units
+-- that overlap another, and the union of the units as WKB (NULL when GEOS
+-- could not compute it). No row when there is none or it is not prepared
+-- yet: a write never waits for an admin layer's preparation.
+SELECT g.admin_generation, g.unit_ids, g.overlapping_units, ST_AsBinary(g.coverage)::bytea AS coverage
+FROM report_admin_generations g
+WHERE g.admin_generation = geoingest_admin_generation(@pipeline_version::text)
+  AND g.pipeline_version = @pipeline_version::text;
+
+-- name: AdminUnitGeometries :many
+-- AdminUnitGeometries is the geometry (WKB) of each admin unit of ids, by id.
+SELECT a.id::bigint AS id, ST_AsBinary(a.geom)::bytea AS wkb
+FROM admin_units a
+WHERE a.id = ANY (@ids::bigint[])
+ORDER BY a.id;
+
+-- name: InsertReportCellsGiven :one
+-- InsertReportCellsGiven is InsertReportCells with the cells computed by
+-- the writer (ingest/reportcells) while the job streamed, given as
+-- arrays by unit; nothing is inserted unless the job is current and the
+-- cells count exactly the ledger's features.
+WITH c AS (
+    -- the arrays zipped (set-returning functions in a select list run in
+    -- lockstep)
+    SELECT unnest(@unit_ids::bigint[]) AS unit_id, unnest(@pos_parcels::bigint[]) AS pos_parcels,
+           unnest(@pos_area_m2::float8[]) AS pos_area_m2, unnest(@int_parcels::bigint[]) AS int_parcels,
+           unnest(@int_area_m2::float8[]) AS int_area_m2
+), ok AS (
+    SELECT 1 FROM jobs j
+    WHERE j.job_id = @parcel_job_id::text
+      AND j.feature_count = (SELECT coalesce(sum(c.pos_parcels), 0) FROM c)
+      AND EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id AND s.target_table = 'parcels')
+), ins AS (
+    INSERT INTO report_assignment_cells (parcel_job_id, admin_generation, unit_id,
+                                         pos_parcels, pos_area_m2, int_parcels, int_area_m2)
+    SELECT @parcel_job_id::text, @admin_generation::text, c.unit_id,
+           c.pos_parcels, c.pos_area_m2, c.int_parcels, c.int_area_m2
+    FROM c WHERE EXISTS (SELECT 1 FROM ok)
+    RETURNING pos_parcels, pos_area_m2
+)
+UPDATE report_assignments r
+SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
+    area_m2 = (SELECT coalesce(sum(ins.pos_area_m2), 0) FROM ins),
+    seconds = extract(epoch FROM clock_timestamp() - r.assigned_at)
+WHERE r.parcel_job_id = @parcel_job_id::text AND r.admin_generation = @admin_generation::text
+  AND EXISTS (SELECT 1 FROM ok)
+RETURNING r.parcels, r.area_m2;
