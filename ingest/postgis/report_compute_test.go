@@ -23,16 +23,7 @@ func TestReportComputeSameCellsAsMigration0012(t *testing.T) {
 	t.Parallel()
 	e := rpSetup(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	w, h := parcel.MaxLon-parcel.MinLon, parcel.MaxLat-parcel.MinLat
-	x0, y0, x1, y1 := parcel.MinLon+0.42*w, parcel.MinLat+0.42*h, parcel.MinLon+0.5*w, parcel.MinLat+0.5*h
-	overlay := parcel.Admin{ID: 999, Name: "Overlay", Ring: parcel.Ring{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}, {X: x0, Y: y0}}}
-	admin := filepath.Join(dir, "admin.geojson")
-	writeBenchAdmin(t, admin, 6, overlay)
-	county := filepath.Join(dir, "county.geojson")
-	writeBenchCounty(t, county, 3000)
-	edge := filepath.Join(dir, "edge.geojson")
-	writeBenchParcelsIn(t, edge, 1000, parcel.MaxLon-w/8, parcel.MinLat+h/2)
+	admin, county, edge := writeEveryCaseLayers(t, t.TempDir())
 	e.rpIngest(t, admin, "admin_units")
 	e.rpIngest(t, county, "parcels")
 	e.rpIngest(t, edge, "parcels")
@@ -102,4 +93,21 @@ func TestReportComputeSameCellsAsMigration0012(t *testing.T) {
 	e.exec(t, `DELETE FROM report_admin_generations`)
 	compare("not prepared")
 	requireClean(t, e)
+}
+
+// writeEveryCaseLayers writes, into dir, a layer with every case of the
+// report cells: admin units of 257 vertices with wiggly shared borders
+// and a unit overlapping others (admin), 3,000 parcels across borders
+// (county), and 1,000 parcels half off the units' extent (edge).
+func writeEveryCaseLayers(t testing.TB, dir string) (admin, county, edge string) {
+	w, h := parcel.MaxLon-parcel.MinLon, parcel.MaxLat-parcel.MinLat
+	x0, y0, x1, y1 := parcel.MinLon+0.42*w, parcel.MinLat+0.42*h, parcel.MinLon+0.5*w, parcel.MinLat+0.5*h
+	over := parcel.Admin{ID: 999, Name: "Overlay", Ring: parcel.Ring{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}, {X: x0, Y: y0}}}
+	admin = filepath.Join(dir, "admin.geojson")
+	writeBenchAdmin(t, admin, 6, over)
+	county = filepath.Join(dir, "county.geojson")
+	writeBenchCounty(t, county, 3000)
+	edge = filepath.Join(dir, "edge.geojson")
+	writeBenchParcelsIn(t, edge, 1000, parcel.MaxLon-w/8, parcel.MinLat+h/2)
+	return admin, county, edge
 }

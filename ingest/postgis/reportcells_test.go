@@ -30,14 +30,7 @@ func TestWriterReportCellsEqualSQL(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	w, h := parcel.MaxLon-parcel.MinLon, parcel.MaxLat-parcel.MinLat
-	x0, y0, x1, y1 := parcel.MinLon+0.42*w, parcel.MinLat+0.42*h, parcel.MinLon+0.5*w, parcel.MinLat+0.5*h
-	over := parcel.Admin{ID: 999, Name: "Overlay", Ring: parcel.Ring{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}, {X: x0, Y: y0}}}
-	admin := filepath.Join(dir, "admin.geojson")
-	writeBenchAdmin(t, admin, 6, over)
-	county := filepath.Join(dir, "county.geojson")
-	writeBenchCounty(t, county, 3000)
-	edge := filepath.Join(dir, "edge.geojson")
-	writeBenchParcelsIn(t, edge, 1000, parcel.MaxLon-w/8, parcel.MinLat+h/2)
+	admin, county, edge := writeEveryCaseLayers(t, dir)
 
 	e.rpIngest(t, admin, "admin_units") // its refresh prepares the generation
 	e.svc.NoReportRefresh = true
