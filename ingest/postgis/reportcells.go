@@ -34,11 +34,18 @@ const maxPendingCells = 256
 // maxCachedGenerations is how many admin generations a Store keeps ready.
 const maxCachedGenerations = 2
 
+// maxCellsVertices bounds the admin generations the writer computes
+// cells against: a generation keeps its units' coordinates and, for the
+// units parcels meet, grids and edge lists, some 100 bytes a vertex in
+// all. A larger admin layer is left to the refresh in SQL.
+const maxCellsVertices = 1_500_000
+
 // clientCells is a Store's admin generations and pending cells.
 type clientCells struct {
 	mu      sync.Mutex
 	gens    map[string]*reportcells.Generation
 	genAge  []string
+	big     []string // generations too large for the writer (the last few)
 	pending map[string]pendingCells
 	order   []string
 	last    reportcells.Stats // the last tally's, for benchmarks and tests
@@ -71,7 +78,11 @@ func (s *Store) reportTally(ctx context.Context, job ingest.Job) *reportcells.Ta
 	c := &s.cells
 	c.mu.Lock()
 	gen := c.gens[row.AdminGeneration]
+	big := slices.Contains(c.big, row.AdminGeneration)
 	c.mu.Unlock()
+	if big {
+		return nil
+	}
 	if gen == nil || !slices.Equal(gen.UnitIDs, row.UnitIds) {
 		units, err := s.q.AdminUnitGeometries(ctx, row.UnitIds)
 		if err != nil {
@@ -89,9 +100,20 @@ func (s *Store) reportTally(ctx context.Context, job ingest.Job) *reportcells.Ta
 		if !slices.Equal(gen.UnitIDs, row.UnitIds) {
 			return nil // a unit went missing meanwhile
 		}
+		if gen.Vertices > maxCellsVertices {
+			s.log.Info("report cells: the admin generation is too large for the writer; the refresh computes them",
+				"vertices", gen.Vertices, "max", maxCellsVertices)
+			gen = nil
+		}
 		c.mu.Lock()
 		if c.gens == nil {
 			c.gens = map[string]*reportcells.Generation{}
+		}
+		if gen == nil {
+			// Remembered as too large, so it is not read again.
+			c.big = append(c.big[max(0, len(c.big)-7):], row.AdminGeneration)
+			c.mu.Unlock()
+			return nil
 		}
 		if _, ok := c.gens[gen.Name]; !ok {
 			c.gens[gen.Name] = gen

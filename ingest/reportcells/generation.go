@@ -24,6 +24,9 @@ type Generation struct {
 	// UnitIDs its units' ids, sorted.
 	Name    string
 	UnitIDs []int64
+	// Vertices is the number of the units' vertices (what the
+	// generation's memory grows with).
+	Vertices int
 
 	units    []*unit // in id order
 	coverage []byte  // the union of the units (WKB), nil when unknown
@@ -144,6 +147,7 @@ func NewGeneration(name string, units []Unit, overlapping []int64, coverage []by
 			return nil, fmt.Errorf("admin unit %d: %w", u.ID, err)
 		}
 		x.overlapping = ov[u.ID]
+		g.Vertices += len(x.flat) / 2
 		g.units = append(g.units, x)
 		g.UnitIDs = append(g.UnitIDs, u.ID)
 	}

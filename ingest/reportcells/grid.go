@@ -33,13 +33,20 @@ const (
 	boundary
 )
 
-// gridCells is the number of cells per side of a unit's grid.
-const gridCells = 256
+// gridSide is the number of cells per side of the grid of a unit of n
+// vertices: about eight cells a vertex, between 16 × 16 and 256 × 256,
+// so that a generation's grids take memory in proportion to its
+// vertices (a boundary cell is settled exactly from its edges, so a
+// coarser grid costs little).
+func gridSide(n int) int {
+	return max(16, min(256, int(math.Ceil(math.Sqrt(8*float64(n))))))
+}
 
 // newGrid builds the grid of a unit (rings of XY vertices without their
 // closing points; ends in float64s), or nil for a degenerate box.
 func newGrid(b box, flat []float64, rings []int) *grid {
-	g := &grid{x0: b.minX, y0: b.minY, nx: gridCells, ny: gridCells}
+	side := gridSide(len(flat) / 2)
+	g := &grid{x0: b.minX, y0: b.minY, nx: side, ny: side}
 	g.cw = (b.maxX - b.minX) / float64(g.nx)
 	g.ch = (b.maxY - b.minY) / float64(g.ny)
 	if !(g.cw >= minCell) || !(g.ch >= minCell) || math.IsInf(g.cw, 0) || math.IsInf(g.ch, 0) {

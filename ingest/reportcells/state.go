@@ -29,8 +29,10 @@ type geosState struct {
 	clips  map[clipKey]*overlay.Geom // GEOS clips by square (nil: not valid)
 }
 
-// The most clips and unions a geosState keeps; beyond, it starts again.
+// The most units, clips and unions a geosState keeps; beyond, it starts
+// again (units between two parcels, the rest between two jobs).
 const (
+	maxStateUnits  = 256
 	maxStateClips  = 4096
 	maxStateUnions = 256
 )
@@ -44,6 +46,17 @@ func (s *geosState) freePrep(p *prepGeom) {
 	if p != nil {
 		s.c.FreePrepared(p.p)
 		s.c.Free(p.g)
+	}
+}
+
+// trimUnits drops the prepared units when there are more than the bound
+// (called between two parcels: no prepared unit is in use).
+func (s *geosState) trimUnits() {
+	if len(s.prep) > maxStateUnits {
+		for _, p := range s.prep {
+			s.freePrep(p)
+		}
+		clear(s.prep)
 	}
 }
 

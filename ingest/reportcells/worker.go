@@ -80,6 +80,7 @@ func (w *Worker) Add(mp *geom.MultiPolygon, ewkb []byte, area float64) {
 		return
 	}
 	w.parcels++
+	w.trimUnits()
 	b := bounds(mp)
 	w.cand = w.gen.index.meeting(w.cand, b)
 	if len(w.cand) == 0 {
