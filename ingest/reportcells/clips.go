@@ -5,7 +5,6 @@ import (
 
 	"github.com/geoingest/geoingest/geomio/overlay"
 	"github.com/twpayne/go-geom"
-	"github.com/twpayne/go-geom/encoding/wkb"
 )
 
 // The clips of a unit, by square: what the pieces are computed against.
@@ -17,8 +16,8 @@ type clipKey struct{ unit, kx, ky int32 }
 // height, whichever is larger.
 const clipSquares = 16
 
-// sharedClip is a unit's clip to a square as the convex clipping reads
-// it: its polygons' rings, when GEOS clipped the unit validly (usable).
+// sharedClip is a unit's clip to a square as arcs.go reads it: its
+// polygons' rings, when GEOS clipped the unit validly (usable).
 // It is immutable, and shared by every worker and job of the generation
 // (Generation.clips).
 type sharedClip struct {
@@ -44,8 +43,7 @@ type clipPart struct {
 // parcels whose box is within half a square of it. false: the parcel is
 // larger than that (the caller clips the whole unit).
 func (w *Worker) square(i int32, b box) (clipKey, bool) {
-	u := w.gen.units[i]
-	side := math.Max(u.box.maxX-u.box.minX, u.box.maxY-u.box.minY) / clipSquares
+	side := w.gen.units[i].clipSide
 	if !(side > 1e-9) || math.IsInf(side, 0) {
 		return clipKey{}, false
 	}
@@ -62,8 +60,7 @@ func (w *Worker) square(i int32, b box) (clipKey, bool) {
 // squareBox is the box a square's clip is clipped to.
 func (w *Worker) squareBox(k clipKey) box {
 	u := w.gen.units[k.unit]
-	side := math.Max(u.box.maxX-u.box.minX, u.box.maxY-u.box.minY) / clipSquares
-	grow := u.maxSeg*(1+1e-9) + 1e-12
+	side, grow := u.clipSide, u.clipGrow
 	half := side / 2
 	kx, ky := float64(k.kx), float64(k.ky)
 	return box{kx*side - half - grow, ky*side - half - grow, (kx+1)*side + half + grow, (ky+1)*side + half + grow}
@@ -84,7 +81,7 @@ func (w *Worker) geosClip(k clipKey) (*overlay.Geom, error) {
 	return g, nil
 }
 
-// sharedClip is square k's clip for the convex clipping, made once per
+// sharedClip is square k's clip for arcs.go, made once per
 // generation (by the first worker that needs it).
 func (w *Worker) sharedClip(k clipKey) (*sharedClip, error) {
 	if sc := w.gen.clip(k); sc != nil {
@@ -104,11 +101,7 @@ func (w *Worker) sharedClip(k clipKey) (*sharedClip, error) {
 // partsOf is the polygons of g as rings without closing points, and
 // false when g is not only polygons or cannot be read back.
 func (w *Worker) partsOf(g *overlay.Geom) ([]clipPart, bool) {
-	var err error
-	if w.buf, err = w.c.AppendWKB(w.buf[:0], g); err != nil {
-		return nil, false
-	}
-	t, err := wkb.Unmarshal(w.buf)
+	t, err := w.readBack(g)
 	if err != nil {
 		return nil, false
 	}
@@ -119,12 +112,7 @@ func (w *Worker) partsOf(g *overlay.Geom) ([]clipPart, bool) {
 		case *geom.Polygon:
 			var p clipPart
 			for r := 0; r < t.NumLinearRings(); r++ {
-				c := t.LinearRing(r).FlatCoords()
-				s := t.Stride()
-				var xy []float64
-				for k := 0; k+s < len(c); k += s {
-					xy = append(xy, c[k], c[k+1])
-				}
+				xy := appendRingXY(nil, t.LinearRing(r).FlatCoords(), t.Stride())
 				if r == 0 {
 					p.shell, p.box = xy, ringBox(xy)
 				} else {

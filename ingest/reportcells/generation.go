@@ -1,13 +1,14 @@
 package reportcells
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
 
 	"github.com/twpayne/go-geom"
-	"github.com/twpayne/go-geom/encoding/wkb"
+	"github.com/twpayne/go-geom/encoding/ewkb"
 )
 
 // Unit is one admin unit of a generation: its admin_units.id and
@@ -116,7 +117,8 @@ type unit struct {
 	overlapping bool
 	flat        []float64 // every ring's coordinates, XY
 	rings       []int     // the end of each ring in flat (in float64s)
-	maxSeg      float64   // the longest edge's length, in degrees
+	clipSide    float64   // the side of its clips' squares, in degrees
+	clipGrow    float64   // what a clip's box is grown by: the longest edge, and a margin
 	gridOnce    sync.Once
 	grid        *grid
 }
@@ -133,7 +135,7 @@ func NewGeneration(name string, units []Unit, overlapping []int64, coverage []by
 		ov[id] = true
 	}
 	sorted := slices.Clone(units)
-	slices.SortFunc(sorted, func(a, b Unit) int { return cmpInt(a.ID, b.ID) })
+	slices.SortFunc(sorted, func(a, b Unit) int { return cmp.Compare(a.ID, b.ID) })
 	if len(coverage) > 0 {
 		// The union's grid settles most parcels' ST_Covers(coverage,
 		// parcel) (worker.go); a union that is not read is tested by GEOS.
@@ -162,11 +164,11 @@ func NewGeneration(name string, units []Unit, overlapping []int64, coverage []by
 // newUnit reads a unit (or the coverage) from its WKB: a polygon or a
 // multipolygon.
 func newUnit(id int64, b []byte) (*unit, error) {
-	t, err := wkb.Unmarshal(stripSRID(b))
+	t, err := ewkb.Unmarshal(b) // WKB, or EWKB with an SRID
 	if err != nil {
 		return nil, err
 	}
-	x := &unit{id: id, wkb: b, box: emptyBox()}
+	x := &unit{id: id, wkb: b}
 	switch t := t.(type) {
 	case *geom.Polygon:
 		x.addRings(t.FlatCoords(), 0, t.Ends(), t.Stride())
@@ -181,9 +183,15 @@ func newUnit(id int64, b []byte) (*unit, error) {
 	default:
 		return nil, fmt.Errorf("%T is not polygonal", t)
 	}
+	x.box = boundsXY(x.flat, 2)
+	maxSeg := 0.0
 	eachEdge(x.flat, x.rings, func(ax, ay, bx, by float64) {
-		x.maxSeg = math.Max(x.maxSeg, math.Hypot(bx-ax, by-ay))
+		maxSeg = math.Max(maxSeg, math.Hypot(bx-ax, by-ay))
 	})
+	// Clips (clips.go): squares a sixteenth of the unit wide, each clip
+	// grown by the longest edge.
+	x.clipSide = math.Max(x.box.maxX-x.box.minX, x.box.maxY-x.box.minY) / clipSquares
+	x.clipGrow = maxSeg*(1+1e-9) + 1e-12
 	return x, nil
 }
 
@@ -193,51 +201,41 @@ func newUnit(id int64, b []byte) (*unit, error) {
 func (u *unit) addRings(flat []float64, start int, ends []int, stride int) {
 	begin := start
 	for _, e := range ends {
-		for i := begin; i+stride < e; i += stride {
-			u.flat = append(u.flat, flat[i], flat[i+1])
-			u.box.add(flat[i], flat[i+1])
-		}
+		u.flat = appendRingXY(u.flat, flat[begin:e], stride)
 		u.rings = append(u.rings, len(u.flat))
 		begin = e
 	}
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// appendRingXY appends the XY of a ring's coordinates (ring, of stride,
+// closed) to dst, without the closing point.
+func appendRingXY(dst, ring []float64, stride int) []float64 {
+	for i := 0; i+stride < len(ring); i += stride {
+		dst = append(dst, ring[i], ring[i+1])
 	}
-	return 0
+	return dst
 }
 
-// stripSRID turns an EWKB with an SRID into plain WKB for go-geom's
-// decoder (which refuses the flag); a plain WKB is returned as it is.
-func stripSRID(b []byte) []byte {
-	if len(b) < 9 {
-		return b
+// boundsXY is the box of coordinates of stride; emptyBox for none.
+func boundsXY(c []float64, stride int) box {
+	if len(c) < 2 {
+		return emptyBox()
 	}
-	le := b[0] == 1
-	var t uint32
-	if le {
-		t = uint32(b[1]) | uint32(b[2])<<8 | uint32(b[3])<<16 | uint32(b[4])<<24
-	} else {
-		t = uint32(b[4]) | uint32(b[3])<<8 | uint32(b[2])<<16 | uint32(b[1])<<24
+	b := box{c[0], c[1], c[0], c[1]}
+	for i := stride; i+1 < len(c); i += stride {
+		x, y := c[i], c[i+1]
+		if x < b.minX {
+			b.minX = x
+		} else if x > b.maxX {
+			b.maxX = x
+		}
+		if y < b.minY {
+			b.minY = y
+		} else if y > b.maxY {
+			b.maxY = y
+		}
 	}
-	const sridFlag = 0x20000000
-	if t&sridFlag == 0 {
-		return b
-	}
-	t &^= sridFlag
-	out := make([]byte, 0, len(b)-4)
-	out = append(out, b[0])
-	if le {
-		out = append(out, byte(t), byte(t>>8), byte(t>>16), byte(t>>24))
-	} else {
-		out = append(out, byte(t>>24), byte(t>>16), byte(t>>8), byte(t))
-	}
-	return append(out, b[9:]...)
+	return b
 }
 
 // box is a closed bounding box.

@@ -13,12 +13,12 @@ import (
 // rings (arcs.go) where they can be, else by GEOS.
 
 // pieceArea is ST_Area(ST_Intersection(unit, parcel)::geography), for
-// the unit at position i, parcel of box b: for a convex parcel by the
-// convex clipping of the unit's cached clip (convex.go) where it can, or
-// else by GEOS with a clip of the unit around the parcel.
-func (w *Worker) pieceArea(i int32, pu *prepUnit, parcel *overlay.Geom, b box) (float64, error) {
+// the unit at position i, parcel of box b: from the rings of the parcel
+// and of the unit's clip for its square (arcs.go) where they can, or else
+// by GEOS with a clip of the unit around the parcel.
+func (w *Worker) pieceArea(i int32, pu *prepGeom, parcel *overlay.Geom, b box) (float64, error) {
 	k, inSquare := w.square(i, b)
-	if inSquare && w.pringOK {
+	if inSquare {
 		sc, err := w.sharedClip(k)
 		if err != nil {
 			return 0, err
@@ -48,8 +48,7 @@ func (w *Worker) pieceArea(i int32, pu *prepUnit, parcel *overlay.Geom, b box) (
 			from = g
 		}
 	}
-	u := w.gen.units[i]
-	grow := u.maxSeg*(1+1e-9) + 1e-12
+	grow := w.gen.units[i].clipGrow
 	if clip := w.clipTo(from, box{b.minX - grow, b.minY - grow, b.maxX + grow, b.maxY + grow}); clip != nil {
 		defer w.c.Free(clip)
 		from = clip
@@ -65,7 +64,6 @@ func (w *Worker) pieceArea(i int32, pu *prepUnit, parcel *overlay.Geom, b box) (
 
 // setRing keeps the parcel's rings for arcPiece.
 func (w *Worker) setRing(mp *geom.MultiPolygon, b box, area float64) {
-	w.pringOK = true
 	w.pring = w.pring[:0]
 	w.prings = w.prings[:0]
 	c, st := mp.FlatCoords(), mp.Stride()
@@ -73,9 +71,7 @@ func (w *Worker) setRing(mp *geom.MultiPolygon, b box, area float64) {
 	for _, ends := range mp.Endss() {
 		for r, end := range ends {
 			k0 := len(w.pring)
-			for k := start; k+st < end; k += st {
-				w.pring = append(w.pring, c[k], c[k+1])
-			}
+			w.pring = appendRingXY(w.pring, c[start:end], st)
 			w.prings = append(w.prings, pRing{k0, len(w.pring), r > 0})
 			start = end
 		}
@@ -113,7 +109,7 @@ func (w *Worker) arcPiece(parts []clipPart) (float64, bool) {
 		}
 		holes := w.prings[i+1 : j]
 		i = j
-		if !w.unitsBoxMeets(parts, sb) {
+		if !partsMeet(parts, sb) {
 			continue
 		}
 		a, ok := w.arcPolygon(parts, shell, sb, area)
@@ -152,8 +148,8 @@ func (w *Worker) arcPiece(parts []clipPart) (float64, bool) {
 	return sum, true
 }
 
-// unitsBoxMeets reports whether some part's box meets b.
-func (w *Worker) unitsBoxMeets(parts []clipPart, b box) bool {
+// partsMeet reports whether some part's box meets b.
+func partsMeet(parts []clipPart, b box) bool {
 	for i := range parts {
 		if parts[i].box.meets(b) {
 			return true
@@ -227,26 +223,29 @@ func (w *Worker) ringArea(xy []float64) (float64, bool) {
 }
 
 // ringBox is the box of a ring (XY).
-func ringBox(xy []float64) box {
-	b := emptyBox()
-	for i := 0; i+1 < len(xy); i += 2 {
-		b.add(xy[i], xy[i+1])
-	}
-	return b
-}
+func ringBox(xy []float64) box { return boundsXY(xy, 2) }
 
 // area is ST_Area(g::geography) of a GEOS result: the sum of its
 // polygons' areas on the spheroid.
 func (w *Worker) area(g *overlay.Geom) (float64, error) {
+	t, err := w.readBack(g)
+	if err != nil {
+		return 0, err
+	}
+	return w.areaOf(t)
+}
+
+// readBack is a GEOS geometry as go-geom's, through its WKB.
+func (w *Worker) readBack(g *overlay.Geom) (geom.T, error) {
 	var err error
 	if w.buf, err = w.c.AppendWKB(w.buf[:0], g); err != nil {
-		return 0, fmt.Errorf("GEOS cannot write a result: %w", err)
+		return nil, fmt.Errorf("GEOS cannot write a result: %w", err)
 	}
 	t, err := wkb.Unmarshal(w.buf)
 	if err != nil {
-		return 0, fmt.Errorf("a GEOS result: %w", err)
+		return nil, fmt.Errorf("a GEOS result: %w", err)
 	}
-	return w.areaOf(t)
+	return t, nil
 }
 
 func (w *Worker) areaOf(t geom.T) (float64, error) {

@@ -13,16 +13,13 @@ type prepGeom struct {
 	p *overlay.Prepared
 }
 
-// prepUnit is a unit's prepGeom.
-type prepUnit = prepGeom
-
 // geosState is a GEOS context and what it has made of one generation:
 // the units read and prepared, their clips and unions. The generation
 // keeps it between jobs (Generation.take, put), so that a unit is read
 // and prepared once per worker goroutine, not once per job.
 type geosState struct {
 	c      *overlay.Context
-	prep   map[int32]*prepUnit
+	prep   map[int32]*prepGeom
 	cov    *prepGeom // the union of all the units; nil until needed
 	covErr bool      // the coverage is unknown: every complex parcel may be outside
 	unions map[string]*prepGeom
@@ -38,7 +35,7 @@ const (
 )
 
 func newGEOSState() *geosState {
-	return &geosState{c: overlay.New(), prep: map[int32]*prepUnit{},
+	return &geosState{c: overlay.New(), prep: map[int32]*prepGeom{},
 		unions: map[string]*prepGeom{}, clips: map[clipKey]*overlay.Geom{}}
 }
 
@@ -92,7 +89,7 @@ func (s *geosState) free() {
 }
 
 // unit is the worker's prepared geometry of the unit at position i.
-func (w *Worker) unit(i int32) (*prepUnit, error) {
+func (w *Worker) unit(i int32) (*prepGeom, error) {
 	if p := w.prep[i]; p != nil {
 		return p, nil
 	}

@@ -1,6 +1,7 @@
 package reportcells
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 )
@@ -36,6 +37,11 @@ type Stats struct {
 	// ArcPieces and GEOSPieces: the pieces of the complex parcels
 	// measured from the rings (arcs.go) and by ST_Intersection.
 	ArcPieces, GEOSPieces int64
+}
+
+func (s Stats) add(o Stats) Stats {
+	return Stats{s.Grid + o.Grid, s.Covers + o.Covers, s.Complex + o.Complex,
+		s.ArcPieces + o.ArcPieces, s.GEOSPieces + o.GEOSPieces}
 }
 
 // Stats is how the parcels added so far (by closed workers) were settled.
@@ -75,7 +81,7 @@ func (t *Tally) Cells() (cells []Cell, parcels int64, ok bool, reason string) {
 	for _, c := range t.cells {
 		cells = append(cells, *c)
 	}
-	slices.SortFunc(cells, func(a, b Cell) int { return cmpInt(a.UnitID, b.UnitID) })
+	slices.SortFunc(cells, func(a, b Cell) int { return cmp.Compare(a.UnitID, b.UnitID) })
 	return cells, t.parcels, true, ""
 }
 
@@ -83,11 +89,7 @@ func (t *Tally) Cells() (cells []Cell, parcels int64, ok bool, reason string) {
 func (t *Tally) merge(cells map[int64]*Cell, parcels int64, failed string, st Stats) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.stats.Grid += st.Grid
-	t.stats.Covers += st.Covers
-	t.stats.Complex += st.Complex
-	t.stats.ArcPieces += st.ArcPieces
-	t.stats.GEOSPieces += st.GEOSPieces
+	t.stats = t.stats.add(st)
 	if failed != "" && t.failed == "" {
 		t.failed = failed
 	}

@@ -15,12 +15,11 @@ type Worker struct {
 	gen *Generation
 	*geosState
 
-	pring   []float64 // the current complex parcel's rings (XY, no closing points)
-	prings  []pRing   // the rings in pring
-	pbox    box
-	parea   float64
-	pringOK bool
-	arcs    arcs
+	pring  []float64 // the current complex parcel's rings (XY, no closing points)
+	prings []pRing   // the rings in pring
+	pbox   box
+	parea  float64
+	arcs   arcs
 
 	cells   map[int64]*Cell
 	parcels int64
@@ -81,7 +80,7 @@ func (w *Worker) Add(mp *geom.MultiPolygon, ewkb []byte, area float64) {
 	}
 	w.parcels++
 	w.trimUnits()
-	b := bounds(mp)
+	b := boundsXY(mp.FlatCoords(), mp.Stride())
 	w.cand = w.gen.index.meeting(w.cand, b)
 	if len(w.cand) == 0 {
 		w.both(0, area) // meets no unit's box
@@ -89,8 +88,18 @@ func (w *Worker) Add(mp *geom.MultiPolygon, ewkb []byte, area float64) {
 	}
 	// Covered by a unit that overlaps no other (the first by id): all of
 	// it, and its point on surface, in that unit.
-	var pg *overlay.Geom
+	var pg *overlay.Geom // the parcel in GEOS, read when first needed
 	defer func() { w.c.Free(pg) }()
+	read := func() bool {
+		if pg == nil {
+			var err error
+			if pg, err = w.c.Read(ewkb); err != nil {
+				w.GiveUp(fmt.Sprintf("GEOS cannot read a parcel: %v", err))
+				return false
+			}
+		}
+		return true
+	}
 	for _, i := range w.cand {
 		u := w.gen.units[i]
 		if u.overlapping || !u.box.contains(b) {
@@ -104,12 +113,8 @@ func (w *Worker) Add(mp *geom.MultiPolygon, ewkb []byte, area float64) {
 		case exterior:
 			continue
 		}
-		if pg == nil {
-			var err error
-			if pg, err = w.c.Read(ewkb); err != nil {
-				w.GiveUp(fmt.Sprintf("GEOS cannot read a parcel: %v", err))
-				return
-			}
+		if !read() {
+			return
 		}
 		pu, err := w.unit(i)
 		if err != nil {
@@ -126,12 +131,8 @@ func (w *Worker) Add(mp *geom.MultiPolygon, ewkb []byte, area float64) {
 			return
 		}
 	}
-	if pg == nil {
-		var err error
-		if pg, err = w.c.Read(ewkb); err != nil {
-			w.GiveUp(fmt.Sprintf("GEOS cannot read a parcel: %v", err))
-			return
-		}
+	if !read() {
+		return
 	}
 	w.stats.Complex++
 	w.setRing(mp, b, area)
@@ -271,27 +272,4 @@ func (u *unit) classify(b box) uint8 {
 		return boundary
 	}
 	return u.grid.classify(b)
-}
-
-// bounds is mp's bounding box.
-func bounds(mp *geom.MultiPolygon) box {
-	c, s := mp.FlatCoords(), mp.Stride()
-	if len(c) < 2 {
-		return emptyBox()
-	}
-	b := box{c[0], c[1], c[0], c[1]}
-	for i := s; i+1 < len(c); i += s {
-		x, y := c[i], c[i+1]
-		if x < b.minX {
-			b.minX = x
-		} else if x > b.maxX {
-			b.maxX = x
-		}
-		if y < b.minY {
-			b.minY = y
-		} else if y > b.maxY {
-			b.maxY = y
-		}
-	}
-	return b
 }
