@@ -57,7 +57,7 @@ func waitForReindex(t *testing.T, b *bundle) int32 {
 	var pid int32
 	require.Eventually(t, func() bool {
 		err := b.pool.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
-			WHERE query LIKE 'REINDEX INDEX CONCURRENTLY%' AND state = 'active' AND wait_event_type = 'Lock'`).Scan(&pid)
+			WHERE datname = current_database() AND query LIKE 'REINDEX INDEX CONCURRENTLY%' AND state = 'active' AND wait_event_type = 'Lock'`).Scan(&pid)
 		return err == nil
 	}, 30*time.Second, 20*time.Millisecond, "no REINDEX waiting for the held writer")
 	return pid
@@ -110,6 +110,7 @@ func TestCompactRebuildsGrownSharedIndex(t *testing.T) {
 	r, err := b.store.Compact(ctx, o) // folds it: no statistics yet, nothing rebuilt
 	require.NoError(t, err)
 	require.Len(t, r.Folded, 1)
+	require.Empty(t, r.Rebuilt)
 	analyzeShared(t, b)
 
 	r, err = b.store.Compact(ctx, o)
