@@ -170,8 +170,4 @@ func logCompaction(log *slog.Logger, r CompactResult) {
 	log.Info("compacted", "folded", len(r.Folded), "dropped", r.Dropped, "pending", r.Pending,
 		"own_parcels", r.Own["parcels"], "own_admin_units", r.Own["admin_units"],
 		"indexes_rebuilt", len(r.Rebuilt), "index_leftovers_dropped", r.LeftoversDropped, "seconds", r.Duration.Seconds())
-	for _, x := range r.Rebuilt {
-		log.Info("rebuilt a shared partition's index", "index", x.Index, "bytes_before", x.BytesBefore,
-			"bytes_after", x.BytesAfter, "seconds", x.Duration.Seconds())
-	}
 }
