@@ -16,12 +16,16 @@ func init() {
 const reindexFactorUsage = "rebuild a shared partition's index (REINDEX CONCURRENTLY) once its bytes per row exceed this factor of those right after its last rebuild; 0: never, and leave what an interrupted rebuild left"
 
 // reindexFactor maps the flag (0: off) to CompactOptions.ReindexFactor
-// (negative: off, 0: the default).
-func reindexFactor(flag float64) float64 {
-	if flag == 0 {
-		return -1
+// (negative: off, 0: the default), and false when the flag is neither 0
+// nor more than 1 (compact's and serve's flags alike).
+func reindexFactor(flag float64) (float64, bool) {
+	switch {
+	case flag == 0:
+		return -1, true
+	case flag > 1:
+		return flag, true
 	}
-	return flag
+	return 0, false
 }
 
 // runCompact runs ingest.Compactor.Compact once and prints what it did.
@@ -43,11 +47,11 @@ func runCompact(ctx context.Context, m *Main, args []string) error {
 	if err := m.envError(); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 || o.Keep < 0 || factor < 0 || (factor > 0 && factor <= 1) {
+	var ok bool
+	if o.ReindexFactor, ok = reindexFactor(factor); fs.NArg() != 0 || o.Keep < 0 || !ok {
 		fs.Usage()
 		return errUsage
 	}
-	o.ReindexFactor = reindexFactor(factor)
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err

@@ -191,7 +191,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if c.compactReindex < 0 || (c.compactReindex > 0 && c.compactReindex <= 1) {
+	if _, ok := reindexFactor(c.compactReindex); !ok {
 		return fmt.Errorf("--compact-reindex-factor must be 0 (off) or more than 1")
 	}
 	if c.workers < 1 {
@@ -289,7 +289,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	// background, not by each job before its message is acked.
 	cons.Service.NoReportRefresh = c.reportRefresh > 0
 	cons.Compactor, cons.CompactEvery = a.compactor, c.compactEvery
-	cons.CompactOptions = ingest.CompactOptions{Keep: c.compactKeep, ReindexFactor: reindexFactor(c.compactReindex)}
+	factor, _ := reindexFactor(c.compactReindex) // checked with the other flags
+	cons.CompactOptions = ingest.CompactOptions{Keep: c.compactKeep, ReindexFactor: factor}
 
 	if c.metricsAddr != "" {
 		var ui http.Handler
