@@ -98,7 +98,7 @@ func main() {
 	flag.Uint64Var(&c.seed, "seed", 1, "random seed")
 	flag.Float64Var(&c.publish, "publish", 0.30, "share of sources publishing a new version each month")
 	flag.Float64Var(&c.deleteFr, "delete", 0.01, "share of sources deleted each month")
-	flag.DurationVar(&c.compact, "compact-every", time.Minute, "run the compactor (as serve does, keeping its default number of own partitions) this often while jobs run, and once before the readers are timed; 0: never")
+	flag.DurationVar(&c.compact, "compact-every", time.Minute, "run the compactor (as serve does, keeping its default number of own partitions) this often while jobs run, and twice after each wave of deliveries (restOfWeek); 0: never")
 	flag.DurationVar(&c.settle, "settle", 3*time.Minute, "at each month's end, wait at most this long for autovacuum to reach every table over its threshold, as it would in the rest of a real month; 0: measure at once")
 	flag.DurationVar(&c.naptime, "autovacuum-naptime", time.Second, "autovacuum_naptime set on the cluster (ALTER SYSTEM, superuser only) for the run: a simulated month passes in about a minute; 0: leave it")
 	flag.IntVar(&c.waves, "waves", 4, "deliver each month's publications and deletes (after the initial load) in this many waves, each followed by the compactor's passes and the wait for autovacuum (-settle), as a real month spreads them over its weeks; 1: the whole month at once (a burst)")
