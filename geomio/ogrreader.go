@@ -87,8 +87,8 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	if f.name == FormatMapInfo {
 		// As a shapefile without its .dbf: GDAL would open a .tab
 		// without its .map as a table without geometry, a .mif without
-		// its .mid with no attributes. (open checks a loose file; this
-		// is for the entries of a zip too.)
+		// its .mid with no attributes. Loose files and zip entries
+		// alike.
 		if err := checkSetParts(path); err != nil {
 			var e *Error
 			if errors.As(err, &e) {

@@ -80,9 +80,6 @@ func open(path string, opts Options) (Reader, error) {
 	if ext == ".kml" {
 		return openKML(path, path, kmlBase(path), opts, 0, nil)
 	}
-	if err := checkSetParts(path); err != nil && ogrAvailable {
-		return nil, err // the slim build says it cannot read the format at all
-	}
 	if f, ok := ogrFormatOf(path, head); ok {
 		return openOGR(path, path, f, opts, 0)
 	}

@@ -78,11 +78,8 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 		if dir := path.Dir(clean); gdb == "" && gdbDirs[dir] && isGDBFile(path.Base(clean)) {
 			// A File Geodatabase's files in a folder not named .gdb
 			// (the folder's contents zipped): GDAL opens a .gdb.
-			if dir == "." {
-				dir = ""
-			}
-			gdb = path.Join(dir, gdbLocal)
-			if dir != "" {
+			gdb = gdbLocal
+			if dir != "." {
 				gdb = dir + ".gdb"
 			}
 			clean = path.Join(gdb, path.Base(clean))
@@ -144,8 +141,9 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	// the whole zip.
 	kmz := strings.EqualFold(filepath.Ext(zipPath), ".kmz")
 	if kmz {
+		first := firstKML(ogrs)
 		ogrs = slices.DeleteFunc(ogrs, func(o string) bool {
-			return strings.EqualFold(path.Ext(o), ".kml") && o != firstKML(ogrs)
+			return strings.EqualFold(path.Ext(o), ".kml") && o != first
 		})
 	}
 	var jsonLayers []string

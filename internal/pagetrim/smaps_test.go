@@ -1,6 +1,7 @@
 package pagetrim
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,24 +13,13 @@ func smapsEntry(header string, rss, anon, swap, locked int) string {
 	var b strings.Builder
 	b.WriteString(header + "\n")
 	b.WriteString("Size:               1024 kB\nKernelPageSize:        4 kB\n")
-	b.WriteString("Rss:                " + itoa(rss) + " kB\n")
+	b.WriteString("Rss:                " + strconv.Itoa(rss) + " kB\n")
 	b.WriteString("Pss:                  10 kB\nShared_Clean:         10 kB\nPrivate_Dirty:         0 kB\n")
-	b.WriteString("Anonymous:            " + itoa(anon) + " kB\n")
-	b.WriteString("Swap:                 " + itoa(swap) + " kB\nSwapPss:               0 kB\n")
-	b.WriteString("Locked:               " + itoa(locked) + " kB\nTHPeligible:    0\n")
+	b.WriteString("Anonymous:            " + strconv.Itoa(anon) + " kB\n")
+	b.WriteString("Swap:                 " + strconv.Itoa(swap) + " kB\nSwapPss:               0 kB\n")
+	b.WriteString("Locked:               " + strconv.Itoa(locked) + " kB\nTHPeligible:    0\n")
 	b.WriteString("VmFlags: rd mr mw me sd \n")
 	return b.String()
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; n > 0; n /= 10 {
-		d = append([]byte{byte('0' + n%10)}, d...)
-	}
-	return string(d)
 }
 
 // TestCandidates: only a private, read-only, resident file mapping with
