@@ -51,29 +51,10 @@ import (
 //
 //	go test ./ingest/postgis -run '^$' -bench ReportRefresh -benchtime 12x
 func BenchmarkReportRefresh(b *testing.B) {
-	n := benchEnvInt(b, "GEOINGEST_BENCH_N", 25000)
-	detail := benchEnvInt(b, "GEOINGEST_BENCH_ADMIN_DETAIL", 9)
-	dir := b.TempDir()
-	admin := filepath.Join(dir, "admin.geojson")
-	writeBenchAdmin(b, admin, detail)
-	county := filepath.Join(dir, "county.geojson")
-	writeBenchCounty(b, county, n)
-
+	n, detail, admin, county := reportBenchInputs(b)
 	b.Run(fmt.Sprintf("parcels=%d/admin-detail=%d", n, detail), func(b *testing.B) {
-		svc := setupBench(b)
-		svc.NoReportRefresh = true
-		store := svc.Store.(*Store)
+		svc, store, prepare := reportBenchStore(b, admin)
 		ctx := context.Background()
-		if r := svc.Run(ctx, benchFileJob(b, admin, "admin/admin.geojson", "admin_units")); r.Err != nil {
-			b.Fatal(r.Err)
-		}
-		// The admin layer's own refresh (what serve runs after an admin
-		// job): with no parcel job yet it only prepares the generation.
-		t0 := time.Now()
-		if _, err := store.RefreshReports(ctx); err != nil {
-			b.Fatal(err)
-		}
-		prepare := time.Since(t0)
 		var writes, refreshes [2][]float64 // [0]: the writer's cells, [1]: SQL
 		var first float64
 		b.ResetTimer()
@@ -122,6 +103,38 @@ func BenchmarkReportRefresh(b *testing.B) {
 		b.Logf("the writer's cells, last job: %+v", store.cells.last)
 		store.cells.mu.Unlock()
 	})
+}
+
+// reportBenchInputs writes the report benchmarks' inputs: 120 admin
+// units of GEOINGEST_BENCH_ADMIN_DETAIL (default 9) and a county of
+// GEOINGEST_BENCH_N parcels (default 25,000).
+func reportBenchInputs(b *testing.B) (n, detail int, admin, county string) {
+	n = benchEnvInt(b, "GEOINGEST_BENCH_N", 25000)
+	detail = benchEnvInt(b, "GEOINGEST_BENCH_ADMIN_DETAIL", 9)
+	dir := b.TempDir()
+	admin = filepath.Join(dir, "admin.geojson")
+	writeBenchAdmin(b, admin, detail)
+	county = filepath.Join(dir, "county.geojson")
+	writeBenchCounty(b, county, n)
+	return n, detail, admin, county
+}
+
+// reportBenchStore is a fresh database with the admin layer written and
+// its generation prepared by the refresh that follows it (what serve runs
+// after an admin job; prepare is its time), jobs' own refreshes off.
+func reportBenchStore(b *testing.B, admin string) (svc *ingest.Service, store *Store, prepare time.Duration) {
+	svc = setupBench(b)
+	svc.NoReportRefresh = true
+	store = svc.Store.(*Store)
+	ctx := context.Background()
+	if r := svc.Run(ctx, benchFileJob(b, admin, "admin/admin.geojson", "admin_units")); r.Err != nil {
+		b.Fatal(r.Err)
+	}
+	t0 := time.Now()
+	if _, err := store.RefreshReports(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return svc, store, time.Since(t0)
 }
 
 func benchEnvInt(b *testing.B, name string, def int) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,24 +27,9 @@ import (
 //
 //	go test ./ingest/postgis -run '^$' -bench ReportComputeStages -benchtime 5x
 func BenchmarkReportComputeStages(b *testing.B) {
-	n := benchEnvInt(b, "GEOINGEST_BENCH_N", 25000)
-	detail := benchEnvInt(b, "GEOINGEST_BENCH_ADMIN_DETAIL", 9)
-	dir := b.TempDir()
-	admin := filepath.Join(dir, "admin.geojson")
-	writeBenchAdmin(b, admin, detail)
-	county := filepath.Join(dir, "county.geojson")
-	writeBenchCounty(b, county, n)
-
-	svc := setupBench(b)
-	svc.NoReportRefresh = true
-	store := svc.Store.(*Store)
+	n, detail, admin, county := reportBenchInputs(b)
+	svc, store, _ := reportBenchStore(b, admin)
 	ctx := context.Background()
-	if r := svc.Run(ctx, benchFileJob(b, admin, "admin/admin.geojson", "admin_units")); r.Err != nil {
-		b.Fatal(r.Err)
-	}
-	if _, err := store.RefreshReports(ctx); err != nil {
-		b.Fatal(err)
-	}
 	job := benchFileJob(b, county, "parcels/county.geojson", "parcels")
 	if r := svc.Run(ctx, job); r.Err != nil || r.Features != int64(n) {
 		b.Fatalf("outcome %s, %d features: %v", r.Outcome, r.Features, r.Err)
