@@ -388,7 +388,7 @@ func (c *Consumer) runJob(ctx context.Context, v *verdict, src Source, f Fetcher
 		return
 	}
 	if claim, ok := c.takePreclaim(job.ID); ok {
-		c.settle(ctx, v, c.Service.RunClaimed(ctx, job, claim))
+		c.settle(ctx, v, c.Service.runClaimed(ctx, job, claim))
 		return
 	}
 	c.settle(ctx, v, c.Service.Run(ctx, job))

@@ -165,6 +165,9 @@ type Result struct {
 	HeldBy     string
 	LeaseUntil time.Time
 	RetryAfter time.Duration
+
+	// unreleased: the attempt failed and could not release its claim.
+	unreleased bool
 }
 
 func (r Result) String() string {

@@ -29,7 +29,7 @@ func (c *Consumer) preclaim(ctx context.Context, msgs []*queue.Message) {
 	if len(jobs) < 2 {
 		return
 	}
-	res, err := c.Service.ClaimBatch(ctx, jobs)
+	res, err := c.Service.claimBatch(ctx, jobs)
 	if err != nil {
 		c.Service.Log.Warn("batch claim failed; each job claims by itself", "jobs", len(jobs), "error", err.Error())
 		return
@@ -37,7 +37,7 @@ func (c *Consumer) preclaim(ctx context.Context, msgs []*queue.Message) {
 	for i, j := range jobs {
 		// A job twice in the batch is won once: keep the win, which the
 		// first runJob takes; the second then claims by itself (held).
-		if prev, ok := c.preclaimed.Load(j.ID); ok && prev.(ClaimResult) == ClaimWon {
+		if prev, ok := c.preclaimed.Load(j.ID); ok && prev.(ClaimStatus).Result == ClaimWon {
 			continue
 		}
 		c.preclaimed.Store(j.ID, res[i])
@@ -45,12 +45,12 @@ func (c *Consumer) preclaim(ctx context.Context, msgs []*queue.Message) {
 }
 
 // takePreclaim returns (and forgets) the claim preclaim took for jobID.
-func (c *Consumer) takePreclaim(jobID string) (ClaimResult, bool) {
+func (c *Consumer) takePreclaim(jobID string) (ClaimStatus, bool) {
 	r, ok := c.preclaimed.LoadAndDelete(jobID)
 	if !ok {
-		return 0, false
+		return ClaimStatus{}, false
 	}
-	return r.(ClaimResult), true
+	return r.(ClaimStatus), true
 }
 
 // smallJobs returns the jobs of msg that preclaim handles, made exactly as
@@ -83,4 +83,18 @@ func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message) []Job {
 // ClaimBatch is Store.ClaimBatch for this service's owner and lease.
 func (s *Service) ClaimBatch(ctx context.Context, jobs []Job) ([]ClaimResult, error) {
 	return s.Store.ClaimBatch(ctx, jobs, s.Owner, s.Lease)
+}
+
+// claimBatch is ClaimBatch with the won claims' attempt numbers when the
+// Store tells them (Reclaimer).
+func (s *Service) claimBatch(ctx context.Context, jobs []Job) ([]ClaimStatus, error) {
+	if r, ok := s.Store.(Reclaimer); ok {
+		return r.ClaimBatchAttempts(ctx, jobs, s.Owner, s.Lease)
+	}
+	res, err := s.Store.ClaimBatch(ctx, jobs, s.Owner, s.Lease)
+	out := make([]ClaimStatus, len(res))
+	for i, r := range res {
+		out[i] = ClaimStatus{Result: r}
+	}
+	return out, err
 }

@@ -102,10 +102,15 @@ func (s *Service) Run(ctx context.Context, job Job) Result {
 // claim its outcome, by ClaimBatch for this service (so by its Owner). A
 // ClaimWon job must be run (or released) by the caller.
 func (s *Service) RunClaimed(ctx context.Context, job Job, claim ClaimResult) Result {
+	return s.run(ctx, job, &ClaimStatus{Result: claim})
+}
+
+// runClaimed is RunClaimed with the claim's attempt number.
+func (s *Service) runClaimed(ctx context.Context, job Job, claim ClaimStatus) Result {
 	return s.run(ctx, job, &claim)
 }
 
-func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result {
+func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out Result) {
 	start := time.Now()
 	log := s.Log.With("job", job.ID, "source", job.Source.String())
 	res := Result{JobID: job.ID, Source: job.Source.String()}
@@ -115,12 +120,15 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 	testhook.At(ctx, testhook.BeforeClaim, where)
 	var claim ClaimStatus
 	var err error
-	if claimed != nil && *claimed != ClaimHeld {
-		claim = ClaimStatus{Result: *claimed}
+	if claimed != nil && claimed.Result != ClaimHeld {
+		claim = *claimed
 	} else {
 		// A claim the batch found held is asked again, one job at a time,
 		// for its holder and what is left of its lease (or it is won now).
 		claim, err = s.Store.Claim(ctx, job, s.Owner, s.Lease)
+	}
+	if err == nil && claim.Result == ClaimHeld && claim.Owner == s.Owner {
+		claim, err = s.reclaimOwn(ctx, log, job, claim)
 	}
 	if err != nil {
 		return s.fail(ctx, log, res, job, err)
@@ -141,7 +149,9 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimResult) Result
 		return res
 	}
 	s.Metrics.Claims.WithLabelValues("won").Inc()
+	deadAttempts.forget(s.Owner, job.ID)
 	testhook.At(ctx, testhook.AfterClaim, where)
+	defer func() { s.endAttempt(log, job.ID, claim.Attempt, out) }()
 
 	defer s.heartbeat(ctx, log, job.ID)()
 
@@ -293,7 +303,12 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 	case Transient:
 		log.Warn("job failed, will retry", "kind", kind.String(), "error", err.Error())
 		if rerr := s.Store.Release(bg, job.ID, s.Owner, err.Error()); rerr != nil {
-			log.Warn("release claim (it expires with its lease)", "error", rerr.Error())
+			// The claim stays CLAIMED under this attempt's number until
+			// its lease ends, but not for this worker: endAttempt notes
+			// the attempt as its own dead one, and this worker's next
+			// delivery of the job takes the claim back (reclaimOwn).
+			log.Warn("release claim failed: this worker takes it back on the job's next delivery; other workers wait for its lease", "error", rerr.Error())
+			res.unreleased = true
 		}
 	default:
 		if ferr := s.Store.Fail(bg, job.ID, err.Error()); ferr != nil {

@@ -78,6 +78,23 @@ type Claims interface {
 	Fail(ctx context.Context, jobID, reason string) error
 }
 
+// Reclaimer is the optional part of Claims that lets a worker take back
+// its own dead attempt's claim at once (see ownattempt.go). A Store
+// without it leaves such a claim to its lease.
+type Reclaimer interface {
+	// Reclaim takes back owner's claim on job if it is still CLAIMED by
+	// owner under attempt (the ClaimStatus.Attempt of a claim owner won
+	// and then ended itself without releasing it), whatever is left of
+	// its lease, as a new attempt for lease: ClaimWon with the new
+	// Attempt. Otherwise (the claim was committed, failed, released and
+	// taken, or is another attempt's) it answers as Claim would. The
+	// caller must know that the attempt numbered attempt has ended.
+	Reclaim(ctx context.Context, job Job, owner string, attempt int32, lease time.Duration) (ClaimStatus, error)
+	// ClaimBatchAttempts is Claims.ClaimBatch with each won result's
+	// Attempt.
+	ClaimBatchAttempts(ctx context.Context, jobs []Job, owner string, lease time.Duration) ([]ClaimStatus, error)
+}
+
 // WriteGate is the write gate: one transaction per job, gated by the
 // job's ledger row, which is what makes a job's effect exactly once.
 // Each entry point marks the claim COMMITTED; one whose owner lost the
@@ -212,6 +229,12 @@ type ClaimStatus struct {
 	Owner      string
 	LeaseUntil time.Time
 	LeaseLeft  time.Duration
+	// Attempt is the claim's attempt number (the claims row's attempts
+	// counter, which every won claim increments): for ClaimWon the
+	// attempt the caller now runs, for ClaimHeld the holder's. With the
+	// owner it names one attempt: no two won claims of a job share it.
+	// 0 when unknown.
+	Attempt int32
 }
 
 // WriteResult is what the write gate did.

@@ -18,9 +18,20 @@ import (
 // most once: its later occurrences are ingest.ClaimHeld (held by this batch).
 // On error every result is ingest.ClaimHeld and the error is Transient.
 func (s *Store) ClaimBatch(ctx context.Context, jobs []ingest.Job, owner string, lease time.Duration) ([]ingest.ClaimResult, error) {
-	out := make([]ingest.ClaimResult, len(jobs))
+	st, err := s.ClaimBatchAttempts(ctx, jobs, owner, lease)
+	out := make([]ingest.ClaimResult, len(st))
+	for i, c := range st {
+		out[i] = c.Result
+	}
+	return out, err
+}
+
+// ClaimBatchAttempts is ClaimBatch with each won claim's attempt number
+// (ingest.Reclaimer).
+func (s *Store) ClaimBatchAttempts(ctx context.Context, jobs []ingest.Job, owner string, lease time.Duration) ([]ingest.ClaimStatus, error) {
+	out := make([]ingest.ClaimStatus, len(jobs))
 	for i := range out {
-		out[i] = ingest.ClaimHeld
+		out[i] = ingest.ClaimStatus{Result: ingest.ClaimHeld}
 	}
 	if len(jobs) == 0 {
 		return out, nil
@@ -35,15 +46,15 @@ func (s *Store) ClaimBatch(ctx context.Context, jobs []ingest.Job, owner string,
 	if err != nil {
 		return out, ingest.Transientf("claim batch of %d: %w", len(jobs), err)
 	}
-	byID := make(map[string]ingest.ClaimResult, len(rows))
+	byID := make(map[string]ingest.ClaimStatus, len(rows))
 	for _, r := range rows {
 		switch {
 		case r.Won:
-			byID[r.JobID] = ingest.ClaimWon
+			byID[r.JobID] = ingest.ClaimStatus{Result: ingest.ClaimWon, Attempt: r.Attempt}
 		case r.State == "COMMITTED":
-			byID[r.JobID] = ingest.ClaimCommitted
+			byID[r.JobID] = ingest.ClaimStatus{Result: ingest.ClaimCommitted}
 		default:
-			byID[r.JobID] = ingest.ClaimHeld
+			byID[r.JobID] = ingest.ClaimStatus{Result: ingest.ClaimHeld}
 		}
 	}
 	for i, j := range jobs {
@@ -52,8 +63,8 @@ func (s *Store) ClaimBatch(ctx context.Context, jobs []ingest.Job, owner string,
 			continue
 		}
 		out[i] = c
-		if c == ingest.ClaimWon {
-			byID[j.ID] = ingest.ClaimHeld // a second occurrence: this batch holds it
+		if c.Result == ingest.ClaimWon {
+			byID[j.ID] = ingest.ClaimStatus{Result: ingest.ClaimHeld} // a second occurrence: this batch holds it
 		}
 	}
 	return out, nil

@@ -15,22 +15,43 @@ import (
 // it returns ClaimWon, the caller must stop before downloading anything.
 // A database error is Transient (and the status ingest.ClaimHeld with no lease).
 func (s *Store) Claim(ctx context.Context, job ingest.Job, owner string, lease time.Duration) (ingest.ClaimStatus, error) {
-	_, err := s.q.ClaimJob(ctx, db.ClaimJobParams{
+	attempt, err := s.q.ClaimJob(ctx, db.ClaimJobParams{
 		JobID: job.ID, Owner: owner, LeaseSeconds: lease.Seconds(),
 		SourceBucket: job.Source.Bucket, SourceKey: job.Source.Key,
 	})
 	if err == nil {
-		return ingest.ClaimStatus{Result: ingest.ClaimWon}, nil
+		return ingest.ClaimStatus{Result: ingest.ClaimWon, Attempt: attempt}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return ingest.ClaimStatus{Result: ingest.ClaimHeld}, ingest.Transientf("claim %s: %w", job.ID, err)
 	}
-	c, err := s.q.ClaimHolder(ctx, job.ID)
+	return s.claimHolder(ctx, job.ID)
+}
+
+// Reclaim takes back owner's own dead attempt's claim (see
+// ingest.Claims.Reclaim); when the claim is not that attempt's any more,
+// it answers as a lost Claim does.
+func (s *Store) Reclaim(ctx context.Context, job ingest.Job, owner string, attempt int32, lease time.Duration) (ingest.ClaimStatus, error) {
+	n, err := s.q.ReclaimOwnAttempt(ctx, db.ReclaimOwnAttemptParams{
+		JobID: job.ID, Owner: owner, Attempt: attempt, LeaseSeconds: lease.Seconds()})
+	if err == nil {
+		return ingest.ClaimStatus{Result: ingest.ClaimWon, Attempt: n}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return ingest.ClaimStatus{Result: ingest.ClaimHeld}, ingest.Transientf("reclaim %s: %w", job.ID, err)
+	}
+	return s.Claim(ctx, job, owner, lease)
+}
+
+// claimHolder answers a lost claim: committed, or held (by whom, until
+// when, under which attempt).
+func (s *Store) claimHolder(ctx context.Context, jobID string) (ingest.ClaimStatus, error) {
+	c, err := s.q.ClaimHolder(ctx, jobID)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) { // released and removed meanwhile: let the queue retry
 			return ingest.ClaimStatus{Result: ingest.ClaimHeld}, nil
 		}
-		return ingest.ClaimStatus{Result: ingest.ClaimHeld}, ingest.Transientf("claim %s: %w", job.ID, err)
+		return ingest.ClaimStatus{Result: ingest.ClaimHeld}, ingest.Transientf("claim %s: %w", jobID, err)
 	}
 	if c.State == "COMMITTED" {
 		return ingest.ClaimStatus{Result: ingest.ClaimCommitted}, nil
@@ -38,7 +59,7 @@ func (s *Store) Claim(ctx context.Context, job ingest.Job, owner string, lease t
 	// CLAIMED under a live lease, or (in the moment between the two
 	// statements) released, expired or FAILED: then LeaseLeft is 0.
 	return ingest.ClaimStatus{Result: ingest.ClaimHeld, Owner: c.Owner, LeaseUntil: c.LeaseUntil.Time,
-		LeaseLeft: time.Duration(c.LeaseLeftSeconds * float64(time.Second))}, nil
+		LeaseLeft: time.Duration(c.LeaseLeftSeconds * float64(time.Second)), Attempt: c.Attempts}, nil
 }
 
 // Heartbeat extends owner's lease on job. It returns false when owner no
@@ -63,3 +84,6 @@ func (s *Store) Release(ctx context.Context, jobID, owner, reason string) error 
 	return s.q.ReleaseClaim(ctx, db.ReleaseClaimParams{
 		JobID: jobID, Owner: owner, LastError: pgtype.Text{String: reason, Valid: reason != ""}})
 }
+
+// Store takes back its workers' own dead attempts' claims.
+var _ ingest.Reclaimer = (*Store)(nil)

@@ -12,7 +12,7 @@ import (
 )
 
 const claimHolder = `-- name: ClaimHolder :one
-SELECT state, owner, lease_until,
+SELECT state, owner, lease_until, attempts,
        greatest(extract(epoch FROM lease_until - now()), 0)::float8 AS lease_left_seconds
 FROM claims
 WHERE job_id = $1
@@ -22,6 +22,7 @@ type ClaimHolderRow struct {
 	State            string
 	Owner            string
 	LeaseUntil       pgtype.Timestamptz
+	Attempts         int32
 	LeaseLeftSeconds float64
 }
 
@@ -36,6 +37,7 @@ func (q *Queries) ClaimHolder(ctx context.Context, jobID string) (ClaimHolderRow
 		&i.State,
 		&i.Owner,
 		&i.LeaseUntil,
+		&i.Attempts,
 		&i.LeaseLeftSeconds,
 	)
 	return i, err
@@ -101,9 +103,10 @@ WITH input AS (
         updated_at = now()
     WHERE claims.state = 'FAILED'
        OR (claims.state = 'CLAIMED' AND claims.lease_until < now())
-    RETURNING claims.job_id
+    RETURNING claims.job_id, claims.attempts
 )
 SELECT input.job_id::text AS job_id, (won.job_id IS NOT NULL)::boolean AS won,
+       coalesce(won.attempts, 0)::integer AS attempt,
        coalesce(c.state, '')::text AS state
 FROM input
 LEFT JOIN won ON won.job_id = input.job_id
@@ -120,9 +123,10 @@ type ClaimJobsParams struct {
 }
 
 type ClaimJobsRow struct {
-	JobID string
-	Won   bool
-	State string
+	JobID   string
+	Won     bool
+	Attempt int32
+	State   string
 }
 
 // ClaimJobs is ClaimJob for a batch of jobs in one statement: one row per
@@ -146,7 +150,12 @@ func (q *Queries) ClaimJobs(ctx context.Context, arg ClaimJobsParams) ([]ClaimJo
 	var items []ClaimJobsRow
 	for rows.Next() {
 		var i ClaimJobsRow
-		if err := rows.Scan(&i.JobID, &i.Won, &i.State); err != nil {
+		if err := rows.Scan(
+			&i.JobID,
+			&i.Won,
+			&i.Attempt,
+			&i.State,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -264,6 +273,42 @@ func (q *Queries) HeartbeatClaim(ctx context.Context, arg HeartbeatClaimParams) 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const reclaimOwnAttempt = `-- name: ReclaimOwnAttempt :one
+UPDATE claims
+SET lease_until = now() + make_interval(secs => $1::float8),
+    attempts = attempts + 1,
+    last_error = NULL,
+    updated_at = now()
+WHERE job_id = $2 AND owner = $3 AND state = 'CLAIMED' AND attempts = $4::integer
+RETURNING attempts
+`
+
+type ReclaimOwnAttemptParams struct {
+	LeaseSeconds float64
+	JobID        string
+	Owner        string
+	Attempt      int32
+}
+
+// ReclaimOwnAttempt takes back a claim that is still CLAIMED by owner
+// under attempt number @attempt (the claim's attempts counter when owner
+// won it), an attempt that owner itself ended but could not release (the
+// database was unreachable when it tried). It renews the lease as a new
+// attempt, so a later release, heartbeat or commit by that number's
+// attempt has nothing to match. No row comes back when the claim moved on
+// (committed, failed, released, or taken by anyone since).
+func (q *Queries) ReclaimOwnAttempt(ctx context.Context, arg ReclaimOwnAttemptParams) (int32, error) {
+	row := q.db.QueryRow(ctx, reclaimOwnAttempt,
+		arg.LeaseSeconds,
+		arg.JobID,
+		arg.Owner,
+		arg.Attempt,
+	)
+	var attempts int32
+	err := row.Scan(&attempts)
+	return attempts, err
 }
 
 const releaseClaim = `-- name: ReleaseClaim :exec

@@ -55,12 +55,28 @@ UPDATE claims
 SET lease_until = now(), last_error = @last_error, updated_at = now()
 WHERE job_id = @job_id AND owner = @owner AND state = 'CLAIMED';
 
+-- name: ReclaimOwnAttempt :one
+-- ReclaimOwnAttempt takes back a claim that is still CLAIMED by owner
+-- under attempt number @attempt (the claim's attempts counter when owner
+-- won it), an attempt that owner itself ended but could not release (the
+-- database was unreachable when it tried). It renews the lease as a new
+-- attempt, so a later release, heartbeat or commit by that number's
+-- attempt has nothing to match. No row comes back when the claim moved on
+-- (committed, failed, released, or taken by anyone since).
+UPDATE claims
+SET lease_until = now() + make_interval(secs => @lease_seconds::float8),
+    attempts = attempts + 1,
+    last_error = NULL,
+    updated_at = now()
+WHERE job_id = @job_id AND owner = @owner AND state = 'CLAIMED' AND attempts = @attempt::integer
+RETURNING attempts;
+
 -- name: ClaimHolder :one
 -- ClaimHolder reads a job's claim after a lost ClaimJob: its state, the
 -- worker holding it, when that worker's lease ends, and how long that is
 -- from now by the database's clock (0 once it has ended), so that a
 -- worker's own clock never matters.
-SELECT state, owner, lease_until,
+SELECT state, owner, lease_until, attempts,
        greatest(extract(epoch FROM lease_until - now()), 0)::float8 AS lease_left_seconds
 FROM claims
 WHERE job_id = @job_id;
@@ -91,9 +107,10 @@ WITH input AS (
         updated_at = now()
     WHERE claims.state = 'FAILED'
        OR (claims.state = 'CLAIMED' AND claims.lease_until < now())
-    RETURNING claims.job_id
+    RETURNING claims.job_id, claims.attempts
 )
 SELECT input.job_id::text AS job_id, (won.job_id IS NOT NULL)::boolean AS won,
+       coalesce(won.attempts, 0)::integer AS attempt,
        coalesce(c.state, '')::text AS state
 FROM input
 LEFT JOIN won ON won.job_id = input.job_id

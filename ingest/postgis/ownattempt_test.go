@@ -1,0 +1,133 @@
+package postgis
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// outageFetcher makes the job's database unreachable (pgtest.Outage, for
+// down, on a goroutine whose end closes over), waits until it refuses
+// connections, then fails the job transiently: the attempt's release of
+// its claim then fails too, as it does for the attempt a failover cuts.
+type outageFetcher struct {
+	t    testing.TB
+	url  string
+	down time.Duration
+	over chan error
+}
+
+func (f outageFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, error) {
+	go func() { f.over <- pgtest.Outage(context.Background(), f.t, f.url, f.down) }()
+	for {
+		c, err := pgx.Connect(ctx, f.url)
+		if err != nil {
+			break
+		}
+		c.Close(ctx)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return ingest.Fetched{}, ingest.Transientf("connection to the object store reset (test)")
+}
+
+// TestOwnDeadAttemptIsTakenBack: an attempt that fails while the database
+// is unreachable cannot release its claim. Its worker's next delivery of
+// the job takes that claim back at once and writes the job (it does not
+// wait for the lease, an hour here), while another worker still finds the
+// claim held; the job is written once.
+func TestOwnDeadAttemptIsTakenBack(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDB(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	logs := &testfiles.SyncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	metrics := ingest.NewMetrics(prometheus.NewRegistry())
+	svc := ingest.NewService(NewStore(pool, metrics, log), metrics, log)
+	svc.Lease = time.Hour
+	ctx := context.Background()
+
+	job := localJob(t, epinay, ingest.DefaultParams("parcels"))
+	cut := job
+	over := make(chan error, 1)
+	cut.Fetch = outageFetcher{t: t, url: url, down: 2 * time.Second, over: over}
+	res := svc.Run(ctx, cut)
+	require.Equal(t, ingest.Failed, res.Outcome)
+	require.Equal(t, ingest.Transient, ingest.KindOf(res.Err))
+	require.NoError(t, <-over)
+	require.Contains(t, logs.String(), "release claim failed")
+
+	// The claim is still CLAIMED under the dead attempt, for an hour.
+	var state, owner string
+	var attempts int32
+	require.NoError(t, pool.QueryRow(ctx, `SELECT state, owner, attempts FROM claims WHERE job_id = $1`, job.ID).Scan(&state, &owner, &attempts))
+	require.Equal(t, "CLAIMED", state)
+	require.Equal(t, svc.Owner, owner)
+
+	// Another worker cannot know that attempt has ended: held.
+	other := ingest.NewService(svc.Store, metrics, log)
+	other.Lease = time.Hour
+	held := other.Run(ctx, job)
+	require.Equal(t, ingest.Held, held.Outcome)
+	require.Greater(t, held.RetryAfter, 50*time.Minute)
+
+	// Its own worker takes it back and writes the job now.
+	again := svc.Run(ctx, job)
+	require.Equal(t, ingest.Written, again.Outcome, "%v", again.Err)
+	require.EqualValues(t, 1, testutil.ToFloat64(metrics.Claims.WithLabelValues("reclaimed")))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT state, attempts FROM claims WHERE job_id = $1`, job.ID).Scan(&state, &attempts))
+	require.Equal(t, "COMMITTED", state)
+
+	// And exactly once: a further delivery is a duplicate.
+	require.Equal(t, ingest.AlreadyPresent, svc.Run(ctx, job).Outcome)
+	var jobs int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE job_id = $1`, job.ID).Scan(&jobs))
+	require.EqualValues(t, 1, jobs)
+	require.True(t, strings.Contains(logs.String(), "took back the claim of this worker's own dead attempt"))
+}
+
+// TestReclaimTakesOnlyThatAttempt: Reclaim takes a claim back only from
+// the attempt it names, under the owner that ran it: not a live attempt
+// numbered otherwise, not another owner's claim, never a committed one.
+func TestReclaimTakesOnlyThatAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	job := localJob(t, epinay, ingest.DefaultParams("parcels"))
+	won, err := b.store.Claim(ctx, job, "w1", time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, ingest.ClaimWon, won.Result)
+	require.NotZero(t, won.Attempt)
+
+	c, err := b.store.Reclaim(ctx, job, "w1", won.Attempt+1, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, ingest.ClaimHeld, c.Result, "another attempt number")
+	require.Equal(t, won.Attempt, c.Attempt)
+	c, err = b.store.Reclaim(ctx, job, "w2", won.Attempt, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, ingest.ClaimHeld, c.Result, "another owner")
+	require.Equal(t, "w1", c.Owner)
+
+	c, err = b.store.Reclaim(ctx, job, "w1", won.Attempt, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, ingest.ClaimWon, c.Result)
+	require.Equal(t, won.Attempt+1, c.Attempt)
+	c, err = b.store.Reclaim(ctx, job, "w1", won.Attempt, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, ingest.ClaimHeld, c.Result, "the old number is spent")
+
+	res := b.svc.Run(ctx, job) // b.svc's own owner: held by w1's new attempt
+	require.Equal(t, ingest.Held, res.Outcome)
+}
