@@ -18,9 +18,10 @@ func init() {
 // runJobs is `geoingest jobs [list|show JOB_ID|sources] [flags]`. Exit
 // status 1 when `show` names a job nobody has claimed.
 func runJobs(ctx context.Context, m *Main, args []string) error {
-	sub := "list"
-	if len(args) > 0 && (args[0] == "list" || args[0] == "show" || args[0] == "sources") {
-		sub, args = args[0], args[1:]
+	isSub := func(a string) bool { return a == "list" || a == "show" || a == "sources" }
+	sub, named := "list", false
+	if len(args) > 0 && isSub(args[0]) {
+		sub, args, named = args[0], args[1:], true
 	}
 	fs := m.flagSet("jobs", "[list|show JOB_ID|sources] [--state S] [--source PREFIX] [--limit N] [--format table|json]")
 	var d dbFlags
@@ -32,10 +33,15 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	rest := fs.Args()
+	if !named && len(rest) > 0 && isSub(rest[0]) {
+		// Flags came first: `jobs --format json show ID`.
+		sub, rest = rest[0], rest[1:]
+	}
 	if *format != "table" && *format != "json" {
 		return fmt.Errorf("--format %q: want table or json", *format)
 	}
-	if (sub == "show") != (fs.NArg() == 1) || fs.NArg() > 1 {
+	if (sub == "show") != (len(rest) == 1) || len(rest) > 1 {
 		fs.Usage()
 		return errUsage
 	}
@@ -55,9 +61,9 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 
 	switch sub {
 	case "show":
-		j, err := store.ShowJob(ctx, fs.Arg(0))
+		j, err := store.ShowJob(ctx, rest[0])
 		if errors.Is(err, ingest.ErrNoSuchJob) {
-			return fmt.Errorf("job %s: %w", fs.Arg(0), err)
+			return fmt.Errorf("job %s: %w", rest[0], err)
 		}
 		if err != nil {
 			return err

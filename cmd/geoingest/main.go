@@ -130,17 +130,6 @@ func (m *Main) flagSet(name, usage string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args, mapping flag errors to errUsage.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
-	}
-	return nil
-}
-
 // envDefault returns the environment variable's value, or def.
 func (m *Main) envDefault(name, def string) string {
 	if v := m.Getenv(name); v != "" {

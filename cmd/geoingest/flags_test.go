@@ -1,0 +1,121 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"sort"
+	"testing"
+
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// commandPaths are every command line that parses flags: each command, and
+// report's subcommands (report itself only dispatches).
+func commandPaths() [][]string {
+	var ps [][]string
+	for name := range commands {
+		if name == "report" {
+			for _, sub := range []string{"area", "admin-check", "refresh"} {
+				ps = append(ps, []string{"report", sub})
+			}
+			continue
+		}
+		ps = append(ps, []string{name})
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i][0]+ps[i][len(ps[i])-1] < ps[j][0]+ps[j][len(ps[j])-1] })
+	return ps
+}
+
+// Every command reads its flags after a positional argument: --help after
+// one prints the usage (exit 0), where a parser that stops at the first
+// argument would take it for a path.
+func TestEveryCommandTakesFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
+	ps := commandPaths()
+	require.GreaterOrEqual(t, len(ps), 17)
+	for _, p := range ps {
+		code, _, errOut := run(t, nil, append(append(p, "some-path"), "--help")...)
+		require.Equal(t, 0, code, "%v: %s", p, errOut)
+		require.Contains(t, errOut, "Usage: geoingest "+p[0], p)
+	}
+}
+
+// Every command says which flag it does not know, and after what, then
+// exits 2 without doing anything.
+func TestEveryCommandNamesAnUnknownFlagAfterAPath(t *testing.T) {
+	t.Parallel()
+	for _, p := range commandPaths() {
+		code, out, errOut := run(t, nil, append(append(p, "parcels.shp"), "--tagret", "x")...)
+		require.Equal(t, 2, code, "%v: %s", p, errOut)
+		require.Empty(t, out, p)
+		require.Contains(t, errOut, `unknown flag --tagret (after "parcels.shp"); a path that begins with "-" goes after "--"`, p)
+		require.Contains(t, errOut, "Usage: geoingest "+p[0], p)
+	}
+}
+
+func TestParseFlagsAnywhere(t *testing.T) {
+	t.Parallel()
+	newFS := func() (*flag.FlagSet, *string, *bool, *layerList) {
+		fs := flag.NewFlagSet("geoingest test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		target := fs.String("target", "parcels", "")
+		js := fs.Bool("json", false, "")
+		var layers layerList
+		fs.Var(&layers, "layer", "")
+		return fs, target, js, &layers
+	}
+	for _, c := range []struct {
+		args       []string
+		target     string
+		json       bool
+		layers     []string
+		positional []string
+	}{
+		{[]string{"a.shp", "--target", "admin_units"}, "admin_units", false, nil, []string{"a.shp"}},
+		{[]string{"a.shp", "--json", "b.shp"}, "parcels", true, nil, []string{"a.shp", "b.shp"}},
+		{[]string{"--json=false", "a.shp", "-target=x", "b"}, "x", false, nil, []string{"a.shp", "b"}},
+		{[]string{"a", "--layer", "l1", "b", "--layer=l2"}, "parcels", false, []string{"l1", "l2"}, []string{"a", "b"}},
+		{[]string{"a", "--", "--target", "-b.shp"}, "parcels", false, nil, []string{"a", "--target", "-b.shp"}},
+		{[]string{"--target", "--", "a"}, "--", false, nil, []string{"a"}},
+		{[]string{"-", "--json"}, "parcels", true, nil, []string{"-"}},
+	} {
+		fs, target, js, layers := newFS()
+		require.NoError(t, parse(fs, c.args), c.args)
+		require.Equal(t, c.target, *target, c.args)
+		require.Equal(t, c.json, *js, c.args)
+		require.Equal(t, c.layers, []string(*layers), c.args)
+		require.Equal(t, c.positional, fs.Args(), c.args)
+	}
+	for _, bad := range [][]string{{"a", "--target"}, {"a", "--nope"}, {"---x"}, {"--json=maybe"}} {
+		fs, _, _, _ := newFS()
+		require.ErrorIs(t, parse(fs, bad), errUsage, bad)
+	}
+	fs, _, _, _ := newFS()
+	require.ErrorIs(t, parse(fs, []string{"a", "-h"}), flag.ErrHelp)
+}
+
+// The issue's own command line: the flags after the file apply to it.
+func TestIngestFlagsAfterThePath(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": url}
+	code, out, errOut := run(t, env, "ingest", epinay, "--target", "admin_units", "--json")
+	require.Equal(t, 0, code, errOut)
+	ls := parseLines(t, out)
+	require.Len(t, ls, 1, out)
+	require.Equal(t, "written", ls[0].Outcome)
+	require.EqualValues(t, 4241, ls[0].Features)
+	var admin, parcels int64
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	defer conn.Close(t.Context())
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM admin_units), (SELECT count(*) FROM parcels)`).Scan(&admin, &parcels))
+	require.EqualValues(t, 4241, admin)
+	require.Zero(t, parcels)
+
+	code, out, errOut = run(t, env, "jobs", "--format", "json", "show", ls[0].JobID)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, ls[0].JobID)
+}
