@@ -12,8 +12,10 @@
 package geomio
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/twpayne/go-geom"
@@ -152,6 +154,13 @@ type Options struct {
 	// have several (GML); empty: the first polygonal one.
 	GeometryField string
 
+	// Context, when done, stops a read in progress: a GDAL reading child
+	// is killed and the read fails with the context's error. nil: never.
+	Context context.Context
+
 	// zip is set by openZip for the datasets it holds (zipset.go).
 	zip *zipDataset
+	// readDeadline is when Open's reading must end (Limits.ReadTimeout
+	// after Open): the deadline of every GDAL reading child it starts.
+	readDeadline time.Time
 }

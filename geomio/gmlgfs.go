@@ -28,7 +28,8 @@ import (
 // type's SRS; a feature type GDAL already gives several geometry fields
 // (its registry of known schemas) is left as GDAL reads it. The caller opens the file with GFS_TEMPLATE= the path
 // returned, and removes dir (when not "").
-func gmlDerivedSchema(path, tempDir string, f ogrFormat) (gfs, dir string, err error) {
+func gmlDerivedSchema(path string, o Options, f ogrFormat) (gfs, dir string, err error) {
+	tempDir := o.TempDir
 	fh, err := os.Open(path)
 	if err != nil {
 		return "", "", err
@@ -60,7 +61,10 @@ func gmlDerivedSchema(path, tempDir string, f ogrFormat) (gfs, dir string, err e
 		return "", "", err
 	}
 	opts := append(gmlWithout(f.options, "WRITE_GFS="), "WRITE_GFS=YES")
-	ds, err := ogr.Open(filepath.Join(dir, filepath.Base(path)), f.drivers, opts)
+	contain := o.contain(path)
+	contain.Read = append(contain.Read, dir, abs)
+	contain.Write = []string{dir}
+	ds, err := ogr.Open(filepath.Join(dir, filepath.Base(path)), f.drivers, opts, contain)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", "", nil // the real open says why

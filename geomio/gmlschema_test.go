@@ -280,7 +280,7 @@ func TestGMLInspireParcels(t *testing.T) {
 	p3 := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p3, []byte(cp3), 0o644))
 	tmp := t.TempDir()
-	gfs, dir, err := gmlDerivedSchema(p3, tmp, fmtGML)
+	gfs, dir, err := gmlDerivedSchema(p3, Options{TempDir: tmp}, fmtGML)
 	require.NoError(t, err)
 	require.Empty(t, gfs, "the registry's schema is GDAL's, not a derived one")
 	require.Empty(t, dir)

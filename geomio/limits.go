@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twpayne/go-geom"
 )
@@ -42,6 +43,15 @@ type Limits struct {
 	// MaxFeatures bounds the features of one upload; 0 (the default) is
 	// no limit.
 	MaxFeatures int64
+	// ReadTimeout bounds the wall-clock time of reading one upload with
+	// GDAL (GeoPackage, GML, KML, MapInfo, ...), from Open to the last
+	// feature: its reading child is killed at the deadline.
+	ReadTimeout time.Duration
+	// ReadCPU bounds the CPU time of one GDAL reading child (RLIMIT_CPU).
+	ReadCPU time.Duration
+	// ReadMemory bounds the memory of one GDAL reading child (RLIMIT_DATA:
+	// GDAL's, SQLite's and the child's own heap).
+	ReadMemory int64
 }
 
 // DefaultLimits are the limits used for zero fields of Options.Limits.
@@ -56,6 +66,9 @@ var DefaultLimits = Limits{
 	MaxPropertyBytes:     1 << 20,
 	MaxProperties:        10_000,
 	MaxLayers:            1000,
+	ReadTimeout:          10 * time.Minute,
+	ReadCPU:              5 * time.Minute,
+	ReadMemory:           96 << 20,
 }
 
 // The names of the limits. Each is also the name of the geoingest flag
@@ -71,6 +84,9 @@ const (
 	LimitProperties    = "max-properties"
 	LimitLayers        = "max-layers"
 	LimitFeatures      = "max-features"
+	LimitReadTimeout   = "read-timeout"
+	LimitReadCPU       = "read-cpu"
+	LimitReadMemory    = "read-memory"
 )
 
 // LimitEnv returns the environment variable of the limit called name.
@@ -318,6 +334,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxFeatures < 0 {
 		l.MaxFeatures = 0
+	}
+	if l.ReadTimeout <= 0 {
+		l.ReadTimeout = DefaultLimits.ReadTimeout
+	}
+	if l.ReadCPU <= 0 {
+		l.ReadCPU = DefaultLimits.ReadCPU
+	}
+	if l.ReadMemory <= 0 {
+		l.ReadMemory = DefaultLimits.ReadMemory
 	}
 	return l
 }

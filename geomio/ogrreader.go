@@ -3,6 +3,7 @@
 package geomio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/geoingest/geoingest/geomio/ogr"
@@ -73,7 +75,7 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	if f.name == FormatGML {
 		schema := gmlSchemaOptions(path)
 		if schema == nil {
-			gfs, dir, err := gmlDerivedSchema(path, opts.TempDir, f)
+			gfs, dir, err := gmlDerivedSchema(path, opts, f)
 			if err != nil {
 				return nil, fmt.Errorf("%s: schema of its geometry fields: %w", file, err) // the machine's fault (temporary directory)
 			}
@@ -101,12 +103,25 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		// The column named is the geometry, whatever its name.
 		options = append(withoutOption(options, "GEOM_POSSIBLE_NAMES="), "GEOM_POSSIBLE_NAMES="+opts.GeometryField)
 	}
-	ds, err := ogr.Open(path, f.drivers, options)
-	if err == nil && f.name == FormatCSV && opts.GeometryField == "" {
-		ds, err = csvOneGeometry(ds, path, f, options)
+	contain := opts.contain(path)
+	for _, o := range options {
+		// A schema geoingest chose (beside the file, or derived in a
+		// private folder) may be read too.
+		for _, k := range []string{"GFS_TEMPLATE=", "XSD="} {
+			if p, ok := strings.CutPrefix(o, k); ok {
+				contain.Read = append(contain.Read, p)
+			}
+		}
 	}
-	if errors.Is(err, ogr.ErrNoGDAL) {
+	ds, err := ogr.Open(path, f.drivers, options, contain)
+	if err == nil && f.name == FormatCSV && opts.GeometryField == "" {
+		ds, err = csvOneGeometry(ds, path, f, options, contain)
+	}
+	if errors.Is(err, ogr.ErrNoGDAL) || errors.Is(err, ogr.ErrStart) {
 		return nil, fmt.Errorf("%s: %w", file, err) // the machine's fault, not the file's
+	}
+	if cerr := containedError(file, err); cerr != nil {
+		return nil, cerr
 	}
 	if err != nil {
 		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(err, path, file)}
@@ -215,11 +230,52 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 	return r, nil
 }
 
+// contain is how the GDAL child reading path is bounded: the limits,
+// the read's deadline and context, and the job's folder (a zip's
+// extraction folder, else the file's own folder) as all it may read.
+func (opts Options) contain(path string) ogr.Contain {
+	l := opts.Limits.withDefaults()
+	root := filepath.Dir(path)
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	if opts.zip != nil && opts.zip.root != "" {
+		root = opts.zip.root
+	}
+	deadline := opts.readDeadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(l.ReadTimeout)
+	}
+	return ogr.Contain{
+		Context: opts.Context, Deadline: deadline, Timeout: l.ReadTimeout,
+		CPU: l.ReadCPU, Memory: l.ReadMemory, MaxFeatureBytes: l.MaxRecordBytes,
+		Read: []string{root},
+	}
+}
+
+// containedError is err as the job's error when the reading child was
+// stopped: at a limit (an *Error wrapping a *LimitError, a permanent
+// failure), or by the read's context (its error, not the input's
+// fault). nil for any other err.
+func containedError(file string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var le *ogr.LimitError
+	if errors.As(err, &le) {
+		return &Error{File: file, Problem: "read", Err: &LimitError{Limit: le.Limit, Max: le.Max, What: le.What}}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: reading stopped: %w", file, err)
+	}
+	return nil
+}
+
 // csvOneGeometry reopens a CSV in which several columns' names are among
 // CSVGeometryColumns with only the best-named one as its geometry: GDAL
 // parses every such column as a geometry and fails the row on one that is
 // not (a "wkt_source" note beside the "WKT").
-func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string) (*ogr.Dataset, error) {
+func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string, contain ogr.Contain) (*ogr.Dataset, error) {
 	if ds.LayerCount() != 1 {
 		return ds, nil
 	}
@@ -234,7 +290,7 @@ func csvOneGeometry(ds *ogr.Dataset, path string, f ogrFormat, options []string)
 		}
 	}
 	ds.Close()
-	return ogr.Open(path, f.drivers, append(withoutOption(options, "GEOM_POSSIBLE_NAMES="), "GEOM_POSSIBLE_NAMES="+best))
+	return ogr.Open(path, f.drivers, append(withoutOption(options, "GEOM_POSSIBLE_NAMES="), "GEOM_POSSIBLE_NAMES="+best), contain)
 }
 
 // withoutOption is a copy of options without those starting with prefix.
@@ -319,10 +375,23 @@ func (r *ogrReader) Next() bool {
 				r.done = true
 				return false
 			}
-			r.l = r.ds.Layer(r.plan[r.cur].index)
-			r.l.Reset()
+			pl := &r.plan[r.cur]
+			r.l = r.ds.Layer(pl.index)
+			if err := r.l.Start(pl.field, pl.swap); err != nil {
+				r.l = nil
+				if cerr := containedError(r.file, err); cerr != nil {
+					r.err = cerr
+					return false
+				}
+				r.fid = -1
+				return r.fail("unreadable", err)
+			}
 		}
 		ok, err := r.l.Next()
+		if cerr := containedError(r.file, err); cerr != nil {
+			r.err = cerr
+			return false
+		}
 		if err != nil {
 			r.fid = -1
 			if r.format == FormatCSV {
@@ -334,7 +403,6 @@ func (r *ogrReader) Next() bool {
 			return r.fail("unreadable", err)
 		}
 		if !ok {
-			r.l.Close()
 			r.l = nil
 			continue
 		}
@@ -346,7 +414,11 @@ func (r *ogrReader) Next() bool {
 func (r *ogrReader) decode() bool {
 	pl := &r.plan[r.cur]
 	r.fid = r.l.FID()
-	raw, info, err := r.l.WKB(pl.field, pl.swap)
+	raw, info, err := r.l.WKB()
+	var oversize *ogr.OversizeError
+	if errors.As(err, &oversize) {
+		return r.overLimit(overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+	}
 	if err != nil {
 		return r.fail("unreadable geometry", err)
 	}
@@ -388,7 +460,6 @@ func (r *ogrReader) decode() bool {
 // properties writes the current feature's attributes as a JSON object.
 func (r *ogrReader) properties(pl *ogrLayer) ([]byte, error) {
 	out := append(r.props[:0], '{')
-	r.l.ReadFields()
 	for i, name := range r.l.Fields {
 		if i > 0 {
 			out = append(out, ',')
@@ -480,10 +551,7 @@ func (r *ogrReader) Layer() Layer {
 }
 
 func (r *ogrReader) Close() error {
-	if r.l != nil {
-		r.l.Close()
-		r.l = nil
-	}
+	r.l = nil
 	if r.ds != nil {
 		r.ds.Close()
 		r.ds = nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/geoingest/geoingest/geomio/geoparquet"
 )
@@ -43,6 +44,9 @@ const (
 // resolver is not the input's fault. The caller must Close the Reader.
 func Open(path string, opts Options) (Reader, error) {
 	opts.Limits = opts.Limits.withDefaults()
+	if opts.readDeadline.IsZero() {
+		opts.readDeadline = time.Now().Add(opts.Limits.ReadTimeout)
+	}
 	r, err := open(path, opts)
 	if err != nil {
 		return nil, err

@@ -163,7 +163,7 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	zl := &zipLayers{want: opts.Layers}
 	sub := func(dataset string) Options {
 		o := opts
-		o.zip = &zipDataset{layers: zl}
+		o.zip = &zipDataset{layers: zl, root: dir}
 		if several {
 			o.zip.prefix = dataset + "/"
 		}

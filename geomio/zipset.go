@@ -17,6 +17,9 @@ type zipDataset struct {
 	// layers is the zip's: Options.Layers is matched against the whole
 	// zip, not against each dataset.
 	layers *zipLayers
+	// root is the folder the zip is extracted to: all a dataset in it may
+	// read (a MapInfo seamless table's parts, a GML's schema).
+	root string
 }
 
 // zipLayers matches Options.Layers against all the layers of a zip, as

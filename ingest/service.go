@@ -197,6 +197,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 		Layers:          job.Params.Layers,
 		GeometryField:   job.Params.GeometryField,
 		TempDir:         dir,
+		Context:         ctx,
 	})
 	if err != nil {
 		return s.fail(ctx, log, res, job, NameSource(err, dir, job.Source))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/geoingest/geoingest/geomio"
 )
@@ -41,7 +42,14 @@ func (m *Main) addLimitFlags(fs *flag.FlagSet, lf *limitFlags) {
 	count(&lf.l.MaxFeatures, geomio.LimitFeatures, d.MaxFeatures, "most features in one upload; 0: no limit")
 	count(&lf.entries, geomio.LimitZipEntries, int64(d.MaxEntries), "most entries in a zip")
 	size(&lf.l.MaxUncompressedBytes, geomio.LimitZipBytes, d.MaxUncompressedBytes, "most bytes extracted from a zip")
-	count(&lf.l.MaxCompressionRatio, geomio.LimitZipRatio, d.MaxCompressionRatio, "highest compression ratio of a zip entry")
+	count(&lf.l.MaxCompressionRatio, geomio.LimitZipRatio, d.MaxCompressionRatio, "highest compression ratio of a zip entry (and of a gzipped file)")
+	dur := func(p *time.Duration, name string, def time.Duration, usage string) {
+		env := geomio.LimitEnv(name)
+		fs.DurationVar(p, name, m.envDuration(env, def), fmt.Sprintf("%s (env %s)", usage, env))
+	}
+	dur(&lf.l.ReadTimeout, geomio.LimitReadTimeout, d.ReadTimeout, "longest a GDAL read of one upload (GeoPackage, GML, KML, MapInfo, CSV, FlatGeobuf, File Geodatabase) may take, in its contained child process")
+	dur(&lf.l.ReadCPU, geomio.LimitReadCPU, d.ReadCPU, "most CPU time a GDAL reading child may use")
+	size(&lf.l.ReadMemory, geomio.LimitReadMemory, d.ReadMemory, "most memory a GDAL reading child may add once GDAL is loaded")
 }
 
 // limits returns the limits the flags give, or an error naming a flag
@@ -54,7 +62,8 @@ func (lf *limitFlags) limits() (geomio.Limits, error) {
 		geomio.LimitPropertyBytes: l.MaxPropertyBytes, geomio.LimitProperties: int64(l.MaxProperties),
 		geomio.LimitLayers: int64(l.MaxLayers), geomio.LimitFeatures: l.MaxFeatures,
 		geomio.LimitZipEntries: int64(l.MaxEntries), geomio.LimitZipBytes: l.MaxUncompressedBytes,
-		geomio.LimitZipRatio: l.MaxCompressionRatio,
+		geomio.LimitZipRatio: l.MaxCompressionRatio, geomio.LimitReadTimeout: int64(l.ReadTimeout),
+		geomio.LimitReadCPU: int64(l.ReadCPU), geomio.LimitReadMemory: l.ReadMemory,
 	} {
 		if v < 0 {
 			return l, fmt.Errorf("--%s %d: want 0 or more", name, v)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/internal/pgtest"
@@ -159,6 +160,9 @@ func TestLimitFlagsEnvironment(t *testing.T) {
 		"GEOINGEST_MAX_ZIP_ENTRIES":    "17",
 		"GEOINGEST_MAX_ZIP_BYTES":      "18GiB",
 		"GEOINGEST_MAX_ZIP_RATIO":      "19",
+		"GEOINGEST_READ_TIMEOUT":       "20s",
+		"GEOINGEST_READ_CPU":           "21s",
+		"GEOINGEST_READ_MEMORY":        "22MiB",
 	}
 	m := &Main{Getenv: func(k string) string { return env[k] }}
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
@@ -169,7 +173,8 @@ func TestLimitFlagsEnvironment(t *testing.T) {
 	l, err := lf.limits()
 	require.NoError(t, err)
 	require.Equal(t, geomio.Limits{MaxVertices: 11, MaxRecordBytes: 12 << 10, MaxPropertyBytes: 13e6, MaxProperties: 14, MaxLayers: 15,
-		MaxFeatures: 16, MaxEntries: 17, MaxUncompressedBytes: 18 << 30, MaxCompressionRatio: 19}, l)
+		MaxFeatures: 16, MaxEntries: 17, MaxUncompressedBytes: 18 << 30, MaxCompressionRatio: 19,
+		ReadTimeout: 20 * time.Second, ReadCPU: 21 * time.Second, ReadMemory: 22 << 20}, l)
 	require.NoError(t, fs.Parse([]string{"--max-vertices", "21", "--max-feature-bytes", "1MiB"}))
 	l, err = lf.limits()
 	require.NoError(t, err)

@@ -166,8 +166,23 @@ static const char *gi_init(void) {
 	// remote documents).
 	CPLSetConfigOption("GML_DOWNLOAD_WFS_SCHEMA", "NO");
 	CPLSetConfigOption("GML_SKIP_RESOLVE_ELEMS", "ALL");
+	// Nothing remote, whatever a file names (the sandbox's seccomp filter
+	// is the guarantee; these make GDAL not try): no retries of a failed
+	// request, no credentials for /vsis3/ and its kind, no styles a KML
+	// links to, no SQL function of a GeoPackage reaching another file.
+	CPLSetConfigOption("GDAL_HTTP_MAX_RETRY", "0");
+	CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
+	CPLSetConfigOption("CPL_AWS_CREDENTIALS_FILE", "/nonexistent");
+	CPLSetConfigOption("AWS_CONFIG_FILE", "/nonexistent");
+	CPLSetConfigOption("CPL_GS_CREDENTIALS_FILE", "/nonexistent");
+	CPLSetConfigOption("GDAL_HTTP_NETRC", "NO");
+	CPLSetConfigOption("LIBKML_RESOLVE_STYLE", "NO");
+	CPLSetConfigOption("LIBKML_EXTERNAL_STYLE", "NO");
+	CPLSetConfigOption("OGR_SQLITE_ALLOW_EXTERNAL_ACCESS", "NO");
 	return NULL;
 }
+
+static void gi_set_config(const char *k, const char *v) { CPLSetConfigOption(k, v); }
 
 static char *gi_errdup(void) {
 	if (CPLGetLastErrorType() >= CE_Failure) {
@@ -363,9 +378,6 @@ import (
 	"github.com/geoingest/geoingest/internal/pagetrim"
 )
 
-// Available reports whether this build reads files with GDAL.
-const Available = true
-
 var (
 	initOnce sync.Once
 	initErr  error
@@ -397,8 +409,16 @@ func initGDAL() error {
 	return initErr
 }
 
-// Version is the GDAL release the binary runs with ("3.6.2").
-func Version() string {
+// setConfig sets a GDAL configuration option (after initGDAL).
+func setConfig(k, v string) {
+	ck, cv := C.CString(k), C.CString(v)
+	C.gi_set_config(ck, cv)
+	C.free(unsafe.Pointer(ck))
+	C.free(unsafe.Pointer(cv))
+}
+
+// cVersion is the GDAL release the binary runs with ("3.6.2").
+func cVersion() string {
 	if initGDAL() != nil {
 		return ""
 	}
@@ -407,8 +427,8 @@ func Version() string {
 	return C.GoString(C.gi_GDALVersionInfo(k))
 }
 
-// Dataset is an open OGR data source.
-type Dataset struct {
+// cDataset is an open OGR data source.
+type cDataset struct {
 	h      C.GDALDatasetH
 	Driver string // the GDAL driver's short name ("GPKG", "OpenFileGDB", ...)
 	// OpenError is the last error GDAL reported while opening the
@@ -417,10 +437,10 @@ type Dataset struct {
 	OpenError string
 }
 
-// Open opens path read-only as a vector dataset with one of drivers (GDAL
+// cOpen opens path read-only as a vector dataset with one of drivers (GDAL
 // short names), passing the open options ("NAME=VALUE"). The error is
 // GDAL's own message.
-func Open(path string, drivers, options []string) (*Dataset, error) {
+func cOpen(path string, drivers, options []string) (*cDataset, error) {
 	if err := initGDAL(); err != nil {
 		return nil, err
 	}
@@ -439,11 +459,11 @@ func Open(path string, drivers, options []string) (*Dataset, error) {
 		}
 		return nil, errors.New(msg)
 	}
-	return &Dataset{h: h, Driver: C.GoString(C.gi_driver(h)), OpenError: msg}, nil
+	return &cDataset{h: h, Driver: C.GoString(C.gi_driver(h)), OpenError: msg}, nil
 }
 
 // Close frees the dataset; its Layers must not be used after.
-func (d *Dataset) Close() {
+func (d *cDataset) Close() {
 	if d.h != nil {
 		C.gi_GDALClose(d.h)
 		d.h = nil
@@ -451,41 +471,10 @@ func (d *Dataset) Close() {
 }
 
 // LayerCount is the number of layers (tables) in the dataset.
-func (d *Dataset) LayerCount() int { return int(C.gi_GDALDatasetGetLayerCount(d.h)) }
+func (d *cDataset) LayerCount() int { return int(C.gi_GDALDatasetGetLayerCount(d.h)) }
 
-// GeomType is an OGR geometry type (OGRwkbGeometryType), flattened to 2D.
-type GeomType int
-
-// Polygonal reports whether t is a polygon, multipolygon or their curved
-// kinds (CurvePolygon, MultiSurface).
-func (t GeomType) Polygonal() bool {
-	g := C.OGRwkbGeometryType(t)
-	return C.gi_OGR_GT_IsSubClassOf(g, C.wkbCurvePolygon) != 0 || C.gi_OGR_GT_IsSubClassOf(g, C.wkbMultiSurface) != 0
-}
-
-// Mixed reports whether t allows any geometry (Unknown, GeometryCollection),
-// as KML and GML layers often declare.
-func (t GeomType) Mixed() bool {
-	return t == GeomType(C.wkbUnknown) || t == GeomType(C.wkbGeometryCollection)
-}
-
-func (t GeomType) String() string {
-	return C.GoString(C.gi_OGRGeometryTypeToName(C.OGRwkbGeometryType(t)))
-}
-
-// GeomField describes one geometry field of a layer.
-type GeomField struct {
-	Name string
-	Type GeomType
-	// CRS is the field's CRS as one-line WKT2 (2019), "" when it has none.
-	CRS string
-	// SwapXY: the stored coordinates come northing (latitude) first, and
-	// Next swaps them to easting first.
-	SwapXY bool
-}
-
-// Layer is one layer of a Dataset.
-type Layer struct {
+// cLayer is one layer of a cDataset.
+type cLayer struct {
 	h          C.OGRLayerH
 	defn       C.OGRFeatureDefnH
 	Name       string
@@ -502,9 +491,9 @@ type Layer struct {
 }
 
 // Layer returns layer i (0 <= i < LayerCount).
-func (d *Dataset) Layer(i int) *Layer {
+func (d *cDataset) Layer(i int) *cLayer {
 	h := C.gi_GDALDatasetGetLayer(d.h, C.int(i))
-	l := &Layer{h: h, defn: C.gi_OGR_L_GetLayerDefn(h)}
+	l := &cLayer{h: h, defn: C.gi_OGR_L_GetLayerDefn(h)}
 	l.Name = C.GoString(C.gi_OGR_L_GetName(h))
 	for j := 0; j < int(C.gi_OGR_FD_GetGeomFieldCount(l.defn)); j++ {
 		gf := C.gi_OGR_FD_GetGeomFieldDefn(l.defn, C.int(j))
@@ -530,7 +519,7 @@ func (d *Dataset) Layer(i int) *Layer {
 // Next reads the next feature, freeing the previous one. It returns false
 // at the end of the layer, or with an error (GDAL's message) when OGR
 // could not read it.
-func (l *Layer) Next() (bool, error) {
+func (l *cLayer) Next() (bool, error) {
 	l.free()
 	var cerr *C.char
 	l.feat = C.gi_next(l.h, &cerr)
@@ -543,13 +532,13 @@ func (l *Layer) Next() (bool, error) {
 }
 
 // FID is the current feature's id in its layer (-1 if it has none).
-func (l *Layer) FID() int64 { return int64(C.gi_OGR_F_GetFID(l.feat)) }
+func (l *cLayer) FID() int64 { return int64(C.gi_OGR_F_GetFID(l.feat)) }
 
 // WKB returns geometry field i of the current feature as 2D ISO WKB
 // (little-endian, easting first when swap), nil for a null or empty
 // geometry, and what was changed of it (GeomInfo). The bytes are valid until
 // the next call of WKB, Next or Close.
-func (l *Layer) WKB(i int, swap bool) (wkb []byte, g GeomInfo, err error) {
+func (l *cLayer) WKB(i int, swap bool) (wkb []byte, g GeomInfo, err error) {
 	var n C.size_t
 	var cv, zm C.int
 	var cerr *C.char
@@ -566,45 +555,9 @@ func (l *Layer) WKB(i int, swap bool) (wkb []byte, g GeomInfo, err error) {
 	return unsafe.Slice((*byte)(unsafe.Pointer(l.buf)), int(n)), GeomInfo{Curved: cv != 0, DroppedZM: zm != 0}, nil
 }
 
-// GeomInfo is what WKB changed of a geometry to give it as 2D linear WKB.
-type GeomInfo struct {
-	// Curved: it had curves (arcs, curve polygons, multi-surfaces), which
-	// were approximated by line segments (OGR_G_GetLinearGeometry).
-	Curved bool
-	// DroppedZM: it had Z or M coordinates, which were dropped.
-	DroppedZM bool
-}
-
-// Kind is the kind of an attribute value.
-type Kind int
-
-// Value kinds.
-const (
-	Null Kind = iota
-	Integer
-	Real
-	String
-	Boolean
-	Date
-	DateTime
-	Time
-)
-
-// Value is one attribute of the current feature.
-type Value struct {
-	Kind Kind
-	Int  int64
-	Real float64
-	// Str is the text of a String (lists and binary fields are given as
-	// OGR formats them as text); valid until the next ReadFields or Next.
-	Str                                []byte
-	Year, Month, Day, Hour, Minute, TZ int
-	Second                             float64
-}
-
 // ReadFields reads every attribute of the current feature (one cgo call),
 // for Field.
-func (l *Layer) ReadFields() {
+func (l *cLayer) ReadFields() {
 	if len(l.Fields) == 0 {
 		return
 	}
@@ -616,7 +569,7 @@ func (l *Layer) ReadFields() {
 
 // Field returns attribute i of the current feature, as ReadFields read
 // it.
-func (l *Layer) Field(i int) Value {
+func (l *cLayer) Field(i int) Value {
 	v := &unsafe.Slice(l.values, len(l.Fields))[i]
 	if v.kind == 8 {
 		v.s, v.kind = C.gi_OGR_F_GetFieldAsString(l.feat, C.int(i)), 3
@@ -633,7 +586,7 @@ func (l *Layer) Field(i int) Value {
 }
 
 // Close frees the current feature and the WKB buffer.
-func (l *Layer) Close() {
+func (l *cLayer) Close() {
 	l.free()
 	if l.buf != nil {
 		C.free(unsafe.Pointer(l.buf))
@@ -645,7 +598,7 @@ func (l *Layer) Close() {
 	}
 }
 
-func (l *Layer) free() {
+func (l *cLayer) free() {
 	if l.feat != nil {
 		C.gi_OGR_F_Destroy(l.feat)
 		l.feat = nil
@@ -653,7 +606,7 @@ func (l *Layer) free() {
 }
 
 // Reset rewinds the layer to its first feature.
-func (l *Layer) Reset() { l.free(); C.gi_OGR_L_ResetReading(l.h) }
+func (l *cLayer) Reset() { l.free(); C.gi_OGR_L_ResetReading(l.h) }
 
 func cStrings(ss []string) **C.char {
 	if len(ss) == 0 {

@@ -183,7 +183,8 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	// field asked for too.
 	gopts := geomio.Options{SourceSRID: job.Params.SourceSRID,
 		DefaultEncoding: job.Params.DefaultEncoding, Limits: o.Limits,
-		Layers: job.Params.Layers, GeometryField: job.Params.GeometryField, TempDir: dir}
+		Layers: job.Params.Layers, GeometryField: job.Params.GeometryField, TempDir: dir,
+		Context: ctx}
 	r, err := geomio.Open(fetched.Path, gopts)
 	if err != nil {
 		var ge *geomio.Error
