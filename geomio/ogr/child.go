@@ -230,4 +230,3 @@ func (c *childState) feature(l *cLayer, field int, swap bool) error {
 func (c *childState) sendBuffered(t byte) error {
 	return writeFrame(c.out, t, c.w.b)
 }
-

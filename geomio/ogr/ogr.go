@@ -640,3 +640,9 @@ func takeErr(c *C.char) string {
 	defer C.free(unsafe.Pointer(c))
 	return C.GoString(c)
 }
+
+// cPolygonal is GeomType.Polygonal as GDAL answers it (for tests).
+func cPolygonal(t GeomType) bool {
+	g := C.OGRwkbGeometryType(t)
+	return C.gi_OGR_GT_IsSubClassOf(g, C.wkbCurvePolygon) != 0 || C.gi_OGR_GT_IsSubClassOf(g, C.wkbMultiSurface) != 0
+}

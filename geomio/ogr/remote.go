@@ -60,8 +60,8 @@ func (e *OversizeError) Error() string {
 
 // Dataset is an open OGR data source, read by a child process.
 type Dataset struct {
-	c          *child
-	Driver     string // the GDAL driver's short name ("GPKG", "OpenFileGDB", ...)
+	c      *child
+	Driver string // the GDAL driver's short name ("GPKG", "OpenFileGDB", ...)
 	// OpenError is the last error GDAL reported while opening the
 	// dataset, though it did open it ("" if none): for GML, the XML error
 	// its prescan of a file without a schema met.

@@ -20,8 +20,6 @@ const (
 	typeGeometryCollection GeomType = 7
 	typeCurvePolygon       GeomType = 10
 	typeMultiSurface       GeomType = 12
-	typePolyhedralSurface  GeomType = 15
-	typeTIN                GeomType = 16
 	typeTriangle           GeomType = 17
 )
 
@@ -30,7 +28,7 @@ const (
 // wkbCurvePolygon or wkbMultiSurface.
 func (t GeomType) Polygonal() bool {
 	switch t {
-	case typePolygon, typeCurvePolygon, typeTriangle, typeMultiPolygon, typeMultiSurface, typePolyhedralSurface, typeTIN:
+	case typePolygon, typeCurvePolygon, typeTriangle, typeMultiPolygon, typeMultiSurface:
 		return true
 	}
 	return false
