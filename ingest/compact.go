@@ -35,6 +35,12 @@ type CompactOptions struct {
 	// newest ones); the older ones are folded into the shared partition.
 	// Negative means DefaultCompactKeep; 0 folds them all.
 	Keep int
+	// KeepSole leaves a feature table alone whose current rows are all in
+	// one own partition (its shared partition holds no current job): a
+	// read of it visits one table already, and folding would copy a
+	// single load a second time. The batch commands set it; the next job
+	// of the table makes the fold due.
+	KeepSole bool
 	// MaxJobs, when positive, is the most jobs one call folds.
 	MaxJobs int
 	// LockTimeout bounds the wait for the lock that dropping an emptied

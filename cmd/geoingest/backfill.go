@@ -40,7 +40,12 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	fs.Var(&routes, "route", "PREFIX=TARGET, repeatable, matched against the key (or the path under the directory); default: admin/=admin_units and everything else into --target")
 	pathStyle := fs.String("s3-path-style", "auto", "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	var bcf batchCompactFlags
+	m.addBatchCompactFlags(fs, &bcf)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := bcf.check(); err != nil {
 		return err
 	}
 	if *dir != "" {
@@ -105,9 +110,18 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		}
 	}
 	bar := newProgressBar(m.Stderr, !*quiet)
-	bf.Progress = bar.update
+	compaction := bcf.start(ctx, m, a)
+	var written int64
+	bf.Progress = func(s ingest.BackfillStats) {
+		if s.Written > written && compaction != nil {
+			compaction.Written()
+		}
+		written = s.Written
+		bar.update(s)
+	}
 	stats, err := bf.Run(ctx, list)
 	bar.finish(stats)
+	finishBatchCompaction(ctx, m, "backfill", compaction)
 	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d already present, %d superseded, %d failed, %d in progress elsewhere\n",
 		source(*bucket, *prefix), pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written,
 		stats.AlreadyPresent, stats.Superseded, stats.Failed, stats.Held)

@@ -55,7 +55,7 @@ func compactRig(t *testing.T) (db string, env map[string]string) {
 	for i := 0; i < 2; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("county%d.geojson", i))
 		writeLargeGeoJSON(t, p, i, 21000)
-		code, out, errOut := run(t, env, "ingest", "--target", "parcels", p)
+		code, out, errOut := run(t, env, "ingest", "--no-compact", "--target", "parcels", p)
 		require.Equal(t, 0, code, out+errOut)
 	}
 	require.EqualValues(t, 2, queryInt(t, db, `SELECT count(*) FROM jobs WHERE job_ref > 0 AND status = 'current'`))
@@ -190,12 +190,12 @@ func TestCompactRolesAndWhatClientsList(t *testing.T) {
 	for i, src := range []string{epinay, synthParcels, "../../testdata/corpus/montreal_landuse_overpass/export.geojson"} {
 		p := filepath.Join(dir, fmt.Sprintf("parcels-%d.geojson", i))
 		copyWithMtime(t, src, p, time.Now())
-		code, out, errOut := run(t, asWriter, "ingest", p)
+		code, out, errOut := run(t, asWriter, "ingest", "--no-compact", p)
 		require.Equal(t, 0, code, out+errOut)
 	}
 	admin := filepath.Join(dir, "admin.geojson")
 	copyWithMtime(t, synthAdmin, admin, time.Now())
-	code, out, errOut := run(t, asWriter, "ingest", "--target", "admin_units", admin)
+	code, out, errOut := run(t, asWriter, "ingest", "--no-compact", "--target", "admin_units", admin)
 	require.Equal(t, 0, code, out+errOut)
 
 	requireListing := func(when string, conn string, ownPartitions int) {

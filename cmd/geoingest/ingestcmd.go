@@ -44,12 +44,17 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	lease := fs.Duration("lease", 5*time.Minute, "claim lease; heartbeats extend it every lease/3 while a job runs")
 	asJSON := fs.Bool("json", false, "print one JSON object per file on stdout")
 	quiet := fs.Bool("quiet", false, "no progress line on a terminal")
+	var bcf batchCompactFlags
+	m.addBatchCompactFlags(fs, &bcf)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return errUsage
+	}
+	if err := bcf.check(); err != nil {
+		return err
 	}
 	if err := m.envError(); err != nil {
 		return err
@@ -84,11 +89,17 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		svc.Progress = progress.update
 	}
 
+	compaction := bcf.start(ctx, m, a)
+	defer finishBatchCompaction(ctx, m, "ingest", compaction)
+
 	failed := 0
 	for hs := range sources {
 		path := hs.path
 		res := ingestFile(ctx, svc, hs, params)
 		progress.clear()
+		if res.Outcome == ingest.Written && compaction != nil {
+			compaction.Written()
+		}
 		if res.Outcome == ingest.Failed || res.Outcome == ingest.Held {
 			failed++ // a held claim is not done: its worker may have died
 		}

@@ -45,6 +45,15 @@ func (s *Store) Compact(ctx context.Context, o ingest.CompactOptions) (ingest.Co
 	}
 	var skip []string // jobs whose rows disagree with the ledger: left where they are
 	for _, target := range []string{"parcels", "admin_units"} {
+		if o.KeepSole && res.Own[target] == 1 {
+			shared, err := s.q.SharedHoldsCurrent(ctx, target)
+			if err != nil {
+				return res, ingest.Transientf("compact: %w", err)
+			}
+			if !shared {
+				continue
+			}
+		}
 		for res.Own[target]-len(skip) > keep && (o.MaxJobs <= 0 || len(res.Folded) < o.MaxJobs) {
 			f, busy, err := s.foldOldest(ctx, target, skip)
 			var ie *ingest.Error

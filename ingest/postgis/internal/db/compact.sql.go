@@ -154,3 +154,20 @@ func (q *Queries) SetLockTimeout(ctx context.Context, timeout string) error {
 	_, err := q.db.Exec(ctx, setLockTimeout, timeout)
 	return err
 }
+
+const sharedHoldsCurrent = `-- name: SharedHoldsCurrent :one
+SELECT EXISTS (
+  SELECT 1 FROM jobs
+  WHERE target_table = $1::text AND status = 'current' AND job_ref <= 0
+)::boolean AS holds
+`
+
+// SharedHoldsCurrent is whether a current job of target has its rows in
+// the table's shared partition (job_ref 0): whether the table's reads see
+// more than its own partitions.
+func (q *Queries) SharedHoldsCurrent(ctx context.Context, targetTable string) (bool, error) {
+	row := q.db.QueryRow(ctx, sharedHoldsCurrent, targetTable)
+	var holds bool
+	err := row.Scan(&holds)
+	return holds, err
+}

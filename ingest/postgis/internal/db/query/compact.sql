@@ -48,3 +48,12 @@ SELECT count(*)::bigint AS pending FROM geoingest_folded;
 -- name: SetLockTimeout :exec
 -- SetLockTimeout sets lock_timeout for the rest of the transaction.
 SELECT set_config('lock_timeout', @timeout::text, true);
+
+-- name: SharedHoldsCurrent :one
+-- SharedHoldsCurrent is whether a current job of target has its rows in
+-- the table's shared partition (job_ref 0): whether the table's reads see
+-- more than its own partitions.
+SELECT EXISTS (
+  SELECT 1 FROM jobs
+  WHERE target_table = @target_table::text AND status = 'current' AND job_ref <= 0
+)::boolean AS holds;
