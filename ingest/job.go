@@ -157,6 +157,9 @@ type Result struct {
 	AreaM2   float64
 	// Replaced is the job whose generation this one replaced, if any.
 	Replaced string
+	// Changes is the job's change record, when it wrote or retired a
+	// generation (nil for a duplicate or a superseded version).
+	Changes *Changes
 	// Err is set when Outcome is Failed.
 	Err error
 	// For Outcome Held: the worker holding the claim, when its lease

@@ -55,6 +55,53 @@ type Params struct {
 	// have as its current generation (replace --if-match). It is part of
 	// the key so that a repair is a new job.
 	Replaces string
+	// Key, when set, names the source's key: the field (or, for a
+	// composite key, the fields) whose normalised value identifies a
+	// feature from one version of the source to the next (see
+	// Params.Match). Empty: features are matched by content and overlap
+	// only.
+	Key []string
+	// MatchIoU is the intersection over union of geometries at or above
+	// which a feature left unmatched by key and content matches an old
+	// one as changed; 0 is DefaultMatchIoU.
+	MatchIoU float64
+	// DuplicateKeys is what a version whose key is not unique does:
+	// "report" (the default: those features are matched by the other
+	// rules and counted) or "fail" (the job fails).
+	DuplicateKeys string
+}
+
+// DefaultMatchIoU is Params.MatchIoU's default.
+const DefaultMatchIoU = 0.9
+
+// Duplicate-key policies.
+const (
+	DuplicateKeysReport = "report"
+	DuplicateKeysFail   = "fail"
+)
+
+// ParseKey parses a key option: a field name, or field names separated
+// by "|" for a composite key ("STATE|APN").
+func ParseKey(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	fields := strings.Split(s, "|")
+	for _, f := range fields {
+		if strings.TrimSpace(f) == "" || f != strings.TrimSpace(f) {
+			return nil, Permanentf("key %q: field names must not be empty or padded with spaces", s)
+		}
+	}
+	return fields, nil
+}
+
+// Match returns the matching parameters with their defaults applied.
+func (p Params) Match() (key []string, minIoU float64, failOnDuplicates bool) {
+	minIoU = p.MatchIoU
+	if minIoU == 0 {
+		minIoU = DefaultMatchIoU
+	}
+	return p.Key, minIoU, p.DuplicateKeys == DuplicateKeysFail
 }
 
 // DefaultParams returns the parameters of a job into target with every
@@ -93,6 +140,25 @@ func (p Params) Validate() error {
 		if strings.TrimSpace(l) == "" {
 			return Permanentf("layer names must not be empty")
 		}
+	}
+	seen := map[string]bool{}
+	for _, f := range p.Key {
+		if strings.TrimSpace(f) == "" {
+			return Permanentf("key field names must not be empty")
+		}
+		if f == "@id" {
+			return Permanentf("key @id (the GeoJSON Feature id) is not supported yet: name a property")
+		}
+		if seen[f] {
+			return Permanentf("key field %q given twice", f)
+		}
+		seen[f] = true
+	}
+	if p.MatchIoU < 0 || p.MatchIoU > 1 {
+		return Permanentf("match-iou %v: want a ratio in (0, 1]", p.MatchIoU)
+	}
+	if p.DuplicateKeys != "" && p.DuplicateKeys != DuplicateKeysReport && p.DuplicateKeys != DuplicateKeysFail {
+		return Permanentf("duplicate-keys policy %q: want report or fail", p.DuplicateKeys)
 	}
 	if err := geomio.CheckEncoding(p.DefaultEncoding); err != nil {
 		return Permanentf("default encoding: %w", err)
@@ -137,6 +203,18 @@ func (p Params) Map() map[string]any {
 	}
 	if p.GeometryField != "" {
 		m["geometry_field"] = p.GeometryField
+	}
+	// The matching parameters change the feature ids and the changelog a
+	// job writes, so they are in the key; unset, they are left out, so
+	// that every key of before them is unchanged.
+	if len(p.Key) > 0 {
+		m["key"] = strings.Join(p.Key, "|")
+	}
+	if p.MatchIoU != 0 {
+		m["match_iou"] = p.MatchIoU
+	}
+	if p.DuplicateKeys == DuplicateKeysFail {
+		m["duplicate_keys"] = p.DuplicateKeys
 	}
 	return m
 }

@@ -60,6 +60,12 @@ type RouteOptions struct {
 	Layers []string
 	// geometry-field: the geometry field read from layers with several
 	GeometryField string
+	// key: the source's key field(s) ("APN", "STATE|APN")
+	Key []string
+	// match-iou: the overlap matching threshold (0: the default)
+	MatchIoU float64
+	// duplicate-keys: report or fail
+	DuplicateKeys string
 }
 
 // Params returns base with the route's target and options applied.
@@ -88,6 +94,15 @@ func (r Route) Params(base Params) Params {
 	if o.GeometryField != "" {
 		p.GeometryField = o.GeometryField
 	}
+	if len(o.Key) > 0 {
+		p.Key = o.Key
+	}
+	if o.MatchIoU != 0 {
+		p.MatchIoU = o.MatchIoU
+	}
+	if o.DuplicateKeys != "" {
+		p.DuplicateKeys = o.DuplicateKeys
+	}
 	return p
 }
 
@@ -98,7 +113,9 @@ const mirrorDeletesSuffix = "+deletes"
 // "+deletes" mirrors removals, and the options set job parameters for the
 // route's objects: source-srid, encoding, invalid, null-geometry,
 // wrong-type, layer (a "|"-separated list of layer names), geometry-field,
-// and suffixes (a "|"-separated list such as ".zip|.shp").
+// key (the source's key field, or "|"-separated fields of a composite
+// key), match-iou (the overlap threshold of feature matching),
+// duplicate-keys (report or fail), and suffixes (a "|"-separated list such as ".zip|.shp").
 // Examples: "parcels/=parcels", "uploads:admin/=admin_units+deletes",
 // "legacy/=parcels?source-srid=2154&encoding=cp1252&suffixes=.zip". A
 // malformed route, an unknown target or option, or an invalid value is a
@@ -163,6 +180,20 @@ func (r *Route) parseOptions(query string) error {
 			r.Options.Layers = strings.Split(v, "|")
 		case "geometry-field":
 			r.Options.GeometryField = v
+		case "key":
+			fields, err := ParseKey(v)
+			if err != nil {
+				return err
+			}
+			r.Options.Key = fields
+		case "match-iou":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f <= 0 || f > 1 {
+				return fmt.Errorf("match-iou %q: want a ratio in (0, 1]", v)
+			}
+			r.Options.MatchIoU = f
+		case "duplicate-keys":
+			r.Options.DuplicateKeys = v
 		case "suffixes":
 			for _, suf := range strings.Split(v, "|") {
 				if !strings.HasPrefix(suf, ".") || len(suf) < 2 {
@@ -174,7 +205,7 @@ func (r *Route) parseOptions(query string) error {
 				r.Suffixes = append(r.Suffixes, suf)
 			}
 		default:
-			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field or suffixes)", k)
+			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field, key, match-iou, duplicate-keys or suffixes)", k)
 		}
 	}
 	return nil
@@ -205,10 +236,14 @@ func (r Route) String() string {
 		opts = append(opts, "source-srid="+strconv.Itoa(o.SourceSRID))
 	}
 	for _, kv := range [][2]string{{"encoding", o.Encoding}, {"invalid", o.Invalid}, {"null-geometry", o.NullGeometry}, {"wrong-type", o.WrongType},
-		{"layer", strings.Join(o.Layers, "|")}, {"geometry-field", o.GeometryField}} {
+		{"layer", strings.Join(o.Layers, "|")}, {"geometry-field", o.GeometryField},
+		{"key", strings.Join(o.Key, "|")}, {"duplicate-keys", o.DuplicateKeys}} {
 		if kv[1] != "" {
 			opts = append(opts, kv[0]+"="+kv[1])
 		}
+	}
+	if o.MatchIoU != 0 {
+		opts = append(opts, "match-iou="+strconv.FormatFloat(o.MatchIoU, 'g', -1, 64))
 	}
 	if len(r.Suffixes) > 0 {
 		opts = append(opts, "suffixes="+strings.Join(r.Suffixes, "|"))

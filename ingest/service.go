@@ -255,7 +255,7 @@ func heldRetryAfter(left time.Duration) time.Duration {
 // report turns what the write gate did into the delivery's Result, counting
 // and logging it.
 func (s *Service) report(log *slog.Logger, res Result, wr WriteResult, start time.Time) Result {
-	res.Outcome, res.Features, res.AreaM2, res.Replaced = wr.Outcome, wr.Features, wr.AreaM2, wr.Replaced
+	res.Outcome, res.Features, res.AreaM2, res.Replaced, res.Changes = wr.Outcome, wr.Features, wr.AreaM2, wr.Replaced, wr.Changes
 	switch wr.Outcome {
 	case AlreadyPresent:
 		s.Metrics.WriteGate.WithLabelValues("already_present").Inc()

@@ -247,6 +247,9 @@ type WriteResult struct {
 	// Replaced is the job whose generation this one replaced (or a delete
 	// retired), if any.
 	Replaced string
+	// Changes is the job's change record, for a job that wrote or
+	// retired a generation (nil otherwise, and for a duplicate).
+	Changes *Changes
 }
 
 // TableSummary is what a feature table holds of current generations.

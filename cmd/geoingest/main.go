@@ -257,6 +257,8 @@ type paramFlags struct {
 	sourceSRID                                                      int
 	layers                                                          layerList
 	geometryField                                                   string
+	key, duplicateKeys                                              string
+	matchIoU                                                        float64
 }
 
 // layerList is the repeatable --layer flag (each value may also be a
@@ -285,6 +287,9 @@ func (m *Main) addParamFlags(fs *flag.FlagSet, p *paramFlags) {
 	fs.StringVar(&p.encoding, "encoding", "", "DBF text encoding when the file names none (default UTF-8)")
 	fs.Var(&p.layers, "layer", "read only this layer of a multi-layer file (GeoPackage, File Geodatabase, KML, GML); repeatable (default: every polygon layer)")
 	fs.StringVar(&p.geometryField, "geometry-field", "", "the geometry field to read from layers with several (GML; default: the first polygonal one)")
+	fs.StringVar(&p.key, "key", "", "the source's key: the field (or STATE|APN for a composite key) that identifies a feature from one version to the next")
+	fs.Float64Var(&p.matchIoU, "match-iou", 0, "intersection over union at or above which an unmatched feature matches an old one as changed (default 0.9)")
+	fs.StringVar(&p.duplicateKeys, "duplicate-keys", "", "a version whose key is not unique: report (matched by content and overlap, counted) or fail")
 }
 
 func (p *paramFlags) params() ingest.Params {
@@ -295,6 +300,11 @@ func (p *paramFlags) params() ingest.Params {
 	ps.DefaultEncoding = p.encoding
 	ps.Layers = p.layers
 	ps.GeometryField = p.geometryField
+	ps.Key, _ = ingest.ParseKey(p.key) // an empty or padded field is refused by Validate
+	if p.key != "" && len(ps.Key) == 0 {
+		ps.Key = []string{""}
+	}
+	ps.MatchIoU, ps.DuplicateKeys = p.matchIoU, p.duplicateKeys
 	return ps
 }
 

@@ -21,7 +21,9 @@ import (
 //     source's row is locked, so that the versions of one source are
 //     applied one at a time;
 //  2. the body: Write's, Retire's or RecordSuperseded's, which changes the
-//     features, the job's status and the source's current generation;
+//     features, the job's status and the source's current generation, and
+//     records the job's changes (changes.go: feature identity, the
+//     changelog, the pg_notify wake-up);
 //  3. commit: the claim is marked COMMITTED (a lease another worker took
 //     over meanwhile is logged, counted and overridden: the ledger row
 //     keeps the job exactly once), a large job's own partition is
@@ -104,6 +106,12 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 		if err := s.copyFeatures(ctx, g, job, r, &res); err != nil {
 			return ingest.WriteResult{}, err
 		}
+		// Identity and the change record, while the replaced rows are
+		// still there (changes.go).
+		var err error
+		if res.Changes, err = g.matchGeneration(ctx, job); err != nil {
+			return ingest.WriteResult{}, err
+		}
 		if src.CurrentJobID.Valid {
 			res.Replaced = src.CurrentJobID.String
 			if err := g.retireCurrent(ctx, res.Replaced, "replaced"); err != nil {
@@ -134,6 +142,10 @@ func (s *Store) Retire(ctx context.Context, job ingest.Job, owner string) (inges
 			return g.finish(ctx, job.ID, ingest.Superseded, "superseded")
 		}
 		res := ingest.WriteResult{Outcome: ingest.Retired}
+		var err error
+		if res.Changes, err = g.recordRetire(ctx, job); err != nil { // changes.go
+			return ingest.WriteResult{}, err
+		}
 		if g.src.CurrentJobID.Valid {
 			res.Replaced = g.src.CurrentJobID.String
 			if err := g.retireCurrent(ctx, res.Replaced, "retired"); err != nil {

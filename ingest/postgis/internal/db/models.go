@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Every admin unit of every generation geoingest holds (join jobs on job_ref, or read geoingest_current_admin_units for the current generations only).
 type AdminUnit struct {
 	ID           int64
 	JobRef       int64
@@ -17,6 +16,7 @@ type AdminUnit struct {
 	Properties   []byte
 	Geom         interface{}
 	AreaM2       pgtype.Float8
+	FeatureID    int64
 }
 
 type AdminUnitsShared struct {
@@ -63,6 +63,37 @@ type CustomCr struct {
 	CreatedAt        pgtype.Timestamptz
 }
 
+type FeatureChange struct {
+	JobID       string
+	FeatureID   int64
+	Kind        string
+	MatchedBy   pgtype.Text
+	OldBbox     interface{}
+	NewBbox     interface{}
+	AreaDeltaM2 float64
+}
+
+type FeatureLineage struct {
+	JobID        string
+	OldFeatureID int64
+	NewFeatureID int64
+	SharedM2     float64
+}
+
+type GeoingestChange struct {
+	JobID        string
+	TargetTable  string
+	SourceBucket string
+	SourceKey    string
+	RecordedAt   pgtype.Timestamptz
+	FeatureID    int64
+	Kind         string
+	MatchedBy    pgtype.Text
+	OldBbox      interface{}
+	NewBbox      interface{}
+	AreaDeltaM2  float64
+}
+
 type GeoingestCurrentAdminUnit struct {
 	ID              int64
 	JobID           pgtype.Text
@@ -73,6 +104,7 @@ type GeoingestCurrentAdminUnit struct {
 	PipelineVersion pgtype.Text
 	JobRef          int64
 	AreaM2          pgtype.Float8
+	FeatureID       int64
 }
 
 type GeoingestCurrentParcel struct {
@@ -85,6 +117,7 @@ type GeoingestCurrentParcel struct {
 	PipelineVersion pgtype.Text
 	JobRef          int64
 	AreaM2          pgtype.Float8
+	FeatureID       int64
 }
 
 type GeoingestFeature struct {
@@ -134,6 +167,7 @@ type GeoingestStoreAdminUnit struct {
 	Properties   []byte
 	Geom         interface{}
 	AreaM2       pgtype.Float8
+	FeatureID    pgtype.Int8
 }
 
 type GeoingestStoreParcel struct {
@@ -144,6 +178,7 @@ type GeoingestStoreParcel struct {
 	Properties   []byte
 	Geom         interface{}
 	AreaM2       pgtype.Float8
+	FeatureID    pgtype.Int8
 }
 
 type Job struct {
@@ -173,6 +208,27 @@ type Job struct {
 	DroppedZm        int64
 }
 
+type JobChange struct {
+	JobID         string
+	TargetTable   string
+	SourceBucket  string
+	SourceKey     string
+	BaseJobID     pgtype.Text
+	Added         int64
+	Removed       int64
+	Geometry      int64
+	Attributes    int64
+	Unchanged     int64
+	ByKey         int64
+	ByContent     int64
+	ByOverlap     int64
+	DuplicateKeys int64
+	Lineage       int64
+	Bbox          interface{}
+	RecordedAt    pgtype.Timestamptz
+	Xid           pgtype.Uint64
+}
+
 type JobCr struct {
 	JobID            string
 	Layer            string
@@ -189,7 +245,6 @@ type JobCr struct {
 	DroppedZm        int64
 }
 
-// Every parcel of every generation geoingest holds (join jobs on job_ref, or read geoingest_current_parcels for the current generations only).
 type Parcel struct {
 	ID           int64
 	JobRef       int64
@@ -198,6 +253,7 @@ type Parcel struct {
 	Properties   []byte
 	Geom         interface{}
 	AreaM2       pgtype.Float8
+	FeatureID    int64
 }
 
 type ParcelsShared struct {

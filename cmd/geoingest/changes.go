@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+)
+
+func init() {
+	register(&command{name: "changes", summary: "what a job or a source's versions changed: counts, features, the change feed", run: runChanges})
+}
+
+// runChanges prints change records (docs/design.md, "Versions as
+// changes"):
+//   - --job JOB: the job's counts and its changed features; with
+//     --format json one object whose counts holds added, removed,
+//     geometry, attributes and unchanged, and whose features lists them;
+//   - SOURCE (s3://BUCKET/KEY or file:///PATH): the source's records,
+//     oldest first, recorded at or after --since;
+//   - --follow: the change feed, from --after CURSOR (the cursor of the
+//     last record a consumer processed; default the start), polling
+//     --poll until interrupted; one JSON object per line with its cursor.
+func runChanges(ctx context.Context, m *Main, args []string) error {
+	fs := m.flagSet("changes", "SOURCE | --job JOB | --follow [flags]")
+	var d dbFlags
+	m.addDBFlags(fs, &d)
+	job := fs.String("job", "", "the job whose changes to print")
+	since := fs.String("since", "", "with SOURCE: only records since DURATION ago (e.g. 720h) or since an RFC 3339 TIMESTAMP")
+	format := fs.String("format", "table", "table, csv, json or geojson (the changed features' boxes, new where there is one)")
+	follow := fs.Bool("follow", false, "print the change feed as it grows, one JSON record per line")
+	after := fs.String("after", "", "with --follow: resume after this cursor")
+	poll := fs.Duration("poll", 2*time.Second, "with --follow: how often to look for new records")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch *format {
+	case "table", "csv", "json", "geojson":
+	default:
+		fmt.Fprintf(m.Stderr, "geoingest changes: --format %q: want table, csv, json or geojson\n", *format)
+		return errUsage
+	}
+	modes := 0
+	for _, on := range []bool{*job != "", fs.NArg() == 1, *follow} {
+		if on {
+			modes++
+		}
+	}
+	if modes != 1 || fs.NArg() > 1 {
+		fs.Usage()
+		return errUsage
+	}
+	var from time.Time
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest changes: --since: %v\n", err)
+			return errUsage
+		}
+		from = t
+	}
+	a, err := m.open(ctx, &d, nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	log, ok := a.store.(ingest.ChangeLog)
+	if !ok {
+		return errors.New("this store keeps no change records")
+	}
+	p := changePrinter{m: m, format: *format}
+	switch {
+	case *follow:
+		return followChanges(ctx, m, log, *after, *poll)
+	case *job != "":
+		c, feats, err := log.JobChanges(ctx, *job, true)
+		if err != nil {
+			return err
+		}
+		return p.job(c, feats)
+	default:
+		bucket, key := ingest.ParseSourcePrefix(fs.Arg(0))
+		if bucket == "" {
+			fmt.Fprintf(m.Stderr, "geoingest changes: source %q: want s3://BUCKET/KEY or file:///PATH\n", fs.Arg(0))
+			return errUsage
+		}
+		cs, err := log.SourceChanges(ctx, bucket, key, from)
+		if err != nil {
+			return err
+		}
+		return p.records(cs)
+	}
+}
+
+// followChanges prints the feed after cursor, one record per line, until
+// ctx ends. A consumer stores the cursor of the last line it processed.
+func followChanges(ctx context.Context, m *Main, log ingest.ChangeLog, cursor string, poll time.Duration) error {
+	enc := json.NewEncoder(m.Stdout)
+	for {
+		cs, err := log.ChangeFeed(ctx, cursor, 500)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		for _, c := range cs {
+			if err := enc.Encode(c); err != nil {
+				return err
+			}
+			cursor = c.Cursor
+		}
+		if len(cs) == 500 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+	}
+}
+
+type changePrinter struct {
+	m      *Main
+	format string
+}
+
+func (p changePrinter) job(c ingest.Changes, feats []ingest.FeatureChange) error {
+	switch p.format {
+	case "json":
+		if feats == nil {
+			feats = []ingest.FeatureChange{}
+		}
+		return p.json(struct {
+			ingest.Changes
+			Features []ingest.FeatureChange `json:"features"`
+		}{c, feats})
+	case "geojson":
+		return p.geojson(feats)
+	case "csv":
+		w := csv.NewWriter(p.m.Stdout)
+		_ = w.Write([]string{"job", "feature_id", "kind", "matched_by", "area_delta_m2", "old_bbox", "new_bbox"})
+		for _, f := range feats {
+			_ = w.Write([]string{f.Job, strconv.FormatInt(f.FeatureID, 10), f.Kind, f.MatchedBy,
+				strconv.FormatFloat(f.AreaDeltaM2, 'f', 3, 64), f.OldBBox, f.NewBBox})
+		}
+		w.Flush()
+		return w.Error()
+	}
+	tw := tabwriter.NewWriter(p.m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "job\t%s\nsource\t%s\nreplaced\t%s\n", c.Job, ingest.Source{Bucket: c.Bucket, Key: c.Key}, orNone(c.Base))
+	fmt.Fprintf(tw, "added\t%d\nremoved\t%d\ngeometry\t%d\nattributes\t%d\nunchanged\t%d\n",
+		c.Counts.Added, c.Counts.Removed, c.Counts.Geometry, c.Counts.Attributes, c.Counts.Unchanged)
+	fmt.Fprintf(tw, "matched\tkey %d, content %d, overlap %d\nduplicate keys\t%d\nlineage\t%d\n\n",
+		c.Matched.Key, c.Matched.Content, c.Matched.Overlap, c.DuplicateKeys, c.Lineage)
+	fmt.Fprintln(tw, "FEATURE\tKIND\tMATCHED BY\tAREA Δ (m²)")
+	for _, f := range feats {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\n", f.FeatureID, f.Kind, orDash(f.MatchedBy), f.AreaDeltaM2)
+	}
+	return tw.Flush()
+}
+
+func (p changePrinter) records(cs []ingest.Changes) error {
+	switch p.format {
+	case "json":
+		if cs == nil {
+			cs = []ingest.Changes{}
+		}
+		return p.json(cs)
+	case "geojson":
+		var fc []map[string]any
+		for _, c := range cs {
+			fc = append(fc, map[string]any{"type": "Feature", "geometry": rawOrNull(c.BBox),
+				"properties": map[string]any{"job": c.Job, "recorded_at": c.RecordedAt, "added": c.Counts.Added, "removed": c.Counts.Removed,
+					"geometry": c.Counts.Geometry, "attributes": c.Counts.Attributes, "unchanged": c.Counts.Unchanged}})
+		}
+		return p.json(map[string]any{"type": "FeatureCollection", "features": orEmpty(fc)})
+	case "csv":
+		w := csv.NewWriter(p.m.Stdout)
+		_ = w.Write([]string{"job", "recorded_at", "replaced", "added", "removed", "geometry", "attributes", "unchanged", "cursor"})
+		for _, c := range cs {
+			_ = w.Write([]string{c.Job, c.RecordedAt.Format(time.RFC3339Nano), c.Base, itoa(c.Counts.Added), itoa(c.Counts.Removed),
+				itoa(c.Counts.Geometry), itoa(c.Counts.Attributes), itoa(c.Counts.Unchanged), c.Cursor})
+		}
+		w.Flush()
+		return w.Error()
+	}
+	tw := tabwriter.NewWriter(p.m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RECORDED\tJOB\tADDED\tREMOVED\tGEOMETRY\tATTRIBUTES\tUNCHANGED")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", c.RecordedAt.Format("2006-01-02 15:04:05Z07:00"), short(c.Job),
+			c.Counts.Added, c.Counts.Removed, c.Counts.Geometry, c.Counts.Attributes, c.Counts.Unchanged)
+	}
+	return tw.Flush()
+}
+
+func (p changePrinter) geojson(feats []ingest.FeatureChange) error {
+	var fc []map[string]any
+	for _, f := range feats {
+		box := f.NewBBox
+		if box == "" {
+			box = f.OldBBox
+		}
+		fc = append(fc, map[string]any{"type": "Feature", "id": f.FeatureID, "geometry": rawOrNull(box),
+			"properties": map[string]any{"job": f.Job, "kind": f.Kind, "matched_by": f.MatchedBy, "area_delta_m2": f.AreaDeltaM2}})
+	}
+	return p.json(map[string]any{"type": "FeatureCollection", "features": orEmpty(fc)})
+}
+
+func (p changePrinter) json(v any) error {
+	enc := json.NewEncoder(p.m.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func rawOrNull(geo string) json.RawMessage {
+	if geo == "" {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(geo)
+}
+
+func orEmpty(fc []map[string]any) []map[string]any {
+	if fc == nil {
+		return []map[string]any{}
+	}
+	return fc
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none: the source's first version)"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
