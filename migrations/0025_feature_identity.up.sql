@@ -169,12 +169,13 @@ CREATE TABLE feature_lineage (
 );
 
 -- geoingest_changes is the documented changelog: one row per changed
--- feature, with the job, its source, when it was recorded, and the boxes
--- as geometries.
+-- feature, with the job, its source and when it was recorded. The boxes
+-- keep the domain geoingest_internal_geometry (0017): a geometry to every
+-- PostGIS function, but GIS clients do not list the changelog as a layer
+-- beside parcels.
 CREATE VIEW geoingest_changes AS
 SELECT c.job_id, jc.target_table, jc.source_bucket, jc.source_key, jc.recorded_at,
-       c.feature_id, c.kind, c.matched_by,
-       c.old_bbox::geometry AS old_bbox, c.new_bbox::geometry AS new_bbox, c.area_delta_m2
+       c.feature_id, c.kind, c.matched_by, c.old_bbox, c.new_bbox, c.area_delta_m2
 FROM feature_changes c
 JOIN job_changes jc ON jc.job_id = c.job_id;
 
@@ -356,5 +357,28 @@ BEGIN
     r.xid := pg_current_xact_id();
     INSERT INTO job_changes VALUES (r.*);
     RETURN r;
+END
+$$;
+
+-- Rights, as 0014 set them: CREATE OR REPLACE resets a function's
+-- SECURITY DEFINER and SET clauses (geoingest_fold_job). The functions
+-- new here run with their caller's rights (SECURITY INVOKER), so that an
+-- analyst who may run them cannot write anything with them.
+DO $$
+DECLARE
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['geoingest_fold_job(text)'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_temp', f, current_schema());
+    END LOOP;
+    FOREACH f IN ARRAY ARRAY['geoingest_fold_job(text)'] LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM geoingest_analyst', f);
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_writer') THEN
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO geoingest_writer', f);
+        END IF;
+    END LOOP;
 END
 $$;

@@ -28,6 +28,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	m.addDBFlagsLevel(fs, &d, "none")
 	var p paramFlags
 	m.addParamFlags(fs, &p)
+	m.addMatchFlags(fs, &p)
 	var lf limitFlags
 	m.addLimitFlags(fs, &lf)
 	var pf policyFlags

@@ -37,6 +37,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	// Failures are reported per file on stdout/stderr; logs only on request.
 	m.addDBFlagsLevel(fs, &d, "none")
 	m.addParamFlags(fs, &p)
+	m.addMatchFlags(fs, &p)
 	var lf limitFlags
 	m.addLimitFlags(fs, &lf)
 	var pf policyFlags

@@ -287,6 +287,12 @@ func (m *Main) addParamFlags(fs *flag.FlagSet, p *paramFlags) {
 	fs.StringVar(&p.encoding, "encoding", "", "DBF text encoding when the file names none (default UTF-8)")
 	fs.Var(&p.layers, "layer", "read only this layer of a multi-layer file (GeoPackage, File Geodatabase, KML, GML); repeatable (default: every polygon layer)")
 	fs.StringVar(&p.geometryField, "geometry-field", "", "the geometry field to read from layers with several (GML; default: the first polygonal one)")
+}
+
+// addMatchFlags adds the feature-matching parameters (docs/changes.md)
+// to the commands that write jobs (not inspect, whose --key is the
+// object key).
+func (m *Main) addMatchFlags(fs *flag.FlagSet, p *paramFlags) {
 	fs.StringVar(&p.key, "key", "", "the source's key: the field (or STATE|APN for a composite key) that identifies a feature from one version to the next")
 	fs.Float64Var(&p.matchIoU, "match-iou", 0, "intersection over union at or above which an unmatched feature matches an old one as changed (default 0.9)")
 	fs.StringVar(&p.duplicateKeys, "duplicate-keys", "", "a version whose key is not unique: report (matched by content and overlap, counted) or fail")

@@ -27,6 +27,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	var p paramFlags
 	m.addDBFlags(fs, &d)
 	m.addParamFlags(fs, &p)
+	m.addMatchFlags(fs, &p)
 	var lf limitFlags
 	m.addLimitFlags(fs, &lf)
 	jobID := fs.String("job", "", "replay this committed job (a local file's) instead of FILEs")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/stretchr/testify/require"
@@ -216,9 +217,7 @@ func TestDeleteRecordsRemovedAndFeedResumes(t *testing.T) {
 	require.Contains(t, n.Payload, j1.ID)
 	require.Contains(t, n.Payload, `"added":3`)
 
-	feed, err := b.store.ChangeFeed(ctx, "", 10)
-	require.NoError(t, err)
-	require.Len(t, feed, 1)
+	feed := feedAfter(t, b, "", 1)
 	require.Equal(t, j1.ID, feed[0].Job)
 	cursor := feed[0].Cursor
 
@@ -230,11 +229,27 @@ func TestDeleteRecordsRemovedAndFeedResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, n.Payload, del.ID)
 
-	feed, err = b.store.ChangeFeed(ctx, cursor, 10)
-	require.NoError(t, err)
-	require.Len(t, feed, 1, "the feed resumes after the cursor")
+	feed = feedAfter(t, b, cursor, 1) // the feed resumes after the cursor
 	require.Equal(t, del.ID, feed[0].Job)
 	feed, err = b.store.ChangeFeed(ctx, feed[0].Cursor, 10)
 	require.NoError(t, err)
 	require.Empty(t, feed)
+}
+
+// feedAfter reads the change feed after cursor until it holds want
+// records. The feed holds a record back while any older transaction of
+// the cluster runs (the other tests' too): it waits, it never skips.
+func feedAfter(t *testing.T, b *bundle, cursor string, want int) []ingest.Changes {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		feed, err := b.store.ChangeFeed(context.Background(), cursor, 10)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(feed), want)
+		if len(feed) == want || time.Now().After(deadline) {
+			require.Len(t, feed, want)
+			return feed
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
