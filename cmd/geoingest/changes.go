@@ -249,4 +249,3 @@ func orDash(s string) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
