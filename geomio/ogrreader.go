@@ -46,6 +46,7 @@ type ogrReader struct {
 	encErr bool              // dec was not named by the uploader
 	err    error
 	done   bool
+	tmp    string // a folder of the reader's own (a gunzipped GML), removed by Close
 	// unread are the layers with geometry the default plan leaves out
 	// (points or lines beside polygon layers): UnreadLayers.
 	unread []string
@@ -72,8 +73,29 @@ type ogrLayer struct {
 // with no geometry at all is an *Error.
 func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerReader, err error) {
 	options := f.options
+	orig, gunzipped := path, ""
+	defer func() {
+		if err != nil && gunzipped != "" {
+			os.RemoveAll(gunzipped)
+		}
+	}()
+	root := opts.contain(orig).Read[0]
 	if f.name == FormatGML {
 		schema := gmlSchemaOptions(path)
+		xsd := ""
+		if len(schema) > 0 {
+			xsd, _ = strings.CutPrefix(schema[0], "XSD=")
+		}
+		if err := checkGMLRefs(file, filepath.Dir(orig), root, readGMLHead(orig), xsd); err != nil {
+			return nil, err
+		}
+		if strings.EqualFold(filepath.Ext(path), ".gz") {
+			local, dir, err := gunzipLocal(path, file, opts)
+			if err != nil {
+				return nil, err
+			}
+			path, gunzipped = local, dir
+		}
 		if schema == nil {
 			gfs, dir, err := gmlDerivedSchema(path, opts, f)
 			if err != nil {
@@ -98,12 +120,16 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 			}
 			return nil, err
 		}
+		if err := checkMapInfoRefs(path, file, root); err != nil {
+			return nil, err
+		}
 	}
 	if f.name == FormatCSV && opts.GeometryField != "" {
 		// The column named is the geometry, whatever its name.
 		options = append(withoutOption(options, "GEOM_POSSIBLE_NAMES="), "GEOM_POSSIBLE_NAMES="+opts.GeometryField)
 	}
 	contain := opts.contain(path)
+	contain.Read = append(contain.Read, root)
 	for _, o := range options {
 		// A schema geoingest chose (beside the file, or derived in a
 		// private folder) may be read too.
@@ -133,7 +159,8 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		ds.Close()
 		return nil, &Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(errors.New(ds.OpenError), path, file)}
 	}
-	r := &ogrReader{path: path, file: file, format: f.name, opts: opts, ds: ds, idx: base, cur: -1}
+	r := &ogrReader{path: path, file: file, format: f.name, opts: opts, ds: ds, idx: base, cur: -1, tmp: gunzipped}
+	gunzipped = "" // the reader's Close removes it
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -419,6 +446,10 @@ func (r *ogrReader) decode() bool {
 	if errors.As(err, &oversize) {
 		return r.overLimit(overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
+	if cerr := containedError(r.file, err); cerr != nil {
+		r.err = cerr
+		return false
+	}
 	if err != nil {
 		return r.fail("unreadable geometry", err)
 	}
@@ -552,6 +583,10 @@ func (r *ogrReader) Layer() Layer {
 
 func (r *ogrReader) Close() error {
 	r.l = nil
+	if r.tmp != "" {
+		os.RemoveAll(r.tmp)
+		r.tmp = ""
+	}
 	if r.ds != nil {
 		r.ds.Close()
 		r.ds = nil

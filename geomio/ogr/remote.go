@@ -436,7 +436,7 @@ func (l *Layer) Next() (bool, error) {
 		l.info.Curved, l.info.DroppedZM = r.bool(), r.bool()
 		l.geom = r.bytes()
 	case 2:
-		l.geomErr = errors.New(r.str())
+		l.geomErr = ch.gdalError(r.str())
 	}
 	n := r.uv()
 	if n != uint64(len(l.Fields)) {
