@@ -34,7 +34,7 @@ if [ -n "${DATABASE_URL:-}" ]; then
 else
   export GEOINGEST_HOME="$work/home"
   mkdir -p "$GEOINGEST_HOME"; chmod 755 "$GEOINGEST_HOME"
-  url=$("$work/geoingest" db start 2>/dev/null)
+  url=$("$work/geoingest" db start || { echo "bench: geoingest db start failed (its message is above)" >&2; exit 1; })
   trap '"$work/geoingest" db stop >/dev/null 2>&1 || true' EXIT
   socket=$(sed -E 's/.*host=([^ ]+).*/\1/' <<<"$url")
   pg="PG:host=$socket user=postgres dbname=geoingest"

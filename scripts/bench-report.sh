@@ -20,6 +20,9 @@ cd "$(dirname "$0")/.."
 n=${1:-1000000}
 work=${BENCH_DIR:-$(mktemp -d /tmp/geoingest-bench-report-XXXXXX)}
 mkdir -p "$work"
+# The embedded cluster runs as the postgres OS user when root starts it: it
+# must be able to enter the folder (mktemp -d makes it 0700).
+chmod 755 "$work"
 pgsrc=${PARCELGEN_DIR:-../shared/tools/parcelgen}
 bin=${GEOINGEST_BIN:-}
 if [ -z "$bin" ]; then
@@ -40,7 +43,7 @@ if [ ! -f "$data/parcels_$n.geojsonl" ] || [ ! -f "$data/admin.geojson" ]; then
 fi
 export GEOINGEST_HOME="$work/home-$$"
 mkdir -p "$GEOINGEST_HOME"
-url=$("$bin" db start 2>/dev/null)
+url=$("$bin" db start || { echo "bench: geoingest db start failed (its message is above)" >&2; exit 1; })
 trap '"$bin" db stop >/dev/null 2>&1 || true' EXIT
 new=false
 "$bin" report area --help 2>&1 | grep -q -- -no-refresh && new=true

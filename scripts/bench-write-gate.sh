@@ -77,7 +77,7 @@ fi
 export GEOINGEST_HOME="$work/home"
 mkdir -p "$GEOINGEST_HOME"
 chmod 755 "$GEOINGEST_HOME"
-url0=$("$work/geoingest" db start 2>/dev/null)
+url0=$("$work/geoingest" db start || { echo "bench: geoingest db start failed (its message is above)" >&2; exit 1; })
 trap '"$work/geoingest" db stop >/dev/null 2>&1 || true' EXIT
 socket=$(sed -E 's/.*host=([^ ]+).*/\1/' <<<"$url0")
 dburl() { echo "host=$socket user=postgres dbname=$1 sslmode=disable"; }

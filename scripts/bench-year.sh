@@ -16,12 +16,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${BENCH_DIR:-$(mktemp -d /tmp/geoingest-bench-year-XXXXXX)}
 mkdir -p "$work"
+# The embedded cluster runs as the postgres OS user when root starts it: it
+# must be able to enter the folder (mktemp -d makes it 0700).
+chmod 755 "$work"
 go build -o "$work/geoingest" ./cmd/geoingest
 go build -o "$work/benchyear" ./internal/benchyear
 if [ -z "${DATABASE_URL:-}" ]; then
   export GEOINGEST_HOME="$work/home"
   mkdir -p "$GEOINGEST_HOME"
-  DATABASE_URL=$("$work/geoingest" db start 2>/dev/null)
+  DATABASE_URL=$("$work/geoingest" db start || { echo "bench: geoingest db start failed (its message is above)" >&2; exit 1; })
   export DATABASE_URL
   trap '"$work/geoingest" db stop >/dev/null 2>&1 || true' EXIT
 fi
