@@ -70,11 +70,12 @@ func text(img *image.RGBA, x, y int, s string, c color.RGBA) {
 // writePlot draws two panels against the month (x): left, the tile
 // query's p99 in ms (geoingest and the one-table copy, warm and on a new
 // connection); right, the probe job's wall time, write-gate time and
-// report refresh in s. Each panel's y axis starts at 0, with a grey line
-// every tenth of its maximum; titles, the maximum, the months and a
-// legend are written on it.
+// report refresh in s. Each panel has labelled axes: the y axis from 0 to
+// a round value above the panel's maximum (yScale), with a labelled tick
+// and a grey line at each step, its unit above it; the x axis with the
+// months and "month". Titles and a legend are written on it.
 func writePlot(path string, rs []month) error {
-	const w, h, pw = 960, 440, 440
+	const w, h, pw = 1010, 440, 440
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for i := range img.Pix {
 		img.Pix[i] = 255
@@ -90,13 +91,13 @@ func writePlot(path string, rs []month) error {
 	orange, cyan := color.RGBA{240, 150, 0, 255}, color.RGBA{0, 180, 200, 255}
 	black, green := color.RGBA{0, 0, 0, 255}, color.RGBA{0, 150, 0, 255}
 	purple := color.RGBA{140, 60, 170, 255}
-	panel(img, image.Rect(50, 40, 50+pw, h-90), "tile query (z14-z16) p99, ms", "%.0f ms", []series{
+	panel(img, image.Rect(60, 40, 60+pw, h-90), "tile query (z14-z16) p99", "ms", []series{
 		{"geoingest, warm", red, false, col(func(r month) float64 { return r.Q["tile/geoingest/warm"].P99 })},
 		{"one table, warm", blue, false, col(func(r month) float64 { return r.Q["tile/one/warm"].P99 })},
 		{"geoingest, new connection", orange, true, col(func(r month) float64 { return r.Q["tile/geoingest/new"].P99 })},
 		{"one table, new connection", cyan, true, col(func(r month) float64 { return r.Q["tile/one/new"].P99 })},
 	})
-	panel(img, image.Rect(w-20-pw, 40, w-20, h-90), "probe job (25k parcels), s", "%.2f s", []series{
+	panel(img, image.Rect(w-20-pw, 40, w-20, h-90), "probe job (25k parcels)", "s", []series{
 		{"wall time", black, false, col(func(r month) float64 { return r.ProbeWall })},
 		{"write gate", purple, false, col(func(r month) float64 { return r.ProbeWrite })},
 		{"report refresh", green, false, col(func(r month) float64 { return r.ProbeRefresh })},
@@ -112,26 +113,57 @@ func writePlot(path string, rs []month) error {
 	return f.Close()
 }
 
-func panel(img *image.RGBA, r image.Rectangle, title, maxFmt string, ss []series) {
-	max := 0.0
+// yScale returns the top of a y axis that starts at 0 and holds max, and
+// the step between its ticks: a step of 1, 2, 2.5 or 5 times a power of
+// ten, at most five of them, the top the first step at or above max.
+func yScale(max float64) (top, step float64) {
+	if max <= 0 {
+		return 1, 0.2
+	}
+	mag := math.Pow(10, math.Floor(math.Log10(max/5)))
+	for _, f := range []float64{1, 2, 2.5, 5, 10} {
+		step = f * mag
+		if step*5 >= max*(1-1e-9) {
+			break
+		}
+	}
+	return step * math.Ceil(max/step-1e-9), step
+}
+
+// tickLabel writes v with as many decimals as step needs.
+func tickLabel(v, step float64) string {
+	d := 0
+	for d < 3 && math.Abs(step*math.Pow(10, float64(d))-math.Round(step*math.Pow(10, float64(d)))) > 1e-9 {
+		d++
+	}
+	return strconv.FormatFloat(v, 'f', d, 64)
+}
+
+func panel(img *image.RGBA, r image.Rectangle, title, unit string, ss []series) {
+	peak := 0.0
 	n := 0
 	for _, s := range ss {
 		for _, v := range s.y {
-			max = math.Max(max, v)
+			peak = math.Max(peak, v)
 		}
 		if len(s.y) > n {
 			n = len(s.y)
 		}
 	}
-	if max == 0 {
-		max = 1
-	}
+	max, step := yScale(peak)
 	grey := color.RGBA{220, 220, 220, 255}
-	for k := 0; k <= 10; k++ {
-		y := r.Max.Y - k*r.Dy()/10
+	axis := color.RGBA{0, 0, 0, 255}
+	for k := 0; float64(k)*step <= max*(1+1e-9); k++ {
+		v := float64(k) * step
+		y := r.Max.Y - int(v/max*float64(r.Dy()))
 		for x := r.Min.X; x < r.Max.X; x++ {
 			img.SetRGBA(x, y, grey)
 		}
+		for x := r.Min.X - 4; x < r.Min.X; x++ {
+			img.SetRGBA(x, y, axis)
+		}
+		l := tickLabel(v, step)
+		text(img, r.Min.X-6-7*len(l), y+4, l, axis)
 	}
 	for i := 0; i < n; i++ {
 		x := r.Min.X + xAt(i, n, r.Dx())
@@ -141,9 +173,8 @@ func panel(img *image.RGBA, r image.Rectangle, title, maxFmt string, ss []series
 			}
 		}
 	}
-	axis := color.RGBA{0, 0, 0, 255}
-	text(img, r.Min.X, r.Min.Y-22, title, axis)
-	text(img, r.Min.X+4, r.Min.Y-4, fmt.Sprintf("max "+maxFmt, max), axis)
+	text(img, r.Min.X, r.Min.Y-22, title+", "+unit, axis)
+	text(img, r.Min.X-6-7*len(unit), r.Min.Y-10, unit, axis)
 	for i := 0; i < n; i++ {
 		text(img, r.Min.X+xAt(i, n, r.Dx())-3, r.Max.Y+16, strconv.Itoa(i), axis)
 	}
