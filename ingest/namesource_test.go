@@ -28,8 +28,18 @@ func TestNameSource(t *testing.T) {
 		{filepath.Join(dir, "six.prj"), "file:///data/up/six.prj: bad"},
 		{filepath.Join(dir, "six.shp"), "file:///data/up/six.shp: bad"},
 		{filepath.Join(dir, "other.prj"), "file:///data/up/six.shp!other.prj: bad"},
+		// The stems of a set's parts match case-insensitively, as the
+		// set's own rules match their extensions.
+		{filepath.Join(dir, "SIX.prj"), "file:///data/up/SIX.prj: bad"},
+		{filepath.Join(dir, "Six.DBF"), "file:///data/up/Six.DBF: bad"},
 	} {
 		err := NameSource(&geomio.Error{File: tc.file, Problem: "bad"}, dir, shp)
 		require.Equal(t, tc.want, err.Error())
 	}
+	// PARCELS.prj beside parcels.shp is a part of its set, not an entry.
+	upper := Source{Bucket: "uploads", Key: "in/parcels.shp"}
+	err := NameSource(&geomio.Error{File: filepath.Join(dir, "PARCELS.prj"), Problem: "bad"}, dir, upper)
+	require.Equal(t, "s3://uploads/in/PARCELS.prj: bad", err.Error())
+	require.True(t, sameSet("PARCELS.prj", "parcels.shp"))
+	require.False(t, sameSet("parcels2.prj", "parcels.shp"))
 }

@@ -380,14 +380,16 @@ func NameSource(err error, dir string, src Source) error {
 }
 
 // sameSet reports whether part, a file name, is another part of the
-// multi-file set whose main file is named main (geomio.SetRules).
+// multi-file set whose main file is named main (geomio.SetRules). Stems
+// match case-insensitively, as the rules' extensions do: PARCELS.prj
+// beside parcels.shp is a part of its set.
 func sameSet(part, main string) bool {
 	if strings.Contains(part, "/") || !geomio.IsFileSet(main) {
 		return false
 	}
 	ps, ok1 := geomio.SetStem(part)
 	ms, ok2 := geomio.SetStem(main)
-	return ok1 && ok2 && ps == ms
+	return ok1 && ok2 && strings.EqualFold(ps, ms)
 }
 
 // copyHook stops a test build at testhook.DuringCopy once the write gate's
