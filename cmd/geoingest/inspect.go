@@ -169,7 +169,7 @@ func headForInspect(ctx context.Context, cfg aws.Config, client *s3.Client, buck
 	if errors.As(err, &re) && re.HTTPStatusCode() == 403 {
 		return ingest.Event{}, fmt.Errorf("%s: access denied (HTTP 403): the credentials are not valid for this endpoint, or do not allow s3:GetObject on the object (without s3:ListBucket on the bucket, a missing object is a 403 too)", url)
 	}
-	if strings.Contains(err.Error(), "no such object") {
+	if errors.Is(err, ingests3.ErrNoSuchObject) {
 		if _, berr := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); berr != nil && errors.As(berr, &re) && re.HTTPStatusCode() == 404 {
 			return ingest.Event{}, fmt.Errorf("%s: no such bucket %q", url, bucket)
 		}
