@@ -57,7 +57,7 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 		bg := context.WithoutCancel(ctx)
 		_, uerr := q.CompactSessionUnlock(bg)
 		if uerr == nil {
-			uerr = q.SetSessionLockTimeout(bg, "0")
+			uerr = q.ResetSessionLockTimeout(bg)
 		}
 		if uerr != nil {
 			_ = conn.Conn().Close(bg)
@@ -88,6 +88,9 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 		s.log.Info("dropped an index left by an interrupted rebuild", "index", ix.IndexName)
 		res.LeftoversDropped++
 	}
+	// REINDEX waits for its locks as long as it takes (0: whatever the
+	// role or database sets), since giving up halfway leaves a leftover;
+	// the deferred reset gives the session its own setting back.
 	if err := q.SetSessionLockTimeout(ctx, "0"); err != nil {
 		return ingest.Transientf("compact: indexes: %w", err)
 	}

@@ -330,3 +330,40 @@ func TestCompactLeavesARunningReindexAlone(t *testing.T) {
 	require.Zero(t, invalidIndexes(t, b))
 	requireVerifyClean(t, b)
 }
+
+// TestCompactResetsTheSessionLockTimeout: the session the index rebuild
+// used goes back to the pool with the lock_timeout it had (here the
+// database's), not with 0 (no timeout at all for the next user).
+func TestCompactResetsTheSessionLockTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.store.OwnPartitionBytes = 1
+	src := filepath.Join(t.TempDir(), "src.geojson")
+	writeSquares(t, src, 0, 500, "v1", time.Now())
+	res := b.svc.Run(ctx, localJob(t, src, ingest.DefaultParams("parcels")))
+	require.NoError(t, res.Err)
+	_, err := b.pool.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s SET lock_timeout = '7s'`, pgx.Identifier{b.pool.Config().ConnConfig.Database}.Sanitize()))
+	require.NoError(t, err)
+
+	cfg := b.pool.Config().Copy()
+	cfg.MaxConns = 1 // the rebuild's session is the one SHOW gets next
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(one.Close)
+	store := newTestService(one, ingest.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil))).Store.(*Store)
+	var before string
+	require.NoError(t, one.QueryRow(ctx, `SHOW lock_timeout`).Scan(&before))
+	require.Equal(t, "7s", before)
+
+	r, err := store.Compact(ctx, ingest.CompactOptions{Keep: 0, ReindexMinBytes: 1})
+	require.NoError(t, err)
+	require.Len(t, r.Folded, 1)
+	analyzeShared(t, b)
+	r, err = store.Compact(ctx, ingest.CompactOptions{Keep: 0, ReindexMinBytes: 1})
+	require.NoError(t, err)
+	require.NotEmpty(t, r.Rebuilt, "the rebuild ran on the session")
+	var after string
+	require.NoError(t, one.QueryRow(ctx, `SHOW lock_timeout`).Scan(&after))
+	require.Equal(t, "7s", after)
+}

@@ -54,6 +54,18 @@ func (q *Queries) NoteIndexBuild(ctx context.Context, arg NoteIndexBuildParams) 
 	return bytes, err
 }
 
+const resetSessionLockTimeout = `-- name: ResetSessionLockTimeout :exec
+RESET lock_timeout
+`
+
+// ResetSessionLockTimeout gives the session back the lock_timeout it
+// would have had without SetSessionLockTimeout (the server's, the
+// database's or the role's), before it goes back to the pool.
+func (q *Queries) ResetSessionLockTimeout(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, resetSessionLockTimeout)
+	return err
+}
+
 const setSessionLockTimeout = `-- name: SetSessionLockTimeout :exec
 SELECT set_config('lock_timeout', $1::text, false)
 `

@@ -28,3 +28,9 @@ SELECT coalesce(geoingest_note_index_build(@index_name::text, @seconds::float8),
 -- name: SetSessionLockTimeout :exec
 -- SetSessionLockTimeout sets lock_timeout for the session.
 SELECT set_config('lock_timeout', @timeout::text, false);
+
+-- name: ResetSessionLockTimeout :exec
+-- ResetSessionLockTimeout gives the session back the lock_timeout it
+-- would have had without SetSessionLockTimeout (the server's, the
+-- database's or the role's), before it goes back to the pool.
+RESET lock_timeout;
