@@ -3,6 +3,7 @@ package postgis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -37,6 +38,16 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 	if factor < 0 {
 		return nil
 	}
+	minBytes := o.ReindexMinBytesOrDefault()
+	// Every round asks; most find nothing to do. One read on any pooled
+	// session says so, without a session of its own or the lock.
+	indexes, err := s.q.SharedIndexes(ctx)
+	if err != nil {
+		return ingest.Transientf("compact: indexes: %w", err)
+	}
+	if !slices.ContainsFunc(indexes, func(ix db.SharedIndexesRow) bool { return indexDue(ix, factor, minBytes) }) {
+		return nil
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return ingest.Transientf("compact: indexes: %w", err)
@@ -64,7 +75,8 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 		}
 		conn.Release()
 	}()
-	indexes, err := q.SharedIndexes(ctx)
+	// Again under the lock: another compactor may have rebuilt meanwhile.
+	indexes, err = q.SharedIndexes(ctx)
 	if err != nil {
 		return ingest.Transientf("compact: indexes: %w", err)
 	}
@@ -94,15 +106,11 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 	if err := q.SetSessionLockTimeout(ctx, "0"); err != nil {
 		return ingest.Transientf("compact: indexes: %w", err)
 	}
-	minBytes := o.ReindexMinBytesOrDefault()
 	for _, ix := range indexes {
-		if ix.Leftover || busy[ix.TableName] || ix.Bytes < minBytes || ix.LiveRows <= 0 {
+		if ix.Leftover || busy[ix.TableName] || !indexDue(ix, factor, minBytes) {
 			continue
 		}
 		perRow := float64(ix.Bytes) / ix.LiveRows
-		if ix.BuiltBytesPerRow > 0 && perRow <= factor*ix.BuiltBytesPerRow {
-			continue
-		}
 		if !ix.MayRebuild {
 			res.ReindexDenied = append(res.ReindexDenied, ix.IndexName)
 			continue
@@ -123,4 +131,19 @@ func (s *Store) rebuildSharedIndexes(ctx context.Context, o ingest.CompactOption
 		res.Rebuilt = append(res.Rebuilt, ingest.RebuiltIndex{Index: ix.IndexName, BytesBefore: ix.Bytes, BytesAfter: after, Duration: took})
 	}
 	return nil
+}
+
+// indexDue reports whether ix asks for work: a leftover of an interrupted
+// rebuild that may be dropped, or an index of at least minBytes whose
+// bytes per live row exceed factor times those after its last rebuild (or
+// that has no record), which is rebuilt or, when the role may not,
+// reported.
+func indexDue(ix db.SharedIndexesRow, factor float64, minBytes int64) bool {
+	if ix.Leftover {
+		return ix.MayRebuild
+	}
+	if ix.Bytes < minBytes || ix.LiveRows <= 0 {
+		return false
+	}
+	return ix.BuiltBytesPerRow <= 0 || float64(ix.Bytes)/ix.LiveRows > factor*ix.BuiltBytesPerRow
 }
