@@ -16,8 +16,7 @@ import (
 // them, and counts what it parses (a GeoJSON feature's bytes and
 // vertices) as it goes. Open's Reader checks every feature it yields
 // against the per-feature limits and the upload's totals as well, so a
-// reader that cannot check earlier is still bounded by them (see
-// CheckFeature).
+// reader that cannot check earlier is still bounded by them (Limits.check).
 //
 // A limit only decides whether a job fails; it never changes what a job
 // that succeeds writes. Going over one is a permanent failure, an *Error
@@ -145,16 +144,10 @@ func uploadLimitError(file string, le *LimitError) *Error {
 	return &Error{File: file, Problem: "upload", Err: le}
 }
 
-// CheckFeature checks one decoded feature against the per-feature limits:
-// vertices, properties and the bytes of each property value. It returns a
-// *LimitError, or nil. Readers call it on what they have decoded when
-// they cannot count earlier; Open's Reader calls it on every feature.
-func (l Limits) CheckFeature(f Feature) *LimitError {
-	l = l.withDefaults()
-	return l.check(f.Geom, f.Properties)
-}
-
-// check is CheckFeature on limits with their defaults filled in.
+// check checks one decoded feature against the per-feature limits
+// (vertices, properties and the bytes of each property value), on limits
+// with their defaults filled in. It returns a *LimitError, or nil. Open's
+// Reader calls it on every feature.
 func (l *Limits) check(g geom.T, props []byte) *LimitError {
 	if g != nil {
 		if n := vertices(g); n > l.MaxVertices {

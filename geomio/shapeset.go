@@ -38,9 +38,6 @@ func IsSidecar(name string) bool {
 	return hasExt(SidecarSuffixes, path.Ext(name)) || hasExt(MapInfoParts, path.Ext(name)) || hasExt(GMLSchemaParts, path.Ext(name))
 }
 
-// IsRequiredSidecar reports whether ext is one of RequiredSidecars.
-func IsRequiredSidecar(ext string) bool { return hasExt(RequiredSidecars, ext) }
-
 // IsShapefilePart reports whether name's extension is one of
 // ShapefileParts.
 func IsShapefilePart(name string) bool { return hasExt(ShapefileParts, path.Ext(name)) }
@@ -121,10 +118,6 @@ func SetStem(name string) (string, bool) {
 	}
 	return "", false
 }
-
-// IsSetPart reports whether name is the main file or a part of one of
-// SetRules (a shapefile's, a MapInfo table's, a GML file's).
-func IsSetPart(name string) bool { _, ok := SetStem(name); return ok }
 
 // IsFileSet reports whether name is the main file of a multi-file format
 // (a .shp, .tab, .mif, or a .gml or .xml with its optional schema).

@@ -1,10 +1,8 @@
 package ingest
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"syscall"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -71,10 +69,6 @@ func KindOf(err error) Kind {
 	}
 	if geomio.IsInputError(err) {
 		return Permanent
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
-		return Transient
 	}
 	return Transient
 }
