@@ -28,7 +28,16 @@ type Event struct {
 	ETag      string // without quotes
 	VersionID string
 	Sequencer string
+	// Store names the object store the event comes from, as the scheme
+	// of its URL: "" for S3 (and the inbox), StoreGCS, StoreAzure.
+	Store string
 }
+
+// The object stores other than S3, as Event.Store names them.
+const (
+	StoreGCS   = "gs"
+	StoreAzure = "azblob"
+)
 
 // Test reports whether the event is the s3:TestEvent that S3 sends when a
 // notification is configured.
@@ -71,5 +80,9 @@ func (e Event) String() string {
 	if e.Bucket == LocalBucket {
 		return fmt.Sprintf("%s file://%s", e.Name, e.Key)
 	}
-	return fmt.Sprintf("%s s3://%s/%s", e.Name, e.Bucket, e.Key)
+	scheme := e.Store
+	if scheme == "" {
+		scheme = "s3"
+	}
+	return fmt.Sprintf("%s %s://%s/%s", e.Name, scheme, e.Bucket, e.Key)
 }

@@ -105,6 +105,7 @@ func SQS(t testing.TB) *SQSServer {
 
 // Stop stops a fauxqs started by SQS. Call it from TestMain after m.Run.
 func Stop() {
+	stopGCP()
 	fauxqsMu.Lock()
 	defer fauxqsMu.Unlock()
 	if fauxqsCmd != nil && fauxqsCmd.Process != nil {
