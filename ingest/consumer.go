@@ -371,7 +371,7 @@ func RouteParams(route Route, pipelineVersion string) Params {
 // runDelete mirrors a removal event: a delete job that retires the
 // object's current generation if the removal is its newest version.
 func (c *Consumer) runDelete(ctx context.Context, v *verdict, ev Event, route Route) {
-	src := Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: ev.DeleteVersionToken(), Order: ev.Order()}
+	src := Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: ev.DeleteVersionToken(), Order: ev.Order(), Store: ev.Store}
 	job, err := NewDeleteJob(src, c.params(route))
 	if err != nil {
 		c.failed(ctx, v, src.String(), err)

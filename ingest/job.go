@@ -24,13 +24,20 @@ type Source struct {
 	// Order orders versions of the same source (see CompareOrder,
 	// OrderFromEvent, OrderFromTime). "" is older than any version.
 	Order string
+	// Store is the URL scheme of the object store when it is not S3
+	// (Event.Store): it names the source in messages only, never in the
+	// job's key.
+	Store string
 }
 
 // String names the source as a URL: file:///path for a local file,
-// s3://bucket/key otherwise.
+// s3://bucket/key (or gs://, azblob:// by Store) otherwise.
 func (s Source) String() string {
 	if s.Bucket == LocalBucket {
 		return "file://" + s.Key
+	}
+	if s.Store != "" {
+		return s.Store + "://" + s.Bucket + "/" + s.Key
 	}
 	return "s3://" + s.Bucket + "/" + s.Key
 }

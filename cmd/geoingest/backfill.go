@@ -33,7 +33,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	m.addLimitFlags(fs, &lf)
 	var pf policyFlags
 	m.addPolicyFlags(fs, &pf, false)
-	bucket := fs.String("bucket", "", "S3 bucket to list, or \"file\" for a local directory given by --prefix")
+	bucket := fs.String("bucket", "", "bucket to list: an S3 bucket's name, gs://BUCKET (Cloud Storage), azblob://ACCOUNT/CONTAINER (Blob Storage), or \"file\" for a local directory given by --prefix")
 	prefix := fs.String("prefix", "", "key prefix to list (with --bucket file: the directory)")
 	dir := fs.String("dir", "", "local directory to list (same as --bucket file --prefix DIR)")
 	workers := fs.Int("workers", 4, "jobs at once")
@@ -92,6 +92,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	bf := &ingest.Backfill{Service: a.svc, Files: localfs.Files{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
 
 	var list func(context.Context, func(ingest.BackfillObject) error) error
+	where := source(*bucket, *prefix)
 	if *bucket == ingest.LocalBucket {
 		if st, err := os.Stat(*prefix); err != nil || !st.IsDir() {
 			return fmt.Errorf("%s: not a directory", *prefix)
@@ -99,6 +100,12 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
 			return localfs.List(ctx, *prefix, fn)
 		}
+	} else if objs, lister, name, release, ok, err := cloudBackfill(ctx, *bucket, *prefix); ok {
+		if err != nil {
+			return err
+		}
+		defer release()
+		bf.Objects, list, *bucket = objs, lister, name
 	} else {
 		awsCfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
@@ -124,7 +131,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	bar.finish(stats)
 	finishBatchCompaction(ctx, m, "backfill", compaction)
 	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d already present, %d superseded, %d failed, %d in progress elsewhere\n",
-		source(*bucket, *prefix), pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written,
+		where, pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written,
 		stats.AlreadyPresent, stats.Superseded, stats.Failed, stats.Held)
 	for _, f := range stats.Failures {
 		fmt.Fprintf(m.Stderr, "failed: %s\n", f)
@@ -147,6 +154,9 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 func source(bucket, prefix string) string {
 	if bucket == ingest.LocalBucket {
 		return prefix
+	}
+	if strings.Contains(bucket, "://") {
+		return strings.TrimSuffix(bucket, "/") + "/" + prefix
 	}
 	return "s3://" + bucket + "/" + prefix
 }

@@ -142,8 +142,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	var c serveConfig
 	var awsf awsFlags
 	m.addAWSFlags(fs, &awsf)
-	fs.StringVar(&c.queueURL, "queue-url", m.Getenv("GEOINGEST_QUEUE_URL"), "SQS queue of bucket event notifications (env GEOINGEST_QUEUE_URL); endpoint, region and credentials from the AWS environment (AWS_ENDPOINT_URL_SQS, AWS_REGION, ...)")
-	fs.StringVar(&c.dlqURL, "dlq-url", m.Getenv("GEOINGEST_DLQ_URL"), "SQS dead-letter queue for permanently failed messages, with the reason in the "+queue.ReasonAttribute+" attribute (env GEOINGEST_DLQ_URL)")
+	fs.StringVar(&c.queueURL, "queue-url", m.Getenv("GEOINGEST_QUEUE_URL"), "queue of bucket event notifications (env GEOINGEST_QUEUE_URL): an SQS queue URL (endpoint, region and credentials from the AWS environment: AWS_ENDPOINT_URL_SQS, AWS_REGION, ...), pubsub://projects/P/subscriptions/S (Cloud Storage notifications; Application Default Credentials) or azqueue://ACCOUNT/QUEUE (Event Grid blob events; DefaultAzureCredential or AZURE_STORAGE_CONNECTION_STRING)")
+	fs.StringVar(&c.dlqURL, "dlq-url", m.Getenv("GEOINGEST_DLQ_URL"), "dead-letter queue for permanently failed messages, with the reason in the "+queue.ReasonAttribute+" attribute: an SQS queue URL, pubsub://projects/P/topics/T or azqueue://ACCOUNT/QUEUE (env GEOINGEST_DLQ_URL)")
 	fs.StringVar(&c.inbox, "inbox", m.Getenv("GEOINGEST_INBOX"), "local inbox directory, the default when no queue URL is given (env GEOINGEST_INBOX; default $GEOINGEST_HOME/inbox or ./inbox)")
 	fs.IntVar(&c.workers, "workers", m.envInt("GEOINGEST_WORKERS", 4), "concurrent jobs (env GEOINGEST_WORKERS)")
 	fs.Var(&c.routes, "route", "PREFIX=TARGET or BUCKET:PREFIX=TARGET, repeatable; longest prefix wins (env GEOINGEST_ROUTES, comma-separated; default parcels/=parcels,admin/=admin_units, for an inbox admin/=admin_units,=parcels)")
@@ -242,7 +242,13 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 
 	var inbox string
-	if c.queueURL != "" {
+	if cloudQueue(c.queueURL) {
+		release, err := cloudServe(ctx, m, cons, &c, routes, awsf.downloadTimeout)
+		if err != nil {
+			return err
+		}
+		defer release()
+	} else if c.queueURL != "" {
 		awsCfg, err := loadAWSConfig(ctx, awsf)
 		if err != nil {
 			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)

@@ -75,7 +75,7 @@ func Resolve(ctx context.Context, st Store, ev ingest.Event, token string, opts 
 		return ingest.Source{}, nil, ingest.Permanentf("event for %s names no version", st.URL(ev.Key))
 	}
 	main := part{key: ev.Key, token: token}
-	src := ingest.Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: token, Order: ev.Order()}
+	src := ingest.Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: token, Order: ev.Order(), Store: ev.Store}
 	f := &fetcher{st: st, parts: []part{main}, final: opts.Final, idle: opts.IdleTimeout}
 	rule, ok := geomio.SetRuleOf(ev.Key)
 	if !ok {
