@@ -23,6 +23,27 @@ type app struct {
 	// compactor folds own partitions into the shared ones (the store).
 	compactor ingest.Compactor
 	svc       *ingest.Service
+	// readPool and reader are --read-database-url's (a replica), nil
+	// when reads go to the primary; reads() chooses.
+	readPool *pgxpool.Pool
+	reader   *postgis.Store
+}
+
+// reads is the store for reads that need not see their own writes: the
+// replica's when there is one, else the primary's.
+func (a *app) reads() ingest.Store {
+	if a.reader != nil {
+		return a.reader
+	}
+	return a.store
+}
+
+// readsPool is reads' pool.
+func (a *app) readsPool() *pgxpool.Pool {
+	if a.readPool != nil {
+		return a.readPool
+	}
+	return a.pool
 }
 
 // open is the preamble of every command that uses the database, written
@@ -60,8 +81,22 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	// Start-up is done: the pages of code and data that only package
 	// initialisation, flag parsing and the database's opening used go.
 	_, _ = pagetrim.Trim()
-	return &app{pool: pool, metrics: metrics, store: store, compactor: store, svc: svc}, nil
+	a := &app{pool: pool, metrics: metrics, store: store, compactor: store, svc: svc}
+	if d.readDatabaseURL != "" {
+		rp, err := m.openReadDB(ctx, d.readDatabaseURL)
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		a.readPool, a.reader = rp, postgis.NewStore(rp, nil, m.Log)
+	}
+	return a, nil
 }
 
-// Close closes the database pool.
-func (a *app) Close() { a.pool.Close() }
+// Close closes the database pools.
+func (a *app) Close() {
+	a.pool.Close()
+	if a.readPool != nil {
+		a.readPool.Close()
+	}
+}

@@ -23,8 +23,12 @@ func init() {
 // and the map of its area report. dl is the dead-letter queue's depth
 // (nil where not known).
 func newConsole(a *app, token string, dl queue.DeadLetterDepther, log *slog.Logger) http.Handler {
-	return console.New(console.Options{Reader: postgis.NewConsole(a.pool), Reports: a.store,
-		DeadLetters: dl, Token: token, Log: log})
+	o := console.Options{Reader: postgis.NewConsole(a.readsPool()), Reports: a.reads(),
+		DeadLetters: dl, Token: token, Log: log}
+	if a.readPool != nil {
+		o.Replica = postgis.NewConsole(a.readPool)
+	}
+	return console.New(o)
 }
 
 // envBool is envInt for a boolean (true, false, 1, 0, ...).
@@ -50,6 +54,7 @@ func runConsole(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("console", "[--addr HOST:PORT] [--console-token TOKEN] [flags]")
 	var d dbFlags
 	m.addDBFlagsLevel(fs, &d, "warn")
+	m.addReadFlag(fs, &d)
 	addr := fs.String("addr", m.envDefault("GEOINGEST_CONSOLE_ADDR", "127.0.0.1:9465"), "address to serve the console on; loopback unless you mean otherwise (env GEOINGEST_CONSOLE_ADDR)")
 	token := fs.String("console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, every page and API call requires this bearer token (or it as the basic-auth password) (env GEOINGEST_CONSOLE_TOKEN)")
 	if err := parse(fs, args); err != nil {

@@ -26,6 +26,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("jobs", "[list|show JOB_ID|sources] [--state S] [--source PREFIX] [--limit N] [--format table|json]")
 	var d dbFlags
 	m.addDBFlags(fs, &d)
+	m.addReadFlag(fs, &d)
 	state := fs.String("state", "", "list: a claim state (CLAIMED, COMMITTED, FAILED) or a ledger status (current, superseded, replaced, retired, deleted)")
 	source := fs.String("source", "", "list, sources: only sources whose key starts with this")
 	limit := fs.Int("limit", 100, "list, sources: at most this many rows")
@@ -50,7 +51,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer a.Close()
-	store := a.store
+	store := a.reads()
 	asJSON := func(v any) error {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")

@@ -148,6 +148,19 @@ type dbFlags struct {
 	// and may need a second meanwhile (heartbeat, SRID and CRS lookups), so
 	// the pool gets at least 2*workers+2 connections.
 	workers int
+	// readDatabaseURL is a replica for the commands' reads that need not
+	// see their own writes (addReadFlag); "" reads the primary.
+	readDatabaseURL string
+}
+
+// addReadFlag adds --read-database-url to a command whose reads may go to
+// a replica: reports, the console and its read-only API, the jobs
+// listing. What must read its own writes (the claim and write gates,
+// replay, backfill, verify, the compactor, prune, the report refresh)
+// always uses --database-url.
+func (m *Main) addReadFlag(fs *flag.FlagSet, d *dbFlags) {
+	fs.StringVar(&d.readDatabaseURL, "read-database-url", m.Getenv("GEOINGEST_READ_DATABASE_URL"),
+		"a read replica for reports, the console and the read-only API (env GEOINGEST_READ_DATABASE_URL; default: the primary, --database-url)")
 }
 
 func (m *Main) addDBFlags(fs *flag.FlagSet, d *dbFlags) {
@@ -247,6 +260,30 @@ func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
 			pool.Close()
 		}
 		return nil, err
+	}
+	return pool, nil
+}
+
+// openReadDB opens the pool of --read-database-url: a replica (or any
+// database with geoingest's schema) for reads only. Its schema is not
+// migrated (a replica cannot be written): it follows the primary's.
+func (m *Main) openReadDB(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("read database url: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "geoingest-reader"
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(pctx, cfg)
+	if err == nil {
+		err = pool.Ping(pctx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		return nil, fmt.Errorf("read database: connect: %w", err)
 	}
 	return pool, nil
 }

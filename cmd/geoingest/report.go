@@ -68,6 +68,7 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("report area", "[flags]")
 	var d dbFlags
 	m.addDBFlags(fs, &d)
+	m.addReadFlag(fs, &d)
 	method := fs.String("method", ingest.MethodPointOnSurface,
 		"how parcels meet admin units: point-on-surface (whole parcels, to the unit containing ST_PointOnSurface; on a shared boundary the lowest unit id) or intersection (parcels split by ST_Intersection)")
 	adminKey := fs.String("admin-key", "name", "property of the admin units that names them (matched exactly, else case-insensitively)")
@@ -101,7 +102,9 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 			fmt.Fprintf(m.Stderr, "geoingest report: warning: report assignments not refreshed (the report computes what is missing): %v\n", err)
 		}
 	}
-	r, err := store.AreaReport(ctx, q)
+	// The refresh writes on the primary; the report reads the replica
+	// when there is one (it computes what the replica has not replayed).
+	r, err := a.reads().AreaReport(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -149,6 +152,7 @@ func runAdminCheck(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("report admin-check", "[flags]")
 	var d dbFlags
 	m.addDBFlags(fs, &d)
+	m.addReadFlag(fs, &d)
 	adminKey := fs.String("admin-key", "name", "property of the admin units that names them")
 	version := fs.String("pipeline-version", "", "pipeline version to check (default: the newest with a current generation)")
 	format := fs.String("format", "text", "output: text or json")
@@ -173,7 +177,7 @@ func runAdminCheck(ctx context.Context, m *Main, args []string) error {
 	if _, err := store.RefreshReports(ctx); err != nil {
 		fmt.Fprintf(m.Stderr, "geoingest report: warning: report assignments not refreshed: %v\n", err)
 	}
-	c, err := store.CheckAdmin(ctx, q.AdminKey, *version)
+	c, err := a.reads().CheckAdmin(ctx, q.AdminKey, *version)
 	if err != nil {
 		return err
 	}

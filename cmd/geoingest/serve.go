@@ -139,6 +139,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("serve", "[--queue-url URL | --inbox DIR] [flags]")
 	var d dbFlags
 	m.addDBFlagsLevel(fs, &d, "info")
+	m.addReadFlag(fs, &d)
 	var c serveConfig
 	var awsf awsFlags
 	m.addAWSFlags(fs, &awsf)

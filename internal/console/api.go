@@ -167,6 +167,9 @@ func (h *Handler) apiClaims(w http.ResponseWriter, r *http.Request) {
 type overview struct {
 	ingest.Overview
 	DeadLetterDepth *int64 `json:"dead_letter_depth"`
+	// Replica is the read database's replication state when the console
+	// reads a replica (--read-database-url); absent on the primary.
+	Replica *ingest.ReplicaStatus `json:"replica,omitempty"`
 }
 
 func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) {
@@ -175,5 +178,5 @@ func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) {
 		h.apiError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, overview{Overview: o, DeadLetterDepth: h.depth(r.Context())})
+	writeJSON(w, http.StatusOK, overview{Overview: o, DeadLetterDepth: h.depth(r.Context()), Replica: h.replica(r.Context())})
 }

@@ -56,6 +56,10 @@ type Options struct {
 	// MapTTL is how long a drawn map is reused (default 30 s): the map is
 	// a whole area report.
 	MapTTL time.Duration
+	// Replica, when set, is the replication state of the database the
+	// console reads (a replica, --read-database-url): the pages and
+	// /api/overview show how far behind the primary it is.
+	Replica ingest.ReplicaLagger
 }
 
 // Handler serves the console.
@@ -114,6 +118,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Routes are the path patterns the console serves, for a mux that mounts
 // it beside other handlers.
 var Routes = []string{"/{$}", "/jobs/", "/map.svg", "/api/"}
+
+// replica is the read database's replication state, or nil when the
+// console reads the primary (or the state cannot be read).
+func (h *Handler) replica(ctx context.Context) *ingest.ReplicaStatus {
+	if h.opts.Replica == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	st, err := h.opts.Replica.ReplicaLag(ctx)
+	if err != nil {
+		h.opts.Log.Warn("console: replica lag", "error", err.Error())
+		return nil
+	}
+	return &st
+}
 
 // depth is the dead-letter queue's depth, or nil where unknown.
 func (h *Handler) depth(ctx context.Context) *int64 {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ func parsePages() *template.Template {
 		"sourceURL": func(s string) string { return "/?" + url.Values{"source": {s}}.Encode() },
 		"stateURL":  func(s string) string { return "/?" + url.Values{"state": {s}}.Encode() },
 		"deref":     func(p *int64) int64 { return *p },
+		"lag":       func(s float64) string { return strconv.FormatFloat(s, 'f', 1, 64) + " s" },
 		"pretty":    prettyJSON,
 	}).ParseFS(templateFS, "templates/*.html"))
 }
@@ -51,6 +53,7 @@ type indexData struct {
 	Now       time.Time
 	Overview  ingest.Overview
 	DLQ       *int64
+	Replica   *ingest.ReplicaStatus
 	Filter    filterForm
 	States    []string
 	Targets   []string
@@ -106,6 +109,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.DLQ = h.depth(ctx)
+	d.Replica = h.replica(ctx)
 	if q, err := jobQuery(v, d.Now); err != nil {
 		fail("filter", err)
 	} else if d.Jobs, err = h.opts.Reader.ConsoleJobs(ctx, q); err != nil {

@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,8 +80,9 @@ type Cluster struct {
 	bin  string
 	cred *syscall.Credential
 	env  []string
-	mu   sync.Mutex
 	log  func(string, ...any)
+	// hurried is when hurryBaseBackup last asked for a checkpoint.
+	hurried time.Time
 }
 
 // Start starts a formation for the test and stops it (removing its
@@ -342,6 +342,7 @@ func (c *Cluster) waitStates(ctx context.Context, want string) error {
 			if settled(st, want) {
 				return nil
 			}
+			c.hurryBaseBackup(ctx, st)
 		}
 		for _, n := range c.Nodes {
 			select {
@@ -356,6 +357,34 @@ func (c *Cluster) waitStates(ctx context.Context, want string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// hurryBaseBackup asks the primary for an immediate checkpoint while a
+// standby is being built: pg_basebackup (which pg_autoctl runs without
+// --checkpoint=fast) otherwise waits for a spread checkpoint, minutes.
+func (c *Cluster) hurryBaseBackup(ctx context.Context, st []State) {
+	var primary *State
+	building := false
+	for i, s := range st {
+		switch s.Reported {
+		case "single", "wait_primary", "primary":
+			primary = &st[i]
+		case "wait_standby", "catchingup":
+			building = true
+		}
+	}
+	if primary == nil || !building || time.Since(c.hurried) < 2*time.Second {
+		return
+	}
+	c.hurried = time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable", primary.Port, c.user()))
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, _ = conn.Exec(cctx, "CHECKPOINT")
 }
 
 func settled(st []State, want string) bool {

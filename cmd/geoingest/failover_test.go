@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/postgistest/hatest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestServeFollowsThePrimary: `serve` runs on the multi-host URL of a
+// pg_auto_failover formation (primary and synchronous standby) while the
+// primary fails over twice in the middle of jobs: once planned (`pg_autoctl
+// perform failover`), once by a crash of the primary's machine (SIGKILL of
+// its postmaster and keeper). serve reconnects to the new primary with no
+// operator action, the jobs the failovers cut are retried within seconds
+// (not after their 5-minute lease: a claim its own cut attempt could not
+// release is taken back at once), and every job ends committed exactly
+// once: verify clean, nothing dead-lettered, no permanent failure.
+func TestServeFollowsThePrimary(t *testing.T) {
+	t.Parallel()
+	hc := hatest.Start(t, hatest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := newCrashEnv(t, "failover")
+	c.db = hc.URL()
+	big := "../../testdata/synthetic/parcels_10k.geojson"
+	var objs []object
+	for i := 0; i < 4; i++ {
+		objs = append(objs, upload(t, c.s3.Client, c.bucket, fmt.Sprintf("parcels/big%d.geojson", i), big, i+1))
+	}
+	for i := 0; i < 6; i++ {
+		objs = append(objs, upload(t, c.s3.Client, c.bucket, fmt.Sprintf("parcels/small%d.geojson", i), squaresFile(t, 10+i), 10+i))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	w := c.serve(t, nil, "--metrics-addr", addr, "--workers", "3",
+		"--visibility", "10s", "--backoff", "1s", "--backoff-max", "4s")
+	eventually(t, 60*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
+	inFlight := func() bool {
+		return queryInt(t, c.db, `SELECT count(*) FROM claims WHERE state = 'CLAIMED' AND lease_until > now()`) > 0
+	}
+
+	// A planned failover with the first big jobs in flight.
+	for _, o := range objs[:2] {
+		sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
+	}
+	eventually(t, 60*time.Second, "jobs in flight", inFlight)
+	at := time.Now()
+	primary, err := hc.Failover(ctx)
+	require.NoError(t, err)
+	t.Logf("planned failover: %s is primary %.1fs after the command", primary.Name, time.Since(at).Seconds())
+	for _, o := range objs[4:7] {
+		sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
+	}
+	eventually(t, 30*time.Second, "serve working again within 30 s of the promotion", func() bool {
+		return queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE committed_at > $1`, at) > 0
+	})
+	t.Logf("first commit on the new primary %.1fs after the failover began", time.Since(at).Seconds())
+	require.NoError(t, hc.WaitHealthy(ctx))
+
+	// A crash of the primary's machine with the other big jobs in flight.
+	for _, o := range append(objs[2:4], objs[7:]...) {
+		sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
+	}
+	eventually(t, 60*time.Second, "jobs in flight", inFlight)
+	at = time.Now()
+	killed, err := hc.KillPrimary(ctx)
+	require.NoError(t, err)
+	primary, err = hc.WaitPrimary(ctx, killed)
+	require.NoError(t, err)
+	promoted := time.Since(at)
+	eventually(t, 120*time.Second, "every job committed and the queue drained", func() bool {
+		return queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == int64(len(objs)) && c.sqsEmpty(t)
+	})
+	t.Logf("crash: %s promoted %.1fs after the SIGKILL; every job committed %.1fs after it (lease 5m)",
+		primary.Name, promoted.Seconds(), time.Since(at).Seconds())
+	require.Less(t, time.Since(at), 3*time.Minute, "no job waited for its lease")
+
+	transient := metricOf(t, addr, `geoingest_jobs_failed_total{kind="transient"}`)
+	reclaimed := metricOf(t, addr, `geoingest_claims_total{result="reclaimed"}`)
+	require.Zero(t, metricOf(t, addr, `geoingest_jobs_failed_total{kind="permanent"}`), "a failover is never a permanent failure")
+	require.Zero(t, metricOf(t, addr, "geoingest_messages_dead_lettered_total"))
+	t.Logf("transient failures %v, own dead attempts taken back %v, held %v", transient, reclaimed,
+		metricOf(t, addr, `geoingest_claims_total{result="held"}`))
+	out := w.stop(t)
+	require.False(t, strings.Contains(out, "panic"), out)
+
+	require.EqualValues(t, len(objs), queryInt(t, c.db, `SELECT count(*) FROM jobs`))
+	require.EqualValues(t, len(objs), queryInt(t, c.db, `SELECT count(*) FROM claims WHERE state = 'COMMITTED'`))
+	require.EqualValues(t, 4*10000+10+11+12+13+14+15, queryInt(t, c.db, `SELECT count(*) FROM parcels`))
+	require.Zero(t, queryInt(t, c.db, `SELECT count(*) FROM (SELECT 1 FROM parcels GROUP BY job_ref, feature_index HAVING count(*) > 1) d`))
+	code, vout, verr := run(t, map[string]string{"DATABASE_URL": c.db}, "verify")
+	require.Equal(t, 0, code, vout+verr)
+	require.Zero(t, sqsDepth(t, c.sqs.Client, c.dlqURL), "nothing dead-lettered")
+	require.NoError(t, hc.Rejoin(ctx, killed))
+}
