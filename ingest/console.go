@@ -325,7 +325,7 @@ func FailureHint(reason string) string {
 		strings.Contains(r, "is not a crs that postgis knows"):
 		return "Give the CRS: the route option source-srid=EPSG (serve: --route PREFIX=TARGET?source-srid=N) " +
 			"or geoingest ingest --source-srid N; or upload the file with its .prj." + again
-	case strings.Contains(r, "invalid geometry"):
+	case strings.Contains(r, InvalidPolicyFailed), legacyInvalidPolicyFailure(r):
 		return "Repair invalid geometries: the route option invalid=repair (geoingest ingest --invalid repair)." + again
 	case strings.Contains(r, "null-geometry policy is fail"):
 		return "Skip features with no geometry: the route option null-geometry=skip (geoingest ingest --null-geometry skip)." + again
@@ -367,4 +367,27 @@ func ParseCursor(c string, n int) (time.Time, []string, error) {
 // String names a job for a log line.
 func (j JobSummary) String() string {
 	return fmt.Sprintf("%s %s %s", j.JobID, j.State, j.Source)
+}
+
+// InvalidPolicyFailed ends the reason of a job that the invalid policy
+// "fail" refused, as "null-geometry policy is fail" and "wrong-type policy
+// is fail" end theirs: FailureHint tells those apart from a file that
+// does not parse (whose reader may also say "invalid geometry").
+const InvalidPolicyFailed = "invalid policy is fail"
+
+// legacyInvalidPolicyFailure recognises the invalid policy's refusal as
+// recorded before it said so: "feature N: invalid geometry: " and one of
+// PostGIS's ST_IsValidReason reasons.
+func legacyInvalidPolicyFailure(r string) bool {
+	_, reason, ok := strings.Cut(r, ": invalid geometry: ")
+	if !ok {
+		return false
+	}
+	for _, v := range []string{"self-intersection", "too few points", "hole lies outside shell", "holes are nested",
+		"interior is disconnected", "nested shells", "duplicate rings", "ring is not closed"} {
+		if strings.HasPrefix(reason, v) {
+			return true
+		}
+	}
+	return false
 }

@@ -62,12 +62,24 @@ func FuzzParseCursor(f *testing.F) {
 func TestFailureHint(t *testing.T) {
 	for reason, want := range map[string]string{
 		`layer "c": unknown CRS (no .prj or crs member that names one); give the source SRID (--source-srid) if you know it`: "source-srid",
+		"feature 3: invalid geometry: Self-intersection (invalid policy is fail)":                                            "invalid=repair",
 		"feature 3: invalid geometry: Self-intersection":                                                                     "invalid=repair",
 		"feature 0: null or empty geometry (null-geometry policy is fail)":                                                   "null-geometry=skip",
 		"shapefile x.shp: missing .dbf (gave up waiting)":                                                                    "missing parts",
 		"feature 0: invalid json at byte 53: unexpected EOF":                                                                 "upload it again",
 	} {
 		require.Contains(t, FailureHint(reason), want, reason)
+	}
+	// A GeoJSON whose geometry does not parse is told to fix the file, not
+	// to repair invalid geometries (geomio says "invalid geometry" too).
+	for _, reason := range []string{
+		"file:///up/a.geojson: feature 2: invalid geometry: geojson: invalid geometry",
+		`file:///up/a.geojson: feature 0: invalid geometry: polygon ring of 2 points`,
+		"s3://b/a.parquet: feature 4: invalid geometry: unexpected EOF",
+	} {
+		h := FailureHint(reason)
+		require.NotContains(t, h, "invalid=repair", reason)
+		require.Contains(t, h, "Fix the file", reason)
 	}
 }
 

@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 	"github.com/geoingest/geoingest/ingest/prepare"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // copyFeatures streams r into the job's table (its own partition or the
@@ -58,6 +61,13 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 	fin, err := g.q.FinishJobTable(ctx, db.FinishJobTableParams{TargetTable: target, JobRef: g.ref, Repair: job.Params.Invalid == ingest.PolicyRepair,
 		Invalid: rows.Invalid, ServerCheck: rows.ServerCheck || rows.Switched()})
 	if err != nil {
+		var pgErr *pgconn.PgError
+		if job.Params.Invalid == ingest.PolicyFail && errors.As(err, &pgErr) && pgErr.Code == "22000" && strings.Contains(pgErr.Message, ": invalid geometry: ") {
+			// The invalid policy's refusal (geoingest_finish_job_table),
+			// named as the other policies name theirs, which is what
+			// ingest.FailureHint reads.
+			return ingest.Permanentf("%s (%s)", pgErr.Message, ingest.InvalidPolicyFailed)
+		}
 		return normaliseErr(err)
 	}
 	written, area, repaired, collapsed := fin.Written, fin.AreaM2, fin.Repaired, fin.Collapsed

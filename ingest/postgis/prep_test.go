@@ -395,6 +395,8 @@ func TestClientFlagsRepairAndFail(t *testing.T) {
 			require.Equal(t, ingest.Failed, res.Outcome)
 			require.Equal(t, ingest.Permanent, ingest.KindOf(res.Err), "%v", res.Err)
 			require.Contains(t, res.Err.Error(), "feature 1: invalid geometry: Self-intersection")
+			require.Contains(t, res.Err.Error(), "(invalid policy is fail)")
+			require.Contains(t, ingest.FailureHint(res.Err.Error()), "invalid=repair")
 			var rows int64
 			require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM parcels`).Scan(&rows))
 			require.Zero(t, rows, "rolled back")
@@ -447,6 +449,7 @@ func TestStagedRowsCheckedOnServer(t *testing.T) {
 	res := b.svc.Run(ctx, localJob(t, path, p))
 	require.Equal(t, ingest.Failed, res.Outcome)
 	require.Contains(t, res.Err.Error(), "feature 1: invalid geometry: Self-intersection")
+	require.Contains(t, res.Err.Error(), "(invalid policy is fail)")
 
 	res = b.svc.Run(ctx, localJob(t, path, ingest.DefaultParams("parcels")))
 	require.NoError(t, res.Err)
