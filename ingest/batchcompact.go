@@ -9,8 +9,9 @@ import (
 
 // BatchCompaction runs the compactor beside a batch command's jobs as
 // serve's consumer does beside its own (Consumer.compact): a round after
-// each written job (Written) and at least every interval, and rounds at
-// the end (Finish) until one is not Busy and no emptied partition waits,
+// each written job (Written) and at least every interval (folds and drops
+// only), and rounds at the end (Finish, which also rebuilds the shared
+// indexes that are due) until one is not Busy and no emptied partition waits,
 // so that reads after a batch load are as fast as after serve's, without
 // a separate `compact`. Several batch processes at once are safe: the
 // compactor's lock lets one fold at a time, and each process's Finish
@@ -33,10 +34,15 @@ func StartBatchCompaction(ctx context.Context, c Compactor, o CompactOptions, in
 	}
 	ctx, stop := context.WithCancel(ctx)
 	b := &BatchCompaction{compactor: c, options: o, log: log, kick: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
+	// The rounds beside the jobs fold and drop only: an index rebuilt while
+	// the batch still writes grows again, and one cut by Finish's stop
+	// leaves a leftover. Finish's rounds rebuild what is due.
+	beside := o
+	beside.ReindexFactor = -1
 	go func() {
 		defer close(b.done)
 		runEvery(ctx, interval, b.kick, func(ctx context.Context) {
-			r, err := c.Compact(ctx, o)
+			r, err := c.Compact(ctx, beside)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				log.Warn("compaction failed; the next round tries again", "error", err.Error())
