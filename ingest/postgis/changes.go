@@ -49,9 +49,18 @@ func (g *gate) matchGeneration(ctx context.Context, job ingest.Job) (*ingest.Cha
 		return nil, fmt.Errorf("match features: %w", normaliseErr(err))
 	}
 	if failOnDuplicates && m.DuplicateKeys > 0 {
-		return nil, ingest.Permanentf("key %v is not unique: %d features share a key value with another (duplicate-keys=fail)",
-			key, m.DuplicateKeys)
+		return nil, duplicateKeysError(key, m.DuplicateKeys)
 	}
+	return g.changesOf(ctx, job, base, m)
+}
+
+func duplicateKeysError(key []string, n int64) error {
+	return ingest.Permanentf("key %v is not unique: %d features share a key value with another (duplicate-keys=fail)", key, n)
+}
+
+// changesOf is the change record of m, the match of job's rows against
+// base's, and wakes the feed's listeners.
+func (g *gate) changesOf(ctx context.Context, job ingest.Job, base string, m db.MatchGenerationRow) (*ingest.Changes, error) {
 	c := &ingest.Changes{Job: job.ID, Target: job.Params.Target, Bucket: job.Source.Bucket, Key: job.Source.Key, Base: base,
 		Counts:        ingest.ChangeCounts{Added: m.Added, Removed: m.Removed, Geometry: m.Geometry, Attributes: m.Attributes, Unchanged: m.Unchanged},
 		Matched:       ingest.MatchCounts{Key: m.ByKey, Content: m.ByContent, Overlap: m.ByOverlap},

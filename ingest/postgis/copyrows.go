@@ -70,6 +70,14 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		}
 		return normaliseErr(err)
 	}
+	return s.recordWritten(ctx, g, job, r, rows, fin, res)
+}
+
+// recordWritten checks a job's summarised rows (fin) against its
+// policies, records them on the job's ledger row, and sets res: the tail
+// of copyFeatures and of writeDiff (diffwrite.go).
+func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r ingest.LayerReader, rows *prepare.Features, fin db.FinishJobTableRow, res *ingest.WriteResult) error {
+	target := job.Params.Target
 	written, area, repaired, collapsed := fin.Written, fin.AreaM2, fin.Repaired, fin.Collapsed
 	if collapsed > 0 && job.Params.NullGeometry == ingest.PolicyFail {
 		return ingest.Permanentf("%d features have no polygonal area left after repair", collapsed)

@@ -32,6 +32,12 @@ type Store struct {
 	// DefaultOwnPartitionBytes. Set it before the first Write.
 	OwnPartitionBytes int64
 
+	// FullReplace makes every new version of a source write all its
+	// features and delete the replaced generation's, as before migration
+	// 0026, instead of writing only what changed (diffwrite.go): for
+	// benchmarks and as a way back. Set it before the first Write.
+	FullReplace bool
+
 	// AttachWait bounds how long a large job's commit waits for a moment
 	// when no other transaction holds its target table (attach.go); then
 	// the job fails, transiently. 0 means DefaultAttachWait.

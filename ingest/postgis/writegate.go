@@ -104,19 +104,26 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 			return g.finish(ctx, job.ID, ingest.Superseded, "superseded")
 		}
 		res := ingest.WriteResult{Outcome: ingest.Written}
-		if err := s.copyFeatures(ctx, g, job, r, &res); err != nil {
-			return ingest.WriteResult{}, err
-		}
-		// Identity and the change record, while the replaced rows are
-		// still there (changes.go).
-		var err error
-		if res.Changes, err = g.matchGeneration(ctx, job); err != nil {
-			return ingest.WriteResult{}, err
-		}
-		if src.CurrentJobID.Valid {
-			res.Replaced = src.CurrentJobID.String
-			if err := g.retireCurrent(ctx, res.Replaced, "replaced"); err != nil {
+		if src.CurrentJobID.Valid && !s.FullReplace {
+			// Only what changed is written (diffwrite.go).
+			if err := s.writeDiff(ctx, g, job, r, &res); err != nil {
 				return ingest.WriteResult{}, err
+			}
+		} else {
+			if err := s.copyFeatures(ctx, g, job, r, &res); err != nil {
+				return ingest.WriteResult{}, err
+			}
+			// Identity and the change record, while the replaced rows are
+			// still there (changes.go).
+			var err error
+			if res.Changes, err = g.matchGeneration(ctx, job); err != nil {
+				return ingest.WriteResult{}, err
+			}
+			if src.CurrentJobID.Valid {
+				res.Replaced = src.CurrentJobID.String
+				if err := g.retireCurrent(ctx, res.Replaced, "replaced"); err != nil {
+					return ingest.WriteResult{}, err
+				}
 			}
 		}
 		if err := recordJobCRS(ctx, g.q, job.ID, r); err != nil { // the CRS of each layer read (crs.go)

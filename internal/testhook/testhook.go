@@ -34,6 +34,7 @@ const (
 	DuringDownload = "during-download" // part of the object is on local disk
 	BeforeWrite    = "before-write"    // downloaded and opened, the write gate not entered
 	DuringCopy     = "during-copy"     // the write-gate transaction's COPY is streaming
+	DuringDiff     = "during-diff"     // a new version is staged and checked, its diff against the current generation not applied
 	BeforeCommit   = "before-commit"   // features and ledger written, COMMIT not sent
 	BeforeAck      = "before-ack"      // committed, the message not yet acked
 	AfterAck       = "after-ack"       // the ack is done, the worker has not returned from it
