@@ -23,6 +23,14 @@
 #            cgo) against ogr2ogr --config PG_USE_COPY YES, and the raw COPY
 #            limit as in fresh. Prints the load average of each round. Not
 #            in the default cases.
+#   diff     a new version of a BASE_N-feature keyed source (--key parcel_id)
+#            with DIFF_PCT % of its features changed (an attribute; for a
+#            fifth of them a vertex too), GeoJSON lines and shapefile: the
+#            write of only what changed (the default) against a fresh load
+#            of the same version into an empty database (the floor of any
+#            full replace), and the floor of reading the file once
+#            (geoingest inspect). Prints peak RSS. DIFF_PCT (1). Not in the
+#            default cases.
 #   small    SMALL_JOBS small GeoJSON files (1-3 parcels each) in an inbox,
 #            served by 1, 2, 4 and 8 `geoingest serve --inbox` processes
 #            (PROCS) on one fresh database: every process delivers every
@@ -121,8 +129,10 @@ timed() {
   CCPU=$(awk -v a="$u" -v b="$sy" 'BEGIN {printf "%.2f", a + b}')
   SCPU=$(awk -v c="$s0" -v d="$s1" 'BEGIN {printf "%.2f", d - c}')
 }
-ingest() { # DB FILE VERSION
-  timed "$work/geoingest" ingest --json --database-url "$(dburl "$1")" --pipeline-version "$3" "$2"
+ingest() { # DB FILE VERSION [FLAG...]
+  local db=$1 file=$2 v=$3
+  shift 3
+  timed "$work/geoingest" ingest --json --database-url "$(dburl "$db")" --pipeline-version "$v" "$@" "$file"
   grep -q '"outcome":"written"' "$work/out.log" || { echo "bench: geoingest did not write $2: $(cat "$work/out.log")" >&2; exit 1; }
   JOB=$(sed -E 's/.*"job_id":"([0-9a-f]+)".*/\1/' "$work/out.log")
 }
@@ -265,6 +275,57 @@ replace)
     echo "| $r | ${rt} s | ${ft} s | $(ratio "$rt" "$ft") | ${rc} / ${fc} s | ${rm} MB |"
   done
   echo "| median | $(cut -d' ' -f1 "$work/replace.txt" | median) s | $(cut -d' ' -f2 "$work/replace.txt" | median) s | $(ratio "$(cut -d' ' -f1 "$work/replace.txt" | median)" "$(cut -d' ' -f2 "$work/replace.txt" | median)") | | |"
+  ;;
+diff)
+  bd=$(data "$base_n")
+  pct=${DIFF_PCT:-1}
+  dd="$work/diff-$base_n-$pct"
+  mkdir -p "$dd"
+  # v1 is the generated file; v2 changes every (100/pct)-th feature's year,
+  # and every fifth of those moves its second vertex by 1e-8 degrees.
+  if [ ! -f "$dd/v2.shp" ]; then
+    cp "$bd/parcels_$base_n.geojsonl" "$dd/v1.geojsonl"
+    awk -v every="$(awk -v p="$pct" 'BEGIN {printf "%d", 100 / p}')" '
+      NR % every == 0 {
+        sub(/"year":[0-9]+/, "\"year\":2026")
+        if (NR % (every * 5) == 0) { n = split($0, a, "],\\["); sub(/,/, "1,", a[2]); s = a[1]; for (i = 2; i <= n; i++) s = s "],[" a[i]; $0 = s }
+      }
+      { print }' "$dd/v1.geojsonl" > "$dd/v2.geojsonl"
+    for v in v1 v2; do
+      ogr2ogr -f "ESRI Shapefile" "$dd/$v.shp" "$dd/$v.geojsonl" -nlt MULTIPOLYGON -lco ENCODING=UTF-8 2>/dev/null
+    done
+  fi
+  echo
+  echo "A new version of a $base_n-feature keyed source with $pct % of its features changed: only what changed, against a full replace"
+  echo
+  echo "| round | format | features changed | only what changed | fresh load of the version | changed / fresh | CPU: changed / fresh | floor (inspect: read once) | peak RSS |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+  : > "$work/diff.txt"
+  for r in $(seq "$rounds"); do
+    for fmt in geojsonl shp; do
+      src="$dd/src.$fmt"
+      freshdb bench_diff
+      rm -f "$dd"/src.*
+      for f in "$dd"/v1.*; do cp "$f" "$dd/src.${f##*.}"; done
+      ingest bench_diff "$src" diff --key parcel_id
+      sql bench_diff -c "VACUUM (ANALYZE) $(ftable bench_diff)" -c "CHECKPOINT"
+      rm -f "$dd"/src.*
+      for f in "$dd"/v2.*; do cp "$f" "$dd/src.${f##*.}"; done
+      ingest bench_diff "$src" diff --key parcel_id; dt=$T; dc=$CPU; drss=$RSS
+      [ "$(sql bench_diff -c "SELECT count(*) FROM jobs WHERE status = 'replaced'")" = 1 ] ||
+        { echo "bench: the second version did not replace the first" >&2; exit 1; }
+      changed=$(sql bench_diff -c "SELECT geometry + attributes - least(geometry, attributes) + added + removed FROM job_changes WHERE base_job_id IS NOT NULL")
+      # The full replace's floor: a fresh load of the same version into an
+      # empty database (a replace of before migration 0026 cost 1.02x-1.36x
+      # this; GEOINGEST_FULL_REPLACE=1 costs more, as it also matches).
+      freshdb bench_diff
+      sql bench_diff -c "CHECKPOINT"
+      ingest bench_diff "$src" diff --key parcel_id; ft=$T; fc=$CPU
+      timed "$work/geoingest" inspect "$src"; floor=$T
+      echo "$dt $ft" >> "$work/diff.txt"
+      echo "| $r | $fmt | $changed | ${dt} s | ${ft} s | $(ratio "$dt" "$ft") | ${dc} / ${fc} s | ${floor} s | ${drss} MB |"
+    done
+  done
   ;;
 small)
   inbox="$work/small-$small_jobs"

@@ -69,6 +69,9 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 		}
 		store.OwnPartitionBytes = n
 	}
+	// A new version of a source writes only what changed, unless this
+	// asks for the full replace (docs/changes.md; benchmarks compare both).
+	store.FullReplace = m.Getenv("GEOINGEST_FULL_REPLACE") == "1"
 	svc := ingest.NewService(store, metrics, m.Log)
 	// Where jobs download and extract (serve's --work-dir overrides it).
 	svc.TempDir = m.Getenv("GEOINGEST_WORK_DIR")

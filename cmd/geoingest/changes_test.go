@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,32 +29,7 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	first := parseLines(t, out)[0]
 
-	var fc struct {
-		Type     string           `json:"type"`
-		Features []map[string]any `json:"features"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &fc))
-	fs := fc.Features
-	for i := 0; i < 10; i++ { // attributes
-		fs[i]["properties"].(map[string]any)["updated"] = "2026-01-01"
-	}
-	for i := 10; i < 13; i++ { // geometry: the whole parcel shifted a little
-		ring := fs[i]["geometry"].(map[string]any)["coordinates"].([]any)[0].([]any)
-		for _, pt := range ring {
-			p := pt.([]any)
-			p[0] = p[0].(float64) + 1e-6
-		}
-	}
-	added := []map[string]any{}
-	for i := 20; i < 22; i++ { // added: copies of removed parcels' shapes far away, new ids
-		cp := map[string]any{"type": "Feature", "properties": map[string]any{"id": "NEW" + itoa(int64(i))},
-			"geometry": map[string]any{"type": "Polygon", "coordinates": [][][]float64{{{3, 49}, {3.001, 49}, {3.001, 49.001}, {3, 49}}}}}
-		added = append(added, cp)
-	}
-	fs = append(fs[:100], fs[105:]...) // removed: 5
-	fc.Features = append(fs, added...)
-	v2, err := json.Marshal(fc)
-	require.NoError(t, err)
+	v2 := epinayV2(t, raw)
 	require.NoError(t, os.WriteFile(path, v2, 0o644))
 	code, out, errOut = run(t, env, "ingest", "--json", "--key", "id", path)
 	require.Equal(t, 0, code, errOut)
@@ -78,4 +56,89 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 	require.Contains(t, out, "4241") // the first version: every feature added
 	code, _, _ = run(t, env, "changes", "--job", "nope", "--format", "xml")
 	require.Equal(t, 2, code)
+}
+
+// epinayV2 is a version of the Épinay cadastre with known changes: 10
+// attributes changed, 3 geometries moved, 5 parcels removed, 2 added.
+func epinayV2(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var fc struct {
+		Type     string           `json:"type"`
+		Features []map[string]any `json:"features"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &fc))
+	fs := fc.Features
+	for i := 0; i < 10; i++ { // attributes
+		fs[i]["properties"].(map[string]any)["updated"] = "2026-01-01"
+	}
+	for i := 10; i < 13; i++ { // geometry: the whole parcel shifted a little
+		ring := fs[i]["geometry"].(map[string]any)["coordinates"].([]any)[0].([]any)
+		for _, pt := range ring {
+			p := pt.([]any)
+			p[0] = p[0].(float64) + 1e-6
+		}
+	}
+	added := []map[string]any{}
+	for i := 20; i < 22; i++ { // added: copies of removed parcels' shapes far away, new ids
+		cp := map[string]any{"type": "Feature", "properties": map[string]any{"id": "NEW" + itoa(int64(i))},
+			"geometry": map[string]any{"type": "Polygon", "coordinates": [][][]float64{{{3, 49}, {3.001, 49}, {3.001, 49.001}, {3, 49}}}}}
+		added = append(added, cp)
+	}
+	fs = append(fs[:100], fs[105:]...) // removed: 5
+	fc.Features = append(fs, added...)
+	v2, err := json.Marshal(fc)
+	require.NoError(t, err)
+	return v2
+}
+
+// currentDigest is the current parcels of the source at path, feature for
+// feature (properties, geometry, area, sorted), and its ledger row.
+func currentDigest(t *testing.T, db, path string) (string, string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), db)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var rows, ledger string
+	require.NoError(t, conn.QueryRow(context.Background(), `
+		SELECT md5(string_agg(p.properties::text || md5(ST_AsEWKB(p.geom)) || p.area_m2::text, ',' ORDER BY p.properties::text || md5(ST_AsEWKB(p.geom)))),
+		       min(j.feature_count::text || ' ' || round(j.total_area_m2::numeric, 3)::text || ' ' || j.features_checksum)
+		FROM geoingest_current_parcels p JOIN jobs j ON j.job_id = p.job_id
+		JOIN sources s ON s.current_job_id = j.job_id WHERE s.source_key = $1`, path).Scan(&rows, &ledger))
+	return rows, ledger
+}
+
+// TestVersionsOracleOnBackfill: a backfill of a directory whose file is
+// then republished with changes writes only what changed, and the
+// source's current rows and ledger equal a full load of the new version
+// into an empty database (by ingest).
+func TestVersionsOracleOnBackfill(t *testing.T) {
+	t.Parallel()
+	db, empty := pgtest.NewDB(t), pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db}
+	raw, err := os.ReadFile(epinay)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "epinay.geojson")
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	code, out, errOut := run(t, env, "backfill", "--dir", dir, "--key", "id")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "1 written")
+	require.NoError(t, os.WriteFile(path, epinayV2(t, raw), 0o644))
+	require.NoError(t, os.Chtimes(path, time.Now().Add(time.Minute), time.Now().Add(time.Minute)))
+	code, out, errOut = run(t, env, "backfill", "--dir", dir, "--key", "id")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "1 written")
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'replaced'`))
+	require.EqualValues(t, 4241-5-13, queryInt(t, db, `SELECT unchanged FROM job_changes WHERE base_job_id IS NOT NULL`))
+
+	full := filepath.Join(t.TempDir(), "epinay.geojson")
+	require.NoError(t, os.WriteFile(full, epinayV2(t, raw), 0o644))
+	code, out, errOut = run(t, map[string]string{"DATABASE_URL": empty}, "ingest", "--key", "id", full)
+	require.Equal(t, 0, code, out+errOut)
+	gotRows, gotLedger := currentDigest(t, db, path)
+	wantRows, wantLedger := currentDigest(t, empty, full)
+	require.Equal(t, wantRows, gotRows, "the current rows are a full load's, feature for feature")
+	require.Equal(t, wantLedger, gotLedger, "the ledger's count, area and checksum are a full load's")
+	code, out, errOut = run(t, env, "verify")
+	require.Equal(t, 0, code, out+errOut)
 }
