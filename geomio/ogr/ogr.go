@@ -387,20 +387,19 @@ var (
 // loaded: the machine lacks it, not the file.
 var ErrNoGDAL = errors.New("GDAL's library (Debian: libgdal32) cannot be loaded")
 
-// initGDAL loads libgdal and registers geoingest's drivers, once.
+// initGDAL loads libgdal and registers geoingest's drivers, once (in
+// the reading child, a fresh process).
 //
-// Loading is the largest single step in the process's resident memory:
+// Loading is the largest single step in the child's resident memory:
 // the dynamic loader maps libgdal and the seventy-odd libraries it
 // needs, reads their symbol tables and relocations, and runs their
 // initialisers, touching pages of each that nothing uses again. So the
 // pages of code and read-only data that the process does not use any
-// more are given back (pagetrim) just before loading, lest start-up's and
-// the loader's add up, and again just after: what GDAL's reading then
-// uses comes back on its first use. A failed trim costs memory, not
+// more are given back (pagetrim) just after loading: what GDAL's reading
+// then uses comes back on its first use. A failed trim costs memory, not
 // correctness, and is ignored.
 func initGDAL() error {
 	initOnce.Do(func() {
-		_, _ = pagetrim.Trim()
 		if msg := C.gi_init(); msg != nil {
 			initErr = fmt.Errorf("%w: %s", ErrNoGDAL, C.GoString(msg))
 		}

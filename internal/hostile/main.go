@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/geoingest/geoingest/internal/hostile/corpus"
 )
 
 func main() {
@@ -38,6 +40,42 @@ func main() {
 		}
 		fmt.Println(c.name)
 	}
+	// The sandbox's cases (#34): uploads that name URLs, virtual file
+	// systems and files outside their folder, or spin and swell GDAL.
+	env := corpus.Env{Addr: "127.0.0.1:9", Outside: filepath.Join(dir, "outside")}
+	if err := corpus.WriteOutside(env); err != nil {
+		fmt.Fprintln(os.Stderr, "hostile: the sandbox cases need GDAL's tools:", err)
+		return
+	}
+	for _, c := range corpus.Cases() {
+		sub := filepath.Join(dir, "sandbox-"+c.Name)
+		if ents, err := os.ReadDir(sub); err == nil && len(ents) > 0 {
+			fmt.Println(filepath.Join("sandbox-"+c.Name, upload(ents)))
+			continue
+		}
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			fatal(err)
+		}
+		p, err := c.Write(sub, env)
+		if err != nil {
+			fatal(fmt.Errorf("%s: %w", c.Name, err))
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Println(rel)
+	}
+}
+
+// upload is the name of the upload among a sandbox case's files: the one
+// that is not a schema or a MapInfo table's part.
+func upload(ents []os.DirEntry) string {
+	for _, e := range ents {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".xsd", ".gfs", ".dat", ".map", ".id", ".dbf", ".shx", ".prj", ".cpg":
+			continue
+		}
+		return e.Name()
+	}
+	return ents[0].Name()
 }
 
 func fatal(err error) {
