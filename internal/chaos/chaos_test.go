@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/geoingest/geoingest/internal/hostile/corpus"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -76,7 +77,7 @@ func newConfig() config {
 	// keys get a second version.
 	minutes := int(c.duration / time.Minute)
 	c.spec = planSpec{large: 3 + minutes, steal: c.stealWant + 2, smallMax: 150, largeN: *flagLargeN, stealN: *flagStealN}
-	events := (c.deliveries*105/100)/2 - 1 - 3 - c.spec.steal // less the test event, the bad objects and the steal targets
+	events := (c.deliveries*105/100)/2 - 1 - 3 - len(hostileCases) - c.spec.steal // less the test event, the bad and hostile objects and the steal targets
 	keys := max(events*10/12, c.spec.large+1)
 	c.spec.small = keys - c.spec.large
 	c.spec.twoVersions = events - keys
@@ -115,6 +116,13 @@ func TestChaos(t *testing.T) {
 	defer pool.Close()
 
 	plan := makePlan(cfg.spec, rng)
+	// The hostile-upload fault: uploads that name the listener, swell
+	// or spin GDAL, among the others; each must fail within the read
+	// limits below, as a bad object, and the listener receive nothing.
+	ln, err := corpus.Listen()
+	require.NoError(t, err)
+	defer ln.Close()
+	plan = addHostile(t, plan, rng, ln.Addr())
 	logDir := *flagLogDir
 	if logDir == "" {
 		logDir = t.TempDir()
@@ -124,6 +132,7 @@ func TestChaos(t *testing.T) {
 		"--queue-url", qURL, "--dlq-url", dlqURL, "--database-url", db,
 		"--workers", strconv.Itoa(cfg.workers), "--lease", cfg.lease.String(), "--visibility", cfg.visibility.String(),
 		"--wait", "1s", "--backoff", "1s", "--backoff-max", "4s", "--grace", "2s",
+		"--read-timeout", "5s", "--read-cpu", "3s",
 		"--log-format", "json", "--log-level", "info",
 	}, faultServeArgs...), compactArgs...))
 	readyCtx, readyCancel := context.WithTimeout(ctx, time.Minute)
@@ -162,6 +171,7 @@ func TestChaos(t *testing.T) {
 	fl.stop()
 	r.took.stop = time.Since(stopStart)
 	r.report(ctx, pool, db, sq.Client, dlqURL, drained)
+	require.Empty(t, ln.Hits(), "connections to the address the hostile uploads name")
 }
 
 // run is one chaos run's state.

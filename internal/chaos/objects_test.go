@@ -21,6 +21,9 @@ type object struct {
 	slot  int  // its place on the map: keeps every parcel apart
 	seed  uint64
 	etag  string // from the PUT
+	// raw, when set, is the file uploaded (a hostile upload of
+	// internal/hostile/corpus), whatever the rest says.
+	raw []byte
 }
 
 // planSpec sizes a plan.
@@ -111,6 +114,9 @@ func (o *object) parcels() []parcel {
 // body is the file uploaded for o: a GeoJSON FeatureCollection of its
 // parcels, or for a bad object the broken file.
 func (o *object) body() []byte {
+	if o.raw != nil {
+		return o.raw
+	}
 	var b bytes.Buffer
 	switch o.bad {
 	case "notjson":
