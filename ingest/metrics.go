@@ -35,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		EventsFiltered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoingest_events_filtered_total", Help: "Events dropped by the trigger gate, by reason."}, []string{"reason"}),
 		Claims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "geoingest_claims_total", Help: "Claim gate outcomes: won; duplicate (the job is committed: acked); held (another worker's live lease: not done, retried after it)."}, []string{"result"}),
+			Name: "geoingest_claims_total", Help: "Claim gate outcomes: won; duplicate (the job is committed: acked); held (another worker's live lease: not done, retried after it); reclaimed (this worker's own dead attempt's unreleased claim, taken back at once)."}, []string{"result"}),
 		WriteGate: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoingest_write_gate_total", Help: "Write gate outcomes (written, already_present, superseded, retired)."}, []string{"result"}),
 		LeasesStolen: prometheus.NewCounter(prometheus.CounterOpts{

@@ -8,7 +8,7 @@
 #
 # Usage: scripts/chaos.sh [--deliveries N] [--duration D] [--serves N]
 #        [--workers N] [--pgdown D] [--outage D] [--fault-rate P]
-#        [--kill-every D] [--seed S] [--logdir DIR]
+#        [--kill-every D] [--seed S] [--logdir DIR] [--failovers N] [--async]
 # Defaults: 10000 deliveries, 10m of chaos, 3 serves x 3 workers, PostgreSQL
 # down 20s, S3 and SQS each down 30s, each fault kind at 0.02 per request,
 # a kill every 3s on average. Prints what it did and found; exit 0
@@ -20,7 +20,8 @@ args=(-chaos.long)
 logdir=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --deliveries|--duration|--serves|--workers|--pgdown|--outage|--fault-rate|--kill-every|--seed)
+    --async) args+=(-chaos.async); shift ;;
+    --deliveries|--duration|--serves|--workers|--pgdown|--outage|--fault-rate|--kill-every|--seed|--failovers)
       [ $# -ge 2 ] || { echo "chaos: $1 needs a value" >&2; exit 2; }
       args+=("-chaos.${1#--}" "$2"); shift 2 ;;
     --logdir)

@@ -22,6 +22,7 @@ import (
 	"github.com/geoingest/geoingest/internal/hostile/corpus"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/postgistest/hatest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
@@ -51,6 +52,7 @@ type config struct {
 	stealWant                   int // stolen leases to force (at least)
 	drainMax                    time.Duration
 	lease, visibility           time.Duration
+	failovers                   int // of a pg_auto_failover pair, instead of the PostgreSQL restart
 }
 
 func newConfig() config {
@@ -71,6 +73,7 @@ func newConfig() config {
 		c.pgDown = *flagPGDown
 	}
 	c.serves, c.workers, c.killEvery = *flagServes, *flagWorkers, *flagKillEvery
+	c.failovers = failoverCount()
 	c.lease, c.visibility = 6*time.Second, 4*time.Second
 	// Every notification is delivered twice on average: about
 	// deliveries/2 uploads (and versitygw's test event). A fifth of the
@@ -100,7 +103,13 @@ func TestChaos(t *testing.T) {
 	setupStart := time.Now()
 
 	// The servers.
-	db := pgtest.NewDB(t)
+	var ha *hatest.Cluster
+	var db string
+	if cfg.failovers > 0 {
+		ha, db = failoverDB(t)
+	} else {
+		db = pgtest.NewDB(t)
+	}
 	sq := testsrv.SQS(t)
 	qURL := sq.NewQueue(t, "chaos", cfg.visibility)
 	dlqURL := sq.NewQueue(t, "chaos-dlq", cfg.visibility)
@@ -142,7 +151,7 @@ func TestChaos(t *testing.T) {
 	del := newDeliverer(sq.Client, qURL, rand.New(rand.NewPCG(seed, 2)))
 	sl := &stealer{pool: pool, fleet: fl, del: del, bucket: bucket}
 	r := &run{cfg: cfg, t: t, plan: plan, start: time.Now(), hook: hook, del: del, steal: sl, fleet: fl,
-		uploadsDone: make(chan struct{}), db: db, faults: fx}
+		uploadsDone: make(chan struct{}), db: db, faults: fx, ha: ha}
 	r.took.setup = time.Since(setupStart)
 
 	var wg sync.WaitGroup
@@ -153,7 +162,14 @@ func TestChaos(t *testing.T) {
 	go func() { defer wg.Done(); r.upload(chaosCtx, st.Client, bucket) }()
 	go func() { defer wg.Done(); r.deliver(chaosCtx) }()
 	go func() { defer wg.Done(); r.kill(chaosCtx, rand.New(rand.NewPCG(seed, 3))) }()
-	go func() { defer wg.Done(); r.restartPG(chaosCtx) }()
+	go func() {
+		defer wg.Done()
+		if ha != nil {
+			r.failovers(chaosCtx)
+		} else {
+			r.restartPG(chaosCtx)
+		}
+	}()
 	go func() { defer wg.Done(); r.runFaults(chaosCtx) }()
 	wg.Wait()
 	chaosEnd := time.Now()
@@ -161,7 +177,7 @@ func TestChaos(t *testing.T) {
 	require.Empty(t, hook.failures(), "versitygw's notifications")
 	require.NoError(t, r.uploadErr, "uploads")
 	require.NoError(t, r.deliverErr, "deliveries")
-	require.NoError(t, r.pgErr, "PostgreSQL restart")
+	require.NoError(t, r.pgErr, "PostgreSQL restart or failovers")
 	require.NoError(t, r.compactErr, "the compaction fault")
 
 	// The drain: no more kills; the queue must empty.
@@ -194,8 +210,10 @@ type run struct {
 	uploaded                     atomic.Int64
 	pgRestartAt                  time.Duration
 	pgRestartTook                time.Duration
-	pgOutageOnly                 bool   // the server could not be restarted: an outage of the database instead
-	db                           string // the suite's database
+	pgOutageOnly                 bool            // the server could not be restarted: an outage of the database instead
+	db                           string          // the suite's database
+	ha                           *hatest.Cluster // the formation of a run with failovers, else nil
+	fo                           []failover      // the failovers done
 	took                         struct{ setup, chaos, drain, stop time.Duration }
 }
 

@@ -229,7 +229,9 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 	p("kills:          %d SIGKILLs of a serve (every %s on average), %d restarts, %d exits not caused by the suite",
 		r.fleet.kills, r.cfg.killEvery, r.fleet.restarts, r.fleet.selfExit)
 	r.faults.report(p, logCounts, r.fleet.lineCounts(errStalledText, errShortText))
-	if r.pgOutageOnly {
+	if r.ha != nil {
+		r.failoverReport(p)
+	} else if r.pgOutageOnly {
 		p("postgres:       NOT restarted (not pgtest's private cluster): the database refused connections and its sessions were cut at %s for %s",
 			r.pgRestartAt.Round(time.Second), r.cfg.pgDown)
 	} else {
