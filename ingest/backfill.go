@@ -34,6 +34,9 @@ type BackfillObject struct {
 // Held+Superseded+Failed = Listed-Filtered once it is done.
 type BackfillStats struct {
 	Listed, Filtered, Written, AlreadyPresent, Held, Superseded, Failed int64
+	// Pending counts versions a guard held (Outcome Pending): committed,
+	// not current, waiting for an approval.
+	Pending int64
 	// Held counts jobs in progress elsewhere: their claim was held under
 	// another worker's live lease, so they are not done; HeldUntil is the
 	// last of those leases' ends.
@@ -44,7 +47,7 @@ type BackfillStats struct {
 
 // Done is how many listed objects have been dealt with.
 func (s BackfillStats) Done() int64 {
-	return s.Filtered + s.Written + s.AlreadyPresent + s.Held + s.Superseded + s.Failed
+	return s.Filtered + s.Written + s.AlreadyPresent + s.Held + s.Superseded + s.Failed + s.Pending
 }
 
 // Backfill runs a job for each listed object through the same claim and
@@ -57,6 +60,8 @@ type Backfill struct {
 	Policy string
 	// Params are the jobs' parameters; the target comes from the route.
 	Params Params
+	// Guards are the jobs' guards over their route's (--force --reason).
+	Guards Guards
 	// Objects resolves listed objects without a Path (nil for a local
 	// backfill); Files those with one (nil for an S3 backfill).
 	Objects ObjectSource
@@ -111,6 +116,8 @@ func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(Back
 						}
 					case Superseded:
 						s.Superseded++
+					case Pending:
+						s.Pending++
 					default:
 						s.Failed++
 						if len(s.Failures) < 20 {
@@ -169,5 +176,6 @@ func (b *Backfill) runOne(ctx context.Context, obj BackfillObject) Result {
 	if err != nil {
 		return Result{Source: src.String(), Outcome: Failed, Err: err}
 	}
+	job.Guards = b.Guards.Over(route.Options.Guards)
 	return b.Service.Run(ctx, job)
 }

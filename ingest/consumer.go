@@ -387,6 +387,7 @@ func (c *Consumer) runJob(ctx context.Context, v *verdict, src Source, f Fetcher
 		c.failed(ctx, v, src.String(), err)
 		return
 	}
+	job.Guards = route.Options.Guards
 	if claim, ok := c.takePreclaim(job.ID); ok {
 		c.settle(ctx, v, c.Service.runClaimed(ctx, job, claim))
 		return

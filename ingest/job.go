@@ -78,6 +78,9 @@ type Job struct {
 	// retires the source's current generation (if the delete is newer)
 	// instead of writing features.
 	Delete bool
+	// Guards decide whether the version may replace the source's current
+	// generation (not part of the key).
+	Guards Guards
 }
 
 // NewJob makes a job and computes its key. Returns a Permanent error if the
@@ -148,6 +151,10 @@ const (
 	// Failed: the job failed; Result.Err says why and whether it is
 	// permanent.
 	Failed Outcome = "failed"
+	// Pending: the version tripped a guard (Guards): it was committed as
+	// a pending generation, written but not current, until an operator
+	// approves or rejects it. Result.Reason says which guards.
+	Pending Outcome = "pending"
 )
 
 // Duplicate reports whether the outcome is a duplicate of a committed job
@@ -169,6 +176,9 @@ type Result struct {
 	Changes *Changes
 	// Err is set when Outcome is Failed.
 	Err error
+	// Reason is, for Outcome Pending, the guards the version tripped
+	// (and, for a forced version, what they found).
+	Reason string
 	// For Outcome Held: the worker holding the claim, when its lease
 	// ends, and how long to wait before delivering the job again (what is
 	// left of the lease plus jitter, at most MaxRetryAfter).

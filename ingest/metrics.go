@@ -13,7 +13,7 @@ type Metrics struct {
 	EventsReceived       prometheus.Counter
 	EventsFiltered       *prometheus.CounterVec // reason
 	Claims               *prometheus.CounterVec // result: won, duplicate, held
-	WriteGate            *prometheus.CounterVec // result: written, already_present, superseded, retired
+	WriteGate            *prometheus.CounterVec // result: written, pending, already_present, superseded, retired
 	LeasesStolen         prometheus.Counter
 	PayloadMismatches    prometheus.Counter
 	JobsFailed           *prometheus.CounterVec // kind: permanent, transient, precondition
@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoingest_claims_total", Help: "Claim gate outcomes: won; duplicate (the job is committed: acked); held (another worker's live lease: not done, retried after it); reclaimed (this worker's own dead attempt's unreleased claim, taken back at once)."}, []string{"result"}),
 		WriteGate: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "geoingest_write_gate_total", Help: "Write gate outcomes (written, already_present, superseded, retired)."}, []string{"result"}),
+			Name: "geoingest_write_gate_total", Help: "Write gate outcomes (written, pending, already_present, superseded, retired)."}, []string{"result"}),
 		LeasesStolen: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoingest_leases_stolen_total", Help: "Commits that found their claim taken over by another worker."}),
 		PayloadMismatches: prometheus.NewCounter(prometheus.CounterOpts{
@@ -63,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"won", "duplicate", "held"} {
 		m.Claims.WithLabelValues(r)
 	}
-	for _, r := range []string{"written", "already_present", "superseded", "retired"} {
+	for _, r := range []string{"written", "pending", "already_present", "superseded", "retired"} {
 		m.WriteGate.WithLabelValues(r)
 	}
 	for _, k := range []string{"permanent", "transient", "precondition"} {

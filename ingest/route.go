@@ -66,6 +66,10 @@ type RouteOptions struct {
 	MatchIoU float64
 	// duplicate-keys: report or fail
 	DuplicateKeys string
+	// guard-shrink, guard-extent, guard-quarantine, guard-drift: the
+	// thresholds of the guards of the route's versions (not job
+	// parameters: they are not in the job key)
+	Guards Guards
 }
 
 // Params returns base with the route's target and options applied.
@@ -115,7 +119,9 @@ const mirrorDeletesSuffix = "+deletes"
 // wrong-type, layer (a "|"-separated list of layer names), geometry-field,
 // key (the source's key field, or "|"-separated fields of a composite
 // key), match-iou (the overlap threshold of feature matching),
-// duplicate-keys (report or fail), and suffixes (a "|"-separated list such as ".zip|.shp").
+// duplicate-keys (report or fail), and suffixes (a "|"-separated list such as ".zip|.shp");
+// and the guards' thresholds (guards=off; guard-shrink, guard-extent,
+// guard-quarantine: a fraction or off; guard-drift: off), see Guards.
 // Examples: "parcels/=parcels", "uploads:admin/=admin_units+deletes",
 // "legacy/=parcels?source-srid=2154&encoding=cp1252&suffixes=.zip". A
 // malformed route, an unknown target or option, or an invalid value is a
@@ -205,7 +211,13 @@ func (r *Route) parseOptions(query string) error {
 				r.Suffixes = append(r.Suffixes, suf)
 			}
 		default:
-			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field, key, match-iou, duplicate-keys or suffixes)", k)
+			if ok, err := r.Options.Guards.ParseGuardOption(k, v); ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field, key, match-iou, duplicate-keys, suffixes, guards, guard-shrink, guard-extent, guard-quarantine or guard-drift)", k)
 		}
 	}
 	return nil
@@ -248,6 +260,7 @@ func (r Route) String() string {
 	if len(r.Suffixes) > 0 {
 		opts = append(opts, "suffixes="+strings.Join(r.Suffixes, "|"))
 	}
+	opts = append(opts, o.Guards.guardOptions()...)
 	if len(opts) > 0 {
 		s += "?" + strings.Join(opts, "&")
 	}

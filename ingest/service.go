@@ -255,8 +255,12 @@ func heldRetryAfter(left time.Duration) time.Duration {
 // report turns what the write gate did into the delivery's Result, counting
 // and logging it.
 func (s *Service) report(log *slog.Logger, res Result, wr WriteResult, start time.Time) Result {
-	res.Outcome, res.Features, res.AreaM2, res.Replaced, res.Changes = wr.Outcome, wr.Features, wr.AreaM2, wr.Replaced, wr.Changes
+	res.Outcome, res.Features, res.AreaM2, res.Replaced, res.Changes, res.Reason = wr.Outcome, wr.Features, wr.AreaM2, wr.Replaced, wr.Changes, wr.Reason
 	switch wr.Outcome {
+	case Pending:
+		s.Metrics.WriteGate.WithLabelValues("pending").Inc()
+		log.Warn("version held as pending: a guard tripped; approve or reject it (geoingest pending)", "outcome", Pending,
+			"features", wr.Features, "reason", wr.Reason)
 	case AlreadyPresent:
 		s.Metrics.WriteGate.WithLabelValues("already_present").Inc()
 		log.Info("duplicate stopped at the write gate", "outcome", AlreadyPresent)

@@ -27,6 +27,7 @@ type Store interface {
 	Reports
 	Ledger
 	Pruner
+	PendingVersions
 }
 
 // Compactor folds the features of generations written into partitions
@@ -239,7 +240,7 @@ type ClaimStatus struct {
 
 // WriteResult is what the write gate did.
 type WriteResult struct {
-	// Outcome is Written, AlreadyPresent, Superseded or Retired.
+	// Outcome is Written, Pending, AlreadyPresent, Superseded or Retired.
 	Outcome Outcome
 	// Features and AreaM2 are what a Written job wrote.
 	Features int64
@@ -250,6 +251,9 @@ type WriteResult struct {
 	// Changes is the job's change record, for a job that wrote or
 	// retired a generation (nil otherwise, and for a duplicate).
 	Changes *Changes
+	// Reason is, for Pending, the guards the version tripped; for a
+	// Written version that was forced past them, what they found.
+	Reason string
 }
 
 // TableSummary is what a feature table holds of current generations.

@@ -56,6 +56,10 @@ type Verification struct {
 	// compute a missing assignment on every call, exactly, until `geoingest
 	// report refresh` or serve's periodic refresh stores it.
 	PendingAssignments []string
+	// Pending is the number of pending generations (versions a guard
+	// held, see PendingVersions): not current, invisible to readers,
+	// each checked against its own ledger count ("pending generation").
+	Pending int64
 }
 
 // Problem is one inconsistency found by Verify.

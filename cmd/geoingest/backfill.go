@@ -33,6 +33,8 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	m.addLimitFlags(fs, &lf)
 	var pf policyFlags
 	m.addPolicyFlags(fs, &pf, false)
+	var gf guardFlags
+	addGuardFlags(fs, &gf)
 	bucket := fs.String("bucket", "", "bucket to list: an S3 bucket's name, gs://BUCKET (Cloud Storage), azblob://ACCOUNT/CONTAINER (Blob Storage), or \"file\" for a local directory given by --prefix")
 	prefix := fs.String("prefix", "", "key prefix to list (with --bucket file: the directory)")
 	dir := fs.String("dir", "", "local directory to list (same as --bucket file --prefix DIR)")
@@ -73,6 +75,10 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	if err := params.Validate(); err != nil {
 		return err
 	}
+	guards, err := gf.guards()
+	if err != nil {
+		return err
+	}
 	specs := []string(routes)
 	if len(specs) == 0 {
 		specs = []string{"admin/=admin_units", "=" + p.target}
@@ -89,7 +95,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	defer a.Close()
 	a.svc.Limits = limits
-	bf := &ingest.Backfill{Service: a.svc, Files: localfs.Files{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Workers: *workers}
+	bf := &ingest.Backfill{Service: a.svc, Files: localfs.Files{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Guards: guards, Workers: *workers}
 
 	var list func(context.Context, func(ingest.BackfillObject) error) error
 	where := source(*bucket, *prefix)
@@ -130,8 +136,8 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	stats, err := bf.Run(ctx, list)
 	bar.finish(stats)
 	finishBatchCompaction(ctx, m, "backfill", compaction)
-	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d already present, %d superseded, %d failed, %d in progress elsewhere\n",
-		where, pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written,
+	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d pending, %d already present, %d superseded, %d failed, %d in progress elsewhere\n",
+		where, pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written, stats.Pending,
 		stats.AlreadyPresent, stats.Superseded, stats.Failed, stats.Held)
 	for _, f := range stats.Failures {
 		fmt.Fprintf(m.Stderr, "failed: %s\n", f)
@@ -147,6 +153,10 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	if stats.Failed > 0 || stats.Held > 0 {
 		return exitError(1)
+	}
+	if stats.Pending > 0 {
+		fmt.Fprintf(m.Stderr, "geoingest backfill: %d versions held as pending by a guard: see geoingest pending list\n", stats.Pending)
+		return exitError(exitPending)
 	}
 	return nil
 }

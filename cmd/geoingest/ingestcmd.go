@@ -24,12 +24,16 @@ type ingestLine struct {
 	Features int64   `json:"features"`
 	AreaM2   float64 `json:"area_m2"`
 	Error    string  `json:"error,omitempty"`
+	// Reason: for outcome pending, the guards the version tripped; for a
+	// forced version, what they found.
+	Reason string `json:"reason,omitempty"`
 }
 
 // runIngest runs each file through the same gates as the queue consumer.
 // Exit status 0 when every file is committed (written, already present or
 // superseded), 1 when one failed or is in progress elsewhere (its claim
-// held under another worker's live lease).
+// held under another worker's live lease), else exitPending when a version
+// was held as pending by a guard.
 func runIngest(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("ingest", "[flags] PATH...")
 	var d dbFlags
@@ -42,6 +46,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	m.addLimitFlags(fs, &lf)
 	var pf policyFlags
 	m.addPolicyFlags(fs, &pf, true)
+	var gf guardFlags
+	addGuardFlags(fs, &gf)
 	lease := fs.Duration("lease", 5*time.Minute, "claim lease; heartbeats extend it every lease/3 while a job runs")
 	asJSON := fs.Bool("json", false, "print one JSON object per file on stdout")
 	quiet := fs.Bool("quiet", false, "no progress line on a terminal")
@@ -71,6 +77,10 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	if err := params.Validate(); err != nil {
 		return err
 	}
+	guards, err := gf.guards()
+	if err != nil {
+		return err
+	}
 	// The files are hashed (their job keys need the SHA-256 of their bytes)
 	// one ahead of the jobs: the first while the database is connected
 	// and its schema checked, each next one while the job before it runs.
@@ -93,10 +103,10 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	compaction := bcf.start(ctx, m, a)
 	defer finishBatchCompaction(ctx, m, "ingest", compaction)
 
-	failed := 0
+	failed, pending := 0, 0
 	for hs := range sources {
 		path := hs.path
-		res := ingestFile(ctx, svc, hs, params)
+		res := ingestFile(ctx, svc, hs, params, guards)
 		progress.clear()
 		if res.Outcome == ingest.Written && compaction != nil {
 			compaction.Written()
@@ -104,9 +114,12 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		if res.Outcome == ingest.Failed || res.Outcome == ingest.Held {
 			failed++ // a held claim is not done: its worker may have died
 		}
+		if res.Outcome == ingest.Pending {
+			pending++
+		}
 		if *asJSON {
 			line := ingestLine{JobID: res.JobID, Source: res.Source, Outcome: string(res.Outcome),
-				Features: res.Features, AreaM2: res.AreaM2}
+				Features: res.Features, AreaM2: res.AreaM2, Reason: res.Reason}
 			if res.Err != nil {
 				line.Error = res.Err.Error()
 			}
@@ -118,6 +131,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 			continue
 		}
 		switch {
+		case res.Outcome == ingest.Pending:
+			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: held as pending, not applied: %s (geoingest pending approve|reject %s --reason TEXT)\n", path, res.Reason, res.JobID)
+			fmt.Fprintf(m.Stdout, "%s  %-15s %s  %d features, %.0f m²\n", short(res.JobID), res.Outcome, path, res.Features, res.AreaM2)
 		case res.Outcome == ingest.Held:
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %s\n", path, res.HeldError())
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
@@ -130,6 +146,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	if failed > 0 {
 		return exitError(1)
+	}
+	if pending > 0 {
+		return exitError(exitPending)
 	}
 	return nil
 }
@@ -162,7 +181,7 @@ func hashAhead(ctx context.Context, paths []string) <-chan hashedSource {
 	return out
 }
 
-func ingestFile(ctx context.Context, svc *ingest.Service, hs hashedSource, params ingest.Params) ingest.Result {
+func ingestFile(ctx context.Context, svc *ingest.Service, hs hashedSource, params ingest.Params, guards ingest.Guards) ingest.Result {
 	if hs.err != nil {
 		abs, _ := filepath.Abs(hs.path)
 		return ingest.Result{Source: "file://" + abs, Outcome: ingest.Failed, Err: hs.err}
@@ -171,6 +190,7 @@ func ingestFile(ctx context.Context, svc *ingest.Service, hs hashedSource, param
 	if err != nil {
 		return ingest.Result{Source: hs.src.String(), Outcome: ingest.Failed, Err: err}
 	}
+	job.Guards = guards
 	return svc.Run(ctx, job)
 }
 

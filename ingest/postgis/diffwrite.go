@@ -73,6 +73,12 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		return err
 	}
 
+	// The guards, before anything is applied (pending.go): a version they
+	// hold is kept whole, out of sight, and nothing below happens.
+	if _, err := s.guard(ctx, g, job, g.keys.Keys(), res, true); err != nil || g.held {
+		return err
+	}
+
 	testhook.At(ctx, testhook.DuringDiff, testhook.Where{Job: job.ID})
 	key, minIoU, failOnDuplicates := job.Params.Match()
 	if key == nil {

@@ -65,6 +65,9 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 		v.Add(f.JobID, "stray features", fmt.Sprintf("%d rows in %s %s", f.N, f.TargetTable, why))
 	}
 
+	if err := s.verifyPending(ctx, v); err != nil { // pending_verify.go
+		return nil, err
+	}
 	srcs, err := s.q.VerifySources(ctx)
 	if err != nil {
 		return nil, ingest.Transientf("verify sources: %w", err)

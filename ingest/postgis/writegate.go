@@ -62,6 +62,7 @@ func (s *Store) writeGate(ctx context.Context, job ingest.Job, owner, contentHas
 	if err != nil || g == nil {
 		return dup, err
 	}
+	g.actor = owner
 	defer g.rollback(ctx)
 	res, err := body(ctx, g)
 	if err != nil {
@@ -104,30 +105,41 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 			return g.finish(ctx, job.ID, ingest.Superseded, "superseded")
 		}
 		res := ingest.WriteResult{Outcome: ingest.Written}
+		keys := ingest.NewKeysReader(r) // for the drift guard (pending.go)
+		g.keys = keys
 		if src.CurrentJobID.Valid && !s.FullReplace {
-			// Only what changed is written (diffwrite.go).
-			if err := s.writeDiff(ctx, g, job, r, &res); err != nil {
+			// Only what changed is written (diffwrite.go), unless the
+			// guards hold the version (pending.go: g.held).
+			if err := s.writeDiff(ctx, g, job, keys, &res); err != nil {
 				return ingest.WriteResult{}, err
 			}
 		} else {
-			if err := s.copyFeatures(ctx, g, job, r, &res); err != nil {
+			if err := s.copyFeatures(ctx, g, job, keys, &res); err != nil {
 				return ingest.WriteResult{}, err
 			}
-			// Identity and the change record, while the replaced rows are
-			// still there (changes.go).
-			var err error
-			if res.Changes, err = g.matchGeneration(ctx, job); err != nil {
+			if _, err := s.guard(ctx, g, job, keys.Keys(), &res, false); err != nil { // pending.go
 				return ingest.WriteResult{}, err
 			}
-			if src.CurrentJobID.Valid {
-				res.Replaced = src.CurrentJobID.String
-				if err := g.retireCurrent(ctx, res.Replaced, "replaced"); err != nil {
+			if !g.held {
+				// Identity and the change record, while the replaced rows are
+				// still there (changes.go).
+				var err error
+				if res.Changes, err = g.matchGeneration(ctx, job); err != nil {
 					return ingest.WriteResult{}, err
+				}
+				if src.CurrentJobID.Valid {
+					res.Replaced = src.CurrentJobID.String
+					if err := g.retireCurrent(ctx, res.Replaced, "replaced"); err != nil {
+						return ingest.WriteResult{}, err
+					}
 				}
 			}
 		}
 		if err := recordJobCRS(ctx, g.q, job.ID, r); err != nil { // the CRS of each layer read (crs.go)
 			return ingest.WriteResult{}, fmt.Errorf("record job crs: %w", err)
+		}
+		if g.held {
+			return res, nil // pending (or superseded by a newer pending version): not current
 		}
 		cells = g.cells
 		return res, g.setCurrent(ctx, pgtype.Text{String: job.ID, Valid: true})
@@ -187,8 +199,11 @@ type gate struct {
 	src    db.Source
 	srcKey db.EnsureSourceParams
 	order  string
-	ref    int64  // the job's job_ref
-	attach string // the target its own table is to be attached to, last (attach.go)
+	ref    int64              // the job's job_ref
+	held   bool               // the guards held the version: it is not to become current (pending.go)
+	keys   *ingest.KeysReader // the version's property keys, for the guards (pending.go)
+	actor  string             // who writes (the claim's owner) or decides (pending.go)
+	attach string             // the target its own table is to be attached to, last (attach.go)
 
 	tally *reportcells.Tally // the job's report cells, computed as it streams; may be nil
 	cells *pendingCells      // the tally's cells once the rows are final

@@ -142,6 +142,16 @@ type GeoingestFolded struct {
 	WaitFor   []string
 }
 
+type GeoingestGuardEvent struct {
+	ID      int64
+	JobID   string
+	Action  string
+	Actor   string
+	Reason  string
+	Summary []byte
+	At      pgtype.Timestamptz
+}
+
 type GeoingestIndexBuild struct {
 	IndexName   string
 	TableName   string
@@ -150,6 +160,15 @@ type GeoingestIndexBuild struct {
 	BytesPerRow float64
 	Seconds     float64
 	BuiltAt     pgtype.Timestamptz
+}
+
+type GeoingestJobStat struct {
+	JobID string
+	MinX  pgtype.Float8
+	MinY  pgtype.Float8
+	MaxX  pgtype.Float8
+	MaxY  pgtype.Float8
+	Keys  []byte
 }
 
 type GeoingestStaging struct {

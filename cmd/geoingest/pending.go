@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/user"
+	"text/tabwriter"
+
+	"github.com/geoingest/geoingest/ingest"
+)
+
+func init() {
+	register(&command{name: "pending", summary: "list, approve or reject the versions a guard held as pending", run: runPending})
+}
+
+// runPending is `geoingest pending list|approve|reject JOB --reason TEXT`.
+// An approval makes the version its source's current generation, once; a
+// rejection drops it. Deciding a version again the same way reports the
+// first decision and exits 0; the other way is refused (exit 1).
+func runPending(ctx context.Context, m *Main, args []string) error {
+	sub := "list"
+	if len(args) > 0 && (args[0] == "list" || args[0] == "approve" || args[0] == "reject" || args[0] == "show") {
+		sub, args = args[0], args[1:]
+	}
+	fs := m.flagSet("pending", "[list | show JOB | approve JOB --reason TEXT | reject JOB --reason TEXT] [--format table|json]")
+	var d dbFlags
+	m.addDBFlags(fs, &d)
+	reason := fs.String("reason", "", "approve, reject: why (required; recorded with who and when)")
+	actor := fs.String("actor", "", "approve, reject: who decides (default: the operating-system user)")
+	format := fs.String("format", "table", "table or json")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *format != "table" && *format != "json" {
+		return fmt.Errorf("--format %q: want table or json", *format)
+	}
+	if (sub == "list") != (fs.NArg() == 0) || fs.NArg() > 1 {
+		fs.Usage()
+		return errUsage
+	}
+	decide := sub == "approve" || sub == "reject"
+	if decide && *reason == "" {
+		return fmt.Errorf("pending %s needs --reason TEXT: it is recorded in the audit trail", sub)
+	}
+	if *actor == "" {
+		if u, err := user.Current(); err == nil {
+			*actor = "cli:" + u.Username
+		} else {
+			*actor = "cli"
+		}
+	}
+	a, err := m.open(ctx, &d, nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	out := func(v any) error {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	switch sub {
+	case "list":
+		ps, err := a.store.ListPending(ctx)
+		if err != nil {
+			return err
+		}
+		if *format == "json" {
+			if ps == nil {
+				ps = []ingest.PendingInfo{}
+			}
+			return out(ps)
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
+		defer tw.Flush()
+		fmt.Fprintln(tw, "JOB\tSOURCE\tFEATURES\tHELD AT\tREASON")
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.JobID, p.Source, p.Features, p.Committed.UTC().Format("2006-01-02 15:04:05Z"), p.Reason)
+		}
+		return nil
+	case "show":
+		evs, err := a.store.GuardEvents(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if *format == "json" {
+			type ev struct {
+				ingest.GuardEvent
+				Summary json.RawMessage `json:"summary"`
+			}
+			list := make([]ev, len(evs))
+			for i, e := range evs {
+				list[i] = ev{GuardEvent: e, Summary: e.Summary}
+			}
+			return out(list)
+		}
+		if len(evs) == 0 {
+			return fmt.Errorf("job %s: no guard decisions recorded", fs.Arg(0))
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
+		defer tw.Flush()
+		fmt.Fprintln(tw, "AT\tACTION\tACTOR\tREASON")
+		for _, e := range evs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.At.UTC().Format("2006-01-02 15:04:05Z"), e.Action, e.Actor, e.Reason)
+		}
+		return nil
+	}
+	r, err := a.svc.Decide(ctx, fs.Arg(0), ingest.Decision{Approve: sub == "approve", Actor: *actor, Reason: *reason})
+	if err != nil {
+		if errors.Is(err, ingest.ErrNoSuchJob) || errors.Is(err, ingest.ErrNotPending) || ingest.KindOf(err) != ingest.Transient {
+			fmt.Fprintf(m.Stderr, "geoingest pending %s: %v\n", sub, err)
+			return exitError(1)
+		}
+		return err
+	}
+	if *format == "json" {
+		return out(r)
+	}
+	switch {
+	case r.Already:
+		fmt.Fprintf(m.Stdout, "%s was %s already (by %s at %s): nothing changed\n", r.JobID, r.Action, r.Actor, r.At.UTC().Format("2006-01-02 15:04:05Z"))
+	case r.Action == "superseded":
+		fmt.Fprintf(m.Stdout, "%s superseded: a newer version of its source was applied meanwhile; it was dropped\n", r.JobID)
+	case r.Action == "approved" && r.Replaced != "":
+		fmt.Fprintf(m.Stdout, "%s approved: now the current generation (replaced %s)\n", r.JobID, r.Replaced)
+	default:
+		fmt.Fprintf(m.Stdout, "%s %s\n", r.JobID, r.Action)
+	}
+	return nil
+}

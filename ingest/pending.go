@@ -1,0 +1,105 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+)
+
+// PendingVersions is the store's role for the versions the guards held
+// (Outcome Pending): an operator lists them and decides each once.
+//
+// What happens to a pending version:
+//   - approved: it becomes its source's current generation, replacing
+//     the one it was compared with, in one transaction, exactly once;
+//   - rejected: its features are dropped and it never becomes current;
+//   - superseded: a newer version of its source was applied or held (a
+//     source keeps at most one pending version, its newest), or an
+//     approval found a newer version current already; its features are
+//     dropped. A pending version therefore never blocks its source: the
+//     next version is compared with the current generation as usual.
+//
+// Decisions are idempotent: deciding a version again the same way
+// reports the first decision (Already), and deciding it the other way
+// once it is decided is a Precondition error. Each decision is recorded
+// with who, when and why.
+type PendingVersions interface {
+	// ListPending lists the pending versions, oldest first.
+	ListPending(ctx context.Context) ([]PendingInfo, error)
+	// Decide approves or rejects the pending version jobID.
+	Decide(ctx context.Context, jobID string, d Decision) (DecisionResult, error)
+	// GuardEvents returns the audit trail of jobID's guards, oldest first.
+	GuardEvents(ctx context.Context, jobID string) ([]GuardEvent, error)
+}
+
+// PendingInfo is one pending version.
+type PendingInfo struct {
+	JobID     string    `json:"job_id"`
+	Source    string    `json:"source"`
+	Target    string    `json:"target"`
+	Features  int64     `json:"features"`
+	AreaM2    float64   `json:"area_m2"`
+	Reason    string    `json:"reason"`
+	Summary   []byte    `json:"-"`
+	Current   string    `json:"current_job"`
+	Committed time.Time `json:"committed_at"`
+}
+
+// Decision is an operator's decision on a pending version.
+type Decision struct {
+	Approve bool
+	Actor   string // who: a user or token name
+	Reason  string // why (required)
+}
+
+// DecisionResult is what a decision did.
+type DecisionResult struct {
+	JobID  string `json:"job_id"`
+	Target string `json:"target"`
+	// Action is approved, rejected or superseded (an approval that found
+	// a newer version current).
+	Action string `json:"action"`
+	// Already is set when the version had been decided before: nothing
+	// changed, and Action, Actor and At are that first decision's.
+	Already bool      `json:"already"`
+	Actor   string    `json:"actor"`
+	At      time.Time `json:"at"`
+	// Replaced is the generation an approval replaced, if any.
+	Replaced string `json:"replaced,omitempty"`
+}
+
+// GuardEvent is one entry of a version's guard audit trail.
+type GuardEvent struct {
+	Action  string    `json:"action"` // held, forced, approved, rejected, superseded
+	Actor   string    `json:"actor"`
+	Reason  string    `json:"reason"`
+	Summary []byte    `json:"-"`
+	At      time.Time `json:"at"`
+}
+
+// Decide approves or rejects a pending version (see PendingVersions) and,
+// when an approval made it current, refreshes the report assignments.
+func (s *Service) Decide(ctx context.Context, jobID string, d Decision) (DecisionResult, error) {
+	if strings.TrimSpace(d.Reason) == "" {
+		return DecisionResult{}, Permanentf("a decision on a pending version needs a reason (--reason TEXT)")
+	}
+	if strings.TrimSpace(d.Actor) == "" {
+		return DecisionResult{}, Permanentf("a decision on a pending version needs an actor")
+	}
+	r, err := s.Store.Decide(ctx, jobID, d)
+	if err != nil {
+		return r, err
+	}
+	log := s.Log.With("job", jobID)
+	log.Info("pending version decided", "action", r.Action, "already", r.Already, "actor", d.Actor, "reason", d.Reason)
+	if r.Action == "approved" && !r.Already {
+		p := DefaultParams(r.Target)
+		s.refreshReports(ctx, log, Job{ID: jobID, Params: p}, WriteResult{Outcome: Written, Replaced: r.Replaced})
+	}
+	return r, nil
+}
+
+// ErrNotPending is the error of a decision on a job that is not (and
+// never was) a pending version.
+var ErrNotPending = errors.New("not a pending version")

@@ -1,0 +1,37 @@
+package postgis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+)
+
+// verifyPending checks the pending generations (pending.go): each one's
+// own table, never attached, holds the rows its ledger row counts, and it
+// is not its source's current generation. Readers never see them, so
+// they count in no other check.
+func (s *Store) verifyPending(ctx context.Context, v *ingest.Verification) error {
+	ps, err := s.q.PendingJobs(ctx)
+	if err != nil {
+		return ingest.Transientf("verify pending: %w", err)
+	}
+	v.Pending = int64(len(ps))
+	for _, p := range ps {
+		if p.CurrentJobID == p.JobID {
+			v.Add(p.JobID, "pending generation", "pending, yet its source's current generation")
+		}
+		r, err := s.q.PendingRows(ctx, db.PendingRowsParams{TargetTable: p.TargetTable, JobRef: p.JobRef})
+		if err != nil {
+			return ingest.Transientf("verify pending %s: %w", p.JobID, err)
+		}
+		switch {
+		case r.N < 0:
+			v.Add(p.JobID, "pending generation", fmt.Sprintf("its table (ref %d) is missing: it can be rejected, not approved", p.JobRef))
+		case r.N != p.FeatureCount:
+			v.Add(p.JobID, "pending generation", fmt.Sprintf("%d rows held, the ledger counts %d", r.N, p.FeatureCount))
+		}
+	}
+	return nil
+}
