@@ -185,7 +185,7 @@ func TestOldSnapshotSeesReplacedGenerationOnce(t *testing.T) {
 				b.store.OwnPartitionBytes = 1 << 40
 			}
 			writeSquares(t, p, 0, 7, "v2", time.Now())
-			res = b.svc.Run(ctx, localJob(t, p, ingest.DefaultParams("parcels")))
+			res = b.svc.Run(ctx, unguarded(localJob(t, p, ingest.DefaultParams("parcels"))))
 			require.NoError(t, res.Err)
 			require.Equal(t, ingest.Written, res.Outcome)
 
@@ -239,7 +239,7 @@ func TestLargeJobWritersDoNotDeadlock(t *testing.T) {
 	// B: a new version of the own-partition source, to commit meanwhile.
 	writeSquares(t, paths[0], 0, 6, "v2", time.Now())
 	bDone := make(chan ingest.Result)
-	go func() { bDone <- b.svc.Run(ctx, localJob(t, paths[0], ingest.DefaultParams("parcels"))) }()
+	go func() { bDone <- b.svc.Run(ctx, unguarded(localJob(t, paths[0], ingest.DefaultParams("parcels")))) }()
 	var rb ingest.Result
 	select {
 	case rb = <-bDone: // it does not wait for A
@@ -305,7 +305,7 @@ func TestConcurrentLargeJobWritersNoDeadlock(t *testing.T) {
 				src := w*2 + r%2 // each worker's own two sources: no file is rewritten under another's job
 				p := filepath.Join(dir, fmt.Sprintf("src%d.geojson", src))
 				writeSquares(t, p, src, 5+int(n%7), fmt.Sprint(n), time.Now())
-				res := b.svc.Run(ctx, localJob(t, p, ingest.DefaultParams("parcels")))
+				res := b.svc.Run(ctx, unguarded(localJob(t, p, ingest.DefaultParams("parcels"))))
 				if res.Err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("job %d: %w", n, res.Err))

@@ -166,7 +166,7 @@ func TestCompactFoldsOldestAndKeepsLedger(t *testing.T) {
 	// partition) replaces it: the old rows leave the shared partition.
 	b.store.OwnPartitionBytes = 1 << 40
 	writeSquares(t, paths[0], 0, 7, "v2", time.Now())
-	res := b.svc.Run(ctx, localJob(t, paths[0], ingest.DefaultParams("parcels")))
+	res := b.svc.Run(ctx, unguarded(localJob(t, paths[0], ingest.DefaultParams("parcels"))))
 	require.NoError(t, res.Err)
 	require.Equal(t, ids[0], res.Replaced)
 	// A removal of another folded source retires it.
@@ -295,7 +295,7 @@ func TestCompactConcurrentReplaceAndReaders(t *testing.T) {
 	// A new version of the source being folded waits for the fold.
 	writeSquares(t, paths[0], 0, 5, "v2", time.Now())
 	replaced := make(chan ingest.Result)
-	go func() { replaced <- b.svc.Run(ctx, localJob(t, paths[0], ingest.DefaultParams("parcels"))) }()
+	go func() { replaced <- b.svc.Run(ctx, unguarded(localJob(t, paths[0], ingest.DefaultParams("parcels")))) }()
 	select {
 	case r := <-replaced:
 		t.Fatalf("the replace did not wait for the fold: %+v", r)

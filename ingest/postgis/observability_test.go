@@ -113,7 +113,7 @@ geoingest_features_written_total 72
 `), "geoingest_claims_total", "geoingest_features_written_total"))
 	n, err := testutil.GatherAndCount(e.reg, "geoingest_write_gate_total")
 	require.NoError(t, err)
-	require.Equal(t, 4, n, "write gate results are all exported, zero or not")
+	require.Equal(t, 5, n, "write gate results are all exported, zero or not")
 
 	requireJobOnEveryLine(t, logs, job.ID)
 	requireClean(t, e)

@@ -2,10 +2,12 @@ package postgis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // verifyPending checks the pending generations (pending.go): each one's
@@ -14,6 +16,10 @@ import (
 // they count in no other check.
 func (s *Store) verifyPending(ctx context.Context, v *ingest.Verification) error {
 	ps, err := s.q.PendingJobs(ctx)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return nil // a schema before migration 0026: no guards, nothing pending
+	}
 	if err != nil {
 		return ingest.Transientf("verify pending: %w", err)
 	}
