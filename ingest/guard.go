@@ -76,10 +76,17 @@ func (g Guards) Validate() error {
 
 // ParseGuardOption sets the guard option k (a route option) to v:
 // guard-shrink, guard-extent and guard-quarantine take a fraction (or
-// "off"), guard-drift takes "off". ok is false for another option.
+// "off"), guard-drift and guards (all of them) take "off" or "on". ok is
+// false for another option.
 func (g *Guards) ParseGuardOption(k, v string) (ok bool, err error) {
 	var dst *float64
 	switch k {
+	case "guards":
+		if v != "off" && v != "on" {
+			return true, fmt.Errorf("guards %q: want on or off", v)
+		}
+		g.Off = v == "off"
+		return true, nil
 	case "guard-shrink":
 		dst = &g.Shrink
 	case "guard-extent":
@@ -123,6 +130,9 @@ func (g Guards) guardOptions() []string {
 	}
 	if g.NoDrift {
 		out = append(out, "guard-drift=off")
+	}
+	if g.Off {
+		out = append(out, "guards=off")
 	}
 	return out
 }

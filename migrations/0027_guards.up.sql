@@ -169,6 +169,9 @@ BEGIN
                              'geoingest_pending_rows(text, bigint)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_temp', f, current_schema());
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+        IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM geoingest_analyst', f);
+        END IF;
         IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_writer') THEN
             EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO geoingest_writer', f);
         END IF;

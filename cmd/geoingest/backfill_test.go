@@ -35,7 +35,7 @@ func TestBackfillCommandLocal(t *testing.T) {
 
 	code, out, errOut := run(t, env, "backfill", "--dir", dir)
 	require.Equal(t, 0, code, out+errOut)
-	require.Contains(t, out, "32 listed, 2 filtered, 30 written, 0 already present, 0 superseded, 0 failed")
+	require.Contains(t, out, "32 listed, 2 filtered, 30 written, 0 pending, 0 already present, 0 superseded, 0 failed")
 	code, out, errOut = run(t, env, "backfill", "--bucket", "file", "--prefix", dir, "--workers", "2")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "30 already present", "skip is the default: committed keys do nothing")

@@ -20,11 +20,13 @@ func init() {
 }
 
 // newConsole is the console on a's database: its jobs, sources and claims,
-// and the map of its area report. dl is the dead-letter queue's depth
-// (nil where not known).
-func newConsole(a *app, token string, dl queue.DeadLetterDepther, log *slog.Logger) http.Handler {
+// its pending versions, and the map of its area report. token is the
+// read-only token, opToken the operator's (empty: the console only
+// reads). dl is the dead-letter queue's depth (nil where not known). The
+// pending versions are read and decided on the primary.
+func newConsole(a *app, token, opToken string, dl queue.DeadLetterDepther, log *slog.Logger) http.Handler {
 	o := console.Options{Reader: postgis.NewConsole(a.readsPool()), Reports: a.reads(),
-		DeadLetters: dl, Token: token, Log: log}
+		DeadLetters: dl, Token: token, OperatorToken: opToken, Pending: a.store, Decider: a.svc, Log: log}
 	if a.readPool != nil {
 		o.Replica = postgis.NewConsole(a.readPool)
 	}
@@ -57,6 +59,7 @@ func runConsole(ctx context.Context, m *Main, args []string) error {
 	m.addReadFlag(fs, &d)
 	addr := fs.String("addr", m.envDefault("GEOINGEST_CONSOLE_ADDR", "127.0.0.1:9465"), "address to serve the console on; loopback unless you mean otherwise (env GEOINGEST_CONSOLE_ADDR)")
 	token := fs.String("console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, every page and API call requires this bearer token (or it as the basic-auth password) (env GEOINGEST_CONSOLE_TOKEN)")
+	opToken := fs.String("console-operator-token", m.Getenv("GEOINGEST_CONSOLE_OPERATOR_TOKEN"), "when set, the bearer of this token may also act: approve or reject pending versions (needs a login that may write) (env GEOINGEST_CONSOLE_OPERATOR_TOKEN)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -76,7 +79,7 @@ func runConsole(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
 	}
-	srv := &http.Server{Handler: newConsole(a, *token, nil, m.Log), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: newConsole(a, *token, *opToken, nil, m.Log), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(m.Stdout, "geoingest console: http://%s/\n", ln.Addr())

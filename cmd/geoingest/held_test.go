@@ -89,7 +89,7 @@ func TestIngestAndBackfillHeldClaim(t *testing.T) {
 
 	code, out, errOut = run(t, env, "backfill", "--dir", dir)
 	require.Equal(t, 1, code, out+errOut)
-	require.Contains(t, out, "1 listed, 0 filtered, 0 written, 0 already present, 0 superseded, 0 failed, 1 in progress elsewhere")
+	require.Contains(t, out, "1 listed, 0 filtered, 0 written, 0 pending, 0 already present, 0 superseded, 0 failed, 1 in progress elsewhere")
 	require.Contains(t, errOut, "1 jobs in progress elsewhere")
 	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM jobs`))
 

@@ -30,13 +30,21 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 	reason := fs.String("reason", "", "approve, reject: why (required; recorded with who and when)")
 	actor := fs.String("actor", "", "approve, reject: who decides (default: the operating-system user)")
 	format := fs.String("format", "table", "table or json")
-	if err := parse(fs, args); err != nil {
-		return err
+	// Flags may follow the job id (pending approve JOB --reason TEXT).
+	var pos []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	if *format != "table" && *format != "json" {
 		return fmt.Errorf("--format %q: want table or json", *format)
 	}
-	if (sub == "list") != (fs.NArg() == 0) || fs.NArg() > 1 {
+	if (sub == "list") != (len(pos) == 0) || len(pos) > 1 {
 		fs.Usage()
 		return errUsage
 	}
@@ -81,7 +89,7 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		}
 		return nil
 	case "show":
-		evs, err := a.store.GuardEvents(ctx, fs.Arg(0))
+		evs, err := a.store.GuardEvents(ctx, pos[0])
 		if err != nil {
 			return err
 		}
@@ -97,7 +105,7 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 			return out(list)
 		}
 		if len(evs) == 0 {
-			return fmt.Errorf("job %s: no guard decisions recorded", fs.Arg(0))
+			return fmt.Errorf("job %s: no guard decisions recorded", pos[0])
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
 		defer tw.Flush()
@@ -107,7 +115,7 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		}
 		return nil
 	}
-	r, err := a.svc.Decide(ctx, fs.Arg(0), ingest.Decision{Approve: sub == "approve", Actor: *actor, Reason: *reason})
+	r, err := a.svc.Decide(ctx, pos[0], ingest.Decision{Approve: sub == "approve", Actor: *actor, Reason: *reason})
 	if err != nil {
 		if errors.Is(err, ingest.ErrNoSuchJob) || errors.Is(err, ingest.ErrNotPending) || ingest.KindOf(err) != ingest.Transient {
 			fmt.Fprintf(m.Stderr, "geoingest pending %s: %v\n", sub, err)

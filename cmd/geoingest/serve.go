@@ -58,6 +58,9 @@ type serveConfig struct {
 	// consoleToken when it is set.
 	console      bool
 	consoleToken string
+	// consoleOperatorToken lets its bearer approve and reject pending
+	// versions in the console; empty: the console only reads.
+	consoleOperatorToken string
 	// startTimeout bounds how long the start-up checks retry a server
 	// that does not answer; unreadyAfter is how long receives may fail
 	// before /readyz answers 503.
@@ -169,6 +172,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.Float64Var(&c.compactReindex, "compact-reindex-factor", m.envFloat("GEOINGEST_COMPACT_REINDEX_FACTOR", ingest.DefaultReindexFactor), reindexFactorUsage+" (env GEOINGEST_COMPACT_REINDEX_FACTOR)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
 	fs.StringVar(&c.consoleToken, "console-token", m.Getenv("GEOINGEST_CONSOLE_TOKEN"), "when set, the console's pages and API require this bearer token (or it as the basic-auth password); /metrics, /healthz and /readyz do not (env GEOINGEST_CONSOLE_TOKEN)")
+	fs.StringVar(&c.consoleOperatorToken, "console-operator-token", m.Getenv("GEOINGEST_CONSOLE_OPERATOR_TOKEN"), "when set, the bearer of this token may also act in the console: approve or reject pending versions (env GEOINGEST_CONSOLE_OPERATOR_TOKEN)")
 	var lf limitFlags
 	m.addLimitFlags(fs, &lf)
 	fs.DurationVar(&c.startTimeout, "start-timeout", m.envDuration("GEOINGEST_START_TIMEOUT", time.Minute), "how long the start-up checks (credentials, queues, buckets) retry a server that does not answer before serve exits non-zero; a refusal (no credentials, no such queue) exits at once (env GEOINGEST_START_TIMEOUT)")
@@ -303,7 +307,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		var ui http.Handler
 		if c.console {
 			dl, _ := cons.Receiver.(queue.DeadLetterDepther)
-			ui = newConsole(a, c.consoleToken, dl, m.Log)
+			ui = newConsole(a, c.consoleToken, c.consoleOperatorToken, dl, m.Log)
 		}
 		ops, err := startOps(c.metricsAddr, reg, func(ctx context.Context) error {
 			if cons.Stopping() {

@@ -13,6 +13,15 @@
 //	GET /api/failures       /api/jobs?state=failed, with the hint of each
 //	GET /api/claims         the claims not yet settled
 //	GET /api/overview       counts by state, last report refresh, DLQ depth
+//	GET /pending            the pending versions, with approve and reject forms for operators
+//	GET /login              asks a browser for the operator's credentials
+//	GET /api/pending        the pending versions
+//	POST /pending/{job_id}/{approve|reject}      a form (reason, csrf): operators
+//	POST /api/pending/{job_id}/{approve|reject}  {"reason": "..."}: operators
+//
+// Reading needs Options.Token (when set) or the operator token; acting
+// needs Options.OperatorToken, and is protected from cross-site request
+// forgery (actions.go).
 //
 // Every user-supplied string (source keys, failure reasons, owners) is
 // rendered as text: html/template escapes it for its context, and the
@@ -49,8 +58,16 @@ type Options struct {
 	// not known (an inbox, or the console without a queue).
 	DeadLetters queue.DeadLetterDepther
 	// Token, when set, is required as a bearer token (or as the password
-	// of basic authentication, for browsers) on every route.
+	// of basic authentication, for browsers) on every route: the
+	// read-only token.
 	Token string
+	// OperatorToken, when set, lets its bearer read and act: approve or
+	// reject pending versions. Empty: the console is read-only.
+	OperatorToken string
+	// Pending lists the pending versions; nil: no pending page.
+	Pending ingest.PendingVersions
+	// Decider decides them (with OperatorToken).
+	Decider Decider
 	// Log receives request errors; nil for slog.Default().
 	Log *slog.Logger
 	// MapTTL is how long a drawn map is reused (default 30 s): the map is
@@ -64,8 +81,9 @@ type Options struct {
 
 // Handler serves the console.
 type Handler struct {
-	opts Options
-	mux  *http.ServeMux
+	opts    Options
+	mux     *http.ServeMux
+	csrfKey []byte // actions.go
 
 	mapMu  sync.Mutex
 	mapAt  time.Time
@@ -84,7 +102,7 @@ func New(o Options) *Handler {
 	if o.MapTTL <= 0 {
 		o.MapTTL = 30 * time.Second
 	}
-	h := &Handler{opts: o, mux: http.NewServeMux()}
+	h := &Handler{opts: o, mux: http.NewServeMux(), csrfKey: newCSRFKey()}
 	h.mux.HandleFunc("GET /{$}", h.index)
 	h.mux.HandleFunc("GET /jobs/{job_id}", h.jobPage)
 	h.mux.HandleFunc("GET /map.svg", h.mapHandler)
@@ -94,12 +112,17 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("GET /api/failures", h.apiFailures)
 	h.mux.HandleFunc("GET /api/claims", h.apiClaims)
 	h.mux.HandleFunc("GET /api/overview", h.apiOverview)
+	h.mux.HandleFunc("GET /pending", h.pendingPage)
+	h.mux.HandleFunc("GET /login", h.login)
+	h.mux.HandleFunc("GET /api/pending", h.apiPending)
+	h.mux.HandleFunc("POST /pending/{job_id}/{action}", h.pendingAction)
+	h.mux.HandleFunc("POST /api/pending/{job_id}/{action}", h.apiDecide)
 	return h
 }
 
 // ServeHTTP checks the token, sets the security headers and routes.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !authorized(r, h.opts.Token) {
+	if h.roleOf(r) == roleNone {
 		w.Header().Add("WWW-Authenticate", `Bearer realm="geoingest console"`)
 		w.Header().Add("WWW-Authenticate", `Basic realm="geoingest console", charset="UTF-8"`)
 		http.Error(w, "unauthorized: the console needs its token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
@@ -117,7 +140,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Routes are the path patterns the console serves, for a mux that mounts
 // it beside other handlers.
-var Routes = []string{"/{$}", "/jobs/", "/map.svg", "/api/"}
+var Routes = []string{"/{$}", "/jobs/", "/map.svg", "/api/", "/pending", "/pending/", "/login"}
 
 // replica is the read database's replication state, or nil when the
 // console reads the primary (or the state cannot be read).
