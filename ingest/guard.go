@@ -37,6 +37,10 @@ type Guards struct {
 	NoDrift bool
 	// Off turns every guard off.
 	Off bool
+	// KeyFields are the source's key fields (Params.Key), which the
+	// drift guard requires in the version whatever the current
+	// generation recorded.
+	KeyFields []string
 	// Force applies a version whatever its guards say; Reason, required
 	// with it, is recorded with what the guards found.
 	Force  bool
@@ -249,6 +253,17 @@ func CheckGuards(g Guards, cur, version VersionStats) GuardSummary {
 		}
 		if len(retyped) > 0 {
 			trip("drift", "fields whose values changed type: %s", strings.Join(retyped, ", "))
+		}
+	}
+	if !g.NoDrift && version.Keys != nil {
+		var missing []string
+		for _, k := range g.KeyFields {
+			if _, ok := version.Keys[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			trip("drift", "key fields missing: %s", strings.Join(missing, ", "))
 		}
 	}
 	if t := g.quarantine(); t > 0 {

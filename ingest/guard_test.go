@@ -37,6 +37,7 @@ func TestCheckGuards(t *testing.T) {
 		"left out":           {Guards{}, VersionStats{Features: 10000, AreaM2: 1e8, LeftOut: 2000, BBox: box, HasBBox: true, Keys: cur.Keys}, []string{"quarantine"}},
 		"all off":            {Guards{Off: true}, VersionStats{Features: 1, BBox: [4]float64{0, 0, 1, 1}, HasBBox: true}, nil},
 		"no keys recorded":   {Guards{}, VersionStats{Features: 10000, AreaM2: 1e8}, nil},
+		"key field missing":  {Guards{KeyFields: []string{"PARCEL_ID"}}, VersionStats{Features: 10000, AreaM2: 1e8, BBox: box, HasBBox: true, Keys: cur.Keys}, []string{"drift"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := CheckGuards(c.g, cur, c.v)

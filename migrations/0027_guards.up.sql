@@ -80,9 +80,9 @@ BEGIN
     EXECUTE format('CREATE TABLE geoingest_store.%I (LIKE geoingest_store.%I INCLUDING DEFAULTS INCLUDING GENERATED, CHECK (job_ref = %s))',
                    own, geoingest_job_table(target, -1), new_ref);
     EXECUTE format('WITH moved AS (DELETE FROM geoingest_store.%I WHERE job_ref = $1
-                                   RETURNING id, feature_index, layer, properties, geom, area_m2)
-                    INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2)
-                    SELECT id, $2, feature_index, layer, properties, geom, area_m2 FROM moved',
+                                   RETURNING id, feature_index, layer, properties, geom, area_m2, feature_id)
+                    INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id)
+                    SELECT id, $2, feature_index, layer, properties, geom, area_m2, feature_id FROM moved',
                    geoingest_job_table(target, -1), own)
         USING old_ref, new_ref;
     EXECUTE format('CREATE INDEX ON geoingest_store.%I USING gist (geom)', own);

@@ -64,7 +64,9 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 	if err != nil {
 		return false, err
 	}
-	sum := ingest.CheckGuards(job.Guards, cur, version)
+	guards := job.Guards
+	guards.KeyFields = job.Params.Key
+	sum := ingest.CheckGuards(guards, cur, version)
 	sum.CurrentID = g.src.CurrentJobID.String
 	if len(sum.Trips) == 0 {
 		return false, nil
@@ -280,6 +282,20 @@ func (s *Store) Decide(ctx context.Context, jobID string, d ingest.Decision) (_ 
 			return res, err
 		}
 	} else {
+		// Identity and the change record, as a write would make them,
+		// while the replaced rows are still there (changes.go).
+		params, err := paramsFromLedger(j.Params)
+		if err != nil {
+			return res, fmt.Errorf("parameters of %s: %w", jobID, err)
+		}
+		params.Key, params.MatchIoU, params.DuplicateKeys, err = matchFromLedger(j.Params)
+		if err != nil {
+			return res, fmt.Errorf("parameters of %s: %w", jobID, err)
+		}
+		job := ingest.Job{ID: jobID, Source: ingest.Source{Bucket: j.SourceBucket, Key: j.SourceKey, VersionToken: j.VersionToken, Order: j.OrderToken}, Params: params}
+		if _, err := g.matchGeneration(ctx, job); err != nil {
+			return res, err
+		}
 		if g.src.CurrentJobID.Valid {
 			res.Replaced = g.src.CurrentJobID.String
 			if err := g.retireCurrent(ctx, res.Replaced, "replaced"); err != nil {
@@ -339,4 +355,19 @@ func (s *Store) decidedBefore(ctx context.Context, q *db.Queries, j db.Job, d in
 		return res, nil
 	}
 	return res, &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("job %s is %s: %w", j.JobID, j.Status, ingest.ErrNotPending)}
+}
+
+// matchFromLedger reads the matching parameters of a job's ledger params
+// (Params.Map's key, match_iou and duplicate_keys).
+func matchFromLedger(raw []byte) (key []string, iou float64, dup string, err error) {
+	var m struct {
+		Key           string  `json:"key"`
+		MatchIoU      float64 `json:"match_iou"`
+		DuplicateKeys string  `json:"duplicate_keys"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, 0, "", err
+	}
+	key, err = ingest.ParseKey(m.Key)
+	return key, m.MatchIoU, m.DuplicateKeys, err
 }
