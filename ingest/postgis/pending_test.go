@@ -59,17 +59,19 @@ func verifiedStore(t *testing.T, s *Store) *ingest.Verification {
 // version is held as pending: written, invisible to readers, the current
 // generation untouched; a duplicate delivery changes nothing; verify
 // counts it; an approval makes it current once (a second approval and
-// concurrent ones report the first), audited. With the job in the shared
-// partition and in a partition of its own.
+// concurrent ones report the first), audited. With a diff write (the
+// version held from its incoming table) and a full one (in the shared
+// partition and in a partition of its own).
 func TestTruncatedVersionIsHeldUntilApproved(t *testing.T) {
 	t.Parallel()
 	full := parcelsFile(t, "full.geojson", 200, 13, apn)
 	truncated := parcelsFile(t, "truncated.geojson", 10, 13, apn)
-	for _, own := range []bool{false, true} {
-		t.Run(fmt.Sprintf("own=%v", own), func(t *testing.T) {
+	for _, mode := range []string{"diff", "full", "full-own"} {
+		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			if own {
+			b.store.FullReplace = mode != "diff" // a diff write holds from its incoming table
+			if mode == "full-own" {
 				b.store.OwnPartitionBytes = 1
 			}
 			ctx := context.Background()

@@ -18,7 +18,7 @@ func (s *Store) verifyPending(ctx context.Context, v *ingest.Verification) error
 	ps, err := s.q.PendingJobs(ctx)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return nil // a schema before migration 0026: no guards, nothing pending
+		return nil // a schema before migration 0027: no guards, nothing pending
 	}
 	if err != nil {
 		return ingest.Transientf("verify pending: %w", err)
