@@ -116,6 +116,7 @@ func TestServeHostileUploads(t *testing.T) {
 		return queryInt(t, db, `SELECT count(*) FROM claims WHERE state IN ('COMMITTED', 'FAILED')`) == int64(total)
 	})
 	srv.stop(t)
+	require.Contains(t, srv.stderr.String(), "GDAL reads uploads in a sandboxed child process", "the sandbox logged at start-up")
 	if testing.Verbose() {
 		t.Logf("claims:\n%s", dumpClaims(t, db))
 	}

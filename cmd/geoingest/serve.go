@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/localfs"
 	ingests3 "github.com/geoingest/geoingest/ingest/s3"
@@ -332,6 +334,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if c.queueURL != "" {
 		source = "queue " + c.queueURL
 	}
+	logSandbox(m.Log)
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(cons.Router.Routes()))
 	pruneCtx, stopPrune := context.WithCancel(ctx)
 	pruned := make(chan struct{})
@@ -376,4 +379,22 @@ func (m *Main) newS3Client(awsCfg aws.Config, pathStyle string) *s3.Client {
 		o.UsePathStyle = ps
 		o.DisableLogOutputChecksumValidationSkipped = true // local servers send none
 	})
+}
+
+// logSandbox says at start-up how the GDAL reading child is sandboxed on
+// this kernel (docs/operations.md, "Hostile uploads: the threat model"),
+// and warns when part of the sandbox is missing.
+func logSandbox(log *slog.Logger) {
+	if !ogr.Available {
+		return
+	}
+	prot, err := ogr.Probe()
+	switch {
+	case err != nil:
+		log.Warn("the GDAL reading child cannot start: uploads read with GDAL will fail", "error", err.Error())
+	case !ogr.Complete(prot):
+		log.Warn("the GDAL reader runs without part of its sandbox: this kernel lacks it; files are still read in a child process with GDAL's options for untrusted input, rlimits and the deadline", "protection", prot)
+	default:
+		log.Info("GDAL reads uploads in a sandboxed child process", "protection", prot)
+	}
 }

@@ -46,6 +46,16 @@ func childMain() int {
 		return 2
 	}
 	c.maxFeature = maxFeature
+	if path == "" {
+		// A probe (Probe): the sandbox this kernel allows, without GDAL.
+		c.w.reset()
+		c.w.str("")
+		c.w.str("")
+		c.w.str(applySandbox(read, write))
+		c.w.uv(0)
+		_ = c.send(msgOpened)
+		return 0
+	}
 	if err := initGDAL(); err != nil {
 		c.sendError(1, err.Error())
 		return 0

@@ -8,3 +8,10 @@ const Available = false
 
 // Version is "" in a build without GDAL.
 func Version() string { return "" }
+
+// Probe has no reading child to start in a build without GDAL.
+func Probe() (string, error) { return "", nil }
+
+// Complete reports whether protection is the whole sandbox; a build
+// without GDAL needs none.
+func Complete(protection string) bool { return true }

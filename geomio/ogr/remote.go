@@ -176,7 +176,7 @@ func Open(path string, drivers, options []string, c Contain) (*Dataset, error) {
 		return nil, ch.close(ch.failure(r.err))
 	}
 	protectionOnce.Do(func() {
-		if !strings.Contains(ds.Protection, "seccomp") || !strings.Contains(ds.Protection, "landlock=") {
+		if !Complete(ds.Protection) {
 			slog.Warn("the GDAL reader runs without part of its sandbox: this kernel lacks it; files are still read in a child process with GDAL's options for untrusted input, rlimits and the deadline", "protection", ds.Protection)
 		}
 	})
@@ -510,6 +510,46 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// Probe starts a reading child that loads no GDAL and opens nothing, and
+// returns the sandbox it could apply ("seccomp landlock=7"), for a
+// command to log at start-up; "" with the error when no child starts.
+func Probe() (string, error) {
+	ch, err := start(Contain{Context: context.Background()})
+	if err != nil {
+		return "", err
+	}
+	ch.w.reset()
+	ch.w.str("") // no path: a probe
+	for range 4 {
+		ch.w.uv(0)
+	}
+	ch.w.iv(0)
+	ch.w.iv(0)
+	ch.w.iv(0)
+	if err := writeFrame(ch.in, msgOpen, ch.w.b); err != nil {
+		return "", ch.close(ch.failure(err))
+	}
+	t, p, err := ch.read()
+	if err != nil {
+		return "", ch.close(err)
+	}
+	if t != msgOpened {
+		return "", ch.close(fmt.Errorf("unexpected frame %d", t))
+	}
+	r := &rbuf{b: p}
+	r.str()
+	r.str()
+	prot := r.str()
+	_ = ch.close(nil)
+	return prot, r.err
+}
+
+// Complete reports whether a protection Probe or Open reported is the
+// whole sandbox: seccomp and Landlock.
+func Complete(protection string) bool {
+	return strings.Contains(protection, "seccomp") && strings.Contains(protection, "landlock=")
 }
 
 // ErrStart is (wrapped in) the error of Open when the reading child
