@@ -62,21 +62,34 @@ func (b *BatchCompaction) Written() {
 	}
 }
 
-// finishWait bounds how long Finish waits for another compactor, or for
-// older readers to end so that emptied partitions can be dropped.
+// finishLockTimeout is the least wait of Finish's drops for their table's
+// lock: longer than PostgreSQL's default deadlock_timeout, after which an
+// autovacuum holding the lock is cancelled for them.
+const finishLockTimeout = 3 * time.Second
+
+// finishWait bounds how long Finish goes on after its last round that
+// folded, dropped or rebuilt anything: waiting for another compactor, or
+// for older readers to end so that emptied partitions can be dropped.
 const finishWait = 2 * time.Minute
 
 // Finish stops the background rounds and compacts until a round finds
 // the compactor free and leaves no emptied partition waiting (or
-// finishWait has passed, or ctx ends). It returns the totals of its
+// finishWait has passed with no round doing anything, or ctx ends). It returns the totals of its
 // rounds; an error when a round failed.
 func (b *BatchCompaction) Finish(ctx context.Context) (CompactResult, error) {
 	b.stop()
 	<-b.done
 	start := time.Now()
 	total := CompactResult{Own: map[string]int{}}
+	o := b.options
+	// An emptied partition is often being vacuumed by then (its rows were
+	// deleted by the fold), and autovacuum gives way to a lock request
+	// only after deadlock_timeout (1 s by default): a drop that gives up
+	// at the same moment loses every time, round after round.
+	o.LockTimeout = max(o.LockTimeout, finishLockTimeout)
+	lastWork := start
 	for {
-		r, err := b.compactor.Compact(ctx, b.options)
+		r, err := b.compactor.Compact(ctx, o)
 		total.Folded = append(total.Folded, r.Folded...)
 		total.Dropped += r.Dropped
 		total.Rebuilt = append(total.Rebuilt, r.Rebuilt...)
@@ -87,11 +100,14 @@ func (b *BatchCompaction) Finish(ctx context.Context) (CompactResult, error) {
 		if err != nil {
 			return total, err
 		}
+		if len(r.Folded) > 0 || r.Dropped > 0 || len(r.Rebuilt) > 0 || r.LeftoversDropped > 0 {
+			lastWork = time.Now() // a long round is not a wait
+		}
 		if !r.Busy && r.Pending == 0 {
 			logCompaction(b.log, total)
 			return total, nil
 		}
-		if time.Since(start) > finishWait {
+		if time.Since(lastWork) > finishWait {
 			logCompaction(b.log, total)
 			if r.Busy {
 				return total, errors.New("another compactor held the lock throughout: its rounds (serve's, or the next command's) fold what is left")
