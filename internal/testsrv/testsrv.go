@@ -106,6 +106,7 @@ func SQS(t testing.TB) *SQSServer {
 // Stop stops a fauxqs started by SQS. Call it from TestMain after m.Run.
 func Stop() {
 	stopGCP()
+	stopAzurite()
 	fauxqsMu.Lock()
 	defer fauxqsMu.Unlock()
 	if fauxqsCmd != nil && fauxqsCmd.Process != nil {
