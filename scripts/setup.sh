@@ -6,7 +6,9 @@
 # formats read with OGR), and with --test also GDAL's
 # command-line tools (gdal-bin: the oracle of the CRS test matrix), promtool (Debian's prometheus package), chromium (the console's
 # headless page test), the test servers
-# (fauxqs, an SQS-compatible server, from npm; versitygw, an S3 server, with
+# (fauxqs, an SQS-compatible server, and Azurite, Azure Blob and Queue
+# emulator, from npm; fake-gcs-server and the Pub/Sub emulator pstest run
+# in-process from Go modules; versitygw, an S3 server, with
 # go install into $(go env GOPATH)/bin, where the tests look for it; the
 # other S3 server, gofakes3, runs in-process) and
 # sqlc for the generated-code check. Idempotent: a second run installs
@@ -104,6 +106,10 @@ if [ "$want_test" = 1 ]; then
   if [ ! -x "$cache/node_modules/.bin/fauxqs" ]; then
     echo "setup: installing fauxqs@1.9.2 into $cache" >&2
     npm install --silent --no-audit --no-fund --prefix "$cache" fauxqs@1.9.2 >/dev/null
+  fi
+  if ! grep -qs '"version": "3.37.0"' "$cache/node_modules/azurite/package.json"; then
+    echo "setup: installing azurite@3.37.0 (Blob and Queue emulator) into $cache" >&2
+    npm install --silent --no-audit --no-fund --prefix "$cache" azurite@3.37.0 >/dev/null
   fi
   gobin="$(go env GOPATH)/bin"
   if [ ! -x "$gobin/sqlc" ]; then

@@ -106,7 +106,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		list = func(ctx context.Context, fn func(ingest.BackfillObject) error) error {
 			return localfs.List(ctx, *prefix, fn)
 		}
-	} else if objs, lister, name, release, ok, err := cloudBackfill(ctx, *bucket, *prefix); ok {
+	} else if objs, lister, name, release, ok, err := cloudBackfill(ctx, m.Getenv, *bucket, *prefix); ok {
 		if err != nil {
 			return err
 		}

@@ -99,7 +99,7 @@ func routeBuckets(routes []ingest.Route) []string {
 // cloudBackfill returns the object source and the lister of a backfill of
 // gs://BUCKET (or azblob://ACCOUNT/CONTAINER), and the bucket name the jobs
 // carry; ok is false for any other --bucket.
-func cloudBackfill(ctx context.Context, bucket, prefix string) (objects ingest.ObjectSource, list func(context.Context, func(ingest.BackfillObject) error) error, name string, closeFn func(), ok bool, err error) {
+func cloudBackfill(ctx context.Context, getenv func(string) string, bucket, prefix string) (objects ingest.ObjectSource, list func(context.Context, func(ingest.BackfillObject) error) error, name string, closeFn func(), ok bool, err error) {
 	switch {
 	case strings.HasPrefix(bucket, "gs://"):
 		name = strings.TrimSuffix(strings.TrimPrefix(bucket, "gs://"), "/")
@@ -111,7 +111,7 @@ func cloudBackfill(ctx context.Context, bucket, prefix string) (objects ingest.O
 			return ingestgcs.List(ctx, sc, name, prefix, fn)
 		}, name, func() { sc.Close() }, true, nil
 	case strings.HasPrefix(bucket, "azblob://"):
-		return azureBackfill(ctx, bucket, prefix)
+		return azureBackfill(ctx, getenv, bucket, prefix)
 	}
 	return nil, nil, "", nil, false, nil
 }
