@@ -111,7 +111,7 @@ func (b *Bridge) observe(resp *http.Response) error {
 		return nil
 	}
 	data := map[string]any{"api": api, "blobType": "BlockBlob",
-		"url": "https://" + parts[0] + ".blob.core.windows.net/" + container + "/" + parts[2],
+		"url":       "https://" + parts[0] + ".blob.core.windows.net/" + container + "/" + parts[2],
 		"sequencer": fmt.Sprintf("%032X", b.seq.Add(1))}
 	if typ == "Microsoft.Storage.BlobCreated" {
 		etag := strings.Trim(resp.Header.Get("ETag"), `"`)
