@@ -2,7 +2,7 @@
 # Builds geoingest's container images locally, from Debian packages only: no
 # image registry is needed. Run as root (debootstrap, rootful podman).
 #
-#   scripts/images.sh [base|builder|postgis|geoingest|versitygw|fauxqs|prometheus|all]...
+#   scripts/images.sh [base|builder|postgis|geoingest|versitygw|fauxqs|azurite|prometheus|all]...
 #
 # The images (podman's storage, or docker's with CONTAINER_CLI=docker):
 #   localhost/geoingest/debian:bookworm     a slim Debian 12 root file system made with
@@ -20,6 +20,8 @@
 #                                           and S3-to-SQS bridge (deploy/stack)
 #   localhost/geoingest/versitygw:v1.8.0    versitygw (S3 server), go install'ed on this machine
 #   localhost/geoingest/prometheus:2.42     Prometheus (this machine's Debian binary), for the stack
+#   localhost/geoingest/azurite:3.37.0      Azurite (Blob and Queue emulator) for the
+#                                           compose profile "azure" (only by name: not in all)
 #   localhost/geoingest/fauxqs:1.9.2        fauxqs (SQS server), npm install'ed on this
 #                                           machine, on Debian's Node.js
 #
@@ -47,6 +49,8 @@ versitygw_version=v1.8.0
 versitygw_image=localhost/geoingest/versitygw:$versitygw_version
 fauxqs_version=1.9.2
 fauxqs_image=localhost/geoingest/fauxqs:$fauxqs_version
+azurite_version=3.37.0
+azurite_image=localhost/geoingest/azurite:$azurite_version
 prometheus_image=localhost/geoingest/prometheus:2.42
 
 log() { echo "images: $*" >&2; }
@@ -144,6 +148,15 @@ image_versitygw() {
   build "$versitygw_image" "$ctx"; rm -rf "$ctx"
 }
 
+image_azurite() {
+  have "$azurite_image" && { log "azurite: $azurite_image exists"; return; }
+  local ctx; ctx=$(mktemp -d); cp deploy/azurite/Containerfile "$ctx/"
+  log "azurite: npm install azurite@$azurite_version (here, not in the build: pure JavaScript)"
+  npm install --silent --no-audit --no-fund --omit=dev --prefer-offline --prefix "$ctx" "azurite@$azurite_version" >/dev/null
+  log "azurite: $azurite_image"
+  build "$azurite_image" "$ctx"; rm -rf "$ctx"
+}
+
 image_fauxqs() {
   have "$fauxqs_image" && { log "fauxqs: $fauxqs_image exists"; return; }
   local ctx; ctx=$(mktemp -d); cp deploy/fauxqs/Containerfile "$ctx/"
@@ -183,7 +196,7 @@ targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(all)
 for t in "${targets[@]}"; do
   case $t in
     all) timed image_base; parallel ;;
-    base|builder|postgis|geoingest|versitygw|fauxqs|prometheus) timed "image_$t" ;;
+    base|builder|postgis|geoingest|versitygw|fauxqs|azurite|prometheus) timed "image_$t" ;;
     *) echo "images: unknown image $t" >&2; exit 2 ;;
   esac
 done

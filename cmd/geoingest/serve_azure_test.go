@@ -76,10 +76,12 @@ func TestServeAzureEndToEnd(t *testing.T) {
 			t.Logf("serve's log:\n%s", srv.stderr.String())
 		}
 	})
-	eventually(t, 40*time.Second, "both copies of every event, acked or dead-lettered", func() bool {
+	eventually(t, 60*time.Second, "both copies of every event, acked or dead-lettered", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 2*events &&
 			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 2 &&
-			queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) >= goodJobs
+			queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) >= goodJobs &&
+			// a copy that found its claim held comes back after the lease
+			srv.metric(t, `geoingest_claims_total{result="duplicate"}`)+srv.metric(t, `geoingest_write_gate_total{result="already_present"}`) >= goodJobs
 	})
 	written := srv.metric(t, `geoingest_write_gate_total{result="written"}`)
 	lost := srv.metric(t, `geoingest_claims_total{result="duplicate"}`)

@@ -118,7 +118,9 @@ func TestServeGCSEndToEnd(t *testing.T) {
 	tap.republish(t, tap.seen...) // a second delivery of every notification
 	eventually(t, 30*time.Second, "the second copies, acked or dead-lettered", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 2*events &&
-			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 2
+			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 2 &&
+			// a copy that found its claim held comes back after the lease
+			srv.metric(t, `geoingest_claims_total{result="duplicate"}`)+srv.metric(t, `geoingest_write_gate_total{result="already_present"}`) >= goodJobs
 	})
 	written := srv.metric(t, `geoingest_write_gate_total{result="written"}`)
 	lost := srv.metric(t, `geoingest_claims_total{result="duplicate"}`)

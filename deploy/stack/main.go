@@ -27,7 +27,7 @@ import (
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: geoingest-stack init|bridge [flags]")
+		fmt.Fprintln(os.Stderr, "usage: geoingest-stack init|bridge|gcp|azgrid [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -38,8 +38,12 @@ func main() {
 		err = runInit(ctx, log, os.Args[2:])
 	case "bridge":
 		err = runBridge(ctx, log, os.Args[2:])
+	case "gcp":
+		err = runGCP(ctx, log, os.Args[2:])
+	case "azgrid":
+		err = runAzgrid(ctx, log, os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (init or bridge)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (init, bridge, gcp or azgrid)", os.Args[1])
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		log.Error("geoingest-stack "+os.Args[1], "error", err.Error())
