@@ -52,9 +52,26 @@ func (s *Store) attachWait() time.Duration {
 
 // attachOwnPartition attaches the gate's own table to target, taking the
 // target's ACCESS EXCLUSIVE lock with bounded waits (see above). It
-// must be the gate's last statement: the lock_timeout it sets stays in
-// force until COMMIT.
-func (s *Store) attachOwnPartition(ctx context.Context, g *gate, target string) error {
+// must be the gate's last statement. The lock_timeout of its attempts is
+// put back once it has attached: COMMIT takes locks too (a transaction
+// that sent a pg_notify, changes.go, takes the cluster's notification
+// queue lock there), and a commit cut by a lock timeout meant for the
+// attach would fail the job.
+func (s *Store) attachOwnPartition(ctx context.Context, g *gate, target string) (err error) {
+	prev, err := g.q.LockTimeout(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err == nil {
+			err = g.q.SetLockTimeout(ctx, prev)
+		}
+	}()
+	return s.attachWithin(ctx, g, target)
+}
+
+// attachWithin is attachOwnPartition's attempts.
+func (s *Store) attachWithin(ctx context.Context, g *gate, target string) error {
 	start := time.Now()
 	wait := attachAttemptMin
 	for attempt := 1; ; attempt++ {

@@ -85,6 +85,18 @@ func (q *Queries) LockOldestOwnPartition(ctx context.Context, arg LockOldestOwnP
 	return i, err
 }
 
+const lockTimeout = `-- name: LockTimeout :one
+SELECT current_setting('lock_timeout')::text AS lock_timeout
+`
+
+// LockTimeout is the lock_timeout in force.
+func (q *Queries) LockTimeout(ctx context.Context) (string, error) {
+	row := q.db.QueryRow(ctx, lockTimeout)
+	var lock_timeout string
+	err := row.Scan(&lock_timeout)
+	return lock_timeout, err
+}
+
 const noteFolded = `-- name: NoteFolded :one
 SELECT geoingest_note_folded()::bigint AS noted
 `

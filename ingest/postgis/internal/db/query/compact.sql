@@ -45,6 +45,10 @@ SELECT coalesce(geoingest_drop_folded(), '')::text AS dropped;
 -- PendingFolded is the number of folded partitions not dropped yet.
 SELECT count(*)::bigint AS pending FROM geoingest_folded;
 
+-- name: LockTimeout :one
+-- LockTimeout is the lock_timeout in force.
+SELECT current_setting('lock_timeout')::text AS lock_timeout;
+
 -- name: SetLockTimeout :exec
 -- SetLockTimeout sets lock_timeout for the rest of the transaction.
 SELECT set_config('lock_timeout', @timeout::text, true);
