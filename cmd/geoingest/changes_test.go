@@ -51,6 +51,37 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 	require.Equal(t, map[string]int64{"added": 2, "removed": 5, "geometry": 3, "attributes": 10, "unchanged": 4241 - 5 - 13}, got.Counts)
 	require.Len(t, got.Feature, 20)
 
+	// The same in the JSON API, and the feed.
+	base := startConsole(t, env)
+	var api struct {
+		Counts   map[string]int64 `json:"counts"`
+		Cursor   string           `json:"cursor"`
+		Features []struct {
+			Kind string `json:"kind"`
+		} `json:"features"`
+	}
+	getJSON(t, base+"/api/jobs/"+second.JobID+"/changes", 200, &api)
+	require.Equal(t, got.Counts, api.Counts)
+	require.Len(t, api.Features, 20)
+	var e map[string]string
+	getJSON(t, base+"/api/jobs/nope/changes", 404, &e)
+	getJSON(t, base+"/api/changes/feed?after=x", 400, &e)
+	var feed struct {
+		Changes []struct {
+			Job string `json:"job"`
+		} `json:"changes"`
+		Cursor string `json:"cursor"`
+	}
+	deadline := time.Now().Add(time.Minute)
+	for getJSON(t, base+"/api/changes/feed", 200, &feed); len(feed.Changes) < 2 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond) // the feed waits for the cluster's older transactions
+		getJSON(t, base+"/api/changes/feed", 200, &feed)
+	}
+	require.Len(t, feed.Changes, 2)
+	require.Equal(t, second.JobID, feed.Changes[1].Job)
+	getJSON(t, base+"/api/changes/feed?after="+feed.Cursor, 200, &feed)
+	require.Empty(t, feed.Changes, "nothing after the last cursor")
+
 	code, out, errOut = run(t, env, "changes", "file://"+path)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "4241") // the first version: every feature added

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
 	"github.com/geoingest/geoingest/internal/console"
 	"github.com/geoingest/geoingest/queue"
@@ -29,6 +30,11 @@ func newConsole(a *app, token, opToken string, dl queue.DeadLetterDepther, log *
 		DeadLetters: dl, Token: token, OperatorToken: opToken, Pending: a.store, Decider: a.svc, Log: log}
 	if a.readPool != nil {
 		o.Replica = postgis.NewConsole(a.readPool)
+	}
+	// The change feed reads the primary: its cursor holds records back
+	// while the primary's older transactions run.
+	if cl, ok := a.store.(ingest.ChangeLog); ok {
+		o.Changes = cl
 	}
 	return console.New(o)
 }

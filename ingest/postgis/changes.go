@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -198,6 +199,9 @@ func (s *Store) SourceChanges(ctx context.Context, bucket, key string, since tim
 func (s *Store) ChangeFeed(ctx context.Context, after string, limit int) ([]ingest.Changes, error) {
 	if after == "" {
 		after = "0"
+	}
+	if _, err := strconv.ParseUint(after, 10, 64); err != nil {
+		return nil, ingest.Permanentf("change feed cursor %q: want the cursor of a record (a whole number)", after)
 	}
 	rows, err := s.q.ChangeFeed(ctx, db.ChangeFeedParams{After: after, MaxRows: int32(limit)})
 	if err != nil {

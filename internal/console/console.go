@@ -77,6 +77,9 @@ type Options struct {
 	// console reads (a replica, --read-database-url): the pages and
 	// /api/overview show how far behind the primary it is.
 	Replica ingest.ReplicaLagger
+	// Changes reads the change records (/api/jobs/{id}/changes,
+	// /api/changes, /api/changes/feed); nil: those routes answer 404.
+	Changes ingest.ChangeLog
 }
 
 // Handler serves the console.
@@ -117,6 +120,9 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("GET /api/pending", h.apiPending)
 	h.mux.HandleFunc("POST /pending/{job_id}/{action}", h.pendingAction)
 	h.mux.HandleFunc("POST /api/pending/{job_id}/{action}", h.apiDecide)
+	h.mux.HandleFunc("GET /api/jobs/{job_id}/changes", h.apiJobChanges)
+	h.mux.HandleFunc("GET /api/changes", h.apiSourceChanges)
+	h.mux.HandleFunc("GET /api/changes/feed", h.apiChangeFeed)
 	return h
 }
 
