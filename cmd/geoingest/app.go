@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
 	"github.com/geoingest/geoingest/internal/pagetrim"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -102,4 +106,42 @@ func (a *app) Close() {
 	if a.readPool != nil {
 		a.readPool.Close()
 	}
+}
+
+// openWaiting is open for serve: while no server accepts the connection
+// (a failover in progress: refused, timed out, a standby that is not yet
+// writable, the database system starting up), it tries again every few
+// seconds for up to wait (--start-timeout), so that a serve started or
+// restarted during a failover comes up once the new primary does. Any
+// other error (authentication, a schema behind) returns at once.
+func (m *Main) openWaiting(ctx context.Context, d *dbFlags, reg prometheus.Registerer, wait time.Duration) (*app, error) {
+	deadline := time.Now().Add(wait)
+	for attempt := 1; ; attempt++ {
+		a, err := m.open(ctx, d, reg)
+		if err == nil || !unreachable(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return a, err
+		}
+		m.Log.Warn("database not reachable at start-up; retrying (--start-timeout)", "attempt", attempt, "error", err.Error())
+		select {
+		case <-time.After(min(time.Duration(attempt)*time.Second, 5*time.Second)):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// unreachable reports whether err says no server accepted a connection
+// (as opposed to one that answered and refused: a bad password, a
+// missing database, a schema behind).
+func unreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		var pgErr *pgconn.PgError
+		// The server answered: 57P03 (starting up, shutting down, in
+		// recovery) is a failover's; 28xxx (authentication) and 3D000
+		// (no such database) are not.
+		return !errors.As(err, &pgErr) || pgErr.Code == "57P03"
+	}
+	s := err.Error()
+	return strings.Contains(s, "failed to connect") && !strings.Contains(s, "SQLSTATE 28") && !strings.Contains(s, "SQLSTATE 3D000")
 }

@@ -102,3 +102,34 @@ func TestServeFollowsThePrimary(t *testing.T) {
 	require.Zero(t, sqsDepth(t, c.sqs.Client, c.dlqURL), "nothing dead-lettered")
 	require.NoError(t, hc.Rejoin(ctx, killed))
 }
+
+// TestServeStartsDuringAFailover: a serve started while no server accepts
+// connections (a failover in progress: here the database is cut behind a
+// proxy) does not exit: it retries within --start-timeout and comes up,
+// ready, once the database answers, then runs jobs.
+func TestServeStartsDuringAFailover(t *testing.T) {
+	t.Parallel()
+	c := newCrashEnv(t, "startfailover")
+	proxy := newDBProxy(t, c.db)
+	proxy.Cut()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	w := c.serve(t, nil, "--database-url", proxy.URL, "--metrics-addr", addr, "--start-timeout", "60s")
+	time.Sleep(4 * time.Second)
+	select {
+	case <-w.exited:
+		t.Fatalf("serve exited while the database was unreachable:\n%s", w.stderr.String())
+	default:
+	}
+	require.Contains(t, w.stderr.String(), "database not reachable at start-up; retrying")
+	proxy.Restore()
+	eventually(t, 30*time.Second, "serve ready once the database answers", func() bool { return readyz(addr) == http.StatusOK })
+	o := upload(t, c.s3.Client, c.bucket, "parcels/after.geojson", squaresFile(t, 3), 1)
+	sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
+	eventually(t, 60*time.Second, "the job committed", func() bool {
+		return queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == 1
+	})
+	w.stop(t)
+}

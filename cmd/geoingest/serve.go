@@ -289,7 +289,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	defer cons.Receiver.Close()
 
 	d.workers = c.workers
-	a, err := m.open(ctx, &d, reg)
+	a, err := m.openWaiting(ctx, &d, reg, c.startTimeout)
 	if err != nil {
 		return err
 	}
