@@ -135,6 +135,19 @@ func TestServeAzureEndToEnd(t *testing.T) {
 	require.Equal(t, 0, code, outv+errOut)
 }
 
+// newAzgridClient is a Blob client whose writes go through the Event
+// Grid stand-in, which queues each write's event on q.
+func newAzgridClient(t *testing.T, az *testsrv.AzureServer, q *sdkqueue.QueueClient) *sdkblob.Client {
+	t.Helper()
+	br, err := azgrid.New(az.BlobURL, az.Blob, q)
+	require.NoError(t, err)
+	proxy := httptest.NewServer(br)
+	t.Cleanup(proxy.Close)
+	up, err := sdkblob.NewClientFromConnectionString(strings.Replace(az.ConnectionString, az.BlobURL, proxy.URL+"/"+testsrv.AzureAccount, 1), nil)
+	require.NoError(t, err)
+	return up
+}
+
 // queueName is the queue's name, the last part of its URL.
 func queueName(q *sdkqueue.QueueClient) string {
 	u := strings.TrimSuffix(q.URL(), "/")

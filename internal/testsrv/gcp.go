@@ -156,3 +156,7 @@ func (s *GCPServer) NewBucket(t testing.TB, name string, versioned bool, topic s
 		t.Fatalf("bucket %s: add notification: %v", name, err)
 	}
 }
+
+// Published returns every message the Pub/Sub emulator holds or held, with
+// its acknowledgement count (pstest.Message.Acks).
+func (s *GCPServer) Published() []*pstest.Message { return s.ps.Messages() }
