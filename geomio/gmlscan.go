@@ -1,6 +1,7 @@
 package geomio
 
 import (
+	"bufio"
 	"encoding/xml"
 	"io"
 	"strings"
@@ -37,7 +38,7 @@ type gmlGeomProp struct {
 // malformed token, returning what it saw: GDAL, which reads the file
 // next, reports what is wrong with it.
 func scanGMLGeometryProperties(r io.Reader) []gmlClass {
-	d := xml.NewDecoder(r)
+	d := xml.NewDecoder(newRunCapReader(r))
 	d.Strict = false
 	var classes []gmlClass
 	index := map[string]int{}
@@ -142,4 +143,89 @@ func mergeGeometryTypes(a, b string) string {
 		return "Multi" + strings.TrimPrefix(a, "Multi")
 	}
 	return "Unknown"
+}
+
+// gmlScanRun bounds the bytes of one run of text (between a '<' and a
+// '>', either way) that the geometry-property scan sees: the first half
+// and the last half of a longer run are kept, the middle dropped. The
+// scan looks at element names only, and the XML decoder would otherwise
+// hold a whole text token (one 200 MB attribute) in the worker's memory.
+const gmlScanRun = 8 << 10
+
+// runCapReader is r with every run of text longer than gmlScanRun cut to
+// its first and last gmlScanRun/2 bytes.
+type runCapReader struct {
+	r       *bufio.Reader
+	run     int
+	ring    []byte // the last bytes of a run being cut
+	ringAt  int
+	cutting bool
+	pending []byte
+	err     error
+}
+
+func newRunCapReader(r io.Reader) *runCapReader {
+	return &runCapReader{r: bufio.NewReaderSize(r, 64<<10), ring: make([]byte, 0, gmlScanRun/2)}
+}
+
+// flushRing moves the kept tail of a cut run to pending, in order.
+func (c *runCapReader) flushRing() {
+	if len(c.ring) == cap(c.ring) {
+		c.pending = append(c.pending, c.ring[c.ringAt:]...)
+		c.pending = append(c.pending, c.ring[:c.ringAt]...)
+	} else {
+		c.pending = append(c.pending, c.ring...)
+	}
+	c.ring, c.ringAt, c.cutting = c.ring[:0], 0, false
+}
+
+func (c *runCapReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(c.pending) > 0 {
+			k := copy(p[n:], c.pending)
+			c.pending = c.pending[k:]
+			n += k
+			continue
+		}
+		if c.err != nil {
+			break
+		}
+		b, err := c.r.ReadByte()
+		if err != nil {
+			c.err = err
+			if c.cutting {
+				c.flushRing()
+			}
+			continue
+		}
+		if b == '<' || b == '>' {
+			if c.cutting {
+				c.flushRing()
+				c.pending = append(c.pending, b)
+			} else {
+				p[n] = b
+				n++
+			}
+			c.run = 0
+			continue
+		}
+		c.run++
+		if c.run <= gmlScanRun/2 {
+			p[n] = b
+			n++
+			continue
+		}
+		c.cutting = true
+		if len(c.ring) < cap(c.ring) {
+			c.ring = append(c.ring, b)
+		} else {
+			c.ring[c.ringAt] = b
+			c.ringAt = (c.ringAt + 1) % cap(c.ring)
+		}
+	}
+	if n == 0 && c.err != nil {
+		return 0, c.err
+	}
+	return n, nil
 }

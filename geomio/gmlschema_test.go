@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -338,4 +339,18 @@ func TestGMLTruncated(t *testing.T) {
 		_, _, err := readOGR(t, p, Options{})
 		requireInputError(t, err, p, "XML parsing of GML file failed")
 	}
+}
+
+// TestRunCapReader: long runs of text lose their middle, short ones and
+// the markup pass unchanged, and the scan still finds the geometry
+// properties of a feature whose attribute is far over the cut.
+func TestRunCapReader(t *testing.T) {
+	in := "<a x=\"" + strings.Repeat("y", 3*gmlScanRun) + "\">short</a><b>" + strings.Repeat("z", gmlScanRun/2) + "</b>"
+	out, err := io.ReadAll(newRunCapReader(strings.NewReader(in)))
+	require.NoError(t, err)
+	got := string(out)
+	tail := "\">short</a><b>" + strings.Repeat("z", gmlScanRun/2) + "</b>"
+	require.True(t, strings.HasPrefix(got, "<a x=\"yyy"), "the run's head kept")
+	require.True(t, strings.HasSuffix(got, tail), "the run's tail, the markup and a short run kept")
+	require.Equal(t, 1+gmlScanRun+len(tail)-1, len(got), "the long run cut to %d bytes", gmlScanRun)
 }

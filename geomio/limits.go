@@ -67,7 +67,7 @@ var DefaultLimits = Limits{
 	MaxLayers:            1000,
 	ReadTimeout:          10 * time.Minute,
 	ReadCPU:              5 * time.Minute,
-	ReadMemory:           96 << 20,
+	ReadMemory:           64 << 20,
 }
 
 // The names of the limits. Each is also the name of the geoingest flag

@@ -395,11 +395,14 @@ var ErrNoGDAL = errors.New("GDAL's library (Debian: libgdal32) cannot be loaded"
 // needs, reads their symbol tables and relocations, and runs their
 // initialisers, touching pages of each that nothing uses again. So the
 // pages of code and read-only data that the process does not use any
-// more are given back (pagetrim) just after loading: what GDAL's reading
-// then uses comes back on its first use. A failed trim costs memory, not
+// more are given back (pagetrim) just before loading (what the start of
+// the child touched: the executable's and its own libraries' pages) and
+// again just after: what GDAL's reading then uses comes back on its
+// first use. A failed trim costs memory, not
 // correctness, and is ignored.
 func initGDAL() error {
 	initOnce.Do(func() {
+		_, _ = pagetrim.Trim()
 		if msg := C.gi_init(); msg != nil {
 			initErr = fmt.Errorf("%w: %s", ErrNoGDAL, C.GoString(msg))
 		}
