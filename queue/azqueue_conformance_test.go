@@ -50,6 +50,25 @@ func TestConformanceAzureQueue(t *testing.T) {
 		r := azq.New(srv.NewQueue(t, "nodlq"), azq.Options{Wait: time.Second})
 		err := r.DeadLetter(context.Background(), &queue.Message{ID: "x"}, "why")
 		require.True(t, errors.Is(err, queue.ErrNoDeadLetterQueue))
+		_, err = r.DeadLetterDepth(context.Background())
+		require.True(t, errors.Is(err, queue.ErrNoDeadLetterQueue))
+	})
+	t.Run("DeadLetterDepth", func(t *testing.T) {
+		q, dlq := srv.NewQueue(t, "depth"), srv.NewQueue(t, "depth-dlq")
+		r := azq.New(q, azq.Options{Wait: time.Second, Poll: 200 * time.Millisecond, DeadLetter: dlq})
+		n, err := r.DeadLetterDepth(context.Background())
+		require.NoError(t, err)
+		require.Zero(t, n)
+		for i := 0; i < 2; i++ {
+			_, err := q.EnqueueMessage(context.Background(), "bad", nil)
+			require.NoError(t, err)
+		}
+		for _, m := range receiveAll(t, r, 2, 10*time.Second) {
+			require.NoError(t, r.DeadLetter(context.Background(), m, "why"))
+		}
+		n, err = r.DeadLetterDepth(context.Background())
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n)
 	})
 	t.Run("URL", func(t *testing.T) {
 		a, q, err := azq.ParseURL("azqueue://acct/events")
