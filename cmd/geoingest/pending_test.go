@@ -102,6 +102,7 @@ func TestPendingTruncatedVersion(t *testing.T) {
 	require.Equal(t, before, reportParcels(t, env), "a pending version changes no report")
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "pending: 1 version held by a guard")
 
 	code, out, errOut = run(t, env, "pending", "list")
 	require.Equal(t, 0, code, errOut)

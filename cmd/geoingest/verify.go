@@ -56,6 +56,10 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 	fmt.Fprintln(m.Stdout, "checks: ledger feature_count and total_area_m2 (relative tolerance 1e-9) against the feature rows of every current job;"+
 		" no feature row without a current job; one current generation per source, agreeing with jobs.status; claims and ledger agree;"+
 		" every stored report assignment of a current parcel job agreeing with the ledger's count and area")
+	if v.Pending > 0 {
+		fmt.Fprintf(m.Stdout, "pending: %s held by a guard, not current and invisible to readers, each with the rows its ledger row counts (`geoingest pending list`)\n",
+			plural(int(v.Pending), "version"))
+	}
 	if n := len(v.PendingAssignments); n > 0 {
 		fmt.Fprintf(m.Stdout, "note: %s not stored yet (reports compute them exactly on every call; `geoingest report refresh` stores them)\n",
 			plural(n, "report assignment"))
