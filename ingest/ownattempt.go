@@ -37,9 +37,40 @@ import (
 // like any other worker, as it must: it cannot know the old process's
 // attempt has ended. It is kept per process, by owner and job, so that
 // Services sharing an owner in one process (copies of one) share it.
+//
+// A claim statement whose answer was lost (the connection cut after the
+// server ran it: the claim gate's own lost acknowledgement) may have
+// taken the claim under a number the worker never heard. It is recorded
+// as uncertain; the claim is then taken back only when no other attempt
+// of this worker on the job is in progress (running counts them, from
+// before their claim statement to their end), since every claim in the
+// worker's name was made by one of its attempts.
 type ownDeadAttempts struct {
-	mu sync.Mutex
-	m  map[[2]string]int32 // (owner, job id) -> attempt number
+	mu      sync.Mutex
+	m       map[[2]string]int32 // (owner, job id) -> attempt number, or uncertainAttempt
+	running map[[2]string]int   // (owner, job id) -> attempts in progress in this process
+}
+
+// uncertainAttempt records a claim statement of unknown outcome.
+const uncertainAttempt int32 = -1
+
+// begin counts an attempt of owner on jobID in progress; end uncounts it.
+func (d *ownDeadAttempts) begin(owner, jobID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running == nil {
+		d.running = map[[2]string]int{}
+	}
+	d.running[[2]string{owner, jobID}]++
+}
+
+func (d *ownDeadAttempts) end(owner, jobID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := [2]string{owner, jobID}
+	if d.running[k]--; d.running[k] <= 0 {
+		delete(d.running, k)
+	}
 }
 
 // deadAttempts is this process's record of its own dead attempts.
@@ -66,13 +97,20 @@ func (d *ownDeadAttempts) forget(owner, jobID string) {
 	delete(d.m, [2]string{owner, jobID})
 }
 
-// is reports whether attempt is a recorded dead attempt of owner's on
-// jobID.
+// is reports whether the claim held by owner on jobID under attempt is a
+// dead attempt of owner's: recorded as such, or a claim statement of
+// unknown outcome with no other attempt of owner's on jobID in progress.
 func (d *ownDeadAttempts) is(owner, jobID string, attempt int32) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	a, ok := d.m[[2]string{owner, jobID}]
-	return ok && attempt != 0 && a == attempt
+	k := [2]string{owner, jobID}
+	a, ok := d.m[k]
+	if !ok || attempt == 0 {
+		return false
+	}
+	// An uncertain claim: only when the caller is the worker's one
+	// attempt on the job in progress.
+	return a == attempt || a == uncertainAttempt && d.running[k] == 1
 }
 
 // endAttempt runs when an attempt that won the claim returns: an attempt

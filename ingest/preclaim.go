@@ -32,6 +32,9 @@ func (c *Consumer) preclaim(ctx context.Context, msgs []*queue.Message) {
 	res, err := c.Service.claimBatch(ctx, jobs)
 	if err != nil {
 		c.Service.Log.Warn("batch claim failed; each job claims by itself", "jobs", len(jobs), "error", err.Error())
+		for _, j := range jobs { // the statement may have taken them, its answer lost
+			deadAttempts.note(c.Service.Owner, j.ID, uncertainAttempt)
+		}
 		return
 	}
 	for i, j := range jobs {

@@ -120,12 +120,18 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 	testhook.At(ctx, testhook.BeforeClaim, where)
 	var claim ClaimStatus
 	var err error
+	deadAttempts.begin(s.Owner, job.ID)
+	defer deadAttempts.end(s.Owner, job.ID)
 	if claimed != nil && claimed.Result != ClaimHeld {
 		claim = *claimed
 	} else {
 		// A claim the batch found held is asked again, one job at a time,
 		// for its holder and what is left of its lease (or it is won now).
 		claim, err = s.Store.Claim(ctx, job, s.Owner, s.Lease)
+		if err != nil {
+			// The statement may have taken the claim, its answer lost.
+			deadAttempts.note(s.Owner, job.ID, uncertainAttempt)
+		}
 	}
 	if err == nil && claim.Result == ClaimHeld && claim.Owner == s.Owner {
 		claim, err = s.reclaimOwn(ctx, log, job, claim)

@@ -131,3 +131,54 @@ func TestReclaimTakesOnlyThatAttempt(t *testing.T) {
 	res := b.svc.Run(ctx, job) // b.svc's own owner: held by w1's new attempt
 	require.Equal(t, ingest.Held, res.Outcome)
 }
+
+// lostClaimAck is the Store with the claim gate's answer lost once: the
+// claim statement runs on the server, and the worker sees an error (the
+// connection cut after it ran, as in a failover).
+type lostClaimAck struct {
+	*Store
+	lose, releaseLost bool
+}
+
+// Release fails once after the lost answer: the database is still away.
+func (l *lostClaimAck) Release(ctx context.Context, jobID, owner, reason string) error {
+	if l.releaseLost {
+		l.releaseLost = false
+		return ingest.Transientf("release %s: connection refused (test)", jobID)
+	}
+	return l.Store.Release(ctx, jobID, owner, reason)
+}
+
+func (l *lostClaimAck) Claim(ctx context.Context, job ingest.Job, owner string, lease time.Duration) (ingest.ClaimStatus, error) {
+	st, err := l.Store.Claim(ctx, job, owner, lease)
+	if l.lose && err == nil {
+		l.lose, l.releaseLost = false, true
+		return ingest.ClaimStatus{Result: ingest.ClaimHeld}, ingest.Transientf("claim %s: unexpected EOF (test: the answer was lost)", job.ID)
+	}
+	return st, err
+}
+
+// TestLostClaimAnswerIsTakenBack: the claim gate's own lost
+// acknowledgement leaves a claim in the worker's name under a number it
+// never heard. Its next delivery takes it back at once (no other attempt
+// of it is in progress), where another worker waits for the lease.
+func TestLostClaimAnswerIsTakenBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	store := &lostClaimAck{Store: b.store, lose: true}
+	svc := ingest.NewService(store, b.metrics, nil)
+	svc.Lease = time.Hour
+	job := localJob(t, epinay, ingest.DefaultParams("parcels"))
+	res := svc.Run(ctx, job)
+	require.Equal(t, ingest.Failed, res.Outcome)
+	require.Equal(t, ingest.Transient, ingest.KindOf(res.Err))
+	var owner string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT owner FROM claims WHERE job_id = $1 AND state = 'CLAIMED'`, job.ID).Scan(&owner))
+	require.Equal(t, svc.Owner, owner, "the lost statement took the claim")
+
+	other := ingest.NewService(b.store, b.metrics, nil)
+	require.Equal(t, ingest.Held, other.Run(ctx, job).Outcome)
+	again := svc.Run(ctx, job)
+	require.Equal(t, ingest.Written, again.Outcome, "%v", again.Err)
+}
