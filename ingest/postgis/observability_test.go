@@ -102,7 +102,7 @@ func TestMetricsCountDuplicatesAtBothGates(t *testing.T) {
 
 	// The same numbers as the exposition format that /metrics serves.
 	require.NoError(t, testutil.GatherAndCompare(e.reg, strings.NewReader(`
-# HELP geoingest_claims_total Claim gate outcomes: won; duplicate (the job is committed: acked); held (another worker's live lease: not done, retried after it).
+# HELP geoingest_claims_total Claim gate outcomes: won; duplicate (the job is committed: acked); held (another worker's live lease: not done, retried after it); reclaimed (this worker's own dead attempt's unreleased claim, taken back at once).
 # TYPE geoingest_claims_total counter
 geoingest_claims_total{result="duplicate"} 1
 geoingest_claims_total{result="held"} 0

@@ -144,7 +144,7 @@ func runChain(t *testing.T, seed uint64, versions int, keyed, own bool) {
 func TestDiffChainsEqualAFullLoad(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		seed      uint64
+		seed       uint64
 		keyed, own bool
 	}{{1, true, false}, {2, false, false}, {3, true, true}, {4, false, true}} {
 		t.Run(fmt.Sprintf("seed=%d keyed=%v own=%v", tc.seed, tc.keyed, tc.own), func(t *testing.T) {
