@@ -21,7 +21,7 @@
 #   localhost/geoingest/versitygw:v1.8.0    versitygw (S3 server), go install'ed on this machine
 #   localhost/geoingest/prometheus:2.42     Prometheus (this machine's Debian binary), for the stack
 #   localhost/geoingest/azurite:3.37.0      Azurite (Blob and Queue emulator) for the
-#                                           compose profile "azure" (only by name: not in all)
+#                                           compose file deploy/compose/azure.yml (only by name: not in all)
 #   localhost/geoingest/fauxqs:1.9.2        fauxqs (SQS server), npm install'ed on this
 #                                           machine, on Debian's Node.js
 #

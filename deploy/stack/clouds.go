@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// runGCP serves the Google Cloud emulators of the compose profile "gcp":
+// runGCP serves the Google Cloud emulators of the compose file deploy/compose/gcp.yml:
 // the Pub/Sub emulator (pstest) and fake-gcs-server, with the topic
 // "uploads", its subscription "geoingest" (a dead-letter policy to the
 // topic "uploads-dlq", which has the subscription "uploads-dlq"), and the
@@ -93,7 +93,7 @@ func portOf(addr string) string {
 	return addr
 }
 
-// runAzgrid serves the Event Grid stand-in of the compose profile "azure"
+// runAzgrid serves the Event Grid stand-in of the compose file deploy/compose/azure.yml
 // (internal/azgrid) in front of Azurite: it creates the queues "uploads"
 // and "uploads-dlq" and the container "uploads", then proxies the Blob
 // service and queues an Event Grid event for each blob write and delete.
