@@ -50,6 +50,7 @@ type featureJSON struct {
 	Type       string          `json:"type"`
 	Geometry   json.RawMessage `json:"geometry"`
 	Properties json.RawMessage `json:"properties"`
+	ID         json.RawMessage `json:"id"`
 }
 
 // geojsonReader reads a GeoJSON FeatureCollection (streamed), a single
@@ -182,7 +183,7 @@ func (r *geojsonReader) readHeader() error {
 			return r.fail("invalid json", err)
 		}
 		switch key {
-		case "type", "crs", "geometry", "properties", "coordinates", "geometries":
+		case "type", "crs", "geometry", "properties", "coordinates", "geometries", "id":
 			members[key] = raw
 		}
 	}
@@ -195,7 +196,7 @@ func (r *geojsonReader) readHeader() error {
 	typ := jsonString(members["type"])
 	switch typ {
 	case "Feature":
-		r.pending = &featureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"]}
+		r.pending = &featureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"], ID: members["id"]}
 	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
 		g := map[string]json.RawMessage{"type": members["type"]}
 		for _, k := range []string{"coordinates", "geometries"} {
@@ -348,6 +349,7 @@ func (r *geojsonReader) decodeElement(d *fastDecoder, raw []byte, idx, start, en
 		var f Feature
 		if f, err = finishFeature(g, props, idx, r.layer, r.lonLat); err == nil {
 			f.DroppedZM = g != nil && d.zm
+			f.ID = d.id
 			return f, nil
 		}
 	} else {
@@ -488,6 +490,7 @@ func decodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool, maxVert
 		return Feature{}, err
 	}
 	f.Properties = props
+	f.ID = featureID(fj.ID)
 	return f, nil
 }
 

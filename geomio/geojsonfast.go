@@ -35,6 +35,8 @@ type fastDecoder struct {
 	// zm: a position of the feature being parsed had more than two
 	// numbers (an altitude), which were dropped.
 	zm bool
+	// id is the feature's "id" member (featureID), nil for none.
+	id []byte
 }
 
 // geomType is a GeoJSON geometry type the fast path builds.
@@ -57,6 +59,7 @@ const (
 	mProperties
 	mCoordinates
 	mGeometries
+	mID
 )
 
 // foldsTo reports whether key, which is not exactly one of names, would
@@ -114,7 +117,7 @@ func next(b []byte, i int) (int, bool) {
 // When the feature has more vertices than d.lim allows, ok is false and
 // over is set: it must not be decoded.
 func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok bool) {
-	d.over, d.zm = nil, false
+	d.over, d.zm, d.id = nil, false, nil
 	b := raw
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -169,6 +172,13 @@ func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok 
 			d.skip.space = false
 			i = d.skip.value(b, i, 1)
 			propEnd, propSpace = i, d.skip.space
+		case "id":
+			bit = mID
+			start := i
+			i = d.skip.value(b, i, 1)
+			if i >= 0 {
+				d.id = featureID(b[start:i])
+			}
 		case "coordinates", "geometries":
 			if !seq {
 				i = d.skip.value(b, i, 1) // not a Feature member: ignored
@@ -180,7 +190,7 @@ func (d *fastDecoder) feature(raw []byte, seq bool) (g geom.T, props []byte, ok 
 			bit = mCoordinates
 			i = d.skip.value(b, i, 1)
 		default:
-			if foldsTo(k, "type", "geometry", "properties") || seq && foldsTo(k, "coordinates", "geometries") {
+			if foldsTo(k, "type", "geometry", "properties", "id") || seq && foldsTo(k, "coordinates", "geometries") {
 				return nil, nil, false
 			}
 			i = d.skip.value(b, i, 1)

@@ -115,6 +115,7 @@ func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
 		} else if ok {
 			f, err = finishFeature(g, props, idx, r.layer, r.lonLat)
 			f.DroppedZM = g != nil && d.zm
+			f.ID = d.id
 		} else {
 			f, err = decodeSeqRecord(rec, idx, r.layer, r.lonLat, r.opts.Limits.MaxVertices)
 		}

@@ -45,6 +45,11 @@ type Feature struct {
 	// DroppedZM is whether the geometry had Z or M coordinates in the file
 	// (dropped: Geom is XY).
 	DroppedZM bool
+	// ID is a GeoJSON Feature's "id" member as it is in the file (a JSON
+	// string or number, compact), nil when the feature has none or the
+	// format has no such member. It is not stored: ingest makes it the
+	// property "@id" when a source's key names it (ingest.FeatureIDKey).
+	ID []byte
 }
 
 // Layer describes what a reader has found out about its layer. It is

@@ -146,9 +146,6 @@ func (p Params) Validate() error {
 		if strings.TrimSpace(f) == "" {
 			return Permanentf("key field names must not be empty")
 		}
-		if f == "@id" {
-			return Permanentf("key @id (the GeoJSON Feature id) is not supported yet: name a property")
-		}
 		if seen[f] {
 			return Permanentf("key field %q given twice", f)
 		}

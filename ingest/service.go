@@ -216,6 +216,9 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 		every = 200 * time.Millisecond
 	}
 	var in geomio.Reader = r
+	if namesFeatureID(job.Params) {
+		in = featureIDReader{in}
+	}
 	if testhook.Enabled(ctx) {
 		in = &copyHook{Reader: r, ctx: ctx, where: where}
 	}
