@@ -6,7 +6,8 @@
 #      postgistest's and one end-to-end serve test run on a PostGIS
 #      container;
 #   3. scripts/stack-check.sh brings the compose stack up and ingests a file
-#      through it.
+#      through it; scripts/stack-check-clouds.sh does the same on the Google
+#      Cloud and Azure emulator stacks (deploy/compose/gcp.yml, azure.yml).
 # In CI (CI=true) or with GEOINGEST_CONTAINERS=1 every step must run and
 # pass. Elsewhere, when podman cannot run a container here, it says why and
 # skips; GEOINGEST_CONTAINERS=0 skips it always.
@@ -73,4 +74,6 @@ unset GEOINGEST_TEST_POSTGIS GEOINGEST_POSTGIS_IMAGE
 
 step "the compose stack"
 scripts/stack-check.sh
+step "the Google Cloud and Azure compose stacks"
+scripts/stack-check-clouds.sh
 step "done"

@@ -17,11 +17,12 @@
 #   localhost/geoingest/geoingest:dev       the Dockerfile at the repository root
 #   localhost/geoingest/geoingest-slim:dev  its "slim" target: built without GDAL
 #   localhost/geoingest/stack:dev           its "stack" target: the compose stack's init
-#                                           and S3-to-SQS bridge (deploy/stack)
+#                                           and S3-to-SQS bridge, the Google Cloud emulators
+#                                           and the Event Grid stand-in (deploy/stack)
 #   localhost/geoingest/versitygw:v1.8.0    versitygw (S3 server), go install'ed on this machine
 #   localhost/geoingest/prometheus:2.42     Prometheus (this machine's Debian binary), for the stack
 #   localhost/geoingest/azurite:3.37.0      Azurite (Blob and Queue emulator) for the
-#                                           compose file deploy/compose/azure.yml (only by name: not in all)
+#                                           compose file deploy/compose/azure.yml
 #   localhost/geoingest/fauxqs:1.9.2        fauxqs (SQS server), npm install'ed on this
 #                                           machine, on Debian's Node.js
 #
@@ -44,7 +45,7 @@ builder=${GO_IMAGE:-localhost/geoingest/golang:$goversion-$suite-$(sha256sum dep
 postgis_image=localhost/geoingest/postgis:15-3
 geoingest_image=${GEOINGEST_IMAGE:-localhost/geoingest/geoingest:dev}
 slim_image=${GEOINGEST_SLIM_IMAGE:-localhost/geoingest/geoingest-slim:dev}
-stack_image=localhost/geoingest/stack:dev
+stack_image=${STACK_IMAGE:-localhost/geoingest/stack:dev}
 versitygw_version=v1.8.0
 versitygw_image=localhost/geoingest/versitygw:$versitygw_version
 fauxqs_version=1.9.2
@@ -182,7 +183,7 @@ parallel() {
   local logs=$cache/logs pids=() names=() failed=0 i
   mkdir -p "$logs"
   (timed image_builder && timed image_geoingest) >"$logs/builder+geoingest.log" 2>&1 & pids+=($!); names+=(builder+geoingest)
-  for s in postgis versitygw fauxqs prometheus; do
+  for s in postgis versitygw fauxqs azurite prometheus; do
     timed "image_$s" >"$logs/$s.log" 2>&1 & pids+=($!); names+=("$s")
   done
   for i in "${!pids[@]}"; do

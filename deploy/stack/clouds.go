@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"cloud.google.com/go/storage"
 	sdkblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	sdkqueue "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/geoingest/geoingest/internal/azgrid"
@@ -32,7 +34,7 @@ func runGCP(ctx context.Context, log *slog.Logger, args []string) error {
 	fs := flag.NewFlagSet("gcp", flag.ContinueOnError)
 	pubsubAddr := fs.String("pubsub", "0.0.0.0:8085", "address of the Pub/Sub emulator")
 	storagePort := fs.Int("storage-port", 4443, "port of the Cloud Storage emulator (plain HTTP)")
-	publicHost := fs.String("public-host", "127.0.0.1:4443", "host:port clients reach the storage emulator at")
+	publicHost := fs.String("public-host", "127.0.0.1:4443", "host:port of the storage emulator's links (any host name reaches it)")
 	project := fs.String("project", "geoingest", "project of the topics and subscriptions")
 	bucket := fs.String("bucket", "uploads", "bucket to create")
 	if err := fs.Parse(args); err != nil {
@@ -41,12 +43,19 @@ func runGCP(ctx context.Context, log *slog.Logger, args []string) error {
 	ps := pstest.NewServerWithAddress(*pubsubAddr)
 	defer ps.Close()
 	os.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:"+portOf(ps.Addr))
-	fake, err := fakestorage.NewServerWithOptions(fakestorage.Options{Host: "0.0.0.0", Port: uint16(*storagePort), Scheme: "http", PublicHost: *publicHost})
+	fake, err := fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", PublicHost: *publicHost})
 	if err != nil {
 		return err
 	}
 	defer fake.Stop()
-	os.Setenv("STORAGE_EMULATOR_HOST", fmt.Sprintf("http://127.0.0.1:%d", *storagePort))
+	ln, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", *storagePort))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: anyHost(*publicHost, fake.HTTPHandler()), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	os.Setenv("STORAGE_EMULATOR_HOST", "http://"+ln.Addr().String())
 	pc, err := pubsub.NewClient(ctx, *project)
 	if err != nil {
 		return err
@@ -82,6 +91,19 @@ func runGCP(ctx context.Context, log *slog.Logger, args []string) error {
 	log.Info("gcp emulators ready", "pubsub", ps.Addr, "storage", *storagePort, "subscription", "projects/"+*project+"/subscriptions/geoingest")
 	<-ctx.Done()
 	return nil
+}
+
+// anyHost serves h as if every request named publicHost. fake-gcs-server
+// routes a generation-pinned read (the XML API's GET /BUCKET/OBJECT) by the
+// Host header: a request whose Host is not its public host is taken for a
+// virtual-hosted bucket named after the host, and the read fails with "no
+// such object". In the compose stack geoingest reaches the emulator as
+// gcp:4443 and the host as 127.0.0.1:4443; both must read the same objects.
+func anyHost(publicHost string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Host = publicHost
+		h.ServeHTTP(w, r)
+	})
 }
 
 func portOf(addr string) string {
@@ -155,4 +177,52 @@ func exists(err error) bool {
 		}
 	}
 	return false
+}
+
+// runSAS prints a shared access signature (the query string, without the
+// "?") for the container named, signed with the account key of
+// AZURE_STORAGE_CONNECTION_STRING: what an uploader without Azure's tools
+// needs to put blobs through the Event Grid stand-in with curl
+// (PUT http://127.0.0.1:10010/devstoreaccount1/CONTAINER/NAME?SAS with
+// x-ms-blob-type: BlockBlob). It may read, add, create, write and delete
+// blobs, for --hours.
+func runSAS(_ context.Context, _ *slog.Logger, args []string) error {
+	fs := flag.NewFlagSet("sas", flag.ContinueOnError)
+	container := fs.String("container", "uploads", "container the signature is for")
+	hours := fs.Int("hours", 24, "hours the signature is valid")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	q, err := sasQuery(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), *container, time.Duration(*hours)*time.Hour)
+	if err != nil {
+		return err
+	}
+	fmt.Println(q)
+	return nil
+}
+
+// sasQuery signs a container SAS with the account key of the connection
+// string cs.
+func sasQuery(cs, container string, valid time.Duration) (string, error) {
+	kv := map[string]string{}
+	for _, part := range strings.Split(cs, ";") {
+		if k, v, ok := strings.Cut(part, "="); ok {
+			kv[k] = v
+		}
+	}
+	if kv["AccountName"] == "" || kv["AccountKey"] == "" {
+		return "", fmt.Errorf("AZURE_STORAGE_CONNECTION_STRING names no AccountName and AccountKey")
+	}
+	cred, err := sdkblob.NewSharedKeyCredential(kv["AccountName"], kv["AccountKey"])
+	if err != nil {
+		return "", err
+	}
+	perms := sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true}
+	q, err := sas.BlobSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, StartTime: time.Now().Add(-5 * time.Minute).UTC(),
+		ExpiryTime: time.Now().Add(valid).UTC(), Permissions: perms.String(),
+		ContainerName: container}.SignWithSharedKey(cred)
+	if err != nil {
+		return "", err
+	}
+	return q.Encode(), nil
 }

@@ -5,6 +5,9 @@
 //	                        after --max-receives) and the versioned bucket; exit
 //	geoingest-stack bridge  receive versitygw's event notifications (its
 //	                        --event-webhook-url) and send each to the queue
+//	geoingest-stack gcp     the Google Cloud emulators (deploy/compose/gcp.yml)
+//	geoingest-stack azgrid  the Event Grid stand-in before Azurite (deploy/compose/azure.yml)
+//	geoingest-stack sas     print a container SAS for uploads to the Azure stack
 //
 // The AWS endpoints, region and credentials come from the AWS environment
 // (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3, AWS_REGION, AWS_ACCESS_KEY_ID,
@@ -27,7 +30,7 @@ import (
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: geoingest-stack init|bridge|gcp|azgrid [flags]")
+		fmt.Fprintln(os.Stderr, "usage: geoingest-stack init|bridge|gcp|azgrid|sas [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -42,8 +45,10 @@ func main() {
 		err = runGCP(ctx, log, os.Args[2:])
 	case "azgrid":
 		err = runAzgrid(ctx, log, os.Args[2:])
+	case "sas":
+		err = runSAS(ctx, log, os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (init, bridge, gcp or azgrid)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (init, bridge, gcp, azgrid or sas)", os.Args[1])
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		log.Error("geoingest-stack "+os.Args[1], "error", err.Error())
