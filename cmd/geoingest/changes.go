@@ -37,6 +37,10 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	follow := fs.Bool("follow", false, "print the change feed as it grows, one JSON record per line")
 	after := fs.String("after", "", "with --follow: resume after this cursor")
 	poll := fs.Duration("poll", 2*time.Second, "with --follow: how often to look for new records")
+	tiles := fs.Bool("tiles", false, "with --job: the z/x/y map tiles the job expired (table: one z/x/y a line, as tile expiry lists are)")
+	zoom := fs.String("zoom", ingest.DefaultTileZoom.String(), "with --tiles: the zoom range MIN-MAX")
+	maxTiles := fs.Int64("max-tiles", ingest.DefaultTileZoom.MaxTiles, "with --tiles: at most this many tiles (zooms are listed from MIN while they fit)")
+	buffer := fs.Float64("tile-buffer", ingest.DefaultTileZoom.Buffer, "with --tiles: the tile server's buffer around a tile, as a fraction of the tile")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -56,6 +60,15 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	tz, err := ingest.ParseTileZoom(*zoom, ingest.DefaultTileZoom)
+	if err != nil || (*tiles && *job == "") {
+		if err == nil {
+			err = errors.New("--tiles needs --job")
+		}
+		fmt.Fprintf(m.Stderr, "geoingest changes: %v\n", err)
+		return errUsage
+	}
+	tz.MaxTiles, tz.Buffer = *maxTiles, *buffer
 	var from time.Time
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
@@ -78,6 +91,16 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	switch {
 	case *follow:
 		return followChanges(ctx, m, log, *after, *poll)
+	case *tiles:
+		te, ok := a.store.(ingest.TileExpiry)
+		if !ok {
+			return errors.New("this store lists no expired tiles")
+		}
+		e, err := te.ExpiredTiles(ctx, *job, tz)
+		if err != nil {
+			return err
+		}
+		return p.tiles(e)
 	case *job != "":
 		c, feats, err := log.JobChanges(ctx, *job, true)
 		if err != nil {
@@ -165,6 +188,35 @@ func (p changePrinter) job(c ingest.Changes, feats []ingest.FeatureChange) error
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\n", f.FeatureID, f.Kind, orDash(f.MatchedBy), f.AreaDeltaM2)
 	}
 	return tw.Flush()
+}
+
+// tiles prints an expired-tile list: in a table, one z/x/y a line (the
+// format of osm2pgsql's and imposm's expire lists), preceded by a comment
+// line when the cap cut it short.
+func (p changePrinter) tiles(e ingest.ExpiredTiles) error {
+	switch p.format {
+	case "json", "geojson":
+		return p.json(struct {
+			ingest.ExpiredTiles
+			Truncated bool `json:"truncated"`
+		}{e, e.Truncated()})
+	case "csv":
+		w := csv.NewWriter(p.m.Stdout)
+		_ = w.Write([]string{"z", "x", "y"})
+		for _, t := range e.Tiles {
+			_ = w.Write([]string{strconv.Itoa(t.Z), strconv.Itoa(t.X), strconv.Itoa(t.Y)})
+		}
+		w.Flush()
+		return w.Error()
+	}
+	if e.Truncated() {
+		fmt.Fprintf(p.m.Stderr, "geoingest changes: --max-tiles cut the list at zoom %d of %d: drop the zoom %d tiles with their descendants\n",
+			e.Deepest, e.MaxZoom, e.Deepest)
+	}
+	for _, t := range e.Tiles {
+		fmt.Fprintln(p.m.Stdout, t)
+	}
+	return nil
 }
 
 func (p changePrinter) records(cs []ingest.Changes) error {

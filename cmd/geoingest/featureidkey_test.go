@@ -31,7 +31,7 @@ func idVersion(ids []int, numeric bool, moved, renamed map[int]bool) []byte {
 	for _, i := range ids {
 		x, y := 2.0+float64(i%50)*0.001, 48.0+float64(i/50)*0.001
 		if moved[i] {
-			x += 0.5
+			x += 0.06 // beyond the grid: no other square there
 		}
 		sq := [][][]float64{{{x, y}, {x + 0.0009, y}, {x + 0.0009, y + 0.0009}, {x, y + 0.0009}, {x, y}}}
 		name := fmt.Sprintf("parcel %d", i)

@@ -121,6 +121,7 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("POST /pending/{job_id}/{action}", h.pendingAction)
 	h.mux.HandleFunc("POST /api/pending/{job_id}/{action}", h.apiDecide)
 	h.mux.HandleFunc("GET /api/jobs/{job_id}/changes", h.apiJobChanges)
+	h.mux.HandleFunc("GET /api/jobs/{job_id}/tiles", h.apiJobTiles)
 	h.mux.HandleFunc("GET /api/changes", h.apiSourceChanges)
 	h.mux.HandleFunc("GET /api/changes/feed", h.apiChangeFeed)
 	return h
