@@ -12,12 +12,12 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/inspect"
 	"github.com/geoingest/geoingest/ingest/localfs"
 	ingests3 "github.com/geoingest/geoingest/ingest/s3"
+	"github.com/geoingest/geoingest/internal/awserr"
 )
 
 func init() {
@@ -165,12 +165,11 @@ func headForInspect(ctx context.Context, cfg aws.Config, client *s3.Client, buck
 	if err == nil {
 		return ev, nil
 	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() == 403 {
+	if awserr.Status(err) == 403 {
 		return ingest.Event{}, fmt.Errorf("%s: access denied (HTTP 403): the credentials are not valid for this endpoint, or do not allow s3:GetObject on the object (without s3:ListBucket on the bucket, a missing object is a 403 too)", url)
 	}
 	if errors.Is(err, ingests3.ErrNoSuchObject) {
-		if _, berr := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); berr != nil && errors.As(berr, &re) && re.HTTPStatusCode() == 404 {
+		if _, berr := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &bucket}); berr != nil && awserr.Status(berr) == 404 {
 			return ingest.Event{}, fmt.Errorf("%s: no such bucket %q", url, bucket)
 		}
 	}

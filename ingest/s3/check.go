@@ -3,12 +3,9 @@ package s3
 import (
 	"context"
 	"errors"
-	"net"
 
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/geoingest/geoingest/internal/awserr"
 )
 
 // What CheckBucket found when the server answered no. Each is wrapped by
@@ -67,13 +64,13 @@ func CheckBucket(ctx context.Context, client *awss3.Client, bucket, prefix strin
 	if err == nil {
 		return BucketOK, nil
 	}
-	if unanswered(err) {
+	switch awserr.Classify(err) {
+	case awserr.NoAnswer:
 		return BucketOK, err
-	}
-	if status(err) == 404 {
+	case awserr.NotFound:
 		return BucketOK, &CheckError{Reason: ErrNoSuchBucket, Err: err}
-	}
-	if status(err) != 403 {
+	case awserr.AccessDenied: // HeadBucket's 403 says no more: ask GetObject
+	default:
 		return BucketOK, &CheckError{Reason: ErrRefused, Err: err}
 	}
 	key := prefix + probeKey
@@ -82,56 +79,18 @@ func CheckBucket(ctx context.Context, client *awss3.Client, bucket, prefix strin
 		out.Body.Close()
 		return BucketOK, nil
 	}
-	if unanswered(err) {
+	switch awserr.Classify(err) {
+	case awserr.NoAnswer:
 		return BucketOK, err
-	}
-	var ae smithy.APIError
-	code := ""
-	if errors.As(err, &ae) {
-		code = ae.ErrorCode()
-	}
-	switch {
-	case code == "NoSuchKey" || (code == "" && status(err) == 404):
-		return BucketOK, nil
-	case code == "NoSuchBucket":
-		return BucketOK, &CheckError{Reason: ErrNoSuchBucket, Err: err}
-	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "ExpiredToken" ||
-		code == "InvalidToken" || code == "TokenRefreshRequired":
+	case awserr.NotFound:
+		if awserr.Code(err) == "NoSuchBucket" {
+			return BucketOK, &CheckError{Reason: ErrNoSuchBucket, Err: err}
+		}
+		return BucketOK, nil // NoSuchKey: the bucket exists and may be read
+	case awserr.BadCredentials:
 		return BucketOK, &CheckError{Reason: ErrBadCredentials, Err: err}
-	case code == "AccessDenied" || status(err) == 403:
+	case awserr.AccessDenied:
 		return BucketUnknowable, nil
 	}
 	return BucketOK, &CheckError{Reason: ErrRefused, Err: err}
-}
-
-// status is the HTTP status of err's response, 0 when none came.
-func status(err error) int {
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
-// unanswered reports whether err means no answer that says no came: the
-// request could not be sent, the server failed (5xx) or throttled it, or
-// it timed out.
-func unanswered(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var se *smithyhttp.RequestSendError
-	var ne net.Error
-	if errors.As(err, &se) || errors.As(err, &ne) {
-		return true
-	}
-	code := status(err)
-	if code >= 500 || code == 429 {
-		return true
-	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) && (ae.ErrorCode() == "SlowDown" || ae.ErrorCode() == "RequestTimeout") {
-		return true
-	}
-	return code == 0 && ae == nil
 }

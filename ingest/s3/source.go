@@ -16,11 +16,10 @@ import (
 	"strings"
 	"time"
 
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/awserr"
 	"github.com/geoingest/geoingest/internal/testhook"
 )
 
@@ -279,43 +278,27 @@ func (p progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// notFound reports whether err is S3's "no such key/version".
-func notFound(err error) bool {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "NoSuchKey", "NotFound", "NoSuchVersion":
-			return true
-		}
-	}
-	var re *awshttp.ResponseError
-	return errors.As(err, &re) && re.HTTPStatusCode() == 404
-}
+// notFound reports whether err is S3's "no such key/version" (or
+// bucket).
+func notFound(err error) bool { return awserr.Classify(err) == awserr.NotFound }
 
 // preconditionFailed reports whether err is S3's 412 PreconditionFailed.
-func preconditionFailed(err error) bool {
-	var ae smithy.APIError
-	if errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed" {
-		return true
-	}
-	var re *awshttp.ResponseError
-	return errors.As(err, &re) && re.HTTPStatusCode() == 412
-}
+func preconditionFailed(err error) bool { return awserr.Classify(err) == awserr.Changed }
 
-// classifyS3 wraps an S3 error: 404 and 412 (the object or version is gone
-// or changed) and 400 are Permanent; everything else (5xx, throttling,
-// 403 while permissions are being fixed, the network) is Transient.
+// classifyS3 wraps an S3 error: the object or version gone (404), changed
+// (412) or a request S3 refused as malformed (400) is Permanent;
+// everything else (no answer: the network, 5xx, throttling, S3's
+// RequestTimeout; and 403 or refused credentials while permissions or a
+// token are being fixed) is Transient. awserr.Classify reads the error.
 func classifyS3(err error, format string, args ...any) error {
 	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
-	if notFound(err) {
+	switch awserr.Classify(err) {
+	case awserr.NotFound:
 		return &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("%w (the object or this version of it is gone)", wrapped)}
-	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		switch re.HTTPStatusCode() {
-		case 412:
-			return &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("%w (the object changed since the event: the new version is a new job)", wrapped)}
-		case 400:
+	case awserr.Changed:
+		return &ingest.Error{Kind: ingest.Permanent, Err: fmt.Errorf("%w (the object changed since the event: the new version is a new job)", wrapped)}
+	case awserr.Refused:
+		if awserr.Status(err) == 400 {
 			return &ingest.Error{Kind: ingest.Permanent, Err: wrapped}
 		}
 	}

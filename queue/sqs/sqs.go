@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
+	"github.com/geoingest/geoingest/internal/awserr"
 	"github.com/geoingest/geoingest/queue"
 )
 
@@ -196,13 +196,10 @@ func expiredHandle(err error) bool {
 	if errors.As(err, &rh) || errors.As(err, &nf) {
 		return true
 	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "ReceiptHandleIsInvalid", "InvalidParameterValue", "MessageNotInflight",
-			"AWS.SimpleQueueService.MessageNotInflight":
-			return true
-		}
+	switch awserr.Code(err) {
+	case "ReceiptHandleIsInvalid", "InvalidParameterValue", "MessageNotInflight",
+		"AWS.SimpleQueueService.MessageNotInflight":
+		return true
 	}
 	return false
 }
