@@ -275,14 +275,7 @@ func (c *Consumer) handle(ctx context.Context, msg *queue.Message) {
 
 // backoff is the nack delay after the n-th receive.
 func (c *Consumer) backoff(n int) time.Duration {
-	d := c.BackoffBase
-	for i := 1; i < n && d < c.BackoffMax; i++ {
-		d *= 2
-	}
-	if d > c.BackoffMax {
-		d = c.BackoffMax
-	}
-	return d
+	return Backoff{Base: c.BackoffBase, Max: c.BackoffMax}.Delay(n)
 }
 
 // keepInvisible renews msg's visibility every third of the visibility

@@ -22,9 +22,9 @@ type receiveHealth struct {
 // again, after the first failure's line.
 const receiveLogEvery = 30 * time.Second
 
-// receiveRetryMax bounds the wait between two failed receives (1 s,
-// doubled per failure in a row).
-const receiveRetryMax = 5 * time.Second
+// receiveRetry is the wait between two failed receives: 1 s, doubled per
+// failure in a row, at most 5 s.
+var receiveRetry = Backoff{Base: time.Second, Max: 5 * time.Second}
 
 // failed records a failed receive at now. It returns how long to wait
 // before the next receive, how long receives have been failing, and
@@ -41,11 +41,7 @@ func (h *receiveHealth) failed(err error, now time.Time) (wait, failingFor time.
 	if h.failures == 1 || now.Sub(h.lastLog) >= receiveLogEvery {
 		h.lastLog, logIt = now, true
 	}
-	wait = time.Second
-	for i := 1; i < h.failures && wait < receiveRetryMax; i++ {
-		wait *= 2
-	}
-	return min(wait, receiveRetryMax), now.Sub(h.failingSince), logIt
+	return receiveRetry.Delay(h.failures), now.Sub(h.failingSince), logIt
 }
 
 // succeeded records a successful receive at now; it returns how long

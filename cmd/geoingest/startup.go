@@ -34,6 +34,9 @@ func (e fatalError) Unwrap() error { return e.err }
 
 func fatal(err error) error { return fatalError{err} }
 
+// startCheckRetry is the wait between two attempts of a start-up check.
+var startCheckRetry = ingest.Backoff{Base: time.Second, Max: 5 * time.Second}
+
 // runStartChecks runs the checks in order. A fatal failure stops at once;
 // any other is retried (1 s, doubled, at most 5 s apart; each attempt at
 // most 10 s) until timeout has passed since the first check began, and then
@@ -41,7 +44,6 @@ func fatal(err error) error { return fatalError{err} }
 func runStartChecks(ctx context.Context, log *slog.Logger, timeout time.Duration, checks []startCheck) error {
 	deadline := time.Now().Add(timeout)
 	for _, c := range checks {
-		wait := time.Second
 		for attempt := 1; ; attempt++ {
 			actx, cancel := context.WithTimeout(ctx, min(10*time.Second, max(time.Until(deadline), time.Second)))
 			note, err := c.run(actx)
@@ -65,6 +67,7 @@ func runStartChecks(ctx context.Context, log *slog.Logger, timeout time.Duration
 				return fmt.Errorf("%s: no answer within the start-up timeout of %s (--start-timeout, env GEOINGEST_START_TIMEOUT), after %d attempts: %w",
 					c.what, timeout, attempt, err)
 			}
+			wait := startCheckRetry.Delay(attempt)
 			log.Warn("start-up check failed; retrying", "check", c.what, "attempt", attempt, "error", err.Error(),
 				"retry_in", wait.String())
 			select {
@@ -72,7 +75,6 @@ func runStartChecks(ctx context.Context, log *slog.Logger, timeout time.Duration
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			wait = min(2*wait, 5*time.Second)
 		}
 	}
 	return nil
