@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command: installs what the tests need if missing,
-# checks formatting, vet and that the sqlc-generated code is current, then
+# checks formatting, vet, that the sqlc-generated code and the functions'
+# schema file are current, then
 # runs every test against real servers (a private PostGIS cluster, fauxqs,
 # an S3 server) that the tests start themselves, and then the container
 # tests (scripts/container-tests.sh: the images, tests on a testcontainers
@@ -22,5 +23,8 @@ if ! sqlc diff >/dev/null 2>&1; then
   sqlc diff >&2 || true
   exit 1
 fi
+# The functions the migrations define, as they are now, checked in
+# (migrations/schema/functions.sql): stale when a migration changed one.
+go run ./internal/tools/schemafuncs -check
 go test -timeout 20m "$@" ./...
 scripts/container-tests.sh

@@ -31,10 +31,10 @@ import (
 //     COMMIT.
 //
 // Any error rolls everything back. The plpgsql the bodies call
-// (query/features.sql) was last defined by migration 0016, which replaced
-// the versions of 0005, 0007 and 0014: geoingest_create_job_storage,
-// geoingest_finish_job_table, geoingest_attach_job_table and
-// geoingest_drop_job_features.
+// (query/features.sql: geoingest_create_job_storage,
+// geoingest_finish_job_table, geoingest_attach_job_table,
+// geoingest_drop_job_features, ...) is read as it is now in
+// migrations/schema/functions.sql, generated from the migrations.
 //
 // Lock order on the target table: a gate takes no lock on it but ACCESS
 // SHARE (a COPY into the shared partition reads the partition's bounds
