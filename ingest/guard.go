@@ -154,8 +154,11 @@ type VersionStats struct {
 	Features int64
 	AreaM2   float64
 	// Left out is the number of the file's features the version does not
-	// hold (skipped by a policy).
-	LeftOut int64
+	// hold (skipped by a policy), each kept in the quarantine;
+	// LeftOutByRule counts them by the rule they failed (RuleNullGeometry,
+	// ...), nil when unknown.
+	LeftOut       int64
+	LeftOutByRule map[string]int64
 	// BBox is xmin, ymin, xmax, ymax in EPSG:4326; HasBBox is false when
 	// it is unknown.
 	BBox    [4]float64
@@ -268,11 +271,28 @@ func CheckGuards(g Guards, cur, version VersionStats) GuardSummary {
 	}
 	if t := g.quarantine(); t > 0 {
 		if all := version.Features + version.LeftOut; all > 0 && float64(version.LeftOut) > float64(all)*t {
-			trip("quarantine", "%d of %d features (%.1f%%) left out (threshold %g%%)",
-				version.LeftOut, all, 100*float64(version.LeftOut)/float64(all), 100*t)
+			trip("quarantine", "%d of %d features (%.1f%%) left out%s (threshold %g%%; geoingest quarantine list JOB)",
+				version.LeftOut, all, 100*float64(version.LeftOut)/float64(all), byRule(version.LeftOutByRule), 100*t)
 		}
 	}
 	return sum
+}
+
+// byRule is " (rule n, rule n)" in the order of the rules' names, or
+// nothing.
+func byRule(m map[string]int64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	rules := make([]string, 0, len(m))
+	for r := range m {
+		rules = append(rules, r)
+	}
+	sort.Strings(rules)
+	for i, r := range rules {
+		rules[i] = fmt.Sprintf("%s %d", r, m[r])
+	}
+	return " (" + strings.Join(rules, ", ") + ")"
 }
 
 // boxOverlap is the share of the smaller of a and b that the other

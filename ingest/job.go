@@ -179,6 +179,9 @@ type Result struct {
 	// Reason is, for Outcome Pending, the guards the version tripped
 	// (and, for a forced version, what they found).
 	Reason string
+	// Quarantined is the number of the file's features a policy left
+	// out, each kept in the quarantine (quarantine.go).
+	Quarantined int64
 	// For Outcome Held: the worker holding the claim, when its lease
 	// ends, and how long to wait before delivering the job again (what is
 	// left of the lease plus jitter, at most MaxRetryAfter).

@@ -265,6 +265,7 @@ func heldRetryAfter(left time.Duration) time.Duration {
 // and logging it.
 func (s *Service) report(log *slog.Logger, res Result, wr WriteResult, start time.Time) Result {
 	res.Outcome, res.Features, res.AreaM2, res.Replaced, res.Changes, res.Reason = wr.Outcome, wr.Features, wr.AreaM2, wr.Replaced, wr.Changes, wr.Reason
+	res.Quarantined = wr.Quarantined
 	switch wr.Outcome {
 	case Pending:
 		s.Metrics.WriteGate.WithLabelValues("pending").Inc()

@@ -254,6 +254,9 @@ type WriteResult struct {
 	// Reason is, for Pending, the guards the version tripped; for a
 	// Written version that was forced past them, what they found.
 	Reason string
+	// Quarantined is the number of the file's features a policy left out
+	// and the write gate put in the quarantine (ingest/quarantine.go).
+	Quarantined int64
 }
 
 // TableSummary is what a feature table holds of current generations.

@@ -60,6 +60,11 @@ type Verification struct {
 	// held, see PendingVersions): not current, invisible to readers,
 	// each checked against its own ledger count ("pending generation").
 	Pending int64
+	// Quarantined is the number of features in the quarantine (features a
+	// policy left out, quarantine.go); each job's are checked against its
+	// ledger row's counts ("quarantine"): landed plus quarantined is what
+	// the file held.
+	Quarantined int64
 }
 
 // Problem is one inconsistency found by Verify.

@@ -28,6 +28,9 @@ func init() {
 func newConsole(a *app, token, opToken string, dl queue.DeadLetterDepther, log *slog.Logger) http.Handler {
 	o := console.Options{Reader: postgis.NewConsole(a.readsPool()), Reports: a.reads(),
 		DeadLetters: dl, Token: token, OperatorToken: opToken, Pending: a.store, Decider: a.svc, Log: log}
+	if q, ok := a.store.(ingest.Quarantine); ok {
+		o.Quarantine = q
+	}
 	if a.readPool != nil {
 		o.Replica = postgis.NewConsole(a.readPool)
 	}

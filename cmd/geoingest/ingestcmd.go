@@ -27,6 +27,9 @@ type ingestLine struct {
 	// Reason: for outcome pending, the guards the version tripped; for a
 	// forced version, what they found.
 	Reason string `json:"reason,omitempty"`
+	// Quarantined: the features a policy left out, each in the
+	// quarantine (geoingest quarantine list JOB).
+	Quarantined int64 `json:"quarantined,omitempty"`
 }
 
 // runIngest runs each file through the same gates as the queue consumer.
@@ -119,7 +122,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		}
 		if *asJSON {
 			line := ingestLine{JobID: res.JobID, Source: res.Source, Outcome: string(res.Outcome),
-				Features: res.Features, AreaM2: res.AreaM2, Reason: res.Reason}
+				Features: res.Features, AreaM2: res.AreaM2, Reason: res.Reason, Quarantined: res.Quarantined}
 			if res.Err != nil {
 				line.Error = res.Err.Error()
 			}
@@ -142,6 +145,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
 		default:
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s  %d features, %.0f m²\n", short(res.JobID), res.Outcome, path, res.Features, res.AreaM2)
+		}
+		if res.Quarantined > 0 {
+			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %d features left out by a policy, kept in the quarantine (geoingest quarantine list %s)\n", path, res.Quarantined, res.JobID)
 		}
 	}
 	if failed > 0 {

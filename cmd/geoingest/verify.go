@@ -60,6 +60,10 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "pending: %s held by a guard, not current and invisible to readers, each with the rows its ledger row counts (`geoingest pending list`)\n",
 			plural(int(v.Pending), "version"))
 	}
+	if v.Quarantined > 0 {
+		fmt.Fprintf(m.Stdout, "quarantine: %s left out by a policy, each job's agreeing with its ledger row (`geoingest quarantine list`)\n",
+			plural(int(v.Quarantined), "feature"))
+	}
 	if n := len(v.PendingAssignments); n > 0 {
 		fmt.Fprintf(m.Stdout, "note: %s not stored yet (reports compute them exactly on every call; `geoingest report refresh` stores them)\n",
 			plural(n, "report assignment"))

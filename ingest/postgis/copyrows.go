@@ -15,6 +15,7 @@ import (
 	"github.com/geoingest/geoingest/ingest/prepare"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // copyFeatures streams r into the job's table (its own partition or the
@@ -35,10 +36,8 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 	if g.ref > 0 {
 		g.attach = target
 	}
-	rows := prepare.New(ctx, r, job.Params, s.KnownSRID)
-	if g.tally != nil {
-		rows.Observe = cellsObserver{g.tally}
-	}
+	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
+	defer spool.close()
 	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, g.ref, rows); err != nil {
 		return err
 	}
@@ -59,7 +58,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		}
 	}
 	fin, err := g.q.FinishJobTable(ctx, db.FinishJobTableParams{TargetTable: target, JobRef: g.ref, Repair: job.Params.Invalid == ingest.PolicyRepair,
-		Invalid: rows.Invalid, ServerCheck: rows.ServerCheck || rows.Switched()})
+		Invalid: rows.Invalid, ServerCheck: rows.ServerCheck || rows.Switched(), JobID: job.ID})
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if job.Params.Invalid == ingest.PolicyFail && errors.As(err, &pgErr) && pgErr.Code == "22000" && strings.Contains(pgErr.Message, ": invalid geometry: ") {
@@ -70,18 +69,25 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		}
 		return normaliseErr(err)
 	}
-	return s.recordWritten(ctx, g, job, r, rows, fin, res)
+	return s.recordWritten(ctx, g, job, r, rows, spool, fin, res)
 }
 
 // recordWritten checks a job's summarised rows (fin) against its
 // policies, records them on the job's ledger row, and sets res: the tail
-// of copyFeatures and of writeDiff (diffwrite.go).
-func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r ingest.LayerReader, rows *prepare.Features, fin db.FinishJobTableRow, res *ingest.WriteResult) error {
+// of copyFeatures and of writeDiff (diffwrite.go). The features the
+// policies skipped go to the quarantine (spool, quarantine.go), beside
+// the ones the server quarantined (collapsed).
+func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r ingest.LayerReader, rows *prepare.Features, spool *quarantineSpool, fin db.FinishJobTableRow, res *ingest.WriteResult) error {
 	target := job.Params.Target
 	written, area, repaired, collapsed := fin.Written, fin.AreaM2, fin.Repaired, fin.Collapsed
 	if collapsed > 0 && job.Params.NullGeometry == ingest.PolicyFail {
 		return ingest.Permanentf("%d features have no polygonal area left after repair", collapsed)
 	}
+	skipped, err := spool.flush(ctx, g.tx)
+	if err != nil {
+		return err
+	}
+	res.Quarantined = skipped + collapsed
 	if written == 0 {
 		// Nothing to write is a wrong upload (a points or lines layer, an
 		// empty layer), not an empty generation: committing it would
@@ -103,7 +109,7 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area, FeaturesChecksum: fin.FeaturesChecksum,
 		Encoding: r.Layer().Encoding, SkippedNull: rows.SkippedNull + collapsed,
 		SkippedType: rows.SkippedType, RepairedInvalid: repaired,
-		LinearisedCurves: linearised, DroppedZm: droppedZM,
+		LinearisedCurves: linearised, DroppedZm: droppedZM, Quarantined: pgtype.Int8{Int64: res.Quarantined, Valid: true},
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
-	"github.com/geoingest/geoingest/ingest/prepare"
 	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 )
@@ -43,10 +42,8 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	if err := g.q.CreateIncoming(ctx, target); err != nil {
 		return fmt.Errorf("incoming table: %w", err)
 	}
-	rows := prepare.New(ctx, r, job.Params, s.KnownSRID)
-	if g.tally != nil {
-		rows.Observe = cellsObserver{g.tally}
-	}
+	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
+	defer spool.close()
 	if _, err := copyRows(ctx, g.tx, pgx.Identifier{"pg_temp", "geoingest_incoming"}, false, oldRef, rows); err != nil {
 		return err
 	}
@@ -65,11 +62,11 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		}
 	}
 	fin, err := g.q.FinishIncoming(ctx, db.FinishIncomingParams{Repair: job.Params.Invalid == ingest.PolicyRepair,
-		Invalid: rows.Invalid, ServerCheck: rows.ServerCheck || rows.Switched()})
+		Invalid: rows.Invalid, ServerCheck: rows.ServerCheck || rows.Switched(), JobID: job.ID})
 	if err != nil {
 		return normaliseErr(err)
 	}
-	if err := s.recordWritten(ctx, g, job, r, rows, db.FinishJobTableRow(fin), res); err != nil {
+	if err := s.recordWritten(ctx, g, job, r, rows, spool, db.FinishJobTableRow(fin), res); err != nil {
 		return err
 	}
 

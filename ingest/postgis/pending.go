@@ -173,6 +173,21 @@ func (s *Store) versionStats(ctx context.Context, g *gate, jobID string, ref int
 		return ingest.VersionStats{}, fmt.Errorf("read ledger of %s: %w", jobID, err)
 	}
 	v := ingest.VersionStats{Features: j.FeatureCount, AreaM2: j.TotalAreaM2, LeftOut: j.SkippedNull + j.SkippedType}
+	if measure && v.LeftOut > 0 {
+		// The quarantine's counts, by rule (quarantine.go): what the
+		// quarantine guard judges and names.
+		rules, err := g.q.QuarantineCountsByRule(ctx, jobID)
+		if err != nil {
+			return v, fmt.Errorf("quarantine of %s: %w", jobID, err)
+		}
+		if j.Quarantined.Valid {
+			v.LeftOut, v.LeftOutByRule = 0, make(map[string]int64, len(rules))
+			for _, r := range rules {
+				v.LeftOut += r.N
+				v.LeftOutByRule[r.Rule] = r.N
+			}
+		}
+	}
 	if measure {
 		var e db.JobExtentRow
 		if incoming {

@@ -68,6 +68,9 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 	if err := s.verifyPending(ctx, v); err != nil { // pending_verify.go
 		return nil, err
 	}
+	if err := s.verifyQuarantine(ctx, v); err != nil {
+		return nil, err
+	}
 	srcs, err := s.q.VerifySources(ctx)
 	if err != nil {
 		return nil, ingest.Transientf("verify sources: %w", err)

@@ -11,6 +11,7 @@ package prepare
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/geomio/lonlat"
@@ -62,6 +63,46 @@ type Features struct {
 	// Observe, when set, is shown every feature a Direct run prepares,
 	// on the worker goroutines (see Observer).
 	Observe Observer
+
+	// Quarantine, when set, is given each feature the policies skip, in
+	// input order, on the goroutine that reads the features, before it is
+	// counted; s is valid only during the call. An error stops the
+	// features with it (Err).
+	Quarantine func(s *Skipped) error
+}
+
+// Skipped is a feature a policy left out of its job, for the quarantine
+// (ingest.QuarantinedFeature): its rule (ingest.RuleNullGeometry,
+// ingest.RuleWrongType), the reason in words, its raw attributes and its
+// geometry as read (nil for a null one).
+type Skipped struct {
+	Index  int64
+	Layer  string
+	Rule   string
+	Reason string
+	Props  []byte
+	Geom   geom.T
+}
+
+// skip hands a skipped feature to the quarantine; false when that failed
+// (f.err is set).
+func (f *Features) skip(ft *geomio.Feature, rule, reason string) bool {
+	if f.Quarantine == nil {
+		return true
+	}
+	props := ft.Properties
+	if len(props) == 0 {
+		props = []byte("{}")
+	}
+	s := Skipped{Index: ft.Index, Layer: ft.Layer, Rule: rule, Reason: reason, Props: props, Geom: ft.Geom}
+	if ft.Geom != nil && ft.Geom.Empty() {
+		s.Geom = nil
+	}
+	if err := f.Quarantine(&s); err != nil {
+		f.err = err
+		return false
+	}
+	return true
 }
 
 // Observer is shown the features a Direct run prepares: each worker
@@ -110,6 +151,9 @@ func (f *Features) next(direct bool) bool {
 				f.err = ingest.Permanentf("feature %d: null or empty geometry (null-geometry policy is fail)", ft.Index)
 				return false
 			}
+			if !f.skip(&ft, ingest.RuleNullGeometry, "null or empty geometry (null-geometry policy: skip)") {
+				return false
+			}
 			f.SkippedNull++
 			continue
 		}
@@ -126,6 +170,9 @@ func (f *Features) next(direct bool) bool {
 		default:
 			if f.p.WrongType == ingest.PolicyFail {
 				f.err = ingest.Permanentf("feature %d: %T is not polygonal (wrong-type policy is fail)", ft.Index, ft.Geom)
+				return false
+			}
+			if !f.skip(&ft, ingest.RuleWrongType, geomTypeName(ft.Geom)+" is not polygonal (wrong-type policy: skip)") {
 				return false
 			}
 			f.SkippedType++
@@ -173,4 +220,24 @@ func (f *Features) next(direct bool) bool {
 		f.err = err
 	}
 	return false
+}
+
+// geomTypeName names a geometry's type as GeoJSON and WKT do.
+func geomTypeName(g geom.T) string {
+	switch g.(type) {
+	case *geom.Point:
+		return "Point"
+	case *geom.MultiPoint:
+		return "MultiPoint"
+	case *geom.LineString:
+		return "LineString"
+	case *geom.MultiLineString:
+		return "MultiLineString"
+	case *geom.LinearRing:
+		return "LinearRing"
+	case *geom.GeometryCollection:
+		return "GeometryCollection"
+	default:
+		return fmt.Sprintf("%T", g)
+	}
 }

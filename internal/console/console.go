@@ -18,6 +18,10 @@
 //	GET /api/pending        the pending versions
 //	POST /pending/{job_id}/{approve|reject}      a form (reason, csrf): operators
 //	POST /api/pending/{job_id}/{approve|reject}  {"reason": "..."}: operators
+//	GET /quarantine         the jobs with quarantined features (quarantine.go)
+//	GET /quarantine/{job_id}                    a job's quarantined features
+//	GET /api/quarantine                         the jobs, as JSON
+//	GET /api/jobs/{job_id}/quarantine           a page of them; ?format=csv|geojson: all, as a file
 //
 // Reading needs Options.Token (when set) or the operator token; acting
 // needs Options.OperatorToken, and is protected from cross-site request
@@ -80,6 +84,10 @@ type Options struct {
 	// Changes reads the change records (/api/jobs/{id}/changes,
 	// /api/changes, /api/changes/feed); nil: those routes answer 404.
 	Changes ingest.ChangeLog
+	// Quarantine reads the features the policies left out (/quarantine,
+	// /api/quarantine, /api/jobs/{id}/quarantine); nil: those routes
+	// answer 404 or say so.
+	Quarantine ingest.Quarantine
 }
 
 // Handler serves the console.
@@ -124,6 +132,10 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("GET /api/jobs/{job_id}/tiles", h.apiJobTiles)
 	h.mux.HandleFunc("GET /api/changes", h.apiSourceChanges)
 	h.mux.HandleFunc("GET /api/changes/feed", h.apiChangeFeed)
+	h.mux.HandleFunc("GET /quarantine", h.quarantinePage)
+	h.mux.HandleFunc("GET /quarantine/{job_id}", h.quarantineJobPage)
+	h.mux.HandleFunc("GET /api/quarantine", h.apiQuarantine)
+	h.mux.HandleFunc("GET /api/jobs/{job_id}/quarantine", h.apiJobQuarantine)
 	return h
 }
 

@@ -85,13 +85,14 @@ func (q *Queries) CreateIncoming(ctx context.Context, targetTable string) error 
 const finishIncoming = `-- name: FinishIncoming :one
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
-FROM geoingest_finish_incoming($1::boolean, $2::bigint[], $3::boolean) f
+FROM geoingest_finish_incoming($1::boolean, $2::bigint[], $3::boolean, $4::text) f
 `
 
 type FinishIncomingParams struct {
 	Repair      bool
 	Invalid     []int64
 	ServerCheck bool
+	JobID       string
 }
 
 type FinishIncomingRow struct {
@@ -105,7 +106,12 @@ type FinishIncomingRow struct {
 // FinishIncoming is FinishJobTable on geoingest_incoming: the version's
 // count, area and checksum as a full load would record them.
 func (q *Queries) FinishIncoming(ctx context.Context, arg FinishIncomingParams) (FinishIncomingRow, error) {
-	row := q.db.QueryRow(ctx, finishIncoming, arg.Repair, arg.Invalid, arg.ServerCheck)
+	row := q.db.QueryRow(ctx, finishIncoming,
+		arg.Repair,
+		arg.Invalid,
+		arg.ServerCheck,
+		arg.JobID,
+	)
 	var i FinishIncomingRow
 	err := row.Scan(
 		&i.Written,

@@ -84,7 +84,7 @@ const finishJobTable = `-- name: FinishJobTable :one
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
 FROM geoingest_finish_job_table($1::text, $2::bigint, $3::boolean,
-                                $4::bigint[], $5::boolean) f
+                                $4::bigint[], $5::boolean, $6::text) f
 `
 
 type FinishJobTableParams struct {
@@ -93,6 +93,7 @@ type FinishJobTableParams struct {
 	Repair      bool
 	Invalid     []int64
 	ServerCheck bool
+	JobID       string
 }
 
 type FinishJobTableRow struct {
@@ -107,7 +108,9 @@ type FinishJobTableRow struct {
 // invalid, measures and checks the rows it sent with no area
 // (server_check), summarises the job's rows and builds its own
 // partition's index: see geoingest_finish_job_table (migrations 0007,
-// 0016). AttachJobTable attaches the partition.
+// 0016, 0029: a feature with no area left after repair goes to the
+// quarantine under job_id, unless it is empty). AttachJobTable attaches
+// the partition.
 func (q *Queries) FinishJobTable(ctx context.Context, arg FinishJobTableParams) (FinishJobTableRow, error) {
 	row := q.db.QueryRow(ctx, finishJobTable,
 		arg.TargetTable,
@@ -115,6 +118,7 @@ func (q *Queries) FinishJobTable(ctx context.Context, arg FinishJobTableParams) 
 		arg.Repair,
 		arg.Invalid,
 		arg.ServerCheck,
+		arg.JobID,
 	)
 	var i FinishJobTableRow
 	err := row.Scan(

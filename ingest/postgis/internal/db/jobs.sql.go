@@ -40,8 +40,9 @@ SET status = $1, feature_count = $2, total_area_m2 = $3,
     features_checksum = $4,
     encoding = $5, skipped_null = $6, skipped_type = $7,
     repaired_invalid = $8, linearised_curves = $9, dropped_zm = $10,
+    quarantined = $11,
     write_seconds = extract(epoch FROM clock_timestamp() - committed_at)
-WHERE job_id = $11
+WHERE job_id = $12
 `
 
 type FinishJobParams struct {
@@ -55,6 +56,7 @@ type FinishJobParams struct {
 	RepairedInvalid  int64
 	LinearisedCurves int64
 	DroppedZm        int64
+	Quarantined      pgtype.Int8
 	JobID            string
 }
 
@@ -72,13 +74,14 @@ func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 		arg.RepairedInvalid,
 		arg.LinearisedCurves,
 		arg.DroppedZm,
+		arg.Quarantined,
 		arg.JobID,
 	)
 	return err
 }
 
 const getJob = `-- name: GetJob :one
-SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref, write_seconds, linearised_curves, dropped_zm FROM jobs WHERE job_id = $1
+SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref, write_seconds, linearised_curves, dropped_zm, quarantined FROM jobs WHERE job_id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
@@ -109,6 +112,7 @@ func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
 		&i.WriteSeconds,
 		&i.LinearisedCurves,
 		&i.DroppedZm,
+		&i.Quarantined,
 	)
 	return i, err
 }

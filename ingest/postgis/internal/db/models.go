@@ -171,6 +171,16 @@ type GeoingestJobStat struct {
 	Keys  []byte
 }
 
+type GeoingestQuarantine struct {
+	JobID        string
+	FeatureIndex int64
+	Layer        string
+	Rule         string
+	Reason       string
+	Properties   []byte
+	Geom         interface{}
+}
+
 type GeoingestStaging struct {
 	FeatureIndex int64
 	Layer        string
@@ -225,6 +235,7 @@ type Job struct {
 	WriteSeconds     pgtype.Float8
 	LinearisedCurves int64
 	DroppedZm        int64
+	Quarantined      pgtype.Int8
 }
 
 type JobChange struct {

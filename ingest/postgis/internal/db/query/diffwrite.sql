@@ -14,7 +14,7 @@ SELECT geoingest_insert_staged_incoming(@job_ref::bigint)::bigint AS inserted;
 -- count, area and checksum as a full load would record them.
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
-FROM geoingest_finish_incoming(@repair::boolean, @invalid::bigint[], @server_check::boolean) f;
+FROM geoingest_finish_incoming(@repair::boolean, @invalid::bigint[], @server_check::boolean, @job_id::text) f;
 
 -- name: ApplyIncoming :one
 -- ApplyIncoming matches geoingest_incoming with the generation of

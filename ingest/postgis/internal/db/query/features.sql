@@ -26,11 +26,13 @@ SELECT geoingest_insert_staged(@target_table::text, @job_ref::bigint)::bigint AS
 -- invalid, measures and checks the rows it sent with no area
 -- (server_check), summarises the job's rows and builds its own
 -- partition's index: see geoingest_finish_job_table (migrations 0007,
--- 0016). AttachJobTable attaches the partition.
+-- 0016, 0029: a feature with no area left after repair goes to the
+-- quarantine under job_id, unless it is empty). AttachJobTable attaches
+-- the partition.
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
 FROM geoingest_finish_job_table(@target_table::text, @job_ref::bigint, @repair::boolean,
-                                @invalid::bigint[], @server_check::boolean) f;
+                                @invalid::bigint[], @server_check::boolean, @job_id::text) f;
 
 -- name: DropJobFeatures :exec
 -- DropJobFeatures deletes a job's feature rows (of its own partition,

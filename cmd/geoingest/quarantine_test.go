@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/internal/testhook"
+
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// quarantineFile is three parcels and the four features the policies
+// leave out: a null geometry (whose attribute is markup, to be escaped),
+// an empty one, a point and a line.
+const quarantineFile = `{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"APN":"0001"},"geometry":{"type":"Polygon","coordinates":[[[13,52],[13.001,52],[13.001,52.001],[13,52.001],[13,52]]]}},
+{"type":"Feature","properties":{"APN":"0002"},"geometry":{"type":"Polygon","coordinates":[[[13.01,52],[13.011,52],[13.011,52.001],[13.01,52.001],[13.01,52]]]}},
+{"type":"Feature","properties":{"APN":"0003"},"geometry":{"type":"Polygon","coordinates":[[[13.02,52],[13.021,52],[13.021,52.001],[13.02,52.001],[13.02,52]]]}},
+{"type":"Feature","properties":{"APN":"0004","owner":"<script>alert(1)</script>"},"geometry":null},
+{"type":"Feature","properties":{"APN":"0005"},"geometry":{"type":"MultiPolygon","coordinates":[]}},
+{"type":"Feature","properties":{"APN":"0006"},"geometry":{"type":"Point","coordinates":[13.5,52.5]}},
+{"type":"Feature","properties":{"APN":"0007"},"geometry":{"type":"LineString","coordinates":[[13.5,52.5],[13.6,52.6]]}}
+]}`
+
+// TestQuarantineCommands: ingest reports the features it left out;
+// `quarantine list`, `list JOB`, `show JOB INDEX` and `export JOB` (CSV
+// and GeoJSON, leading zeros kept) show them; verify reconciles them; the
+// console lists them (markup escaped) and exports them to a reader.
+func TestQuarantineCommands(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "parcels.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(quarantineFile), 0o644))
+	code, out, errOut := run(t, env, "ingest", "--json", "--no-guards", path)
+	require.Equal(t, 0, code, out+errOut)
+	var line struct {
+		JobID       string `json:"job_id"`
+		Outcome     string `json:"outcome"`
+		Features    int64  `json:"features"`
+		Quarantined int64  `json:"quarantined"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &line))
+	require.Equal(t, "written", line.Outcome)
+	require.EqualValues(t, 3, line.Features)
+	require.EqualValues(t, 4, line.Quarantined)
+	job := line.JobID
+
+	code, out, errOut = run(t, env, "quarantine", "list")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, job)
+	require.Contains(t, out, "null-geometry 2, wrong-type 2")
+
+	code, out, errOut = run(t, env, "quarantine", "list", job)
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 5, out)
+	require.Contains(t, lines[3], "wrong-type")
+	require.Contains(t, lines[3], "Point is not polygonal")
+
+	code, out, errOut = run(t, env, "quarantine", "show", job, "6")
+	require.Equal(t, 0, code, errOut)
+	var shown []struct {
+		Index      int64             `json:"index"`
+		Rule       string            `json:"rule"`
+		Properties map[string]string `json:"properties"`
+		Geometry   json.RawMessage   `json:"geometry"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shown), out)
+	require.Len(t, shown, 1)
+	require.Equal(t, "0007", shown[0].Properties["APN"])
+	require.Contains(t, string(shown[0].Geometry), `"LineString"`)
+	code, _, errOut = run(t, env, "quarantine", "show", job, "1")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no feature 1")
+	code, _, errOut = run(t, env, "quarantine", "list", "no-such-job")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no such job")
+
+	csvPath := filepath.Join(dir, "back.csv")
+	code, _, errOut = run(t, env, "quarantine", "export", job, "--output", csvPath)
+	require.Equal(t, 0, code, errOut)
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	recs, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	require.NoError(t, err)
+	require.Equal(t, []string{"index", "layer", "rule", "reason", "APN", "owner", "geometry"}, recs[0])
+	require.Len(t, recs, 5)
+	require.Equal(t, "0004", recs[1][4])
+	code, out, errOut = run(t, env, "quarantine", "export", job, "--format", "geojson")
+	require.Equal(t, 0, code, errOut)
+	var fc struct {
+		Type     string            `json:"type"`
+		Features []json.RawMessage `json:"features"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &fc))
+	require.Equal(t, "FeatureCollection", fc.Type)
+	require.Len(t, fc.Features, 4)
+
+	code, out, errOut = run(t, env, "verify")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "quarantine: 4 features left out by a policy")
+
+	base := startConsole(t, env, "--console-token", "read-token")
+	get := func(path string) (int, string, http.Header) {
+		req, err := http.NewRequest("GET", base+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer read-token")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b), res.Header
+	}
+	st, body, _ := get("/quarantine")
+	require.Equal(t, 200, st)
+	require.Contains(t, body, "/quarantine/"+job)
+	st, body, _ = get("/quarantine/" + job)
+	require.Equal(t, 200, st)
+	require.Contains(t, body, "Point is not polygonal")
+	require.NotContains(t, body, "<script>alert(1)")
+	require.Contains(t, body, "&lt;script&gt;")
+	st, body, hdr := get("/api/jobs/" + job + "/quarantine?format=csv")
+	require.Equal(t, 200, st, body)
+	require.Contains(t, hdr.Get("Content-Disposition"), "attachment")
+	require.Contains(t, body, "0006,")
+	st, body, _ = get("/api/jobs/" + job + "/quarantine?limit=2")
+	require.Equal(t, 200, st, body)
+	var page struct {
+		Features []json.RawMessage `json:"features"`
+		Next     struct {
+			AfterIndex int64 `json:"after_index"`
+		} `json:"next"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &page))
+	require.Len(t, page.Features, 2)
+	require.EqualValues(t, 4, page.Next.AfterIndex)
+	st, _, _ = get("/api/jobs/nope/quarantine")
+	require.Equal(t, 404, st)
+}
+
+// TestServeCrashQuarantine: a `geoingest serve` worker is killed with
+// SIGKILL before the write gate commits a file with four features the
+// policies leave out: nothing is quarantined. A second worker writes it
+// and quarantines each of the four once; the notification delivered again
+// quarantines nothing twice; verify reconciles.
+func TestServeCrashQuarantine(t *testing.T) {
+	t.Parallel()
+	const lease, visibility = 3 * time.Second, 2 * time.Second
+	c := newCrashEnv(t, "quarantine-crash")
+	env := map[string]string{"DATABASE_URL": c.db}
+	args := []string{"--lease", lease.String(), "--visibility", visibility.String()}
+	o := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", "literal:"+quarantineFile, 1)
+	sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
+	a := c.serve(t, []string{"GEOINGEST_TEST_CRASH_AT=" + testhook.BeforeCommit}, args...)
+	select {
+	case <-a.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("worker A never reached %s:\n%s", testhook.BeforeCommit, a.stderr.String())
+	}
+	require.True(t, a.killed(), "worker A died of SIGKILL:\n%s", a.stderr.String())
+	require.EqualValues(t, 0, queryInt(t, c.db, `SELECT count(*) FROM geoingest_quarantine`))
+
+	b := c.serve(t, nil, args...)
+	eventually(t, lease+visibility+60*time.Second, "the file committed and the queue drained", func() bool {
+		return c.committed(t) && c.sqsEmpty(t)
+	})
+	sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
+	eventually(t, 60*time.Second, "the duplicate drained", func() bool { return c.sqsEmpty(t) })
+	b.stop(t)
+	require.EqualValues(t, 3, queryInt(t, c.db, `SELECT count(*) FROM parcels`))
+	require.EqualValues(t, 4, queryInt(t, c.db, `SELECT count(*) FROM geoingest_quarantine`))
+	require.EqualValues(t, 4, queryInt(t, c.db, `SELECT quarantined FROM jobs`))
+	code, out, errOut := run(t, env, "verify")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "quarantine: 4 features")
+}
