@@ -43,7 +43,7 @@ func (s *Store) verifyPending(ctx context.Context, v *ingest.Verification) error
 }
 
 // verifyQuarantine checks the quarantine (quarantine.go) against the
-// ledger: each job written since migration 0029 holds in the quarantine
+// ledger: each job written since migration 0030 holds in the quarantine
 // the number of features its ledger row records as quarantined, which is
 // the number its policies left out (skipped_null + skipped_type), so that
 // the features landed plus quarantined are the file's.
@@ -51,7 +51,7 @@ func (s *Store) verifyQuarantine(ctx context.Context, v *ingest.Verification) er
 	n, err := s.q.VerifyQuarantineTotal(ctx)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return nil // a schema before migration 0029
+		return nil // a schema before migration 0030
 	}
 	if err != nil {
 		return ingest.Transientf("verify quarantine: %w", err)

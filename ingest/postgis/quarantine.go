@@ -18,7 +18,7 @@ import (
 	"github.com/twpayne/go-geom/encoding/ewkb"
 )
 
-// The quarantine's write (migration 0029, ingest/quarantine.go): the
+// The quarantine's write (migration 0030, ingest/quarantine.go): the
 // features the policies skip as they are read (null or empty geometry,
 // not polygonal) are encoded as binary COPY tuples into a spool while the
 // job's features stream into their table, and COPYed into

@@ -108,7 +108,7 @@ type FinishJobTableRow struct {
 // invalid, measures and checks the rows it sent with no area
 // (server_check), summarises the job's rows and builds its own
 // partition's index: see geoingest_finish_job_table (migrations 0007,
-// 0016, 0029: a feature with no area left after repair goes to the
+// 0016, 0030: a feature with no area left after repair goes to the
 // quarantine under job_id, unless it is empty). AttachJobTable attaches
 // the partition.
 func (q *Queries) FinishJobTable(ctx context.Context, arg FinishJobTableParams) (FinishJobTableRow, error) {

@@ -35,7 +35,7 @@ type QuarantineByJobRow struct {
 	ByRule       []byte
 }
 
-// The quarantine (migration 0029, ingest/quarantine.go).
+// The quarantine (migration 0030, ingest/quarantine.go).
 // QuarantineByJob lists the jobs with quarantined features, newest first,
 // with their counts by rule (a JSON object).
 func (q *Queries) QuarantineByJob(ctx context.Context, maxJobs int32) ([]QuarantineByJobRow, error) {

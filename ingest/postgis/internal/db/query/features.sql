@@ -26,7 +26,7 @@ SELECT geoingest_insert_staged(@target_table::text, @job_ref::bigint)::bigint AS
 -- invalid, measures and checks the rows it sent with no area
 -- (server_check), summarises the job's rows and builds its own
 -- partition's index: see geoingest_finish_job_table (migrations 0007,
--- 0016, 0029: a feature with no area left after repair goes to the
+-- 0016, 0030: a feature with no area left after repair goes to the
 -- quarantine under job_id, unless it is empty). AttachJobTable attaches
 -- the partition.
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,

@@ -1,4 +1,4 @@
--- The quarantine (migration 0029, ingest/quarantine.go).
+-- The quarantine (migration 0030, ingest/quarantine.go).
 
 -- name: QuarantineByJob :many
 -- QuarantineByJob lists the jobs with quarantined features, newest first,

@@ -1,4 +1,4 @@
--- geoingest schema, version 29: the quarantine. A feature that a policy
+-- geoingest schema, version 30: the quarantine. A feature that a policy
 -- leaves out of its job (null or empty geometry, a geometry that is not
 -- polygonal, one with no polygonal area left after repair) is kept, with
 -- the rule and the reason, instead of only a count (ingest/quarantine.go).
