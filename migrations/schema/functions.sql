@@ -403,6 +403,50 @@ BEGIN
 END
 $function$;
 
+-- public.geoingest_finish_incoming(repair boolean, invalid bigint[], server_check boolean, job_id text, OUT written bigint, OUT area_m2 double precision, OUT features_checksum text, OUT repaired bigint, OUT collapsed bigint)
+CREATE OR REPLACE FUNCTION public.geoingest_finish_incoming(repair boolean, invalid bigint[], server_check boolean, job_id text, OUT written bigint, OUT area_m2 double precision, OUT features_checksum text, OUT repaired bigint, OUT collapsed bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    bad bigint[] := coalesce(invalid, '{}');
+    found bigint[];
+    first record;
+BEGIN
+    repaired := 0;
+    collapsed := 0;
+    IF server_check THEN
+        WITH m AS (UPDATE pg_temp.geoingest_incoming i SET area_m2 = ST_Area(i.geom::geography)
+                   WHERE i.area_m2 IS NULL RETURNING i.feature_index, i.geom)
+        SELECT array_agg(m.feature_index) FILTER (WHERE NOT ST_IsValid(m.geom)) INTO found FROM m;
+        bad := bad || coalesce(found, '{}');
+    END IF;
+    IF cardinality(bad) > 0 THEN
+        IF NOT repair THEN
+            SELECT i.feature_index, ST_IsValidReason(i.geom) AS reason INTO first FROM pg_temp.geoingest_incoming i
+            WHERE i.feature_index = (SELECT min(x) FROM unnest(bad) x) ORDER BY i.id LIMIT 1;
+            RAISE EXCEPTION 'feature %: invalid geometry: %', first.feature_index, first.reason
+                USING ERRCODE = 'data_exception';
+        END IF;
+        WITH r AS (SELECT i.id, ST_Multi(ST_CollectionExtract(ST_MakeValid(i.geom), 3)) AS g
+                   FROM pg_temp.geoingest_incoming i WHERE i.feature_index = ANY(bad)),
+             up AS (UPDATE pg_temp.geoingest_incoming i SET (geom, area_m2) = (r.g, ST_Area(r.g::geography))
+                    FROM r WHERE i.id = r.id AND NOT ST_IsEmpty(r.g) RETURNING 1),
+             gone AS (DELETE FROM pg_temp.geoingest_incoming i USING r WHERE i.id = r.id AND ST_IsEmpty(r.g)
+                      RETURNING i.feature_index, i.layer, i.properties, i.geom),
+             q AS (INSERT INTO geoingest_quarantine (job_id, feature_index, layer, rule, reason, properties, geom)
+                   SELECT geoingest_finish_incoming.job_id, gone.feature_index, gone.layer, 'collapsed',
+                          'no polygonal area left after repair: ' || ST_IsValidReason(gone.geom), gone.properties, gone.geom
+                   FROM gone WHERE coalesce(geoingest_finish_incoming.job_id, '') <> ''
+                   ON CONFLICT DO NOTHING)
+        SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM gone) INTO repaired, collapsed;
+        repaired := repaired + collapsed;
+    END IF;
+    SELECT count(*), coalesce(sum(i.area_m2), 0), coalesce(sum(geoingest_row_hash(i.feature_index, i.properties, i.geom)), 0)::text
+    INTO written, area_m2, features_checksum FROM pg_temp.geoingest_incoming i;
+END
+$function$;
+
 -- public.geoingest_finish_job_table(target text, job_ref bigint, repair boolean, OUT written bigint, OUT area_m2 double precision, OUT features_checksum text, OUT repaired bigint, OUT collapsed bigint)
 CREATE OR REPLACE FUNCTION public.geoingest_finish_job_table(target text, job_ref bigint, repair boolean, OUT written bigint, OUT area_m2 double precision, OUT features_checksum text, OUT repaired bigint, OUT collapsed bigint)
  RETURNS record
@@ -457,6 +501,63 @@ BEGIN
         EXECUTE format('DELETE FROM %s WHERE job_ref = $1 AND feature_index = ANY($2) AND ST_IsEmpty(geom)', t)
             USING job_ref, bad;
         GET DIAGNOSTICS collapsed = ROW_COUNT;
+    END IF;
+    EXECUTE format('SELECT count(*), coalesce(sum(area_m2), 0), coalesce(sum(geoingest_row_hash(feature_index, properties, geom)), 0)::text
+                    FROM %s WHERE job_ref = $1', t)
+        INTO written, area_m2, features_checksum USING job_ref;
+    IF job_ref > 0 THEN
+        EXECUTE format('CREATE INDEX ON %s USING gist (geom)', t);
+    END IF;
+END
+$function$;
+
+-- public.geoingest_finish_job_table(target text, job_ref bigint, repair boolean, invalid bigint[], server_check boolean, job_id text, OUT written bigint, OUT area_m2 double precision, OUT features_checksum text, OUT repaired bigint, OUT collapsed bigint)
+CREATE OR REPLACE FUNCTION public.geoingest_finish_job_table(target text, job_ref bigint, repair boolean, invalid bigint[], server_check boolean, job_id text, OUT written bigint, OUT area_m2 double precision, OUT features_checksum text, OUT repaired bigint, OUT collapsed bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
+AS $function$
+DECLARE
+    t text := format('geoingest_store.%I', geoingest_job_table(target, job_ref));
+    bad bigint[] := coalesce(invalid, '{}');
+    found bigint[];
+    first record;
+BEGIN
+    repaired := 0;
+    collapsed := 0;
+    IF server_check THEN
+        EXECUTE format('WITH m AS (UPDATE %s SET area_m2 = ST_Area(geom::geography)
+                                   WHERE job_ref = $1 AND area_m2 IS NULL
+                                   RETURNING feature_index, geom)
+                        SELECT array_agg(feature_index) FILTER (WHERE NOT ST_IsValid(geom)) FROM m', t)
+            INTO found USING job_ref;
+        bad := bad || coalesce(found, '{}');
+    END IF;
+    IF cardinality(bad) > 0 THEN
+        IF NOT repair THEN
+            EXECUTE format('SELECT feature_index, ST_IsValidReason(geom) AS reason FROM %s
+                            WHERE job_ref = $1 AND feature_index = (SELECT min(i) FROM unnest($2::bigint[]) i)
+                            ORDER BY id LIMIT 1', t)
+                INTO first USING job_ref, bad;
+            RAISE EXCEPTION 'feature %: invalid geometry: %', first.feature_index, first.reason
+                USING ERRCODE = 'data_exception';
+        END IF;
+        EXECUTE format('WITH r AS (SELECT id, ST_Multi(ST_CollectionExtract(ST_MakeValid(geom), 3)) AS g
+                                   FROM %1$s WHERE job_ref = $1 AND feature_index = ANY($2)),
+                             up AS (UPDATE %1$s t SET (geom, area_m2) = (r.g, ST_Area(r.g::geography))
+                                    FROM r WHERE t.job_ref = $1 AND t.id = r.id AND NOT ST_IsEmpty(r.g)
+                                    RETURNING 1),
+                             gone AS (DELETE FROM %1$s t USING r WHERE t.job_ref = $1 AND t.id = r.id AND ST_IsEmpty(r.g)
+                                      RETURNING t.feature_index, t.layer, t.properties, t.geom),
+                             q AS (INSERT INTO geoingest_quarantine (job_id, feature_index, layer, rule, reason, properties, geom)
+                                   SELECT $3, feature_index, layer, ''collapsed'',
+                                          ''no polygonal area left after repair: '' || ST_IsValidReason(geom), properties, geom
+                                   FROM gone WHERE $3 <> ''''
+                                   ON CONFLICT DO NOTHING)
+                        SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM gone)', t)
+            INTO repaired, collapsed USING job_ref, bad, coalesce(job_id, '');
+        repaired := repaired + collapsed;
     END IF;
     EXECUTE format('SELECT count(*), coalesce(sum(area_m2), 0), coalesce(sum(geoingest_row_hash(feature_index, properties, geom)), 0)::text
                     FROM %s WHERE job_ref = $1', t)
