@@ -47,10 +47,13 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type serveConfig struct {
 	queueURL, dlqURL, inbox, metricsAddr, pipelineVersion string
 	workers, maxReceives                                  int
-	routes                                                listFlag
-	visibility, grace, backoffBase, backoffMax, lease     time.Duration
-	wait, poll, settle                                    time.Duration
-	s3PathStyle                                           string
+	// readerSpares is how many GDAL reading children are kept started
+	// ahead of the jobs (ogr.KeepSpares).
+	readerSpares                                      int
+	routes                                            listFlag
+	visibility, grace, backoffBase, backoffMax, lease time.Duration
+	wait, poll, settle                                time.Duration
+	s3PathStyle                                       string
 	// workDir is where jobs download and extract (ingest.Service.TempDir).
 	workDir string
 	// untilIdle, when positive, stops serve once nothing has been received
@@ -152,6 +155,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&c.dlqURL, "dlq-url", m.Getenv("GEOINGEST_DLQ_URL"), "dead-letter queue for permanently failed messages, with the reason in the "+queue.ReasonAttribute+" attribute: an SQS queue URL, pubsub://projects/P/topics/T or azqueue://ACCOUNT/QUEUE (env GEOINGEST_DLQ_URL)")
 	fs.StringVar(&c.inbox, "inbox", m.Getenv("GEOINGEST_INBOX"), "local inbox directory, the default when no queue URL is given (env GEOINGEST_INBOX; default $GEOINGEST_HOME/inbox or ./inbox)")
 	fs.IntVar(&c.workers, "workers", m.envInt("GEOINGEST_WORKERS", 4), "concurrent jobs (env GEOINGEST_WORKERS)")
+	fs.IntVar(&c.readerSpares, "reader-spares", m.envInt("GEOINGEST_READER_SPARES", 1), "GDAL reading children kept started, libgdal loaded, ahead of the jobs that read with GDAL: such a job then does not wait for its child to start (each job still reads in a child of its own, sandboxed for its folder); each idle spare holds about 13 MB; 0: none (env GEOINGEST_READER_SPARES)")
 	fs.Var(&c.routes, "route", "PREFIX=TARGET or BUCKET:PREFIX=TARGET, repeatable; longest prefix wins (env GEOINGEST_ROUTES, comma-separated; default parcels/=parcels,admin/=admin_units, for an inbox admin/=admin_units,=parcels)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", m.envDefault("GEOINGEST_METRICS_ADDR", "127.0.0.1:9464"), "address of /metrics, /healthz and /readyz; empty for none (env GEOINGEST_METRICS_ADDR)")
 	fs.DurationVar(&c.visibility, "visibility", m.envDuration("GEOINGEST_VISIBILITY", 60*time.Second), "SQS visibility timeout asked for on receive and renewed every third of it while a job runs (env GEOINGEST_VISIBILITY)")
@@ -203,6 +207,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	if c.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
+	}
+	if c.readerSpares < 0 {
+		return fmt.Errorf("--reader-spares must be 0 or more")
 	}
 	if c.queueURL != "" && c.inbox != "" {
 		return fmt.Errorf("give --queue-url or --inbox, not both")
@@ -335,6 +342,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		source = "queue " + c.queueURL
 	}
 	logSandbox(m.Log)
+	// Spares are started as GDAL jobs' children end, never for a worker
+	// that reads no GDAL format.
+	ogr.KeepSpares(c.readerSpares)
+	defer ogr.KeepSpares(0)
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(cons.Router.Routes()))
 	pruneCtx, stopPrune := context.WithCancel(ctx)
 	pruned := make(chan struct{})

@@ -79,3 +79,42 @@ func BenchmarkOpenInProcess(b *testing.B) {
 		ds.Close()
 	}
 }
+
+// BenchmarkOpenContainedSpare is BenchmarkOpenContained with a spare
+// child (KeepSpares), started and loaded between jobs as in a worker
+// between two jobs (not timed): what a job then pays for its child.
+func BenchmarkOpenContainedSpare(b *testing.B) {
+	if err := initGDAL(); err != nil {
+		b.Skip(err)
+	}
+	p := benchCSV(b)
+	c := Contain{Read: []string{filepath.Dir(p)}, Deadline: time.Now().Add(time.Hour), Timeout: time.Hour, CPU: time.Minute, Memory: 96 << 20}
+	KeepSpares(1)
+	defer KeepSpares(0)
+	refill()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if waitSpare(b, 10*time.Second) == 0 {
+			b.Fatal("no spare")
+		}
+		b.StartTimer()
+		ds, err := Open(p, []string{"CSV"}, nil, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l := ds.Layer(0)
+		if err := l.Start(0, false); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			ok, err := l.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+		}
+		ds.Close()
+	}
+}

@@ -15,3 +15,6 @@ func Probe() (string, error) { return "", nil }
 // Complete reports whether protection is the whole sandbox; a build
 // without GDAL needs none.
 func Complete(protection string) bool { return true }
+
+// KeepSpares has no reading child to keep in a build without GDAL.
+func KeepSpares(n int) {}

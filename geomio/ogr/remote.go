@@ -3,6 +3,7 @@
 package ogr
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -95,6 +96,7 @@ type child struct {
 	cmd    *exec.Cmd
 	in     *os.File // frames to the child
 	out    *os.File // frames from the child
+	rd     *bufio.Reader
 	buf    []byte
 	w      wbuf
 	max    int64
@@ -105,6 +107,8 @@ type child struct {
 	reason error // why the parent killed it (deadline, context)
 	cont   Contain
 
+	probe     bool // started by Probe: no spare replaces it
+	spare     bool // started ahead of its job (KeepSpares)
 	streaming bool // a msgRead's features are still coming
 	stop      chan struct{}
 	stopOnce  sync.Once
@@ -123,26 +127,38 @@ func Open(path string, drivers, options []string, c Contain) (*Dataset, error) {
 	if err := c.Context.Err(); err != nil {
 		return nil, err
 	}
-	ch, err := start(c)
-	if err != nil {
-		return nil, err
-	}
-	w := &ch.w
-	w.reset()
-	w.str(path)
-	w.strs(drivers)
-	w.strs(options)
-	w.strs(c.Read)
-	w.strs(c.Write)
+	var open wbuf
+	open.str(path)
+	open.strs(drivers)
+	open.strs(options)
+	open.strs(c.Read)
+	open.strs(c.Write)
 	cpu := int64(0)
 	if c.CPU > 0 {
 		cpu = int64((c.CPU + time.Second - 1) / time.Second)
 	}
-	w.iv(cpu)
-	w.iv(c.Memory)
-	w.iv(c.MaxFeatureBytes)
-	if err := writeFrame(ch.in, msgOpen, w.b); err != nil {
-		return nil, ch.close(ch.failure(err))
+	open.iv(cpu)
+	open.iv(c.Memory)
+	open.iv(c.MaxFeatureBytes)
+	ch, err := start(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFrame(ch.in, msgOpen, open.b); err != nil {
+		if !ch.spare || !errors.Is(err, syscall.EPIPE) {
+			return nil, ch.close(ch.failure(err))
+		}
+		// A spare that died before its job came (killed from outside;
+		// its end of the pipe closed) but is not reaped yet: the job
+		// gets a child of its own.
+		ch.discard()
+		if ch, err = spawn("1"); err != nil {
+			return nil, err
+		}
+		ch.bind(c)
+		if err := writeFrame(ch.in, msgOpen, open.b); err != nil {
+			return nil, ch.close(ch.failure(err))
+		}
 	}
 	t, p, err := ch.read()
 	if err != nil {
@@ -183,11 +199,26 @@ func Open(path string, drivers, options []string, c Contain) (*Dataset, error) {
 	return ds, nil
 }
 
-// start starts the child: this binary again, with only the environment
-// GDAL and PROJ need (no credential, no connection string), stdin and
-// stdout /dev/null, in a process group of its own, killed if the parent
-// dies.
+// start gives the child that reads one job's dataset under c: a spare
+// (KeepSpares), libgdal already loaded, or else one started now.
 func start(c Contain) (*child, error) {
+	ch := takeSpare()
+	if ch == nil {
+		var err error
+		if ch, err = spawn("1"); err != nil {
+			return nil, err
+		}
+	}
+	ch.bind(c)
+	return ch, nil
+}
+
+// spawn starts a child: this binary again (childEnv set to mode), with
+// only the environment GDAL and PROJ need (no credential, no connection
+// string), stdin and stdout /dev/null, in a process group of its own,
+// killed if the parent dies. It knows nothing of a job until bind's
+// caller sends msgOpen.
+func spawn(mode string) (*child, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStart, err)
@@ -198,14 +229,10 @@ func start(c Contain) (*child, error) {
 		inW.Close()
 		return nil, fmt.Errorf("%w: %v", ErrStart, err)
 	}
-	ch := &child{in: inW, out: outR, done: make(chan struct{}), stop: make(chan struct{}), cont: c}
-	ch.max = 64 << 20
-	if c.MaxFeatureBytes > 0 {
-		ch.max = 2*c.MaxFeatureBytes + frameOverhead
-	}
+	ch := &child{in: inW, out: outR, rd: bufio.NewReaderSize(outR, 64<<10), done: make(chan struct{}), stop: make(chan struct{})}
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"geoingest-reader"}
-	cmd.Env = childEnviron()
+	cmd.Env = childEnviron(mode)
 	cmd.Stderr = &ch.stderr
 	cmd.ExtraFiles = []*os.File{inR, outW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -222,14 +249,25 @@ func start(c Contain) (*child, error) {
 		_ = cmd.Wait()
 		close(ch.done)
 	}()
-	go ch.watch()
 	return ch, nil
+}
+
+// bind gives the child its job's containment: the frame size it may
+// send, and the watch that kills it at the deadline or when the context
+// is done.
+func (ch *child) bind(c Contain) {
+	ch.cont = c
+	ch.max = 64 << 20
+	if c.MaxFeatureBytes > 0 {
+		ch.max = 2*c.MaxFeatureBytes + frameOverhead
+	}
+	go ch.watch()
 }
 
 // childEnviron is the child's whole environment: what marks it, what
 // bounds its C library's memory, and where GDAL's and PROJ's data are.
-func childEnviron() []string {
-	env := []string{childEnv + "=1", "MALLOC_ARENA_MAX=1", "GOMAXPROCS=1", "PROJ_NETWORK=OFF"}
+func childEnviron(mode string) []string {
+	env := []string{childEnv + "=" + mode, "MALLOC_ARENA_MAX=1", "GOMAXPROCS=1", "PROJ_NETWORK=OFF"}
 	for _, k := range []string{"GDAL_DATA", "PROJ_DATA", "PROJ_LIB", "GOCOVERDIR", "GEOINGEST_READER_DEBUG"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -268,7 +306,7 @@ func (ch *child) kill(reason error) {
 
 // read reads the child's next frame; a broken pipe is failure's error.
 func (ch *child) read() (byte, []byte, error) {
-	t, p, err := readFrame(ch.out, ch.buf, ch.max)
+	t, p, err := readFrame(ch.rd, ch.buf, ch.max)
 	ch.buf = p
 	if err != nil {
 		return 0, nil, ch.failure(err)
@@ -335,8 +373,12 @@ func outOfMemory(s string) bool {
 	return strings.Contains(s, "out of memory") || strings.Contains(s, "bad_alloc") || strings.Contains(s, "cannot allocate memory")
 }
 
-// close ends the child and returns err.
+// close ends the child and returns err; a spare is started in its place
+// (KeepSpares).
 func (ch *child) close(err error) error {
+	if !ch.probe {
+		defer refill()
+	}
 	ch.stopOnce.Do(func() { close(ch.stop) })
 	select {
 	case <-ch.done:
@@ -516,10 +558,12 @@ func (t *tailBuffer) String() string {
 // returns the sandbox it could apply ("seccomp landlock=7"), for a
 // command to log at start-up; "" with the error when no child starts.
 func Probe() (string, error) {
-	ch, err := start(Contain{Context: context.Background()})
+	ch, err := spawn(childProbe)
 	if err != nil {
 		return "", err
 	}
+	ch.probe = true
+	ch.bind(Contain{Context: context.Background()})
 	ch.w.reset()
 	ch.w.str("") // no path: a probe
 	for range 4 {

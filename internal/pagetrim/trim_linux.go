@@ -78,6 +78,7 @@ import "C"
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 )
@@ -122,8 +123,18 @@ func Trim() (Result, error) {
 	if err != nil {
 		return Result{Supported: true}, fmt.Errorf("pagetrim: %w", err)
 	}
-	spans, err := candidates(f)
-	f.Close()
+	defer f.Close()
+	return TrimWith(f)
+}
+
+// TrimWith is Trim reading smaps, this process's /proc/self/smaps opened
+// earlier (from its start): for a process that may no longer open it (a
+// sandboxed one).
+func TrimWith(smaps *os.File) (Result, error) {
+	if _, err := smaps.Seek(0, io.SeekStart); err != nil {
+		return Result{Supported: true}, fmt.Errorf("pagetrim: %w", err)
+	}
+	spans, err := candidates(smaps)
 	if err != nil {
 		return Result{Supported: true}, fmt.Errorf("pagetrim: reading smaps: %w", err)
 	}
