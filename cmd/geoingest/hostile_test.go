@@ -196,3 +196,65 @@ func dumpClaims(t *testing.T, db string) string {
 	}
 	return b.String()
 }
+
+// TestServeTakesTheNextJobAfterAHostileRead: with one worker, a
+// GeoPackage whose view never ends fails at --read-timeout, within it
+// plus 5 s of its claim, and the worker then takes the next jobs at once
+// (a GeoPackage, read by the spare child started when the hostile read's
+// child was killed, and a GeoJSON), and lands them.
+func TestServeTakesTheNextJobAfterAHostileRead(t *testing.T) {
+	requireHostileTools(t)
+	var spin corpus.Case
+	for _, c := range corpus.Cases() {
+		if c.Name == "gpkg-view-recursive-cte" {
+			spin = c
+		}
+	}
+	src := t.TempDir()
+	spinPath, err := spin.Write(src, corpus.Env{Addr: "127.0.0.1:9", Outside: t.TempDir()})
+	require.NoError(t, err)
+	poly := func(i int) string {
+		return fmt.Sprintf(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"n":%d},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}}]}`, i)
+	}
+	gpkg := func(i int) []byte {
+		in := filepath.Join(src, fmt.Sprintf("g%d.geojson", i))
+		out := filepath.Join(src, fmt.Sprintf("g%d.gpkg", i))
+		require.NoError(t, os.WriteFile(in, []byte(poly(i)), 0o644))
+		b, err := exec.Command("ogr2ogr", "-f", "GPKG", "-a_srs", "EPSG:4326", out, in).CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		body, err := os.ReadFile(out)
+		require.NoError(t, err)
+		return body
+	}
+	db := pgtest.NewDB(t)
+	inbox := t.TempDir()
+	srv := startServe(t, nil, "--inbox", inbox, "--workers", "1", "--database-url", db, "--poll", "100ms", "--settle", "300ms",
+		"--read-timeout", "3s", "--read-cpu", "60s", "--reader-spares", "1")
+	defer srv.stop(t)
+	done := func(n int64) func() bool {
+		return func() bool {
+			return queryInt(t, db, `SELECT count(*) FROM claims WHERE state IN ('COMMITTED', 'FAILED')`) == n
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(inbox, "good-0.gpkg"), gpkg(0), 0o644))
+	eventually(t, time.Minute, "the first GeoPackage", done(1))
+
+	body, err := os.ReadFile(spinPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(inbox, "spin.gpkg"), body, 0o644))
+	eventually(t, time.Minute, "the hostile upload's claim", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM claims WHERE source_key LIKE '%/spin.gpkg'`) == 1
+	})
+	require.NoError(t, os.WriteFile(filepath.Join(inbox, "good-1.gpkg"), gpkg(1), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(inbox, "good-2.geojson"), []byte(poly(2)), 0o644))
+	eventually(t, 2*time.Minute, "every upload to be committed or failed", done(4))
+
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM claims WHERE source_key LIKE '%/spin.gpkg' AND state = 'FAILED' AND last_error LIKE '%the read took longer than 3s%'`), dumpClaims(t, db))
+	require.EqualValues(t, 3, queryInt(t, db, `SELECT count(*) FROM claims WHERE source_key LIKE '%/good-%' AND state = 'COMMITTED'`), dumpClaims(t, db))
+	held := queryInt(t, db, `SELECT (extract(epoch FROM updated_at - created_at) * 1000)::bigint FROM claims WHERE source_key LIKE '%/spin.gpkg'`)
+	next := queryInt(t, db, `SELECT (extract(epoch FROM (SELECT min(created_at) FROM claims WHERE source_key ~ '/good-[12]') - updated_at) * 1000)::bigint FROM claims WHERE source_key LIKE '%/spin.gpkg'`)
+	t.Logf("the hostile job held the worker %d ms (read-timeout 3s); the next job was claimed %d ms after it failed", held, next)
+	require.Less(t, held, int64(8000), "the read-timeout plus 5 s")
+	require.Less(t, next, int64(5000), "the worker takes the next job")
+	require.GreaterOrEqual(t, next, int64(0), "one worker: the next job waited for it")
+}
