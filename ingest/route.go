@@ -70,6 +70,9 @@ type RouteOptions struct {
 	// thresholds of the guards of the route's versions (not job
 	// parameters: they are not in the job key)
 	Guards Guards
+	// webhook, expire-zoom, expire-max-tiles: what downstream is told of
+	// the route's changes (downstream.go; not in the job key either)
+	Downstream Downstream
 }
 
 // Params returns base with the route's target and options applied.
@@ -217,7 +220,13 @@ func (r *Route) parseOptions(query string) error {
 				}
 				continue
 			}
-			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field, key, match-iou, duplicate-keys, suffixes, guards, guard-shrink, guard-extent, guard-quarantine or guard-drift)", k)
+			if ok, err := r.Options.Downstream.parseOption(k, v); ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field, key, match-iou, duplicate-keys, suffixes, guards, guard-shrink, guard-extent, guard-quarantine, guard-drift, webhook, expire-zoom or expire-max-tiles)", k)
 		}
 	}
 	return nil
@@ -261,6 +270,7 @@ func (r Route) String() string {
 		opts = append(opts, "suffixes="+strings.Join(r.Suffixes, "|"))
 	}
 	opts = append(opts, o.Guards.guardOptions()...)
+	opts = append(opts, o.Downstream.options()...)
 	if len(opts) > 0 {
 		s += "?" + strings.Join(opts, "&")
 	}

@@ -37,6 +37,9 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	follow := fs.Bool("follow", false, "print the change feed as it grows, one JSON record per line")
 	after := fs.String("after", "", "with --follow: resume after this cursor")
 	poll := fs.Duration("poll", 2*time.Second, "with --follow: how often to look for new records")
+	hook := fs.String("webhook", "", "with --follow: POST each record to this URL instead of printing it, at least once, resuming from the subscriber's durable cursor (signed with GEOINGEST_WEBHOOK_SECRET)")
+	expireZoom := fs.String("expire-zoom", "", "with --webhook: put each job's expired tiles in this zoom range MIN-MAX (capped by --max-tiles) in the payload, as a route's expire-zoom does")
+	hookName := fs.String("subscriber", "", "with --webhook: the durable subscriber's name (default \"webhook URL\")")
 	tiles := fs.Bool("tiles", false, "with --job: the z/x/y map tiles the job expired (table: one z/x/y a line, as tile expiry lists are)")
 	zoom := fs.String("zoom", ingest.DefaultTileZoom.String(), "with --tiles: the zoom range MIN-MAX")
 	maxTiles := fs.Int64("max-tiles", ingest.DefaultTileZoom.MaxTiles, "with --tiles: at most this many tiles (zooms are listed from MIN while they fit)")
@@ -89,6 +92,26 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	}
 	p := changePrinter{m: m, format: *format}
 	switch {
+	case *follow && *hook != "":
+		if _, err := ingest.ParseWebhookURL(*hook); err != nil {
+			return err
+		}
+		subs, ok := a.store.(ingest.Subscribers)
+		if !ok {
+			return errors.New("this store keeps no subscribers")
+		}
+		w := &ingest.Webhook{URL: *hook, Name: *hookName, Secret: []byte(m.Getenv("GEOINGEST_WEBHOOK_SECRET")), Feed: log,
+			Subscribers: subs, Holder: webhookHolder(), Log: m.Log, Poll: *poll}
+		if *expireZoom != "" {
+			ez, err := ingest.ParseTileZoom(*expireZoom, ingest.DefaultTileZoom)
+			if err != nil {
+				return err
+			}
+			ez.MaxTiles = *maxTiles
+			w.Tiles, _ = a.store.(ingest.TileExpiry)
+			w.Select = func(ingest.Changes) (bool, *ingest.TileZoom) { return true, &ez }
+		}
+		return w.Run(ctx)
 	case *follow:
 		return followChanges(ctx, m, log, *after, *poll)
 	case *tiles:

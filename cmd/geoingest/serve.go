@@ -51,6 +51,7 @@ type serveConfig struct {
 	// ahead of the jobs (ogr.KeepSpares).
 	readerSpares                                      int
 	routes                                            listFlag
+	webhook, webhookSecretFile                        string
 	visibility, grace, backoffBase, backoffMax, lease time.Duration
 	wait, poll, settle                                time.Duration
 	s3PathStyle                                       string
@@ -184,6 +185,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.startTimeout, "start-timeout", m.envDuration("GEOINGEST_START_TIMEOUT", time.Minute), "how long the start-up checks (credentials, queues, buckets) retry a server that does not answer before serve exits non-zero; a refusal (no credentials, no such queue) exits at once (env GEOINGEST_START_TIMEOUT)")
 	fs.DurationVar(&c.unreadyAfter, "unready-after", m.envDuration("GEOINGEST_UNREADY_AFTER", 30*time.Second), "/readyz answers 503 once every receive has failed for this long, and 200 again at the first that succeeds (env GEOINGEST_UNREADY_AFTER)")
 	fs.StringVar(&c.workDir, "work-dir", m.envDefault("GEOINGEST_WORK_DIR", os.TempDir()), "work directory: each job downloads its input and extracts archives in a directory of its own here, removed when the job ends; give it room for the largest upload expanded (env GEOINGEST_WORK_DIR)")
+	fs.StringVar(&c.webhook, "webhook", m.Getenv("GEOINGEST_WEBHOOK"), "POST each change record of the sources of routes without a webhook= option to this URL, at least once, signed with GEOINGEST_WEBHOOK_SECRET or --webhook-secret-file (env GEOINGEST_WEBHOOK; docs/changes.md)")
+	fs.StringVar(&c.webhookSecretFile, "webhook-secret-file", m.Getenv("GEOINGEST_WEBHOOK_SECRET_FILE"), "file holding the webhooks' HMAC key (env GEOINGEST_WEBHOOK_SECRET_FILE; else GEOINGEST_WEBHOOK_SECRET)")
 	fs.DurationVar(&c.untilIdle, "until-idle", 0, "exit once nothing was received and no job ran for this long, and no message given back for a held claim is due (0: serve until SIGTERM)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -347,6 +350,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	ogr.KeepSpares(c.readerSpares)
 	defer ogr.KeepSpares(0)
 	m.Log.Info("serving", "from", source, "workers", c.workers, "routes", fmt.Sprint(cons.Router.Routes()))
+	secret, err := webhookSecret(m, c.webhookSecretFile)
+	if err != nil {
+		return err
+	}
+	stopHooks, err := startWebhooks(ctx, m, a.store, routes, c.webhook, secret)
+	if err != nil {
+		return err
+	}
 	pruneCtx, stopPrune := context.WithCancel(ctx)
 	pruned := make(chan struct{})
 	go func() {
@@ -356,6 +367,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	cons.Run(ctx)
 	stopPrune()
 	<-pruned
+	stopHooks()
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, summary(a.metrics))
 	return nil

@@ -29,6 +29,16 @@ type AdminUnitsShared struct {
 	AreaM2       pgtype.Float8
 }
 
+type ChangeSubscriber struct {
+	Name       string
+	Cursor     pgtype.Uint64
+	Holder     pgtype.Text
+	LeaseUntil pgtype.Timestamptz
+	Delivered  int64
+	CreatedAt  pgtype.Timestamptz
+	UpdatedAt  pgtype.Timestamptz
+}
+
 type Claim struct {
 	JobID        string
 	State        string
