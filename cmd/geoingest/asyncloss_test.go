@@ -22,7 +22,7 @@ import (
 // as a first delivery and writes it once, the other unchanged.
 func TestAsyncFailoverLossIsFoundAndRepaired(t *testing.T) {
 	t.Parallel()
-	hc := hatest.Start(t, hatest.Options{Async: true})
+	hc := hatest.Shared(t, hatest.Options{Async: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	url := hc.URL()

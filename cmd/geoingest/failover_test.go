@@ -24,7 +24,7 @@ import (
 // once: verify clean, nothing dead-lettered, no permanent failure.
 func TestServeFollowsThePrimary(t *testing.T) {
 	t.Parallel()
-	hc := hatest.Start(t, hatest.Options{})
+	hc := hatest.Shared(t, hatest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c := newCrashEnv(t, "failover")

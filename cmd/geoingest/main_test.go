@@ -12,6 +12,7 @@ import (
 
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/postgistest/hatest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic("go build: " + err.Error() + "\n" + string(out))
 	}
-	pgtest.Main(m, testsrv.Stop, func() { os.RemoveAll(dir) })
+	pgtest.Main(m, testsrv.Stop, hatest.StopShared, func() { os.RemoveAll(dir) })
 }
 
 // run drives Main in-process and returns the exit status, stdout and stderr.

@@ -26,7 +26,7 @@ import (
 // primary (--database-url).
 func TestReadsOnAReplica(t *testing.T) {
 	t.Parallel()
-	hc := hatest.Start(t, hatest.Options{Async: true})
+	hc := hatest.Shared(t, hatest.Options{Async: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	primary, replica := hc.URL(), hc.ReadURL()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // RefreshReports brings the report assignments of migration 0006 up to
@@ -146,6 +147,7 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 			return 0, false, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 		}
 		if given {
+			testhook.At(ctx, testhook.BeforeRefreshCommit, testhook.Where{Job: st.ParcelJobID})
 			if err := tx.Commit(ctx); err != nil {
 				return 0, false, false, ingest.Transientf("refresh reports: commit: %w", err)
 			}
@@ -168,6 +170,7 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 	if err != nil {
 		return 0, false, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 	}
+	testhook.At(ctx, testhook.BeforeRefreshCommit, testhook.Where{Job: st.ParcelJobID})
 	if err := tx.Commit(ctx); err != nil {
 		return 0, false, false, ingest.Transientf("refresh reports: commit: %w", err)
 	}

@@ -36,7 +36,12 @@ type bundle struct {
 // setup gives a test its own database and a Service on it.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	url := pgtest.NewDB(t)
+	return setupOn(t, pgtest.NewDB(t))
+}
+
+// setupOn is setup on the database of url.
+func setupOn(t *testing.T, url string) *bundle {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	require.NoError(t, err)
 	cfg.MaxConns = 40

@@ -44,6 +44,16 @@ const (
 	// own partition emptied, before that transaction's COMMIT.
 	BeforeFoldCommit = "before-fold-commit"
 
+	// PruneBatch is reached by prune before each batch of ledger rows
+	// (with their claims) is removed, in a transaction of its own; the
+	// batches before it are removed. Where.Job is the batch's first job.
+	PruneBatch = "prune-batch"
+
+	// BeforeRefreshCommit is reached by the report refresh when one
+	// (parcel job, admin generation) pair's assignment and cells are
+	// inserted, before that pair's COMMIT. Where.Job is the parcel job.
+	BeforeRefreshCommit = "before-refresh-commit"
+
 	// Heartbeat is reached before each renewal of a job's lease; a hook
 	// that returns true skips the renewal, so that the lease runs out.
 	Heartbeat = "heartbeat"

@@ -83,6 +83,8 @@ type Cluster struct {
 	log  func(string, ...any)
 	// hurried is when hurryBaseBackup last asked for a checkpoint.
 	hurried time.Time
+	// db is the database the URLs name (Database when "").
+	db string
 }
 
 // Start starts a formation for the test and stops it (removing its
@@ -268,18 +270,34 @@ func (c *Cluster) URL() string {
 	hosts := []string{"127.0.0.1", "127.0.0.1"}
 	ports := []string{strconv.Itoa(c.Nodes[0].Port), strconv.Itoa(c.Nodes[1].Port)}
 	return fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable target_session_attrs=read-write connect_timeout=5",
-		strings.Join(hosts, ","), strings.Join(ports, ","), c.user(), Database)
+		strings.Join(hosts, ","), strings.Join(ports, ","), c.user(), c.database())
+}
+
+// database is the name of the database the URLs name.
+func (c *Cluster) database() string {
+	if c.db != "" {
+		return c.db
+	}
+	return Database
 }
 
 // ReadURL is a connection string to the read replica (Options.ReadReplica),
-// else to the standby.
+// else to the node that is the standby now (the second, unless a failover
+// made it the primary).
 func (c *Cluster) ReadURL() string {
 	n := c.Nodes[len(c.Nodes)-1]
+	if len(c.Nodes) == 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if p, err := c.Primary(ctx); err == nil && p == n {
+			n = c.Nodes[0]
+		}
+	}
 	return c.NodeURL(n)
 }
 
 // NodeURL is a connection string to geoingest's database on one node.
-func (c *Cluster) NodeURL(n *Node) string { return c.adminURL(n, Database) }
+func (c *Cluster) NodeURL(n *Node) string { return c.adminURL(n, c.database()) }
 
 func (c *Cluster) adminURL(n *Node, db string) string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s sslmode=disable connect_timeout=5", n.Port, c.user(), db)
