@@ -88,6 +88,11 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 		return err
 	}
 	res.Quarantined = skipped + collapsed
+	if box, ok := rows.Extent(); ok && !rows.Switched() && repaired == 0 {
+		// The rows are the features as the workers saw them: the guards
+		// need not aggregate them again (pending.go).
+		g.extent = &box
+	}
 	if written == 0 {
 		// Nothing to write is a wrong upload (a points or lines layer, an
 		// empty layer), not an empty generation: committing it would

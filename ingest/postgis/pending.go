@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
@@ -40,6 +41,7 @@ const guardActor = "geoingest"
 // table of its own, so that an approval needs neither the file nor the
 // diff's base.
 func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[string]uint8, res *ingest.WriteResult, incoming bool) (held bool, err error) {
+	defer func(t0 time.Time) { s.guardNanos.Add(int64(time.Since(t0))) }(time.Now())
 	version, err := s.versionStats(ctx, g, job.ID, g.ref, true, incoming)
 	if err != nil {
 		return false, err
@@ -165,8 +167,9 @@ func supersedeHeld(ctx context.Context, q *db.Queries, target, jobID string, ref
 }
 
 // versionStats reads what the guards compare of jobID: its ledger counts,
-// and its extent and keys as recorded (or, with measure, its extent
-// measured from its rows under ref, or in geoingest_incoming).
+// and its extent and keys as recorded (or, with measure, its extent as
+// the prepare workers measured it, g.extent, else measured from its rows
+// under ref, or in geoingest_incoming).
 func (s *Store) versionStats(ctx context.Context, g *gate, jobID string, ref int64, measure, incoming bool) (ingest.VersionStats, error) {
 	j, err := g.q.GetJob(ctx, jobID)
 	if err != nil {
@@ -187,6 +190,10 @@ func (s *Store) versionStats(ctx context.Context, g *gate, jobID string, ref int
 				v.LeftOutByRule[r.Rule] = r.N
 			}
 		}
+	}
+	if measure && g.extent != nil {
+		v.BBox, v.HasBBox = *g.extent, true
+		return v, nil
 	}
 	if measure {
 		var e db.JobExtentRow

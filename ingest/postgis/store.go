@@ -3,6 +3,7 @@ package postgis
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -24,6 +25,8 @@ type Store struct {
 	sridMu    sync.Mutex
 	sridKnown map[int]bool
 	customCRS sync.Map // definition hash -> SRID of registered custom CRSs (crs.go)
+
+	guardNanos atomic.Int64 // time spent in the write gate's guards (pending.go), for BenchmarkGuardCost
 
 	// OwnPartitionBytes is the input size (bytes) from which a job's
 	// features get a partition of their own, indexed once after the COPY

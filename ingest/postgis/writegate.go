@@ -201,6 +201,7 @@ type gate struct {
 	order  string
 	ref    int64              // the job's job_ref
 	held   bool               // the guards held the version: it is not to become current (pending.go)
+	extent *[4]float64        // the version's extent as the prepare workers measured it, when it is its rows' (pending.go)
 	keys   *ingest.KeysReader // the version's property keys, for the guards (pending.go)
 	actor  string             // who writes (the claim's owner) or decides (pending.go)
 	attach string             // the target its own table is to be attached to, last (attach.go)

@@ -59,6 +59,7 @@ type batch struct {
 	out         []byte
 	invalid     []int64
 	serverCheck bool
+	bbox        bbox // of a Direct batch's geometries
 	err         error
 	done        chan struct{}
 
@@ -102,7 +103,7 @@ func (b *batch) reset() {
 	b.props, b.flat, b.ends = trim(b.props), trim(b.flat), trim(b.ends)
 	clear(b.endss)
 	b.endss = b.endss[:0]
-	b.serverCheck, b.err = false, nil
+	b.serverCheck, b.err, b.bbox = false, nil, bbox{}
 	b.done = make(chan struct{})
 }
 
@@ -223,6 +224,7 @@ func (f *Features) emitBatches(order <-chan *batch, free chan<- *batch, emit fun
 		}
 		f.Invalid = append(f.Invalid, b.invalid...)
 		f.ServerCheck = f.ServerCheck || b.serverCheck
+		f.bbox.union(b.bbox)
 		select {
 		case free <- b:
 		default:
@@ -315,6 +317,7 @@ func (w *Worker) batch(b *batch, enc RowEncoder) {
 		if w.mode != Direct {
 			continue
 		}
+		b.bbox.add(row.Geom.FlatCoords(), row.Geom.Stride())
 		if !p.Measured {
 			b.serverCheck = true
 		} else if !p.Valid {
@@ -322,4 +325,39 @@ func (w *Worker) batch(b *batch, enc RowEncoder) {
 		}
 	}
 	b.out = out
+}
+
+// bbox is a bounding box of coordinates: x and y min, x and y max.
+type bbox struct {
+	b   [4]float64
+	set bool
+}
+
+// add widens the box to the points of flat (stride values each).
+func (x *bbox) add(flat []float64, stride int) {
+	if len(flat) < 2 {
+		return
+	}
+	b := x.b
+	if !x.set {
+		b = [4]float64{flat[0], flat[1], flat[0], flat[1]}
+		x.set = true
+	}
+	for i := 0; i+1 < len(flat); i += stride {
+		px, py := flat[i], flat[i+1]
+		b[0], b[1], b[2], b[3] = min(b[0], px), min(b[1], py), max(b[2], px), max(b[3], py)
+	}
+	x.b = b
+}
+
+// union widens the box to o.
+func (x *bbox) union(o bbox) {
+	if !o.set {
+		return
+	}
+	if !x.set {
+		*x = o
+		return
+	}
+	x.b = [4]float64{min(x.b[0], o.b[0]), min(x.b[1], o.b[1]), max(x.b[2], o.b[2]), max(x.b[3], o.b[3])}
 }

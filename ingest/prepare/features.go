@@ -60,6 +60,10 @@ type Features struct {
 	Invalid     []int64
 	ServerCheck bool
 
+	// bbox is the bounding box of the features a Direct run prepared
+	// (EPSG:4326), gathered from the workers (see Extent).
+	bbox bbox
+
 	// Observe, when set, is shown every feature a Direct run prepares,
 	// on the worker goroutines (see Observer).
 	Observe Observer
@@ -127,6 +131,13 @@ type ObserverWorker interface {
 func New(ctx context.Context, r geomio.Reader, p ingest.Params, known KnownSRID) *Features {
 	return &Features{ctx: ctx, r: r, p: p, known: known}
 }
+
+// Extent is the bounding box (xmin, ymin, xmax, ymax) of the features
+// the Direct runs prepared, as the workers measured it: the extent of the
+// job's rows when every feature was in EPSG:4326 (not Switched) and none
+// is changed by the server afterwards (repaired); ok is false when there
+// were none.
+func (f *Features) Extent() (box [4]float64, ok bool) { return f.bbox.b, f.bbox.set }
 
 // Switched reports whether a Direct run stopped at a feature not in
 // EPSG:4326: that feature and the rest are for a Staged run.
