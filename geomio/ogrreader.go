@@ -84,7 +84,9 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		schema := gmlSchemaOptions(path)
 		xsd := ""
 		if len(schema) > 0 {
-			xsd, _ = strings.CutPrefix(schema[0], "XSD=")
+			if p, ok := strings.CutPrefix(schema[0], "XSD="); ok {
+				xsd = p // not a GFS_TEMPLATE=, which names no schema to check
+			}
 		}
 		if err := checkGMLRefs(file, filepath.Dir(orig), root, readGMLHead(orig), xsd); err != nil {
 			return nil, err

@@ -57,6 +57,9 @@ fi
 if [ "$want_test" = 1 ] && { ! command -v ogr2ogr >/dev/null || ! command -v gdalsrsinfo >/dev/null; }; then
   apt_pkgs+=(gdal-bin) # the CRS test matrix's oracle (ingest/crs_matrix_test.go); ogrinfo lists the layers as a GIS client (cmd/geoingest/compact_test.go)
 fi
+if [ "$want_test" = 1 ] && ! command -v strace >/dev/null; then
+  apt_pkgs+=(strace) # scripts/hostile-audit.sh: every file and connection the hostile corpus makes geoingest open
+fi
 if [ "$want_test" = 1 ] && ! command -v pg_autoctl >/dev/null; then
   apt_pkgs+=(postgresql-15-auto-failover pg-auto-failover-cli) # the HA formation of the failover tests (postgistest/hatest)
 fi

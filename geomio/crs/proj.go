@@ -4,6 +4,8 @@ package crs
 
 /*
 #cgo LDFLAGS: -lproj
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <proj.h>
@@ -25,6 +27,61 @@ static void geoingest_set_log(PJ_CONTEXT *ctx, char *buf) {
 	proj_log_func(ctx, buf, geoingest_log);
 	proj_log_level(ctx, PJ_LOG_ERROR);
 }
+
+// PROJ opens files that a CRS names: a grid (+nadgrids=, +geoidgrids=,
+// a WKT's PARAMETERFILE), an init file (+init=FILE:ID), and resolves a
+// relative name against its search paths. An upload's CRS may name any
+// path ("+nadgrids=/srv/uploads/other/secret"), and the worker's PROJ is
+// not sandboxed; so every file PROJ opens in the worker goes through
+// geoingest_fileapi, which opens only files whose real path (symbolic
+// links and ".." resolved) lies beneath one of PROJ's own search paths
+// (its data directory, PROJ_DATA, the user's PROJ directory), read-only,
+// and refuses every other open, write, directory and rename: PROJ then
+// reports the grid as missing, and the job fails naming it.
+#define GEOINGEST_ROOTS 16
+static char geoingest_roots[GEOINGEST_ROOTS][PATH_MAX];
+static int geoingest_nroots;
+
+// geoingest_add_root adds a search path (ignored when it does not exist
+// or the table is full). Called before any context is confined.
+static void geoingest_add_root(const char *dir) {
+	if (geoingest_nroots >= GEOINGEST_ROOTS) return;
+	if (realpath(dir, geoingest_roots[geoingest_nroots]) != NULL) geoingest_nroots++;
+}
+
+static int geoingest_allowed(const char *name) {
+	char real[PATH_MAX];
+	if (name == NULL || realpath(name, real) == NULL) return 0;
+	for (int i = 0; i < geoingest_nroots; i++) {
+		size_t n = strlen(geoingest_roots[i]);
+		if (strncmp(real, geoingest_roots[i], n) == 0 && (real[n] == '/' || real[n] == 0 || (n == 1 && real[0] == '/'))) return 1;
+	}
+	return 0;
+}
+
+static PROJ_FILE_HANDLE *geoingest_fopen(PJ_CONTEXT *ctx, const char *name, PROJ_OPEN_ACCESS access, void *u) {
+	if (access != PROJ_OPEN_ACCESS_READ_ONLY || !geoingest_allowed(name)) return NULL;
+	return (PROJ_FILE_HANDLE *)fopen(name, "rb");
+}
+static size_t geoingest_fread(PJ_CONTEXT *ctx, PROJ_FILE_HANDLE *h, void *buf, size_t n, void *u) {
+	return fread(buf, 1, n, (FILE *)h);
+}
+static size_t geoingest_fwrite(PJ_CONTEXT *ctx, PROJ_FILE_HANDLE *h, const void *buf, size_t n, void *u) { return 0; }
+static int geoingest_fseek(PJ_CONTEXT *ctx, PROJ_FILE_HANDLE *h, long long off, int whence, void *u) {
+	return fseeko((FILE *)h, (off_t)off, whence) == 0;
+}
+static unsigned long long geoingest_ftell(PJ_CONTEXT *ctx, PROJ_FILE_HANDLE *h, void *u) {
+	return (unsigned long long)ftello((FILE *)h);
+}
+static void geoingest_fclose(PJ_CONTEXT *ctx, PROJ_FILE_HANDLE *h, void *u) { fclose((FILE *)h); }
+static int geoingest_fexists(PJ_CONTEXT *ctx, const char *name, void *u) { return geoingest_allowed(name); }
+static int geoingest_fno(PJ_CONTEXT *ctx, const char *name, void *u) { return 0; }
+static int geoingest_frename(PJ_CONTEXT *ctx, const char *a, const char *b, void *u) { return 0; }
+
+static const PROJ_FILE_API geoingest_fileapi = {1, geoingest_fopen, geoingest_fread, geoingest_fwrite,
+	geoingest_fseek, geoingest_ftell, geoingest_fclose, geoingest_fexists, geoingest_fno, geoingest_fno, geoingest_frename};
+
+static int geoingest_confine(PJ_CONTEXT *ctx) { return proj_context_set_fileapi(ctx, &geoingest_fileapi, NULL); }
 
 // geoingest_wkt_options are proj_as_wkt's options: one line.
 static const char *geoingest_wkt_options[] = {"MULTILINE=NO", NULL};
@@ -152,6 +209,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -184,7 +242,35 @@ func newCtx() (*projCtx, error) {
 		p.close()
 		return nil, errNoDatabase
 	}
+	rootsOnce.Do(func() { addRoots(c) })
+	if C.geoingest_confine(c) == 0 {
+		p.close()
+		return nil, errors.New("PROJ refused geoingest's file access rules (proj_context_set_fileapi)")
+	}
 	return p, nil
+}
+
+var rootsOnce sync.Once
+
+// addRoots sets the folders the PROJ contexts may open files beneath:
+// PROJ's search paths (proj_info: the user's PROJ directory, PROJ_DATA,
+// the data directory it was built with) and its database's folder.
+func addRoots(c *C.PJ_CONTEXT) {
+	var dirs []string
+	if sp := C.GoString(C.proj_info().searchpath); sp != "" {
+		dirs = append(dirs, strings.Split(sp, ":")...)
+	}
+	if db := C.proj_context_get_database_path(c); db != nil {
+		dirs = append(dirs, filepath.Dir(C.GoString(db)))
+	}
+	for _, d := range dirs {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		cd := C.CString(d)
+		C.geoingest_add_root(cd)
+		C.free(unsafe.Pointer(cd))
+	}
 }
 
 func (p *projCtx) close() {

@@ -5,8 +5,11 @@
 // committed: some are over 100 MB.
 //
 //	go run ./internal/hostile DIR
+//	go run ./internal/hostile -corpus DIR
 //
-// It prints the names of the files it wrote, one a line.
+// It prints the names of the files it wrote, one a line. With -corpus it
+// writes only the sandbox's cases (internal/hostile/corpus), the files
+// scripts/hostile-audit.sh reads.
 package main
 
 import (
@@ -23,15 +26,23 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: hostile DIR")
+	args := os.Args[1:]
+	corpusOnly := len(args) == 2 && args[0] == "-corpus"
+	if corpusOnly {
+		args = args[1:]
+	}
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: hostile [-corpus] DIR")
 		os.Exit(2)
 	}
-	dir := os.Args[1]
+	dir := args[0]
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fatal(err)
 	}
 	for _, c := range cases {
+		if corpusOnly {
+			break
+		}
 		p := filepath.Join(dir, c.name)
 		if _, err := os.Stat(p); err != nil {
 			if err := c.write(p); err != nil {
