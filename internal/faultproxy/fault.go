@@ -55,10 +55,56 @@ type Rule struct {
 
 // operation names the request's operation.
 func (p *Proxy) operation(r *http.Request, body []byte) string {
-	if p.opts.Protocol == SQS {
+	switch p.opts.Protocol {
+	case SQS:
 		return sqsOperation(r, body)
+	case Azure:
+		return azureOperation(r)
 	}
 	return s3Operation(r)
+}
+
+// azureOperation names an Azure Storage request (path-style addressing:
+// /ACCOUNT/QUEUE/messages[/ID] for the Queue service,
+// /ACCOUNT/CONTAINER/BLOB for the Blob service) from its method, path
+// and query.
+func azureOperation(r *http.Request) string {
+	parts := strings.SplitN(strings.Trim(r.URL.Path, "/"), "/", 3) // account, queue or container, rest
+	q := r.URL.Query()
+	rest := ""
+	if len(parts) == 3 {
+		rest = parts[2]
+	}
+	switch {
+	case rest == "messages" && r.Method == http.MethodGet:
+		if q.Get("peekonly") == "true" {
+			return "PeekMessages"
+		}
+		return "GetMessages"
+	case rest == "messages" && r.Method == http.MethodPost:
+		return "PutMessage"
+	case rest == "messages" && r.Method == http.MethodDelete:
+		return "ClearMessages"
+	case strings.HasPrefix(rest, "messages/") && r.Method == http.MethodDelete:
+		return "DeleteMessage"
+	case strings.HasPrefix(rest, "messages/") && r.Method == http.MethodPut:
+		return "UpdateMessage"
+	case len(parts) == 2 && q.Get("comp") == "metadata":
+		return "GetQueueProperties"
+	case len(parts) == 2 && q.Get("comp") == "list" && q.Get("restype") == "container":
+		return "ListBlobs"
+	case len(parts) == 2 && q.Get("restype") == "container" && r.Method == http.MethodGet:
+		return "GetContainerProperties"
+	case rest != "" && r.Method == http.MethodGet && q.Get("comp") == "":
+		return "GetBlob"
+	case rest != "" && r.Method == http.MethodHead:
+		return "GetBlobProperties"
+	case rest != "" && r.Method == http.MethodPut && q.Get("comp") == "":
+		return "PutBlob"
+	case rest != "" && r.Method == http.MethodDelete:
+		return "DeleteBlob"
+	}
+	return r.Method
 }
 
 // sqsOperation is the action of an SQS request: the X-Amz-Target header
@@ -120,6 +166,18 @@ func (p *Proxy) writeError(w http.ResponseWriter, kind Kind, op string) {
 	h := w.Header()
 	h.Set("X-Faultproxy", string(kind))
 	h.Set("Connection", "close")
+	if p.opts.Protocol == Azure {
+		code = map[bool]string{true: "ServerBusy", false: "InternalError"}[kind == SlowDown]
+		h.Set("x-ms-error-code", code)
+		h.Set("x-ms-request-id", "faultproxy")
+		h.Set("Content-Type", "application/xml")
+		w.WriteHeader(status)
+		if op == "GetBlobProperties" {
+			return // a HEAD answer has no body
+		}
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+`<Error><Code>%s</Code><Message>%s</Message></Error>`, code, msg)
+		return
+	}
 	if p.opts.Protocol == SQS {
 		// AWS JSON 1.0; the query-compatible header carries the code the
 		// query protocol would have.

@@ -41,6 +41,14 @@ const (
 	// field (the query protocol); errors are JSON bodies with __type and
 	// the x-amzn-query-error header.
 	SQS
+	// Azure is Azure Storage's REST protocol, Blob and Queue services
+	// (path-style: /ACCOUNT/CONTAINER/BLOB, /ACCOUNT/QUEUE/messages):
+	// operations are named as Azure names them (GetMessages,
+	// DeleteMessage, UpdateMessage, PutMessage, GetQueueProperties,
+	// GetBlob, GetBlobProperties, PutBlob, ListBlobs, ...); errors are
+	// XML bodies with the x-ms-error-code header (InternalError,
+	// ServerBusy), which the Azure SDK retries.
+	Azure
 )
 
 // Options configure a Proxy.
@@ -392,8 +400,9 @@ func (f flushWriter) Write(b []byte) (int, error) {
 // misdeliver sends upstream's answer wrong: its status and headers with
 // the full Content-Length, then half the body, then a reset (RST), a
 // clean close (a truncated body), or nothing at all until the client
-// gives up (a stall). An answer without a body (an SQS action) is not
-// sent at all: a Reset then cuts the connection after upstream has acted,
+// gives up (a stall). An answer without a body (an SQS action, an Azure
+// DeleteMessage or UpdateMessage) is not sent at all: a Reset then cuts the
+// connection after upstream has acted,
 // so the client cannot know whether it did.
 func (p *Proxy) misdeliver(w http.ResponseWriter, r *http.Request, resp *http.Response, kind Kind) {
 	data, err := io.ReadAll(resp.Body)
@@ -411,8 +420,8 @@ func (p *Proxy) misdeliver(w http.ResponseWriter, r *http.Request, resp *http.Re
 	defer p.untrack(conn)
 	defer conn.Close()
 	half := len(data) / 2
-	if p.opts.Protocol == SQS && kind == Reset {
-		half = -1 // nothing at all
+	if kind == Reset && (p.opts.Protocol == SQS || (p.opts.Protocol == Azure && len(data) == 0)) {
+		half = -1 // nothing at all: the action was done, the answer is lost
 	}
 	if half >= 0 {
 		var head bytes.Buffer
