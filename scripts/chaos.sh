@@ -9,6 +9,9 @@
 # Usage: scripts/chaos.sh [--deliveries N] [--duration D] [--serves N]
 #        [--workers N] [--pgdown D] [--outage D] [--fault-rate P]
 #        [--kill-every D] [--seed S] [--logdir DIR] [--failovers N] [--async]
+#        scripts/chaos.sh --clouds [--seed S] [--logdir DIR]: TestChaosClouds'
+#        long run instead (Pub/Sub and Azure Storage Queue emulators, 1,000
+#        keys and 5 minutes of chaos each, queue and download faults)
 # Defaults: 10000 deliveries, 10m of chaos, 3 serves x 3 workers, PostgreSQL
 # down 20s, S3 and SQS each down 30s, each fault kind at 0.02 per request,
 # a kill every 3s on average. Prints what it did and found; exit 0
@@ -18,16 +21,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 args=(-chaos.long)
 logdir=""
+test='^TestChaos$'
+
 while [ $# -gt 0 ]; do
   case "$1" in
     --async) args+=(-chaos.async); shift ;;
+    --clouds) test='^TestChaosClouds$'; shift ;;
     --deliveries|--duration|--serves|--workers|--pgdown|--outage|--fault-rate|--kill-every|--seed|--failovers)
       [ $# -ge 2 ] || { echo "chaos: $1 needs a value" >&2; exit 2; }
       args+=("-chaos.${1#--}" "$2"); shift 2 ;;
     --logdir)
       [ $# -ge 2 ] || { echo "chaos: $1 needs a value" >&2; exit 2; }
       logdir=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "chaos: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +44,6 @@ mkdir -p "$logdir"
 out=${CHAOS_OUT:-$logdir/chaos-$(date -u +%Y%m%dT%H%M%SZ).log}
 echo "chaos: serve logs in $logdir, output in $out" >&2
 set +e
-go test ./internal/chaos -run '^TestChaos$' -count=1 -v -timeout 3h -args "${args[@]}" -chaos.logdir "$logdir" 2>&1 | tee "$out"
+go test ./internal/chaos -run "$test" -count=1 -v -timeout 3h -args "${args[@]}" -chaos.logdir "$logdir" 2>&1 | tee "$out"
 code=${PIPESTATUS[0]}
 exit "$code"

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	sdkqueue "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/geoingest/geoingest/ingest/azblob"
 	"github.com/geoingest/geoingest/internal/azgrid"
+	"github.com/geoingest/geoingest/internal/faultproxy"
 	"github.com/geoingest/geoingest/internal/pgtest"
 	"github.com/geoingest/geoingest/internal/testsrv"
 	azqueue "github.com/geoingest/geoingest/queue/azqueue"
@@ -30,6 +32,7 @@ import (
 
 var (
 	flagCloudObjects  = flag.Int("chaos.cloud-objects", 0, "good keys uploaded to each cloud by TestChaosClouds (default 40, 1000 with -chaos.long)")
+	flagCloudFaults   = flag.Float64("chaos.cloud-fault-rate", 0.03, "TestChaosClouds: the probability of each fault kind on each request of the serves to the queue and to the object store")
 	flagCloudDuration = flag.Duration("chaos.cloud-duration", 0, "how long TestChaosClouds' chaos lasts on each cloud (default 12s, 5m with -chaos.long)")
 )
 
@@ -84,6 +87,21 @@ type cloudRig struct {
 	settled func(ctx context.Context) (bool, error)
 	// deadLetters returns the keys of the dead-letter queue's messages.
 	deadLetters func(ctx context.Context) (map[string]int, error)
+	// proxies are the fault proxies between the serves and the queue
+	// ("queue") and the object store ("objects").
+	proxies map[string]*faultproxy.Proxy
+}
+
+// cloudFaults are the fault kinds of the proxies before the serves: the
+// queue's calls and the object reads fail before or after upstream acted,
+// or are slow; a download is cut (reset or truncated). Stalls are left to
+// TestChaos's S3 and SQS proxies.
+func cloudFaults(p float64) map[string][]faultproxy.Rule {
+	return map[string][]faultproxy.Rule{
+		"queue": {{Kind: faultproxy.Error500, P: p}, {Kind: faultproxy.SlowDown, P: p}, {Kind: faultproxy.Reset, P: p}, {Kind: faultproxy.Latency, P: p}},
+		"objects": {{Kind: faultproxy.Error500, P: p}, {Kind: faultproxy.SlowDown, P: p}, {Kind: faultproxy.Reset, P: p},
+			{Kind: faultproxy.Truncate, P: p}, {Kind: faultproxy.Latency, P: p}},
+	}
 }
 
 // TestChaosClouds is the chaos suite on Google Cloud's and Azure's
@@ -93,7 +111,12 @@ type cloudRig struct {
 // Storage Queue fed by the Event Grid stand-in before Azurite. Every event
 // is delivered 1-3 times, in shuffled order, and a random serve is
 // SIGKILLed every couple of seconds (its messages come back when their ack
-// deadline or visibility passes). When the queue has settled, every key's
+// deadline or visibility passes). The serves reach the queue and the
+// object store through fault proxies (internal/faultproxy: gRPC for
+// Pub/Sub, HTTP for Cloud Storage, Azure's protocol for the Queue and Blob
+// services): errors before and after upstream acted (a lost
+// acknowledgement), latency, and cut downloads, each at
+// -chaos.cloud-fault-rate a request. When the queue has settled, every key's
 // newest version must be current with exactly its features (0 lost, 0
 // doubled), the objects meant to fail FAILED and dead-lettered and nothing
 // else, no claim held, and `geoingest verify` clean. -chaos.long (or
@@ -123,6 +146,9 @@ func chaosCloud(t *testing.T, cloud string) {
 		rig = pubsubRig(t, visibility)
 	case "azqueue":
 		rig = azureRig(t)
+	}
+	for name, rules := range cloudFaults(*flagCloudFaults) {
+		rig.proxies[name].SetRules(rules...)
 	}
 	plan := makePlan(cfg.spec, rng)
 	t.Logf("chaos on %s: seed %d (rerun with -chaos.seed %d), %d uploads, %s of chaos, %d serves × %d workers, SIGKILL every %s",
@@ -275,6 +301,21 @@ func chaosCloud(t *testing.T, cloud string) {
 	for k := 1; k <= 3; k++ {
 		mult = append(mult, fmt.Sprintf("%d×%d", copies[k], k))
 	}
+	var faults []string
+	for _, name := range sortedKeys(rig.proxies) {
+		var kinds []string
+		n := 0
+		for k, c := range rig.proxies[name].Counts() { // "kind op"
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, c))
+			n += c
+		}
+		sort.Strings(kinds)
+		faults = append(faults, fmt.Sprintf("%s %d (%s)", name, n, strings.Join(kinds, ", ")))
+		if n == 0 {
+			t.Errorf("no fault fired on the serves' requests to the %s", name)
+		}
+	}
+	t.Logf("faults (each kind at %g a request): %s", *flagCloudFaults, strings.Join(faults, "; "))
 	t.Logf("chaos on %s: %d uploads (%d keys, %d bad); %d upload events captured (and %d others), %d deliveries (%s); %d SIGKILLs, %d restarts, %d exits not caused by the suite; "+
 		"geoingest_events_received_total %g (scraped before kills and at the stop); setup %s, chaos %s, drain %s (%s)\n"+
 		"found: %d keys current, lost %d, doubled %d, wrong %d; %d parcels (%d expected), %d outside a current generation; %d claims CLAIMED, %d FAILED not meant to fail; DLQ %v; verify: %s",
@@ -419,8 +460,16 @@ func pubsubRig(t *testing.T, ackDeadline time.Duration) cloudRig {
 	dlqSub := pubsubqueue.New(g.Pubsub, g.NewSubscription(t, dlq, 60*time.Second, ""), pubsubqueue.Options{Wait: time.Second})
 	bucket := strings.ToLower(testsrv.Unique("chaos"))
 	g.NewBucket(t, bucket, true, events)
+	qp, err := faultproxy.NewGRPC(g.PubsubHost, faultproxy.Options{Latency: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(qp.Close)
+	op, err := faultproxy.New(g.StorageURL, faultproxy.Options{Protocol: faultproxy.S3, Latency: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(op.Close)
 	return cloudRig{
 		queueURL: "pubsub://" + sub, dlqURL: "pubsub://" + dlq, bucket: bucket,
+		env:     []string{"PUBSUB_EMULATOR_HOST=" + qp.Addr(), "STORAGE_EMULATOR_HOST=" + op.URL()},
+		proxies: map[string]*faultproxy.Proxy{"queue": qp.Proxy, "objects": op},
 		put: func(ctx context.Context, key string, body []byte) (string, error) {
 			w := g.Storage.Bucket(bucket).Object(key).NewWriter(ctx)
 			if _, err := w.Write(body); err != nil {
@@ -499,9 +548,17 @@ func azureRig(t *testing.T) cloudRig {
 		return u[strings.LastIndex(u, "/")+1:]
 	}
 	seen := 0
+	qp, err := faultproxy.New(strings.TrimSuffix(az.QueueURL, "/"+testsrv.AzureAccount), faultproxy.Options{Protocol: faultproxy.Azure, Latency: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(qp.Close)
+	op, err := faultproxy.New(strings.TrimSuffix(az.BlobURL, "/"+testsrv.AzureAccount), faultproxy.Options{Protocol: faultproxy.Azure, Latency: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(op.Close)
+	cs := strings.NewReplacer(az.QueueURL, qp.URL()+"/"+testsrv.AzureAccount, az.BlobURL, op.URL()+"/"+testsrv.AzureAccount).Replace(az.ConnectionString)
 	return cloudRig{
 		queueURL: "azqueue://" + testsrv.AzureAccount + "/" + name(q), dlqURL: "azqueue://" + testsrv.AzureAccount + "/" + name(dlq),
-		bucket: container, env: []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString},
+		bucket: container, env: []string{"AZURE_STORAGE_CONNECTION_STRING=" + cs},
+		proxies: map[string]*faultproxy.Proxy{"queue": qp, "objects": op},
 		put: func(ctx context.Context, key string, body []byte) (string, error) {
 			resp, err := up.UploadStream(ctx, container, key, bytes.NewReader(body), nil)
 			if err != nil {

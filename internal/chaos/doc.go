@@ -14,6 +14,11 @@
 // uploaded, that nothing was written twice and that only the objects meant
 // to fail were dead-lettered.
 //
+// TestChaosClouds runs the same plan on Google Cloud's (Pub/Sub,
+// fake-gcs-server) and Azure's (Storage Queue, Azurite with the Event Grid
+// stand-in) emulators, with kills, redeliveries and queue and download
+// faults, and the same checks.
+//
 // The default run takes about a minute and is part of `go test ./...`.
 // The long run is documented in docs/chaos.md (scripts/chaos.sh).
 package chaos

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ type GCPServer struct {
 	Storage    *storage.Client
 	fake       *fakestorage.Server
 	ps         *pstest.Server
+	http       *http.Server
 }
 
 var (
@@ -70,12 +72,26 @@ func startGCP() (*GCPServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	fake, err := fakestorage.NewServerWithOptions(fakestorage.Options{Host: "127.0.0.1", Port: uint16(port), Scheme: "http",
-		PublicHost: "127.0.0.1:" + strconv.Itoa(port)})
+	publicHost := "127.0.0.1:" + strconv.Itoa(port)
+	fake, err := fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", PublicHost: publicHost})
 	if err != nil {
 		return nil, fmt.Errorf("fake-gcs-server: %w", err)
 	}
-	url := fake.URL()
+	ln, err := net.Listen("tcp", publicHost)
+	if err != nil {
+		return nil, fmt.Errorf("fake-gcs-server: %w", err)
+	}
+	// fake-gcs-server routes a generation-pinned read (the XML API's GET
+	// /BUCKET/OBJECT) by the Host header, and takes any host other than
+	// its public one for a virtual-hosted bucket ("no such object"): every
+	// request is served as if it named the public host, so that a client
+	// may reach it through a proxy (internal/faultproxy) too.
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Host = publicHost
+		fake.HTTPHandler().ServeHTTP(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	url := "http://" + publicHost
 	os.Setenv("STORAGE_EMULATOR_HOST", url)
 	ctx := context.Background()
 	st, err := storage.NewClient(ctx, option.WithoutAuthentication())
@@ -89,13 +105,14 @@ func startGCP() (*GCPServer, error) {
 	if _, err := net.DialTimeout("tcp", ps.Addr, 5*time.Second); err != nil {
 		return nil, fmt.Errorf("pstest: %w", err)
 	}
-	return &GCPServer{PubsubHost: ps.Addr, StorageURL: url, Pubsub: pc, Storage: st, fake: fake, ps: ps}, nil
+	return &GCPServer{PubsubHost: ps.Addr, StorageURL: url, Pubsub: pc, Storage: st, fake: fake, ps: ps, http: hs}, nil
 }
 
 func stopGCP() {
 	if gcpSrv != nil {
 		gcpSrv.Pubsub.Close()
 		gcpSrv.Storage.Close()
+		gcpSrv.http.Close()
 		gcpSrv.fake.Stop()
 		gcpSrv.ps.Close()
 	}
