@@ -42,7 +42,9 @@
 # and stats the whole inbox, so a short one measures the walk), PROCS
 # ("1 2 4 8"), RSS_BY_MAPPING (set: after fresh's and formats' rounds, one
 # more untimed run of each side under internal/rssmap, which prints the
-# peak's resident memory by mapping), BENCH_DIR (a new temporary directory; data
+# peak's resident memory by mapping), GEOINGEST_BIN (a geoingest binary to
+# measure instead of one built from this tree: another commit's, to compare
+# in one session), BENCH_DIR (a new temporary directory; data
 # is generated once there and reused), PARCELGEN_DIR
 # (../shared/tools/parcelgen). Needs ogr2ogr (gdal-bin), psql and
 # /usr/bin/time. Uses the embedded cluster in $BENCH_DIR/home.
@@ -74,8 +76,12 @@ for c in ogr2ogr psql; do command -v $c >/dev/null || { echo "bench: $c not foun
 # folio on a fault in it, and the file the linker has just written sits in
 # the page cache in folios of up to 2 MB, which adds some 10 MB of its
 # pages to the process's RSS (docs/benchmarks.md, "Memory").
-go build -o "$work/geoingest.built" ./cmd/geoingest
-cp "$work/geoingest.built" "$work/geoingest.new" && mv -f "$work/geoingest.new" "$work/geoingest"
+if [ -n "${GEOINGEST_BIN:-}" ]; then
+  cp "$GEOINGEST_BIN" "$work/geoingest.new" && mv -f "$work/geoingest.new" "$work/geoingest"
+else
+  go build -o "$work/geoingest.built" ./cmd/geoingest
+  cp "$work/geoingest.built" "$work/geoingest.new" && mv -f "$work/geoingest.new" "$work/geoingest"
+fi
 [ -z "${RSS_BY_MAPPING:-}" ] || go build -o "$work/rssmap" ./internal/rssmap
 if [ ! -x "$work/parcelgen" ]; then
   rm -rf "$work/parcelgen-src"
