@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/geoingest/geoingest/internal/pgdial"
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
@@ -154,6 +155,9 @@ func open(databaseURL string) (*migrate.Migrate, error) {
 	cfg, err := pgx.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := pgdial.Apply(&cfg.Config); err != nil {
+		return nil, fmt.Errorf("migrate: database url: %w", err)
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
 	driver, err := migratepgx.WithInstance(sqlDB, &migratepgx.Config{})

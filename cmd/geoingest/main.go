@@ -19,6 +19,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/pgcluster"
+	"github.com/geoingest/geoingest/internal/pgdial"
 	"github.com/geoingest/geoingest/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -233,6 +234,9 @@ func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
 	}
+	if _, err := pgdial.Apply(&cfg.ConnConfig.Config); err != nil {
+		return nil, fmt.Errorf("database url: %w", err)
+	}
 	// The schema is checked on a connection of its own while the pool
 	// connects; its verdict comes first.
 	ensured := make(chan error, 1)
@@ -270,6 +274,9 @@ func (m *Main) openDB(ctx context.Context, d *dbFlags) (*pgxpool.Pool, error) {
 func (m *Main) openReadDB(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
+		return nil, fmt.Errorf("read database url: %w", err)
+	}
+	if _, err := pgdial.Apply(&cfg.ConnConfig.Config); err != nil {
 		return nil, fmt.Errorf("read database url: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "geoingest-reader"
