@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -144,32 +143,6 @@ func (r CompactResult) String() string {
 		s += fmt.Sprintf("; indexes due for a rebuild that this role may not rebuild (run compact as the tables' owner): %s", strings.Join(r.ReindexDenied, ", "))
 	}
 	return s + fmt.Sprintf("; in %.2f s", r.Duration.Seconds())
-}
-
-// compact runs Compactor.Compact every CompactEvery, and after a job is
-// committed (settle kicks it), until ctx ends. A failure is logged at
-// WARN: the next round tries again, and nothing a reader sees depends on
-// when a round runs.
-func (c *Consumer) compact(ctx context.Context) {
-	if c.Compactor == nil {
-		return
-	}
-	log := c.Service.Log
-	var deniedLogged time.Time
-	runEvery(ctx, c.CompactEvery, c.compactKick, func(ctx context.Context) {
-		r, err := c.Compactor.Compact(ctx, c.CompactOptions)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("compaction failed; the next round tries again", "error", err.Error())
-		case err == nil && (len(r.Folded) > 0 || r.Dropped > 0 || len(r.Rebuilt) > 0 || r.LeftoversDropped > 0):
-			logCompaction(log, r)
-		}
-		if err == nil && len(r.ReindexDenied) > 0 && time.Since(deniedLogged) > time.Hour {
-			deniedLogged = time.Now()
-			log.Warn("shared indexes are due for a rebuild that this role may not do; run `geoingest compact` as the tables' owner",
-				"indexes", strings.Join(r.ReindexDenied, ","))
-		}
-	})
 }
 
 func logCompaction(log *slog.Logger, r CompactResult) {

@@ -52,27 +52,17 @@ type Consumer struct {
 	// held claim is due, and the receiver sees none coming
 	// (queue.Settler).
 	UntilIdle time.Duration
-	// ReportRefresh is how often the report assignments that are missing
-	// are stored in the background (besides after each committed job);
-	// 0 turns the background refresh off (each job then stores its own
-	// before its ack: set Service.NoReportRefresh accordingly).
-	ReportRefresh time.Duration
-	// Compactor, when set with a positive CompactEvery, folds old own
-	// partitions into the shared ones in the background (Compactor's
-	// Compact with CompactOptions): every CompactEvery and after each
-	// committed write.
-	Compactor      Compactor
-	CompactEvery   time.Duration
-	CompactOptions CompactOptions
+	// Maintainer, when set, runs beside the jobs from Run's start to its
+	// end: the report refresh (kicked after each committed job), the
+	// compactor (after each written job) and the prune. With its refresh
+	// off, each job stores its own assignments before its ack: set
+	// Service.NoReportRefresh accordingly.
+	Maintainer *Maintainer
 
 	stopping atomic.Bool
 	// heldUntil (unix nanos) is when the last message given back for a
 	// held claim comes back: UntilIdle waits for it.
 	heldUntil atomic.Int64
-	// refreshKick asks refreshReports to run soon (a job was committed).
-	refreshKick chan struct{}
-	// compactKick asks compact to run soon (a job was written).
-	compactKick chan struct{}
 	// receiveHealth follows failing receives (ReceiveError).
 	receiveHealth receiveHealth
 	// preclaimed holds claims taken for a received batch (see preclaim):
@@ -89,22 +79,11 @@ func (c *Consumer) Stopping() bool { return c.stopping.Load() }
 // theirs is committed, their claims are released) and gives their
 // messages back. It returns after a clean shutdown.
 func (c *Consumer) Run(ctx context.Context) {
-	c.refreshKick = make(chan struct{}, 1)
-	c.compactKick = make(chan struct{}, 1)
-	rctx, stopRefresh := context.WithCancel(ctx)
-	refreshed := make(chan struct{})
-	go func() { defer close(refreshed); c.refreshReports(rctx) }()
-	compacted := make(chan struct{})
-	go func() { defer close(compacted); c.compact(rctx) }()
+	c.Maintainer.Start(ctx)
 	c.run(ctx)
-	stopRefresh()
-	<-refreshed
-	<-compacted
-	if c.UntilIdle > 0 && c.ReportRefresh > 0 && ctx.Err() == nil {
-		// A batch run leaves every assignment stored.
-		if _, err := c.Service.Store.RefreshReports(ctx); err != nil {
-			c.Service.Log.Warn("report refresh failed; reports compute what is missing until the next one", "error", err.Error())
-		}
+	c.Maintainer.Stop()
+	if c.UntilIdle > 0 && ctx.Err() == nil {
+		c.Maintainer.RefreshNow(ctx) // a batch run leaves every assignment stored
 	}
 }
 
@@ -396,16 +375,10 @@ func (c *Consumer) runJob(ctx context.Context, v *verdict, src Source, f Fetcher
 func (c *Consumer) settle(ctx context.Context, v *verdict, res Result) {
 	switch res.Outcome {
 	case Written, Superseded, Retired:
-		select {
-		case c.refreshKick <- struct{}{}:
-		default: // a refresh is asked for already: it will see this job too
-		}
+		c.Maintainer.Committed()
 	}
 	if res.Outcome == Written {
-		select {
-		case c.compactKick <- struct{}{}:
-		default:
-		}
+		c.Maintainer.Written()
 	}
 	if res.Outcome == Held {
 		v.held = max(v.held, res.RetryAfter)
@@ -419,28 +392,4 @@ func (c *Consumer) settle(ctx context.Context, v *verdict, res Result) {
 		return
 	}
 	v.reasons = append(v.reasons, fmt.Sprintf("%s (job %s): %v", res.Source, res.JobID, res.Err))
-}
-
-// refreshReports stores the report assignments of committed jobs in the
-// background, so that neither a worker nor the ack of its message waits
-// for them: after a job is committed (settle kicks it; kicks that come
-// while it runs are coalesced into the next round), and every
-// ReportRefresh, which also catches the jobs of a worker killed or cut off
-// from the database between a commit and a refresh. It runs until ctx
-// ends; with ReportRefresh 0 each job refreshes its own before its ack
-// instead (Service). The reports are exact whether or not an assignment is
-// stored (they compute a missing one on every call); storing them keeps
-// the reports fast.
-func (c *Consumer) refreshReports(ctx context.Context) {
-	log := c.Service.Log
-	runEvery(ctx, c.ReportRefresh, c.refreshKick, func(ctx context.Context) {
-		r, err := c.Service.Store.RefreshReports(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("report refresh failed; the next one tries again", "error", err.Error())
-		case err == nil && (r.Assigned > 0 || r.Pruned > 0):
-			log.Info("report assignments refreshed", "assigned", r.Assigned, "parcels", r.Parcels,
-				"pruned", r.Pruned, "seconds", r.Duration.Seconds())
-		}
-	})
 }

@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 )
 
@@ -74,20 +73,4 @@ func (r PruneResult) String() string {
 // Pruner removes what the retention policy no longer keeps.
 type Pruner interface {
 	Prune(ctx context.Context, p RetentionPolicy) (PruneResult, error)
-}
-
-// RunPruneEvery calls p.Prune with policy every interval until ctx ends,
-// logging each result; a failure is logged and retried at the next tick.
-func RunPruneEvery(ctx context.Context, p Pruner, policy RetentionPolicy, interval time.Duration, log *slog.Logger) {
-	runEvery(ctx, interval, nil, func(ctx context.Context) {
-		r, err := p.Prune(ctx, policy)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("prune failed; retried at the next interval", "error", err.Error())
-			}
-			return
-		}
-		log.Info("pruned", "jobs", r.Jobs, "claims", r.Claims, "stale_claims", r.StaleClaims,
-			"report_assignments", r.ReportAssignments+r.Assignments, "kept_by_order", r.KeptByOrder, "seconds", r.Duration.Seconds())
-	})
 }

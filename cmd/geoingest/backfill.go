@@ -135,7 +135,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	stats, err := bf.Run(ctx, list)
 	bar.finish(stats)
-	finishBatchCompaction(ctx, m, "backfill", compaction)
+	finishBatchCompaction(ctx, m, "backfill", &bcf, compaction)
 	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d pending, %d already present, %d superseded, %d failed, %d in progress elsewhere\n",
 		where, pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written, stats.Pending,
 		stats.AlreadyPresent, stats.Superseded, stats.Failed, stats.Held)

@@ -24,12 +24,27 @@ func (m *Main) addBatchCompactFlags(fs *flag.FlagSet, b *batchCompactFlags) {
 	fs.BoolVar(&b.off, "no-compact", false, "do not compact: leave the own partitions to serve or geoingest compact (until then a read visits one partition per large source)")
 }
 
-// start starts the compactor beside the command's jobs; nil when off.
-func (b *batchCompactFlags) start(ctx context.Context, m *Main, a *app) *ingest.BatchCompaction {
+// options are the compactor's options of the command's last rounds
+// (ingest.Maintainer.FinishCompaction): they rebuild the shared indexes
+// that are due.
+func (b *batchCompactFlags) options() ingest.CompactOptions {
+	return ingest.CompactOptions{Keep: b.keep, KeepSole: true}
+}
+
+// start starts the maintainer beside the command's jobs, with the
+// compactor only (each job stores its own report assignments); nil when
+// off. Its rounds beside the jobs fold and drop only: an index rebuilt
+// while the batch still writes grows again, and one cut by the finish's
+// stop leaves a leftover.
+func (b *batchCompactFlags) start(ctx context.Context, m *Main, a *app) *ingest.Maintainer {
 	if b.off {
 		return nil
 	}
-	return ingest.StartBatchCompaction(ctx, a.compactor, ingest.CompactOptions{Keep: b.keep, KeepSole: true}, time.Minute, m.Log)
+	beside := b.options()
+	beside.ReindexFactor = -1
+	mt := &ingest.Maintainer{Compactor: a.compactor, CompactEvery: time.Minute, CompactOptions: beside, Log: m.Log}
+	mt.Start(ctx)
+	return mt
 }
 
 // check is the flags' usage rule.
@@ -40,14 +55,18 @@ func (b *batchCompactFlags) check() error {
 	return nil
 }
 
-// finish runs the compactor's last rounds. A failure is a warning on
-// stderr: the jobs are committed, and serve's or the next command's
-// compactor folds what is left.
-func finishBatchCompaction(ctx context.Context, m *Main, name string, bc *ingest.BatchCompaction) {
-	if bc == nil || ctx.Err() != nil {
+// finishBatchCompaction runs the compactor's last rounds with b's
+// options. A failure is a warning on stderr: the jobs are committed, and
+// serve's or the next command's compactor folds what is left.
+func finishBatchCompaction(ctx context.Context, m *Main, name string, b *batchCompactFlags, mt *ingest.Maintainer) {
+	if mt == nil {
 		return
 	}
-	if _, err := bc.Finish(ctx); err != nil && ctx.Err() == nil {
+	if ctx.Err() != nil {
+		mt.Stop()
+		return
+	}
+	if _, err := mt.FinishCompaction(ctx, b.options()); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(m.Stderr, "geoingest %s: warning: compaction after the jobs: %v (reads visit more partitions until `geoingest compact` or serve folds them)\n", name, err)
 	}
 }

@@ -104,7 +104,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 
 	compaction := bcf.start(ctx, m, a)
-	defer finishBatchCompaction(ctx, m, "ingest", compaction)
+	defer finishBatchCompaction(ctx, m, "ingest", &bcf, compaction)
 
 	failed, pending := 0, 0
 	for hs := range sources {

@@ -255,7 +255,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		BackoffBase:     c.backoffBase,
 		BackoffMax:      c.backoffMax,
 		UntilIdle:       c.untilIdle,
-		ReportRefresh:   c.reportRefresh,
 	}
 
 	var inbox string
@@ -311,9 +310,16 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	// The report assignments are stored by the consumer in the
 	// background, not by each job before its message is acked.
 	cons.Service.NoReportRefresh = c.reportRefresh > 0
-	cons.Compactor, cons.CompactEvery = a.compactor, c.compactEvery
 	factor, _ := reindexFactor(c.compactReindex) // checked with the other flags
-	cons.CompactOptions = ingest.CompactOptions{Keep: c.compactKeep, ReindexFactor: factor}
+	// The work beside the jobs: the report refresh, the compactor and the
+	// prune, from the consumer's start to its end.
+	cons.Maintainer = &ingest.Maintainer{
+		Refresher: a.store, RefreshEvery: c.reportRefresh,
+		Compactor: a.compactor, CompactEvery: c.compactEvery,
+		CompactOptions: ingest.CompactOptions{Keep: c.compactKeep, ReindexFactor: factor},
+		Pruner:         a.store, PruneEvery: c.pruneInterval, Retention: c.retention,
+		Log: m.Log,
+	}
 
 	if c.metricsAddr != "" {
 		var ui http.Handler
@@ -358,15 +364,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	pruneCtx, stopPrune := context.WithCancel(ctx)
-	pruned := make(chan struct{})
-	go func() {
-		defer close(pruned)
-		ingest.RunPruneEvery(pruneCtx, a.store, c.retention, c.pruneInterval, m.Log)
-	}()
 	cons.Run(ctx)
-	stopPrune()
-	<-pruned
 	stopHooks()
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, summary(a.metrics))

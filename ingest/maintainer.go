@@ -1,0 +1,238 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ReportRefresher stores the report assignments that are missing
+// (Store.RefreshReports).
+type ReportRefresher interface {
+	RefreshReports(ctx context.Context) (RefreshResult, error)
+}
+
+// Maintainer is the one owner of the work beside the jobs that keeps the
+// database fast to read and bounded: the report refresh, the compactor and
+// the prune. serve's consumer runs one with all three (Consumer.Maintainer);
+// the batch commands (ingest, backfill) run one with the compactor alone and
+// end it with FinishCompaction, so that reads after a batch load are as fast
+// as after serve's, without a separate `geoingest compact`.
+//
+// Each part runs on its own: a failed round is logged at WARN and the next
+// one tries again, and nothing a reader sees depends on when a round runs.
+// A part runs when its worker is set and its interval is positive. The
+// methods of a nil *Maintainer do nothing.
+type Maintainer struct {
+	// Refresher stores the missing report assignments every RefreshEvery
+	// and after each committed job (Committed; kicks that come while a
+	// round runs are coalesced into the next one), which also catches the
+	// jobs of a worker killed or cut off between a commit and a refresh.
+	// The reports are exact whether or not an assignment is stored (they
+	// compute a missing one on every call); storing them keeps them fast.
+	Refresher    ReportRefresher
+	RefreshEvery time.Duration
+	// Compactor folds old own partitions into the shared ones
+	// (Compactor.Compact with CompactOptions) every CompactEvery and after
+	// each written job (Written).
+	Compactor      Compactor
+	CompactEvery   time.Duration
+	CompactOptions CompactOptions
+	// Pruner applies Retention every PruneEvery, the first time one
+	// interval after Start.
+	Pruner     Pruner
+	PruneEvery time.Duration
+	Retention  RetentionPolicy
+	// Log receives the rounds' results (nil: discarded).
+	Log *slog.Logger
+
+	refreshKick, compactKick chan struct{}
+	stop                     context.CancelFunc
+	running                  sync.WaitGroup
+}
+
+// Start starts the parts' rounds in the background until ctx ends or Stop.
+func (m *Maintainer) Start(ctx context.Context) {
+	if m == nil {
+		return
+	}
+	m.setLog()
+	m.refreshKick, m.compactKick = make(chan struct{}, 1), make(chan struct{}, 1)
+	ctx, m.stop = context.WithCancel(ctx)
+	if m.Refresher != nil {
+		m.goEvery(ctx, m.RefreshEvery, m.refreshKick, m.refreshRound)
+	}
+	if m.Compactor != nil {
+		var deniedLogged time.Time
+		m.goEvery(ctx, m.CompactEvery, m.compactKick, func(ctx context.Context) { m.compactRound(ctx, &deniedLogged) })
+	}
+	if m.Pruner != nil {
+		m.goEvery(ctx, m.PruneEvery, nil, m.pruneRound)
+	}
+}
+
+func (m *Maintainer) setLog() {
+	if m.Log == nil {
+		m.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (m *Maintainer) goEvery(ctx context.Context, every time.Duration, kick <-chan struct{}, round func(context.Context)) {
+	m.running.Add(1)
+	go func() {
+		defer m.running.Done()
+		runEvery(ctx, every, kick, round)
+	}()
+}
+
+// Stop stops the rounds and waits for the one running to end.
+func (m *Maintainer) Stop() {
+	if m == nil || m.stop == nil {
+		return
+	}
+	m.stop()
+	m.running.Wait()
+}
+
+// Committed asks for a report refresh soon: a job was committed (written,
+// superseded or retired). It never blocks.
+func (m *Maintainer) Committed() {
+	if m != nil {
+		kick(m.refreshKick)
+	}
+}
+
+// Written asks for a compaction round soon: a job was written. It never
+// blocks.
+func (m *Maintainer) Written() {
+	if m != nil {
+		kick(m.compactKick)
+	}
+}
+
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default: // a round is asked for already: it will see this job too
+	}
+}
+
+// RefreshNow stores the missing report assignments once, when the
+// background refresh is on: a batch run leaves every assignment stored.
+func (m *Maintainer) RefreshNow(ctx context.Context) {
+	if m == nil || m.Refresher == nil || m.RefreshEvery <= 0 {
+		return
+	}
+	m.setLog()
+	if _, err := m.Refresher.RefreshReports(ctx); err != nil {
+		m.Log.Warn("report refresh failed; reports compute what is missing until the next one", "error", err.Error())
+	}
+}
+
+func (m *Maintainer) refreshRound(ctx context.Context) {
+	r, err := m.Refresher.RefreshReports(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		m.Log.Warn("report refresh failed; the next one tries again", "error", err.Error())
+	case err == nil && (r.Assigned > 0 || r.Pruned > 0):
+		m.Log.Info("report assignments refreshed", "assigned", r.Assigned, "parcels", r.Parcels,
+			"pruned", r.Pruned, "seconds", r.Duration.Seconds())
+	}
+}
+
+func (m *Maintainer) compactRound(ctx context.Context, deniedLogged *time.Time) {
+	r, err := m.Compactor.Compact(ctx, m.CompactOptions)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		m.Log.Warn("compaction failed; the next round tries again", "error", err.Error())
+	case err == nil && (len(r.Folded) > 0 || r.Dropped > 0 || len(r.Rebuilt) > 0 || r.LeftoversDropped > 0):
+		logCompaction(m.Log, r)
+	}
+	if err == nil && len(r.ReindexDenied) > 0 && time.Since(*deniedLogged) > time.Hour {
+		*deniedLogged = time.Now()
+		m.Log.Warn("shared indexes are due for a rebuild that this role may not do; run `geoingest compact` as the tables' owner",
+			"indexes", strings.Join(r.ReindexDenied, ","))
+	}
+}
+
+func (m *Maintainer) pruneRound(ctx context.Context) {
+	r, err := m.Pruner.Prune(ctx, m.Retention)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.Log.Warn("prune failed; retried at the next interval", "error", err.Error())
+		}
+		return
+	}
+	m.Log.Info("pruned", "jobs", r.Jobs, "claims", r.Claims, "stale_claims", r.StaleClaims,
+		"report_assignments", r.ReportAssignments+r.Assignments, "kept_by_order", r.KeptByOrder, "seconds", r.Duration.Seconds())
+}
+
+// finishLockTimeout is the least wait of FinishCompaction's drops for
+// their table's lock: longer than PostgreSQL's default deadlock_timeout,
+// after which an autovacuum holding the lock is cancelled for them.
+const finishLockTimeout = 3 * time.Second
+
+// finishWait bounds how long FinishCompaction goes on after its last round
+// that folded, dropped or rebuilt anything: waiting for another compactor,
+// or for older readers to end so that emptied partitions can be dropped.
+const finishWait = 2 * time.Minute
+
+// FinishCompaction stops the background rounds and compacts with o until a
+// round finds the compactor free and leaves no emptied partition waiting
+// (or finishWait has passed with no round doing anything, or ctx ends): a
+// batch command's last rounds, which also rebuild the shared indexes that
+// are due when o asks for it. Several batch processes at once are safe:
+// the compactor's lock lets one fold at a time, and each process's finish
+// waits its turn, so the last to finish leaves at most o.Keep own
+// partitions per table. It returns the totals of its rounds; an error when
+// a round failed.
+func (m *Maintainer) FinishCompaction(ctx context.Context, o CompactOptions) (CompactResult, error) {
+	m.Stop()
+	start := time.Now()
+	total := CompactResult{Own: map[string]int{}}
+	if m == nil || m.Compactor == nil {
+		return total, nil
+	}
+	m.setLog()
+	// An emptied partition is often being vacuumed by then (its rows were
+	// deleted by the fold), and autovacuum gives way to a lock request
+	// only after deadlock_timeout (1 s by default): a drop that gives up
+	// at the same moment loses every time, round after round.
+	o.LockTimeout = max(o.LockTimeout, finishLockTimeout)
+	lastWork := start
+	for {
+		r, err := m.Compactor.Compact(ctx, o)
+		total.Folded = append(total.Folded, r.Folded...)
+		total.Dropped += r.Dropped
+		total.Rebuilt = append(total.Rebuilt, r.Rebuilt...)
+		total.LeftoversDropped += r.LeftoversDropped
+		total.ReindexDenied = r.ReindexDenied
+		total.Own, total.Pending, total.Busy = r.Own, r.Pending, r.Busy
+		total.Duration = time.Since(start)
+		if err != nil {
+			return total, err
+		}
+		if len(r.Folded) > 0 || r.Dropped > 0 || len(r.Rebuilt) > 0 || r.LeftoversDropped > 0 {
+			lastWork = time.Now() // a long round is not a wait
+		}
+		if !r.Busy && r.Pending == 0 {
+			logCompaction(m.Log, total)
+			return total, nil
+		}
+		if time.Since(lastWork) > finishWait {
+			logCompaction(m.Log, total)
+			if r.Busy {
+				return total, errors.New("another compactor held the lock throughout: its rounds (serve's, or the next command's) fold what is left")
+			}
+			return total, nil // emptied partitions wait for an older reader; the next round drops them
+		}
+		select {
+		case <-ctx.Done():
+			return total, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package postgis
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/stretchr/testify/require"
+)
+
+// countingRefresher is the store's refresh, counted.
+type countingRefresher struct {
+	ingest.ReportRefresher
+	calls atomic.Int64
+}
+
+func (c *countingRefresher) RefreshReports(ctx context.Context) (ingest.RefreshResult, error) {
+	c.calls.Add(1)
+	return c.ReportRefresher.RefreshReports(ctx)
+}
+
+// TestMaintainerBesideTheJobs: serve's one maintainer, on the store: a
+// committed job's kick runs a report refresh and a written job's kick a
+// compaction round though their intervals are an hour away (the own
+// partitions are folded and the emptied ones dropped), and the prune runs
+// on its interval (the replaced generation's ledger row goes). Verify is
+// clean after it, and a stopped (or nil) maintainer's kicks never block.
+func TestMaintainerBesideTheJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.svc.NoReportRefresh = true
+	dir := t.TempDir()
+	paths, ids := ownSources(t, b, dir, 3, 20)
+	writeSquares(t, paths[0], 0, 20, "v2", time.Now())
+	res := b.svc.Run(ctx, localJob(t, paths[0], ingest.DefaultParams("parcels")))
+	require.NoError(t, res.Err)
+	require.Equal(t, ingest.Written, res.Outcome)
+	require.Greater(t, partitions(t, b.pool), 2) // the shared one and the own ones
+	require.EqualValues(t, 1, countRows(t, b, `SELECT count(*) FROM jobs WHERE job_id = $1`, ids[0]))
+
+	refresher := &countingRefresher{ReportRefresher: b.store}
+	m := &ingest.Maintainer{
+		Refresher: refresher, RefreshEvery: time.Hour,
+		Compactor: b.store, CompactEvery: time.Hour, CompactOptions: ingest.CompactOptions{Keep: 0, LockTimeout: 5 * time.Second},
+		Pruner: b.store, PruneEvery: 100 * time.Millisecond,
+		Retention: ingest.RetentionPolicy{KeepSuperseded: 0, MinAge: 0, StaleClaimAge: 0, Batch: 1000},
+	}
+	m.Start(ctx)
+	m.Committed()
+	m.Written()
+	require.Eventually(t, func() bool {
+		return refresher.calls.Load() >= 1 && partitions(t, b.pool) == 1 &&
+			countRows(t, b, `SELECT count(*) FROM jobs WHERE job_id = $1`, ids[0]) == 0
+	}, time.Minute, 100*time.Millisecond, "refresh calls %d, partitions %d", refresher.calls.Load(), partitions(t, b.pool))
+	m.Stop()
+	requireVerifyClean(t, b)
+	require.Len(t, currentCounts(t, b.pool), 3)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 3; i++ {
+			m.Committed()
+			m.Written()
+			(*ingest.Maintainer)(nil).Written()
+		}
+		m.Stop()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stopped maintainer's kicks blocked")
+	}
+	r, err := (*ingest.Maintainer)(nil).FinishCompaction(ctx, ingest.CompactOptions{})
+	require.NoError(t, err)
+	require.Empty(t, r.Folded)
+}
