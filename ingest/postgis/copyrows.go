@@ -38,7 +38,8 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 	}
 	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
 	defer spool.close()
-	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, g.ref, rows); err != nil {
+	key, _, _ := job.Params.Match()
+	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, featureTuple(g.ref, key), rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
@@ -50,7 +51,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		if err := g.q.CreateStaging(ctx); err != nil {
 			return err
 		}
-		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, 0, rows); err != nil {
+		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, nil, rows); err != nil {
 			return err
 		}
 		if _, err := g.q.InsertStagedFeatures(ctx, db.InsertStagedFeaturesParams{TargetTable: target, JobRef: g.ref}); err != nil {
@@ -124,9 +125,8 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 // input order by a third goroutine, all overlapping with the server's
 // work on the rows already sent. With staged, the columns are the staging
 // table's (feature_index, layer, properties, wkb) and the run is
-// prepare.Staged; otherwise they are the feature table's (job_ref,
-// feature_index, layer, properties, geom, area_m2), the run is
-// prepare.Direct, and ref is the job's job_ref.
+// prepare.Staged; otherwise they are the feature table's (featureCols),
+// the run is prepare.Direct, and enc encodes them (featureTuple).
 //
 // Never COPY FREEZE, though a job's own table is created in its
 // transaction: frozen rows are visible to every snapshot, also to a
@@ -137,23 +137,33 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 // geoingest_create_job_storage returned: never input. It returns the
 // features' own error when they stopped on one, so that its
 // classification survives; a server error is classified by normaliseErr.
-func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, staged bool, ref int64, feats *prepare.Features) (int64, error) {
-	cols := " (job_ref, feature_index, layer, properties, geom, area_m2)"
-	mode, enc := prepare.Direct, featureTuple(ref)
+func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, staged bool, enc prepare.RowEncoder, feats *prepare.Features) (int64, error) {
+	cols := featureCols
+	mode := prepare.Direct
 	if staged {
 		cols = " (feature_index, layer, properties, wkb)"
 		mode, enc = prepare.Staged, stagedTuple
 	}
-	sql := "COPY " + table.Sanitize() + cols + " FROM STDIN (FORMAT binary)"
+	return copyData(ctx, tx, "COPY "+table.Sanitize()+cols+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
+		return writeCopyData(w, feats, mode, enc)
+	}, feats.Err)
+}
 
+// featureCols are the columns of a feature table's tuple (featureTuple).
+const featureCols = " (job_ref, feature_index, layer, properties, geom, area_m2, match_key, geom_hash, props_hash)"
+
+// copyData runs the COPY statement sql with the data that write writes
+// (on a goroutine of its own, into a pipe). srcErr, called once write
+// returned, is the source's own error, returned first.
+func copyData(ctx context.Context, tx pgx.Tx, sql string, write func(w *bufio.Writer) error, srcErr func() error) (int64, error) {
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	var runErr error
 	go func() {
 		defer close(done)
 		w := bufio.NewWriterSize(pw, 1<<16)
-		err := writeCopyData(w, feats, mode, enc)
-		runErr = feats.Err()
+		err := write(w)
+		runErr = srcErr()
 		pw.CloseWithError(err) // nil: the reader sees EOF, the end of the COPY data
 	}()
 	tag, err := tx.Conn().PgConn().CopyFrom(ctx, pr, sql)
@@ -189,23 +199,84 @@ func writeCopyData(w *bufio.Writer, feats *prepare.Features, mode prepare.Mode, 
 // pgCopySignature is the binary COPY header: signature, flags, extension.
 var pgCopySignature = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 
-// featureTuple encodes a prepared feature as the feature table's tuple:
-// job_ref, feature_index, layer, properties (jsonb), geom (EWKB),
-// area_m2, which is NULL for an unmeasured feature (the server measures
-// and checks the rows with no area, see geoingest_finish_job_table).
-func featureTuple(ref int64) prepare.RowEncoder {
+// featureTuple encodes a prepared feature as the feature table's tuple
+// (featureCols): job_ref, feature_index, layer, properties (jsonb), geom
+// (EWKB), area_m2, which is NULL for an unmeasured feature (the server
+// measures and checks the rows with no area, see
+// geoingest_finish_job_table), and the match columns (migration 0029)
+// for the source's key fields key (matchColumns).
+func featureTuple(ref int64, key []string) prepare.RowEncoder {
+	sig := keySignature(key)
 	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
 		be := binary.BigEndian
-		out = be.AppendUint16(out, 6)
+		out = be.AppendUint16(out, 9)
 		out = be.AppendUint32(out, 8)
 		out = be.AppendUint64(out, uint64(ref))
 		out = commonFields(out, f, p)
 		if !p.Measured {
-			return be.AppendUint32(out, math.MaxUint32) // -1: NULL
+			out = be.AppendUint32(out, math.MaxUint32) // -1: NULL
+		} else {
+			out = be.AppendUint32(out, 8)
+			out = be.AppendUint64(out, math.Float64bits(p.Area))
 		}
-		out = be.AppendUint32(out, 8)
-		return be.AppendUint64(out, math.Float64bits(p.Area))
+		out, _ = matchColumns(out, f, p, key, sig)
+		return out
 	}
+}
+
+// matchColumns appends the match columns of a feature (migration 0029,
+// ingest/prepare/identity.go): match_key (sig, the key's field names,
+// then the feature's normalised key if it has one; NULL for a source
+// with no key), geom_hash and props_hash. A geometry that the server may
+// still change (unmeasured or invalid: measured, checked, repaired there)
+// and properties that jsonb may read otherwise than CanonicalProps have
+// NULL hashes, which the server computes when a match needs them; must
+// reports either.
+func matchColumns(out []byte, f *prepare.Feature, p *prepare.Prepared, key []string, sig []byte) (_ []byte, must bool) {
+	be := binary.BigEndian
+	if len(key) == 0 {
+		out = be.AppendUint32(out, math.MaxUint32)
+	} else {
+		at := len(out)
+		out = be.AppendUint32(out, 0)
+		out = append(out, sig...)
+		out, _ = prepare.MatchKey(out, f.Props, key)
+		be.PutUint32(out[at:], uint32(len(out)-at-4))
+	}
+	must = !p.Measured || !p.Valid
+	if must {
+		out = be.AppendUint32(out, math.MaxUint32)
+	} else {
+		gh := prepare.GeomHash(p.EWKB)
+		out = be.AppendUint32(out, 16)
+		out = append(out, gh[:]...)
+	}
+	// The properties' canonical text is built past the end of out (its
+	// spare capacity), then dropped: out itself is unchanged by it.
+	ph, scratch, ok := prepare.PropsHash(out[len(out):], f.Props)
+	_ = scratch
+	if !ok {
+		return be.AppendUint32(out, math.MaxUint32), true
+	}
+	out = be.AppendUint32(out, 16)
+	return append(out, ph[:]...), must
+}
+
+// keySignature is the start of every match_key under the key fields key:
+// the names as a PostgreSQL text array, then ':' (the server's
+// key_fields::text || ':'); nil for no key.
+func keySignature(key []string) []byte {
+	if len(key) == 0 {
+		return nil
+	}
+	sig := []byte{'{'}
+	for i, k := range key {
+		if i > 0 {
+			sig = append(sig, ',')
+		}
+		sig = prepare.ArrayElement(sig, []byte(k))
+	}
+	return append(sig, '}', ':')
 }
 
 // stagedTuple encodes a feature as the staging table's tuple:

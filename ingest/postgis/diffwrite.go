@@ -11,18 +11,27 @@ import (
 )
 
 // A new version of a source that has a current generation writes only
-// what changed (migration 0026, docs/design.md "Versions as changes").
-// Inside the write gate, under the source's row lock, so against the
-// generation that is current now (a diff can never be stale):
+// what changed (migrations 0026 and 0029, docs/design.md "Versions as
+// changes"). Inside the write gate, under the source's row lock, so
+// against the generation that is current now (a diff can never be
+// stale):
 //
-//  1. the version is copied into a temporary table (geoingest_incoming),
-//     its rows already under the current generation's job_ref, then
-//     checked, repaired and summarised there as a full load would be: the
-//     ledger's count, area and checksum are the full load's;
-//  2. it is matched with the current generation's rows, the changes are
-//     recorded, and in the current generation's storage the removed and
-//     changed rows are deleted and the added and changed rows inserted;
-//     unchanged rows are not touched;
+//  1. the version streams once: each row's match columns (its key and
+//     content hashes, computed by the prepare workers) are copied into a
+//     temporary table (geoingest_version), the rows themselves into a
+//     local spool (diffspool.go); the rows the server must measure, check
+//     or repair are then sent whole (into geoingest_incoming) and checked
+//     as a full load would check them: the ledger's count and area are
+//     the full load's;
+//  2. the match columns are matched with the current generation's stored
+//     ones, by key then by content, in one join (geoingest_diff_plan);
+//     only the rows that are not unchanged are sent whole, the overlap
+//     rule runs on what is left unmatched, the changes are recorded, and
+//     in the current generation's storage the removed and changed rows
+//     are deleted and the added and changed rows inserted; unchanged rows
+//     are not touched, and the ledger's checksum is the replaced
+//     generation's less what was deleted plus what was inserted
+//     (geoingest_diff_apply);
 //  3. the job takes over the replaced job's job_ref, and the replaced job
 //     gets a fresh one with no rows: the new generation's rows are then
 //     found by the new job's ref, as every reader, verify, replay and the
@@ -39,55 +48,89 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	if err != nil {
 		return fmt.Errorf("ref of %s: %w", base, err)
 	}
+	key, minIoU, failOnDuplicates := job.Params.Match()
+	if key == nil {
+		key = []string{}
+	}
 	if err := g.q.CreateIncoming(ctx, target); err != nil {
 		return fmt.Errorf("incoming table: %w", err)
 	}
+	if err := g.q.CreateVersion(ctx); err != nil {
+		return fmt.Errorf("version table: %w", err)
+	}
+	sp, err := newVersionSpool()
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
 	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
 	defer spool.close()
-	if _, err := copyRows(ctx, g.tx, pgx.Identifier{"pg_temp", "geoingest_incoming"}, false, oldRef, rows); err != nil {
+	if err := copyVersion(ctx, g.tx, sp, oldRef, key, rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
+		// A feature in another CRS: it and the rest are staged and
+		// transformed to 4326 by PostGIS, into geoingest_incoming, and
+		// hashed there.
 		if g.tally != nil {
 			g.tally.GiveUp("features transformed by the server")
 		}
 		if err := g.q.CreateStaging(ctx); err != nil {
 			return err
 		}
-		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, 0, rows); err != nil {
+		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, nil, rows); err != nil {
 			return err
 		}
 		if _, err := g.q.InsertStagedIncoming(ctx, oldRef); err != nil {
 			return normaliseErr(err)
 		}
+		if _, err := g.q.VersionAddStaged(ctx); err != nil {
+			return normaliseErr(err)
+		}
+	}
+	// The rows the server measures, checks or repairs, checked as a full
+	// load checks them.
+	if _, err := sendSpooled(ctx, g, sp, "must"); err != nil {
+		return err
 	}
 	fin, err := g.q.FinishIncoming(ctx, db.FinishIncomingParams{Repair: job.Params.Invalid == ingest.PolicyRepair,
 		Invalid: rows.Invalid, ServerCheck: rows.ServerCheck || rows.Switched(), JobID: job.ID})
 	if err != nil {
 		return normaliseErr(err)
 	}
+	sum, err := g.q.VersionSync(ctx, key)
+	if err != nil {
+		return normaliseErr(err)
+	}
+	// The checksum is set when the version is applied (or held), from the
+	// rows it then has.
+	fin.Written, fin.AreaM2, fin.FeaturesChecksum = sum.Written, sum.AreaM2, "0"
 	if err := s.recordWritten(ctx, g, job, r, rows, spool, db.FinishJobTableRow(fin), res); err != nil {
 		return err
 	}
 
 	// The guards, before anything is applied (pending.go): a version they
 	// hold is kept whole, out of sight, and nothing below happens.
+	g.version = sp
 	if _, err := s.guard(ctx, g, job, g.keys.Keys(), res, true); err != nil || g.held {
 		return err
 	}
 
 	testhook.At(ctx, testhook.DuringDiff, testhook.Where{Job: job.ID})
-	key, minIoU, failOnDuplicates := job.Params.Match()
-	if key == nil {
-		key = []string{}
+	plan, err := g.q.DiffPlan(ctx, db.DiffPlanParams{TargetTable: target, OldRef: oldRef, KeyFields: key})
+	if err != nil {
+		return fmt.Errorf("match the version: %w", normaliseErr(err))
 	}
-	m, err := g.q.ApplyIncoming(ctx, db.ApplyIncomingParams{TargetTable: target, JobID: job.ID, BaseJobID: base,
-		OldRef: oldRef, KeyFields: key, MinIou: minIoU})
+	if failOnDuplicates && plan.DuplicateKeys > 0 {
+		return duplicateKeysError(key, plan.DuplicateKeys)
+	}
+	if _, err := sendSpooled(ctx, g, sp, "write"); err != nil {
+		return err
+	}
+	m, err := g.q.DiffApply(ctx, db.DiffApplyParams{JobID: job.ID, BaseJobID: base, TargetTable: target,
+		OldRef: oldRef, MinIou: minIoU, DuplicateKeys: plan.DuplicateKeys})
 	if err != nil {
 		return fmt.Errorf("apply the changes: %w", normaliseErr(err))
-	}
-	if failOnDuplicates && m.DuplicateKeys > 0 {
-		return duplicateKeysError(key, m.DuplicateKeys)
 	}
 	if res.Changes, err = g.changesOf(ctx, job, base, db.MatchGenerationRow(m)); err != nil {
 		return err

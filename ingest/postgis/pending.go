@@ -87,6 +87,13 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 	target := job.Params.Target
 	var ref int64
 	if incoming {
+		// The rows of a diff write that the server has not seen yet are
+		// sent now: a held version is kept whole.
+		if g.version != nil {
+			if _, err := sendSpooled(ctx, g, g.version, "all"); err != nil {
+				return false, fmt.Errorf("hold pending version: %w", err)
+			}
+		}
 		ref = newJobRef(true)
 		if _, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: ref}); err != nil {
 			return false, fmt.Errorf("hold pending version: %w", err)
@@ -94,8 +101,12 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 		if _, err := g.q.PendIncoming(ctx, db.PendIncomingParams{TargetTable: target, NewRef: ref}); err != nil {
 			return false, fmt.Errorf("hold pending version: %w", err)
 		}
-		if _, err := g.q.FinishJobTable(ctx, db.FinishJobTableParams{TargetTable: target, JobRef: ref}); err != nil { // its index
+		fin, err := g.q.FinishJobTable(ctx, db.FinishJobTableParams{TargetTable: target, JobRef: ref}) // its index
+		if err != nil {
 			return false, fmt.Errorf("hold pending version: %w", normaliseErr(err))
+		}
+		if err := g.q.SetJobChecksum(ctx, db.SetJobChecksumParams{JobID: job.ID, FeaturesChecksum: fin.FeaturesChecksum}); err != nil {
+			return false, fmt.Errorf("hold pending version: %w", err)
 		}
 		if err := g.q.SetJobRef(ctx, db.SetJobRefParams{JobID: job.ID, JobRef: ref}); err != nil {
 			return false, err
@@ -197,11 +208,18 @@ func (s *Store) versionStats(ctx context.Context, g *gate, jobID string, ref int
 	}
 	if measure {
 		var e db.JobExtentRow
-		if incoming {
+		switch {
+		case incoming && g.version != nil:
+			// A diff write's version: its extent as it streamed.
+			e = db.JobExtentRow{MinX: math.NaN()}
+			if sp := g.version; sp.ok {
+				e = db.JobExtentRow{MinX: sp.extent[0], MinY: sp.extent[1], MaxX: sp.extent[2], MaxY: sp.extent[3]}
+			}
+		case incoming:
 			var ie db.IncomingExtentRow
 			ie, err = g.q.IncomingExtent(ctx)
 			e = db.JobExtentRow(ie)
-		} else {
+		default:
 			e, err = g.q.JobExtent(ctx, db.JobExtentParams{TargetTable: j.TargetTable, JobRef: ref})
 		}
 		if err != nil {

@@ -203,6 +203,9 @@ type gate struct {
 	held   bool               // the guards held the version: it is not to become current (pending.go)
 	extent *[4]float64        // the version's extent as the prepare workers measured it, when it is its rows' (pending.go)
 	keys   *ingest.KeysReader // the version's property keys, for the guards (pending.go)
+	// version is a diff write's spool (diffspool.go): the version's rows,
+	// which it sends whole only as needed, and their extent.
+	version *versionSpool
 	actor  string             // who writes (the claim's owner) or decides (pending.go)
 	attach string             // the target its own table is to be attached to, last (attach.go)
 

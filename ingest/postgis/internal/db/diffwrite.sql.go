@@ -82,6 +82,104 @@ func (q *Queries) CreateIncoming(ctx context.Context, targetTable string) error 
 	return err
 }
 
+const createVersion = `-- name: CreateVersion :exec
+SELECT geoingest_create_version()
+`
+
+// CreateVersion creates the temporary table of a new version's match
+// columns (migration 0029, geoingest_create_version).
+func (q *Queries) CreateVersion(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, createVersion)
+	return err
+}
+
+const diffApply = `-- name: DiffApply :one
+SELECT m.added::bigint AS added, m.removed::bigint AS removed, m.geometry::bigint AS geometry,
+       m.attributes::bigint AS attributes, m.unchanged::bigint AS unchanged,
+       m.by_key::bigint AS by_key, m.by_content::bigint AS by_content, m.by_overlap::bigint AS by_overlap,
+       m.duplicate_keys::bigint AS duplicate_keys, m.lineage::bigint AS lineage,
+       coalesce(ST_AsGeoJSON(m.bbox::geometry, 7), '')::text AS bbox
+FROM geoingest_diff_apply($1::text, $2::text, $3::text, $4::bigint, $5::float8,
+                          $6::bigint) m
+`
+
+type DiffApplyParams struct {
+	JobID         string
+	BaseJobID     string
+	TargetTable   string
+	OldRef        int64
+	MinIou        float64
+	DuplicateKeys int64
+}
+
+type DiffApplyRow struct {
+	Added         int64
+	Removed       int64
+	Geometry      int64
+	Attributes    int64
+	Unchanged     int64
+	ByKey         int64
+	ByContent     int64
+	ByOverlap     int64
+	DuplicateKeys int64
+	Lineage       int64
+	Bbox          string
+}
+
+// DiffApply finishes the match, records the changes and writes only what
+// changed into the generation of old_ref (geoingest_diff_apply).
+func (q *Queries) DiffApply(ctx context.Context, arg DiffApplyParams) (DiffApplyRow, error) {
+	row := q.db.QueryRow(ctx, diffApply,
+		arg.JobID,
+		arg.BaseJobID,
+		arg.TargetTable,
+		arg.OldRef,
+		arg.MinIou,
+		arg.DuplicateKeys,
+	)
+	var i DiffApplyRow
+	err := row.Scan(
+		&i.Added,
+		&i.Removed,
+		&i.Geometry,
+		&i.Attributes,
+		&i.Unchanged,
+		&i.ByKey,
+		&i.ByContent,
+		&i.ByOverlap,
+		&i.DuplicateKeys,
+		&i.Lineage,
+		&i.Bbox,
+	)
+	return i, err
+}
+
+const diffPlan = `-- name: DiffPlan :one
+SELECT p.total::bigint AS total, p.to_write::bigint AS to_write, p.duplicate_keys::bigint AS duplicate_keys
+FROM geoingest_diff_plan($1::text, $2::bigint, $3::text[]) p
+`
+
+type DiffPlanParams struct {
+	TargetTable string
+	OldRef      int64
+	KeyFields   []string
+}
+
+type DiffPlanRow struct {
+	Total         int64
+	ToWrite       int64
+	DuplicateKeys int64
+}
+
+// DiffPlan matches the version's match columns with the generation of
+// old_ref by key and by content (geoingest_diff_plan).
+func (q *Queries) DiffPlan(ctx context.Context, arg DiffPlanParams) (DiffPlanRow, error) {
+	row := q.db.QueryRow(ctx, diffPlan, arg.TargetTable, arg.OldRef, arg.KeyFields)
+	var i DiffPlanRow
+	err := row.Scan(&i.Total, &i.ToWrite, &i.DuplicateKeys)
+	return i, err
+}
+
 const finishIncoming = `-- name: FinishIncoming :one
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
@@ -137,6 +235,22 @@ func (q *Queries) InsertStagedIncoming(ctx context.Context, jobRef int64) (int64
 	return inserted, err
 }
 
+const setJobChecksum = `-- name: SetJobChecksum :exec
+UPDATE jobs SET features_checksum = $1 WHERE job_id = $2
+`
+
+type SetJobChecksumParams struct {
+	FeaturesChecksum string
+	JobID            string
+}
+
+// SetJobChecksum records a job's checksum (a held version's, summed once
+// its rows are all in its table).
+func (q *Queries) SetJobChecksum(ctx context.Context, arg SetJobChecksumParams) error {
+	_, err := q.db.Exec(ctx, setJobChecksum, arg.FeaturesChecksum, arg.JobID)
+	return err
+}
+
 const setJobRef = `-- name: SetJobRef :exec
 UPDATE jobs SET job_ref = $1 WHERE job_id = $2
 `
@@ -153,4 +267,66 @@ type SetJobRefParams struct {
 func (q *Queries) SetJobRef(ctx context.Context, arg SetJobRefParams) error {
 	_, err := q.db.Exec(ctx, setJobRef, arg.JobRef, arg.JobID)
 	return err
+}
+
+const spooled = `-- name: Spooled :many
+SELECT s.spool_off::bigint AS spool_off, s.spool_len::int AS spool_len FROM geoingest_spooled($1::text) s
+`
+
+type SpooledRow struct {
+	SpoolOff int64
+	SpoolLen int32
+}
+
+// Spooled lists where the writer's spool holds the rows to send whole:
+// what is 'must', 'write' or 'all' (geoingest_spooled), in spool order.
+func (q *Queries) Spooled(ctx context.Context, what string) ([]SpooledRow, error) {
+	rows, err := q.db.Query(ctx, spooled, what)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SpooledRow
+	for rows.Next() {
+		var i SpooledRow
+		if err := rows.Scan(&i.SpoolOff, &i.SpoolLen); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const versionAddStaged = `-- name: VersionAddStaged :one
+SELECT geoingest_version_add_staged()::bigint AS added
+`
+
+// VersionAddStaged lists the rows the server transformed into
+// geoingest_incoming in the version's match columns, to be computed there.
+func (q *Queries) VersionAddStaged(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, versionAddStaged)
+	var added int64
+	err := row.Scan(&added)
+	return added, err
+}
+
+const versionSync = `-- name: VersionSync :one
+SELECT v.written::bigint AS written, v.area_m2::float8 AS area_m2 FROM geoingest_version_sync($1::text[]) v
+`
+
+type VersionSyncRow struct {
+	Written int64
+	AreaM2  float64
+}
+
+// VersionSync takes the checked rows' area and match columns from
+// geoingest_incoming and returns the version's count and area.
+func (q *Queries) VersionSync(ctx context.Context, keyFields []string) (VersionSyncRow, error) {
+	row := q.db.QueryRow(ctx, versionSync, keyFields)
+	var i VersionSyncRow
+	err := row.Scan(&i.Written, &i.AreaM2)
+	return i, err
 }

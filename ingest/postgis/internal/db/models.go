@@ -207,6 +207,9 @@ type GeoingestStoreAdminUnit struct {
 	Geom         interface{}
 	AreaM2       pgtype.Float8
 	FeatureID    pgtype.Int8
+	MatchKey     pgtype.Text
+	GeomHash     pgtype.UUID
+	PropsHash    pgtype.UUID
 }
 
 type GeoingestStoreParcel struct {
@@ -218,6 +221,9 @@ type GeoingestStoreParcel struct {
 	Geom         interface{}
 	AreaM2       pgtype.Float8
 	FeatureID    pgtype.Int8
+	MatchKey     pgtype.Text
+	GeomHash     pgtype.UUID
+	PropsHash    pgtype.UUID
 }
 
 type Job struct {

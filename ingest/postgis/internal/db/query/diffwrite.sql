@@ -34,3 +34,45 @@ FROM geoingest_apply_incoming(@target_table::text, @job_id::text, @base_job_id::
 -- replaces it, and the replaced job a fresh ref with no rows. The caller
 -- holds the source's row lock.
 UPDATE jobs SET job_ref = @job_ref WHERE job_id = @job_id;
+
+-- name: CreateVersion :exec
+-- CreateVersion creates the temporary table of a new version's match
+-- columns (migration 0029, geoingest_create_version).
+SELECT geoingest_create_version();
+
+-- name: VersionAddStaged :one
+-- VersionAddStaged lists the rows the server transformed into
+-- geoingest_incoming in the version's match columns, to be computed there.
+SELECT geoingest_version_add_staged()::bigint AS added;
+
+-- name: Spooled :many
+-- Spooled lists where the writer's spool holds the rows to send whole:
+-- what is 'must', 'write' or 'all' (geoingest_spooled), in spool order.
+SELECT s.spool_off::bigint AS spool_off, s.spool_len::int AS spool_len FROM geoingest_spooled(@what::text) s;
+
+-- name: VersionSync :one
+-- VersionSync takes the checked rows' area and match columns from
+-- geoingest_incoming and returns the version's count and area.
+SELECT v.written::bigint AS written, v.area_m2::float8 AS area_m2 FROM geoingest_version_sync(@key_fields::text[]) v;
+
+-- name: DiffPlan :one
+-- DiffPlan matches the version's match columns with the generation of
+-- old_ref by key and by content (geoingest_diff_plan).
+SELECT p.total::bigint AS total, p.to_write::bigint AS to_write, p.duplicate_keys::bigint AS duplicate_keys
+FROM geoingest_diff_plan(@target_table::text, @old_ref::bigint, @key_fields::text[]) p;
+
+-- name: DiffApply :one
+-- DiffApply finishes the match, records the changes and writes only what
+-- changed into the generation of old_ref (geoingest_diff_apply).
+SELECT m.added::bigint AS added, m.removed::bigint AS removed, m.geometry::bigint AS geometry,
+       m.attributes::bigint AS attributes, m.unchanged::bigint AS unchanged,
+       m.by_key::bigint AS by_key, m.by_content::bigint AS by_content, m.by_overlap::bigint AS by_overlap,
+       m.duplicate_keys::bigint AS duplicate_keys, m.lineage::bigint AS lineage,
+       coalesce(ST_AsGeoJSON(m.bbox::geometry, 7), '')::text AS bbox
+FROM geoingest_diff_apply(@job_id::text, @base_job_id::text, @target_table::text, @old_ref::bigint, @min_iou::float8,
+                          @duplicate_keys::bigint) m;
+
+-- name: SetJobChecksum :exec
+-- SetJobChecksum records a job's checksum (a held version's, summed once
+-- its rows are all in its table).
+UPDATE jobs SET features_checksum = @features_checksum WHERE job_id = @job_id;

@@ -1,0 +1,235 @@
+package postgis
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/prepare"
+	"github.com/jackc/pgx/v5"
+)
+
+// A diff write (diffwrite.go) sends a new version in two steps, so that
+// the rows that did not change never cross to the server:
+//
+//  1. as the rows stream, each one's match columns go to the server with
+//     one COPY into pg_temp.geoingest_version (its index, match key,
+//     hashes, area, whether the server must see it, and where the spool
+//     holds it), while the row itself, encoded as the feature table's
+//     COPY tuple, is appended to the spool: an unlinked temporary file,
+//     so that memory stays flat whatever the version's size;
+//  2. once the server has said which rows it needs (geoingest_spooled),
+//     those are read back from the spool, in spool order, and sent with a
+//     second COPY into pg_temp.geoingest_incoming.
+//
+// The spool is removed when the write gate ends, committed or not.
+
+// versionSpool is a version's encoded rows on local disk.
+type versionSpool struct {
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+	// extent of the version's geometries (as written: EPSG:4326), for the
+	// guards; ok is false while no row has one.
+	extent [4]float64
+	ok     bool
+}
+
+func newVersionSpool() (*versionSpool, error) {
+	f, err := os.CreateTemp("", "geoingest-version-*.spool")
+	if err != nil {
+		return nil, ingest.Transientf("version spool: %w", err)
+	}
+	_ = os.Remove(f.Name()) // unlinked: the file goes with its descriptor
+	return &versionSpool{f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
+}
+
+func (s *versionSpool) Close() error { return s.f.Close() }
+
+// versionCols are pg_temp.geoingest_version's columns that a version
+// tuple fills.
+const versionCols = " (feature_index, match_key, geom_hash, props_hash, area_m2, must, spool_off, spool_len)"
+
+// versionTuple encodes a prepared feature for the version's two streams:
+// the feature table's tuple under ref (featureTuple's, for the spool),
+// then its match columns (versionCols but the spool's place, which only
+// the emitter knows), and its geometry's bounds, each part behind its
+// length.
+func versionTuple(ref int64, key []string) prepare.RowEncoder {
+	row := featureTuple(ref, key)
+	sig := keySignature(key)
+	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
+		be := binary.BigEndian
+		at := len(out)
+		out = be.AppendUint32(out, 0)
+		out = row(out, f, p)
+		be.PutUint32(out[at:], uint32(len(out)-at-4))
+
+		at = len(out)
+		out = be.AppendUint32(out, 0)
+		out = be.AppendUint32(out, 8)
+		out = be.AppendUint64(out, uint64(f.Index))
+		var must bool
+		out, must = matchColumns(out, f, p, key, sig)
+		if !p.Measured {
+			out = be.AppendUint32(out, math.MaxUint32)
+		} else {
+			out = be.AppendUint32(out, 8)
+			out = be.AppendUint64(out, math.Float64bits(p.Area))
+		}
+		out = be.AppendUint32(out, 1)
+		if must {
+			out = append(out, 1)
+		} else {
+			out = append(out, 0)
+		}
+		be.PutUint32(out[at:], uint32(len(out)-at-4))
+
+		b := bounds(f)
+		for _, v := range b {
+			out = be.AppendUint64(out, math.Float64bits(v))
+		}
+		return out
+	}
+}
+
+// bounds is the extent of f's coordinates (NaN when it has none).
+func bounds(f *prepare.Feature) [4]float64 {
+	b := [4]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	if f.Geom == nil {
+		return b
+	}
+	flat, stride := f.Geom.FlatCoords(), f.Geom.Stride()
+	for i := 0; i+1 < len(flat); i += stride {
+		x, y := flat[i], flat[i+1]
+		if i == 0 {
+			b = [4]float64{x, y, x, y}
+			continue
+		}
+		b[0], b[1], b[2], b[3] = math.Min(b[0], x), math.Min(b[1], y), math.Max(b[2], x), math.Max(b[3], y)
+	}
+	return b
+}
+
+// copyVersion streams feats: the match columns into
+// pg_temp.geoingest_version, the rows (under ref) into sp.
+func copyVersion(ctx context.Context, tx pgx.Tx, sp *versionSpool, ref int64, key []string, feats *prepare.Features) error {
+	enc := versionTuple(ref, key)
+	_, err := copyData(ctx, tx, "COPY pg_temp.geoingest_version"+versionCols+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
+		if _, err := w.Write(pgCopySignature); err != nil {
+			return err
+		}
+		be := binary.BigEndian
+		var hdr [2 + 3*4 + 8]byte
+		if err := feats.Run(prepare.Direct, enc, func(out []byte) error {
+			for len(out) > 0 {
+				n := int(be.Uint32(out))
+				row := out[4 : 4+n]
+				out = out[4+n:]
+				m := int(be.Uint32(out))
+				cols := out[4 : 4+m]
+				out = out[4+m:]
+				var b [4]float64
+				for i := range b {
+					b[i] = math.Float64frombits(be.Uint64(out[8*i:]))
+				}
+				out = out[32:]
+				sp.grow(b)
+
+				off := sp.size
+				if _, err := sp.w.Write(row); err != nil {
+					return ingest.Transientf("version spool: %w", err)
+				}
+				sp.size += int64(n)
+				// The tuple: its 8 fields, the 6 encoded, the spool's place.
+				h := be.AppendUint16(hdr[:0], 8)
+				if _, err := w.Write(h); err != nil {
+					return err
+				}
+				if _, err := w.Write(cols); err != nil {
+					return err
+				}
+				h = be.AppendUint32(hdr[:0], 8)
+				h = be.AppendUint64(h, uint64(off))
+				h = be.AppendUint32(h, 4)
+				h = be.AppendUint32(h, uint32(n))
+				if _, err := w.Write(h); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := sp.w.Flush(); err != nil {
+			return ingest.Transientf("version spool: %w", err)
+		}
+		if _, err := w.Write([]byte{0xff, 0xff}); err != nil {
+			return err
+		}
+		return w.Flush()
+	}, feats.Err)
+	return err
+}
+
+func (s *versionSpool) grow(b [4]float64) {
+	if math.IsNaN(b[0]) {
+		return
+	}
+	if !s.ok {
+		s.extent, s.ok = b, true
+		return
+	}
+	s.extent[0], s.extent[1] = math.Min(s.extent[0], b[0]), math.Min(s.extent[1], b[1])
+	s.extent[2], s.extent[3] = math.Max(s.extent[2], b[2]), math.Max(s.extent[3], b[3])
+}
+
+// sendSpooled sends the spooled rows the server lists for what
+// (geoingest_spooled: "must", "write" or "all") into
+// pg_temp.geoingest_incoming, and returns how many.
+func sendSpooled(ctx context.Context, g *gate, sp *versionSpool, what string) (int64, error) {
+	places, err := g.q.Spooled(ctx, what)
+	if err != nil {
+		return 0, fmt.Errorf("rows to send (%s): %w", what, normaliseErr(err))
+	}
+	if len(places) == 0 {
+		return 0, nil
+	}
+	return copyData(ctx, g.tx, "COPY pg_temp.geoingest_incoming"+featureCols+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
+		if _, err := w.Write(pgCopySignature); err != nil {
+			return err
+		}
+		r := io.NewSectionReader(sp.f, 0, sp.size)
+		br := bufio.NewReaderSize(r, 1<<16)
+		var pos int64
+		for _, pl := range places {
+			if pl.SpoolOff < pos {
+				return errors.New("version spool: rows out of order")
+			}
+			if gap := pl.SpoolOff - pos; gap > 0 {
+				if gap > 1<<20 {
+					if _, err := r.Seek(pl.SpoolOff, io.SeekStart); err != nil {
+						return err
+					}
+					br.Reset(r)
+				} else if _, err := br.Discard(int(gap)); err != nil {
+					return ingest.Transientf("version spool: %w", err)
+				}
+			}
+			if _, err := io.CopyN(w, br, int64(pl.SpoolLen)); err != nil {
+				return ingest.Transientf("version spool: %w", err)
+			}
+			pos = pl.SpoolOff + int64(pl.SpoolLen)
+		}
+		if _, err := w.Write([]byte{0xff, 0xff}); err != nil {
+			return err
+		}
+		return w.Flush()
+	}, func() error { return nil })
+}

@@ -1,0 +1,633 @@
+package prepare
+
+import (
+	"bytes"
+	"crypto/md5"
+	"errors"
+	"strconv"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A feature's identity across versions of its source (docs/changes.md,
+// "Feature identity") is decided from three values that the prepare
+// workers compute for every row, so that the write gate matches two
+// versions by comparing stored columns instead of hashing both on the
+// server (migration 0029):
+//
+//   - the geometry hash: MD5 of the geometry's EWKB as stored (what
+//     ST_AsEWKB returns for it), so md5(ST_AsEWKB(geom)) on the server;
+//   - the properties hash: MD5 of the properties in PostgreSQL's jsonb
+//     text form (CanonicalProps), so md5(properties::text) on the server:
+//     attribute order and white space do not count, a duplicated key
+//     keeps its last value, a number keeps its scale (1.0 is not 1);
+//   - the match key: the source's key fields normalised (MatchKey), as
+//     geoingest_key_part and geoingest_key_of compute it on the server.
+//
+// Each is defined by an SQL expression, so a row whose stored value is
+// missing (written before 0029, moved or repaired by the server) is
+// computed there and compares equal with one computed here.
+
+// GeomHash is the geometry hash of an EWKB.
+func GeomHash(ewkb []byte) [16]byte { return md5.Sum(ewkb) }
+
+// PropsHash is the properties hash of the JSON object props, computed in
+// scratch (returned, to be reused); ok is false when props is not JSON
+// that PostgreSQL's jsonb accepts (the row is then hashed by the server).
+func PropsHash(scratch, props []byte) (sum [16]byte, _ []byte, ok bool) {
+	c, err := CanonicalProps(scratch[:0], props)
+	if err != nil {
+		return sum, c, false
+	}
+	return md5.Sum(c), c, true
+}
+
+var errNotJSON = errors.New("not JSON that jsonb takes")
+
+// CanonicalProps appends to dst the text that PostgreSQL prints for the
+// JSON value in as jsonb (jsonb_out): object keys unique (the last value
+// of a repeated key) and sorted by length then bytes, ", " and ": "
+// between members, strings unescaped and escaped again as escape_json
+// does, numbers as numeric_out prints them.
+func CanonicalProps(dst, in []byte) ([]byte, error) {
+	c := canonPool.Get().(*canon)
+	defer canonPool.Put(c)
+	c.in = in
+	i, out, err := c.value(dst, skipWS(in, 0), 0)
+	if err != nil {
+		return out, err
+	}
+	if skipWS(in, i) != len(in) {
+		return out, errNotJSON
+	}
+	return out, nil
+}
+
+type canon struct {
+	in    []byte
+	mems  []member
+	tmp   []byte
+	arena []byte
+}
+
+func keyLess(a, b []byte) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return bytes.Compare(a, b) < 0
+}
+
+type member struct {
+	key    []byte // unescaped
+	start  int    // the value's encoding in canon.tmp
+	end    int
+	serial int
+}
+
+var canonPool = sync.Pool{New: func() any { return new(canon) }}
+
+const maxDepth = 64
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func (c *canon) value(dst []byte, i, depth int) (int, []byte, error) {
+	in := c.in
+	if i >= len(in) || depth > maxDepth {
+		return i, dst, errNotJSON
+	}
+	switch in[i] {
+	case '{':
+		return c.object(dst, i, depth)
+	case '[':
+		dst = append(dst, '[')
+		i = skipWS(in, i+1)
+		if i < len(in) && in[i] == ']' {
+			return i + 1, append(dst, ']'), nil
+		}
+		for n := 0; ; n++ {
+			if n > 0 {
+				dst = append(dst, ", "...)
+			}
+			var err error
+			if i, dst, err = c.value(dst, i, depth+1); err != nil {
+				return i, dst, err
+			}
+			i = skipWS(in, i)
+			if i >= len(in) {
+				return i, dst, errNotJSON
+			}
+			if in[i] == ']' {
+				return i + 1, append(dst, ']'), nil
+			}
+			if in[i] != ',' {
+				return i, dst, errNotJSON
+			}
+			i = skipWS(in, i+1)
+		}
+	case '"':
+		j := i + 1
+		for j < len(in) && in[j] != '"' && in[j] != '\\' && in[j] >= 0x20 && in[j] < utf8.RuneSelf {
+			j++
+		}
+		if j < len(in) && in[j] == '"' {
+			return j + 1, append(dst, in[i:j+1]...), nil // plain ASCII: as written
+		}
+		s, j, err := unquote(c.tmpBuf(), in, i)
+		if err != nil {
+			return j, dst, err
+		}
+		c.tmp = s[:0]
+		return j, escapeJSON(dst, s), nil
+	case 't':
+		return literal(dst, in, i, "true")
+	case 'f':
+		return literal(dst, in, i, "false")
+	case 'n':
+		return literal(dst, in, i, "null")
+	default:
+		return numericOut(dst, in, i, false)
+	}
+}
+
+func (c *canon) tmpBuf() []byte { return c.tmp[:0] }
+
+func literal(dst, in []byte, i int, lit string) (int, []byte, error) {
+	if !bytes.HasPrefix(in[i:], []byte(lit)) {
+		return i, dst, errNotJSON
+	}
+	return i + len(lit), append(dst, lit...), nil
+}
+
+// object canonicalises the object at in[i]: each member's value is
+// written into a buffer of its own, then the members are sorted and
+// written out.
+func (c *canon) object(dst []byte, i, depth int) (int, []byte, error) {
+	in := c.in
+	base := len(c.mems)
+	defer func() { c.mems = c.mems[:base] }()
+	// The members' values are written apart, then in key order: the top
+	// object's into the reused arena, a nested one's into its own buffer.
+	var vals []byte
+	if depth == 0 {
+		vals = c.arena[:0]
+		defer func() { c.arena = vals[:0] }()
+	}
+	i = skipWS(in, i+1)
+	if i < len(in) && in[i] == '}' {
+		return i + 1, append(dst, "{}"...), nil
+	}
+	for n := 0; ; n++ {
+		if i >= len(in) || in[i] != '"' {
+			return i, dst, errNotJSON
+		}
+		var key []byte
+		j := i + 1
+		for j < len(in) && in[j] != '"' && in[j] != '\\' && in[j] >= 0x20 && in[j] < utf8.RuneSelf {
+			j++
+		}
+		if j < len(in) && in[j] == '"' {
+			key, j = in[i+1:j], j+1 // plain ASCII: the key is its own text
+		} else {
+			var err error
+			if key, j, err = unquote(nil, in, i); err != nil {
+				return j, dst, err
+			}
+		}
+		i = skipWS(in, j)
+		if i >= len(in) || in[i] != ':' {
+			return i, dst, errNotJSON
+		}
+		i = skipWS(in, i+1)
+		start := len(vals)
+		var err error
+		if i, vals, err = c.value(vals, i, depth+1); err != nil {
+			return i, dst, err
+		}
+		c.mems = append(c.mems, member{key: key, start: start, end: len(vals), serial: n})
+		i = skipWS(in, i)
+		if i >= len(in) {
+			return i, dst, errNotJSON
+		}
+		if in[i] == '}' {
+			i++
+			break
+		}
+		if in[i] != ',' {
+			return i, dst, errNotJSON
+		}
+		i = skipWS(in, i+1)
+	}
+	ms := c.mems[base:]
+	// jsonb's order: shorter keys first, then by bytes; of equal keys the
+	// last one written is kept.
+	for a := 1; a < len(ms); a++ { // an insertion sort (stable): objects are small
+		for b := a; b > 0 && keyLess(ms[b].key, ms[b-1].key); b-- {
+			ms[b], ms[b-1] = ms[b-1], ms[b]
+		}
+	}
+	dst = append(dst, '{')
+	first := true
+	for k, m := range ms {
+		if k+1 < len(ms) && bytes.Equal(ms[k+1].key, m.key) {
+			continue // a later value of the same key wins
+		}
+		if !first {
+			dst = append(dst, ", "...)
+		}
+		first = false
+		dst = escapeJSON(dst, m.key)
+		dst = append(dst, ": "...)
+		dst = append(dst, vals[m.start:m.end]...)
+	}
+	return i, append(dst, '}'), nil
+}
+
+// unquote appends the string at in[i] (its opening quote) to dst,
+// unescaped, and returns the index after its closing quote. As jsonb: a
+// \u0000 or a lone surrogate is refused, as is invalid UTF-8.
+func unquote(dst, in []byte, i int) ([]byte, int, error) {
+	i++
+	for i < len(in) {
+		b := in[i]
+		switch {
+		case b == '"':
+			return dst, i + 1, nil
+		case b == '\\':
+			if i+1 >= len(in) {
+				return dst, i, errNotJSON
+			}
+			e := in[i+1]
+			i += 2
+			switch e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r, ok := hex4(in, i)
+				if !ok {
+					return dst, i, errNotJSON
+				}
+				i += 4
+				if utf16.IsSurrogate(r) {
+					if r >= 0xdc00 || i+6 > len(in) || in[i] != '\\' || in[i+1] != 'u' {
+						return dst, i, errNotJSON
+					}
+					r2, ok := hex4(in, i+2)
+					if !ok || r2 < 0xdc00 || r2 > 0xdfff {
+						return dst, i, errNotJSON
+					}
+					i += 6
+					r = utf16.DecodeRune(r, r2)
+				}
+				if r == 0 {
+					return dst, i, errNotJSON
+				}
+				dst = utf8.AppendRune(dst, r)
+			default:
+				return dst, i, errNotJSON
+			}
+		case b < 0x20:
+			return dst, i, errNotJSON
+		case b < utf8.RuneSelf:
+			dst = append(dst, b)
+			i++
+		default:
+			r, n := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return dst, i, errNotJSON
+			}
+			dst = append(dst, in[i:i+n]...)
+			i += n
+		}
+	}
+	return dst, i, errNotJSON
+}
+
+func hex4(in []byte, i int) (rune, bool) {
+	if i+4 > len(in) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(in[i:i+4]), 16, 32)
+	return rune(v), err == nil
+}
+
+// escapeJSON appends s as PostgreSQL's escape_json writes it.
+func escapeJSON(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	for _, b := range s {
+		switch b {
+		case '\b':
+			dst = append(dst, `\b`...)
+		case '\f':
+			dst = append(dst, `\f`...)
+		case '\n':
+			dst = append(dst, `\n`...)
+		case '\r':
+			dst = append(dst, `\r`...)
+		case '\t':
+			dst = append(dst, `\t`...)
+		case '"':
+			dst = append(dst, `\"`...)
+		case '\\':
+			dst = append(dst, `\\`...)
+		default:
+			if b < ' ' {
+				const hexd = "0123456789abcdef"
+				dst = append(dst, '\\', 'u', '0', '0', hexd[b>>4], hexd[b&15])
+			} else {
+				dst = append(dst, b)
+			}
+		}
+	}
+	return append(dst, '"')
+}
+
+// numericOut appends the JSON number at in[i] as numeric_out prints the
+// numeric that numeric_in reads from it (its scale: the digits after the
+// point less the exponent, at least 0), or, with trim, as
+// trim_scale(numeric)::text (no trailing zeros after the point). It
+// returns the index after the number.
+func numericOut(dst, in []byte, i int, trim bool) (int, []byte, error) {
+	j := i
+	neg := false
+	if j < len(in) && in[j] == '-' {
+		neg = true
+		j++
+	}
+	intStart := j
+	for j < len(in) && in[j] >= '0' && in[j] <= '9' {
+		j++
+	}
+	intDigits := in[intStart:j]
+	if len(intDigits) == 0 || (len(intDigits) > 1 && intDigits[0] == '0') {
+		return j, dst, errNotJSON
+	}
+	var fracDigits []byte
+	if j < len(in) && in[j] == '.' {
+		j++
+		fs := j
+		for j < len(in) && in[j] >= '0' && in[j] <= '9' {
+			j++
+		}
+		if j == fs {
+			return j, dst, errNotJSON
+		}
+		fracDigits = in[fs:j]
+	}
+	exp := 0
+	if j < len(in) && (in[j] == 'e' || in[j] == 'E') {
+		j++
+		es := j
+		if j < len(in) && (in[j] == '+' || in[j] == '-') {
+			j++
+		}
+		ds := j
+		for j < len(in) && in[j] >= '0' && in[j] <= '9' {
+			j++
+		}
+		if j == ds || j-ds > 6 {
+			return j, dst, errNotJSON
+		}
+		e, err := strconv.Atoi(string(in[es:j]))
+		if err != nil {
+			return j, dst, errNotJSON
+		}
+		exp = e
+	}
+	if exp == 0 && !trim {
+		// No exponent: numeric_out prints the literal, less the sign of a
+		// zero.
+		if neg && len(bytes.Trim(intDigits, "0")) == 0 && len(bytes.Trim(fracDigits, "0")) == 0 {
+			i++
+		}
+		return j, append(dst, in[i:j]...), nil
+	}
+	// The value is digits * 10^(exp - len(frac)); its scale as numeric_in
+	// sets it is len(frac) - exp, at least 0.
+	scale := len(fracDigits) - exp
+	if scale < 0 {
+		scale = 0
+	}
+	digits := make([]byte, 0, len(intDigits)+len(fracDigits))
+	digits = append(digits, intDigits...)
+	digits = append(digits, fracDigits...)
+	point := len(intDigits) + exp // digits[:point] is the integer part
+	var ip, fp []byte
+	switch {
+	case point <= 0:
+		fp = append(bytes.Repeat([]byte{'0'}, -point), digits...)
+	case point >= len(digits):
+		ip = append(digits, bytes.Repeat([]byte{'0'}, point-len(digits))...)
+	default:
+		ip, fp = digits[:point], digits[point:]
+	}
+	for len(ip) > 0 && ip[0] == '0' {
+		ip = ip[1:]
+	}
+	if len(fp) > scale {
+		fp = fp[:scale] // only zeros are cut: the scale covers every significant digit
+	}
+	for len(fp) < scale {
+		fp = append(fp, '0')
+	}
+	if trim {
+		for len(fp) > 0 && fp[len(fp)-1] == '0' {
+			fp = fp[:len(fp)-1]
+		}
+	}
+	zero := len(bytes.Trim(ip, "0")) == 0 && len(bytes.Trim(fp, "0")) == 0
+	if neg && !zero {
+		dst = append(dst, '-')
+	}
+	if len(ip) == 0 {
+		dst = append(dst, '0')
+	} else {
+		dst = append(dst, ip...)
+	}
+	if len(fp) > 0 {
+		dst = append(dst, '.')
+		dst = append(dst, fp...)
+	}
+	return j, dst, nil
+}
+
+// MatchKey appends to dst the normalised key of the feature whose
+// properties are props, for the key fields fields (a composite key has
+// several), as the server's geoingest_key_of(ARRAY[geoingest_key_part(
+// properties, field), ...]) gives it (migration 0029): each field's
+// value, a JSON string trimmed of surrounding spaces, tabs and line ends
+// with its ASCII letters upper-cased, or a JSON number in its shortest
+// decimal form (12.50 is 12.5), written as a PostgreSQL text array. ok is
+// false when the feature has no key (a field missing, null, empty or of
+// another type) or props are not a JSON object.
+func MatchKey(dst, props []byte, fields []string) (_ []byte, ok bool) {
+	if len(fields) == 0 {
+		return dst, false
+	}
+	start := len(dst)
+	dst = append(dst, '{')
+	for n, f := range fields {
+		v, isStr, found := topMember(props, f)
+		if !found {
+			return dst[:start], false
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		var part []byte
+		if isStr {
+			s, _, err := unquote(nil, v, 0)
+			if err != nil {
+				return dst[:start], false
+			}
+			s = bytes.Trim(s, " \t\r\n")
+			for k, b := range s {
+				if b >= 'a' && b <= 'z' {
+					s[k] = b - 'a' + 'A'
+				}
+			}
+			part = s
+		} else {
+			if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+				return dst[:start], false // null, true, false, an object, an array
+			}
+			_, p, err := numericOut(nil, v, 0, true)
+			if err != nil {
+				return dst[:start], false
+			}
+			part = p
+		}
+		if len(part) == 0 {
+			return dst[:start], false
+		}
+		dst = ArrayElement(dst, part)
+	}
+	return append(dst, '}'), true
+}
+
+// ArrayElement appends s as array_out writes a text element: quoted (with
+// " and \ escaped) when it is NULL in any case, or holds a quote, a
+// backslash, a brace, a comma or white space.
+func ArrayElement(dst, s []byte) []byte {
+	quote := bytes.EqualFold(s, []byte("NULL"))
+	for _, b := range s {
+		switch b {
+		case '"', '\\', '{', '}', ',', ' ', '\t', '\n', '\r', '\v', '\f':
+			quote = true
+		}
+	}
+	if !quote {
+		return append(dst, s...)
+	}
+	dst = append(dst, '"')
+	for _, b := range s {
+		if b == '"' || b == '\\' {
+			dst = append(dst, '\\')
+		}
+		dst = append(dst, b)
+	}
+	return append(dst, '"')
+}
+
+// topMember finds the last member named name of the JSON object props (as
+// jsonb keeps it) and returns its value's raw text, and whether it is a
+// string.
+func topMember(props []byte, name string) (val []byte, isStr, found bool) {
+	i := skipWS(props, 0)
+	if i >= len(props) || props[i] != '{' {
+		return nil, false, false
+	}
+	i = skipWS(props, i+1)
+	var key []byte
+	for i < len(props) && props[i] == '"' {
+		var j int
+		var err error
+		key, j, err = unquote(key[:0], props, i)
+		if err != nil {
+			return nil, false, false
+		}
+		i = skipWS(props, j)
+		if i >= len(props) || props[i] != ':' {
+			return nil, false, false
+		}
+		i = skipWS(props, i+1)
+		end := skipValue(props, i)
+		if end < 0 {
+			return nil, false, false
+		}
+		if string(key) == name {
+			val, isStr, found = props[i:end], props[i] == '"', true
+		}
+		i = skipWS(props, end)
+		if i < len(props) && props[i] == ',' {
+			i = skipWS(props, i+1)
+		}
+	}
+	return val, isStr, found
+}
+
+// skipValue returns the index after the JSON value at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		i++
+		for i < len(b) {
+			switch b[i] {
+			case '\\':
+				i += 2
+			case '"':
+				return i + 1
+			default:
+				i++
+			}
+		}
+		return -1
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				if i = skipValue(b, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
+}

@@ -1,0 +1,64 @@
+package prepare
+
+import "testing"
+
+func TestCanonicalProps(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{}`, `{}`},
+		{` { "b":1,"a" : [1,2 , {"y":true,"x":null}] } `, `{"a": [1, 2, {"x": null, "y": true}], "b": 1}`},
+		{`{"aa":1,"b":2,"a":3}`, `{"a": 3, "b": 2, "aa": 1}`},
+		{`{"a":1,"a":2}`, `{"a": 2}`},
+		{`{"n":1.50,"m":1e2,"o":1.5e-3,"p":-0,"q":-0.00,"r":12E+1,"s":1.23e1,"t":0.0}`,
+			`{"m": 100, "n": 1.50, "o": 0.0015, "p": 0, "q": 0.00, "r": 120, "s": 12.3, "t": 0.0}`},
+		{`{"s":"a\u00e9\n\"\\\/\u001f\ud83d\ude00"}`, "{\"s\": \"a\u00e9\\n\\\"\\\\/\\u001f\U0001F600\"}"},
+		{`{"é":"x","z":"y"}`, `{"z": "y", "é": "x"}`},
+	} {
+		got, err := CanonicalProps(nil, []byte(c.in))
+		if err != nil || string(got) != c.want {
+			t.Errorf("CanonicalProps(%s) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{`{`, `{"a":}`, `{"a":01}`, `{"a":"\u0000"}`, `{"a":"\ud800"}`, `{"a":1}x`, `{"a":tru}`} {
+		if got, err := CanonicalProps(nil, []byte(bad)); err == nil {
+			t.Errorf("CanonicalProps(%s) = %s, want an error", bad, got)
+		}
+	}
+}
+
+func TestMatchKey(t *testing.T) {
+	for _, c := range []struct {
+		props  string
+		fields []string
+		want   string
+		ok     bool
+	}{
+		{`{"APN":" a-2 "}`, []string{"APN"}, `{A-2}`, true},
+		{`{"APN":12.50}`, []string{"APN"}, `{12.5}`, true},
+		{`{"APN":1e2,"S":"ca"}`, []string{"S", "APN"}, `{CA,100}`, true},
+		{`{"APN":"a b"}`, []string{"APN"}, `{"A B"}`, true},
+		{`{"APN":"null"}`, []string{"APN"}, `{"NULL"}`, true},
+		{`{"APN":"x,\"y\\"}`, []string{"APN"}, `{"X,\"Y\\"}`, true},
+		{`{"APN":"é"}`, []string{"APN"}, `{é}`, true},
+		{`{"APN":"1","APN":"2"}`, []string{"APN"}, `{2}`, true},
+		{`{"APN":"  "}`, []string{"APN"}, ``, false},
+		{`{"APN":null}`, []string{"APN"}, ``, false},
+		{`{"APN":true}`, []string{"APN"}, ``, false},
+		{`{"APN":[1]}`, []string{"APN"}, ``, false},
+		{`{"X":1}`, []string{"APN"}, ``, false},
+		{`{"APN":1}`, nil, ``, false},
+	} {
+		got, ok := MatchKey(nil, []byte(c.props), c.fields)
+		if ok != c.ok || string(got) != c.want {
+			t.Errorf("MatchKey(%s, %v) = %q, %v; want %q, %v", c.props, c.fields, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func BenchmarkPropsHash(b *testing.B) {
+	props := []byte(`{"parcel_id":"P-00012345","county":"06037","owner":"SMITH JOHN & JANE","land_use":"RES","year":1987,"value":412000.5,"zoning":"R-1"}`)
+	var scratch []byte
+	b.SetBytes(int64(len(props)))
+	for b.Loop() {
+		_, scratch, _ = PropsHash(scratch, props)
+	}
+}
