@@ -206,8 +206,8 @@ type gate struct {
 	// version is a diff write's spool (diffspool.go): the version's rows,
 	// which it sends whole only as needed, and their extent.
 	version *versionSpool
-	actor  string             // who writes (the claim's owner) or decides (pending.go)
-	attach string             // the target its own table is to be attached to, last (attach.go)
+	actor   string // who writes (the claim's owner) or decides (pending.go)
+	attach  string // the target its own table is to be attached to, last (attach.go)
 
 	tally *reportcells.Tally // the job's report cells, computed as it streams; may be nil
 	cells *pendingCells      // the tally's cells once the rows are final
