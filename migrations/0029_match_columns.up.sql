@@ -230,18 +230,29 @@ $$;
 -- are not touched. The job's checksum in the ledger becomes the replaced
 -- generation's, less the deleted rows', plus the inserted rows': a full
 -- load's. duplicate_keys is the plan's count. It returns the job's changes.
+--
+-- With new_ref other than old_ref (a version in which most rows changed,
+-- in a table of its own), the new generation is written whole into the
+-- job's own table for new_ref instead (made by
+-- geoingest_create_job_storage, then indexed here): the rows sent and the
+-- unchanged rows of the old generation, copied on the server; the old
+-- generation is left for the caller to retire. Inserting most of a
+-- generation into its old table, through its index, and leaving as many
+-- dead rows there, would cost more than writing it anew.
 CREATE FUNCTION geoingest_diff_apply(job_id text, base_job_id text, target text, old_ref bigint, min_iou double precision,
-                                     duplicate_keys bigint)
+                                     duplicate_keys bigint, new_ref bigint)
 RETURNS job_changes
 LANGUAGE plpgsql AS $$
 DECLARE
     ot   text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
+    nt   text;
     r    job_changes;
     npairs bigint;
     nnew   bigint;
     nold   bigint;
     del    numeric;
     ins    numeric;
+    keep   numeric;
 BEGIN
     SELECT geoingest_diff_apply.job_id, target, j.source_bucket, j.source_key, nullif(base_job_id, '')
     INTO r.job_id, r.target_table, r.source_bucket, r.source_key, r.base_job_id
@@ -325,24 +336,50 @@ BEGIN
     FROM (SELECT c.old_bbox::geometry FROM feature_changes c WHERE c.job_id = geoingest_diff_apply.job_id
           UNION ALL SELECT c.new_bbox::geometry FROM feature_changes c WHERE c.job_id = geoingest_diff_apply.job_id) x(e);
 
-    -- The old generation's storage becomes the new one.
-    EXECUTE format('WITH x AS (SELECT m.rid FROM pg_temp.geoingest_match_old m
-                               WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)
-                               UNION ALL
-                               SELECT p.rid FROM pg_temp.geoingest_match_pairs p WHERE p.gchg OR p.pchg),
-                         d AS (DELETE FROM %s t USING x WHERE t.ctid = x.rid AND t.job_ref = $1
-                               RETURNING geoingest_row_hash(t.feature_index, t.properties, t.geom) AS h)
-                    SELECT coalesce(sum(d.h), 0) FROM d', ot) INTO del USING old_ref;
-    EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                match_key, geom_hash, props_hash)
-                               SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, p.fid,
-                                      h.match_key, h.geom_hash, h.props_hash
-                               FROM pg_temp.geoingest_incoming i
-                               JOIN pg_temp.geoingest_version h ON h.feature_index = i.feature_index
-                               LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = i.feature_index
-                               WHERE p.fi IS NULL OR p.gchg OR p.pchg
-                               RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
-                    SELECT coalesce(sum(a.h), 0) FROM a', ot) INTO ins USING old_ref;
+    IF new_ref = old_ref THEN
+        -- The old generation's storage becomes the new one.
+        EXECUTE format('WITH x AS (SELECT m.rid FROM pg_temp.geoingest_match_old m
+                                   WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)
+                                   UNION ALL
+                                   SELECT p.rid FROM pg_temp.geoingest_match_pairs p WHERE p.gchg OR p.pchg),
+                             d AS (DELETE FROM %s t USING x WHERE t.ctid = x.rid AND t.job_ref = $1
+                                   RETURNING geoingest_row_hash(t.feature_index, t.properties, t.geom) AS h)
+                        SELECT coalesce(sum(d.h), 0) FROM d', ot) INTO del USING old_ref;
+        EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash)
+                                   SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, p.fid,
+                                          h.match_key, h.geom_hash, h.props_hash
+                                   FROM pg_temp.geoingest_incoming i
+                                   JOIN pg_temp.geoingest_version h ON h.feature_index = i.feature_index
+                                   LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = i.feature_index
+                                   WHERE p.fi IS NULL OR p.gchg OR p.pchg
+                                   RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
+                        SELECT coalesce(sum(a.h), 0) FROM a', ot) INTO ins USING old_ref;
+    ELSE
+        -- A new table: the rows sent and the unchanged ones.
+        nt := format('geoingest_store.%I', geoingest_job_table(target, new_ref));
+        EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash)
+                                   SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, p.fid,
+                                          h.match_key, h.geom_hash, h.props_hash
+                                   FROM pg_temp.geoingest_incoming i
+                                   JOIN pg_temp.geoingest_version h ON h.feature_index = i.feature_index
+                                   LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = i.feature_index
+                                   WHERE p.fi IS NULL OR p.gchg OR p.pchg
+                                   RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
+                        SELECT coalesce(sum(a.h), 0) FROM a', nt) INTO ins USING new_ref;
+        EXECUTE format('WITH k AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash)
+                                   SELECT t.id, $1, t.feature_index, t.layer, t.properties, t.geom, t.area_m2, t.feature_id,
+                                          t.match_key, t.geom_hash, t.props_hash
+                                   FROM pg_temp.geoingest_match_pairs p JOIN %s t ON t.ctid = p.rid
+                                   WHERE NOT p.gchg AND NOT p.pchg
+                                   RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
+                        SELECT coalesce(sum(k.h), 0) FROM k', nt, ot) INTO keep USING new_ref;
+        -- Every row of the new generation was summed, as it was written.
+        SELECT j.features_checksum::numeric - keep INTO del FROM jobs j WHERE j.job_id = base_job_id;
+        EXECUTE format('CREATE INDEX ON %s USING gist (geom)', nt);
+    END IF;
     UPDATE jobs SET features_checksum = (b.features_checksum::numeric - del + ins)::text
     FROM jobs b WHERE jobs.job_id = geoingest_diff_apply.job_id AND b.job_id = base_job_id;
     INSERT INTO job_changes VALUES (r.*);

@@ -29,8 +29,8 @@
 #            write of only what changed (the default) against a fresh load
 #            of the same version into an empty database (the floor of any
 #            full replace), and the floor of reading the file once
-#            (geoingest inspect). Prints peak RSS. DIFF_PCT (1). Not in the
-#            default cases.
+#            (geoingest inspect). Prints peak RSS. DIFF_PCT ("1 100": each
+#            in turn, in one run). Not in the default cases.
 #   small    SMALL_JOBS small GeoJSON files (1-3 parcels each) in an inbox,
 #            served by 1, 2, 4 and 8 `geoingest serve --inbox` processes
 #            (PROCS) on one fresh database: every process delivers every
@@ -284,7 +284,12 @@ replace)
   ;;
 diff)
   bd=$(data "$base_n")
-  pct=${DIFF_PCT:-1}
+  echo
+  echo "A new version of a $base_n-feature keyed source with P % of its features changed: only what changed, against a fresh load of the same version (the floor of a full replace)"
+  echo
+  echo "| round | format | P % | features changed | only what changed | fresh load of the version | changed / fresh | CPU: changed / fresh (client + server) | CPU ratio | floor (inspect: read once) | peak RSS |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for pct in ${DIFF_PCT:-1 100}; do
   dd="$work/diff-$base_n-$pct"
   mkdir -p "$dd"
   # v1 is the generated file; v2 changes every (100/pct)-th feature's year,
@@ -301,11 +306,6 @@ diff)
       ogr2ogr -f "ESRI Shapefile" "$dd/$v.shp" "$dd/$v.geojsonl" -nlt MULTIPOLYGON -lco ENCODING=UTF-8 2>/dev/null
     done
   fi
-  echo
-  echo "A new version of a $base_n-feature keyed source with $pct % of its features changed: only what changed, against a full replace"
-  echo
-  echo "| round | format | features changed | only what changed | fresh load of the version | changed / fresh | CPU: changed / fresh | floor (inspect: read once) | peak RSS |"
-  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|"
   : > "$work/diff.txt"
   for r in $(seq "$rounds"); do
     for fmt in geojsonl shp; do
@@ -317,7 +317,7 @@ diff)
       sql bench_diff -c "VACUUM (ANALYZE) $(ftable bench_diff)" -c "CHECKPOINT"
       rm -f "$dd"/src.*
       for f in "$dd"/v2.*; do cp "$f" "$dd/src.${f##*.}"; done
-      ingest bench_diff "$src" diff --key parcel_id; dt=$T; dc=$CPU; drss=$RSS
+      ingest bench_diff "$src" diff --key parcel_id; dt=$T; dc=$CPU; drss=$RSS; dcs="$CCPU + $SCPU"
       [ "$(sql bench_diff -c "SELECT count(*) FROM jobs WHERE status = 'replaced'")" = 1 ] ||
         { echo "bench: the second version did not replace the first" >&2; exit 1; }
       changed=$(sql bench_diff -c "SELECT geometry + attributes - least(geometry, attributes) + added + removed FROM job_changes WHERE base_job_id IS NOT NULL")
@@ -326,11 +326,12 @@ diff)
       # this; GEOINGEST_FULL_REPLACE=1 costs more, as it also matches).
       freshdb bench_diff
       sql bench_diff -c "CHECKPOINT"
-      ingest bench_diff "$src" diff --key parcel_id; ft=$T; fc=$CPU
+      ingest bench_diff "$src" diff --key parcel_id; ft=$T; fc=$CPU; fcs="$CCPU + $SCPU"
       timed "$work/geoingest" inspect "$src"; floor=$T
       echo "$dt $ft" >> "$work/diff.txt"
-      echo "| $r | $fmt | $changed | ${dt} s | ${ft} s | $(ratio "$dt" "$ft") | ${dc} / ${fc} s | ${floor} s | ${drss} MB |"
+      echo "| $r | $fmt | $pct | $changed | ${dt} s | ${ft} s | $(ratio "$dt" "$ft") | ${dc} ($dcs) / ${fc} ($fcs) s | **$(ratio "$dc" "$fc")** | ${floor} s | ${drss} MB |"
     done
+  done
   done
   ;;
 small)

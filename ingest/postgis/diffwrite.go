@@ -33,7 +33,10 @@ import (
 //     generation's less what was deleted plus what was inserted
 //     (geoingest_diff_apply);
 //  3. the job takes over the replaced job's job_ref, and the replaced job
-//     gets a fresh one with no rows: the new generation's rows are then
+//     gets a fresh one with no rows (unless most rows changed and the job
+//     has a table of its own: the new generation is then written whole
+//     into it, the unchanged rows copied on the server, and the old one
+//     retired as a full replace retires it): the new generation's rows are then
 //     found by the new job's ref, as every reader, verify, replay and the
 //     compactor find a generation's rows.
 //
@@ -124,16 +127,30 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	if failOnDuplicates && plan.DuplicateKeys > 0 {
 		return duplicateKeysError(key, plan.DuplicateKeys)
 	}
+	// Where most rows changed, and the job has a table of its own, the new
+	// generation is written whole into it (the unchanged rows copied on
+	// the server) rather than into the old one's.
+	newRef := oldRef
+	if g.ref > 0 && float64(plan.ToWrite) > s.diffRewriteAbove()*float64(plan.Total) {
+		if _, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref}); err != nil {
+			return fmt.Errorf("job table: %w", err)
+		}
+		g.attach, newRef = target, g.ref
+	}
 	if _, err := sendSpooled(ctx, g, sp, "write"); err != nil {
 		return err
 	}
 	m, err := g.q.DiffApply(ctx, db.DiffApplyParams{JobID: job.ID, BaseJobID: base, TargetTable: target,
-		OldRef: oldRef, MinIou: minIoU, DuplicateKeys: plan.DuplicateKeys})
+		OldRef: oldRef, MinIou: minIoU, DuplicateKeys: plan.DuplicateKeys, NewRef: newRef})
 	if err != nil {
 		return fmt.Errorf("apply the changes: %w", normaliseErr(err))
 	}
 	if res.Changes, err = g.changesOf(ctx, job, base, db.MatchGenerationRow(m)); err != nil {
 		return err
+	}
+	if newRef != oldRef {
+		res.Replaced = base
+		return g.retireCurrent(ctx, base, "replaced")
 	}
 
 	// The storage changes hands: the replaced job a fresh ref with no
@@ -147,4 +164,14 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	g.ref = oldRef
 	res.Replaced = base
 	return g.q.SetJobStatus(ctx, db.SetJobStatusParams{JobID: base, Status: "replaced"})
+}
+
+// DefaultDiffRewriteAbove is Store.DiffRewriteAbove's default.
+const DefaultDiffRewriteAbove = 0.5
+
+func (s *Store) diffRewriteAbove() float64 {
+	if s.DiffRewriteAbove != 0 {
+		return s.DiffRewriteAbove
+	}
+	return DefaultDiffRewriteAbove
 }

@@ -94,11 +94,17 @@ func currentRows(t *testing.T, b *bundle) (rows []string, count int64, area floa
 // feature, a full load of that version into an empty database, and so do
 // the ledger's count, area and checksum; verify is clean; every feature
 // kept by key keeps its feature_id.
-func runChain(t *testing.T, seed uint64, versions int, keyed, own bool) {
+//
+// With rewrite (and own), every version is written whole into the job's
+// own table (Store.DiffRewriteAbove) rather than changed in place.
+func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool) {
 	b, empty := setup(t), setup(t)
 	if own {
 		b.store.OwnPartitionBytes = 1
 		empty.store.OwnPartitionBytes = 1
+	}
+	if rewrite {
+		b.store.DiffRewriteAbove = -1
 	}
 	ctx := context.Background()
 	p := ingest.DefaultParams("parcels")
@@ -113,9 +119,16 @@ func runChain(t *testing.T, seed uint64, versions int, keyed, own bool) {
 		}
 		path := writeFeats(t, fmt.Sprintf("v%d.geojson", v), fs)
 		ids := featureIDs(t, b, "APN")
+		var refBefore int64
+		_ = b.pool.QueryRow(ctx, `SELECT j.job_ref FROM jobs j JOIN sources s ON s.current_job_id = j.job_id`).Scan(&refBefore)
 		res := b.svc.Run(ctx, version(t, path, fmt.Sprint("v", v), fmt.Sprintf("%04d", v), p))
 		require.NoError(t, res.Err, "version %d", v)
 		require.Equal(t, ingest.Written, res.Outcome)
+		if v > 1 {
+			var ref int64
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT j.job_ref FROM jobs j JOIN sources s ON s.current_job_id = j.job_id`).Scan(&ref))
+			require.Equal(t, rewrite, ref != refBefore, "version %d: rewritten whole (a table of its own) or changed in place (the same ref)", v)
+		}
 
 		// The oracle: a full load of the same file into an empty database.
 		require.NoError(t, empty.svc.Run(ctx, version(t, path, "full", "0001", p)).Err)
@@ -144,24 +157,27 @@ func runChain(t *testing.T, seed uint64, versions int, keyed, own bool) {
 func TestDiffChainsEqualAFullLoad(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		seed       uint64
-		keyed, own bool
-	}{{1, true, false}, {2, false, false}, {3, true, true}, {4, false, true}} {
-		t.Run(fmt.Sprintf("seed=%d keyed=%v own=%v", tc.seed, tc.keyed, tc.own), func(t *testing.T) {
+		seed                uint64
+		keyed, own, rewrite bool
+	}{{1, true, false, false}, {2, false, false, false}, {3, true, true, false}, {4, false, true, false},
+		{5, true, true, true}, {6, false, true, true}} {
+		t.Run(fmt.Sprintf("seed=%d keyed=%v own=%v rewrite=%v", tc.seed, tc.keyed, tc.own, tc.rewrite), func(t *testing.T) {
 			t.Parallel()
-			runChain(t, tc.seed, 5, tc.keyed, tc.own)
+			runChain(t, tc.seed, 5, tc.keyed, tc.own, tc.rewrite)
 		})
 	}
 }
 
 // FuzzDiffChains runs random chains against the oracle (go test -fuzz
 // FuzzDiffChains -run '^$' ./ingest/postgis: each input is a seed, a
-// length, and whether the source is keyed and in a partition of its own).
+// length, and whether the source is keyed and in a partition of its own;
+// an odd seed of its own is rewritten whole at each version).
 func FuzzDiffChains(f *testing.F) {
 	f.Add(uint64(7), uint8(3), true, false)
 	f.Add(uint64(8), uint8(4), false, true)
+	f.Add(uint64(9), uint8(3), false, true)
 	f.Fuzz(func(t *testing.T, seed uint64, n uint8, keyed, own bool) {
-		runChain(t, seed, 2+int(n%5), keyed, own)
+		runChain(t, seed, 2+int(n%5), keyed, own, own && seed%2 == 1)
 	})
 }
 

@@ -40,6 +40,13 @@ type Store struct {
 	// 0026, instead of writing only what changed (diffwrite.go): for
 	// benchmarks and as a way back. Set it before the first Write.
 	FullReplace bool
+	// DiffRewriteAbove is the fraction of a new version's rows that are
+	// added or changed above which a version with a table of its own is
+	// written whole into it, the unchanged rows copied on the server,
+	// rather than changed in place in the old generation's table
+	// (diffwrite.go); 0 is DefaultDiffRewriteAbove, a negative value
+	// always rewrites.
+	DiffRewriteAbove float64
 
 	// AttachWait bounds how long a large job's commit waits for a moment
 	// when no other transaction holds its target table (attach.go); then

@@ -100,7 +100,7 @@ SELECT m.added::bigint AS added, m.removed::bigint AS removed, m.geometry::bigin
        m.duplicate_keys::bigint AS duplicate_keys, m.lineage::bigint AS lineage,
        coalesce(ST_AsGeoJSON(m.bbox::geometry, 7), '')::text AS bbox
 FROM geoingest_diff_apply($1::text, $2::text, $3::text, $4::bigint, $5::float8,
-                          $6::bigint) m
+                          $6::bigint, $7::bigint) m
 `
 
 type DiffApplyParams struct {
@@ -110,6 +110,7 @@ type DiffApplyParams struct {
 	OldRef        int64
 	MinIou        float64
 	DuplicateKeys int64
+	NewRef        int64
 }
 
 type DiffApplyRow struct {
@@ -136,6 +137,7 @@ func (q *Queries) DiffApply(ctx context.Context, arg DiffApplyParams) (DiffApply
 		arg.OldRef,
 		arg.MinIou,
 		arg.DuplicateKeys,
+		arg.NewRef,
 	)
 	var i DiffApplyRow
 	err := row.Scan(

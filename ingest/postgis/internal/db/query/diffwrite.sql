@@ -70,7 +70,7 @@ SELECT m.added::bigint AS added, m.removed::bigint AS removed, m.geometry::bigin
        m.duplicate_keys::bigint AS duplicate_keys, m.lineage::bigint AS lineage,
        coalesce(ST_AsGeoJSON(m.bbox::geometry, 7), '')::text AS bbox
 FROM geoingest_diff_apply(@job_id::text, @base_job_id::text, @target_table::text, @old_ref::bigint, @min_iou::float8,
-                          @duplicate_keys::bigint) m;
+                          @duplicate_keys::bigint, @new_ref::bigint) m;
 
 -- name: SetJobChecksum :exec
 -- SetJobChecksum records a job's checksum (a held version's, summed once
