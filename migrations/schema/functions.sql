@@ -244,6 +244,226 @@ BEGIN
 END
 $function$;
 
+-- public.geoingest_create_version()
+CREATE OR REPLACE FUNCTION public.geoingest_create_version()
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    DROP TABLE IF EXISTS pg_temp.geoingest_version;
+    CREATE TEMP TABLE geoingest_version (feature_index bigint, match_key text, geom_hash uuid, props_hash uuid,
+                                         area_m2 double precision, must boolean, spool_off bigint, spool_len integer)
+        ON COMMIT DROP;
+END
+$function$;
+
+-- public.geoingest_diff_apply(job_id text, base_job_id text, target text, old_ref bigint, min_iou double precision, duplicate_keys bigint, new_ref bigint)
+CREATE OR REPLACE FUNCTION public.geoingest_diff_apply(job_id text, base_job_id text, target text, old_ref bigint, min_iou double precision, duplicate_keys bigint, new_ref bigint)
+ RETURNS job_changes
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    ot   text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
+    nt   text;
+    r    job_changes;
+    npairs bigint;
+    nnew   bigint;
+    nold   bigint;
+    del    numeric;
+    ins    numeric;
+    keep   numeric;
+BEGIN
+    SELECT geoingest_diff_apply.job_id, target, j.source_bucket, j.source_key, nullif(base_job_id, '')
+    INTO r.job_id, r.target_table, r.source_bucket, r.source_key, r.base_job_id
+    FROM jobs j WHERE j.job_id = geoingest_diff_apply.job_id;
+    r.added := 0; r.removed := 0; r.geometry := 0; r.attributes := 0; r.unchanged := 0;
+    r.by_key := 0; r.by_content := 0; r.by_overlap := 0; r.duplicate_keys := duplicate_keys; r.lineage := 0;
+    r.recorded_at := now();
+    r.xid := pg_current_xact_id();
+
+    SELECT count(*) INTO npairs FROM pg_temp.geoingest_match_pairs;
+    SELECT count(*) INTO nnew FROM pg_temp.geoingest_version;
+    SELECT count(*) INTO nold FROM pg_temp.geoingest_match_old;
+
+    -- 3. Overlap, mutual best among the rest (as 0028), when both sides
+    -- have some left.
+    IF nnew > npairs AND nold > npairs THEN
+        EXECUTE format('INSERT INTO pg_temp.geoingest_match_pairs
+                        WITH n AS (SELECT i.feature_index AS fi, i.geom FROM pg_temp.geoingest_incoming i
+                                   WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = i.feature_index)),
+                             o AS (SELECT m.rid, m.fid, t.geom FROM pg_temp.geoingest_match_old m JOIN %s t ON t.ctid = m.rid
+                                   WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)),
+                             p AS (SELECT n.fi, o.rid, o.fid, ST_Area(n.geom) AS na, ST_Area(o.geom) AS oa,
+                                          ST_Area(ST_Intersection(n.geom, o.geom)) AS ia
+                                   FROM n JOIN o ON n.geom && o.geom
+                                   WHERE least(ST_Area(n.geom), ST_Area(o.geom)) >= $1 * greatest(ST_Area(n.geom), ST_Area(o.geom))
+                                     AND ST_Intersects(n.geom, o.geom)),
+                             c AS (SELECT fi, rid, fid, ia / nullif(na + oa - ia, 0) AS iou FROM p),
+                             bn AS (SELECT DISTINCT ON (fi) fi, rid, fid, iou FROM c WHERE iou >= $1 ORDER BY fi, iou DESC, fid),
+                             bo AS (SELECT DISTINCT ON (rid) fi, rid FROM c WHERE iou >= $1 ORDER BY rid, iou DESC, fi)
+                        SELECT bn.fi, bn.rid, bn.fid, ''overlap'', h.geom_hash IS DISTINCT FROM m.gh, h.props_hash IS DISTINCT FROM m.ph
+                        FROM bn JOIN bo USING (fi, rid)
+                        JOIN pg_temp.geoingest_version h ON h.feature_index = bn.fi
+                        JOIN pg_temp.geoingest_match_old m ON m.rid = bn.rid', ot) USING min_iou;
+        SELECT count(*) INTO npairs FROM pg_temp.geoingest_match_pairs;
+    END IF;
+
+    -- The changes, before any row moves (the old rows are found by ctid).
+    EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, matched_by, old_bbox, new_bbox, area_delta_m2)
+                    SELECT $1, p.fid,
+                           CASE WHEN p.gchg AND p.pchg THEN ''geometry+attributes''
+                                WHEN p.gchg THEN ''geometry'' ELSE ''attributes'' END,
+                           p.how, ST_Envelope(t.geom), ST_Envelope(i.geom), i.area_m2 - t.area_m2
+                    FROM pg_temp.geoingest_match_pairs p
+                    JOIN pg_temp.geoingest_incoming i ON i.feature_index = p.fi
+                    JOIN %s t ON t.ctid = p.rid
+                    WHERE p.gchg OR p.pchg', ot) USING job_id;
+    IF nnew > npairs THEN
+        INSERT INTO feature_changes (job_id, feature_id, kind, new_bbox, area_delta_m2)
+        SELECT geoingest_diff_apply.job_id, i.id, 'added', ST_Envelope(i.geom), i.area_m2
+        FROM pg_temp.geoingest_incoming i
+        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = i.feature_index);
+    END IF;
+    IF nold > npairs THEN
+        EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, old_bbox, area_delta_m2)
+                        SELECT $1, m.fid, ''removed'', ST_Envelope(t.geom), -t.area_m2
+                        FROM pg_temp.geoingest_match_old m JOIN %s t ON t.ctid = m.rid
+                        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)', ot) USING job_id;
+    END IF;
+    IF nnew > npairs AND nold > npairs THEN
+        EXECUTE format('INSERT INTO feature_lineage (job_id, old_feature_id, new_feature_id, shared_m2)
+                        SELECT $1, m.fid, i.id, ST_Area(ST_Intersection(i.geom, t.geom)::geography)
+                        FROM pg_temp.geoingest_incoming i,
+                             pg_temp.geoingest_match_old m JOIN %s t ON t.ctid = m.rid
+                        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = i.feature_index)
+                          AND NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)
+                          AND i.geom && t.geom
+                          AND ST_Area(ST_Intersection(i.geom, t.geom)) > 0.01 * least(ST_Area(i.geom), ST_Area(t.geom))',
+                       ot) USING job_id;
+        GET DIAGNOSTICS r.lineage = ROW_COUNT;
+    END IF;
+
+    SELECT count(*) FILTER (WHERE p.gchg), count(*) FILTER (WHERE p.pchg),
+           count(*) FILTER (WHERE NOT p.gchg AND NOT p.pchg),
+           count(*) FILTER (WHERE p.how = 'key'), count(*) FILTER (WHERE p.how = 'content'),
+           count(*) FILTER (WHERE p.how = 'overlap')
+    INTO r.geometry, r.attributes, r.unchanged, r.by_key, r.by_content, r.by_overlap
+    FROM pg_temp.geoingest_match_pairs p;
+    r.added := nnew - npairs;
+    r.removed := nold - npairs;
+    SELECT ST_Extent(e)::geometry INTO r.bbox
+    FROM (SELECT c.old_bbox::geometry FROM feature_changes c WHERE c.job_id = geoingest_diff_apply.job_id
+          UNION ALL SELECT c.new_bbox::geometry FROM feature_changes c WHERE c.job_id = geoingest_diff_apply.job_id) x(e);
+
+    IF new_ref = old_ref THEN
+        -- The old generation's storage becomes the new one.
+        EXECUTE format('WITH x AS (SELECT m.rid FROM pg_temp.geoingest_match_old m
+                                   WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)
+                                   UNION ALL
+                                   SELECT p.rid FROM pg_temp.geoingest_match_pairs p WHERE p.gchg OR p.pchg),
+                             d AS (DELETE FROM %s t USING x WHERE t.ctid = x.rid AND t.job_ref = $1
+                                   RETURNING geoingest_row_hash(t.feature_index, t.properties, t.geom) AS h)
+                        SELECT coalesce(sum(d.h), 0) FROM d', ot) INTO del USING old_ref;
+        EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash)
+                                   SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, p.fid,
+                                          h.match_key, h.geom_hash, h.props_hash
+                                   FROM pg_temp.geoingest_incoming i
+                                   JOIN pg_temp.geoingest_version h ON h.feature_index = i.feature_index
+                                   LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = i.feature_index
+                                   WHERE p.fi IS NULL OR p.gchg OR p.pchg
+                                   RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
+                        SELECT coalesce(sum(a.h), 0) FROM a', ot) INTO ins USING old_ref;
+    ELSE
+        -- A new table: the rows sent and the unchanged ones.
+        nt := format('geoingest_store.%I', geoingest_job_table(target, new_ref));
+        EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash)
+                                   SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, p.fid,
+                                          h.match_key, h.geom_hash, h.props_hash
+                                   FROM pg_temp.geoingest_incoming i
+                                   JOIN pg_temp.geoingest_version h ON h.feature_index = i.feature_index
+                                   LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = i.feature_index
+                                   WHERE p.fi IS NULL OR p.gchg OR p.pchg
+                                   RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
+                        SELECT coalesce(sum(a.h), 0) FROM a', nt) INTO ins USING new_ref;
+        EXECUTE format('WITH k AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash)
+                                   SELECT t.id, $1, t.feature_index, t.layer, t.properties, t.geom, t.area_m2, t.feature_id,
+                                          t.match_key, t.geom_hash, t.props_hash
+                                   FROM pg_temp.geoingest_match_pairs p JOIN %s t ON t.ctid = p.rid
+                                   WHERE NOT p.gchg AND NOT p.pchg
+                                   RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
+                        SELECT coalesce(sum(k.h), 0) FROM k', nt, ot) INTO keep USING new_ref;
+        -- Every row of the new generation was summed, as it was written.
+        SELECT j.features_checksum::numeric - keep INTO del FROM jobs j WHERE j.job_id = base_job_id;
+        EXECUTE format('CREATE INDEX ON %s USING gist (geom)', nt);
+    END IF;
+    UPDATE jobs SET features_checksum = (b.features_checksum::numeric - del + ins)::text
+    FROM jobs b WHERE jobs.job_id = geoingest_diff_apply.job_id AND b.job_id = base_job_id;
+    INSERT INTO job_changes VALUES (r.*);
+    RETURN r;
+END
+$function$;
+
+-- public.geoingest_diff_plan(target text, old_ref bigint, key_fields text[], OUT total bigint, OUT to_write bigint, OUT duplicate_keys bigint)
+CREATE OR REPLACE FUNCTION public.geoingest_diff_plan(target text, old_ref bigint, key_fields text[], OUT total bigint, OUT to_write bigint, OUT duplicate_keys bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    ot    text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
+    keyed boolean := cardinality(coalesce(key_fields, '{}')) > 0;
+    sig   text := key_fields::text || ':';
+    kx    text := 'NULL::text';
+BEGIN
+    duplicate_keys := 0;
+    IF keyed THEN
+        -- A stored key under the same fields is taken as it is; any other
+        -- is computed.
+        kx := format('nullif(CASE WHEN starts_with(o.match_key, $2) THEN o.match_key ELSE $2 || %s END, $2)',
+                     geoingest_match_key_expr(key_fields, 'o.properties', 3));
+    END IF;
+    DROP TABLE IF EXISTS pg_temp.geoingest_match_old, pg_temp.geoingest_match_pairs;
+    EXECUTE format('CREATE TEMP TABLE geoingest_match_old ON COMMIT DROP AS
+                    SELECT o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, %s AS k,
+                           coalesce(o.geom_hash, md5(ST_AsEWKB(o.geom))::uuid) AS gh,
+                           coalesce(o.props_hash, md5(o.properties::text)::uuid) AS ph
+                    FROM %s o WHERE o.job_ref = $1', kx, ot) USING old_ref, sig, key_fields;
+    CREATE TEMP TABLE geoingest_match_pairs (fi bigint, rid tid, fid bigint, how text, gchg boolean, pchg boolean) ON COMMIT DROP;
+    ANALYZE pg_temp.geoingest_version;
+    ANALYZE pg_temp.geoingest_match_old;
+
+    -- 1. The key, where unique on both sides.
+    IF keyed THEN
+        UPDATE pg_temp.geoingest_match_old o SET k = NULL
+        WHERE o.k IN (SELECT d.k FROM pg_temp.geoingest_match_old d WHERE d.k IS NOT NULL GROUP BY d.k HAVING count(*) > 1);
+        WITH nk AS (SELECT h.feature_index, nullif(h.match_key, sig) AS k, h.geom_hash, h.props_hash
+                    FROM pg_temp.geoingest_version h),
+             dup AS (SELECT nk.k FROM nk WHERE nk.k IS NOT NULL GROUP BY nk.k HAVING count(*) > 1),
+             ins AS (INSERT INTO pg_temp.geoingest_match_pairs
+                     SELECT nk.feature_index, o.rid, o.fid, 'key', nk.geom_hash IS DISTINCT FROM o.gh, nk.props_hash IS DISTINCT FROM o.ph
+                     FROM nk JOIN pg_temp.geoingest_match_old o ON o.k = nk.k
+                     WHERE NOT EXISTS (SELECT FROM dup WHERE dup.k = nk.k))
+        SELECT count(*) INTO duplicate_keys FROM nk JOIN dup ON dup.k = nk.k;
+    END IF;
+
+    -- 2. Identical content, paired in order among equals.
+    INSERT INTO pg_temp.geoingest_match_pairs
+    WITH n AS (SELECT h.feature_index AS fi, h.geom_hash AS gh, h.props_hash AS ph,
+                      row_number() OVER (PARTITION BY h.geom_hash, h.props_hash ORDER BY h.feature_index) AS i
+               FROM pg_temp.geoingest_version h
+               WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = h.feature_index)),
+         o AS (SELECT m.rid, m.fid, m.gh, m.ph, row_number() OVER (PARTITION BY m.gh, m.ph ORDER BY m.fid) AS i
+               FROM pg_temp.geoingest_match_old m
+               WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid))
+    SELECT n.fi, o.rid, o.fid, 'content', false, false FROM n JOIN o USING (gh, ph, i);
+
+    SELECT count(*) INTO total FROM pg_temp.geoingest_version;
+    SELECT total - count(*) FILTER (WHERE NOT p.gchg AND NOT p.pchg) INTO to_write FROM pg_temp.geoingest_match_pairs p;
+END
+$function$;
+
 -- public.geoingest_drop_folded()
 CREATE OR REPLACE FUNCTION public.geoingest_drop_folded()
  RETURNS text
@@ -596,8 +816,10 @@ BEGIN
     own := geoingest_job_table(j.target_table, j.job_ref);
     shared := geoingest_job_table(j.target_table, -1);
     new_ref := -nextval('geoingest_job_ref_seq');
-    EXECUTE format('WITH ins AS (INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id)
-                                 SELECT id, $1, feature_index, layer, properties, geom, area_m2, feature_id FROM geoingest_store.%I
+    EXECUTE format('WITH ins AS (INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                                 match_key, geom_hash, props_hash)
+                                 SELECT id, $1, feature_index, layer, properties, geom, area_m2, feature_id,
+                                        match_key, geom_hash, props_hash FROM geoingest_store.%I
                                  RETURNING feature_index, properties, geom, area_m2)
                     SELECT count(*), coalesce(sum(area_m2), 0), coalesce(sum(geoingest_row_hash(feature_index, properties, geom)), 0)::text
                     FROM ins', shared, own)
@@ -801,7 +1023,8 @@ CREATE OR REPLACE FUNCTION public.geoingest_key_part(properties jsonb, field tex
  IMMUTABLE PARALLEL SAFE
 AS $function$
     SELECT CASE jsonb_typeof(properties -> field)
-               WHEN 'string' THEN nullif(upper(btrim(properties ->> field, E' \t\r\n')), '')
+               WHEN 'string' THEN nullif(translate(btrim(properties ->> field, E' \t\r\n'),
+                                                   'abcdefghijklmnopqrstuvwxyz', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'), '')
                WHEN 'number' THEN trim_scale((properties -> field)::numeric)::text
            END
 $function$;
@@ -1000,6 +1223,18 @@ AS $function$
                                 nullif(old_ref, 0), key_fields, min_iou, false)
 $function$;
 
+-- public.geoingest_match_key_expr(key_fields text[], props text, param integer)
+CREATE OR REPLACE FUNCTION public.geoingest_match_key_expr(key_fields text[], props text, param integer)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    SELECT 'coalesce(geoingest_key_of(ARRAY['
+           || string_agg(format('geoingest_key_part(%s, $%s[%s])', props, param, i), ', ' ORDER BY i)
+           || ']), '''')'
+    FROM generate_series(1, cardinality(key_fields)) i
+$function$;
+
 -- public.geoingest_newest_pipeline_version()
 CREATE OR REPLACE FUNCTION public.geoingest_newest_pipeline_version()
  RETURNS text
@@ -1106,8 +1341,10 @@ BEGIN
     IF new_ref <= 0 THEN
         RAISE EXCEPTION 'pending version: new ref % is not positive', new_ref;
     END IF;
-    EXECUTE format('INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2)
-                    SELECT id, $1, feature_index, layer, properties, geom, area_m2 FROM pg_temp.geoingest_incoming',
+    EXECUTE format('INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2,
+                                                    match_key, geom_hash, props_hash)
+                    SELECT id, $1, feature_index, layer, properties, geom, area_m2,
+                           match_key, geom_hash, props_hash FROM pg_temp.geoingest_incoming',
                    geoingest_job_table(target, new_ref))
         USING new_ref;
     GET DIAGNOSTICS n = ROW_COUNT;
@@ -1119,8 +1356,6 @@ $function$;
 CREATE OR REPLACE FUNCTION public.geoingest_pend_job_table(target text, job_id text, old_ref bigint, new_ref bigint)
  RETURNS bigint
  LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'public', 'pg_temp'
 AS $function$
 DECLARE
     own text;
@@ -1135,9 +1370,12 @@ BEGIN
     EXECUTE format('CREATE TABLE geoingest_store.%I (LIKE geoingest_store.%I INCLUDING DEFAULTS INCLUDING GENERATED, CHECK (job_ref = %s))',
                    own, geoingest_job_table(target, -1), new_ref);
     EXECUTE format('WITH moved AS (DELETE FROM geoingest_store.%I WHERE job_ref = $1
-                                   RETURNING id, feature_index, layer, properties, geom, area_m2, feature_id)
-                    INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id)
-                    SELECT id, $2, feature_index, layer, properties, geom, area_m2, feature_id FROM moved',
+                                   RETURNING id, feature_index, layer, properties, geom, area_m2, feature_id,
+                                             match_key, geom_hash, props_hash)
+                    INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash)
+                    SELECT id, $2, feature_index, layer, properties, geom, area_m2, feature_id,
+                           match_key, geom_hash, props_hash FROM moved',
                    geoingest_job_table(target, -1), own)
         USING old_ref, new_ref;
     EXECUTE format('CREATE INDEX ON geoingest_store.%I USING gist (geom)', own);
@@ -1449,6 +1687,30 @@ AS $function$
     ORDER BY tc.relname, ic.relname
 $function$;
 
+-- public.geoingest_spooled(what text)
+CREATE OR REPLACE FUNCTION public.geoingest_spooled(what text)
+ RETURNS TABLE(spool_off bigint, spool_len integer)
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF what = 'must' THEN
+        RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
+                              WHERE h.must AND h.spool_off IS NOT NULL ORDER BY h.spool_off';
+    ELSIF what = 'write' THEN
+        RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
+                              LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = h.feature_index
+                              WHERE NOT h.must AND (p.fi IS NULL OR p.gchg OR p.pchg) ORDER BY h.spool_off';
+    ELSIF what = 'all' THEN
+        RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
+                              WHERE h.spool_off IS NOT NULL
+                                AND NOT EXISTS (SELECT FROM pg_temp.geoingest_incoming i WHERE i.feature_index = h.feature_index)
+                              ORDER BY h.spool_off';
+    ELSE
+        RAISE EXCEPTION 'geoingest_spooled: unknown %', what;
+    END IF;
+END
+$function$;
+
 -- public.geoingest_tile_u(lon double precision, z integer)
 CREATE OR REPLACE FUNCTION public.geoingest_tile_u(lon double precision, z integer)
  RETURNS double precision
@@ -1466,4 +1728,44 @@ CREATE OR REPLACE FUNCTION public.geoingest_tile_v(lat double precision, z integ
 AS $function$
     SELECT (1.0 - ln(tan(radians(c)) + 1.0 / cos(radians(c))) / pi()) / 2.0 * (2.0 ^ z)
     FROM (SELECT greatest(-85.0511287798066, least(85.0511287798066, lat))) l(c)
+$function$;
+
+-- public.geoingest_version_add_staged()
+CREATE OR REPLACE FUNCTION public.geoingest_version_add_staged()
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    n bigint;
+BEGIN
+    EXECUTE 'INSERT INTO pg_temp.geoingest_version (feature_index, must)
+             SELECT i.feature_index, true FROM pg_temp.geoingest_incoming i
+             WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_version h WHERE h.feature_index = i.feature_index)';
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$function$;
+
+-- public.geoingest_version_sync(key_fields text[], OUT written bigint, OUT area_m2 double precision)
+CREATE OR REPLACE FUNCTION public.geoingest_version_sync(key_fields text[], OUT written bigint, OUT area_m2 double precision)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    keyed boolean := cardinality(coalesce(key_fields, '{}')) > 0;
+    kx text := 'NULL::text';
+BEGIN
+    IF keyed THEN
+        kx := '$1 || ' || geoingest_match_key_expr(key_fields, 'i.properties', 2);
+    END IF;
+    EXECUTE format('UPDATE pg_temp.geoingest_version h
+                    SET area_m2 = i.area_m2, geom_hash = md5(ST_AsEWKB(i.geom))::uuid,
+                        props_hash = coalesce(h.props_hash, md5(i.properties::text)::uuid),
+                        match_key = coalesce(h.match_key, %s)
+                    FROM pg_temp.geoingest_incoming i WHERE h.must AND i.feature_index = h.feature_index', kx)
+        USING key_fields::text || ':', key_fields;
+    EXECUTE 'DELETE FROM pg_temp.geoingest_version h
+             WHERE h.must AND NOT EXISTS (SELECT FROM pg_temp.geoingest_incoming i WHERE i.feature_index = h.feature_index)';
+    EXECUTE 'SELECT count(*), coalesce(sum(h.area_m2), 0) FROM pg_temp.geoingest_version h' INTO written, area_m2;
+END
 $function$;
