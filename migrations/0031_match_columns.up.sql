@@ -108,15 +108,17 @@ $$;
 -- 'write' (after geoingest_diff_plan: the rows that are not unchanged and
 -- not sent yet) or 'all' (every row not sent yet), in spool order.
 CREATE FUNCTION geoingest_spooled(what text) RETURNS TABLE (spool_off bigint, spool_len integer)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET work_mem = '64MB' SET jit = off AS $$
 BEGIN
     IF what = 'must' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
                               WHERE h.must AND h.spool_off IS NOT NULL ORDER BY h.spool_off';
     ELSIF what = 'write' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
-                              LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = h.feature_index
-                              WHERE NOT h.must AND (p.fi IS NULL OR p.gchg OR p.pchg) ORDER BY h.spool_off';
+                              WHERE NOT h.must AND h.feature_index IN (SELECT c.fi FROM pg_temp.geoingest_match_changed c
+                                                                       UNION ALL SELECT a.fi FROM pg_temp.geoingest_match_added a)
+                              ORDER BY h.spool_off';
     ELSIF what = 'all' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
                               WHERE h.spool_off IS NOT NULL
@@ -131,10 +133,11 @@ $$;
 -- geoingest_version_sync runs after geoingest_finish_incoming checked the
 -- rows sent whole at once: those rows ('must') take their area and match
 -- columns from geoingest_incoming as the server left them (measured,
--- repaired), and the ones it dropped (no area left after repair) leave
+-- repaired; and the incoming rows the same match columns), and the ones it dropped (no area left after repair) leave
 -- the version. It returns the version's count and area: a full load's.
 CREATE FUNCTION geoingest_version_sync(key_fields text[], OUT written bigint, OUT area_m2 double precision)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET work_mem = '64MB' SET jit = off AS $$
 DECLARE
     keyed boolean := cardinality(coalesce(key_fields, '{}')) > 0;
     kx text := 'NULL::text';
@@ -148,6 +151,8 @@ BEGIN
                         match_key = coalesce(h.match_key, %s)
                     FROM pg_temp.geoingest_incoming i WHERE h.must AND i.feature_index = h.feature_index', kx)
         USING key_fields::text || ':', key_fields;
+    EXECUTE 'UPDATE pg_temp.geoingest_incoming i SET match_key = h.match_key, geom_hash = h.geom_hash, props_hash = h.props_hash
+             FROM pg_temp.geoingest_version h WHERE h.must AND i.feature_index = h.feature_index';
     EXECUTE 'DELETE FROM pg_temp.geoingest_version h
              WHERE h.must AND NOT EXISTS (SELECT FROM pg_temp.geoingest_incoming i WHERE i.feature_index = h.feature_index)';
     EXECUTE 'SELECT count(*), coalesce(sum(h.area_m2), 0) FROM pg_temp.geoingest_version h' INTO written, area_m2;
@@ -162,16 +167,22 @@ $$;
 -- in order among equals. The pairs are kept in
 -- pg_temp.geoingest_match_pairs (new feature_index fi, old ctid rid, the
 -- old feature id fid, how, and whether geometry or attributes changed),
--- the old rows in pg_temp.geoingest_match_old. It returns the version's
--- count and how many of its rows are to be written (not unchanged).
+-- the old rows in pg_temp.geoingest_match_old; what is left to do in
+-- small tables: the changed pairs (geoingest_match_changed), the new rows
+-- unmatched (geoingest_match_added: fi) and the old ones
+-- (geoingest_match_removed: rid, fid). It returns the version's count and
+-- how many of its rows are to be written (not unchanged).
 CREATE FUNCTION geoingest_diff_plan(target text, old_ref bigint, key_fields text[],
                                     OUT total bigint, OUT to_write bigint, OUT duplicate_keys bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET work_mem = '64MB' SET jit = off AS $$
 DECLARE
     ot    text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
     keyed boolean := cardinality(coalesce(key_fields, '{}')) > 0;
     sig   text := key_fields::text || ':';
     kx    text := 'NULL::text';
+    npairs bigint;
+    nold   bigint;
 BEGIN
     duplicate_keys := 0;
     IF keyed THEN
@@ -180,7 +191,8 @@ BEGIN
         kx := format('nullif(CASE WHEN starts_with(o.match_key, $2) THEN o.match_key ELSE $2 || %s END, $2)',
                      geoingest_match_key_expr(key_fields, 'o.properties', 3));
     END IF;
-    DROP TABLE IF EXISTS pg_temp.geoingest_match_old, pg_temp.geoingest_match_pairs;
+    DROP TABLE IF EXISTS pg_temp.geoingest_match_old, pg_temp.geoingest_match_pairs, pg_temp.geoingest_match_changed,
+                         pg_temp.geoingest_match_added, pg_temp.geoingest_match_removed;
     EXECUTE format('CREATE TEMP TABLE geoingest_match_old ON COMMIT DROP AS
                     SELECT o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, %s AS k,
                            coalesce(o.geom_hash, md5(ST_AsEWKB(o.geom))::uuid) AS gh,
@@ -215,8 +227,31 @@ BEGIN
                WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid))
     SELECT n.fi, o.rid, o.fid, 'content', false, false FROM n JOIN o USING (gh, ph, i);
 
+    -- What is left to do, in small tables: the changed pairs, the new
+    -- rows and the old rows still unmatched (the overlap rule's, then added
+    -- and removed).
+    CREATE TEMP TABLE geoingest_match_changed ON COMMIT DROP AS
+    SELECT * FROM pg_temp.geoingest_match_pairs p WHERE p.gchg OR p.pchg;
+    CREATE TEMP TABLE geoingest_match_added (fi bigint) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_match_removed (rid tid, fid bigint) ON COMMIT DROP;
     SELECT count(*) INTO total FROM pg_temp.geoingest_version;
-    SELECT total - count(*) FILTER (WHERE NOT p.gchg AND NOT p.pchg) INTO to_write FROM pg_temp.geoingest_match_pairs p;
+    SELECT count(*) INTO npairs FROM pg_temp.geoingest_match_pairs;
+    SELECT count(*) INTO nold FROM pg_temp.geoingest_match_old;
+    IF total > npairs THEN
+        INSERT INTO pg_temp.geoingest_match_added
+        SELECT h.feature_index FROM pg_temp.geoingest_version h
+        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = h.feature_index);
+    END IF;
+    IF nold > npairs THEN
+        INSERT INTO pg_temp.geoingest_match_removed
+        SELECT m.rid, m.fid FROM pg_temp.geoingest_match_old m
+        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid);
+    END IF;
+    ANALYZE pg_temp.geoingest_match_changed;
+    ANALYZE pg_temp.geoingest_match_added;
+    ANALYZE pg_temp.geoingest_match_removed;
+    SELECT (SELECT count(*) FROM pg_temp.geoingest_match_changed) + (SELECT count(*) FROM pg_temp.geoingest_match_added)
+    INTO to_write;
 END
 $$;
 
@@ -242,14 +277,13 @@ $$;
 CREATE FUNCTION geoingest_diff_apply(job_id text, base_job_id text, target text, old_ref bigint, min_iou double precision,
                                      duplicate_keys bigint, new_ref bigint)
 RETURNS job_changes
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET work_mem = '64MB' SET jit = off AS $$
 DECLARE
     ot   text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
     nt   text;
     r    job_changes;
     npairs bigint;
-    nnew   bigint;
-    nold   bigint;
     del    numeric;
     ins    numeric;
     keep   numeric;
@@ -262,18 +296,14 @@ BEGIN
     r.recorded_at := now();
     r.xid := pg_current_xact_id();
 
-    SELECT count(*) INTO npairs FROM pg_temp.geoingest_match_pairs;
-    SELECT count(*) INTO nnew FROM pg_temp.geoingest_version;
-    SELECT count(*) INTO nold FROM pg_temp.geoingest_match_old;
-
     -- 3. Overlap, mutual best among the rest (as 0028), when both sides
     -- have some left.
-    IF nnew > npairs AND nold > npairs THEN
-        EXECUTE format('INSERT INTO pg_temp.geoingest_match_pairs
-                        WITH n AS (SELECT i.feature_index AS fi, i.geom FROM pg_temp.geoingest_incoming i
-                                   WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = i.feature_index)),
-                             o AS (SELECT m.rid, m.fid, t.geom FROM pg_temp.geoingest_match_old m JOIN %s t ON t.ctid = m.rid
-                                   WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)),
+    IF EXISTS (SELECT FROM pg_temp.geoingest_match_added) AND EXISTS (SELECT FROM pg_temp.geoingest_match_removed) THEN
+        DROP TABLE IF EXISTS pg_temp.geoingest_match_overlap;
+        EXECUTE format('CREATE TEMP TABLE geoingest_match_overlap ON COMMIT DROP AS
+                        WITH n AS (SELECT i.feature_index AS fi, i.geom FROM pg_temp.geoingest_match_added a
+                                   JOIN pg_temp.geoingest_incoming i ON i.feature_index = a.fi),
+                             o AS (SELECT m.rid, m.fid, t.geom FROM pg_temp.geoingest_match_removed m JOIN %s t ON t.ctid = m.rid),
                              p AS (SELECT n.fi, o.rid, o.fid, ST_Area(n.geom) AS na, ST_Area(o.geom) AS oa,
                                           ST_Area(ST_Intersection(n.geom, o.geom)) AS ia
                                    FROM n JOIN o ON n.geom && o.geom
@@ -282,11 +312,15 @@ BEGIN
                              c AS (SELECT fi, rid, fid, ia / nullif(na + oa - ia, 0) AS iou FROM p),
                              bn AS (SELECT DISTINCT ON (fi) fi, rid, fid, iou FROM c WHERE iou >= $1 ORDER BY fi, iou DESC, fid),
                              bo AS (SELECT DISTINCT ON (rid) fi, rid FROM c WHERE iou >= $1 ORDER BY rid, iou DESC, fi)
-                        SELECT bn.fi, bn.rid, bn.fid, ''overlap'', h.geom_hash IS DISTINCT FROM m.gh, h.props_hash IS DISTINCT FROM m.ph
+                        SELECT bn.fi, bn.rid, bn.fid, ''overlap''::text AS how,
+                               i.geom_hash IS DISTINCT FROM m.gh AS gchg, i.props_hash IS DISTINCT FROM m.ph AS pchg
                         FROM bn JOIN bo USING (fi, rid)
-                        JOIN pg_temp.geoingest_version h ON h.feature_index = bn.fi
+                        JOIN pg_temp.geoingest_incoming i ON i.feature_index = bn.fi
                         JOIN pg_temp.geoingest_match_old m ON m.rid = bn.rid', ot) USING min_iou;
-        SELECT count(*) INTO npairs FROM pg_temp.geoingest_match_pairs;
+        INSERT INTO pg_temp.geoingest_match_pairs SELECT * FROM pg_temp.geoingest_match_overlap;
+        INSERT INTO pg_temp.geoingest_match_changed SELECT * FROM pg_temp.geoingest_match_overlap o WHERE o.gchg OR o.pchg;
+        DELETE FROM pg_temp.geoingest_match_added a USING pg_temp.geoingest_match_overlap o WHERE a.fi = o.fi;
+        DELETE FROM pg_temp.geoingest_match_removed m USING pg_temp.geoingest_match_overlap o WHERE m.rid = o.rid;
     END IF;
 
     -- The changes, before any row moves (the old rows are found by ctid).
@@ -295,64 +329,50 @@ BEGIN
                            CASE WHEN p.gchg AND p.pchg THEN ''geometry+attributes''
                                 WHEN p.gchg THEN ''geometry'' ELSE ''attributes'' END,
                            p.how, ST_Envelope(t.geom), ST_Envelope(i.geom), i.area_m2 - t.area_m2
-                    FROM pg_temp.geoingest_match_pairs p
+                    FROM pg_temp.geoingest_match_changed p
                     JOIN pg_temp.geoingest_incoming i ON i.feature_index = p.fi
-                    JOIN %s t ON t.ctid = p.rid
-                    WHERE p.gchg OR p.pchg', ot) USING job_id;
-    IF nnew > npairs THEN
-        INSERT INTO feature_changes (job_id, feature_id, kind, new_bbox, area_delta_m2)
-        SELECT geoingest_diff_apply.job_id, i.id, 'added', ST_Envelope(i.geom), i.area_m2
-        FROM pg_temp.geoingest_incoming i
-        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = i.feature_index);
-    END IF;
-    IF nold > npairs THEN
-        EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, old_bbox, area_delta_m2)
-                        SELECT $1, m.fid, ''removed'', ST_Envelope(t.geom), -t.area_m2
-                        FROM pg_temp.geoingest_match_old m JOIN %s t ON t.ctid = m.rid
-                        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)', ot) USING job_id;
-    END IF;
-    IF nnew > npairs AND nold > npairs THEN
-        EXECUTE format('INSERT INTO feature_lineage (job_id, old_feature_id, new_feature_id, shared_m2)
-                        SELECT $1, m.fid, i.id, ST_Area(ST_Intersection(i.geom, t.geom)::geography)
-                        FROM pg_temp.geoingest_incoming i,
-                             pg_temp.geoingest_match_old m JOIN %s t ON t.ctid = m.rid
-                        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = i.feature_index)
-                          AND NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)
-                          AND i.geom && t.geom
-                          AND ST_Area(ST_Intersection(i.geom, t.geom)) > 0.01 * least(ST_Area(i.geom), ST_Area(t.geom))',
-                       ot) USING job_id;
-        GET DIAGNOSTICS r.lineage = ROW_COUNT;
-    END IF;
+                    JOIN %s t ON t.ctid = p.rid', ot) USING job_id;
+    INSERT INTO feature_changes (job_id, feature_id, kind, new_bbox, area_delta_m2)
+    SELECT geoingest_diff_apply.job_id, i.id, 'added', ST_Envelope(i.geom), i.area_m2
+    FROM pg_temp.geoingest_match_added a JOIN pg_temp.geoingest_incoming i ON i.feature_index = a.fi;
+    EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, old_bbox, area_delta_m2)
+                    SELECT $1, m.fid, ''removed'', ST_Envelope(t.geom), -t.area_m2
+                    FROM pg_temp.geoingest_match_removed m JOIN %s t ON t.ctid = m.rid', ot) USING job_id;
+    EXECUTE format('INSERT INTO feature_lineage (job_id, old_feature_id, new_feature_id, shared_m2)
+                    SELECT $1, m.fid, i.id, ST_Area(ST_Intersection(i.geom, t.geom)::geography)
+                    FROM pg_temp.geoingest_match_added a JOIN pg_temp.geoingest_incoming i ON i.feature_index = a.fi,
+                         pg_temp.geoingest_match_removed m JOIN %s t ON t.ctid = m.rid
+                    WHERE i.geom && t.geom
+                      AND ST_Area(ST_Intersection(i.geom, t.geom)) > 0.01 * least(ST_Area(i.geom), ST_Area(t.geom))',
+                   ot) USING job_id;
+    GET DIAGNOSTICS r.lineage = ROW_COUNT;
 
-    SELECT count(*) FILTER (WHERE p.gchg), count(*) FILTER (WHERE p.pchg),
-           count(*) FILTER (WHERE NOT p.gchg AND NOT p.pchg),
-           count(*) FILTER (WHERE p.how = 'key'), count(*) FILTER (WHERE p.how = 'content'),
+    SELECT count(*) FILTER (WHERE p.gchg), count(*) FILTER (WHERE p.pchg)
+    INTO r.geometry, r.attributes FROM pg_temp.geoingest_match_changed p;
+    SELECT count(*), count(*) FILTER (WHERE p.how = 'key'), count(*) FILTER (WHERE p.how = 'content'),
            count(*) FILTER (WHERE p.how = 'overlap')
-    INTO r.geometry, r.attributes, r.unchanged, r.by_key, r.by_content, r.by_overlap
-    FROM pg_temp.geoingest_match_pairs p;
-    r.added := nnew - npairs;
-    r.removed := nold - npairs;
+    INTO npairs, r.by_key, r.by_content, r.by_overlap FROM pg_temp.geoingest_match_pairs p;
+    r.unchanged := npairs - (SELECT count(*) FROM pg_temp.geoingest_match_changed);
+    r.added := (SELECT count(*) FROM pg_temp.geoingest_match_added);
+    r.removed := (SELECT count(*) FROM pg_temp.geoingest_match_removed);
     SELECT ST_Extent(e)::geometry INTO r.bbox
     FROM (SELECT c.old_bbox::geometry FROM feature_changes c WHERE c.job_id = geoingest_diff_apply.job_id
           UNION ALL SELECT c.new_bbox::geometry FROM feature_changes c WHERE c.job_id = geoingest_diff_apply.job_id) x(e);
 
     IF new_ref = old_ref THEN
         -- The old generation's storage becomes the new one.
-        EXECUTE format('WITH x AS (SELECT m.rid FROM pg_temp.geoingest_match_old m
-                                   WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid)
-                                   UNION ALL
-                                   SELECT p.rid FROM pg_temp.geoingest_match_pairs p WHERE p.gchg OR p.pchg),
+        EXECUTE format('WITH x AS (SELECT m.rid FROM pg_temp.geoingest_match_removed m
+                                   UNION ALL SELECT p.rid FROM pg_temp.geoingest_match_changed p),
                              d AS (DELETE FROM %s t USING x WHERE t.ctid = x.rid AND t.job_ref = $1
                                    RETURNING geoingest_row_hash(t.feature_index, t.properties, t.geom) AS h)
-                        SELECT coalesce(sum(d.h), 0) FROM d', ot) INTO del USING old_ref;
+        SELECT coalesce(sum(d.h), 0) FROM d', ot) INTO del USING old_ref;
         EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
                                                     match_key, geom_hash, props_hash)
-                                   SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, p.fid,
-                                          h.match_key, h.geom_hash, h.props_hash
-                                   FROM pg_temp.geoingest_incoming i
-                                   JOIN pg_temp.geoingest_version h ON h.feature_index = i.feature_index
-                                   LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = i.feature_index
-                                   WHERE p.fi IS NULL OR p.gchg OR p.pchg
+                                   SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, x.fid,
+                                          i.match_key, i.geom_hash, i.props_hash
+                                   FROM (SELECT p.fi, p.fid FROM pg_temp.geoingest_match_changed p
+                                         UNION ALL SELECT a.fi, NULL FROM pg_temp.geoingest_match_added a) x
+                                   JOIN pg_temp.geoingest_incoming i ON i.feature_index = x.fi
                                    RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
                         SELECT coalesce(sum(a.h), 0) FROM a', ot) INTO ins USING old_ref;
     ELSE
@@ -360,12 +380,11 @@ BEGIN
         nt := format('geoingest_store.%I', geoingest_job_table(target, new_ref));
         EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
                                                     match_key, geom_hash, props_hash)
-                                   SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, p.fid,
-                                          h.match_key, h.geom_hash, h.props_hash
-                                   FROM pg_temp.geoingest_incoming i
-                                   JOIN pg_temp.geoingest_version h ON h.feature_index = i.feature_index
-                                   LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = i.feature_index
-                                   WHERE p.fi IS NULL OR p.gchg OR p.pchg
+                                   SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, x.fid,
+                                          i.match_key, i.geom_hash, i.props_hash
+                                   FROM (SELECT p.fi, p.fid FROM pg_temp.geoingest_match_changed p
+                                         UNION ALL SELECT a.fi, NULL FROM pg_temp.geoingest_match_added a) x
+                                   JOIN pg_temp.geoingest_incoming i ON i.feature_index = x.fi
                                    RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
                         SELECT coalesce(sum(a.h), 0) FROM a', nt) INTO ins USING new_ref;
         EXECUTE format('WITH k AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
@@ -373,7 +392,7 @@ BEGIN
                                    SELECT t.id, $1, t.feature_index, t.layer, t.properties, t.geom, t.area_m2, t.feature_id,
                                           t.match_key, t.geom_hash, t.props_hash
                                    FROM pg_temp.geoingest_match_pairs p JOIN %s t ON t.ctid = p.rid
-                                   WHERE NOT p.gchg AND NOT p.pchg
+                                   WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_changed c WHERE c.rid = p.rid)
                                    RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
                         SELECT coalesce(sum(k.h), 0) FROM k', nt, ot) INTO keep USING new_ref;
         -- Every row of the new generation was summed, as it was written.

@@ -39,6 +39,11 @@ type versionSpool struct {
 	// guards; ok is false while no row has one.
 	extent [4]float64
 	ok     bool
+	// rows is how many rows were spooled, must how many of them the
+	// server must see (measure, check or repair), area the sum of the
+	// others' areas, in input order.
+	rows, must int64
+	area       float64
 }
 
 func newVersionSpool() (*versionSpool, error) {
@@ -59,8 +64,8 @@ const versionCols = " (feature_index, match_key, geom_hash, props_hash, area_m2,
 // versionTuple encodes a prepared feature for the version's two streams:
 // the feature table's tuple under ref (featureTuple's, for the spool),
 // then its match columns (versionCols but the spool's place, which only
-// the emitter knows), and its geometry's bounds, each part behind its
-// length.
+// the emitter knows), each behind its length; then its geometry's bounds,
+// and whether the server must see it, or else its area.
 func versionTuple(ref int64, key []string) prepare.RowEncoder {
 	row := featureTuple(ref, key)
 	sig := keySignature(key)
@@ -95,7 +100,11 @@ func versionTuple(ref int64, key []string) prepare.RowEncoder {
 		for _, v := range b {
 			out = be.AppendUint64(out, math.Float64bits(v))
 		}
-		return out
+		if must {
+			return append(out, 1)
+		}
+		out = append(out, 0)
+		return be.AppendUint64(out, math.Float64bits(p.Area))
 	}
 }
 
@@ -141,6 +150,14 @@ func copyVersion(ctx context.Context, tx pgx.Tx, sp *versionSpool, ref int64, ke
 				}
 				out = out[32:]
 				sp.grow(b)
+				sp.rows++
+				if out[0] == 1 {
+					sp.must++
+					out = out[1:]
+				} else {
+					sp.area += math.Float64frombits(be.Uint64(out[1:]))
+					out = out[9:]
+				}
 
 				off := sp.size
 				if _, err := sp.w.Write(row); err != nil {

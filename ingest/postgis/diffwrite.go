@@ -92,22 +92,27 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		}
 	}
 	// The rows the server measures, checks or repairs, checked as a full
-	// load checks them.
-	if _, err := sendSpooled(ctx, g, sp, "must"); err != nil {
-		return err
+	// load checks them. The count and area are a full load's; the
+	// checksum is set when the version is applied (or held), from the rows
+	// it then has.
+	var fin db.FinishIncomingRow
+	if sp.must > 0 || rows.Switched() {
+		if _, err := sendSpooled(ctx, g, sp, "must"); err != nil {
+			return err
+		}
+		if fin, err = g.q.FinishIncoming(ctx, db.FinishIncomingParams{Repair: job.Params.Invalid == ingest.PolicyRepair,
+			Invalid: rows.Invalid, ServerCheck: rows.ServerCheck || rows.Switched(), JobID: job.ID}); err != nil {
+			return normaliseErr(err)
+		}
+		sum, err := g.q.VersionSync(ctx, key)
+		if err != nil {
+			return normaliseErr(err)
+		}
+		fin.Written, fin.AreaM2 = sum.Written, sum.AreaM2
+	} else {
+		fin.Written, fin.AreaM2 = sp.rows, sp.area
 	}
-	fin, err := g.q.FinishIncoming(ctx, db.FinishIncomingParams{Repair: job.Params.Invalid == ingest.PolicyRepair,
-		Invalid: rows.Invalid, ServerCheck: rows.ServerCheck || rows.Switched(), JobID: job.ID})
-	if err != nil {
-		return normaliseErr(err)
-	}
-	sum, err := g.q.VersionSync(ctx, key)
-	if err != nil {
-		return normaliseErr(err)
-	}
-	// The checksum is set when the version is applied (or held), from the
-	// rows it then has.
-	fin.Written, fin.AreaM2, fin.FeaturesChecksum = sum.Written, sum.AreaM2, "0"
+	fin.FeaturesChecksum = "0"
 	if err := s.recordWritten(ctx, g, job, r, rows, spool, db.FinishJobTableRow(fin), res); err != nil {
 		return err
 	}
