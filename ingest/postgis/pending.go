@@ -210,10 +210,18 @@ func (s *Store) versionStats(ctx context.Context, g *gate, jobID string, ref int
 		var e db.JobExtentRow
 		switch {
 		case incoming && g.version != nil:
-			// A diff write's version: its extent as it streamed.
-			e = db.JobExtentRow{MinX: math.NaN()}
-			if sp := g.version; sp.ok {
-				e = db.JobExtentRow{MinX: sp.extent[0], MinY: sp.extent[1], MaxX: sp.extent[2], MaxY: sp.extent[3]}
+			// A diff write's version: its extent as it streamed, with that
+			// of the rows the server transformed or repaired.
+			var ie db.IncomingExtentRow
+			ie, err = g.q.IncomingExtent(ctx)
+			e = db.JobExtentRow(ie)
+			if sp := g.version; sp.ok && err == nil {
+				if math.IsNaN(e.MinX) {
+					e = db.JobExtentRow{MinX: sp.extent[0], MinY: sp.extent[1], MaxX: sp.extent[2], MaxY: sp.extent[3]}
+				} else {
+					e = db.JobExtentRow{MinX: math.Min(e.MinX, sp.extent[0]), MinY: math.Min(e.MinY, sp.extent[1]),
+						MaxX: math.Max(e.MaxX, sp.extent[2]), MaxY: math.Max(e.MaxY, sp.extent[3])}
+				}
 			}
 		case incoming:
 			var ie db.IncomingExtentRow

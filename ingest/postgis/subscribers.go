@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The change feed's durable consumers (migration 0031): a cursor per
+// The change feed's durable consumers (migration 0032): a cursor per
 // name, under a lease, for ingest.Webhook.
 
 var _ ingest.Subscribers = (*Store)(nil)

@@ -1,4 +1,4 @@
--- Undoes 0031: the match columns and the functions of the diff write
+-- Undoes 0032: the match columns and the functions of the diff write
 -- that uses them; the row moves and geoingest_key_part as before.
 DROP FUNCTION geoingest_diff_apply(text, text, text, bigint, double precision, bigint, bigint);
 DROP FUNCTION geoingest_diff_plan(text, bigint, text[]);

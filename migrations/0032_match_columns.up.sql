@@ -1,4 +1,4 @@
--- geoingest schema, version 31: a new version of a source costs what
+-- geoingest schema, version 32: a new version of a source costs what
 -- changed (docs/design.md, "Versions as changes").
 --
 -- Up to 0028 the write gate hashed both generations on the server at
