@@ -35,8 +35,9 @@ type versionSpool struct {
 	f    *os.File
 	w    *bufio.Writer
 	size int64
-	// extent of the version's geometries (as written: EPSG:4326), for the
-	// guards; ok is false while no row has one.
+	// extent of the version's geometries that the server need not see
+	// (as written: EPSG:4326), for the guards; ok is false while no row
+	// has one.
 	extent [4]float64
 	ok     bool
 	// rows is how many rows were spooled, must how many of them the
@@ -149,12 +150,14 @@ func copyVersion(ctx context.Context, tx pgx.Tx, sp *versionSpool, ref int64, ke
 					b[i] = math.Float64frombits(be.Uint64(out[8*i:]))
 				}
 				out = out[32:]
-				sp.grow(b)
 				sp.rows++
 				if out[0] == 1 {
+					// Measured (and maybe repaired) by the server: its
+					// extent is taken from geoingest_incoming.
 					sp.must++
 					out = out[1:]
 				} else {
+					sp.grow(b)
 					sp.area += math.Float64frombits(be.Uint64(out[1:]))
 					out = out[9:]
 				}
