@@ -31,9 +31,12 @@ func (s *Store) ListJobs(ctx context.Context, f ingest.JobFilter) ([]ingest.JobI
 	return out, nil
 }
 
-// ShowJob returns everything recorded about jobID, or ErrNoSuchJob.
+// ShowJob returns everything recorded about jobID, or ErrNoSuchJob. It
+// reads the console's query of one job (ConsoleJob, query/console.sql):
+// `geoingest jobs show` and the console's job page read a job the same
+// way.
 func (s *Store) ShowJob(ctx context.Context, jobID string) (ingest.JobDetail, error) {
-	r, err := s.q.ShowJob(ctx, jobID)
+	r, err := s.q.ConsoleJob(ctx, jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ingest.JobDetail{}, ingest.ErrNoSuchJob
 	}

@@ -188,7 +188,8 @@ type ConsoleJobRow struct {
 }
 
 // ConsoleJob is one job's claim and, once committed, its ledger row and
-// its source's current job.
+// its source's current job: the one read of a job, for the console's job
+// page and `geoingest jobs show` (Store.ShowJob).
 func (q *Queries) ConsoleJob(ctx context.Context, jobID string) (ConsoleJobRow, error) {
 	row := q.db.QueryRow(ctx, consoleJob, jobID)
 	var i ConsoleJobRow

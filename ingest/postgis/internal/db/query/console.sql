@@ -36,7 +36,8 @@ LIMIT @max_rows;
 
 -- name: ConsoleJob :one
 -- ConsoleJob is one job's claim and, once committed, its ledger row and
--- its source's current job.
+-- its source's current job: the one read of a job, for the console's job
+-- page and `geoingest jobs show` (Store.ShowJob).
 SELECT c.job_id,
        (CASE WHEN c.state = 'FAILED' THEN 'failed'
              WHEN c.state = 'CLAIMED' AND c.lease_until > now() THEN 'in-flight'

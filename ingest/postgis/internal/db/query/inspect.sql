@@ -17,28 +17,6 @@ WHERE (@state::text = '' OR c.state = @state::text OR j.status = @state::text)
 ORDER BY c.updated_at DESC, c.job_id
 LIMIT @max_rows;
 
--- name: ShowJob :one
--- ShowJob is everything recorded about one job: claim, ledger row (if
--- committed) and its source's current generation.
-SELECT c.job_id, c.state AS claim_state, c.owner, c.lease_until, c.attempts,
-       coalesce(c.last_error, '')::text AS last_error, c.created_at, c.updated_at,
-       c.source_bucket, c.source_key,
-       coalesce(j.status, '')::text AS status, coalesce(j.version_token, '')::text AS version_token,
-       coalesce(j.order_token, '')::text AS order_token, coalesce(j.params, '{}')::jsonb AS params,
-       coalesce(j.target_table, '')::text AS target_table, coalesce(j.pipeline_version, '')::text AS pipeline_version,
-       coalesce(j.feature_count, 0)::bigint AS feature_count, coalesce(j.total_area_m2, 0)::float8 AS total_area_m2,
-       coalesce(j.content_hash, '')::text AS content_hash, coalesce(j.encoding, '')::text AS encoding,
-       coalesce(j.skipped_null, 0)::bigint AS skipped_null, coalesce(j.skipped_type, 0)::bigint AS skipped_type,
-       coalesce(j.repaired_invalid, 0)::bigint AS repaired_invalid,
-       coalesce(j.linearised_curves, 0)::bigint AS linearised_curves, coalesce(j.dropped_zm, 0)::bigint AS dropped_zm,
-       j.committed_at,
-       coalesce(s.current_job_id, '')::text AS source_current_job_id
-FROM claims c
-LEFT JOIN jobs j ON j.job_id = c.job_id
-LEFT JOIN sources s ON s.source_bucket = j.source_bucket AND s.source_key = j.source_key
-                   AND s.target_table = j.target_table AND s.pipeline_version = j.pipeline_version
-WHERE c.job_id = @job_id;
-
 -- name: ListSources :many
 -- ListSources lists sources with their current generation: how many jobs
 -- (versions, deletes) each has had and what its current job holds.
