@@ -204,6 +204,7 @@ func dumpClaims(t *testing.T, db string) string {
 // child was killed, and a GeoJSON), and lands them.
 func TestServeTakesTheNextJobAfterAHostileRead(t *testing.T) {
 	requireHostileTools(t)
+	t.Parallel()
 	var spin corpus.Case
 	for _, c := range corpus.Cases() {
 		if c.Name == "gpkg-view-recursive-cte" {
