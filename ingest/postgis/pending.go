@@ -341,6 +341,9 @@ func (s *Store) Decide(ctx context.Context, jobID string, d ingest.Decision) (_ 
 			return res, fmt.Errorf("parameters of %s: %w", jobID, err)
 		}
 		job := ingest.Job{ID: jobID, Source: ingest.Source{Bucket: j.SourceBucket, Key: j.SourceKey, VersionToken: j.VersionToken, Order: j.OrderToken}, Params: params}
+		if err := q.SetHistoryJob(ctx, jobID); err != nil { // what it retires is history (history.go)
+			return res, err
+		}
 		if _, err := g.matchGeneration(ctx, job); err != nil {
 			return res, err
 		}

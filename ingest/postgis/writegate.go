@@ -256,6 +256,10 @@ func (s *Store) openGate(ctx context.Context, job ingest.Job, contentHash string
 		g.rollback(ctx)
 		return nil, ingest.WriteResult{}, fmt.Errorf("lock source: %w", err)
 	}
+	if err := q.SetHistoryJob(ctx, job.ID); err != nil { // what the job retires is history (history.go)
+		g.rollback(ctx)
+		return nil, ingest.WriteResult{}, err
+	}
 	return g, ingest.WriteResult{}, nil
 }
 

@@ -83,6 +83,17 @@ type FeatureChange struct {
 	AreaDeltaM2 float64
 }
 
+type FeatureHistory struct {
+	RetiredBy    string
+	TargetTable  string
+	FeatureID    int64
+	Layer        pgtype.Text
+	FeatureIndex pgtype.Int8
+	Properties   []byte
+	Geom         interface{}
+	AreaM2       pgtype.Float8
+}
+
 type FeatureLineage struct {
 	JobID        string
 	OldFeatureID int64
@@ -255,24 +266,27 @@ type Job struct {
 }
 
 type JobChange struct {
-	JobID         string
-	TargetTable   string
-	SourceBucket  string
-	SourceKey     string
-	BaseJobID     pgtype.Text
-	Added         int64
-	Removed       int64
-	Geometry      int64
-	Attributes    int64
-	Unchanged     int64
-	ByKey         int64
-	ByContent     int64
-	ByOverlap     int64
-	DuplicateKeys int64
-	Lineage       int64
-	Bbox          interface{}
-	RecordedAt    pgtype.Timestamptz
-	Xid           pgtype.Uint64
+	JobID           string
+	TargetTable     string
+	SourceBucket    string
+	SourceKey       string
+	BaseJobID       pgtype.Text
+	Added           int64
+	Removed         int64
+	Geometry        int64
+	Attributes      int64
+	Unchanged       int64
+	ByKey           int64
+	ByContent       int64
+	ByOverlap       int64
+	DuplicateKeys   int64
+	Lineage         int64
+	Bbox            interface{}
+	RecordedAt      pgtype.Timestamptz
+	Xid             pgtype.Uint64
+	Seq             pgtype.Int8
+	AppliedAt       pgtype.Timestamptz
+	PipelineVersion pgtype.Text
 }
 
 type JobCr struct {

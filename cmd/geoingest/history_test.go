@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHistoryCommandAsOf: `geoingest history SOURCE --as-of T` gives the
+// source as it was at T: between two versions, the first one's features
+// (with their feature ids and attributes); after the second, the second's.
+func TestHistoryCommandAsOf(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db}
+	path := filepath.Join(t.TempDir(), "ids.geojson")
+	var ids []int
+	for i := 0; i < 50; i++ {
+		ids = append(ids, i)
+	}
+	require.NoError(t, os.WriteFile(path, idVersion(ids, false, nil, nil), 0o644))
+	code, _, errOut := run(t, env, "ingest", "--key", "@id", path)
+	require.Equal(t, 0, code, errOut)
+	time.Sleep(50 * time.Millisecond)
+	t1 := time.Now().UTC().Format(time.RFC3339Nano)
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, os.WriteFile(path, idVersion(ids[5:], false, nil, map[int]bool{7: true}), 0o644))
+	code, _, errOut = run(t, env, "ingest", "--key", "@id", "--no-guards", path)
+	require.Equal(t, 0, code, errOut)
+
+	type out struct {
+		Sources []struct {
+			Features int64 `json:"features"`
+		} `json:"sources"`
+		Features struct {
+			Features []struct {
+				ID         int64 `json:"id"`
+				Properties struct {
+					Attributes map[string]any `json:"attributes"`
+				} `json:"properties"`
+			} `json:"features"`
+		} `json:"features"`
+	}
+	var then, now out
+	code, o, errOut := run(t, env, "history", "file://"+path, "--as-of", t1, "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(o), &then), o)
+	code, o, errOut = run(t, env, "history", "file://"+path, "--as-of", "0s", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(o), &now), o)
+	require.EqualValues(t, 50, then.Sources[0].Features)
+	require.EqualValues(t, 45, now.Sources[0].Features)
+	name := func(o out, id string) string {
+		for _, f := range o.Features.Features {
+			if f.Properties.Attributes["@id"] == id {
+				return f.Properties.Attributes["name"].(string)
+			}
+		}
+		return ""
+	}
+	require.Equal(t, "parcel 7", name(then, "P-7"))
+	require.Equal(t, "parcel 7 (sold)", name(now, "P-7"))
+	require.Equal(t, "parcel 2", name(then, "P-2"))
+	require.Equal(t, "", name(now, "P-2"))
+	code, o, errOut = run(t, env, "history", "--as-of", t1)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, o, "50")
+}

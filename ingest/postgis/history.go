@@ -1,0 +1,47 @@
+package postgis
+
+import (
+	"context"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// History (migration 0032): the rows a write gate retires are copied into
+// feature_history by a trigger, in the gate's transaction, which names
+// its job with SetHistoryJob (writegate.go's openGate, pending.go's
+// approval); geoingest_features_as_of rebuilds a source's rows at a time
+// from its current rows and that history.
+
+var _ ingest.HistoryReader = (*Store)(nil)
+
+func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+
+// FeaturesAsOf returns target's features as they were at time at.
+func (s *Store) FeaturesAsOf(ctx context.Context, target string, at time.Time, bucket, key string) ([]ingest.FeatureAsOf, error) {
+	rows, err := s.q.FeaturesAsOf(ctx, db.FeaturesAsOfParams{TargetTable: target, At: tstz(at), Bucket: optText(bucket), Key: optText(key)})
+	if err != nil {
+		return nil, normaliseErr(err)
+	}
+	out := make([]ingest.FeatureAsOf, len(rows))
+	for i, r := range rows {
+		out[i] = ingest.FeatureAsOf{Bucket: r.SourceBucket, Key: r.SourceKey, Job: r.JobID, FeatureID: r.FeatureID,
+			Props: r.Properties, Geometry: r.Geometry, AreaM2: r.AreaM2}
+	}
+	return out, nil
+}
+
+// AreaAsOf returns each source's count and area at time at.
+func (s *Store) AreaAsOf(ctx context.Context, target string, at time.Time, bucket, key string) ([]ingest.SourceAsOf, error) {
+	rows, err := s.q.AreaAsOf(ctx, db.AreaAsOfParams{TargetTable: target, At: tstz(at), Bucket: optText(bucket), Key: optText(key)})
+	if err != nil {
+		return nil, normaliseErr(err)
+	}
+	out := make([]ingest.SourceAsOf, len(rows))
+	for i, r := range rows {
+		out[i] = ingest.SourceAsOf{Bucket: r.SourceBucket, Key: r.SourceKey, Job: r.JobID, Features: r.Features, AreaM2: r.AreaM2}
+	}
+	return out, nil
+}
