@@ -117,7 +117,6 @@ func TestFeaturesAsOf(t *testing.T) {
 	require.Zero(t, orphans, "no history outlives its record")
 }
 
-
 func queryStrings(t *testing.T, b *bundle, q string) []string {
 	rows, err := b.pool.Query(context.Background(), q)
 	require.NoError(t, err)
