@@ -8,7 +8,7 @@ import (
 // History (docs/changes.md, "History"): every version of a source stays
 // queryable as of a time, within the ledger's retention. A version's
 // retired rows are kept (the PostGIS store's feature_history, migration
-// 0032) as long as the ledger keeps its record; a time before a source's
+// 0033) as long as the ledger keeps its record; a time before a source's
 // retained records is an error, never a wrong answer.
 
 // FeatureAsOf is one feature as it was at a time.

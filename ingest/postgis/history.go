@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// History (migration 0032): the rows a write gate retires are copied into
+// History (migration 0033): the rows a write gate retires are copied into
 // feature_history by a trigger, in the gate's transaction, which names
 // its job with SetHistoryJob (writegate.go's openGate, pending.go's
 // approval); geoingest_features_as_of rebuilds a source's rows at a time

@@ -91,7 +91,7 @@ type FeaturesAsOfRow struct {
 }
 
 // FeaturesAsOf is the rows of target's sources (one source when bucket
-// and key are given) as they were at a time (migration 0032).
+// and key are given) as they were at a time (migration 0033).
 func (q *Queries) FeaturesAsOf(ctx context.Context, arg FeaturesAsOfParams) ([]FeaturesAsOfRow, error) {
 	rows, err := q.db.Query(ctx, featuresAsOf,
 		arg.TargetTable,
@@ -131,7 +131,7 @@ SELECT set_config('geoingest.history_job', $1::text, true)
 
 // SetHistoryJob names the job whose write-gate transaction this is, for
 // the trigger that copies the rows it retires into feature_history
-// (migration 0032); until the transaction ends.
+// (migration 0033); until the transaction ends.
 func (q *Queries) SetHistoryJob(ctx context.Context, jobID string) error {
 	_, err := q.db.Exec(ctx, setHistoryJob, jobID)
 	return err

@@ -1,12 +1,12 @@
 -- name: SetHistoryJob :exec
 -- SetHistoryJob names the job whose write-gate transaction this is, for
 -- the trigger that copies the rows it retires into feature_history
--- (migration 0032); until the transaction ends.
+-- (migration 0033); until the transaction ends.
 SELECT set_config('geoingest.history_job', @job_id::text, true);
 
 -- name: FeaturesAsOf :many
 -- FeaturesAsOf is the rows of target's sources (one source when bucket
--- and key are given) as they were at a time (migration 0032).
+-- and key are given) as they were at a time (migration 0033).
 SELECT h.source_bucket::text AS source_bucket, h.source_key::text AS source_key, h.job_id::text AS job_id,
        h.feature_id::bigint AS feature_id, h.properties::jsonb AS properties,
        coalesce(ST_AsGeoJSON(h.geom, 7), '')::text AS geometry, coalesce(h.area_m2, 0)::float8 AS area_m2

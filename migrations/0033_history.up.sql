@@ -1,4 +1,4 @@
--- geoingest schema, version 32: every version of a source stays
+-- geoingest schema, version 33: every version of a source stays
 -- queryable as of a time, within the ledger's retention (docs/changes.md,
 -- "History").
 --
