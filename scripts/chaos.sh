@@ -9,6 +9,7 @@
 # Usage: scripts/chaos.sh [--deliveries N] [--duration D] [--serves N]
 #        [--workers N] [--pgdown D] [--outage D] [--fault-rate P]
 #        [--kill-every D] [--seed S] [--logdir DIR] [--failovers N] [--async]
+#        [--async-lag D]
 #        scripts/chaos.sh --clouds [--seed S] [--logdir DIR]: TestChaosClouds'
 #        long run instead (Pub/Sub and Azure Storage Queue emulators, 1,000
 #        keys and 5 minutes of chaos each, queue and download faults)
@@ -27,13 +28,13 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --async) args+=(-chaos.async); shift ;;
     --clouds) test='^TestChaosClouds$'; shift ;;
-    --deliveries|--duration|--serves|--workers|--pgdown|--outage|--fault-rate|--kill-every|--seed|--failovers)
+    --deliveries|--duration|--serves|--workers|--pgdown|--outage|--fault-rate|--kill-every|--seed|--failovers|--async-lag)
       [ $# -ge 2 ] || { echo "chaos: $1 needs a value" >&2; exit 2; }
       args+=("-chaos.${1#--}" "$2"); shift 2 ;;
     --logdir)
       [ $# -ge 2 ] || { echo "chaos: $1 needs a value" >&2; exit 2; }
       logdir=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "chaos: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -186,6 +186,9 @@ func TestChaos(t *testing.T) {
 
 	// The drain: no more kills; the queue must empty.
 	drained := r.drain(ctx, sq.Client, qURL)
+	if ha != nil && *flagAsync && drained {
+		drained = r.asyncRepair(ctx, pool, sq.Client, qURL)
+	}
 	r.took.drain = time.Since(chaosEnd)
 	stopStart := time.Now()
 	fl.stop()
@@ -218,6 +221,7 @@ type run struct {
 	db                           string          // the suite's database
 	ha                           *hatest.Cluster // the formation of a run with failovers, else nil
 	fo                           []failover      // the failovers done
+	asyncNotes                   []string        // what an asynchronous standby's failovers lost, and its repair (report lines)
 	took                         struct{ setup, chaos, drain, stop time.Duration }
 }
 
