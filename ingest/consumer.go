@@ -109,6 +109,18 @@ func (c *Consumer) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	var lastBusy atomic.Int64 // unix nanos of the last receive or job end
 	lastBusy.Store(time.Now().UnixNano())
+	// A receive in progress is not cut by the shutdown: a long poll whose
+	// request is abandoned can still be handed messages by the queue (SQS
+	// and fauxqs give them to the closed request), which then stay
+	// invisible for their whole visibility timeout, a minute by default,
+	// after every stop of a serve. It ends within the driver's wait
+	// (queue.Receiver), and what it returns once the shutdown has begun is
+	// given back at once; it is cut only if it outlasts Grace (a queue
+	// that does not answer).
+	recvCtx, cancelRecv := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRecv()
+	stopRecvCut := context.AfterFunc(ctx, func() { time.AfterFunc(max(c.Grace, time.Second), cancelRecv) })
+	defer stopRecvCut()
 receive:
 	for ctx.Err() == nil {
 		select {
@@ -126,9 +138,16 @@ receive:
 				break more
 			}
 		}
-		msgs, err := c.Receiver.Receive(ctx, n)
+		msgs, err := c.Receiver.Receive(recvCtx, n)
 		for i := len(msgs); i < n; i++ {
 			<-sem
+		}
+		if ctx.Err() != nil {
+			c.giveBack(msgs)
+			for range msgs {
+				<-sem
+			}
+			break
 		}
 		if len(msgs) > 0 {
 			lastBusy.Store(time.Now().UnixNano())
@@ -179,6 +198,24 @@ receive:
 		log.Warn("grace period over: cancelling jobs in flight; their messages are given back")
 		cancelJobs()
 		<-done
+	}
+}
+
+// giveBack makes messages received as the shutdown began visible again
+// at once, for another worker.
+func (c *Consumer) giveBack(msgs []*queue.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, msg := range msgs {
+		if err := c.Receiver.Nack(ctx, msg, 0); err != nil {
+			c.Service.Log.Warn("a message received as the shutdown began could not be given back; it comes back after its visibility timeout",
+				"message", msg.ID, "error", err.Error())
+			continue
+		}
+		c.Service.Log.Info("message received as the shutdown began: given back", "message", msg.ID)
 	}
 }
 

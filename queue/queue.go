@@ -51,7 +51,9 @@ type Receiver interface {
 	// about its poll interval) and returns an empty slice and a nil
 	// error. When ctx is done it returns ctx.Err() promptly; a message
 	// received in that moment stays invisible until its timeout and is
-	// then delivered again, so nothing is lost.
+	// then delivered again, so nothing is lost (the Consumer does not cut
+	// its receive at shutdown for that reason: it gives back what the
+	// receive returns).
 	Receive(ctx context.Context, max int) ([]*Message, error)
 	// Ack removes m from the queue: it is never delivered again. Acking
 	// a delivery whose handle has expired (the message was redelivered

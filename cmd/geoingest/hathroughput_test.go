@@ -27,6 +27,11 @@ func TestServeThroughputHA(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// GEOINGEST_BENCH_HA_LOGDIR keeps every serve's log there, at info.
+	logDir, level := os.Getenv("GEOINGEST_BENCH_HA_LOGDIR"), "warn"
+	if logDir != "" {
+		level = "info"
+	}
 	hc := hatest.Start(t, hatest.Options{})
 	c := newCrashEnv(t, "throughput")
 	c.db = hc.URL()
@@ -42,7 +47,7 @@ func TestServeThroughputHA(t *testing.T) {
 		}
 		var ws []*worker
 		for i := 0; i < serves; i++ {
-			ws = append(ws, c.serve(t, nil, "--workers", "4", "--log-level", "warn"))
+			ws = append(ws, c.serve(t, nil, "--workers", "4", "--log-level", level))
 		}
 		eventually(t, 10*time.Minute, "every job committed", func() bool {
 			return queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE source_key LIKE $1`, prefix+"%") == int64(jobs)
@@ -50,8 +55,13 @@ func TestServeThroughputHA(t *testing.T) {
 		ms := queryInt(t, c.db, `SELECT (extract(epoch FROM max(committed_at) - min(committed_at)) * 1000)::bigint FROM jobs WHERE source_key LIKE $1`, prefix+"%")
 		ms95 := queryInt(t, c.db, `SELECT (extract(epoch FROM percentile_disc(0.95) WITHIN GROUP (ORDER BY committed_at) - min(committed_at)) * 1000)::bigint FROM jobs WHERE source_key LIKE $1`, prefix+"%")
 		retried := queryInt(t, c.db, `SELECT count(*) FROM claims WHERE source_key LIKE $1 AND attempts > 1`, prefix+"%")
-		for _, w := range ws {
+		for i, w := range ws {
 			w.stop(t)
+			if logDir != "" {
+				if err := os.WriteFile(fmt.Sprintf("%s/serves%d-%d.log", logDir, serves, i), []byte(w.stderr.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		t.Logf("throughput: %d serve(s) x 4 workers, %d small jobs (10 features), synchronous standby: %.1f jobs/s first to last commit (%.1f s), %.1f jobs/s over the first 95 %% (%.1f s); %d jobs claimed more than once",
 			serves, jobs, float64(jobs-1)/(float64(ms)/1000), float64(ms)/1000, 0.95*float64(jobs)/(float64(ms95)/1000), float64(ms95)/1000, retried)
