@@ -37,8 +37,25 @@ func failoverCount() int {
 // failoverDB starts the formation of a run with failovers and returns
 // its multi-host URL, which every serve, `geoingest compact` and the
 // checks use.
+//
+// With an asynchronous standby, the monitor is told to promote it however
+// far behind it is: pg_auto_failover by default promotes no standby more
+// than 16 MB of WAL behind (pgautofailover.promote_wal_log_threshold,
+// which bounds what a crash may lose at the cost of no automatic
+// failover), and the run's stopped WAL sender leaves it further behind
+// than that under a large job.
 func failoverDB(t *testing.T) (*hatest.Cluster, string) {
 	c := hatest.Start(t, hatest.Options{Async: *flagAsync})
+	if *flagAsync {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, c.MonitorURL())
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "ALTER SYSTEM SET pgautofailover.promote_wal_log_threshold = 2147483647")
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
+		require.NoError(t, err)
+	}
 	return c, c.URL()
 }
 

@@ -262,6 +262,11 @@ func (c *Cluster) fastDetection(ctx context.Context) error {
 	return nil
 }
 
+// MonitorURL is a connection string to the monitor's pg_auto_failover
+// database (its settings, pgautofailover.*, are set there with ALTER
+// SYSTEM).
+func (c *Cluster) MonitorURL() string { return c.adminURL(c.Monitor, "pg_auto_failover") }
+
 // URL is the multi-host connection string of geoingest's database on the
 // two candidates, with target_session_attrs=read-write: libpq and pgx try
 // the hosts in turn and keep the one that accepts writes, so a client
