@@ -245,6 +245,9 @@ func printInspection(w io.Writer, r *inspect.Report) {
 			fl = append(fl, f.Name+" "+f.Type)
 		}
 		fmt.Fprintf(w, "  fields    %s\n", strings.Join(fl, ", "))
+		if len(l.CandidateKeys) > 0 {
+			fmt.Fprintf(w, "  keys      %s (unique and present in all of the first %d features: candidates for --key)\n", strings.Join(l.CandidateKeys, ", "), l.CandidateKeysOf)
+		}
 		if l.GeometryField != "" {
 			fmt.Fprintf(w, "  geometry  field %q (the layer has several)\n", l.GeometryField)
 		}

@@ -77,6 +77,12 @@ type Layer struct {
 	Features      int64            `json:"features"`
 	CRS           CRS              `json:"crs"`
 	Fields        []Field          `json:"fields"`
+	// CandidateKeys are the fields (and "@id", a GeoJSON Feature's id
+	// member) present, non-empty and unique in each of the layer's first
+	// CandidateKeysOf features, normalised as a key is: what --key or a
+	// route's key= can name (keys.go).
+	CandidateKeys   []string `json:"candidate_keys"`
+	CandidateKeysOf int64    `json:"candidate_keys_of"`
 	// Encoding is the text encoding of the attributes ("" when the
 	// format has none to choose).
 	Encoding string `json:"encoding,omitempty"`
@@ -340,6 +346,7 @@ type layerAcc struct {
 	definition string
 	fields     map[string]int // index in l.Fields
 	types      map[string]map[string]bool
+	keys       keyTracker // keys.go
 	ext        [4]float64
 	hasExt     bool
 }
@@ -353,7 +360,14 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 		// The reader's counts so far, of the layer this feature is of.
 		a.l.GeometryField, a.l.LinearisedCurves, a.l.DroppedZM = meta.GeometryField, meta.Linearised, meta.DroppedZM
 	}
-	a.fieldsOf(f.Properties)
+	observe := a.keys.begin()
+	a.fieldsOf(f.Properties, observe)
+	if observe {
+		if len(f.ID) > 0 {
+			a.keys.observe("@id", f.ID)
+		}
+		a.keys.end()
+	}
 	g := f.Geom
 	typ := "None"
 	if g != nil && !g.Empty() {
@@ -446,6 +460,7 @@ func (s *scanner) layers() []Layer {
 		}
 		l.GeometryType = geometryType(l.GeometryTypes)
 		l.ExtentCRS = extentCRS(l.CRS)
+		l.CandidateKeys, l.CandidateKeysOf = a.keys.keys(), a.keys.n
 		if a.hasExt {
 			l.Extent = a.ext[:]
 		}
@@ -480,7 +495,7 @@ func (a *layerAcc) extend(g geom.T) {
 }
 
 // fieldsOf adds the top-level members of a properties object.
-func (a *layerAcc) fieldsOf(props []byte) {
+func (a *layerAcc) fieldsOf(props []byte, keys bool) {
 	d := json.NewDecoder(bytes.NewReader(props))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
 		return
@@ -501,6 +516,9 @@ func (a *layerAcc) fieldsOf(props []byte) {
 			a.types[name] = map[string]bool{}
 		}
 		a.types[name][jsonType(raw)] = true
+		if keys {
+			a.keys.observe(name, raw)
+		}
 	}
 }
 

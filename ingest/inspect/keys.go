@@ -1,0 +1,129 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"hash/fnv"
+	"sort"
+)
+
+// Candidate keys (docs/changes.md, "Feature identity"): the fields whose
+// values are present, non-empty and unique in every feature of a layer,
+// normalised as the key is (a string trimmed and upper-cased, a number
+// without trailing zeros), which `--key` or a route's key= could name;
+// "@id" when every GeoJSON Feature has a unique id member. Values are
+// kept as 64-bit hashes, so memory grows with the features while a field
+// is still a candidate; after MaxKeyFeatures features the layer's
+// candidates are those of its first MaxKeyFeatures (CandidateKeysOf says
+// how many were looked at).
+
+// MaxKeyFeatures is how many features of a layer the candidate keys are
+// looked for in.
+const MaxKeyFeatures = 1 << 20
+
+type keyCand struct {
+	seen map[uint64]struct{}
+	last int64 // the feature that last had a value
+	dead bool
+}
+
+type keyTracker struct {
+	n     int64 // features observed
+	cands map[string]*keyCand
+	order []string
+}
+
+// begin starts feature n (0-based); it reports whether it is observed.
+func (k *keyTracker) begin() bool {
+	if k.n >= MaxKeyFeatures {
+		return false
+	}
+	if k.cands == nil {
+		k.cands = map[string]*keyCand{}
+	}
+	return true
+}
+
+// observe records field's raw JSON value in the current feature.
+func (k *keyTracker) observe(field string, raw []byte) {
+	c, ok := k.cands[field]
+	if !ok {
+		c = &keyCand{seen: map[uint64]struct{}{}, last: -1}
+		if k.n > 0 {
+			c.dead = true // absent from an earlier feature
+		}
+		k.cands[field] = c
+		k.order = append(k.order, field)
+	}
+	if c.dead {
+		return
+	}
+	v, ok := normalisedKey(raw)
+	if !ok {
+		k.kill(c)
+		return
+	}
+	h := fnv.New64a()
+	h.Write(v)
+	sum := h.Sum64()
+	if _, dup := c.seen[sum]; dup {
+		k.kill(c)
+		return
+	}
+	c.seen[sum] = struct{}{}
+	c.last = k.n
+}
+
+func (k *keyTracker) kill(c *keyCand) { c.dead, c.seen = true, nil }
+
+// end ends the current feature: a candidate it had no value for dies.
+func (k *keyTracker) end() {
+	for _, c := range k.cands {
+		if !c.dead && c.last != k.n {
+			k.kill(c)
+		}
+	}
+	k.n++
+}
+
+// keys are the candidates left, in the order the fields first appeared.
+func (k *keyTracker) keys() []string {
+	out := []string{}
+	if k.n == 0 {
+		return out
+	}
+	for _, f := range k.order {
+		if c := k.cands[f]; !c.dead {
+			out = append(out, f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i] == "@id" && out[j] != "@id" })
+	return out
+}
+
+// normalisedKey is a key value as geoingest_key_part normalises it: a
+// string trimmed of white space and upper-cased, a number without
+// trailing zeros; false for anything else or an empty string.
+func normalisedKey(raw []byte) ([]byte, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, false
+		}
+		b := bytes.ToUpper(bytes.Trim([]byte(s), " \t\r\n"))
+		return append([]byte{'s'}, b...), len(b) > 0
+	case c == '-' || c >= '0' && c <= '9':
+		n := raw
+		if bytes.IndexByte(n, '.') >= 0 && bytes.IndexAny(n, "eE") < 0 {
+			n = bytes.TrimRight(n, "0")
+			n = bytes.TrimSuffix(n, []byte("."))
+		}
+		return append([]byte{'n'}, n...), true
+	}
+	return nil, false
+}
