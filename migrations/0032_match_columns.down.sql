@@ -3,7 +3,7 @@
 DROP FUNCTION geoingest_diff_apply(text, text, text, bigint, double precision, bigint, bigint);
 DROP FUNCTION geoingest_diff_plan(text, bigint, text[]);
 DROP FUNCTION geoingest_version_sync(text[]);
-DROP FUNCTION geoingest_spooled(text);
+DROP FUNCTION geoingest_spooled(text, bigint, integer);
 DROP FUNCTION geoingest_version_add_staged();
 DROP FUNCTION geoingest_create_version();
 DROP FUNCTION geoingest_match_key_expr(text[], text, int);

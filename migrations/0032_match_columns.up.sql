@@ -106,24 +106,27 @@ $$;
 -- geoingest_spooled lists where the writer's spool holds the rows to send
 -- whole: what 'must' (the rows the server measures, checks or repairs),
 -- 'write' (after geoingest_diff_plan: the rows that are not unchanged and
--- not sent yet) or 'all' (every row not sent yet), in spool order.
-CREATE FUNCTION geoingest_spooled(what text) RETURNS TABLE (spool_off bigint, spool_len integer)
+-- not sent yet) or 'all' (every row not sent yet), in spool order, at
+-- most n of them past the spool offset after (the writer pages through a
+-- long list, so that its memory stays flat).
+CREATE FUNCTION geoingest_spooled(what text, after bigint, n integer) RETURNS TABLE (spool_off bigint, spool_len integer)
 LANGUAGE plpgsql
 SET work_mem = '64MB' SET jit = off AS $$
 BEGIN
     IF what = 'must' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
-                              WHERE h.must AND h.spool_off IS NOT NULL ORDER BY h.spool_off';
+                              WHERE h.must AND h.spool_off > $1 ORDER BY h.spool_off LIMIT $2' USING after, n;
     ELSIF what = 'write' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
-                              WHERE NOT h.must AND h.feature_index IN (SELECT c.fi FROM pg_temp.geoingest_match_changed c
-                                                                       UNION ALL SELECT a.fi FROM pg_temp.geoingest_match_added a)
-                              ORDER BY h.spool_off';
+                              WHERE NOT h.must AND h.spool_off > $1
+                                AND h.feature_index IN (SELECT c.fi FROM pg_temp.geoingest_match_changed c
+                                                        UNION ALL SELECT a.fi FROM pg_temp.geoingest_match_added a)
+                              ORDER BY h.spool_off LIMIT $2' USING after, n;
     ELSIF what = 'all' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
-                              WHERE h.spool_off IS NOT NULL
+                              WHERE h.spool_off > $1
                                 AND NOT EXISTS (SELECT FROM pg_temp.geoingest_incoming i WHERE i.feature_index = h.feature_index)
-                              ORDER BY h.spool_off';
+                              ORDER BY h.spool_off LIMIT $2' USING after, n;
     ELSE
         RAISE EXCEPTION 'geoingest_spooled: unknown %', what;
     END IF;

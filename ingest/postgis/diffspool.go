@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 	"github.com/geoingest/geoingest/ingest/prepare"
 	"github.com/jackc/pgx/v5"
 )
@@ -212,15 +213,35 @@ func (s *versionSpool) grow(b [4]float64) {
 
 // sendSpooled sends the spooled rows the server lists for what
 // (geoingest_spooled: "must", "write" or "all") into
-// pg_temp.geoingest_incoming, and returns how many.
+// pg_temp.geoingest_incoming, a page of at most spoolPage rows per COPY
+// (a connection runs one statement at a time: the list is read before
+// each COPY), and returns how many.
 func sendSpooled(ctx context.Context, g *gate, sp *versionSpool, what string) (int64, error) {
-	places, err := g.q.Spooled(ctx, what)
-	if err != nil {
-		return 0, fmt.Errorf("rows to send (%s): %w", what, normaliseErr(err))
+	var sent int64
+	after := int64(-1)
+	for {
+		places, err := g.q.Spooled(ctx, db.SpooledParams{What: what, After: after, N: spoolPage})
+		if err != nil {
+			return sent, fmt.Errorf("rows to send (%s): %w", what, normaliseErr(err))
+		}
+		if len(places) == 0 {
+			return sent, nil
+		}
+		n, err := sendPlaces(ctx, g, sp, places)
+		sent += n
+		if err != nil || len(places) < spoolPage {
+			return sent, err
+		}
+		after = places[len(places)-1].SpoolOff
 	}
-	if len(places) == 0 {
-		return 0, nil
-	}
+}
+
+// spoolPage is how many rows one COPY of sendSpooled sends at most: the
+// list of their places takes 16 bytes a row in memory.
+const spoolPage = 1 << 18
+
+// sendPlaces sends the spooled rows at places, in order, with one COPY.
+func sendPlaces(ctx context.Context, g *gate, sp *versionSpool, places []db.SpooledRow) (int64, error) {
 	return copyData(ctx, g.tx, "COPY pg_temp.geoingest_incoming"+featureCols+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
 		if _, err := w.Write(pgCopySignature); err != nil {
 			return err

@@ -1700,8 +1700,8 @@ AS $function$
     ORDER BY tc.relname, ic.relname
 $function$;
 
--- public.geoingest_spooled(what text)
-CREATE OR REPLACE FUNCTION public.geoingest_spooled(what text)
+-- public.geoingest_spooled(what text, after bigint, n integer)
+CREATE OR REPLACE FUNCTION public.geoingest_spooled(what text, after bigint, n integer)
  RETURNS TABLE(spool_off bigint, spool_len integer)
  LANGUAGE plpgsql
  SET work_mem TO '64MB'
@@ -1710,17 +1710,18 @@ AS $function$
 BEGIN
     IF what = 'must' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
-                              WHERE h.must AND h.spool_off IS NOT NULL ORDER BY h.spool_off';
+                              WHERE h.must AND h.spool_off > $1 ORDER BY h.spool_off LIMIT $2' USING after, n;
     ELSIF what = 'write' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
-                              WHERE NOT h.must AND h.feature_index IN (SELECT c.fi FROM pg_temp.geoingest_match_changed c
-                                                                       UNION ALL SELECT a.fi FROM pg_temp.geoingest_match_added a)
-                              ORDER BY h.spool_off';
+                              WHERE NOT h.must AND h.spool_off > $1
+                                AND h.feature_index IN (SELECT c.fi FROM pg_temp.geoingest_match_changed c
+                                                        UNION ALL SELECT a.fi FROM pg_temp.geoingest_match_added a)
+                              ORDER BY h.spool_off LIMIT $2' USING after, n;
     ELSIF what = 'all' THEN
         RETURN QUERY EXECUTE 'SELECT h.spool_off, h.spool_len FROM pg_temp.geoingest_version h
-                              WHERE h.spool_off IS NOT NULL
+                              WHERE h.spool_off > $1
                                 AND NOT EXISTS (SELECT FROM pg_temp.geoingest_incoming i WHERE i.feature_index = h.feature_index)
-                              ORDER BY h.spool_off';
+                              ORDER BY h.spool_off LIMIT $2' USING after, n;
     ELSE
         RAISE EXCEPTION 'geoingest_spooled: unknown %', what;
     END IF;

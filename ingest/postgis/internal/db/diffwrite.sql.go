@@ -272,8 +272,15 @@ func (q *Queries) SetJobRef(ctx context.Context, arg SetJobRefParams) error {
 }
 
 const spooled = `-- name: Spooled :many
-SELECT s.spool_off::bigint AS spool_off, s.spool_len::int AS spool_len FROM geoingest_spooled($1::text) s
+SELECT s.spool_off::bigint AS spool_off, s.spool_len::int AS spool_len
+FROM geoingest_spooled($1::text, $2::bigint, $3::int) s
 `
+
+type SpooledParams struct {
+	What  string
+	After int64
+	N     int32
+}
 
 type SpooledRow struct {
 	SpoolOff int64
@@ -281,9 +288,10 @@ type SpooledRow struct {
 }
 
 // Spooled lists where the writer's spool holds the rows to send whole:
-// what is 'must', 'write' or 'all' (geoingest_spooled), in spool order.
-func (q *Queries) Spooled(ctx context.Context, what string) ([]SpooledRow, error) {
-	rows, err := q.db.Query(ctx, spooled, what)
+// what is 'must', 'write' or 'all' (geoingest_spooled), in spool order,
+// at most n past the offset after.
+func (q *Queries) Spooled(ctx context.Context, arg SpooledParams) ([]SpooledRow, error) {
+	rows, err := q.db.Query(ctx, spooled, arg.What, arg.After, arg.N)
 	if err != nil {
 		return nil, err
 	}

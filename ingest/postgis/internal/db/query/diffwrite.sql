@@ -47,8 +47,10 @@ SELECT geoingest_version_add_staged()::bigint AS added;
 
 -- name: Spooled :many
 -- Spooled lists where the writer's spool holds the rows to send whole:
--- what is 'must', 'write' or 'all' (geoingest_spooled), in spool order.
-SELECT s.spool_off::bigint AS spool_off, s.spool_len::int AS spool_len FROM geoingest_spooled(@what::text) s;
+-- what is 'must', 'write' or 'all' (geoingest_spooled), in spool order,
+-- at most n past the offset after.
+SELECT s.spool_off::bigint AS spool_off, s.spool_len::int AS spool_len
+FROM geoingest_spooled(@what::text, @after::bigint, @n::int) s;
 
 -- name: VersionSync :one
 -- VersionSync takes the checked rows' area and match columns from
