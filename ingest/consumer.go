@@ -32,6 +32,9 @@ type Consumer struct {
 	Objects ObjectSource
 	// PipelineVersion goes into every job's parameters.
 	PipelineVersion string
+	// Schema is the typed schema whose mappings the routes name
+	// (mapping=NAME); nil: none.
+	Schema *Schema
 	// Workers is how many messages are handled at once (at least 1).
 	Workers int
 	// MaxReceives is the patience for an incomplete shapefile set: on
@@ -366,7 +369,9 @@ func (c *Consumer) failed(ctx context.Context, v *verdict, what string, err erro
 // params is the parameters of a job on route: the defaults, the pipeline
 // version, and the route's options.
 func (c *Consumer) params(route Route) Params {
-	return RouteParams(route, c.PipelineVersion)
+	p := RouteParams(route, c.PipelineVersion)
+	p.Schema = c.Schema
+	return p
 }
 
 // RouteParams is the parameters of a job on route: the defaults, the

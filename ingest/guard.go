@@ -37,9 +37,9 @@ type Guards struct {
 	NoDrift bool
 	// Off turns every guard off.
 	Off bool
-	// KeyFields are the source's key fields (Params.Key), which the
-	// drift guard requires in the version whatever the current
-	// generation recorded.
+	// KeyFields are the source's key fields (Params.Key), or under a
+	// typed-schema mapping every field it maps, which the drift guard
+	// requires in the version whatever the current generation recorded.
 	KeyFields []string
 	// Force applies a version whatever its guards say; Reason, required
 	// with it, is recorded with what the guards found.
@@ -266,7 +266,7 @@ func CheckGuards(g Guards, cur, version VersionStats) GuardSummary {
 			}
 		}
 		if len(missing) > 0 {
-			trip("drift", "key fields missing: %s", strings.Join(missing, ", "))
+			trip("drift", "key or mapped fields missing: %s", strings.Join(missing, ", "))
 		}
 	}
 	if t := g.quarantine(); t > 0 {

@@ -69,6 +69,21 @@ type Params struct {
 	// "report" (the default: those features are matched by the other
 	// rules and counted) or "fail" (the job fails).
 	DuplicateKeys string
+	// Mapping, when set, names the mapping of Schema that the job's
+	// attributes go through (schema.go): its spec is in the key.
+	Mapping string
+	// Schema is the typed schema the mapping is read from (--schema); it
+	// is not in the key, the mapping's spec is.
+	Schema *Schema
+}
+
+// TheMapping is the job's mapping, nil when it has none (or Schema lacks
+// it: Validate says so).
+func (p Params) TheMapping() *Mapping {
+	if p.Mapping == "" {
+		return nil
+	}
+	return p.Schema.Mapping(p.Mapping)
 }
 
 // DefaultMatchIoU is Params.MatchIoU's default.
@@ -160,6 +175,17 @@ func (p Params) Validate() error {
 	if err := geomio.CheckEncoding(p.DefaultEncoding); err != nil {
 		return Permanentf("default encoding: %w", err)
 	}
+	if p.Mapping != "" {
+		m := p.TheMapping()
+		switch {
+		case p.Schema == nil:
+			return Permanentf("mapping %q: no schema file (--schema FILE or GEOINGEST_SCHEMA)", p.Mapping)
+		case m == nil:
+			return Permanentf("mapping %q: not a mapping of schema %s", p.Mapping, p.Schema.File)
+		case m.Target != p.Target:
+			return Permanentf("mapping %q maps to %s, not to the job's target %s", p.Mapping, m.Target, p.Target)
+		}
+	}
 	return nil
 }
 
@@ -212,6 +238,13 @@ func (p Params) Map() map[string]any {
 	}
 	if p.DuplicateKeys == DuplicateKeysFail {
 		m["duplicate_keys"] = p.DuplicateKeys
+	}
+	// The mapping changes every feature's attributes: its spec is in the
+	// key (a changed mapping is a new job), and in the ledger.
+	if mp := p.TheMapping(); mp != nil {
+		m["mapping"] = mp.Spec()
+	} else if p.Mapping != "" {
+		m["mapping"] = map[string]any{"name": p.Mapping}
 	}
 	return m
 }

@@ -66,6 +66,8 @@ type RouteOptions struct {
 	MatchIoU float64
 	// duplicate-keys: report or fail
 	DuplicateKeys string
+	// mapping: the typed schema's mapping of the route's sources
+	Mapping string
 	// guard-shrink, guard-extent, guard-quarantine, guard-drift: the
 	// thresholds of the guards of the route's versions (not job
 	// parameters: they are not in the job key)
@@ -110,6 +112,9 @@ func (r Route) Params(base Params) Params {
 	if o.DuplicateKeys != "" {
 		p.DuplicateKeys = o.DuplicateKeys
 	}
+	if o.Mapping != "" {
+		p.Mapping = o.Mapping
+	}
 	return p
 }
 
@@ -122,7 +127,8 @@ const mirrorDeletesSuffix = "+deletes"
 // wrong-type, layer (a "|"-separated list of layer names), geometry-field,
 // key (the source's key field, or "|"-separated fields of a composite
 // key), match-iou (the overlap threshold of feature matching),
-// duplicate-keys (report or fail), and suffixes (a "|"-separated list such as ".zip|.shp");
+// duplicate-keys (report or fail), mapping (a mapping of the typed schema,
+// --schema), and suffixes (a "|"-separated list such as ".zip|.shp");
 // and the guards' thresholds (guards=off; guard-shrink, guard-extent,
 // guard-quarantine: a fraction or off; guard-drift: off), see Guards.
 // Examples: "parcels/=parcels", "uploads:admin/=admin_units+deletes",
@@ -203,6 +209,8 @@ func (r *Route) parseOptions(query string) error {
 			r.Options.MatchIoU = f
 		case "duplicate-keys":
 			r.Options.DuplicateKeys = v
+		case "mapping":
+			r.Options.Mapping = v
 		case "suffixes":
 			for _, suf := range strings.Split(v, "|") {
 				if !strings.HasPrefix(suf, ".") || len(suf) < 2 {
@@ -226,7 +234,7 @@ func (r *Route) parseOptions(query string) error {
 				}
 				continue
 			}
-			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field, key, match-iou, duplicate-keys, suffixes, guards, guard-shrink, guard-extent, guard-quarantine, guard-drift, webhook, expire-zoom or expire-max-tiles)", k)
+			return fmt.Errorf("unknown option %q (want source-srid, encoding, invalid, null-geometry, wrong-type, layer, geometry-field, key, match-iou, duplicate-keys, mapping, suffixes, guards, guard-shrink, guard-extent, guard-quarantine, guard-drift, webhook, expire-zoom or expire-max-tiles)", k)
 		}
 	}
 	return nil
@@ -258,7 +266,7 @@ func (r Route) String() string {
 	}
 	for _, kv := range [][2]string{{"encoding", o.Encoding}, {"invalid", o.Invalid}, {"null-geometry", o.NullGeometry}, {"wrong-type", o.WrongType},
 		{"layer", strings.Join(o.Layers, "|")}, {"geometry-field", o.GeometryField},
-		{"key", strings.Join(o.Key, "|")}, {"duplicate-keys", o.DuplicateKeys}} {
+		{"key", strings.Join(o.Key, "|")}, {"duplicate-keys", o.DuplicateKeys}, {"mapping", o.Mapping}} {
 		if kv[1] != "" {
 			opts = append(opts, kv[0]+"="+kv[1])
 		}

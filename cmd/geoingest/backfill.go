@@ -69,6 +69,9 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	params := p.params()
+	if p.schemaErr != nil {
+		return p.schemaErr
+	}
 	if err := pf.apply(fs, &params, false); err != nil {
 		return err
 	}

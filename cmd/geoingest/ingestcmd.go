@@ -74,6 +74,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	params := p.params()
+	if p.schemaErr != nil {
+		return p.schemaErr
+	}
 	if err := pf.apply(fs, &params, true); err != nil {
 		return err
 	}

@@ -303,6 +303,9 @@ type paramFlags struct {
 	geometryField                                                   string
 	key, duplicateKeys                                              string
 	matchIoU                                                        float64
+	schemaFile, mapping                                             string
+	schema                                                          *ingest.Schema
+	schemaErr                                                       error // loading schemaFile
 }
 
 // layerList is the repeatable --layer flag (each value may also be a
@@ -331,6 +334,8 @@ func (m *Main) addParamFlags(fs *flag.FlagSet, p *paramFlags) {
 	fs.StringVar(&p.encoding, "encoding", "", "DBF text encoding when the file names none (default UTF-8)")
 	fs.Var(&p.layers, "layer", "read only this layer of a multi-layer file (GeoPackage, File Geodatabase, KML, GML); repeatable (default: every polygon layer)")
 	fs.StringVar(&p.geometryField, "geometry-field", "", "the geometry field to read from layers with several (GML; default: the first polygonal one)")
+	fs.StringVar(&p.schemaFile, "schema", m.Getenv("GEOINGEST_SCHEMA"), "the typed schema file (YAML or JSON; env GEOINGEST_SCHEMA; docs/schema.md)")
+	fs.StringVar(&p.mapping, "mapping", "", "the typed schema's mapping the attributes go through (a mapping of --schema)")
 }
 
 // addMatchFlags adds the feature-matching parameters (docs/changes.md)
@@ -355,6 +360,10 @@ func (p *paramFlags) params() ingest.Params {
 		ps.Key = []string{""}
 	}
 	ps.MatchIoU, ps.DuplicateKeys = p.matchIoU, p.duplicateKeys
+	if p.schemaFile != "" && p.schema == nil && p.schemaErr == nil {
+		p.schema, p.schemaErr = ingest.LoadSchema(p.schemaFile)
+	}
+	ps.Schema, ps.Mapping = p.schema, p.mapping
 	return ps
 }
 

@@ -46,6 +46,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // serveConfig is serve's configuration.
 type serveConfig struct {
 	queueURL, dlqURL, inbox, metricsAddr, pipelineVersion string
+	schemaFile                                            string
 	workers, maxReceives                                  int
 	// readerSpares is how many GDAL reading children are kept started
 	// ahead of the jobs (ogr.KeepSpares).
@@ -169,6 +170,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
 	fs.DurationVar(&c.settle, "settle", m.envDuration("GEOINGEST_SETTLE", 10*time.Second), "inbox: a file is taken once its size and modification time have stayed the same this long (every part of a shapefile set too); names copy tools write to (dotfiles, .part, .tmp, .crdownload, ~) never (env GEOINGEST_SETTLE)")
 	fs.StringVar(&c.pipelineVersion, "pipeline-version", m.envDefault("GEOINGEST_PIPELINE_VERSION", ingest.DefaultPipelineVersion), "pipeline version of the jobs (env GEOINGEST_PIPELINE_VERSION)")
+	fs.StringVar(&c.schemaFile, "schema", m.Getenv("GEOINGEST_SCHEMA"), "the typed schema file (YAML or JSON) whose mappings routes name with mapping=NAME (env GEOINGEST_SCHEMA; docs/schema.md)")
 	fs.StringVar(&c.s3PathStyle, "s3-path-style", m.envDefault("GEOINGEST_S3_PATH_STYLE", "auto"), "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
 	fs.DurationVar(&c.pruneInterval, "prune-interval", m.envDuration("GEOINGEST_PRUNE_INTERVAL", 24*time.Hour), "apply the retention policy (geoingest prune) this often, the first time one interval after the start; 0: never (env GEOINGEST_PRUNE_INTERVAL)")
 	c.retention = ingest.DefaultRetention()
@@ -231,8 +233,16 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	var schema *ingest.Schema
+	if c.schemaFile != "" {
+		if schema, err = ingest.LoadSchema(c.schemaFile); err != nil {
+			return err
+		}
+	}
 	for _, r := range routes {
-		if err := ingest.RouteParams(r, c.pipelineVersion).Validate(); err != nil {
+		p := ingest.RouteParams(r, c.pipelineVersion)
+		p.Schema = schema
+		if err := p.Validate(); err != nil {
 			return err
 		}
 	}
@@ -249,6 +259,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	cons := &ingest.Consumer{
 		Router:          ingest.NewRouter(routes, nil),
 		PipelineVersion: c.pipelineVersion,
+		Schema:          schema,
 		Workers:         c.workers,
 		MaxReceives:     c.maxReceives,
 		Grace:           c.grace,

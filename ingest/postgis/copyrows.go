@@ -114,7 +114,7 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 	return g.q.FinishJob(ctx, db.FinishJobParams{
 		JobID: job.ID, Status: "current", FeatureCount: written, TotalAreaM2: area, FeaturesChecksum: fin.FeaturesChecksum,
 		Encoding: r.Layer().Encoding, SkippedNull: rows.SkippedNull + collapsed,
-		SkippedType: rows.SkippedType, RepairedInvalid: repaired,
+		SkippedType: rows.SkippedType, SkippedCast: rows.SkippedCast, RepairedInvalid: repaired,
 		LinearisedCurves: linearised, DroppedZm: droppedZM, Quarantined: pgtype.Int8{Int64: res.Quarantined, Valid: true},
 	})
 }

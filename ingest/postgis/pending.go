@@ -68,6 +68,11 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 	}
 	guards := job.Guards
 	guards.KeyFields = job.Params.Key
+	if m := job.Params.TheMapping(); m != nil {
+		// Under a mapping the key names columns; the version has the
+		// source's fields, and each mapped one is required.
+		guards.KeyFields = m.SourceFields()
+	}
 	sum := ingest.CheckGuards(guards, cur, version)
 	sum.CurrentID = g.src.CurrentJobID.String
 	if len(sum.Trips) == 0 {

@@ -50,8 +50,14 @@ type Features struct {
 	switched, pending bool
 
 	// SkippedNull and SkippedType count the features the policies
-	// skipped.
-	SkippedNull, SkippedType int64
+	// skipped, SkippedCast those whose mapped values do not cast
+	// (ingest.RuleCast).
+	SkippedNull, SkippedType, SkippedCast int64
+
+	// mapping is the job's typed-schema mapping (nil: none), mapped the
+	// record of the current feature (reused).
+	mapping *ingest.Mapping
+	mapped  []byte
 
 	// Invalid holds the indexes of the features the workers found
 	// invalid (ST_IsValid false), in input order. ServerCheck is set when
@@ -129,7 +135,7 @@ type ObserverWorker interface {
 // New returns the Features of r under the policies of p, with known
 // deciding which SRIDs can be written.
 func New(ctx context.Context, r geomio.Reader, p ingest.Params, known KnownSRID) *Features {
-	return &Features{ctx: ctx, r: r, p: p, known: known}
+	return &Features{ctx: ctx, r: r, p: p, known: known, mapping: p.TheMapping()}
 }
 
 // Extent is the bounding box (xmin, ymin, xmax, ymax) of the features
@@ -219,6 +225,20 @@ func (f *Features) next(direct bool) bool {
 		props := ft.Properties
 		if len(props) == 0 {
 			props = []byte("{}")
+		}
+		if f.mapping != nil {
+			// The typed schema's record (ingest/schema.go); a value that
+			// does not cast goes to the quarantine, never to NULL.
+			out, err := f.mapping.Apply(f.mapped[:0], props)
+			f.mapped = out
+			if err != nil {
+				if !f.skip(&ft, ingest.RuleCast, err.Error()+" (mapping "+f.mapping.Name+")") {
+					return false
+				}
+				f.SkippedCast++
+				continue
+			}
+			props = out
 		}
 		f.row = Feature{Index: ft.Index, Layer: ft.Layer, Props: props, Geom: mp}
 		if direct && srid != 4326 {

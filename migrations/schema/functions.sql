@@ -78,6 +78,52 @@ AS $function$
                                 key_fields, min_iou, true)
 $function$;
 
+-- public.geoingest_apply_typed_view(target text, columns jsonb)
+CREATE OR REPLACE FUNCTION public.geoingest_apply_typed_view(target text, columns jsonb)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
+AS $function$
+DECLARE
+    v text := 'geoingest_typed_' || target;
+    sel text := '';
+    c jsonb;
+BEGIN
+    IF target NOT IN ('parcels', 'admin_units') THEN
+        RAISE EXCEPTION 'typed view: unknown target %', target USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR c IN SELECT e FROM jsonb_array_elements(columns) e LOOP
+        IF (c ->> 'name') !~ '^[a-z_][a-z0-9_]{0,62}$' THEN
+            RAISE EXCEPTION 'typed view: column name %', c ->> 'name' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF (c ->> 'type') NOT IN ('text', 'int8', 'numeric', 'boolean', 'date', 'timestamptz') THEN
+            RAISE EXCEPTION 'typed view: column % type %', c ->> 'name', c ->> 'type' USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        sel := sel || format(', (c.properties ->> %L)::%s AS %I', c ->> 'name', c ->> 'type', c ->> 'name');
+    END LOOP;
+    BEGIN
+        EXECUTE format('CREATE OR REPLACE VIEW %I AS
+                        SELECT c.id, c.feature_id, c.job_id, c.job_ref, c.feature_index, c.layer, c.pipeline_version, c.area_m2,
+                               c.properties -> ''extras'' AS extras, c.geom%s
+                        FROM %I c JOIN jobs j ON j.job_id = c.job_id
+                        WHERE j.params ? ''mapping''', v, sel, 'geoingest_current_' || target);
+    EXCEPTION WHEN invalid_table_definition OR feature_not_supported OR datatype_mismatch THEN
+        RAISE EXCEPTION 'typed view %: % (a typed column can only be added, at the end: drop the view to change or remove one)', v, SQLERRM
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
+        EXECUTE format('GRANT SELECT ON %I TO geoingest_analyst', v);
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_writer') THEN
+        EXECUTE format('GRANT SELECT ON %I TO geoingest_writer', v);
+    END IF;
+    EXECUTE format('COMMENT ON VIEW %I IS %L', v,
+                   'The current ' || target || ' written under a mapping of the typed schema, with its typed columns (geoingest schema apply).');
+    RETURN v;
+END
+$function$;
+
 -- public.geoingest_area_by_intersection(admin_key text, pipeline_version text)
 CREATE OR REPLACE FUNCTION public.geoingest_area_by_intersection(admin_key text DEFAULT 'name'::text, pipeline_version text DEFAULT NULL::text)
  RETURNS TABLE(admin_unit text, parcels bigint, area_m2 double precision, area_ha double precision)

@@ -38,11 +38,11 @@ const finishJob = `-- name: FinishJob :exec
 UPDATE jobs
 SET status = $1, feature_count = $2, total_area_m2 = $3,
     features_checksum = $4,
-    encoding = $5, skipped_null = $6, skipped_type = $7,
-    repaired_invalid = $8, linearised_curves = $9, dropped_zm = $10,
-    quarantined = $11,
+    encoding = $5, skipped_null = $6, skipped_type = $7, skipped_cast = $8,
+    repaired_invalid = $9, linearised_curves = $10, dropped_zm = $11,
+    quarantined = $12,
     write_seconds = extract(epoch FROM clock_timestamp() - committed_at)
-WHERE job_id = $12
+WHERE job_id = $13
 `
 
 type FinishJobParams struct {
@@ -53,6 +53,7 @@ type FinishJobParams struct {
 	Encoding         string
 	SkippedNull      int64
 	SkippedType      int64
+	SkippedCast      int64
 	RepairedInvalid  int64
 	LinearisedCurves int64
 	DroppedZm        int64
@@ -71,6 +72,7 @@ func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 		arg.Encoding,
 		arg.SkippedNull,
 		arg.SkippedType,
+		arg.SkippedCast,
 		arg.RepairedInvalid,
 		arg.LinearisedCurves,
 		arg.DroppedZm,
@@ -81,7 +83,7 @@ func (q *Queries) FinishJob(ctx context.Context, arg FinishJobParams) error {
 }
 
 const getJob = `-- name: GetJob :one
-SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref, write_seconds, linearised_curves, dropped_zm, quarantined FROM jobs WHERE job_id = $1
+SELECT job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, feature_count, total_area_m2, content_hash, features_checksum, source_srid, encoding, skipped_null, skipped_type, repaired_invalid, committed_at, job_ref, write_seconds, linearised_curves, dropped_zm, quarantined, skipped_cast FROM jobs WHERE job_id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
@@ -113,6 +115,7 @@ func (q *Queries) GetJob(ctx context.Context, jobID string) (Job, error) {
 		&i.LinearisedCurves,
 		&i.DroppedZm,
 		&i.Quarantined,
+		&i.SkippedCast,
 	)
 	return i, err
 }

@@ -263,6 +263,7 @@ type Job struct {
 	LinearisedCurves int64
 	DroppedZm        int64
 	Quarantined      pgtype.Int8
+	SkippedCast      int64
 }
 
 type JobChange struct {

@@ -168,12 +168,12 @@ func (q *Queries) QuarantinedFeatures(ctx context.Context, arg QuarantinedFeatur
 }
 
 const verifyQuarantine = `-- name: VerifyQuarantine :many
-SELECT j.job_id, j.quarantined::bigint AS ledger, (j.skipped_null + j.skipped_type)::bigint AS skipped,
+SELECT j.job_id, j.quarantined::bigint AS ledger, (j.skipped_null + j.skipped_type + j.skipped_cast)::bigint AS skipped,
        coalesce(q.n, 0)::bigint AS held
 FROM jobs j
 LEFT JOIN (SELECT job_id, count(*) AS n FROM geoingest_quarantine GROUP BY job_id) q USING (job_id)
 WHERE j.quarantined IS NOT NULL
-  AND (j.quarantined <> coalesce(q.n, 0) OR j.quarantined <> j.skipped_null + j.skipped_type)
+  AND (j.quarantined <> coalesce(q.n, 0) OR j.quarantined <> j.skipped_null + j.skipped_type + j.skipped_cast)
 `
 
 type VerifyQuarantineRow struct {
@@ -185,7 +185,8 @@ type VerifyQuarantineRow struct {
 
 // VerifyQuarantine lists the jobs whose quarantine disagrees with their
 // ledger row: the rows held against jobs.quarantined, and that against
-// the features the policies left out (skipped_null + skipped_type).
+// the features the policies left out (skipped_null + skipped_type +
+// skipped_cast).
 func (q *Queries) VerifyQuarantine(ctx context.Context) ([]VerifyQuarantineRow, error) {
 	rows, err := q.db.Query(ctx, verifyQuarantine)
 	if err != nil {

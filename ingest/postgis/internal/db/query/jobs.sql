@@ -21,7 +21,7 @@ SELECT * FROM jobs WHERE job_id = @job_id;
 UPDATE jobs
 SET status = @status, feature_count = @feature_count, total_area_m2 = @total_area_m2,
     features_checksum = @features_checksum,
-    encoding = @encoding, skipped_null = @skipped_null, skipped_type = @skipped_type,
+    encoding = @encoding, skipped_null = @skipped_null, skipped_type = @skipped_type, skipped_cast = @skipped_cast,
     repaired_invalid = @repaired_invalid, linearised_curves = @linearised_curves, dropped_zm = @dropped_zm,
     quarantined = sqlc.narg(quarantined),
     write_seconds = extract(epoch FROM clock_timestamp() - committed_at)

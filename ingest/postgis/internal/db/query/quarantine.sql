@@ -35,13 +35,14 @@ LIMIT @max_rows;
 -- name: VerifyQuarantine :many
 -- VerifyQuarantine lists the jobs whose quarantine disagrees with their
 -- ledger row: the rows held against jobs.quarantined, and that against
--- the features the policies left out (skipped_null + skipped_type).
-SELECT j.job_id, j.quarantined::bigint AS ledger, (j.skipped_null + j.skipped_type)::bigint AS skipped,
+-- the features the policies left out (skipped_null + skipped_type +
+-- skipped_cast).
+SELECT j.job_id, j.quarantined::bigint AS ledger, (j.skipped_null + j.skipped_type + j.skipped_cast)::bigint AS skipped,
        coalesce(q.n, 0)::bigint AS held
 FROM jobs j
 LEFT JOIN (SELECT job_id, count(*) AS n FROM geoingest_quarantine GROUP BY job_id) q USING (job_id)
 WHERE j.quarantined IS NOT NULL
-  AND (j.quarantined <> coalesce(q.n, 0) OR j.quarantined <> j.skipped_null + j.skipped_type);
+  AND (j.quarantined <> coalesce(q.n, 0) OR j.quarantined <> j.skipped_null + j.skipped_type + j.skipped_cast);
 
 -- name: VerifyQuarantineTotal :one
 SELECT count(*)::bigint AS n FROM geoingest_quarantine;

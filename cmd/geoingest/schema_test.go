@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// typedSchema is a schema with a parcels mapping of every column type.
+const typedSchema = `
+targets:
+  parcels:
+    columns:
+      - {name: apn, type: text}
+      - {name: county, type: text}
+      - {name: owner_id, type: int8}
+      - {name: assessed, type: numeric}
+      - {name: vacant, type: boolean}
+      - {name: sold_on, type: date}
+      - {name: updated_at, type: timestamptz}
+mappings:
+  - name: county-06037
+    target: parcels
+    fields:
+      apn: {from: APN, trim: true}
+      county: {from: CNTY, pad: 5}
+      owner_id: {from: OWNER_ID}
+      assessed: {from: VALUE}
+      vacant: {from: VACANT}
+      sold_on: {from: SALE_DATE, format: "01/02/2006"}
+      updated_at: {from: UPDATED}
+`
+
+// typedParcels: three parcels (a leading-zero APN, a county code to pad,
+// an owner id beyond int32, a decimal beyond a float's digits), and one
+// whose date does not cast.
+const typedParcels = `{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"APN":" 0012-345 ","CNTY":"37","OWNER_ID":9007199254740993,"VALUE":"123456789.123456789","VACANT":"Y","SALE_DATE":"03/14/2021","UPDATED":"2024-05-01T10:00:00+02:00","NOTE":"kept"},"geometry":{"type":"Polygon","coordinates":[[[13,52],[13.001,52],[13.001,52.001],[13,52.001],[13,52]]]}},
+{"type":"Feature","properties":{"APN":"0099","CNTY":37,"OWNER_ID":"42","VALUE":0.1,"VACANT":false,"SALE_DATE":"","UPDATED":null},"geometry":{"type":"Polygon","coordinates":[[[13.01,52],[13.011,52],[13.011,52.001],[13.01,52.001],[13.01,52]]]}},
+{"type":"Feature","properties":{"APN":"0100","CNTY":"06037","OWNER_ID":7,"VALUE":"1e3","VACANT":"n","SALE_DATE":"12/31/1999"},"geometry":{"type":"Polygon","coordinates":[[[13.02,52],[13.021,52],[13.021,52.001],[13.02,52.001],[13.02,52]]]}},
+{"type":"Feature","properties":{"APN":"0101","CNTY":"37","OWNER_ID":8,"VALUE":"12","VACANT":"y","SALE_DATE":"2021-03-14"},"geometry":{"type":"Polygon","coordinates":[[[13.03,52],[13.031,52],[13.031,52.001],[13.03,52.001],[13.03,52]]]}}
+]}`
+
+// TestTypedSchema: a schema file and a mapping. `schema apply` makes the
+// typed view; ingest --mapping stores each feature's record (casts
+// lossless: leading zeros, a padded code, an int8 beyond int32 and
+// float64, a numeric's every digit, a date in the mapping's format, a
+// timestamp in UTC) and the unmapped fields in extras; the feature whose
+// date does not cast is quarantined (rule cast), not NULLed; ogrinfo
+// lists the view with the columns' types; a column added to the schema
+// is added to the view in place, and one removed is refused.
+func TestTypedSchema(t *testing.T) {
+	t.Parallel()
+	requireGDALTool(t, "ogrinfo")
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db}
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+
+	code, out, errOut := run(t, env, "schema", "apply", "--schema", schema)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "view geoingest_typed_parcels: applied")
+
+	code, out, errOut = run(t, env, "ingest", "--json", "--schema", schema, "--mapping", "no-such", data)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out+errOut, `mapping "no-such": not a mapping of schema`)
+
+	code, out, errOut = run(t, env, "ingest", "--json", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `"features":3`)
+	require.Contains(t, out, `"quarantined":1`)
+	code, out, errOut = run(t, env, "quarantine", "list", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"cast": 1`)
+	job := queryString(t, db, `SELECT job_id FROM jobs`)
+	code, out, errOut = run(t, env, "quarantine", "show", job, "3")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "field SALE_DATE value \\\"2021-03-14\\\" does not cast to sold_on date with format 01/02/2006")
+
+	row := queryString(t, db, `SELECT concat_ws('|', apn, county, owner_id, assessed, vacant, sold_on, updated_at AT TIME ZONE 'UTC', extras->>'NOTE')
+		FROM geoingest_typed_parcels WHERE feature_index = 0`)
+	require.Equal(t, "0012-345|00037|9007199254740993|123456789.123456789|t|2021-03-14|2024-05-01 08:00:00|kept", row)
+	row = queryString(t, db, `SELECT concat_ws('|', apn, county, owner_id, assessed, vacant, coalesce(sold_on::text, 'NULL'), coalesce(updated_at::text, 'NULL'))
+		FROM geoingest_typed_parcels WHERE feature_index = 1`)
+	require.Equal(t, "0099|00037|42|0.1|f|NULL|NULL", row)
+	require.Equal(t, "1000", queryString(t, db, `SELECT assessed::text FROM geoingest_typed_parcels WHERE feature_index = 2`))
+	types := queryString(t, db, `SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position)
+		FROM information_schema.columns WHERE table_name = 'geoingest_typed_parcels' AND ordinal_position > 10`)
+	require.Equal(t, "apn text, county text, owner_id bigint, assessed numeric, vacant boolean, sold_on date, updated_at timestamp with time zone", types)
+
+	info, err := exec.Command("ogrinfo", "-ro", "-so", "PG:"+db, "geoingest_typed_parcels").CombinedOutput()
+	require.NoError(t, err, string(info))
+	for _, want := range []string{"Feature Count: 3", "apn: String", "county: String", "owner_id: Integer64", "assessed: Real", "vacant: Integer(Boolean)", "sold_on: Date", "updated_at: DateTime", "Geometry: Multi Polygon"} {
+		require.Contains(t, string(info), want)
+	}
+
+	// A column added: the view grows in place. One removed: refused.
+	added := strings.Replace(typedSchema, "      - {name: updated_at, type: timestamptz}\n", "      - {name: updated_at, type: timestamptz}\n      - {name: zoning, type: text}\n", 1)
+	require.NoError(t, os.WriteFile(schema, []byte(added), 0o644))
+	code, out, errOut = run(t, env, "schema", "apply", "--schema", schema)
+	require.Equal(t, 0, code, out+errOut)
+	require.EqualValues(t, 3, queryInt(t, db, `SELECT count(*) FROM geoingest_typed_parcels WHERE zoning IS NULL`))
+	removed := strings.Replace(typedSchema, "      - {name: vacant, type: boolean}\n", "", 1)
+	removed = strings.Replace(removed, "      vacant: {from: VACANT}\n", "", 1)
+	require.NoError(t, os.WriteFile(schema, []byte(removed), 0o644))
+	code, out, errOut = run(t, env, "schema", "apply", "--schema", schema)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out+errOut, "a typed column can only be added")
+	code, out, errOut = run(t, env, "verify")
+	require.Equal(t, 0, code, out+errOut)
+}

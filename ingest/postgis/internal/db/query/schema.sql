@@ -1,0 +1,6 @@
+-- The typed schema (migration 0033, ingest/schema.go).
+
+-- name: ApplyTypedView :one
+-- ApplyTypedView creates or extends a target's typed view with columns
+-- (a JSON array of {"name", "type"}): see geoingest_apply_typed_view.
+SELECT geoingest_apply_typed_view(@target_table::text, @columns::jsonb)::text AS view_name;

@@ -1,0 +1,353 @@
+package ingest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The typed schema (docs/schema.md): a declarative file (YAML or JSON,
+// --schema FILE or GEOINGEST_SCHEMA) that gives each target its typed
+// columns, and names mappings from a source's fields to those columns. A
+// job under a mapping (route option mapping=NAME, --mapping NAME) stores
+// each feature's attributes as the mapping's record: the columns' values,
+// cast and normalised, under the columns' names, and the fields it does
+// not map under "extras". The views geoingest_typed_parcels and
+// geoingest_typed_admin_units (geoingest schema apply) expose the columns
+// with their types to clients (QGIS, ogr2ogr, SQL). A value that does not
+// cast puts its feature in the quarantine (RuleCast): it never becomes
+// NULL in silence.
+
+// Column types of the schema.
+const (
+	TypeText        = "text"
+	TypeInt8        = "int8"
+	TypeNumeric     = "numeric"
+	TypeBoolean     = "boolean"
+	TypeDate        = "date"
+	TypeTimestamptz = "timestamptz"
+)
+
+var columnTypes = map[string]bool{TypeText: true, TypeInt8: true, TypeNumeric: true, TypeBoolean: true, TypeDate: true, TypeTimestamptz: true}
+
+// RuleCast: a mapped field's value does not cast to its column's type.
+const RuleCast = "cast"
+
+// ExtrasKey is the key of the unmapped fields in a mapped record.
+const ExtrasKey = "extras"
+
+// Schema is a parsed schema file.
+type Schema struct {
+	// Targets maps a target table to its typed columns, in order.
+	Targets map[string]TargetSchema `yaml:"targets" json:"targets"`
+	// Mappings are the named mappings from a source's fields.
+	Mappings []Mapping `yaml:"mappings" json:"mappings"`
+	// File is the file it was read from.
+	File string `yaml:"-" json:"-"`
+}
+
+// TargetSchema is one target's typed columns.
+type TargetSchema struct {
+	Columns []Column `yaml:"columns" json:"columns"`
+}
+
+// Column is one typed column.
+type Column struct {
+	Name string `yaml:"name" json:"name"`
+	Type string `yaml:"type" json:"type"`
+}
+
+// Mapping maps a source's fields to a target's columns.
+type Mapping struct {
+	Name   string `yaml:"name" json:"name"`
+	Target string `yaml:"target" json:"target"`
+	// Fields maps a column to the source field it takes its value from,
+	// with the transforms that apply.
+	Fields map[string]FieldMap `yaml:"fields" json:"fields"`
+
+	columns []mappedColumn // in the target's column order
+}
+
+// FieldMap is where one column's value comes from.
+type FieldMap struct {
+	// From is the source field (its name in the file).
+	From string `yaml:"from" json:"from"`
+	// Trim strips surrounding white space from a text value first.
+	Trim bool `yaml:"trim,omitempty" json:"trim,omitempty"`
+	// Format is the layout of a date or timestamptz value, in Go's
+	// reference time (2006-01-02, 01/02/2006, 2006-01-02T15:04:05Z07:00);
+	// default ISO 8601.
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+	// Pad zero-pads a text code of digits to this width (a county's
+	// "42" to "00042").
+	Pad int `yaml:"pad,omitempty" json:"pad,omitempty"`
+}
+
+type mappedColumn struct {
+	Column
+	FieldMap
+}
+
+// identifier is a column name geoingest accepts: lower-case, as
+// PostgreSQL folds an unquoted one, so that analysts need no quotes.
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// reservedColumns are the typed views' own columns.
+var reservedColumns = map[string]bool{"id": true, "job_id": true, "job_ref": true, "feature_index": true, "layer": true,
+	"properties": true, "geom": true, "area_m2": true, "feature_id": true, "pipeline_version": true, ExtrasKey: true}
+
+// LoadSchema reads and checks a schema file.
+func LoadSchema(path string) (*Schema, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Permanentf("schema: %w", err)
+	}
+	s, err := ParseSchema(b)
+	if err != nil {
+		return nil, Permanentf("schema %s: %w", path, err)
+	}
+	s.File = path
+	return s, nil
+}
+
+// ParseSchema parses a schema (YAML, or JSON, which is YAML) and checks it.
+func ParseSchema(b []byte) (*Schema, error) {
+	var s Schema
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, err
+	}
+	return &s, s.check()
+}
+
+func (s *Schema) check() error {
+	if len(s.Targets) == 0 {
+		return fmt.Errorf("no targets: want targets: {parcels: {columns: [...]}}")
+	}
+	for t, ts := range s.Targets {
+		if !validTarget(t) {
+			return fmt.Errorf("target %q: want one of %v", t, Targets)
+		}
+		seen := map[string]bool{}
+		for _, c := range ts.Columns {
+			if !identifier.MatchString(c.Name) || reservedColumns[c.Name] {
+				return fmt.Errorf("target %s: column %q: want a lower-case name (letters, digits, _), not one of the views' own", t, c.Name)
+			}
+			if seen[c.Name] {
+				return fmt.Errorf("target %s: column %q given twice", t, c.Name)
+			}
+			seen[c.Name] = true
+			if !columnTypes[c.Type] {
+				return fmt.Errorf("target %s: column %s: type %q: want text, int8, numeric, boolean, date or timestamptz", t, c.Name, c.Type)
+			}
+		}
+	}
+	names := map[string]bool{}
+	for i := range s.Mappings {
+		m := &s.Mappings[i]
+		if m.Name == "" || names[m.Name] {
+			return fmt.Errorf("mapping %d: want a name of its own", i+1)
+		}
+		names[m.Name] = true
+		ts, ok := s.Targets[m.Target]
+		if !ok {
+			return fmt.Errorf("mapping %s: target %q has no columns in the schema", m.Name, m.Target)
+		}
+		m.columns = nil
+		for _, c := range ts.Columns {
+			f, ok := m.Fields[c.Name]
+			if !ok {
+				continue
+			}
+			if f.From == "" {
+				return fmt.Errorf("mapping %s: column %s: want from: FIELD", m.Name, c.Name)
+			}
+			if f.Format != "" && c.Type != TypeDate && c.Type != TypeTimestamptz {
+				return fmt.Errorf("mapping %s: column %s: format is for date and timestamptz columns", m.Name, c.Name)
+			}
+			if f.Pad != 0 && (c.Type != TypeText || f.Pad < 0 || f.Pad > 64) {
+				return fmt.Errorf("mapping %s: column %s: pad is a width (1 to 64) for text columns", m.Name, c.Name)
+			}
+			m.columns = append(m.columns, mappedColumn{c, f})
+		}
+		for col := range m.Fields {
+			found := false
+			for _, c := range ts.Columns {
+				found = found || c.Name == col
+			}
+			if !found {
+				return fmt.Errorf("mapping %s: column %q is not a column of %s", m.Name, col, m.Target)
+			}
+		}
+	}
+	return nil
+}
+
+// Mapping returns the mapping named name, nil when there is none.
+func (s *Schema) Mapping(name string) *Mapping {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Mappings {
+		if s.Mappings[i].Name == name {
+			return &s.Mappings[i]
+		}
+	}
+	return nil
+}
+
+// Spec is the mapping as the job's parameters record it (and key it by):
+// its name, target and each mapped column with its type and transforms.
+func (m *Mapping) Spec() map[string]any {
+	cols := make([]any, len(m.columns))
+	for i, c := range m.columns {
+		e := map[string]any{"column": c.Name, "type": c.Type, "from": c.From}
+		if c.Trim {
+			e["trim"] = true
+		}
+		if c.Format != "" {
+			e["format"] = c.Format
+		}
+		if c.Pad != 0 {
+			e["pad"] = c.Pad
+		}
+		cols[i] = e
+	}
+	return map[string]any{"name": m.Name, "target": m.Target, "columns": cols}
+}
+
+// SourceFields are the source fields the mapping reads, for the drift
+// guard: a version that has none of a mapped field has drifted.
+func (m *Mapping) SourceFields() []string {
+	out := make([]string, 0, len(m.columns))
+	for _, c := range m.columns {
+		out = append(out, c.From)
+	}
+	return out
+}
+
+// Digest is a short hash of the mapping's spec.
+func (m *Mapping) Digest() string {
+	b, _ := json.Marshal(m.Spec())
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// CastError is a mapped value that does not cast to its column's type.
+type CastError struct {
+	Column, Field, Type, Value string
+	Why                        string
+}
+
+func (e *CastError) Error() string {
+	return fmt.Sprintf("field %s value %s does not cast to %s %s%s", e.Field, e.Value, e.Column, e.Type, e.Why)
+}
+
+// Apply maps props, a feature's attributes (a JSON object), to the
+// mapping's record, appended to out: the columns in order (null when the
+// field is missing, null or an empty text), then "extras" with the fields
+// not mapped. A value that does not cast is a *CastError.
+func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(props, &fields); err != nil {
+		return out, &CastError{Why: ": attributes are not a JSON object"}
+	}
+	out = append(out, '{')
+	for i, c := range m.columns {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendJSONString(out, c.Name)
+		out = append(out, ':')
+		raw, ok := fields[c.From]
+		var err error
+		if out, err = c.cast(out, raw, ok); err != nil {
+			return out, err
+		}
+	}
+	if len(m.columns) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"extras":{`...)
+	mapped := make(map[string]bool, len(m.columns))
+	for _, c := range m.columns {
+		mapped[c.From] = true
+	}
+	n := 0
+	// The extras in the order of the file's attributes.
+	dec := json.NewDecoder(bytes.NewReader(props))
+	dec.Token() // '{'
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			break
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		if mapped[k] {
+			continue
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = appendJSONString(out, k)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	return append(out, '}', '}'), nil
+}
+
+func appendJSONString(out []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(out, b...)
+}
+
+// short is a value for an error message: at most 40 bytes.
+func short(v []byte) string {
+	if len(v) > 40 {
+		return string(v[:40]) + "..."
+	}
+	return string(v)
+}
+
+// castErr is c's CastError for raw.
+func (c mappedColumn) castErr(raw []byte, why string) error {
+	return &CastError{Column: c.Name, Field: c.From, Type: c.Type, Value: short(raw), Why: why}
+}
+
+// columnsOf lists a target's columns as "name type", for the views.
+func (s *Schema) columnsOf(target string) []Column {
+	return s.Targets[target].Columns
+}
+
+// ViewColumns is the target's typed columns as the typed view's spec (a
+// JSON array of {name, type}).
+func (s *Schema) ViewColumns(target string) ([]byte, error) {
+	cols := s.columnsOf(target)
+	if cols == nil {
+		cols = []Column{}
+	}
+	return json.Marshal(cols)
+}
+
+// TargetNames are the schema's targets, in Targets' order.
+func (s *Schema) TargetNames() []string {
+	var out []string
+	for _, t := range Targets {
+		if _, ok := s.Targets[t]; ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}

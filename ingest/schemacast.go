@@ -1,0 +1,106 @@
+package ingest
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The casts of the typed schema (schema.go), lossless: a text keeps its
+// characters (a code's leading zeros; a number's literal as written), an
+// int8 is a whole number within int64 (1.5 and 1e3 do not cast), a numeric
+// keeps its decimal digits (jsonb stores numbers as numeric, not float), a
+// date or timestamp is parsed with the column's format. Missing, null and
+// empty text are NULL; anything else that does not cast is an error.
+
+// decimal is a JSON-compatible decimal number, as a numeric takes it.
+var decimal = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+
+// cast appends the column's value of raw (present: the field exists) to
+// out as JSON.
+func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byte, error) {
+	if !present || len(raw) == 0 || string(raw) == "null" {
+		return append(out, "null"...), nil
+	}
+	var text string
+	isString := raw[0] == '"'
+	switch {
+	case isString:
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return out, c.castErr(raw, "")
+		}
+		if c.Trim || c.Type != TypeText {
+			text = strings.TrimSpace(text)
+		}
+		if text == "" {
+			return append(out, "null"...), nil
+		}
+	case raw[0] == '{' || raw[0] == '[':
+		return out, c.castErr(raw, ": an object or an array")
+	default:
+		text = string(raw) // a number's literal, true or false
+	}
+	switch c.Type {
+	case TypeText:
+		if c.Pad > 0 && len(text) < c.Pad && allDigits(text) {
+			text = strings.Repeat("0", c.Pad-len(text)) + text
+		}
+		return appendJSONString(out, text), nil
+	case TypeInt8:
+		if _, err := strconv.ParseInt(text, 10, 64); err != nil {
+			return out, c.castErr(raw, ": not a whole number within int8")
+		}
+		return append(out, strings.TrimLeft(text, "+")...), nil
+	case TypeNumeric:
+		if !decimal.MatchString(text) {
+			return out, c.castErr(raw, ": not a decimal number")
+		}
+		return append(out, text...), nil
+	case TypeBoolean:
+		switch strings.ToLower(text) {
+		case "true", "t", "yes", "y", "1":
+			return append(out, "true"...), nil
+		case "false", "f", "no", "n", "0":
+			return append(out, "false"...), nil
+		}
+		return out, c.castErr(raw, ": not a boolean (true/false, yes/no, y/n, t/f, 1/0)")
+	case TypeDate:
+		layout := c.Format
+		if layout == "" {
+			layout = "2006-01-02"
+		}
+		if !isString {
+			return out, c.castErr(raw, ": a date is text")
+		}
+		t, err := time.Parse(layout, text)
+		if err != nil {
+			return out, c.castErr(raw, " with format "+layout)
+		}
+		return appendJSONString(out, t.Format("2006-01-02")), nil
+	case TypeTimestamptz:
+		layout := c.Format
+		if layout == "" {
+			layout = time.RFC3339Nano
+		}
+		if !isString {
+			return out, c.castErr(raw, ": a timestamp is text")
+		}
+		t, err := time.Parse(layout, text)
+		if err != nil {
+			return out, c.castErr(raw, " with format "+layout)
+		}
+		return appendJSONString(out, t.UTC().Format(time.RFC3339Nano)), nil
+	}
+	return out, c.castErr(raw, ": unknown type")
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
