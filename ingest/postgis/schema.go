@@ -8,7 +8,7 @@ import (
 )
 
 // ApplySchema creates or extends the typed view of each target of s
-// (geoingest_apply_typed_view, migration 0033): columns are only added,
+// (geoingest_apply_typed_view, migration 0034): columns are only added,
 // online; a column changed or removed is refused (Permanent). It returns
 // the views' names.
 func (s *Store) ApplySchema(ctx context.Context, sc *ingest.Schema) ([]string, error) {

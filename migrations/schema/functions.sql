@@ -200,6 +200,28 @@ BEGIN
 END
 $function$;
 
+-- public.geoingest_capture_history()
+CREATE OR REPLACE FUNCTION public.geoingest_capture_history()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    job text := current_setting('geoingest.history_job', true);
+    ref bigint;
+BEGIN
+    IF job IS NULL OR job = '' THEN
+        RETURN NULL;
+    END IF;
+    SELECT j.job_ref INTO ref FROM jobs j WHERE j.job_id = job;
+    IF NOT FOUND OR OLD.job_ref = ref THEN
+        RETURN NULL; -- a row of the retiring job's own
+    END IF;
+    INSERT INTO feature_history (retired_by, target_table, feature_id, layer, feature_index, properties, geom, area_m2)
+    VALUES (job, TG_ARGV[0], coalesce(OLD.feature_id, OLD.id), OLD.layer, OLD.feature_index, OLD.properties, OLD.geom, OLD.area_m2);
+    RETURN NULL;
+END
+$function$;
+
 -- public.geoingest_claim_event()
 CREATE OR REPLACE FUNCTION public.geoingest_claim_event()
  RETURNS trigger
@@ -645,6 +667,89 @@ AS $function$
     SELECT ('x' || left(md5(feature_index::text || ':' || md5(properties::text) || ':' || md5(ST_AsEWKB(geom))), 16))::bit(64)::bigint::numeric
 $function$;
 
+-- public.geoingest_features_as_of(target text, at timestamp with time zone, bucket text, key text)
+CREATE OR REPLACE FUNCTION public.geoingest_features_as_of(target text, at timestamp with time zone, bucket text DEFAULT NULL::text, key text DEFAULT NULL::text)
+ RETURNS TABLE(source_bucket text, source_key text, pipeline_version text, job_id text, feature_id bigint, layer text, feature_index bigint, properties jsonb, geom geometry, area_m2 double precision)
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+    s   record;
+    j   record;
+    cut bigint;
+    gap bigint;
+BEGIN
+    FOR s IN SELECT DISTINCT c.source_bucket, c.source_key, c.pipeline_version FROM job_changes c
+             WHERE c.target_table = target AND (bucket IS NULL OR c.source_bucket = bucket) AND (key IS NULL OR c.source_key = key)
+    LOOP
+        SELECT c.job_id, c.seq, jb.status INTO j FROM job_changes c JOIN jobs jb ON jb.job_id = c.job_id
+        WHERE c.source_bucket = s.source_bucket AND c.source_key = s.source_key AND c.target_table = target
+          AND c.pipeline_version = s.pipeline_version AND c.applied_at <= at
+        ORDER BY c.seq DESC LIMIT 1;
+        IF NOT FOUND THEN
+            -- Before the source's first record: nothing then, unless prune
+            -- removed the records of that time.
+            IF EXISTS (SELECT FROM job_changes c WHERE c.source_bucket = s.source_bucket AND c.source_key = s.source_key
+                       AND c.target_table = target AND c.pipeline_version = s.pipeline_version AND c.seq = 1) THEN
+                CONTINUE;
+            END IF;
+            RAISE EXCEPTION 'source %/% (%): % is before its retained history (prune removed the older versions)',
+                s.source_bucket, s.source_key, s.pipeline_version, at USING ERRCODE = 'data_exception';
+        END IF;
+        IF j.status = 'deleted' THEN
+            CONTINUE;
+        END IF;
+        -- The records after J must all be there (prune removes the oldest
+        -- first): a gap would make the answer wrong.
+        SELECT count(*) - (max(c.seq) - j.seq) INTO gap FROM job_changes c
+        WHERE c.source_bucket = s.source_bucket AND c.source_key = s.source_key AND c.target_table = target
+          AND c.pipeline_version = s.pipeline_version AND c.seq > j.seq;
+        IF gap <> 0 THEN
+            RAISE EXCEPTION 'source %/% (%): its change records after % are not all retained', s.source_bucket, s.source_key, s.pipeline_version, at
+                USING ERRCODE = 'data_exception';
+        END IF;
+        SELECT min(c.seq) INTO cut FROM job_changes c
+        WHERE c.source_bucket = s.source_bucket AND c.source_key = s.source_key AND c.target_table = target
+          AND c.pipeline_version = s.pipeline_version AND c.seq > j.seq AND c.base_job_id IS NULL;
+        RETURN QUERY
+        WITH later AS (SELECT c.job_id, c.seq FROM job_changes c
+                       WHERE c.source_bucket = s.source_bucket AND c.source_key = s.source_key AND c.target_table = target
+                         AND c.pipeline_version = s.pipeline_version AND c.seq > j.seq AND (cut IS NULL OR c.seq < cut)),
+             touch AS (SELECT h.feature_id AS fid, l.seq, h.ctid AS hid FROM later l JOIN feature_history h ON h.retired_by = l.job_id
+                       WHERE h.target_table = target
+                       UNION ALL
+                       SELECT fc.feature_id, l.seq, NULL::tid FROM later l JOIN feature_changes fc ON fc.job_id = l.job_id
+                       WHERE fc.kind = 'added'),
+             first AS (SELECT DISTINCT ON (t.fid) t.fid, t.hid FROM touch t ORDER BY t.fid, t.seq, t.hid NULLS LAST)
+        SELECT s.source_bucket, s.source_key, s.pipeline_version, j.job_id, h.feature_id, h.layer, h.feature_index,
+               h.properties, h.geom::geometry, h.area_m2
+        FROM first f JOIN feature_history h ON h.ctid = f.hid
+        UNION ALL
+        SELECT s.source_bucket, s.source_key, s.pipeline_version, j.job_id, cur.feature_id, cur.layer, cur.feature_index,
+               cur.properties, cur.geom, cur.area_m2
+        FROM geoingest_features_current(target, s.source_bucket, s.source_key, s.pipeline_version) cur
+        WHERE cut IS NULL AND NOT EXISTS (SELECT FROM touch t WHERE t.fid = cur.feature_id);
+    END LOOP;
+END
+$function$;
+
+-- public.geoingest_features_current(target text, bucket text, key text, pipeline text)
+CREATE OR REPLACE FUNCTION public.geoingest_features_current(target text, bucket text, key text, pipeline text)
+ RETURNS TABLE(feature_id bigint, layer text, feature_index bigint, properties jsonb, geom geometry, area_m2 double precision)
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT p.feature_id, p.layer, p.feature_index, p.properties, p.geom, p.area_m2
+    FROM sources s JOIN jobs j ON j.job_id = s.current_job_id JOIN parcels p ON p.job_ref = j.job_ref
+    WHERE $1 = 'parcels' AND s.source_bucket = $2 AND s.source_key = $3
+      AND s.target_table = 'parcels' AND s.pipeline_version = $4
+    UNION ALL
+    SELECT a.feature_id, a.layer, a.feature_index, a.properties, a.geom, a.area_m2
+    FROM sources s JOIN jobs j ON j.job_id = s.current_job_id JOIN admin_units a ON a.job_ref = j.job_ref
+    WHERE $1 = 'admin_units' AND s.source_bucket = $2 AND s.source_key = $3
+      AND s.target_table = 'admin_units' AND s.pipeline_version = $4
+$function$;
+
 -- public.geoingest_finish_incoming(repair boolean, invalid bigint[], server_check boolean, OUT written bigint, OUT area_m2 double precision, OUT features_checksum text, OUT repaired bigint, OUT collapsed bigint)
 CREATE OR REPLACE FUNCTION public.geoingest_finish_incoming(repair boolean, invalid bigint[], server_check boolean, OUT written bigint, OUT area_m2 double precision, OUT features_checksum text, OUT repaired bigint, OUT collapsed bigint)
  RETURNS record
@@ -969,6 +1074,23 @@ AS $function$
           SELECT jc.bbox::geometry FROM job_changes jc
           WHERE jc.job_id = $1 AND jc.bbox IS NOT NULL
             AND NOT EXISTS (SELECT FROM feature_changes c WHERE c.job_id = $1)) q(b)
+$function$;
+
+-- public.geoingest_job_changes_seq()
+CREATE OR REPLACE FUNCTION public.geoingest_job_changes_seq()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    SELECT j.pipeline_version INTO NEW.pipeline_version FROM jobs j WHERE j.job_id = NEW.job_id;
+    -- The source's row is locked by the writing gate: no other record of
+    -- the source is being inserted meanwhile.
+    SELECT coalesce(max(c.seq), 0) + 1 INTO NEW.seq FROM job_changes c
+    WHERE c.source_bucket = NEW.source_bucket AND c.source_key = NEW.source_key
+      AND c.target_table = NEW.target_table AND c.pipeline_version = NEW.pipeline_version;
+    NEW.applied_at := clock_timestamp();
+    RETURN NEW;
+END
 $function$;
 
 -- public.geoingest_job_extent(target text, job_ref bigint, OUT min_x double precision, OUT min_y double precision, OUT max_x double precision, OUT max_y double precision)

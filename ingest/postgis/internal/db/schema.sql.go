@@ -19,7 +19,7 @@ type ApplyTypedViewParams struct {
 	Columns     []byte
 }
 
-// The typed schema (migration 0033, ingest/schema.go).
+// The typed schema (migration 0034, ingest/schema.go).
 // ApplyTypedView creates or extends a target's typed view with columns
 // (a JSON array of {"name", "type"}): see geoingest_apply_typed_view.
 func (q *Queries) ApplyTypedView(ctx context.Context, arg ApplyTypedViewParams) (string, error) {

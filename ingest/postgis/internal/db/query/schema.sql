@@ -1,4 +1,4 @@
--- The typed schema (migration 0033, ingest/schema.go).
+-- The typed schema (migration 0034, ingest/schema.go).
 
 -- name: ApplyTypedView :one
 -- ApplyTypedView creates or extends a target's typed view with columns

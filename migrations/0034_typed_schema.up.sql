@@ -1,4 +1,4 @@
--- geoingest schema, version 33: the typed schema (ingest/schema.go,
+-- geoingest schema, version 34: the typed schema (ingest/schema.go,
 -- docs/schema.md). A job under a mapping stores each feature's attributes
 -- as the mapping's record (the typed columns' values under their names,
 -- the unmapped fields under "extras"); the typed views expose the columns
