@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,22 @@ type Maintainer struct {
 	refreshKick, compactKick chan struct{}
 	stop                     context.CancelFunc
 	running                  sync.WaitGroup
+	// folded are the tables any round folded into (FinishCompaction
+	// analyzes them).
+	mu     sync.Mutex
+	folded map[string]bool
+}
+
+// noteFolded records the tables r folded into.
+func (m *Maintainer) noteFolded(r CompactResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range r.Folded {
+		if m.folded == nil {
+			m.folded = map[string]bool{}
+		}
+		m.folded[f.Target] = true
+	}
 }
 
 // Start starts the parts' rounds in the background until ctx ends or Stop.
@@ -145,6 +162,7 @@ func (m *Maintainer) refreshRound(ctx context.Context) {
 
 func (m *Maintainer) compactRound(ctx context.Context, deniedLogged *time.Time) {
 	r, err := m.Compactor.Compact(ctx, m.CompactOptions)
+	m.noteFolded(r)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		m.Log.Warn("compaction failed; the next round tries again", "error", err.Error())
@@ -170,6 +188,30 @@ func (m *Maintainer) pruneRound(ctx context.Context) {
 		"report_assignments", r.ReportAssignments+r.Assignments, "kept_by_order", r.KeptByOrder, "seconds", r.Duration.Seconds())
 }
 
+// analyzeFolded gathers the statistics of the tables the maintainer's
+// rounds folded into, as a whole (ParentAnalyzer), when its compactor can.
+func (m *Maintainer) analyzeFolded(ctx context.Context) error {
+	a, ok := m.Compactor.(ParentAnalyzer)
+	if !ok {
+		return nil
+	}
+	m.mu.Lock()
+	var targets []string
+	for t := range m.folded {
+		targets = append(targets, t)
+	}
+	m.mu.Unlock()
+	slices.Sort(targets)
+	for _, t := range targets {
+		start := time.Now()
+		if err := a.AnalyzeParent(ctx, t); err != nil {
+			return err
+		}
+		m.Log.Info("analyzed the folded table as a whole", "target", t, "seconds", time.Since(start).Seconds())
+	}
+	return nil
+}
+
 // finishLockTimeout is the least wait of FinishCompaction's drops for
 // their table's lock: longer than PostgreSQL's default deadlock_timeout,
 // after which an autovacuum holding the lock is cancelled for them.
@@ -187,8 +229,11 @@ const finishWait = 2 * time.Minute
 // are due when o asks for it. Several batch processes at once are safe:
 // the compactor's lock lets one fold at a time, and each process's finish
 // waits its turn, so the last to finish leaves at most o.Keep own
-// partitions per table. It returns the totals of its rounds; an error when
-// a round failed.
+// partitions per table. Last, it analyzes each table that its rounds, or
+// the rounds beside the jobs, folded into as a whole (ParentAnalyzer:
+// autovacuum never does, and a new connection's first plan is slower
+// without them). It returns the totals of its rounds; an error when a
+// round or the analysis failed.
 func (m *Maintainer) FinishCompaction(ctx context.Context, o CompactOptions) (CompactResult, error) {
 	m.Stop()
 	start := time.Now()
@@ -205,6 +250,7 @@ func (m *Maintainer) FinishCompaction(ctx context.Context, o CompactOptions) (Co
 	lastWork := start
 	for {
 		r, err := m.Compactor.Compact(ctx, o)
+		m.noteFolded(r)
 		total.Folded = append(total.Folded, r.Folded...)
 		total.Dropped += r.Dropped
 		total.Rebuilt = append(total.Rebuilt, r.Rebuilt...)
@@ -220,14 +266,14 @@ func (m *Maintainer) FinishCompaction(ctx context.Context, o CompactOptions) (Co
 		}
 		if !r.Busy && r.Pending == 0 {
 			logCompaction(m.Log, total)
-			return total, nil
+			return total, m.analyzeFolded(ctx)
 		}
 		if time.Since(lastWork) > finishWait {
 			logCompaction(m.Log, total)
 			if r.Busy {
 				return total, errors.New("another compactor held the lock throughout: its rounds (serve's, or the next command's) fold what is left")
 			}
-			return total, nil // emptied partitions wait for an older reader; the next round drops them
+			return total, m.analyzeFolded(ctx) // emptied partitions wait for an older reader; the next round drops them
 		}
 		select {
 		case <-ctx.Done():

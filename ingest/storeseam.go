@@ -47,6 +47,15 @@ type Compactor interface {
 	Compact(ctx context.Context, o CompactOptions) (CompactResult, error)
 }
 
+// ParentAnalyzer is a Compactor that can gather the statistics of a
+// feature table as a whole (its partitioned parent's, which autovacuum
+// never gathers): a batch command's last compaction rounds do it for the
+// tables they folded into, so that a query's first plan on a new
+// connection does not pay for their absence.
+type ParentAnalyzer interface {
+	AnalyzeParent(ctx context.Context, target string) error
+}
+
 // Claims is the claim gate: one worker at a time on a job, under a lease,
 // and a committed job never again.
 type Claims interface {

@@ -50,7 +50,9 @@ func readShape(t *testing.T, db string) (partitions, own int64, scanned []string
 	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	seen := map[string]bool{}
-	for _, m := range regexp.MustCompile(`Scan (?:using \S+ )?on (\S+)`).FindAllStringSubmatch(strings.Join(plan, "\n"), -1) {
+	// A table's scan node names it (a Bitmap Index Scan names an index
+	// of the table its Bitmap Heap Scan names).
+	for _, m := range regexp.MustCompile(`(?m)(?:^|->)\s*(?:Parallel )?(?:Seq|Index|Index Only|Bitmap Heap|Tid|Sample) Scan (?:Backward )?(?:using \S+ )?on (\S+)`).FindAllStringSubmatch(strings.Join(plan, "\n"), -1) {
 		if !seen[m[1]] {
 			seen[m[1]] = true
 			scanned = append(scanned, m[1])

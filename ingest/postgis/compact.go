@@ -168,3 +168,24 @@ func (s *Store) dropFolded(ctx context.Context, lockTimeout time.Duration) (stri
 	}
 	return name, tx.Commit(ctx)
 }
+
+// AnalyzeParent gathers the statistics of target's partitioned table as a
+// whole (ANALYZE geoingest_store.parcels or admin_units, which also
+// analyzes its partitions): autovacuum never analyzes a partitioned
+// table, and without them the first plan of a query of the table on a
+// new connection costs some 1.3 ms more (ingest.ParentAnalyzer).
+func (s *Store) AnalyzeParent(ctx context.Context, target string) error {
+	var err error
+	switch target {
+	case "parcels":
+		err = s.q.AnalyzeParcelsParent(ctx)
+	case "admin_units":
+		err = s.q.AnalyzeAdminUnitsParent(ctx)
+	default:
+		return ingest.Permanentf("analyze: %q is not a feature table", target)
+	}
+	if err != nil {
+		return ingest.Transientf("analyze %s: %w", target, err)
+	}
+	return nil
+}

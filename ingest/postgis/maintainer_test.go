@@ -78,3 +78,27 @@ func TestMaintainerBesideTheJobs(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, r.Folded)
 }
+
+// TestFinishCompactionAnalyzesTheFoldedTables: a batch command's last
+// rounds leave the parcels table's statistics as a whole (autovacuum never
+// gathers a partitioned table's), so that a new connection's first plan
+// does not pay for their absence; a table nothing was folded into is left
+// alone.
+func TestFinishCompactionAnalyzesTheFoldedTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	ownSources(t, b, t.TempDir(), 2, 20)
+	inherited := func(table string) int64 {
+		return countRows(t, b, `SELECT count(*) FROM pg_statistic WHERE starelid = $1::regclass AND stainherit`, table)
+	}
+	require.Zero(t, inherited("geoingest_store.parcels"))
+	m := &ingest.Maintainer{Compactor: b.store}
+	r, err := m.FinishCompaction(ctx, ingest.CompactOptions{Keep: 0})
+	require.NoError(t, err)
+	require.Len(t, r.Folded, 2)
+	require.Equal(t, 1, partitions(t, b.pool))
+	require.Positive(t, inherited("geoingest_store.parcels"))
+	require.Zero(t, inherited("geoingest_store.admin_units"))
+	requireVerifyClean(t, b)
+}

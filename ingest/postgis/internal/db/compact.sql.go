@@ -9,6 +9,28 @@ import (
 	"context"
 )
 
+const analyzeAdminUnitsParent = `-- name: AnalyzeAdminUnitsParent :exec
+ANALYZE geoingest_store.admin_units
+`
+
+// AnalyzeAdminUnitsParent is AnalyzeParcelsParent for admin_units.
+func (q *Queries) AnalyzeAdminUnitsParent(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, analyzeAdminUnitsParent)
+	return err
+}
+
+const analyzeParcelsParent = `-- name: AnalyzeParcelsParent :exec
+ANALYZE geoingest_store.parcels
+`
+
+// AnalyzeParcelsParent gathers the statistics of the parcels table as a
+// whole (its partitions' too), which autovacuum never gathers for a
+// partitioned table.
+func (q *Queries) AnalyzeParcelsParent(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, analyzeParcelsParent)
+	return err
+}
+
 const compactAdvisoryLock = `-- name: CompactAdvisoryLock :one
 SELECT pg_try_advisory_xact_lock(hashtext('geoingest compact'))::boolean AS locked
 `

@@ -61,3 +61,13 @@ SELECT EXISTS (
   SELECT 1 FROM jobs
   WHERE target_table = @target_table::text AND status = 'current' AND job_ref <= 0
 )::boolean AS holds;
+
+-- name: AnalyzeParcelsParent :exec
+-- AnalyzeParcelsParent gathers the statistics of the parcels table as a
+-- whole (its partitions' too), which autovacuum never gathers for a
+-- partitioned table.
+ANALYZE geoingest_store.parcels;
+
+-- name: AnalyzeAdminUnitsParent :exec
+-- AnalyzeAdminUnitsParent is AnalyzeParcelsParent for admin_units.
+ANALYZE geoingest_store.admin_units;
