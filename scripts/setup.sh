@@ -60,6 +60,9 @@ fi
 if [ "$want_test" = 1 ] && ! command -v strace >/dev/null; then
   apt_pkgs+=(strace) # scripts/hostile-audit.sh: every file and connection the hostile corpus makes geoingest open
 fi
+if [ "$want_test" = 1 ] && ! command -v iptables >/dev/null && ! [ -x /usr/sbin/iptables ]; then
+  apt_pkgs+=(iptables) # TestServeLeavesAVanishedPrimary drops the database's packets, as a primary whose machine vanished does
+fi
 if [ "$want_test" = 1 ] && ! command -v pg_autoctl >/dev/null; then
   apt_pkgs+=(postgresql-15-auto-failover pg-auto-failover-cli) # the HA formation of the failover tests (postgistest/hatest)
 fi
