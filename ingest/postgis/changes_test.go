@@ -18,6 +18,7 @@ import (
 type feat struct {
 	props   string
 	x, y, w float64
+	bow     bool // a bow tie: the square's top corners swapped (invalid, repaired by the server)
 }
 
 // sq is a square parcel i of a grid, with properties props.
@@ -33,8 +34,12 @@ func writeFeats(t *testing.T, name string, fs []feat) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
+		tx1, tx2 := f.x+f.w, f.x
+		if f.bow {
+			tx1, tx2 = tx2, tx1
+		}
 		fmt.Fprintf(&b, `{"type":"Feature","properties":%s,"geometry":{"type":"Polygon","coordinates":[[[%g,%g],[%g,%g],[%g,%g],[%g,%g],[%g,%g]]]}}`,
-			f.props, f.x, f.y, f.x+f.w, f.y, f.x+f.w, f.y+f.w, f.x, f.y+f.w, f.x, f.y)
+			f.props, f.x, f.y, f.x+f.w, f.y, tx1, f.y+f.w, tx2, f.y+f.w, f.x, f.y)
 	}
 	b.WriteString("]}")
 	path := filepath.Join(t.TempDir(), name)

@@ -13,7 +13,8 @@ import (
 
 // chain is a source's versions made by random edits of a parcel grid:
 // attributes changed, vertices moved, parcels removed, added, split in
-// two, merged, placeholder keys, the order shuffled.
+// two, merged, placeholder keys, bow ties (invalid: the server repairs
+// them), the order shuffled.
 type chain struct {
 	rng    *rand.Rand
 	next   int // the next parcel number
@@ -50,6 +51,8 @@ func (c *chain) version() []feat {
 			continue
 		case 5: // a placeholder key
 			f.props = `{"APN":"-99","use":"res","v":` + fmt.Sprint(c.rng.IntN(1000)) + `}`
+		case 6: // drawn as a bow tie, or back: invalid, repaired by the server
+			f.bow = !f.bow
 		}
 		out = append(out, f)
 	}
