@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -137,4 +140,50 @@ func TestDiffOverRowsWithoutMatchColumns(t *testing.T) {
 			requireVerified(t, b)
 		})
 	}
+}
+
+// TestDiffOfAProjectedSource: a source in a projected CRS is transformed
+// by the server (the staging table), so its match columns are computed
+// there (a full load's staging stores none yet); a new version with one attribute changed writes that one row
+// and leaves the others where they are, and verify is clean.
+func TestDiffOfAProjectedSource(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	p := ingest.DefaultParams("parcels")
+	p.Key = []string{"APN"}
+	write := func(name string, use string) string {
+		var sb strings.Builder
+		sb.WriteString(`{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::3857"}},"features":[`)
+		for i := 0; i < 20; i++ {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			u := "res"
+			if i == 3 {
+				u = use
+			}
+			x, y := 1450000+float64(i)*1000, 6890000.0
+			fmt.Fprintf(&sb, `{"type":"Feature","properties":{"APN":"P-%d","use":%q},"geometry":{"type":"Polygon","coordinates":[[[%g,%g],[%g,%g],[%g,%g],[%g,%g],[%g,%g]]]}}`,
+				i, u, x, y, x+500, y, x+500, y+500, x, y+500, x, y)
+		}
+		sb.WriteString("]}")
+		path := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.WriteFile(path, []byte(sb.String()), 0o644))
+		return path
+	}
+	require.NoError(t, b.svc.Run(ctx, version(t, write("v1.geojson", "res"), "v1", "01", p)).Err)
+	res := b.svc.Run(ctx, version(t, write("v2.geojson", "com"), "v2", "02", p))
+	require.NoError(t, res.Err)
+	require.Equal(t, ingest.ChangeCounts{Attributes: 1, Unchanged: 19}, res.Changes.Counts)
+	// The first version's rows were transformed by a full load's staging
+	// and have no match columns (the server computes them when needed);
+	// the row the diff wrote has the server's.
+	var stored, bad int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE geom_hash IS NOT NULL),
+		count(*) FILTER (WHERE geom_hash <> md5(ST_AsEWKB(geom))::uuid OR props_hash <> md5(properties::text)::uuid)
+		FROM geoingest_store.parcels`).Scan(&stored, &bad))
+	require.Equal(t, 1, stored)
+	require.Zero(t, bad, "the server's match columns of the rows it transformed")
+	requireVerified(t, b)
 }
