@@ -57,6 +57,9 @@ fi
 if [ "$want_test" = 1 ] && { ! command -v ogr2ogr >/dev/null || ! command -v gdalsrsinfo >/dev/null; }; then
   apt_pkgs+=(gdal-bin) # the CRS test matrix's oracle (ingest/crs_matrix_test.go); ogrinfo lists the layers as a GIS client (cmd/geoingest/compact_test.go)
 fi
+if [ "$want_test" = 1 ] && ! /usr/bin/python3 -c 'import qgis.core' >/dev/null 2>&1; then
+  apt_pkgs+=(python3-qgis qgis-providers) # a headless QGIS (3.22) opens the typed views (cmd/geoingest/qgis_test.go)
+fi
 if [ "$want_test" = 1 ] && ! command -v strace >/dev/null; then
   apt_pkgs+=(strace) # scripts/hostile-audit.sh: every file and connection the hostile corpus makes geoingest open
 fi
