@@ -351,3 +351,7 @@ func (s *Schema) TargetNames() []string {
 	}
 	return out
 }
+
+// IsReservedColumn reports whether name is one of the typed views' own
+// columns, which a schema may not use.
+func IsReservedColumn(name string) bool { return reservedColumns[name] }

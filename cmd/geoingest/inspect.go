@@ -34,6 +34,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	m.addParamFlags(fs, &p)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	check := fs.Bool("check", false, "check every feature: invalid polygons (GEOS), null and non-polygonal geometries")
+	suggest := fs.Bool("suggest-schema", false, "print the typed schema (YAML) the file's values suggest, losslessly: leading zeros stay text, whole numbers int8, decimals numeric (docs/schema.md)")
 	var routes listFlag
 	fs.Var(&routes, "route", "[BUCKET:]PREFIX=TARGET[+deletes][?OPTION=VALUE&...], repeatable, as serve's (env GEOINGEST_ROUTES); for s3:// the default is serve's (parcels/=parcels, admin/=admin_units); for a local file, routes are matched only when given, against --key or the path as given")
 	key := fs.String("key", "", "for a local file: the object key it would be uploaded under, to match the routes against")
@@ -107,7 +108,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 		resolve = func(ps ingest.Params) (ingest.Job, error) { return ingest.NewJob(src, ps, fetcher) }
 	}
 
-	o := inspect.Options{Check: *check, Limits: limits}
+	o := inspect.Options{Check: *check, Limits: limits, Suggest: *suggest}
 	if len(specs) > 0 {
 		rs, err := ingest.ParseRoutes(specs)
 		if err != nil {
@@ -133,6 +134,15 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 				strings.TrimSuffix(err.Error(), " (gave up waiting)"))
 		}
 		return err
+	}
+	if *suggest && !*asJSON {
+		name := strings.TrimSuffix(filepath.Base(target), filepath.Ext(target))
+		fmt.Fprint(m.Stdout, inspect.SuggestSchema(rep, name))
+		if rep.Refusal != "" {
+			fmt.Fprintf(m.Stderr, "geoingest inspect: %s\n", rep.Refusal)
+			return exitError(1)
+		}
+		return nil
 	}
 	if *asJSON {
 		enc := json.NewEncoder(m.Stdout)

@@ -117,3 +117,36 @@ func TestTypedSchema(t *testing.T) {
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
 }
+
+// TestSuggestSchema: inspect --suggest-schema proposes a lossless typed
+// schema from a file's values (leading zeros stay text, whole numbers
+// beyond int32 are int8, decimals numeric, ISO dates date, booleans
+// boolean, mixed values text), and the file it prints is a schema whose
+// mapping lands the file with nothing quarantined.
+func TestSuggestSchema(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(`{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"APN":"0012345","Owner Id":3000000000,"Value":12.50,"Sold":"2021-03-14","Vacant":true,"Mixed":"a","Units":3},"geometry":{"type":"Polygon","coordinates":[[[13,52],[13.001,52],[13.001,52.001],[13,52.001],[13,52]]]}},
+{"type":"Feature","properties":{"APN":"0099","Owner Id":7,"Value":3,"Sold":null,"Vacant":false,"Mixed":4,"Units":12},"geometry":{"type":"Polygon","coordinates":[[[13.01,52],[13.011,52],[13.011,52.001],[13.01,52.001],[13.01,52]]]}}
+]}`), 0o644))
+	code, out, errOut := run(t, nil, "inspect", "--suggest-schema", data)
+	require.Equal(t, 0, code, out+errOut)
+	for _, want := range []string{"{name: apn, type: text}  # text with leading zeros (kept)", "{name: owner_id, type: int8}  # whole numbers beyond int32",
+		"{name: value, type: numeric}", "{name: sold, type: date}", "{name: vacant, type: boolean}", "{name: mixed, type: text}  # values of several kinds",
+		"{name: units, type: int8}  # whole numbers", `owner_id: {from: "Owner Id"}`, `- name: "county"`} {
+		require.Contains(t, out, want)
+	}
+	schema := filepath.Join(dir, "suggested.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(out), 0o644))
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	code, out, errOut = run(t, env, "schema", "apply", "--schema", schema)
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = run(t, env, "ingest", "--json", "--schema", schema, "--mapping", "county", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `"features":2`)
+	require.NotContains(t, out, "quarantined")
+	require.Equal(t, "0012345|3000000000|12.50|2021-03-14|t|a|3", queryString(t, env["DATABASE_URL"],
+		`SELECT concat_ws('|', apn, owner_id, value, sold, vacant, mixed, units) FROM geoingest_typed_parcels WHERE feature_index = 0`))
+}

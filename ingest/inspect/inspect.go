@@ -83,6 +83,9 @@ type Layer struct {
 	// route's key= can name (keys.go).
 	CandidateKeys   []string `json:"candidate_keys"`
 	CandidateKeysOf int64    `json:"candidate_keys_of"`
+	// Suggested are the typed columns the layer's values suggest
+	// (Options.Suggest, suggest.go).
+	Suggested []SuggestedColumn `json:"suggested_columns,omitempty"`
 	// Encoding is the text encoding of the attributes ("" when the
 	// format has none to choose).
 	Encoding string `json:"encoding,omitempty"`
@@ -165,6 +168,9 @@ type Options struct {
 	Limits geomio.Limits
 	// Route and Filtered are reported as they are (see Report).
 	Route, Filtered string
+	// Suggest infers each layer's typed columns from its values
+	// (Layer.Suggested, suggest.go).
+	Suggest bool
 }
 
 // Run fetches job's input into a temporary directory under tmp (removed
@@ -204,7 +210,7 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		return rep, refuse(rep, err, dir, job)
 	}
 	defer r.Close()
-	s := scanner{p: job.Params, check: o.Check}
+	s := scanner{p: job.Params, check: o.Check, suggest: o.Suggest}
 	if o.Check {
 		s.valid = validity.NewChecker()
 		defer s.valid.Close()
@@ -333,6 +339,7 @@ func layerOf(file string) string {
 type scanner struct {
 	p       ingest.Params
 	check   bool
+	suggest bool
 	valid   *validity.Checker
 	buf     bytes.Buffer
 	order   []string
@@ -347,6 +354,7 @@ type layerAcc struct {
 	fields     map[string]int // index in l.Fields
 	types      map[string]map[string]bool
 	keys       keyTracker // keys.go
+	suggester  suggester  // suggest.go, with Options.Suggest
 	ext        [4]float64
 	hasExt     bool
 }
@@ -362,6 +370,9 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 	}
 	observe := a.keys.begin()
 	a.fieldsOf(f.Properties, observe)
+	if s.suggest {
+		a.suggester.add(f.Properties)
+	}
 	if observe {
 		if len(f.ID) > 0 {
 			a.keys.observe("@id", f.ID)
@@ -461,6 +472,9 @@ func (s *scanner) layers() []Layer {
 		l.GeometryType = geometryType(l.GeometryTypes)
 		l.ExtentCRS = extentCRS(l.CRS)
 		l.CandidateKeys, l.CandidateKeysOf = a.keys.keys(), a.keys.n
+		if s.suggest {
+			l.Suggested = a.suggester.columns()
+		}
 		if a.hasExt {
 			l.Extent = a.ext[:]
 		}
