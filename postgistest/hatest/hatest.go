@@ -48,9 +48,10 @@ const Database = "geoingest"
 
 // Options configure Start.
 type Options struct {
-	// Async makes the standby asynchronous (not in the replication
-	// quorum): a commit is acknowledged before the standby has it, so a
-	// failover can lose the last commits. Default: synchronous.
+	// Async makes the standby asynchronous (neither candidate is in the
+	// replication quorum, so it stays so across failovers): a commit is
+	// acknowledged before the standby has it, so a failover can lose the
+	// last commits. Default: synchronous.
 	Async bool
 	// ReadReplica adds a third node, an asynchronous standby with
 	// candidate priority 0 (never promoted), for readers (ReadURL).
@@ -184,7 +185,10 @@ func StartCluster(ctx context.Context, o Options, logf func(string, ...any)) (*C
 		switch {
 		case i == 2: // the read replica: asynchronous, never promoted
 			args = append(args, "--candidate-priority", "0", "--replication-quorum", "false")
-		case i == 1 && o.Async:
+		case o.Async:
+			// Both candidates, so that the standby is asynchronous
+			// whichever of them is the primary after a failover (the
+			// setting is the node's, not the formation's).
 			args = append(args, "--replication-quorum", "false")
 		}
 		if err := c.run(node, append(args, "--run")...); err != nil {
