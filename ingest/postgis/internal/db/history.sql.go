@@ -126,12 +126,13 @@ func (q *Queries) FeaturesAsOf(ctx context.Context, arg FeaturesAsOfParams) ([]F
 }
 
 const setHistoryJob = `-- name: SetHistoryJob :exec
-SELECT set_config('geoingest.history_job', $1::text, true)
+SELECT set_config('geoingest.history_job', $1::text, true),
+       set_config('geoingest.history_ref', coalesce((SELECT job_ref FROM jobs WHERE job_id = $1::text), 0)::text, true)
 `
 
-// SetHistoryJob names the job whose write-gate transaction this is, for
-// the trigger that copies the rows it retires into feature_history
-// (migration 0033); until the transaction ends.
+// SetHistoryJob names the job whose write-gate transaction this is, and
+// its job_ref, for the trigger that copies the rows it retires into
+// feature_history (migration 0033); until the transaction ends.
 func (q *Queries) SetHistoryJob(ctx context.Context, jobID string) error {
 	_, err := q.db.Exec(ctx, setHistoryJob, jobID)
 	return err

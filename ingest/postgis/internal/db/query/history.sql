@@ -1,8 +1,9 @@
 -- name: SetHistoryJob :exec
--- SetHistoryJob names the job whose write-gate transaction this is, for
--- the trigger that copies the rows it retires into feature_history
--- (migration 0033); until the transaction ends.
-SELECT set_config('geoingest.history_job', @job_id::text, true);
+-- SetHistoryJob names the job whose write-gate transaction this is, and
+-- its job_ref, for the trigger that copies the rows it retires into
+-- feature_history (migration 0033); until the transaction ends.
+SELECT set_config('geoingest.history_job', @job_id::text, true),
+       set_config('geoingest.history_ref', coalesce((SELECT job_ref FROM jobs WHERE job_id = @job_id::text), 0)::text, true);
 
 -- name: FeaturesAsOf :many
 -- FeaturesAsOf is the rows of target's sources (one source when bucket

@@ -1,0 +1,113 @@
+package postgis
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BenchmarkHistoryCapture measures what keeping history costs a version
+// that retires rows (migration 0033): a DELETE of a generation of
+// GEOINGEST_BENCH_N (default 20,000) parcels in a transaction, rolled
+// back, with the history trigger copying every row (history=on) and
+// without (off: no job named). And BenchmarkExpiredTiles below.
+func BenchmarkHistoryCapture(b *testing.B) {
+	ctx := context.Background()
+	svc := setupBench(b)
+	n := benchN(20000)
+	dir := b.TempDir()
+	big, small := filepath.Join(dir, "big.geojson"), filepath.Join(dir, "small.geojson")
+	writeBenchParcels(b, big, n, false)
+	writeBenchParcels(b, small, 10, false)
+	var jobs []string
+	for _, p := range []string{big, small} {
+		src, f, err := localfs.Files{}.Source(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		job, err := ingest.NewJob(src, ingest.DefaultParams("parcels"), f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := svc.Run(ctx, job); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+		jobs = append(jobs, job.ID)
+	}
+	pool := svc.Store.(*Store).pool
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("history=%v", on), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				retire(b, pool, jobs[0], jobs[1], on)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/row")
+		})
+	}
+}
+
+func retire(b *testing.B, pool *pgxpool.Pool, victim, namer string, on bool) {
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if on {
+		if _, err := tx.Exec(ctx, `SELECT set_config('geoingest.history_job', $1, true), set_config('geoingest.history_ref', (SELECT job_ref FROM jobs WHERE job_id = $1)::text, true)`, namer); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM parcels WHERE job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`, victim); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkExpiredTiles: the tile list of a job whose change record has
+// GEOINGEST_BENCH_N (default 20,000) changed parcels, zooms 0 to 14.
+func BenchmarkExpiredTiles(b *testing.B) {
+	ctx := context.Background()
+	svc := setupBench(b)
+	n := benchN(20000)
+	pool := svc.Store.(*Store).pool
+	const job = "be0c4be0c4be0c4be0c4be0c4be0c4be0c4be0c4be0c4be0c4be0c4be0c4be0c"
+	if _, err := pool.Exec(ctx, `INSERT INTO jobs (job_id, source_bucket, source_key, version_token, order_token, params, pipeline, pipeline_version, target_table, status, job_ref, content_hash)
+		VALUES ($1, 'b', 'k', 'v', 'o', '{}', 'geoingest', '1', 'parcels', 'current', -7, 'h')`, job); err != nil {
+		b.Skip("the ledger's columns changed: ", err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO job_changes (job_id, target_table, source_bucket, source_key, base_job_id) VALUES ($1, 'parcels', 'b', 'k', 'base')`, job); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO feature_changes (job_id, feature_id, kind, old_bbox, new_bbox, area_delta_m2)
+		SELECT $2, i, 'geometry', ST_MakeEnvelope(x, y, x + 0.0001, y + 0.0001, 4326), ST_MakeEnvelope(x, y, x + 0.00012, y + 0.0001, 4326), 1
+		FROM (SELECT i, 2.0 + (i % 1000) * 0.0005 AS x, 48.0 + (i / 1000) * 0.0005 AS y FROM generate_series(1, $1) i) q`, n, job); err != nil {
+		b.Fatal(err)
+	}
+	st := svc.Store.(*Store)
+	var tiles int
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		e, err := st.ExpiredTiles(ctx, job, ingest.DefaultTileZoom)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tiles = len(e.Tiles)
+	}
+	b.ReportMetric(float64(tiles), "tiles")
+	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/list")
+}
+
+// benchN is GEOINGEST_BENCH_N, or def.
+func benchN(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("GEOINGEST_BENCH_N")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
