@@ -207,14 +207,11 @@ CREATE OR REPLACE FUNCTION public.geoingest_capture_history()
 AS $function$
 DECLARE
     job text := current_setting('geoingest.history_job', true);
-    ref bigint;
 BEGIN
-    IF job IS NULL OR job = '' THEN
+    -- geoingest.history_ref is the retiring job's own job_ref: its own
+    -- rows (a row it repairs away) are not history.
+    IF job IS NULL OR job = '' OR OLD.job_ref = current_setting('geoingest.history_ref')::bigint THEN
         RETURN NULL;
-    END IF;
-    SELECT j.job_ref INTO ref FROM jobs j WHERE j.job_id = job;
-    IF NOT FOUND OR OLD.job_ref = ref THEN
-        RETURN NULL; -- a row of the retiring job's own
     END IF;
     INSERT INTO feature_history (retired_by, target_table, feature_id, layer, feature_index, properties, geom, area_m2)
     VALUES (job, TG_ARGV[0], coalesce(OLD.feature_id, OLD.id), OLD.layer, OLD.feature_index, OLD.properties, OLD.geom, OLD.area_m2);
@@ -1183,9 +1180,9 @@ CREATE OR REPLACE FUNCTION public.geoingest_job_tiles_at(job_id text, z integer,
  LANGUAGE sql
  STABLE
 AS $function$
-    SELECT DISTINCT tx, ty
-    FROM geoingest_job_tile_ranges(job_id, z, buffer) r,
-         generate_series(r.x0, r.x1) tx, generate_series(r.y0, r.y1) ty
+    SELECT DISTINCT a.tx, generate_series(a.y0, a.y1)
+    FROM (SELECT generate_series(r.x0, r.x1) AS tx, r.y0, r.y1
+          FROM (SELECT DISTINCT * FROM geoingest_job_tile_ranges(job_id, z, buffer)) r) a
 $function$;
 
 -- public.geoingest_key_of(parts text[])
@@ -1902,7 +1899,7 @@ CREATE OR REPLACE FUNCTION public.geoingest_tile_u(lon double precision, z integ
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-    SELECT (lon + 180.0) / 360.0 * (2.0 ^ z)
+    SELECT (lon + 180.0) / 360.0 * power(2.0::float8, z)
 $function$;
 
 -- public.geoingest_tile_v(lat double precision, z integer)
@@ -1911,8 +1908,9 @@ CREATE OR REPLACE FUNCTION public.geoingest_tile_v(lat double precision, z integ
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-    SELECT (1.0 - ln(tan(radians(c)) + 1.0 / cos(radians(c))) / pi()) / 2.0 * (2.0 ^ z)
-    FROM (SELECT greatest(-85.0511287798066, least(85.0511287798066, lat))) l(c)
+    SELECT (1.0 - ln(tan(radians(greatest(-85.0511287798066, least(85.0511287798066, lat))))
+                     + 1.0 / cos(radians(greatest(-85.0511287798066, least(85.0511287798066, lat))))) / pi()) / 2.0
+           * power(2.0::float8, z)
 $function$;
 
 -- public.geoingest_version_add_staged()

@@ -1,4 +1,4 @@
--- Undoes 0034: the history trigger as 0033 made it (the tile functions
+-- Undoes 0035: the history trigger as 0033 made it (the tile functions
 -- stay: the same results as 0029's, faster).
 CREATE OR REPLACE FUNCTION geoingest_capture_history() RETURNS trigger
 LANGUAGE plpgsql AS $$

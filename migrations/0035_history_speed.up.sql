@@ -1,4 +1,4 @@
--- geoingest schema, version 34: history and expired tiles, cheaper
+-- geoingest schema, version 35: history and expired tiles, cheaper
 -- (measured by BenchmarkHistoryCapture and BenchmarkExpiredTiles).
 --
 -- The history trigger (0033) no longer looks the retiring job's job_ref
