@@ -157,8 +157,11 @@ func ParseRoute(s string) (Route, error) {
 		if err := r.parseOptions(query); err != nil {
 			return Route{}, Permanentf("route %q: %w", s, err)
 		}
-		// The options must make valid parameters on their own.
-		if err := r.Params(DefaultParams(r.Target)).Validate(); err != nil {
+		// The options must make valid parameters on their own (but the
+		// mapping, which serve checks against its --schema).
+		p := r.Params(DefaultParams(r.Target))
+		p.Mapping = ""
+		if err := p.Validate(); err != nil {
 			return Route{}, Permanentf("route %q: %w", s, err)
 		}
 	}

@@ -71,7 +71,8 @@ type Mapping struct {
 	// with the transforms that apply.
 	Fields map[string]FieldMap `yaml:"fields" json:"fields"`
 
-	columns []mappedColumn // in the target's column order
+	columns []mappedColumn   // in the target's column order
+	from    map[string][]int // each source field's columns (Apply)
 }
 
 // FieldMap is where one column's value comes from.
@@ -177,6 +178,7 @@ func (s *Schema) check() error {
 			}
 			m.columns = append(m.columns, mappedColumn{c, f})
 		}
+		m.index()
 		for col := range m.Fields {
 			found := false
 			for _, c := range ts.Columns {
@@ -253,64 +255,123 @@ func (e *CastError) Error() string {
 // Apply maps props, a feature's attributes (a JSON object), to the
 // mapping's record, appended to out: the columns in order (null when the
 // field is missing, null or an empty text), then "extras" with the fields
-// not mapped. A value that does not cast is a *CastError.
+// not mapped, in the file's order. A value that does not cast is a
+// *CastError. One pass over props, with no allocation for a field whose
+// name has no escape; the caller reuses out.
 func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(props, &fields); err != nil {
-		return out, &CastError{Why: ": attributes are not a JSON object"}
+	vals := make([][]byte, len(m.columns)) // each column's raw value, nil: missing
+	extrasAt := len(out)
+	out = append(out, `"extras":{`...) // the extras first, moved after the columns at the end
+	n := 0
+	i := skipSpace(props, 0)
+	if i >= len(props) || props[i] != '{' {
+		return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 	}
+	i++
+	for {
+		i = skipSpace(props, i)
+		if i >= len(props) || props[i] != '"' {
+			break // '}' (or malformed: geomio gives JSON objects)
+		}
+		end, escaped := scanString(props, i)
+		if end < 0 {
+			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+		}
+		rawKey := props[i : end+1]
+		key := props[i+1 : end]
+		var unescaped string
+		if escaped {
+			if err := json.Unmarshal(rawKey, &unescaped); err != nil {
+				return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+			}
+		}
+		i = skipSpace(props, end+1)
+		if i >= len(props) || props[i] != ':' {
+			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+		}
+		i = skipSpace(props, i+1)
+		if i >= len(props) {
+			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+		}
+		vend := skipValue(props, i)
+		if vend < 0 {
+			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+		}
+		val := props[i:vend]
+		var cols []int
+		var mapped bool
+		if escaped {
+			cols, mapped = m.from[unescaped]
+		} else {
+			cols, mapped = m.from[string(key)]
+		}
+		if mapped {
+			for _, c := range cols {
+				vals[c] = val
+			}
+		} else {
+			if n > 0 {
+				out = append(out, ',')
+			}
+			n++
+			out = append(out, rawKey...)
+			out = append(out, ':')
+			out = append(out, val...)
+		}
+		i = skipSpace(props, vend)
+		if i < len(props) && props[i] == ',' {
+			i++
+		}
+	}
+	out = append(out, '}')
+	extrasEnd := len(out)
+	// The columns, after the extras for now.
 	out = append(out, '{')
-	for i, c := range m.columns {
-		if i > 0 {
+	for c, col := range m.columns {
+		if c > 0 {
 			out = append(out, ',')
 		}
-		out = appendJSONString(out, c.Name)
+		out = appendJSONString(out, col.Name)
 		out = append(out, ':')
-		raw, ok := fields[c.From]
 		var err error
-		if out, err = c.cast(out, raw, ok); err != nil {
-			return out, err
+		if out, err = col.cast(out, vals[c], vals[c] != nil); err != nil {
+			return out[:extrasAt], err
 		}
 	}
 	if len(m.columns) > 0 {
 		out = append(out, ',')
 	}
-	out = append(out, `"extras":{`...)
-	mapped := make(map[string]bool, len(m.columns))
-	for _, c := range m.columns {
-		mapped[c.From] = true
-	}
-	n := 0
-	// The extras in the order of the file's attributes.
-	dec := json.NewDecoder(bytes.NewReader(props))
-	dec.Token() // '{'
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			break
-		}
-		k, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			break
-		}
-		if mapped[k] {
-			continue
-		}
-		if n > 0 {
-			out = append(out, ',')
-		}
-		n++
-		out = appendJSONString(out, k)
-		out = append(out, ':')
-		out = append(out, v...)
-	}
-	return append(out, '}', '}'), nil
+	// {columns..., then "extras":{...}}: rotate the extras behind.
+	extras := append([]byte(nil), out[extrasAt:extrasEnd]...)
+	out = append(out[:extrasAt], out[extrasEnd:]...)
+	out = append(out, extras...)
+	return append(out, '}'), nil
 }
 
+// index builds m.from: each source field's columns (check, before any
+// Apply: jobs share the mapping).
+func (m *Mapping) index() {
+	m.from = make(map[string][]int, len(m.columns))
+	for i, c := range m.columns {
+		m.from[c.From] = append(m.from[c.From], i)
+	}
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, UTF-8 as it is.
 func appendJSONString(out []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(out, b...)
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c < 0x20:
+			out = append(out, fmt.Sprintf("\\u%04x", c)...)
+		default:
+			out = append(out, c)
+		}
+	}
+	return append(out, '"')
 }
 
 // short is a value for an error message: at most 40 bytes.
