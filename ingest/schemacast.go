@@ -1,8 +1,8 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +15,47 @@ import (
 // date or timestamp is parsed with the column's format. Missing, null and
 // empty text are NULL; anything else that does not cast is an error.
 
-// decimal is a JSON-compatible decimal number, as a numeric takes it.
-var decimal = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+// isDecimal reports whether s is a JSON number (-?(0|[1-9]digits)(.digits)?
+// ([eE][-+]?digits)?), which a numeric takes whole.
+func isDecimal(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	digits := func() bool {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(s)
+}
 
 // cast appends the column's value of raw (present: the field exists) to
 // out as JSON.
@@ -27,6 +66,14 @@ func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byt
 	var text string
 	isString := raw[0] == '"'
 	switch {
+	case isString && len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0:
+		text = string(raw[1 : len(raw)-1]) // no escape: the characters as they are
+		if c.Trim || c.Type != TypeText {
+			text = strings.TrimSpace(text)
+		}
+		if text == "" {
+			return append(out, "null"...), nil
+		}
 	case isString:
 		if err := json.Unmarshal(raw, &text); err != nil {
 			return out, c.castErr(raw, "")
@@ -54,7 +101,7 @@ func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byt
 		}
 		return append(out, strings.TrimLeft(text, "+")...), nil
 	case TypeNumeric:
-		if !decimal.MatchString(text) {
+		if !isDecimal(text) {
 			return out, c.castErr(raw, ": not a decimal number")
 		}
 		return append(out, text...), nil
