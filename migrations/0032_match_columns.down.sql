@@ -103,17 +103,19 @@ END
 $$;
 
 -- Rights, as 0014 set them: CREATE OR REPLACE resets a function's
--- SECURITY DEFINER and SET clauses (geoingest_fold_job). The functions
+-- SECURITY DEFINER and SET clauses (geoingest_fold_job, and
+-- geoingest_pend_job_table, which 0027 made SECURITY DEFINER: it moves a
+-- held version's table in the store, which the writer may not). The functions
 -- new here run with their caller's rights (SECURITY INVOKER), so that an
 -- analyst who may run them cannot write anything with them.
 DO $$
 DECLARE
     f text;
 BEGIN
-    FOREACH f IN ARRAY ARRAY['geoingest_fold_job(text)'] LOOP
+    FOREACH f IN ARRAY ARRAY['geoingest_fold_job(text)', 'geoingest_pend_job_table(text, text, bigint, bigint)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_temp', f, current_schema());
     END LOOP;
-    FOREACH f IN ARRAY ARRAY['geoingest_fold_job(text)'] LOOP
+    FOREACH f IN ARRAY ARRAY['geoingest_fold_job(text)', 'geoingest_pend_job_table(text, text, bigint, bigint)'] LOOP
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
         IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
             EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM geoingest_analyst', f);

@@ -62,6 +62,11 @@ DO $$
 BEGIN
     EXECUTE format('ALTER FUNCTION geoingest_apply_typed_view(text, jsonb) SECURITY DEFINER SET search_path = %I, pg_temp', current_schema());
     REVOKE EXECUTE ON FUNCTION geoingest_apply_typed_view(text, jsonb) FROM PUBLIC;
+    -- 0003's default privileges grant the analyst EXECUTE on every new
+    -- function: a SECURITY DEFINER one that writes must be taken back.
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
+        REVOKE EXECUTE ON FUNCTION geoingest_apply_typed_view(text, jsonb) FROM geoingest_analyst;
+    END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_writer') THEN
         GRANT EXECUTE ON FUNCTION geoingest_apply_typed_view(text, jsonb) TO geoingest_writer;
     END IF;

@@ -1534,6 +1534,8 @@ $function$;
 CREATE OR REPLACE FUNCTION public.geoingest_pend_job_table(target text, job_id text, old_ref bigint, new_ref bigint)
  RETURNS bigint
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
 AS $function$
 DECLARE
     own text;
