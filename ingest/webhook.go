@@ -212,7 +212,7 @@ func (w *Webhook) payload(ctx context.Context, c Changes, zoom *TileZoom) ([]byt
 // post POSTs body until the URL answers 2xx or ctx ends, renewing the
 // lease between attempts.
 func (w *Webhook) post(ctx context.Context, c Changes, body []byte) error {
-	wait := w.Backoff
+	backoff := Backoff{Base: w.Backoff, Max: w.MaxBackoff}
 	for attempt := 1; ; attempt++ {
 		status, err := w.postOnce(ctx, c.Job, attempt, body)
 		if err == nil && status/100 == 2 {
@@ -221,6 +221,7 @@ func (w *Webhook) post(ctx context.Context, c Changes, body []byte) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		wait := backoff.Delay(attempt)
 		reason := ""
 		if err != nil {
 			reason = err.Error()
@@ -232,7 +233,6 @@ func (w *Webhook) post(ctx context.Context, c Changes, body []byte) error {
 		if held, err := w.Subscribers.SaveSubscriberCursor(ctx, w.Name, w.Holder, "", 0, w.Lease); err == nil && !held {
 			return fmt.Errorf("lost the lease of %s", w.Name)
 		}
-		wait = min(2*wait, w.MaxBackoff)
 	}
 }
 
