@@ -9,7 +9,7 @@
 # GDAL); the runtime stage has the shared libraries it links (libproj25,
 # proj-data, libgeos-c1v5, libgdal32). The "slim" target is built with
 # -tags geoingest_nogdal and has no GDAL: shapefile, GeoJSON and
-# GeoParquet only (see README "What it reads").
+# GeoParquet only (see docs/usage.md "What it reads").
 ARG GO_IMAGE=docker.io/library/golang:1.26-bookworm
 ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
 

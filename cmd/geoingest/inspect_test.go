@@ -348,15 +348,16 @@ func TestInspectGeoPackage(t *testing.T) {
 	require.Contains(t, r.Refusal, `no geometry field "nope" (the layer has "geom")`)
 }
 
-// TestInspectREADMEExample: the README's inspect example is what the
+// TestInspectREADMEExample: the inspect example of docs/usage.md (moved
+// there from the README) is what the
 // command prints: every line of its output block is a line of the real
 // output.
 func TestInspectREADMEExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/usage.md")
 	require.NoError(t, err)
 	m := regexp.MustCompile("(?s)```sh\ngeoingest (inspect [^\n]*)\n```\n```\n(.*?)```").FindSubmatch(readme)
-	require.NotNil(t, m, "README.md has an inspect example followed by its output")
+	require.NotNil(t, m, "docs/usage.md has an inspect example followed by its output")
 	args := strings.Fields(string(m[1]))
 	for i, a := range args {
 		if strings.HasPrefix(a, "testdata/") {
@@ -370,7 +371,7 @@ func TestInspectREADMEExample(t *testing.T) {
 		lines[l] = true
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(m[2])), "\n") {
-		require.True(t, lines[l], "README line %q is not in the output:\n%s", l, out)
+		require.True(t, lines[l], "docs/usage.md line %q is not in the output:\n%s", l, out)
 	}
 }
 
