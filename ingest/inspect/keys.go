@@ -2,9 +2,10 @@ package inspect
 
 import (
 	"bytes"
-	"encoding/json"
 	"hash/fnv"
 	"sort"
+
+	"github.com/geoingest/geoingest/ingest/prepare"
 )
 
 // Candidate keys (docs/changes.md, "Feature identity"): the fields whose
@@ -101,29 +102,18 @@ func (k *keyTracker) keys() []string {
 	return out
 }
 
-// normalisedKey is a key value as geoingest_key_part normalises it: a
-// string trimmed of white space and upper-cased, a number without
-// trailing zeros; false for anything else or an empty string.
+// normalisedKey is a key value as the key normalises it (prepare.KeyPart,
+// the workers' and the server's rule), tagged with its kind so that the
+// string "12" and the number 12 stay apart; false for anything else or an
+// empty string.
 func normalisedKey(raw []byte) ([]byte, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
+	v, ok := prepare.KeyPart(raw)
+	if !ok {
 		return nil, false
 	}
-	switch c := raw[0]; {
-	case c == '"':
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, false
-		}
-		b := bytes.ToUpper(bytes.Trim([]byte(s), " \t\r\n"))
-		return append([]byte{'s'}, b...), len(b) > 0
-	case c == '-' || c >= '0' && c <= '9':
-		n := raw
-		if bytes.IndexByte(n, '.') >= 0 && bytes.IndexAny(n, "eE") < 0 {
-			n = bytes.TrimRight(n, "0")
-			n = bytes.TrimSuffix(n, []byte("."))
-		}
-		return append([]byte{'n'}, n...), true
+	kind := byte('n')
+	if t := bytes.TrimSpace(raw); t[0] == '"' {
+		kind = 's'
 	}
-	return nil, false
+	return append([]byte{kind}, v...), true
 }

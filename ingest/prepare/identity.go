@@ -489,35 +489,49 @@ func MatchKey(dst, props []byte, fields []string) (_ []byte, ok bool) {
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		var part []byte
-		if isStr {
-			s, _, err := unquote(nil, v, 0)
-			if err != nil {
-				return dst[:start], false
-			}
-			s = bytes.Trim(s, " \t\r\n")
-			for k, b := range s {
-				if b >= 'a' && b <= 'z' {
-					s[k] = b - 'a' + 'A'
-				}
-			}
-			part = s
-		} else {
-			if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
-				return dst[:start], false // null, true, false, an object, an array
-			}
-			_, p, err := numericOut(nil, v, 0, true)
-			if err != nil {
-				return dst[:start], false
-			}
-			part = p
-		}
-		if len(part) == 0 {
+		part, ok := keyPart(v, isStr)
+		if !ok {
 			return dst[:start], false
 		}
 		dst = ArrayElement(dst, part)
 	}
 	return append(dst, '}'), true
+}
+
+// KeyPart is one key field's raw JSON value as the key normalises it
+// (MatchKey): a string trimmed, its ASCII letters upper-cased; a number in
+// its shortest decimal form. ok is false for anything else, or a string
+// that is empty once trimmed.
+func KeyPart(raw []byte) ([]byte, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, false
+	}
+	return keyPart(raw, raw[0] == '"')
+}
+
+func keyPart(v []byte, isStr bool) ([]byte, bool) {
+	if isStr {
+		s, _, err := unquote(nil, v, 0)
+		if err != nil {
+			return nil, false
+		}
+		s = bytes.Trim(s, " \t\r\n")
+		for k, b := range s {
+			if b >= 'a' && b <= 'z' {
+				s[k] = b - 'a' + 'A'
+			}
+		}
+		return s, len(s) > 0
+	}
+	if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+		return nil, false // null, true, false, an object, an array
+	}
+	_, p, err := numericOut(nil, v, 0, true)
+	if err != nil {
+		return nil, false
+	}
+	return p, len(p) > 0
 }
 
 // ArrayElement appends s as array_out writes a text element: quoted (with
