@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/hostile/corpus"
+	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
 )
 
 // hostileSeeds writes the hostile corpus's cases (those that need no GDAL

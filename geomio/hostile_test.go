@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/hostile/corpus"
+	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
 	"github.com/stretchr/testify/require"
 )
 
-// TestHostileCorpus reads every hostile upload of internal/hostile/corpus
+// TestHostileCorpus reads every hostile upload of internal/testsupport/hostile/corpus
 // as a worker would, with credentials in its environment that would
 // reach the listener: the listener on 127.0.0.1 that every URL names
 // receives nothing, no feature and no error holds the secret beside

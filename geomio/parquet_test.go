@@ -14,7 +14,7 @@ import (
 
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/geomio/crs"
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"

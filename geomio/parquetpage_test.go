@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/stretchr/testify/require"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	sdk "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/geoingest/geoingest/queue"
 	azq "github.com/geoingest/geoingest/queue/azqueue"
 	"github.com/stretchr/testify/require"

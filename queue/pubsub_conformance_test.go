@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/geoingest/geoingest/queue"
 	pubsubqueue "github.com/geoingest/geoingest/queue/pubsub"
 	"github.com/stretchr/testify/require"

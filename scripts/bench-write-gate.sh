@@ -41,7 +41,7 @@
 # (10000), SMALL_POLL (2s: the inbox's poll interval; each poll walks
 # and stats the whole inbox, so a short one measures the walk), PROCS
 # ("1 2 4 8"), RSS_BY_MAPPING (set: after fresh's and formats' rounds, one
-# more untimed run of each side under internal/rssmap, which prints the
+# more untimed run of each side under internal/tools/rssmap, which prints the
 # peak's resident memory by mapping), GEOINGEST_BIN (a geoingest binary to
 # measure instead of one built from this tree: another commit's, to compare
 # in one session), BENCH_DIR (a new temporary directory; data
@@ -82,7 +82,7 @@ else
   go build -o "$work/geoingest.built" ./cmd/geoingest
   cp "$work/geoingest.built" "$work/geoingest.new" && mv -f "$work/geoingest.new" "$work/geoingest"
 fi
-[ -z "${RSS_BY_MAPPING:-}" ] || go build -o "$work/rssmap" ./internal/rssmap
+[ -z "${RSS_BY_MAPPING:-}" ] || go build -o "$work/rssmap" ./internal/tools/rssmap
 if [ ! -x "$work/parcelgen" ]; then
   rm -rf "$work/parcelgen-src"
   cp -r "$pgsrc" "$work/parcelgen-src"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A year in production on one database (internal/benchyear): sources
+# A year in production on one database (internal/tools/benchyear): sources
 # publishing new versions and being deleted month after month, every
 # delivery made 1-3 times, readers throughout, and per month the readers'
 # p50/p99 beside a one-table copy, the per-job costs, verify, prune, size,
@@ -20,7 +20,7 @@ mkdir -p "$work"
 # must be able to enter the folder (mktemp -d makes it 0700).
 chmod 755 "$work"
 go build -o "$work/geoingest" ./cmd/geoingest
-go build -o "$work/benchyear" ./internal/benchyear
+go build -o "$work/benchyear" ./internal/tools/benchyear
 if [ -z "${DATABASE_URL:-}" ]; then
   export GEOINGEST_HOME="$work/home"
   mkdir -p "$GEOINGEST_HOME"

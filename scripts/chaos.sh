@@ -45,6 +45,6 @@ mkdir -p "$logdir"
 out=${CHAOS_OUT:-$logdir/chaos-$(date -u +%Y%m%dT%H%M%SZ).log}
 echo "chaos: serve logs in $logdir, output in $out" >&2
 set +e
-go test ./internal/chaos -run "$test" -count=1 -v -timeout 3h -args "${args[@]}" -chaos.logdir "$logdir" 2>&1 | tee "$out"
+go test ./internal/testsupport/chaos -run "$test" -count=1 -v -timeout 3h -args "${args[@]}" -chaos.logdir "$logdir" 2>&1 | tee "$out"
 code=${PIPESTATUS[0]}
 exit "$code"

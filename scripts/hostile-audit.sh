@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hostile-audit.sh: counts, with strace, every file that geoingest opens and
 # every connection it tries while it reads each upload of the hostile
-# corpus (internal/hostile/corpus: URLs, virtual file systems, files
+# corpus (internal/testsupport/hostile/corpus: URLs, virtual file systems, files
 # outside the upload, endless and swelling GeoPackage views, bombs), as
 # `geoingest inspect` reads it: fetched into a job folder of its own, then
 # read, by the worker's Go readers or by a GDAL reading child
@@ -42,7 +42,7 @@ command -v ogr2ogr >/dev/null || { echo "hostile-audit: ogr2ogr not found (apt-g
 dir=${AUDIT_DIR:-$(mktemp -d /tmp/geoingest-audit-XXXXXX)}
 mkdir -p "$dir/trace" "$dir/work" "$dir/home"
 go build -o "$dir/geoingest" ./cmd/geoingest
-mapfile -t uploads < <(go run ./internal/hostile -corpus "$dir/corpus")
+mapfile -t uploads < <(go run ./internal/testsupport/hostile -corpus "$dir/corpus")
 
 for u in "${uploads[@]}"; do
 	case_name=${u%%/*}

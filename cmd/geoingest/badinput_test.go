@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 )
 

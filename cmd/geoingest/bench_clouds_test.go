@@ -11,9 +11,9 @@ import (
 	"time"
 
 	sdkblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/geoingest/geoingest/internal/azgrid"
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/azgrid"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/stretchr/testify/require"
 )
 

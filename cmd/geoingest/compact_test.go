@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )

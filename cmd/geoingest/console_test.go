@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testfiles"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/stretchr/testify/require"
 )
 

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testfiles"
 	"github.com/geoingest/geoingest/internal/testhook"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )

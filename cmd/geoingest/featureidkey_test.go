@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"

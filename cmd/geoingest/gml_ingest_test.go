@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio/ogr"
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/stretchr/testify/require"
 )
 

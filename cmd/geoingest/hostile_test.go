@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/geomio/ogr"
-	"github.com/geoingest/geoingest/internal/hostile/corpus"
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/stretchr/testify/require"
 )
 

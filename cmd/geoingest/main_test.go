@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/geoingest/geoingest/postgistest/hatest"
 	"github.com/stretchr/testify/require"
 )

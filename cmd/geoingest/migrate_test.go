@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/migrations"
 	"github.com/stretchr/testify/require"
 )

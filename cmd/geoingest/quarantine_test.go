@@ -13,7 +13,7 @@ import (
 
 	"github.com/geoingest/geoingest/internal/testhook"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/geoingest/geoingest/postgistest/hatest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"

@@ -12,9 +12,9 @@ import (
 	sdkblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	sdkqueue "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/geoingest/geoingest/ingest/azblob"
-	"github.com/geoingest/geoingest/internal/azgrid"
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/azgrid"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	azq "github.com/geoingest/geoingest/queue/azqueue"
 	"github.com/stretchr/testify/require"
 )
@@ -34,7 +34,7 @@ func azurePut(t *testing.T, c *sdkblob.Client, container, key, file string) stri
 }
 
 // TestServeAzureEndToEnd: serve --queue-url azqueue://… on Azurite. The
-// uploads go through the Event Grid stand-in (internal/azgrid), which puts
+// uploads go through the Event Grid stand-in (internal/testsupport/azgrid), which puts
 // every BlobCreated event on the queue twice. serve writes each blob's
 // features exactly once, stops every duplicate at a gate, filters the
 // sidecars, and dead-letters the unparseable blob with its reason. A

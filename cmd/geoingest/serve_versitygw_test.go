@@ -14,9 +14,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/geoingest/geoingest/ingest"
 	ingests3 "github.com/geoingest/geoingest/ingest/s3"
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testsrv"
-	"github.com/geoingest/geoingest/internal/vgwnotify"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/vgwnotify"
 	"github.com/stretchr/testify/require"
 )
 

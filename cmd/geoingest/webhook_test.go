@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/geoingest/geoingest/internal/vgwnotify"
+	"github.com/geoingest/geoingest/internal/testsupport/vgwnotify"
 )
 
 // runBridge serves versitygw's webhook: every POSTed notification is sent to

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/vgwnotify"
+	"github.com/geoingest/geoingest/internal/testsupport/vgwnotify"
 	"github.com/stretchr/testify/require"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	sdkqueue "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
-	"github.com/geoingest/geoingest/internal/azgrid"
+	"github.com/geoingest/geoingest/internal/testsupport/azgrid"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -116,7 +116,7 @@ func portOf(addr string) string {
 }
 
 // runAzgrid serves the Event Grid stand-in of the compose file deploy/compose/azure.yml
-// (internal/azgrid) in front of Azurite: it creates the queues "uploads"
+// (internal/testsupport/azgrid) in front of Azurite: it creates the queues "uploads"
 // and "uploads-dlq" and the container "uploads", then proxies the Blob
 // service and queues an Event Grid event for each blob write and delete.
 // AZURE_STORAGE_CONNECTION_STRING names Azurite.

@@ -15,7 +15,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/storage"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/api/option"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/hostile/corpus"
+	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
 	"github.com/stretchr/testify/require"
 )
 

@@ -10,8 +10,8 @@ import (
 	sdkblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/azblob"
-	"github.com/geoingest/geoingest/internal/faultproxy"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/faultproxy"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/stretchr/testify/require"
 )
 

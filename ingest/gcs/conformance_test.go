@@ -14,7 +14,7 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/gcs"
 	"github.com/geoingest/geoingest/ingest/ingesttest"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/stretchr/testify/require"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/gcs"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	pubsubqueue "github.com/geoingest/geoingest/queue/pubsub"
 	"github.com/stretchr/testify/require"
 )

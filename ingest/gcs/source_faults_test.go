@@ -10,8 +10,8 @@ import (
 
 	"cloud.google.com/go/storage"
 	"github.com/geoingest/geoingest/ingest/gcs"
-	"github.com/geoingest/geoingest/internal/faultproxy"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/faultproxy"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/api/option"
 )

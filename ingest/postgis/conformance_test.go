@@ -8,7 +8,7 @@ import (
 	"github.com/geoingest/geoingest/ingest/ingesttest"
 	"github.com/geoingest/geoingest/ingest/localfs"
 	"github.com/geoingest/geoingest/ingest/postgis"
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )

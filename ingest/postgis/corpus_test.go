@@ -15,7 +15,7 @@ import (
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testfiles"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 )

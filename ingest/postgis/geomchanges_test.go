@@ -9,7 +9,7 @@ import (
 
 	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/pgproxy"
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgproxy"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -14,7 +14,7 @@ import (
 
 // TestLostCommitAcknowledgement is the classic failover case: the write
 // gate's COMMIT is executed by the server, but the connection dies before
-// its acknowledgement reaches the worker (internal/pgproxy loses it). The
+// its acknowledgement reaches the worker (internal/testsupport/pgproxy loses it). The
 // worker sees a transient error, as for any cut transaction, and the job
 // is retried. The retry meets the job's own committed rows: the claim
 // gate answers committed (the claim is committed in the same transaction)

@@ -15,7 +15,7 @@ import (
 	"github.com/geoingest/geoingest/geomio/validity"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/prepare"
-	"github.com/geoingest/geoingest/internal/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"

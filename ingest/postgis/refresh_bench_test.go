@@ -14,7 +14,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/localfs"
-	"github.com/geoingest/geoingest/internal/benchyear/parcel"
+	"github.com/geoingest/geoingest/internal/tools/benchyear/parcel"
 )
 
 // BenchmarkReportRefresh measures, in one run, what the report cells of

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/benchyear/parcel"
+	"github.com/geoingest/geoingest/internal/tools/benchyear/parcel"
 	"github.com/stretchr/testify/require"
 )
 

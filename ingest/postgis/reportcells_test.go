@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio/geodesic"
-	"github.com/geoingest/geoingest/internal/benchyear/parcel"
+	"github.com/geoingest/geoingest/internal/tools/benchyear/parcel"
 	"github.com/stretchr/testify/require"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/geoingest/geoingest/geomio/geodesic"
 	"github.com/geoingest/geoingest/geomio/overlay"
-	"github.com/geoingest/geoingest/internal/benchyear/parcel"
+	"github.com/geoingest/geoingest/internal/tools/benchyear/parcel"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/ewkb"
 	"github.com/twpayne/go-geom/encoding/wkb"

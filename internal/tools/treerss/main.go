@@ -6,7 +6,7 @@
 // the peak of the sum, and the peaks of the command alone and of its
 // descendants. Linux only.
 //
-//	go run ./internal/treerss [-i 5ms] [-pss] -- CMD [ARG...]
+//	go run ./internal/tools/treerss [-i 5ms] [-pss] -- CMD [ARG...]
 //
 // The command's output is passed through; the report goes to the file
 // -o names (default stderr) as "tree_kb=N self_kb=N children_kb=N

@@ -6,7 +6,7 @@
 // (glibc's malloc arenas, the Go heap, thread stacks, the rest: the Go
 // runtime's own metadata among them). Linux only.
 //
-//	go run ./internal/rssmap [-i 20ms] [-smaps FILE] -- CMD [ARG...]
+//	go run ./internal/tools/rssmap [-i 20ms] [-smaps FILE] -- CMD [ARG...]
 //
 // The command's standard output is discarded and its standard error
 // passed through; the exit status is the command's.

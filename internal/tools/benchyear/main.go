@@ -57,7 +57,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
-	"github.com/geoingest/geoingest/internal/benchyear/parcel"
+	"github.com/geoingest/geoingest/internal/tools/benchyear/parcel"
 	"github.com/geoingest/geoingest/migrations"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"

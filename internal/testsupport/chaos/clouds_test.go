@@ -20,10 +20,10 @@ import (
 	sdkblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	sdkqueue "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/geoingest/geoingest/ingest/azblob"
-	"github.com/geoingest/geoingest/internal/azgrid"
-	"github.com/geoingest/geoingest/internal/faultproxy"
-	"github.com/geoingest/geoingest/internal/pgtest"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/azgrid"
+	"github.com/geoingest/geoingest/internal/testsupport/faultproxy"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	azqueue "github.com/geoingest/geoingest/queue/azqueue"
 	pubsubqueue "github.com/geoingest/geoingest/queue/pubsub"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -112,7 +112,7 @@ func cloudFaults(p float64) map[string][]faultproxy.Rule {
 // is delivered 1-3 times, in shuffled order, and a random serve is
 // SIGKILLed every couple of seconds (its messages come back when their ack
 // deadline or visibility passes). The serves reach the queue and the
-// object store through fault proxies (internal/faultproxy: gRPC for
+// object store through fault proxies (internal/testsupport/faultproxy: gRPC for
 // Pub/Sub, HTTP for Cloud Storage, Azure's protocol for the Queue and Blob
 // services): errors before and after upstream acted (a lost
 // acknowledgement), latency, and cut downloads, each at

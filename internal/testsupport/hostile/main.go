@@ -4,11 +4,11 @@
 // them, and archives whose headers lie. The files are generated, never
 // committed: some are over 100 MB.
 //
-//	go run ./internal/hostile DIR
-//	go run ./internal/hostile -corpus DIR
+//	go run ./internal/testsupport/hostile DIR
+//	go run ./internal/testsupport/hostile -corpus DIR
 //
 // It prints the names of the files it wrote, one a line. With -corpus it
-// writes only the sandbox's cases (internal/hostile/corpus), the files
+// writes only the sandbox's cases (internal/testsupport/hostile/corpus), the files
 // scripts/hostile-audit.sh reads.
 package main
 
@@ -22,7 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/geoingest/geoingest/internal/hostile/corpus"
+	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
 )
 
 func main() {

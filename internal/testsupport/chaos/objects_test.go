@@ -22,7 +22,7 @@ type object struct {
 	seed  uint64
 	etag  string // from the PUT
 	// raw, when set, is the file uploaded (a hostile upload of
-	// internal/hostile/corpus), whatever the rest says.
+	// internal/testsupport/hostile/corpus), whatever the rest says.
 	raw []byte
 }
 

@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/geoingest/geoingest/internal/hostile/corpus"
+	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
 	"github.com/stretchr/testify/require"
 )
 
 // hostileCases are the hostile uploads of the chaos suite's hostile-upload
-// fault, by internal/hostile/corpus's names: a gzip bomb, a GML whose
+// fault, by internal/testsupport/hostile/corpus's names: a gzip bomb, a GML whose
 // CRS is a URL on the listener, and a GeoPackage whose layer is an
 // endless view (which the read limits stop).
 var hostileCases = []string{"gml-gz-bomb", "gml-srsname-url", "gpkg-view-recursive-cte"}

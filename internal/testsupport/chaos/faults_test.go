@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/faultproxy"
+	"github.com/geoingest/geoingest/internal/testsupport/faultproxy"
 )
 
 var (

@@ -6,7 +6,7 @@
 // built binary with short leases and visibility timeouts. While they work
 // it SIGKILLs a random serve every few seconds and restarts it, restarts
 // PostgreSQL once, forces stolen leases, and faults S3 and SQS through a
-// fault proxy in front of each (internal/faultproxy: 500s, 503 SlowDown,
+// fault proxy in front of each (internal/testsupport/faultproxy: 500s, 503 SlowDown,
 // resets, truncated and stalled downloads, latency, failed acks and
 // visibility changes, and an outage of each server). When everything has drained it
 // checks, from the database, the DLQ and `geoingest verify`, that every

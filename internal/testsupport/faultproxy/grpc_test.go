@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"github.com/geoingest/geoingest/internal/faultproxy"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/faultproxy"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"

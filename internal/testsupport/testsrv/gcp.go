@@ -85,7 +85,7 @@ func startGCP() (*GCPServer, error) {
 	// /BUCKET/OBJECT) by the Host header, and takes any host other than
 	// its public one for a virtual-hosted bucket ("no such object"): every
 	// request is served as if it named the public host, so that a client
-	// may reach it through a proxy (internal/faultproxy) too.
+	// may reach it through a proxy (internal/testsupport/faultproxy) too.
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Host = publicHost
 		fake.HTTPHandler().ServeHTTP(w, r)
