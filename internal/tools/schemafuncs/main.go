@@ -2,7 +2,7 @@
 // definition of every function and procedure that geoingest's migrations
 // leave in a database, as PostgreSQL prints it (pg_get_functiondef), one
 // after the other by schema, name and arguments. A function that several
-// migrations replace (geoingest_finish_job_table is defined in four) is
+// migrations replace (geoingest_finish_job_table is defined in five) is
 // read there once, as it is now; the migrations stay the history.
 //
 //	go run ./internal/tools/schemafuncs          # rewrite the file

@@ -43,7 +43,9 @@ type CreateJobTableRow struct {
 
 // CreateJobTable returns the table to COPY the job's features into, as
 // schema and name, creating it when the job has a partition of its own
-// (migrations 0005 and 0014: the storage schema geoingest_store).
+// (geoingest_create_job_storage: the storage schema geoingest_store;
+// defined by migrations 0014 and 0016, read as it is now in
+// migrations/schema/functions.sql).
 func (q *Queries) CreateJobTable(ctx context.Context, arg CreateJobTableParams) (CreateJobTableRow, error) {
 	row := q.db.QueryRow(ctx, createJobTable, arg.TargetTable, arg.JobRef)
 	var i CreateJobTableRow
@@ -107,10 +109,11 @@ type FinishJobTableRow struct {
 // FinishJobTable repairs (or refuses) the features the writer found
 // invalid, measures and checks the rows it sent with no area
 // (server_check), summarises the job's rows and builds its own
-// partition's index: see geoingest_finish_job_table (migrations 0007,
-// 0016, 0030: a feature with no area left after repair goes to the
-// quarantine under job_id, unless it is empty). AttachJobTable attaches
-// the partition.
+// partition's index: see geoingest_finish_job_table as it is now in
+// migrations/schema/functions.sql (defined by migrations 0005, 0007,
+// 0014 and 0016, and last by 0030: a feature with no area left after
+// repair goes to the quarantine under job_id, unless it is empty).
+// AttachJobTable attaches the partition.
 func (q *Queries) FinishJobTable(ctx context.Context, arg FinishJobTableParams) (FinishJobTableRow, error) {
 	row := q.db.QueryRow(ctx, finishJobTable,
 		arg.TargetTable,

@@ -12,7 +12,9 @@ CREATE TEMP TABLE geoingest_staging (
 -- name: CreateJobTable :one
 -- CreateJobTable returns the table to COPY the job's features into, as
 -- schema and name, creating it when the job has a partition of its own
--- (migrations 0005 and 0014: the storage schema geoingest_store).
+-- (geoingest_create_job_storage: the storage schema geoingest_store;
+-- defined by migrations 0014 and 0016, read as it is now in
+-- migrations/schema/functions.sql).
 SELECT s.schema_name::text AS schema_name, s.table_name::text AS table_name
 FROM geoingest_create_job_storage(@target_table::text, @job_ref::bigint) s;
 
@@ -25,10 +27,11 @@ SELECT geoingest_insert_staged(@target_table::text, @job_ref::bigint)::bigint AS
 -- FinishJobTable repairs (or refuses) the features the writer found
 -- invalid, measures and checks the rows it sent with no area
 -- (server_check), summarises the job's rows and builds its own
--- partition's index: see geoingest_finish_job_table (migrations 0007,
--- 0016, 0030: a feature with no area left after repair goes to the
--- quarantine under job_id, unless it is empty). AttachJobTable attaches
--- the partition.
+-- partition's index: see geoingest_finish_job_table as it is now in
+-- migrations/schema/functions.sql (defined by migrations 0005, 0007,
+-- 0014 and 0016, and last by 0030: a feature with no area left after
+-- repair goes to the quarantine under job_id, unless it is empty).
+-- AttachJobTable attaches the partition.
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
 FROM geoingest_finish_job_table(@target_table::text, @job_ref::bigint, @repair::boolean,
