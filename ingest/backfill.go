@@ -66,6 +66,9 @@ type Backfill struct {
 	// backfill); Files those with one (nil for an S3 backfill).
 	Objects ObjectSource
 	Files   FileSource
+	// Generations is what BackfillReplace reads of the ledger: each
+	// source's current generation, when its job is made.
+	Generations CurrentGenerations
 	// Workers is how many jobs run at once (default 1).
 	Workers int
 	// Progress, when set, is called with the running totals after each
@@ -96,13 +99,17 @@ func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(Back
 			b.Progress(stats)
 		}
 	}
-	work := make(chan BackfillObject)
+	pl := b.planner()
+	if b.Policy == BackfillReplace && pl.Current == nil {
+		return BackfillStats{}, Permanentf("backfill policy replace: no ledger to read the current generations from (Backfill.Generations)")
+	}
+	work := make(chan Planned)
 	for i := 0; i < workers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for obj := range work {
-				res := b.runOne(ctx, obj)
+			for it := range work {
+				res := b.runOne(ctx, pl, it)
 				tally(func(s *BackfillStats) {
 					switch res.Outcome {
 					case Written:
@@ -130,13 +137,14 @@ func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(Back
 	}
 	err := list(ctx, func(obj BackfillObject) error {
 		tally(func(s *BackfillStats) { s.Listed++ })
-		if _, reason, ok := b.Router.Route(obj.Event); !ok {
-			b.Service.Metrics.EventsFiltered.WithLabelValues(reason).Inc()
+		it := pl.Event(obj.Event, obj.Path)
+		if !it.Passed() {
+			b.Service.Metrics.EventsFiltered.WithLabelValues(it.Filtered).Inc()
 			tally(func(s *BackfillStats) { s.Filtered++ })
 			return nil
 		}
 		select {
-		case work <- obj:
+		case work <- it:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -148,34 +156,27 @@ func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(Back
 	return stats, err
 }
 
-// runOne makes and runs the job for one object.
-func (b *Backfill) runOne(ctx context.Context, obj BackfillObject) Result {
-	route, _, _ := b.Router.Route(obj.Event)
-	p := route.Params(b.Params)
-	var (
-		src Source
-		f   Fetcher
-		err error
-	)
-	if obj.Path != "" {
-		src, f, err = b.Files.Source(obj.Path)
-	} else {
-		src, f, err = b.Objects.Resolve(ctx, obj.Event, true)
-	}
-	if err != nil {
-		return Result{Source: "s3://" + obj.Event.Bucket + "/" + obj.Event.Key, Outcome: Failed, Err: err}
-	}
+// planner is the backfill's Planner: its routes and sources, its
+// parameters and guards, and for BackfillReplace the ledger's current
+// generations.
+func (b *Backfill) planner() *Planner {
+	pl := &Planner{Router: b.Router, Objects: b.Objects, Files: b.Files, Params: b.Params, Guards: b.Guards}
 	if b.Policy == BackfillReplace {
-		cur, err := b.Service.Store.CurrentGeneration(ctx, src.Bucket, src.Key, p.Target, p.PipelineVersion)
-		if err != nil {
-			return Result{Source: src.String(), Outcome: Failed, Err: err}
+		pl.Current = b.Generations
+	}
+	return pl
+}
+
+// runOne makes the job of one listed object that passed the trigger
+// gate, and runs it.
+func (b *Backfill) runOne(ctx context.Context, pl *Planner, it Planned) Result {
+	pl.Resolve(ctx, &it, true)
+	if it.Err != nil {
+		src := it.Source
+		if src == it.Event.String() { // no source yet: name the object
+			src = Source{Bucket: it.Event.Bucket, Key: it.Event.Key, Store: it.Event.Store}.String()
 		}
-		p.Replaces = cur
+		return Result{Source: src, Outcome: Failed, Err: it.Err}
 	}
-	job, err := NewJob(src, p, f)
-	if err != nil {
-		return Result{Source: src.String(), Outcome: Failed, Err: err}
-	}
-	job.Guards = b.Guards.Over(route.Options.Guards)
-	return b.Service.Run(ctx, job)
+	return b.Service.Run(ctx, it.Job)
 }

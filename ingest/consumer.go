@@ -179,14 +179,18 @@ receive:
 		if d := c.receiveHealth.succeeded(time.Now()); d > 0 {
 			log.Info("receiving again", "failed_for", d.Round(time.Second).String())
 		}
-		c.preclaim(jobCtx, msgs)
-		for _, msg := range msgs {
+		plans := c.preclaim(jobCtx, msgs)
+		for i, msg := range msgs {
+			var plan *messagePlan
+			if plans != nil {
+				plan = plans[i]
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
 				defer func() { lastBusy.Store(time.Now().UnixNano()) }()
-				c.handle(jobCtx, msg)
+				c.handle(jobCtx, msg, plan)
 			}()
 		}
 	}
@@ -237,9 +241,9 @@ type verdict struct {
 }
 
 // handle processes one message and acks, nacks or dead-letters it.
-func (c *Consumer) handle(ctx context.Context, msg *queue.Message) {
+func (c *Consumer) handle(ctx context.Context, msg *queue.Message, plan *messagePlan) {
 	stopExtend := c.keepInvisible(ctx, msg)
-	v := c.process(ctx, msg)
+	v := c.process(ctx, msg, plan)
 	stopExtend()
 	log := c.Service.Log.With("message", msg.ID, "receive_count", msg.ReceiveCount)
 
@@ -319,33 +323,53 @@ func (c *Consumer) keepInvisible(ctx context.Context, msg *queue.Message) func()
 // incomplete shapefile set.
 func (c *Consumer) final(msg *queue.Message) bool { return msg.ReceiveCount >= c.MaxReceives }
 
-// process runs every event of msg through the three gates.
-func (c *Consumer) process(ctx context.Context, msg *queue.Message) verdict {
+// messagePlan is a message's events as the planner made them (Planner.
+// Message), or why its body could not be decoded.
+type messagePlan struct {
+	items []Planned
+	err   error
+}
+
+// planner is the consumer's Planner: its routes, its object source, and
+// the parameters of its jobs before their route's options.
+func (c *Consumer) planner() *Planner {
+	base := DefaultParams("")
+	base.PipelineVersion = c.PipelineVersion
+	base.Schema = c.Schema
+	return &Planner{Router: c.Router, Objects: c.Objects, Params: base}
+}
+
+// plan decodes msg and passes its events through the trigger gate (no
+// I/O beyond decoding): the plan preclaim and process share, so that a
+// message is decoded once and each event resolved once.
+func (c *Consumer) plan(msg *queue.Message) *messagePlan {
+	its, err := c.planner().Message(msg.Body)
+	return &messagePlan{items: its, err: err}
+}
+
+// process runs every event of msg through the three gates. plan is the
+// message's plan when preclaim made it (nil: it is made here).
+func (c *Consumer) process(ctx context.Context, msg *queue.Message, plan *messagePlan) verdict {
 	m := c.Service.Metrics
-	evs, err := c.Objects.Events(msg.Body)
-	if err != nil {
-		m.EventsReceived.Inc()
-		c.Service.Log.Error("unreadable message", "message", msg.ID, "error", err.Error())
-		return verdict{reasons: []string{err.Error()}}
+	if plan == nil {
+		plan = c.plan(msg)
 	}
-	var v verdict
-	for _, ev := range evs {
+	if plan.err != nil {
 		m.EventsReceived.Inc()
-		route, reason, ok := c.Router.Route(ev)
-		if !ok {
-			c.filtered(ev, reason)
+		c.Service.Log.Error("unreadable message", "message", msg.ID, "error", plan.err.Error())
+		return verdict{reasons: []string{plan.err.Error()}}
+	}
+	pl := c.planner()
+	var v verdict
+	for i := range plan.items {
+		it := &plan.items[i]
+		m.EventsReceived.Inc()
+		if !it.Passed() {
+			c.filtered(it.Event, it.Filtered)
 			continue
 		}
-		if ev.Removed() {
-			c.runDelete(ctx, &v, ev, route)
-			continue
-		}
-		src, fetcher, err := c.Objects.Resolve(ctx, ev, c.final(msg))
-		if err != nil {
-			c.failed(ctx, &v, ev.String(), err)
-			continue
-		}
-		c.runJob(ctx, &v, src, fetcher, route)
+		pl.Resolve(ctx, it, c.final(msg))
+		c.runJob(ctx, &v, it)
 	}
 	return v
 }
@@ -366,14 +390,6 @@ func (c *Consumer) failed(ctx context.Context, v *verdict, what string, err erro
 	v.reasons = append(v.reasons, what+": "+err.Error())
 }
 
-// params is the parameters of a job on route: the defaults, the pipeline
-// version, and the route's options.
-func (c *Consumer) params(route Route) Params {
-	p := RouteParams(route, c.PipelineVersion)
-	p.Schema = c.Schema
-	return p
-}
-
 // RouteParams is the parameters of a job on route: the defaults, the
 // pipeline version, and the route's options.
 func RouteParams(route Route, pipelineVersion string) Params {
@@ -382,31 +398,22 @@ func RouteParams(route Route, pipelineVersion string) Params {
 	return route.Params(p)
 }
 
-// runDelete mirrors a removal event: a delete job that retires the
-// object's current generation if the removal is its newest version.
-func (c *Consumer) runDelete(ctx context.Context, v *verdict, ev Event, route Route) {
-	src := Source{Bucket: ev.Bucket, Key: ev.Key, VersionToken: ev.DeleteVersionToken(), Order: ev.Order(), Store: ev.Store}
-	job, err := NewDeleteJob(src, c.params(route))
-	if err != nil {
-		c.failed(ctx, v, src.String(), err)
+// runJob runs the job the planner made (a delete job for a mirrored
+// removal) through the claim and write gates, with the claim preclaim
+// took for it when there is one; what failed before a job existed is
+// failed.
+func (c *Consumer) runJob(ctx context.Context, v *verdict, it *Planned) {
+	if it.Err != nil {
+		c.failed(ctx, v, it.Source, it.Err)
 		return
 	}
-	c.settle(ctx, v, c.Service.Run(ctx, job))
-}
-
-// runJob makes the job and runs it through the claim and write gates.
-func (c *Consumer) runJob(ctx context.Context, v *verdict, src Source, f Fetcher, route Route) {
-	job, err := NewJob(src, c.params(route), f)
-	if err != nil {
-		c.failed(ctx, v, src.String(), err)
-		return
+	if !it.Job.Delete {
+		if claim, ok := c.takePreclaim(it.Job.ID); ok {
+			c.settle(ctx, v, c.Service.runClaimed(ctx, it.Job, claim))
+			return
+		}
 	}
-	job.Guards = route.Options.Guards
-	if claim, ok := c.takePreclaim(job.ID); ok {
-		c.settle(ctx, v, c.Service.runClaimed(ctx, job, claim))
-		return
-	}
-	c.settle(ctx, v, c.Service.Run(ctx, job))
+	c.settle(ctx, v, c.Service.Run(ctx, it.Job))
 }
 
 // settle folds a job's result into the message's verdict: a duplicate of

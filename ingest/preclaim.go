@@ -12,22 +12,27 @@ import (
 // is cheap to compute again (a local file is hashed to make its key).
 const preclaimMaxBytes = 1 << 20
 
-// preclaim takes the claim gate in one statement (Service.ClaimBatch) for
-// the jobs of a received batch of messages whose objects are small and
-// not shapefiles (whose key needs their sidecars), and keeps each job's
-// outcome for runJob, which then does not claim again: a duplicate of a
-// committed job is stopped for the whole batch in one round trip, before
-// any download. When it fails, each job claims by itself as usual.
-func (c *Consumer) preclaim(ctx context.Context, msgs []*queue.Message) {
+// preclaim plans each of a received batch of messages (Consumer.plan),
+// resolves the events whose objects are small and not file sets (whose
+// key needs their other parts), and takes the claim gate for their jobs in
+// one statement (Service.ClaimBatch), keeping each job's outcome for
+// runJob, which then does not claim again: a duplicate of a committed job
+// is stopped for the whole batch in one round trip, before any download.
+// It returns the plans, which process goes on with (nil for a batch of
+// one: process plans it). When the claim fails, each job claims by
+// itself as usual.
+func (c *Consumer) preclaim(ctx context.Context, msgs []*queue.Message) []*messagePlan {
 	if len(msgs) < 2 {
-		return
+		return nil
 	}
+	plans := make([]*messagePlan, len(msgs))
 	var jobs []Job
-	for _, msg := range msgs {
-		jobs = append(jobs, c.smallJobs(ctx, msg)...)
+	for i, msg := range msgs {
+		plans[i] = c.plan(msg)
+		jobs = append(jobs, c.smallJobs(ctx, msg, plans[i])...)
 	}
 	if len(jobs) < 2 {
-		return
+		return plans
 	}
 	res, err := c.Service.claimBatch(ctx, jobs)
 	if err != nil {
@@ -35,7 +40,7 @@ func (c *Consumer) preclaim(ctx context.Context, msgs []*queue.Message) {
 		for _, j := range jobs { // the statement may have taken them, its answer lost
 			deadAttempts.note(c.Service.Owner, j.ID, uncertainAttempt)
 		}
-		return
+		return plans
 	}
 	for i, j := range jobs {
 		// A job twice in the batch is won once: keep the win, which the
@@ -45,6 +50,7 @@ func (c *Consumer) preclaim(ctx context.Context, msgs []*queue.Message) {
 		}
 		c.preclaimed.Store(j.ID, res[i])
 	}
+	return plans
 }
 
 // takePreclaim returns (and forgets) the claim preclaim took for jobID.
@@ -56,28 +62,23 @@ func (c *Consumer) takePreclaim(jobID string) (ClaimStatus, bool) {
 	return r.(ClaimStatus), true
 }
 
-// smallJobs returns the jobs of msg that preclaim handles, made exactly as
-// process makes them; anything it cannot make is left to process.
-func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message) []Job {
+// smallJobs resolves, in plan, the events that preclaim handles (created,
+// routed, small, not a file set) and returns their jobs; an event it
+// cannot make a job of keeps its failure for process.
+func (c *Consumer) smallJobs(ctx context.Context, msg *queue.Message, plan *messagePlan) []Job {
 	small := func(key string, size int64) bool {
 		return size > 0 && size <= preclaimMaxBytes && !geomio.IsFileSet(key)
 	}
-	evs, err := c.Objects.Events(msg.Body)
-	if err != nil {
-		return nil
-	}
+	pl := c.planner()
 	var jobs []Job
-	for _, ev := range evs {
-		route, _, ok := c.Router.Route(ev)
-		if !ok || ev.Removed() || !small(ev.Key, ev.Size) {
+	for i := range plan.items {
+		it := &plan.items[i]
+		if !it.Passed() || it.Event.Removed() || !small(it.Event.Key, it.Event.Size) {
 			continue
 		}
-		src, f, err := c.Objects.Resolve(ctx, ev, c.final(msg))
-		if err != nil {
-			continue
-		}
-		if job, err := NewJob(src, c.params(route), f); err == nil {
-			jobs = append(jobs, job)
+		pl.Resolve(ctx, it, c.final(msg))
+		if it.Err == nil {
+			jobs = append(jobs, it.Job)
 		}
 	}
 	return jobs

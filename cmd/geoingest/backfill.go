@@ -98,7 +98,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	defer a.Close()
 	a.svc.Limits = limits
-	bf := &ingest.Backfill{Service: a.svc, Files: localfs.Files{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Guards: guards, Workers: *workers}
+	bf := &ingest.Backfill{Service: a.svc, Files: localfs.Files{}, Router: ingest.NewRouter(rs, nil), Policy: pf.policy, Params: params, Guards: guards, Workers: *workers, Generations: a.store}
 
 	var list func(context.Context, func(ingest.BackfillObject) error) error
 	where := source(*bucket, *prefix)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -92,7 +91,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	// and its schema checked, each next one while the job before it runs.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sources := hashAhead(ctx, fs.Args())
+	plan := &ingest.Planner{Files: localfs.Files{}, Params: params, Guards: guards}
+	sources := planAhead(ctx, plan, fs.Args())
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {
 		return err
@@ -110,9 +110,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	defer finishBatchCompaction(ctx, m, "ingest", &bcf, compaction)
 
 	failed, pending := 0, 0
-	for hs := range sources {
-		path := hs.path
-		res := ingestFile(ctx, svc, hs, params, guards)
+	for it := range sources {
+		path := it.Path
+		res := ingestFile(ctx, svc, it)
 		progress.clear()
 		if res.Outcome == ingest.Written && compaction != nil {
 			compaction.Written()
@@ -162,26 +162,18 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	return nil
 }
 
-// hashedSource is a file's job source (localfs.Source), or why there is none.
-type hashedSource struct {
-	path    string
-	src     ingest.Source
-	fetcher ingest.Fetcher
-	err     error
-}
-
-// hashAhead describes each of paths as a job source, in order, on a
+// planAhead plans each of paths as a job (Planner.PlanPath, which hashes
+// the file: its key needs the SHA-256 of its bytes), in order, on a
 // goroutine of its own, at most one file ahead of the receiver. It stops
 // when ctx is done.
-func hashAhead(ctx context.Context, paths []string) <-chan hashedSource {
-	out := make(chan hashedSource) // the goroutine holds the one ahead
+func planAhead(ctx context.Context, plan *ingest.Planner, paths []string) <-chan ingest.Planned {
+	out := make(chan ingest.Planned) // the goroutine holds the one ahead
 	go func() {
 		defer close(out)
 		for _, path := range paths {
-			hs := hashedSource{path: path}
-			hs.src, hs.fetcher, hs.err = localfs.Source(path)
+			it := plan.PlanPath(ctx, path)
 			select {
-			case out <- hs:
+			case out <- it:
 			case <-ctx.Done():
 				return
 			}
@@ -190,17 +182,11 @@ func hashAhead(ctx context.Context, paths []string) <-chan hashedSource {
 	return out
 }
 
-func ingestFile(ctx context.Context, svc *ingest.Service, hs hashedSource, params ingest.Params, guards ingest.Guards) ingest.Result {
-	if hs.err != nil {
-		abs, _ := filepath.Abs(hs.path)
-		return ingest.Result{Source: "file://" + abs, Outcome: ingest.Failed, Err: hs.err}
+func ingestFile(ctx context.Context, svc *ingest.Service, it ingest.Planned) ingest.Result {
+	if it.Err != nil {
+		return ingest.Result{Source: it.Source, Outcome: ingest.Failed, Err: it.Err}
 	}
-	job, err := ingest.NewJob(hs.src, params, hs.fetcher)
-	if err != nil {
-		return ingest.Result{Source: hs.src.String(), Outcome: ingest.Failed, Err: err}
-	}
-	job.Guards = guards
-	return svc.Run(ctx, job)
+	return svc.Run(ctx, it.Job)
 }
 
 func short(id string) string {

@@ -68,8 +68,12 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 		specs = defaultQueueRoutes
 	}
 
+	// The job is made by the planner every path shares; the routes, when
+	// there are any, only say which one the upload would follow (or why
+	// it would be filtered): the job is described either way.
+	plan := &ingest.Planner{Params: params}
 	var ev ingest.Event
-	var resolve func(ingest.Params) (ingest.Job, error)
+	path := ""
 	if s3URL {
 		bucket, objKey, ok := strings.Cut(strings.TrimPrefix(target, "s3://"), "/")
 		if !ok || bucket == "" || objKey == "" {
@@ -86,26 +90,18 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 		if ev, err = headForInspect(ctx, awsCfg, client, bucket, objKey); err != nil {
 			return err
 		}
-		src, fetcher, err := ingests3.NewSource(ctx, client, ev, ingests3.Options{FinalAttempt: true, IdleTimeout: awsf.downloadTimeout})
-		if err != nil {
-			return err
-		}
-		resolve = func(ps ingest.Params) (ingest.Job, error) { return ingest.NewJob(src, ps, fetcher) }
+		plan.Objects = ingests3.Objects{Client: client, DownloadTimeout: awsf.downloadTimeout}
 	} else {
-		src, fetcher, err := localfs.Source(target)
-		if err != nil {
-			return err
-		}
 		k := *key
 		if k == "" {
 			k = filepath.ToSlash(filepath.Clean(target))
 		}
-		st, err := os.Stat(target)
-		if err != nil {
-			return err
+		size := int64(-1) // gone: Files.Source says so
+		if st, err := os.Stat(target); err == nil {
+			size = st.Size()
 		}
-		ev = ingest.Event{Name: "ObjectCreated:Put", Bucket: ingest.LocalBucket, Key: k, RawKey: k, Size: st.Size()}
-		resolve = func(ps ingest.Params) (ingest.Job, error) { return ingest.NewJob(src, ps, fetcher) }
+		ev = ingest.Event{Name: "ObjectCreated:Put", Bucket: ingest.LocalBucket, Key: k, RawKey: k, Size: size}
+		plan.Files, path = localfs.Files{}, target
 	}
 
 	o := inspect.Options{Check: *check, Limits: limits, Suggest: *suggest}
@@ -114,17 +110,18 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		if rt, reason, ok := ingest.NewRouter(rs, nil).Route(ev); ok {
-			params = rt.Params(params)
-			o.Route = rt.String()
-		} else {
-			o.Filtered = reason
-		}
+		plan.Router = ingest.NewRouter(rs, nil)
 	}
-	job, err := resolve(params)
-	if err != nil {
-		return err
+	it := plan.Event(ev, path)
+	if it.Routed {
+		o.Route = it.Route.String()
 	}
+	o.Filtered = it.Filtered
+	plan.Resolve(ctx, &it, true)
+	if it.Err != nil {
+		return it.Err
+	}
+	job := it.Job
 	rep, err := inspect.Run(ctx, job, "", o)
 	if err != nil {
 		if errors.Is(err, ingest.ErrIncompleteShapefile) {

@@ -68,16 +68,13 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		}
 		jobs = append(jobs, job)
 	}
+	plan := &ingest.Planner{Files: localfs.Files{}, Params: params}
 	for _, path := range fs.Args() {
-		src, fetch, err := localfs.Source(path)
-		if err != nil {
-			return err
+		it := plan.PlanPath(ctx, path)
+		if it.Err != nil {
+			return it.Err
 		}
-		job, err := ingest.NewJob(src, params, fetch)
-		if err != nil {
-			return err
-		}
-		jobs = append(jobs, job)
+		jobs = append(jobs, it.Job)
 	}
 
 	bad := 0

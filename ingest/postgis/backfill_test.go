@@ -32,7 +32,7 @@ func tinyObjects(t testing.TB, dir string, first, n int) {
 func localBackfill(b *bundle, policy string, workers int) *ingest.Backfill {
 	routes, _ := ingest.ParseRoutes([]string{"admin/=admin_units", "=parcels"})
 	return &ingest.Backfill{Service: b.svc, Files: localfs.Files{}, Router: ingest.NewRouter(routes, nil), Policy: policy,
-		Params: ingest.DefaultParams("parcels"), Workers: workers}
+		Params: ingest.DefaultParams("parcels"), Workers: workers, Generations: b.store}
 }
 
 func backfillObjects() int {
