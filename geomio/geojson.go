@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio/crs"
@@ -556,12 +555,6 @@ func (r *geojsonReader) Close() error {
 	err := r.f.Close()
 	r.f = nil
 	return err
-}
-
-// layerName is the file name without its extension.
-func layerName(path string) string {
-	base := filepath.Base(path)
-	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 // scanTopLevelMember finds the member named key of the top-level JSON object

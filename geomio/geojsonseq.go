@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/geoingest/geoingest/geomio/crs"
 	"io"
 	"os"
+
+	"github.com/geoingest/geoingest/geomio/crs"
 )
 
 // seqReader reads a GeoJSON text sequence: one Feature (or bare geometry)

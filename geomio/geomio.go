@@ -169,3 +169,22 @@ type Options struct {
 	// after Open): the deadline of every GDAL reading child it starts.
 	readDeadline time.Time
 }
+
+// archiveOf is the zip the dataset opts reads lies in (nil: none). The
+// format readers read it; only the zip reader sets it (withArchive).
+func archiveOf(opts Options) *zipDataset { return opts.zip }
+
+// withArchive is opts for a dataset that lies in the zip z.
+func withArchive(opts Options, z *zipDataset) Options {
+	opts.zip = z
+	return opts
+}
+
+// readDeadlineOf is when the read opts is for must end (zero: not set).
+func readDeadlineOf(opts Options) time.Time { return opts.readDeadline }
+
+// withReadDeadline is opts with its read's deadline set to t.
+func withReadDeadline(opts Options, t time.Time) Options {
+	opts.readDeadline = t
+	return opts
+}

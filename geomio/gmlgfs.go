@@ -61,7 +61,7 @@ func gmlDerivedSchema(path string, o Options, f ogrFormat) (gfs, dir string, err
 		return "", "", err
 	}
 	opts := append(gmlWithout(f.options, "WRITE_GFS="), "WRITE_GFS=YES")
-	contain := o.contain(path)
+	contain := contain(o, path)
 	contain.Read = append(contain.Read, dir, abs)
 	contain.Write = []string{dir}
 	ds, err := ogr.Open(filepath.Join(dir, filepath.Base(path)), f.drivers, opts, contain)

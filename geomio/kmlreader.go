@@ -93,9 +93,9 @@ func openKML(path, file, base string, opts Options, first int64, link kmzLink) (
 	for j := range all {
 		l := &all[j]
 		l.name = l.doc.Layers[l.i].Name
-		if opts.zip != nil {
-			l.name = opts.zip.prefix + l.name
-			opts.zip.layers.pick(l.name)
+		if archiveOf(opts) != nil {
+			l.name = archiveOf(opts).prefix + l.name
+			archiveOf(opts).layers.pick(l.name)
 		}
 		names = append(names, l.name)
 	}
@@ -103,7 +103,7 @@ func openKML(path, file, base string, opts Options, first int64, link kmzLink) (
 		return nil, &Error{File: file, Problem: "no layer in this KML: no Placemark, Folder or Document"}
 	}
 	r.plan = all
-	if len(opts.Layers) > 0 && opts.zip != nil {
+	if len(opts.Layers) > 0 && archiveOf(opts) != nil {
 		// One source of a zip: the zip refuses a name no source has.
 		r.plan = slices.DeleteFunc(slices.Clone(all), func(l kmlLayer) bool { return !slices.Contains(opts.Layers, l.name) })
 	} else if len(opts.Layers) > 0 {
@@ -332,12 +332,4 @@ func (r *kmlReader) Close() error {
 func kmlBase(name string) string {
 	b := filepath.Base(name)
 	return strings.TrimSuffix(b, filepath.Ext(b))
-}
-
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = strconv.Quote(n)
-	}
-	return strings.Join(q, ", ")
 }

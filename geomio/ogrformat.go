@@ -6,17 +6,6 @@ import (
 	"strings"
 )
 
-// Format names of the formats read with GDAL (Layer.Format).
-const (
-	FormatGPKG       = "gpkg"
-	FormatFileGDB    = "filegdb"
-	FormatKML        = "kml"
-	FormatFlatGeobuf = "flatgeobuf"
-	FormatGML        = "gml"
-	FormatMapInfo    = "mapinfo"
-	FormatCSV        = "csv"
-)
-
 // ogrFormat is a format read with GDAL's vector library: the GDAL drivers
 // allowed to open it (no other driver ever sees the file) and their open
 // options.

@@ -79,7 +79,7 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 			os.RemoveAll(gunzipped)
 		}
 	}()
-	root := opts.contain(orig).Read[0]
+	root := contain(opts, orig).Read[0]
 	if f.name == FormatGML {
 		schema := gmlSchemaOptions(path)
 		xsd := ""
@@ -130,7 +130,7 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		// The column named is the geometry, whatever its name.
 		options = append(withoutOption(options, "GEOM_POSSIBLE_NAMES="), "GEOM_POSSIBLE_NAMES="+opts.GeometryField)
 	}
-	contain := opts.contain(path)
+	contain := contain(opts, path)
 	contain.Read = append(contain.Read, root)
 	for _, o := range options {
 		// A schema geoingest chose (beside the file, or derived in a
@@ -182,9 +182,9 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 			continue // a non-spatial table
 		}
 		name := l.Name
-		if opts.zip != nil {
-			name = opts.zip.prefix + name
-			opts.zip.layers.pick(name)
+		if archiveOf(opts) != nil {
+			name = archiveOf(opts).prefix + name
+			archiveOf(opts).layers.pick(name)
 		}
 		names = append(names, name)
 		field, err := pickGeomField(l, opts.GeometryField)
@@ -218,7 +218,7 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 		}
 	}
 	switch {
-	case len(opts.Layers) > 0 && opts.zip != nil:
+	case len(opts.Layers) > 0 && archiveOf(opts) != nil:
 		// One source of a zip: the layers of it asked for, if any; the
 		// zip refuses a name no source has (zipLayers.check).
 		plan = nil
@@ -262,16 +262,16 @@ func openOGR(path, file string, f ogrFormat, opts Options, base int64) (_ layerR
 // contain is how the GDAL child reading path is bounded: the limits,
 // the read's deadline and context, and the job's folder (a zip's
 // extraction folder, else the file's own folder) as all it may read.
-func (opts Options) contain(path string) ogr.Contain {
+func contain(opts Options, path string) ogr.Contain {
 	l := opts.Limits.withDefaults()
 	root := filepath.Dir(path)
 	if abs, err := filepath.Abs(root); err == nil {
 		root = abs
 	}
-	if opts.zip != nil && opts.zip.root != "" {
-		root = opts.zip.root
+	if archiveOf(opts) != nil && archiveOf(opts).root != "" {
+		root = archiveOf(opts).root
 	}
-	deadline := opts.readDeadline
+	deadline := readDeadlineOf(opts)
 	if deadline.IsZero() {
 		deadline = time.Now().Add(l.ReadTimeout)
 	}

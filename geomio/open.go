@@ -12,13 +12,6 @@ import (
 	"github.com/geoingest/geoingest/geomio/geoparquet"
 )
 
-// Format names, as reported in Layer.Format.
-const (
-	FormatGeoJSON    = "geojson"
-	FormatGeoJSONSeq = "geojsonseq"
-	FormatShapefile  = "shapefile"
-)
-
 // Open opens the file at path and returns a Reader over its features. The
 // format is chosen by content and extension:
 //
@@ -44,8 +37,8 @@ const (
 // resolver is not the input's fault. The caller must Close the Reader.
 func Open(path string, opts Options) (Reader, error) {
 	opts.Limits = opts.Limits.withDefaults()
-	if opts.readDeadline.IsZero() {
-		opts.readDeadline = time.Now().Add(opts.Limits.ReadTimeout)
+	if readDeadlineOf(opts).IsZero() {
+		opts = withReadDeadline(opts, time.Now().Add(opts.Limits.ReadTimeout))
 	}
 	r, err := open(path, opts)
 	if err != nil {

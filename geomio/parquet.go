@@ -12,9 +12,6 @@ import (
 	"github.com/geoingest/geoingest/geomio/geoparquet"
 )
 
-// FormatGeoParquet is Layer.Format of a GeoParquet file.
-const FormatGeoParquet = "geoparquet"
-
 // parquetReader reads a GeoParquet file (package geoparquet) as one
 // layer: its primary geometry column, WKB decoded by ParseWKB, the other
 // columns as properties.

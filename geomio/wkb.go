@@ -311,3 +311,7 @@ func (d *wkbDecoder) multi(o binary.ByteOrder, t uint32, depth int) (geom.T, err
 		return geom.NewMultiPolygonFlat(geom.XY, flat, endss), nil
 	}
 }
+
+func finite(x, y float64) bool {
+	return !math.IsNaN(x) && !math.IsNaN(y) && !math.IsInf(x, 0) && !math.IsInf(y, 0)
+}

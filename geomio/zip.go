@@ -162,12 +162,11 @@ func openZip(zipPath string, opts Options) (_ Reader, err error) {
 	several := len(shps)+len(jsonLayers)+datasets > 1
 	zl := &zipLayers{want: opts.Layers}
 	sub := func(dataset string) Options {
-		o := opts
-		o.zip = &zipDataset{layers: zl, root: dir}
+		z := &zipDataset{layers: zl, root: dir}
 		if several {
-			o.zip.prefix = dataset + "/"
+			z.prefix = dataset + "/"
 		}
-		return o
+		return withArchive(opts, z)
 	}
 	var layers []zipLayer
 	for _, s := range shps {
