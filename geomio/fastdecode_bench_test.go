@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"os"
 	"testing"
+
+	"github.com/geoingest/geoingest/geomio/geojson"
+	"github.com/geoingest/geoingest/geomio/internal/core"
 )
 
 // benchFeatures returns up to n lines of the GeoJSON sequence in
@@ -31,18 +34,18 @@ func benchFeatures(b *testing.B, n int) [][]byte {
 // one goroutine, no I/O: the decoder's own cost per feature.
 func BenchmarkFastFeature(b *testing.B) {
 	fs := benchFeatures(b, 10000)
-	layer := Layer{Name: "p", SRID: 4326}
-	var d fastDecoder
+	layer := core.Layer{Name: "p", SRID: 4326}
+	var d geojson.FastDecoder
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		raw := fs[i%len(fs)]
-		g, props, ok := d.feature(raw, false)
+		g, props, ok := d.Feature(raw, false)
 		if !ok {
 			b.Fatalf("declined %s", raw)
 		}
-		if _, err := finishFeature(g, props, int64(i), layer, true); err != nil {
+		if _, err := geojson.FinishFeature(g, props, int64(i), layer, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -53,11 +56,11 @@ func BenchmarkFastFeature(b *testing.B) {
 // path, for comparison.
 func BenchmarkSlowFeature(b *testing.B) {
 	fs := benchFeatures(b, 10000)
-	layer := Layer{Name: "p", SRID: 4326}
+	layer := core.Layer{Name: "p", SRID: 4326}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := decodeSeqRecord(fs[i%len(fs)], int64(i), layer, true, DefaultLimits.MaxVertices); err != nil {
+		if _, err := geojson.DecodeSeqRecord(fs[i%len(fs)], int64(i), layer, true, core.DefaultLimits.MaxVertices); err != nil {
 			b.Fatal(err)
 		}
 	}

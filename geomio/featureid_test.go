@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,7 +41,7 @@ func TestFeatureIDMember(t *testing.T) {
 	for name, body := range files {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
-		r, err := Open(p, Options{})
+		r, err := Open(p, core.Options{})
 		require.NoError(t, err)
 		var got []string
 		for r.Next() {
@@ -52,7 +53,7 @@ func TestFeatureIDMember(t *testing.T) {
 	}
 	p := filepath.Join(dir, "one.geojson")
 	require.NoError(t, os.WriteFile(p, []byte(feats[0]), 0o644))
-	r, err := Open(p, Options{})
+	r, err := Open(p, core.Options{})
 	require.NoError(t, err)
 	defer r.Close()
 	require.True(t, r.Next(), r.Err())

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
 )
 
@@ -47,7 +49,7 @@ func FuzzHostileZip(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
 	})
 }
 
@@ -60,7 +62,7 @@ func FuzzHostileKML(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
 	})
 }
 
@@ -76,9 +78,9 @@ func FuzzSchemaReferences(f *testing.F) {
 		if err := os.WriteFile(xsd, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		err := checkGMLRefs("a.gml", root, root, b, xsd)
-		refs, _ := schemaRefs(xsd)
-		for _, r := range append(refs, allSchemaLocations(b)...) {
+		err := ogr.CheckGMLRefs("a.gml", root, root, b, xsd)
+		refs, _ := ogr.SchemaRefs(xsd)
+		for _, r := range append(refs, ogr.AllSchemaLocations(b)...) {
 			if strings.Contains(strings.ToLower(r), "/vsi") && err == nil {
 				t.Fatalf("the reference %q was let through", r)
 			}
@@ -97,7 +99,7 @@ func FuzzMapInfoReferences(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		err := checkMapInfoRefs(p, "a.tab", root)
+		err := ogr.CheckMapInfoRefs(p, "a.tab", root)
 		if bytes.Contains(bytes.ToLower(b), []byte("open table \"/vsi")) && err == nil {
 			t.Fatal("a view opening a virtual file system path was let through")
 		}
@@ -119,7 +121,7 @@ func FuzzGunzip(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		local, tmp, err := gunzipLocal(p, "f.gml.gz", Options{Limits: fuzzLimits, TempDir: dir})
+		local, tmp, err := ogr.Gunzip(p, "f.gml.gz", core.Options{Limits: fuzzLimits, TempDir: dir})
 		if err != nil {
 			return
 		}
@@ -128,7 +130,7 @@ func FuzzGunzip(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := fuzzLimits.withDefaults()
+		l := fuzzLimits.WithDefaults()
 		if fi.Size() > l.MaxCompressionRatio*max(int64(len(b)), 1024) {
 			t.Fatalf("%d bytes from %d", fi.Size(), len(b))
 		}

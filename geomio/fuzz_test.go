@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/geomio/crs"
+	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/wkb"
@@ -22,14 +23,14 @@ const fuzzInputDeadline = 10 * time.Second
 // input, never panic, hang or return a non-input error.
 
 // drain reads r to the end, failing the fuzz run on a non-input error.
-func fuzzDrain(t *testing.T, path string, opts Options) {
+func fuzzDrain(t *testing.T, path string, opts core.Options) {
 	// A hang or a pathologically slow input is a bug too: crash the
 	// worker so that the fuzzer records the input.
 	watchdog := time.AfterFunc(fuzzInputDeadline, func() { panic(fmt.Sprintf("%s: input took more than %v", path, fuzzInputDeadline)) })
 	defer watchdog.Stop()
 	r, err := Open(path, opts)
 	if err != nil {
-		if !IsInputError(err) {
+		if !core.IsInputError(err) {
 			t.Fatalf("open: non-input error %T: %v", err, err)
 		}
 		return
@@ -40,7 +41,7 @@ func fuzzDrain(t *testing.T, path string, opts Options) {
 			t.Fatal("nil properties")
 		}
 	}
-	if err := r.Err(); err != nil && !IsInputError(err) {
+	if err := r.Err(); err != nil && !core.IsInputError(err) {
 		t.Fatalf("next: non-input error %T: %v", err, err)
 	}
 	if err := r.Close(); err != nil {
@@ -58,7 +59,7 @@ func addCorpusFiles(f *testing.F, glob string) {
 }
 
 // fuzzLimits are small, so that inputs reach every limit's check.
-var fuzzLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
+var fuzzLimits = core.Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
 	MaxVertices: 1000, MaxPropertyBytes: 1000, MaxProperties: 50, MaxLayers: 3, MaxFeatures: 5000}
 
 func FuzzGeoJSON(f *testing.F) {
@@ -75,7 +76,7 @@ func FuzzGeoJSON(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
 	})
 }
 
@@ -88,7 +89,7 @@ func FuzzGeoJSONSeq(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
 	})
 }
 
@@ -112,7 +113,7 @@ func FuzzShapefile(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "f.dbf"), dbf, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, filepath.Join(dir, "f.shp"), Options{Limits: fuzzLimits})
+		fuzzDrain(t, filepath.Join(dir, "f.shp"), core.Options{Limits: fuzzLimits})
 	})
 }
 
@@ -128,7 +129,7 @@ func FuzzDBF(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "f.dbf"), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, filepath.Join(dir, "f.shp"), Options{Limits: fuzzLimits})
+		fuzzDrain(t, filepath.Join(dir, "f.shp"), core.Options{Limits: fuzzLimits})
 	})
 }
 
@@ -139,7 +140,7 @@ func FuzzZip(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
 	})
 }
 
@@ -195,14 +196,14 @@ func FuzzWKBPolygon(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d polyDecoder
-		g, ok, err := d.decode(b)
+		var d core.PolyDecoder
+		g, ok, err := d.Decode(b)
 		if !ok || err != nil || g == nil {
 			return
 		}
 		want, werr := wkb.Unmarshal(b)
 		require.NoError(t, werr, "the fast path accepted what go-geom refuses")
-		want = promotePolygons(want)
+		want = core.PromotePolygons(want)
 		require.NotNil(t, want)
 		require.Equal(t, want.FlatCoords(), g.FlatCoords())
 		require.Equal(t, want.(*geom.MultiPolygon).Endss(), g.(*geom.MultiPolygon).Endss())
@@ -213,5 +214,5 @@ func FuzzWKBPolygon(f *testing.F) {
 // compare decoding with the reference reader: only the byte limits the
 // reference reader enforces too are within reach (the others are
 // enforced, and fuzzed, by the targets above).
-var diffLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
+var diffLimits = core.Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
 	MaxVertices: 1 << 40, MaxPropertyBytes: 1 << 40, MaxProperties: 1 << 30}

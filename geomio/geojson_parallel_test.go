@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoingest/geoingest/geomio/geojson"
+	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,8 +25,8 @@ import (
 
 // readResult is what draining a reader gave.
 type readResult struct {
-	layer Layer
-	feats []Feature
+	layer core.Layer
+	feats []core.Feature
 	err   error
 }
 
@@ -32,15 +34,15 @@ type readResult struct {
 // as in production, serially with tiny buffers (a feature spans several
 // reads, batches end mid-feature), and in parallel with tiny buffers and
 // batches of one or a few features.
-var testTunings = map[string]tuning{
-	"default":         defaultTuning,
-	"serial-tiny":     {bufSize: 7, maxItems: 2, minParallel: 1 << 62, crsWindow: 64},
-	"parallel-tiny":   {bufSize: 16, maxItems: 3, minParallel: 0, workers: 3, crsWindow: 64},
-	"parallel-single": {bufSize: 1024, maxItems: 1, minParallel: 0, workers: 2, crsWindow: 64},
-	"parallel-large":  {bufSize: 1 << 16, maxItems: 64, minParallel: 0, workers: 4, crsWindow: 64},
+var testTunings = map[string]geojson.Tuning{
+	"default":         geojson.DefaultTuning,
+	"serial-tiny":     {BufSize: 7, MaxItems: 2, MinParallel: 1 << 62, CrsWindow: 64},
+	"parallel-tiny":   {BufSize: 16, MaxItems: 3, MinParallel: 0, Workers: 3, CrsWindow: 64},
+	"parallel-single": {BufSize: 1024, MaxItems: 1, MinParallel: 0, Workers: 2, CrsWindow: 64},
+	"parallel-large":  {BufSize: 1 << 16, MaxItems: 64, MinParallel: 0, Workers: 4, CrsWindow: 64},
 }
 
-func drainReader(r Reader) readResult {
+func drainReader(r core.Reader) readResult {
 	var res readResult
 	for r.Next() {
 		res.feats = append(res.feats, cloneFeature(r.Feature()))
@@ -51,10 +53,10 @@ func drainReader(r Reader) readResult {
 }
 
 // readLegacy reads path with the reference reader.
-func readLegacy(t testing.TB, path string, seq bool, opts Options) readResult {
+func readLegacy(t testing.TB, path string, seq bool, opts core.Options) readResult {
 	t.Helper()
-	opts.Limits = opts.Limits.withDefaults()
-	var r Reader
+	opts.Limits = opts.Limits.WithDefaults()
+	var r core.Reader
 	var err error
 	if seq {
 		r, err = legacyOpenGeoJSONSeq(path, opts)
@@ -73,19 +75,19 @@ func readLegacy(t testing.TB, path string, seq bool, opts Options) readResult {
 }
 
 // readTuned reads path with the new reader under tuning tu.
-func readTuned(t testing.TB, path string, seq bool, opts Options, tu tuning) readResult {
+func readTuned(t testing.TB, path string, seq bool, opts core.Options, tu geojson.Tuning) readResult {
 	t.Helper()
-	opts.Limits = opts.Limits.withDefaults()
-	var r Reader
+	opts.Limits = opts.Limits.WithDefaults()
+	var r core.Reader
 	if seq {
-		sr, err := openGeoJSONSeq(path, opts)
+		sr, err := geojson.OpenSeq(path, opts)
 		if err != nil {
 			return readResult{err: err}
 		}
-		sr.tune = tu
+		sr.Tune = tu
 		r = sr
 	} else {
-		gr, err := openGeoJSONTuned(path, path, layerName(path), 0, opts, tu)
+		gr, err := geojson.OpenTuned(path, path, core.LayerName(path), 0, opts, tu)
 		if err != nil {
 			return readResult{err: err}
 		}
@@ -119,7 +121,7 @@ func requireSame(t testing.TB, want, got readResult) {
 	if want.err == nil || got.err == nil {
 		require.Equal(t, want.err == nil, got.err == nil, "error: want %v, got %v", want.err, got.err)
 	} else {
-		require.True(t, IsInputError(got.err), "not an input error: %T %v", got.err, got.err)
+		require.True(t, core.IsInputError(got.err), "not an input error: %T %v", got.err, got.err)
 		require.Equal(t, sameError(want.err.Error()), sameError(got.err.Error()))
 	}
 	require.Equal(t, want.layer, got.layer)
@@ -137,7 +139,7 @@ func requireSame(t testing.TB, want, got readResult) {
 
 // checkAllTunings compares every tuning of the new reader with the
 // reference on path.
-func checkAllTunings(t *testing.T, path string, seq bool, opts Options) readResult {
+func checkAllTunings(t *testing.T, path string, seq bool, opts core.Options) readResult {
 	t.Helper()
 	want := readLegacy(t, path, seq, opts)
 	for name, tu := range testTunings {
@@ -163,7 +165,7 @@ func TestParallelCorpus(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Parallel()
-			want := checkAllTunings(t, f, false, Options{})
+			want := checkAllTunings(t, f, false, core.Options{})
 			if want.err != nil {
 				return
 			}
@@ -172,19 +174,19 @@ func TestParallelCorpus(t *testing.T) {
 			require.NotEmpty(t, want.feats)
 			seq := filepath.Join(t.TempDir(), "f.geojsonl")
 			require.NoError(t, os.WriteFile(seq, []byte(asSequence(t, f)), 0o644))
-			checkAllTunings(t, seq, true, Options{SourceSRID: want.layer.SRID})
+			checkAllTunings(t, seq, true, core.Options{SourceSRID: want.layer.SRID})
 		})
 	}
 }
 
 // asSequence rewrites the FeatureCollection at path as GeoJSON lines.
 func asSequence(t testing.TB, path string) string {
-	r, err := legacyOpenGeoJSON(path, Options{Limits: DefaultLimits})
+	r, err := legacyOpenGeoJSON(path, core.Options{Limits: core.DefaultLimits})
 	require.NoError(t, err)
 	defer r.Close()
 	var sb strings.Builder
 	for r.dec.More() {
-		var fj featureJSON
+		var fj geojson.FeatureJSON
 		require.NoError(t, r.dec.Decode(&fj))
 		fmt.Fprintf(&sb, `{"type":%q,"properties":%s,"geometry":%s}`+"\n", fj.Type, orNull(fj.Properties), orNull(fj.Geometry))
 	}
@@ -218,7 +220,7 @@ func TestParallelEdgeCases(t *testing.T) {
 	for _, tc := range []struct {
 		name, content string
 		seq           bool
-		opts          Options
+		opts          core.Options
 		wantErr       string // "" for none; checked on the reference too
 	}{
 		{name: "brackets and braces in escaped strings",
@@ -248,7 +250,7 @@ func TestParallelEdgeCases(t *testing.T) {
 		{name: "bad member after the features", content: `{"type":"FeatureCollection","features":[` + feat1 + `],"x":[1,}`, wantErr: "invalid json"},
 		{name: "trailing comma", content: `{"type":"FeatureCollection","features":[` + feat1 + `,]}`, wantErr: "invalid json"},
 		{name: "missing comma", content: `{"type":"FeatureCollection","features":[` + feat1 + feat2 + `]}`, wantErr: "invalid json"},
-		{name: "feature too large", opts: Options{Limits: Limits{MaxRecordBytes: 200}},
+		{name: "feature too large", opts: core.Options{Limits: core.Limits{MaxRecordBytes: 200}},
 			content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`, wantErr: `feature 1: more than 200 bytes in one feature`},
 		{name: "projected without crs", content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}]}`, wantErr: "outside longitude/latitude range"},
 		{name: "odd but valid features",
@@ -284,7 +286,7 @@ func TestParallelEdgeCases(t *testing.T) {
 		{name: "seq: two values in a record", seq: true, content: feat1 + " " + feat2 + "\n", wantErr: "feature 0 at byte 0: invalid json"},
 		{name: "seq: truncated", seq: true, content: feat1 + "\n" + feat2[:30], wantErr: "feature 1 at byte"},
 		{name: "seq: blank tail without newline", seq: true, content: feat1 + "\n  ", wantErr: "feature 1 at byte"},
-		{name: "seq: record too large", seq: true, opts: Options{Limits: Limits{MaxRecordBytes: 120}},
+		{name: "seq: record too large", seq: true, opts: core.Options{Limits: core.Limits{MaxRecordBytes: 120}},
 			content: feat1 + "\n" + strings.Repeat(" ", 200) + feat2, wantErr: `feature 1: more than 120 bytes in one feature`},
 		{name: "seq: collection record", seq: true, content: feat1 + "\n" + `{"type":"FeatureCollection","features":[]}`, wantErr: `unsupported record type "FeatureCollection"`},
 	} {
@@ -313,9 +315,9 @@ func TestParallelClose(t *testing.T) {
 	content := `{"type":"FeatureCollection","features":[` + strings.Repeat(feat1+",", 5000) + feat2 + `]}`
 	path := writeTemp(t, "a.geojson", content)
 	for _, tu := range testTunings {
-		r, err := openGeoJSON(path, Options{Limits: DefaultLimits})
+		r, err := geojson.Open(path, core.Options{Limits: core.DefaultLimits})
 		require.NoError(t, err)
-		r.tune = tu
+		r.Tune = tu
 		for i := 0; i < 10; i++ {
 			require.True(t, r.Next())
 		}
@@ -326,7 +328,7 @@ func TestParallelClose(t *testing.T) {
 
 // fuzzTuning is the tuning the differential fuzz targets run: buffers
 // and batches small enough that any input spans several, in parallel.
-var fuzzTuning = tuning{bufSize: 32, maxItems: 2, minParallel: 0, workers: 2, crsWindow: 48}
+var fuzzTuning = geojson.Tuning{BufSize: 32, MaxItems: 2, MinParallel: 0, Workers: 2, CrsWindow: 48}
 
 // FuzzGeoJSONParallel: for any input, the new FeatureCollection reader
 // (serially and in parallel) gives what the reference reader gives.
@@ -340,9 +342,9 @@ func FuzzGeoJSONParallel(f *testing.F) {
 		defer watchdog.Stop()
 		p := filepath.Join(t.TempDir(), "f.geojson")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		opts := Options{Limits: diffLimits}
+		opts := core.Options{Limits: diffLimits}
 		want := readLegacy(t, p, false, opts)
-		requireSame(t, want, readTuned(t, p, false, opts, defaultTuning))
+		requireSame(t, want, readTuned(t, p, false, opts, geojson.DefaultTuning))
 		got := readTuned(t, p, false, opts, fuzzTuning)
 		if got.layer.CRSText != want.layer.CRSText {
 			// The crs member taken from the end of the file (a 48-byte
@@ -363,9 +365,9 @@ func FuzzGeoJSONSeqParallel(f *testing.F) {
 		defer watchdog.Stop()
 		p := filepath.Join(t.TempDir(), "f.geojsonl")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		opts := Options{Limits: diffLimits}
+		opts := core.Options{Limits: diffLimits}
 		want := readLegacy(t, p, true, opts)
-		requireSame(t, want, readTuned(t, p, true, opts, defaultTuning))
+		requireSame(t, want, readTuned(t, p, true, opts, geojson.DefaultTuning))
 		requireSame(t, want, readTuned(t, p, true, opts, fuzzTuning))
 	})
 }
@@ -379,7 +381,7 @@ func FuzzScanTopLevelMember(f *testing.F) {
 		p := filepath.Join(t.TempDir(), "f.json")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
 		want, werr := legacyScanTopLevelMember(p, "crs", 64)
-		got, gerr := scanTopLevelMember(p, "crs", 64)
+		got, gerr := geojson.ScanTopLevelMember(p, "crs", 64)
 		require.Equal(t, werr, gerr)
 		require.Equal(t, string(want), string(got))
 	})
@@ -402,12 +404,12 @@ func TestTrailingMember(t *testing.T) {
 		{tail: `,"crs" 1}`, ok: false},
 	} {
 		path := writeTemp(t, "a.geojson", feats+tc.tail)
-		raw, ok := trailingMember(path, "crs", 200)
+		raw, ok := geojson.TrailingMember(path, "crs", 200)
 		require.Equal(t, tc.ok, ok, tc.tail)
 		require.Equal(t, tc.want, string(raw), tc.tail)
 	}
 	// A file no larger than the window is scanned forwards instead.
-	_, ok := trailingMember(writeTemp(t, "a.geojson", `{"features":[],"crs":1}`), "crs", 200)
+	_, ok := geojson.TrailingMember(writeTemp(t, "a.geojson", `{"features":[],"crs":1}`), "crs", 200)
 	require.False(t, ok)
 }
 
@@ -420,19 +422,19 @@ func TestCRSAfterLargeMember(t *testing.T) {
 	crs := `"crs":{"type":"name","properties":{"name":"EPSG:3857"}}`
 	pt := `{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}`
 	feats := `{"type":"FeatureCollection","features":[` + strings.Repeat(pt+",", 20) + pt + `]`
-	tu := defaultTuning
-	tu.crsWindow = 300
+	tu := geojson.DefaultTuning
+	tu.CrsWindow = 300
 
 	path := writeTemp(t, "a.geojson", feats+`,`+crs+`,"big":"`+strings.Repeat("x", 400)+`"}`)
-	want := readLegacy(t, path, false, Options{})
+	want := readLegacy(t, path, false, core.Options{})
 	require.NoError(t, want.err)
 	require.Equal(t, 3857, want.layer.SRID)
-	got := readTuned(t, path, false, Options{SourceSRID: 3857}, tu)
+	got := readTuned(t, path, false, core.Options{SourceSRID: 3857}, tu)
 	require.Error(t, got.err)
 	require.Contains(t, got.err.Error(), "put the crs member before the features array")
 
 	path = writeTemp(t, "a.geojson", feats+`,"big":"`+strings.Repeat("x", 400)+`",`+crs+`}`)
-	want = readLegacy(t, path, false, Options{})
+	want = readLegacy(t, path, false, core.Options{})
 	require.NoError(t, want.err)
-	requireSame(t, want, readTuned(t, path, false, Options{}, tu))
+	requireSame(t, want, readTuned(t, path, false, core.Options{}, tu))
 }

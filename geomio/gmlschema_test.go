@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,7 +50,7 @@ func TestGMLSchemaBeside(t *testing.T) {
 	require.NoError(t, err)
 	xsd, err := os.ReadFile(filepath.Join(src, "two.xsd"))
 	require.NoError(t, err)
-	counties, _, err := readOGR(t, srcCounties, Options{})
+	counties, _, err := readOGR(t, srcCounties, core.Options{})
 	require.NoError(t, err)
 	circles := 6 * math.Pi * 1e-6
 
@@ -103,7 +105,7 @@ func TestGMLSchemaBeside(t *testing.T) {
 			if tc.zip {
 				zipDir(t, open, in, ".")
 			}
-			fs, ls, err := readOGR(t, open, Options{})
+			fs, ls, err := readOGR(t, open, core.Options{})
 			require.NoError(t, err)
 			require.Len(t, fs, 6)
 			require.Equal(t, "centre", ls[0].GeometryField)
@@ -111,12 +113,12 @@ func TestGMLSchemaBeside(t *testing.T) {
 			require.InDelta(t, circles, math.Abs(planarArea(fs)), 1e-7, "the small circles")
 			require.Less(t, bounds(fs).Min(0), -76.0, "longitude first")
 
-			fs, ls, err = readOGR(t, open, Options{GeometryField: "footprint"})
+			fs, ls, err = readOGR(t, open, core.Options{GeometryField: "footprint"})
 			require.NoError(t, err)
 			require.Equal(t, "footprint", ls[0].GeometryField)
 			require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
 
-			_, _, err = readOGR(t, open, Options{GeometryField: "nope"})
+			_, _, err = readOGR(t, open, core.Options{GeometryField: "nope"})
 			requireInputError(t, err, tc.open, `layer "parcel"`, `no geometry field "nope"`, `"centre", "footprint"`)
 			ents, err := os.ReadDir(in)
 			require.NoError(t, err)
@@ -133,7 +135,7 @@ func TestGMLSchemaBeside(t *testing.T) {
 			b = gz(body)
 		}
 		lone := write(dir, name, b)
-		fs, ls, err := readOGR(t, lone, Options{TempDir: tmp})
+		fs, ls, err := readOGR(t, lone, core.Options{TempDir: tmp})
 		require.NoError(t, err, name)
 		require.Len(t, fs, 6)
 		require.Equal(t, "centre", ls[0].GeometryField, name)
@@ -141,11 +143,11 @@ func TestGMLSchemaBeside(t *testing.T) {
 		require.InDelta(t, circles, math.Abs(planarArea(fs)), 1e-7, "the small circles")
 		require.Less(t, bounds(fs).Min(0), -76.0, "longitude first")
 		require.Contains(t, string(fs[0].Properties), `"NAME":"District of Columbia"`, "attributes as GDAL's prescan finds them")
-		fs, ls, err = readOGR(t, lone, Options{TempDir: tmp, GeometryField: "footprint"})
+		fs, ls, err = readOGR(t, lone, core.Options{TempDir: tmp, GeometryField: "footprint"})
 		require.NoError(t, err)
 		require.Equal(t, "footprint", ls[0].GeometryField)
 		require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
-		_, _, err = readOGR(t, lone, Options{TempDir: tmp, GeometryField: "nope"})
+		_, _, err = readOGR(t, lone, core.Options{TempDir: tmp, GeometryField: "nope"})
 		requireInputError(t, err, name, `layer "parcel"`, `no geometry field "nope"`, `"centre", "footprint"`)
 		for _, d := range []string{dir, tmp} {
 			ents, err := os.ReadDir(d)
@@ -184,7 +186,7 @@ func TestGMLNeverFetchesSchema(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "wfs.gml")
 	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
-	fs, ls, err := readOGR(t, p, Options{})
+	fs, ls, err := readOGR(t, p, core.Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 6)
 	require.Equal(t, "parcel", ls[0].Name)
@@ -196,7 +198,7 @@ func TestGMLNeverFetchesSchema(t *testing.T) {
 		`<xs:include schemaLocation="`+srv.URL+`/inc.xsd"/><xs:import namespace="http://example.com/x" schemaLocation="`+srv.URL+`/imp.xsd"/><xs:import namespace="http://www.opengis.net/gml"`, 1)
 	require.NotEqual(t, string(xsd), remote)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "wfs.xsd"), []byte(remote), 0o644))
-	fs, ls, err = readOGR(t, p, Options{})
+	fs, ls, err = readOGR(t, p, core.Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 6)
 	require.Equal(t, "centre", ls[0].GeometryField, "the uploaded .xsd was read")
@@ -208,7 +210,7 @@ func FuzzGMLSchemaLocations(f *testing.F) {
 	f.Add([]byte(`<a xsi:schemaLocation = 'ns ../x/../y.XSD ns2 C:\z.xsd ns3 /etc/p.xsd'>`))
 	f.Add([]byte(`<a xsi:schemaLocation="unterminated`))
 	f.Fuzz(func(t *testing.T, head []byte) {
-		for _, loc := range gmlSchemaLocations(head) {
+		for _, loc := range ogr.GmlSchemaLocations(head) {
 			if filepath.Base(loc) != loc || !strings.EqualFold(filepath.Ext(loc), ".xsd") {
 				t.Fatalf("location %q is not a local .xsd base name", loc)
 			}
@@ -255,11 +257,11 @@ const inspireParcels = `<?xml version="1.0" encoding="UTF-8"?>
 func TestGMLInspireParcels(t *testing.T) {
 	requireOGR2OGR(t)
 	t.Parallel()
-	require.Equal(t, []gmlClass{{Name: "CadastralParcel", Geoms: []gmlGeomProp{{"geometry", "MultiPolygon"}, {"referencePoint", "Point"}}}},
-		scanGMLGeometryProperties(strings.NewReader(inspireParcels)))
+	require.Equal(t, []ogr.GmlClass{{Name: "CadastralParcel", Geoms: []ogr.GmlGeomProp{{Name: "geometry", Type: "MultiPolygon"}, {Name: "referencePoint", Type: "Point"}}}},
+		ogr.ScanGMLGeometryProperties(strings.NewReader(inspireParcels)))
 	p := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p, []byte(inspireParcels), 0o644))
-	fs, ls, err := readOGR(t, p, Options{})
+	fs, ls, err := readOGR(t, p, core.Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 2)
 	require.Equal(t, "geometry", ls[0].GeometryField)
@@ -281,14 +283,14 @@ func TestGMLInspireParcels(t *testing.T) {
 	p3 := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p3, []byte(cp3), 0o644))
 	tmp := t.TempDir()
-	gfs, dir, err := gmlDerivedSchema(p3, Options{TempDir: tmp}, fmtGML)
+	gfs, dir, err := ogr.GmlDerivedSchema(p3, core.Options{TempDir: tmp}, ogr.GML)
 	require.NoError(t, err)
 	require.Empty(t, gfs, "the registry's schema is GDAL's, not a derived one")
 	require.Empty(t, dir)
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	require.Empty(t, left, "the prescan's directory is removed")
-	fs, ls, err = readOGR(t, p3, Options{SourceSRID: 25832})
+	fs, ls, err = readOGR(t, p3, core.Options{SourceSRID: 25832})
 	require.NoError(t, err)
 	require.Len(t, fs, 2)
 	require.Equal(t, "geometry", ls[0].GeometryField)
@@ -301,7 +303,7 @@ func FuzzGMLGeometryProperties(f *testing.F) {
 	f.Add([]byte(`<a><gml:featureMember xmlns:gml="http://www.opengis.net/gml"><b><g><gml:Polygon/></g><h><gml:Point/></h></b></gml:featureMember></a>`))
 	f.Add([]byte(`<a><member><b><g><x:Polygon xmlns:x="http://www.opengis.net/gml/3.2"/></g></b><b/></member>`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		for _, c := range scanGMLGeometryProperties(bytes.NewReader(doc)) {
+		for _, c := range ogr.ScanGMLGeometryProperties(bytes.NewReader(doc)) {
 			seen := map[string]bool{}
 			for _, g := range c.Geoms {
 				if seen[g.Name] || g.Type == "" {
@@ -336,7 +338,7 @@ func TestGMLTruncated(t *testing.T) {
 		if withSchema {
 			require.NoError(t, os.WriteFile(filepath.Join(sub, "full.xsd"), xsd, 0o644))
 		}
-		_, _, err := readOGR(t, p, Options{})
+		_, _, err := readOGR(t, p, core.Options{})
 		requireInputError(t, err, p, "XML parsing of GML file failed")
 	}
 }
@@ -345,12 +347,12 @@ func TestGMLTruncated(t *testing.T) {
 // the markup pass unchanged, and the scan still finds the geometry
 // properties of a feature whose attribute is far over the cut.
 func TestRunCapReader(t *testing.T) {
-	in := "<a x=\"" + strings.Repeat("y", 3*gmlScanRun) + "\">short</a><b>" + strings.Repeat("z", gmlScanRun/2) + "</b>"
-	out, err := io.ReadAll(newRunCapReader(strings.NewReader(in)))
+	in := "<a x=\"" + strings.Repeat("y", 3*ogr.GmlScanRun) + "\">short</a><b>" + strings.Repeat("z", ogr.GmlScanRun/2) + "</b>"
+	out, err := io.ReadAll(ogr.NewRunCapReader(strings.NewReader(in)))
 	require.NoError(t, err)
 	got := string(out)
-	tail := "\">short</a><b>" + strings.Repeat("z", gmlScanRun/2) + "</b>"
+	tail := "\">short</a><b>" + strings.Repeat("z", ogr.GmlScanRun/2) + "</b>"
 	require.True(t, strings.HasPrefix(got, "<a x=\"yyy"), "the run's head kept")
 	require.True(t, strings.HasSuffix(got, tail), "the run's tail, the markup and a short run kept")
-	require.Equal(t, 1+gmlScanRun+len(tail)-1, len(got), "the long run cut to %d bytes", gmlScanRun)
+	require.Equal(t, 1+ogr.GmlScanRun+len(tail)-1, len(got), "the long run cut to %d bytes", ogr.GmlScanRun)
 }

@@ -9,16 +9,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/kml"
+	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom/encoding/wkb"
 )
 
 // readWith reads every feature of one layerReader, copied.
-func readWith(t *testing.T, r Reader) ([]Feature, []Layer, error) {
+func readWith(t *testing.T, r core.Reader) ([]core.Feature, []core.Layer, error) {
 	t.Helper()
 	defer r.Close()
-	var fs []Feature
-	var ls []Layer
+	var fs []core.Feature
+	var ls []core.Layer
 	for r.Next() {
 		f := r.Feature()
 		f.Properties = append([]byte(nil), f.Properties...)
@@ -70,24 +73,24 @@ func TestKMLAsGDAL(t *testing.T) {
 
 	for name, p := range files {
 		t.Run(name, func(t *testing.T) {
-			base := kmlBase(p)
-			var r Reader
+			base := kml.Base(p)
+			var r core.Reader
 			var err error
 			if strings.HasSuffix(p, ".kmz") {
-				r, err = Open(p, Options{})
+				r, err = Open(p, core.Options{})
 			} else {
-				r, err = openKML(p, p, base, Options{}, 0, nil)
+				r, err = kml.Open(p, p, base, core.Options{}, 0, nil)
 			}
 			require.NoError(t, err)
 			got, gotLayers, err := readWith(t, r)
 			require.NoError(t, err)
-			o, err := openOGR(p, p, fmtKML, Options{Limits: DefaultLimits}, 0)
+			o, err := ogr.OpenReader(p, p, ogr.KML, core.Options{Limits: core.DefaultLimits}, 0)
 			require.NoError(t, err)
 			want, wantLayers, err := readWith(t, o)
 			require.NoError(t, err)
 			require.NotEmpty(t, want)
 
-			names := func(ls []Layer) (n []string) {
+			names := func(ls []core.Layer) (n []string) {
 				for _, l := range ls {
 					n = append(n, l.Name)
 				}

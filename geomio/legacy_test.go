@@ -16,6 +16,8 @@ import (
 	"os"
 
 	"github.com/geoingest/geoingest/geomio/crs"
+	geogeojson "github.com/geoingest/geoingest/geomio/geojson"
+	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/paulmach/orb/geojson"
 )
 
@@ -24,40 +26,40 @@ type legacyGeoJSONReader struct {
 	name string // the file named in errors
 
 	f      *os.File
-	lr     *limitReader
+	lr     *geogeojson.LimitReader
 	dec    *json.Decoder
-	opts   Options
-	layer  Layer
+	opts   core.Options
+	layer  core.Layer
 	lonLat bool // SRID 4326 by RFC 7946 default: check coordinates
 
-	streaming bool         // inside the features array
-	pending   *featureJSON // the single Feature of a non-collection file
+	streaming bool                    // inside the features array
+	pending   *geogeojson.FeatureJSON // the single Feature of a non-collection file
 	done      bool
 
 	idx int64
 	// inTail: reading what follows the features array.
 	inTail bool
-	feat   Feature
+	feat   core.Feature
 	err    error
 }
 
-func legacyOpenGeoJSON(path string, opts Options) (*legacyGeoJSONReader, error) {
-	return legacyOpenGeoJSONAs(path, path, layerName(path), 0, opts)
+func legacyOpenGeoJSON(path string, opts core.Options) (*legacyGeoJSONReader, error) {
+	return legacyOpenGeoJSONAs(path, path, core.LayerName(path), 0, opts)
 }
 
 // legacyOpenGeoJSONAs opens the GeoJSON file at path as the layer called layer
 // whose first feature has Index base, naming it file in errors (a zip
 // entry is read from a temporary copy but named archive/entry).
-func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts Options) (*legacyGeoJSONReader, error) {
+func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts core.Options) (*legacyGeoJSONReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &Error{File: file, Problem: "open", Err: err}
+		return nil, &core.Error{File: file, Problem: "open", Err: err}
 	}
 	r := &legacyGeoJSONReader{path: path, name: file, f: f, opts: opts, idx: base}
-	r.layer = Layer{Name: layer, Format: FormatGeoJSON}
+	r.layer = core.Layer{Name: layer, Format: core.FormatGeoJSON}
 	br := bufio.NewReaderSize(f, 1<<16)
-	_ = skipBOM(br)
-	r.lr = &limitReader{r: br, limit: opts.Limits.MaxRecordBytes + decoderSlack}
+	_ = geogeojson.SkipBOM(br)
+	r.lr = &geogeojson.LimitReader{R: br, Limit: opts.Limits.MaxRecordBytes + geogeojson.DecoderSlack}
 	r.dec = json.NewDecoder(r.lr)
 	if err := r.readHeader(); err != nil {
 		f.Close()
@@ -66,22 +68,22 @@ func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts Options) (*l
 	return r, nil
 }
 
-func (r *legacyGeoJSONReader) fail(problem string, err error) *Error {
-	if errors.Is(err, errRecordTooLarge) && r.inTail {
-		return uploadLimitError(r.name, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
+func (r *legacyGeoJSONReader) fail(problem string, err error) *core.Error {
+	if errors.Is(err, geogeojson.ErrRecordTooLarge) && r.inTail {
+		return core.UploadLimitError(r.name, core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
 	}
-	if errors.Is(err, errRecordTooLarge) {
+	if errors.Is(err, geogeojson.ErrRecordTooLarge) {
 		// As the new reader words it: the limit, layer and feature.
-		return FeatureLimitError(r.name, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+		return core.FeatureLimitError(r.name, r.layer.Name, r.idx, core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return &Error{File: r.name, Problem: fmt.Sprintf("%s at byte %d", problem, r.dec.InputOffset()), Err: err}
+	return &core.Error{File: r.name, Problem: fmt.Sprintf("%s at byte %d", problem, r.dec.InputOffset()), Err: err}
 }
 
 func (r *legacyGeoJSONReader) bound() {
-	r.lr.limit = r.lr.n + r.opts.Limits.MaxRecordBytes + decoderSlack
+	r.lr.Limit = r.lr.N + r.opts.Limits.MaxRecordBytes + geogeojson.DecoderSlack
 }
 
 // readHeader reads the top-level object up to the start of the features
@@ -92,7 +94,7 @@ func (r *legacyGeoJSONReader) readHeader() error {
 		return r.fail("invalid json", err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return &Error{File: r.name, Problem: "not a geojson object"}
+		return &core.Error{File: r.name, Problem: "not a geojson object"}
 	}
 	members := map[string]json.RawMessage{}
 	for r.dec.More() {
@@ -103,8 +105,8 @@ func (r *legacyGeoJSONReader) readHeader() error {
 		}
 		key, _ := tok.(string)
 		if key == "features" {
-			if t, ok := members["type"]; ok && jsonString(t) != "FeatureCollection" {
-				return &Error{File: r.name, Problem: fmt.Sprintf("features member in a %q object", jsonString(t))}
+			if t, ok := members["type"]; ok && geogeojson.JsonString(t) != "FeatureCollection" {
+				return &core.Error{File: r.name, Problem: fmt.Sprintf("features member in a %q object", geogeojson.JsonString(t))}
 			}
 			tok, err := r.dec.Token()
 			if err != nil {
@@ -116,7 +118,7 @@ func (r *legacyGeoJSONReader) readHeader() error {
 			crs, seen := members["crs"]
 			if !seen {
 				if crs, err = legacyScanTopLevelMember(r.path, "crs", 1<<20); err != nil {
-					return &Error{File: r.name, Problem: "scan for crs", Err: err}
+					return &core.Error{File: r.name, Problem: "scan for crs", Err: err}
 				}
 			}
 			r.streaming = true
@@ -137,10 +139,10 @@ func (r *legacyGeoJSONReader) readHeader() error {
 	if err := r.expectEOF(); err != nil {
 		return err
 	}
-	typ := jsonString(members["type"])
+	typ := geogeojson.JsonString(members["type"])
 	switch typ {
 	case "Feature":
-		r.pending = &featureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"]}
+		r.pending = &geogeojson.FeatureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"]}
 	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
 		g := map[string]json.RawMessage{"type": members["type"]}
 		for _, k := range []string{"coordinates", "geometries"} {
@@ -150,21 +152,21 @@ func (r *legacyGeoJSONReader) readHeader() error {
 		}
 		b, err := json.Marshal(g)
 		if err != nil {
-			return &Error{File: r.name, Problem: "invalid geometry", Err: err}
+			return &core.Error{File: r.name, Problem: "invalid geometry", Err: err}
 		}
-		r.pending = &featureJSON{Type: "Feature", Geometry: b}
+		r.pending = &geogeojson.FeatureJSON{Type: "Feature", Geometry: b}
 	case "FeatureCollection":
-		return &Error{File: r.name, Problem: "featurecollection has no features member"}
+		return &core.Error{File: r.name, Problem: "featurecollection has no features member"}
 	default:
-		return &Error{File: r.name, Problem: fmt.Sprintf("unsupported geojson type %q", typ)}
+		return &core.Error{File: r.name, Problem: fmt.Sprintf("unsupported geojson type %q", typ)}
 	}
 	return r.setCRS(members["crs"])
 }
 
 func (r *legacyGeoJSONReader) setCRS(raw json.RawMessage) error {
-	text, err := geojsonCRSText(raw)
+	text, err := geogeojson.GeojsonCRSText(raw)
 	if err != nil {
-		return &Error{File: r.name, Problem: "invalid crs", Err: err}
+		return &core.Error{File: r.name, Problem: "invalid crs", Err: err}
 	}
 	if text == "" && r.opts.SourceSRID == 0 {
 		// RFC 7946: no crs member means longitude/latitude on WGS 84.
@@ -173,7 +175,7 @@ func (r *legacyGeoJSONReader) setCRS(raw json.RawMessage) error {
 		r.lonLat = true
 		return nil
 	}
-	return setLayerCRS(&r.layer, r.name, text, r.opts)
+	return core.SetLayerCRS(&r.layer, r.name, text, r.opts)
 }
 
 func (r *legacyGeoJSONReader) expectEOF() error {
@@ -206,7 +208,7 @@ func (r *legacyGeoJSONReader) Next() bool {
 		return false
 	}
 	r.bound()
-	var fj featureJSON
+	var fj geogeojson.FeatureJSON
 	if err := r.dec.Decode(&fj); err != nil {
 		r.err = r.fail(fmt.Sprintf("feature %d: invalid json", r.idx), err)
 		return false
@@ -237,10 +239,10 @@ func (r *legacyGeoJSONReader) finish() error {
 	return r.expectEOF()
 }
 
-func (r *legacyGeoJSONReader) emit(fj *featureJSON) bool {
+func (r *legacyGeoJSONReader) emit(fj *geogeojson.FeatureJSON) bool {
 	f, err := legacyDecodeFeature(fj, r.idx, r.layer, r.lonLat)
 	if err != nil {
-		r.err = &Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
+		r.err = &core.Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
 		return false
 	}
 	r.feat = f
@@ -249,40 +251,40 @@ func (r *legacyGeoJSONReader) emit(fj *featureJSON) bool {
 }
 
 // legacyDecodeFeature turns a raw Feature into a normalised Feature.
-func legacyDecodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool) (Feature, error) {
+func legacyDecodeFeature(fj *geogeojson.FeatureJSON, idx int64, layer core.Layer, lonLat bool) (core.Feature, error) {
 	if fj.Type != "Feature" {
-		return Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
+		return core.Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
 	}
-	f := Feature{Index: idx, Layer: layer.Name}
+	f := core.Feature{Index: idx, Layer: layer.Name}
 	if len(fj.Geometry) > 0 && string(fj.Geometry) != "null" {
 		g, err := geojson.UnmarshalGeometry(fj.Geometry)
 		if err != nil {
-			return Feature{}, fmt.Errorf("invalid geometry: %w", err)
+			return core.Feature{}, fmt.Errorf("invalid geometry: %w", err)
 		}
-		t, err := fromOrb(g.Geometry(), layer.SRID)
+		t, err := core.FromOrb(g.Geometry(), layer.SRID)
 		if err != nil {
-			return Feature{}, fmt.Errorf("invalid geometry: %w", err)
+			return core.Feature{}, fmt.Errorf("invalid geometry: %w", err)
 		}
 		if lonLat {
-			if err := checkLonLat(t); err != nil {
-				return Feature{}, fmt.Errorf("file has no crs member, so RFC 7946 means EPSG:4326, but %w: give a source SRID", err)
+			if err := core.CheckLonLat(t); err != nil {
+				return core.Feature{}, fmt.Errorf("file has no crs member, so RFC 7946 means EPSG:4326, but %w: give a source SRID", err)
 			}
 		}
 		f.Geom = t
 	}
-	props, err := compactObject(fj.Properties)
+	props, err := geogeojson.CompactObject(fj.Properties)
 	if err != nil {
-		return Feature{}, err
+		return core.Feature{}, err
 	}
 	f.Properties = props
 	return f, nil
 }
 
-func (r *legacyGeoJSONReader) nextIndex() int64 { return r.idx }
+func (r *legacyGeoJSONReader) NextIndex() int64 { return r.idx }
 
-func (r *legacyGeoJSONReader) Feature() Feature { return r.feat }
-func (r *legacyGeoJSONReader) Layer() Layer     { return r.layer }
-func (r *legacyGeoJSONReader) Err() error       { return r.err }
+func (r *legacyGeoJSONReader) Feature() core.Feature { return r.feat }
+func (r *legacyGeoJSONReader) Layer() core.Layer     { return r.layer }
+func (r *legacyGeoJSONReader) Err() error            { return r.err }
 
 func (r *legacyGeoJSONReader) Close() error {
 	if r.f == nil {
@@ -387,25 +389,25 @@ type legacySeqReader struct {
 	path   string
 	f      *os.File
 	br     *bufio.Reader
-	opts   Options
-	layer  Layer
+	opts   core.Options
+	layer  core.Layer
 	lonLat bool
 
 	offset int64 // byte offset of the next record
 	rec    []byte
 	idx    int64
-	feat   Feature
+	feat   core.Feature
 	err    error
 	done   bool
 }
 
-func legacyOpenGeoJSONSeq(path string, opts Options) (*legacySeqReader, error) {
+func legacyOpenGeoJSONSeq(path string, opts core.Options) (*legacySeqReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &Error{File: path, Problem: "open", Err: err}
+		return nil, &core.Error{File: path, Problem: "open", Err: err}
 	}
 	r := &legacySeqReader{path: path, f: f, br: bufio.NewReaderSize(f, 1<<16), opts: opts}
-	r.layer = Layer{Name: layerName(path), Format: FormatGeoJSONSeq, SRID: 4326,
+	r.layer = core.Layer{Name: core.LayerName(path), Format: core.FormatGeoJSONSeq, SRID: 4326,
 		CRS: crs.CRS{Method: crs.Default, EPSG: 4326}}
 	r.lonLat = true
 	if opts.SourceSRID != 0 {
@@ -445,7 +447,7 @@ func (r *legacySeqReader) readRecord() ([]byte, int64, error) {
 			return r.rec, start, nil
 		}
 		if int64(len(r.rec)) >= r.opts.Limits.MaxRecordBytes {
-			return nil, start, errRecordTooLarge
+			return nil, start, geogeojson.ErrRecordTooLarge
 		}
 		r.rec = append(r.rec, b)
 	}
@@ -460,17 +462,17 @@ func (r *legacySeqReader) Next() bool {
 		r.done = true
 		return false
 	}
-	if errors.Is(err, errRecordTooLarge) {
-		r.err = FeatureLimitError(r.path, r.layer.Name, r.idx, overLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+	if errors.Is(err, geogeojson.ErrRecordTooLarge) {
+		r.err = core.FeatureLimitError(r.path, r.layer.Name, r.idx, core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 		return false
 	}
 	if err != nil {
-		r.err = &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
+		r.err = &core.Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
 		return false
 	}
 	f, err := legacyDecodeSeqRecord(rec, r.idx, r.layer, r.lonLat)
 	if err != nil {
-		r.err = &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
+		r.err = &core.Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
 		return false
 	}
 	r.feat = f
@@ -480,28 +482,28 @@ func (r *legacySeqReader) Next() bool {
 
 // legacyDecodeSeqRecord decodes one record of a sequence: a Feature, or a bare
 // geometry taken as a Feature without properties.
-func legacyDecodeSeqRecord(rec []byte, idx int64, layer Layer, lonLat bool) (Feature, error) {
+func legacyDecodeSeqRecord(rec []byte, idx int64, layer core.Layer, lonLat bool) (core.Feature, error) {
 	var fj struct {
-		featureJSON
+		geogeojson.FeatureJSON
 		Coordinates json.RawMessage `json:"coordinates"`
 		Geometries  json.RawMessage `json:"geometries"`
 	}
 	if err := json.Unmarshal(rec, &fj); err != nil {
-		return Feature{}, fmt.Errorf("invalid json: %w", err)
+		return core.Feature{}, fmt.Errorf("invalid json: %w", err)
 	}
 	switch fj.Type {
 	case "Feature":
 	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
-		fj.featureJSON = featureJSON{Type: "Feature", Geometry: rec}
+		fj.FeatureJSON = geogeojson.FeatureJSON{Type: "Feature", Geometry: rec}
 	default:
-		return Feature{}, fmt.Errorf("unsupported record type %q", fj.Type)
+		return core.Feature{}, fmt.Errorf("unsupported record type %q", fj.Type)
 	}
-	return legacyDecodeFeature(&fj.featureJSON, idx, layer, lonLat)
+	return legacyDecodeFeature(&fj.FeatureJSON, idx, layer, lonLat)
 }
 
-func (r *legacySeqReader) Feature() Feature { return r.feat }
-func (r *legacySeqReader) Layer() Layer     { return r.layer }
-func (r *legacySeqReader) Err() error       { return r.err }
+func (r *legacySeqReader) Feature() core.Feature { return r.feat }
+func (r *legacySeqReader) Layer() core.Layer     { return r.layer }
+func (r *legacySeqReader) Err() error            { return r.err }
 
 func (r *legacySeqReader) Close() error {
 	if r.f == nil {

@@ -1,3 +1,14 @@
+// Package geomio reads vector uploads (GeoJSON, GeoJSON sequences, shapefiles,
+// zipped shapefiles, GeoParquet) as pull iterators of features.
+//
+// Readers never touch the database. They stream: a reader holds a bounded
+// number of features in memory (one, or for GeoJSON the few batches its
+// decoder goroutines work ahead on), whatever the file's size.
+// They yield geometry as go-geom values, already normalised for a 2D
+// MultiPolygon target where that can be done without a CRS library:
+// Polygon is promoted to MultiPolygon and Z/M are dropped. Reprojection and
+// repair of invalid polygons are left to PostGIS (ST_Transform, ST_MakeValid),
+// which the write gate applies inside its transaction.
 package geomio
 
 import (
@@ -9,7 +20,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoingest/geoingest/geomio/geojson"
 	"github.com/geoingest/geoingest/geomio/geoparquet"
+	geogeoparquet "github.com/geoingest/geoingest/geomio/geoparquet"
+	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/kml"
+	"github.com/geoingest/geoingest/geomio/ogr"
+	"github.com/geoingest/geoingest/geomio/shapefile"
+	"github.com/geoingest/geoingest/geomio/zip"
 )
 
 // Open opens the file at path and returns a Reader over its features. The
@@ -35,64 +53,64 @@ import (
 // format". Problems with the input are returned as *Error. Errors from
 // opts.ResolveCRS are returned wrapped but not as *Error, since a failing
 // resolver is not the input's fault. The caller must Close the Reader.
-func Open(path string, opts Options) (Reader, error) {
-	opts.Limits = opts.Limits.withDefaults()
-	if readDeadlineOf(opts).IsZero() {
-		opts = withReadDeadline(opts, time.Now().Add(opts.Limits.ReadTimeout))
+func Open(path string, opts core.Options) (core.Reader, error) {
+	opts.Limits = opts.Limits.WithDefaults()
+	if core.ReadDeadlineOf(opts).IsZero() {
+		opts = core.WithReadDeadline(opts, time.Now().Add(opts.Limits.ReadTimeout))
 	}
 	r, err := open(path, opts)
 	if err != nil {
 		return nil, err
 	}
-	return withLimits(r, path, opts.Limits), nil
+	return core.WithLimits(r, path, opts.Limits), nil
 }
 
 // open is Open without the limits every feature is checked against.
-func open(path string, opts Options) (Reader, error) {
+func open(path string, opts core.Options) (core.Reader, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, &Error{File: path, Problem: "open", Err: err}
+		return nil, &core.Error{File: path, Problem: "open", Err: err}
 	}
 	if fi.IsDir() && strings.EqualFold(filepath.Ext(path), ".gdb") {
-		return openOGR(path, path, fmtFileGDB, opts, 0)
+		return ogr.OpenReader(path, path, ogr.FileGDB, opts, 0)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: path, Problem: "not a regular file"}
+		return nil, &core.Error{File: path, Problem: "not a regular file"}
 	}
 	head, err := readHead(path, 512)
 	if err != nil {
-		return nil, &Error{File: path, Problem: "read", Err: err}
+		return nil, &core.Error{File: path, Problem: "read", Err: err}
 	}
 	ext := strings.ToLower(filepath.Ext(path))
 	switch {
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")):
-		return openZip(path, opts)
+		return zip.Open(path, opts)
 	case ext == ".shp" || bytes.HasPrefix(head, []byte{0x00, 0x00, 0x27, 0x0a}):
-		return openShapefile(path, filepath.Base(path), opts)
+		return shapefile.Open(path, filepath.Base(path), opts)
 	case ext == ".zip" || ext == ".kmz":
-		return nil, &Error{File: path, Problem: "invalid zip: bad magic bytes"}
+		return nil, &core.Error{File: path, Problem: "invalid zip: bad magic bytes"}
 	case bytes.HasPrefix(head, []byte(geoparquet.Magic)) || ext == ".parquet" || ext == ".geoparquet":
-		return openGeoParquet(path, opts)
+		return geogeoparquet.OpenReader(path, opts)
 	}
 	if ext == ".kml" {
-		return openKML(path, path, kmlBase(path), opts, 0, nil)
+		return kml.Open(path, path, kml.Base(path), opts, 0, nil)
 	}
-	if f, ok := ogrFormatOf(path, head); ok {
-		return openOGR(path, path, f, opts, 0)
+	if f, ok := ogr.FormatOf(path, head); ok {
+		return ogr.OpenReader(path, path, f, opts, 0)
 	}
 	text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte{0xEF, 0xBB, 0xBF}), " \t\r\n")
 	if len(text) == 0 {
-		return nil, &Error{File: path, Problem: "unsupported format: empty or blank file"}
+		return nil, &core.Error{File: path, Problem: "unsupported format: empty or blank file"}
 	}
 	switch {
 	case text[0] == 0x1E:
-		return openGeoJSONSeq(path, opts)
+		return geojson.OpenSeq(path, opts)
 	case text[0] == '{' && (ext == ".geojsonl" || ext == ".geojsons" || ext == ".ndjson" || ext == ".geojsonseq" || ext == ".jsonl"):
-		return openGeoJSONSeq(path, opts)
+		return geojson.OpenSeq(path, opts)
 	case text[0] == '{':
-		return openGeoJSON(path, opts)
+		return geojson.Open(path, opts)
 	}
-	return nil, &Error{File: path, Problem: fmt.Sprintf("unsupported format (extension %q)", ext)}
+	return nil, &core.Error{File: path, Problem: fmt.Sprintf("unsupported format (extension %q)", ext)}
 }
 
 func readHead(path string, n int) ([]byte, error) {

@@ -3,6 +3,9 @@ package geomio
 import (
 	"os"
 	"testing"
+
+	"github.com/geoingest/geoingest/geomio/geojson"
+	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
 )
 
 // benchCollection returns the FeatureCollection in $GEOINGEST_BENCH_FC
@@ -34,7 +37,7 @@ func BenchmarkSkipNested(b *testing.B) {
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if skipNested(data, start) < 0 {
+		if jsonscan.SkipNested(data, start) < 0 {
 			b.Fatal("features array does not end")
 		}
 	}
@@ -58,7 +61,7 @@ func BenchmarkSkipDeep(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		depth := 1
 		var inStr, esc bool
-		skipDeep(data, start, &depth, &inStr, &esc)
+		geojson.SkipDeep(data, start, &depth, &inStr, &esc)
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/float64(len(data)-start), "cpu-ns/byte")
 }
@@ -68,16 +71,16 @@ func BenchmarkSkipDeep(b *testing.B) {
 func skipNestedBytewise(b []byte, i int) int {
 	depth := 0
 	for i < len(b) {
-		switch structClass[b[i]] {
+		switch jsonscan.StructClass[b[i]] {
 		case 0:
 			i++
-			for i < len(b) && structClass[b[i]] == 0 {
+			for i < len(b) && jsonscan.StructClass[b[i]] == 0 {
 				i++
 			}
 		case 1:
 			i++
 			for {
-				for i < len(b) && !quoteOrBackslash[b[i]] {
+				for i < len(b) && !jsonscan.QuoteOrBackslash[b[i]] {
 					i++
 				}
 				if i >= len(b) {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/shapefile"
 	"github.com/twpayne/go-geom"
 )
 
@@ -52,13 +53,13 @@ func FuzzShapeDecoderReuse(f *testing.F) {
 	f.Add(parts, holed)
 	f.Add(holed, parts)
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		var d shapeDecoder
+		var d shapefile.ShapeDecoder
 		for _, rec := range [][]byte{a, b, a} {
 			if len(rec) < 4 {
 				continue // nextShape passes decode at least the shape type
 			}
 			want, werr := decodeShape(rec)
-			got, gerr := d.decode(rec)
+			got, gerr := d.Decode(rec)
 			if (werr != nil) != (gerr != nil) {
 				t.Fatalf("errors differ: fresh %v, reused %v", werr, gerr)
 			}
@@ -90,6 +91,6 @@ func flatOf(g any) []any {
 // decodeShape decodes one record with a fresh decoder: the reference a
 // reused one is held to.
 func decodeShape(b []byte) (geom.T, error) {
-	var d shapeDecoder
-	return d.decode(b)
+	var d shapefile.ShapeDecoder
+	return d.Decode(b)
 }

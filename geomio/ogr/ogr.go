@@ -8,7 +8,7 @@
 // fields, and stream a layer's features one at a time (OGR_L_GetNextFeature,
 // each feature freed before the next is read), giving each geometry as 2D
 // ISO WKB in traditional GIS axis order (easting or longitude first) and each
-// attribute as a typed value. package geomio turns that into its Reader.
+// attribute as a typed value. ogrreader.go makes that a geomio reader.
 //
 // A Dataset and its Layers are for one goroutine at a time. GDAL's error
 // state is per OS thread, so every call that can fail reads it within the

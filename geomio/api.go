@@ -1,0 +1,98 @@
+package geomio
+
+import (
+	"github.com/geoingest/geoingest/geomio/fileset"
+	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/ogr"
+	"github.com/twpayne/go-geom"
+)
+
+// The types and rules every format shares live in geomio/internal/core
+// and geomio/fileset, the format readers in a folder each (geojson,
+// shapefile, zip, kml, ogr, geoparquet). These are their names in the
+// package callers use: the same types (aliases), values and functions.
+
+var CSVGeometryColumns = ogr.CSVGeometryColumns
+
+func CheckEncoding(name string) error { return core.CheckEncoding(name) }
+
+var DefaultLimits = core.DefaultLimits
+
+type Error = core.Error
+type Feature = core.Feature
+
+func FeatureLimitError(file string, layer string, index int64, le *LimitError) *Error {
+	return core.FeatureLimitError(file, layer, index, le)
+}
+func FindShapefileSet(mainPath string) (ShapefileSet, error) {
+	return fileset.FindShapefileSet(mainPath)
+}
+
+const FormatCSV = core.FormatCSV
+const FormatFileGDB = core.FormatFileGDB
+const FormatFlatGeobuf = core.FormatFlatGeobuf
+const FormatGML = core.FormatGML
+const FormatGPKG = core.FormatGPKG
+const FormatGeoJSON = core.FormatGeoJSON
+const FormatGeoJSONSeq = core.FormatGeoJSONSeq
+const FormatGeoParquet = core.FormatGeoParquet
+const FormatKML = core.FormatKML
+const FormatMapInfo = core.FormatMapInfo
+const FormatShapefile = core.FormatShapefile
+
+var GMLSchemaParts = fileset.GMLSchemaParts
+
+func IsFileSet(name string) bool       { return fileset.IsFileSet(name) }
+func IsInputError(err error) bool      { return core.IsInputError(err) }
+func IsLimitError(err error) bool      { return core.IsLimitError(err) }
+func IsShapefile(name string) bool     { return fileset.IsShapefile(name) }
+func IsShapefilePart(name string) bool { return fileset.IsShapefilePart(name) }
+func IsSidecar(name string) bool       { return fileset.IsSidecar(name) }
+
+type Layer = core.Layer
+
+func LimitEnv(name string) string { return core.LimitEnv(name) }
+
+type LimitError = core.LimitError
+
+const LimitFeatureBytes = core.LimitFeatureBytes
+const LimitFeatures = core.LimitFeatures
+const LimitLayers = core.LimitLayers
+const LimitProperties = core.LimitProperties
+const LimitPropertyBytes = core.LimitPropertyBytes
+const LimitReadCPU = core.LimitReadCPU
+const LimitReadMemory = core.LimitReadMemory
+const LimitReadTimeout = core.LimitReadTimeout
+const LimitVertices = core.LimitVertices
+const LimitZipBytes = core.LimitZipBytes
+const LimitZipEntries = core.LimitZipEntries
+const LimitZipRatio = core.LimitZipRatio
+
+type Limits = core.Limits
+
+var MapInfoParts = fileset.MapInfoParts
+var OGRSuffixes = ogr.OGRSuffixes
+
+type Options = core.Options
+
+func ParseWKB(b []byte) (geom.T, error) { return core.ParseWKB(b) }
+
+type Reader = core.Reader
+
+var RequiredSidecars = fileset.RequiredSidecars
+
+type SetRule = fileset.SetRule
+
+func SetRuleOf(name string) (SetRule, bool) { return fileset.SetRuleOf(name) }
+
+var SetRules = fileset.SetRules
+
+func SetStem(name string) (string, bool) { return fileset.SetStem(name) }
+
+var ShapefileParts = fileset.ShapefileParts
+
+type ShapefileSet = fileset.ShapefileSet
+
+var SidecarSuffixes = fileset.SidecarSuffixes
+
+func UnreadLayers(r Reader) []string { return core.UnreadLayers(r) }

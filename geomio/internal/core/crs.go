@@ -1,0 +1,53 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/geoingest/geoingest/geomio/crs"
+)
+
+// SetLayerCRS resolves text, the CRS a layer's file gives ("" for none),
+// into l.SRID and l.CRS, with PROJ (package crs):
+//
+//   - opts.SourceSRID, when set, wins and the text is not even parsed:
+//     the caller knows better than the file (method Override);
+//   - no text: SRID 0 (unknown), for the caller to refuse;
+//   - an EPSG CRS (named by the file or identified by PROJ): the SRID
+//     opts.RegisterCRS gives it, or its code when RegisterCRS is nil;
+//   - a custom CRS: the SRID opts.RegisterCRS gives it, or 0 when
+//     RegisterCRS is nil.
+//
+// A CRS that PROJ cannot read or can only transform to WGS 84 with a
+// ballpark transformation is an *Error naming file. Failures of PROJ's
+// environment or of RegisterCRS are returned as other errors: they are not
+// the input's fault.
+func SetLayerCRS(l *Layer, file, text string, opts Options) error {
+	l.CRSText = text
+	if opts.SourceSRID != 0 {
+		l.SRID = opts.SourceSRID
+		l.CRS = crs.CRS{Method: crs.Override, EPSG: opts.SourceSRID, Text: text}
+		return nil
+	}
+	if strings.TrimSpace(strings.TrimPrefix(text, "\uFEFF")) == "" {
+		l.SRID, l.CRS = 0, crs.CRS{Text: text}
+		return nil
+	}
+	c, err := crs.Resolve(text)
+	if err != nil {
+		var ie *crs.InputError
+		if errors.As(err, &ie) {
+			return &Error{File: file, Problem: "unusable CRS", Err: err}
+		}
+		return fmt.Errorf("%s: resolve CRS: %w", file, err)
+	}
+	l.CRS = c
+	l.SRID = c.EPSG // 0 for a custom CRS
+	if opts.RegisterCRS != nil {
+		if l.SRID, err = opts.RegisterCRS(c); err != nil {
+			return fmt.Errorf("%s: register CRS %s: %w", file, c, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package shapefile
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/geoingest/geoingest/geomio/internal/core"
+	"golang.org/x/text/encoding"
+)
+
+// go-shp v0.1.1 reads DBF attributes as raw strings: it ignores the .cpg
+// and the language driver id, does not type the fields and does not report
+// deleted records, so geomio reads the DBF itself.
+
+// dbfField is one field descriptor.
+type dbfField struct {
+	name     string
+	typ      byte
+	length   int
+	decimals int
+	offset   int // within the record, after the deletion flag
+}
+
+// dbfReader reads the records of a DBF table one at a time.
+type dbfReader struct {
+	file     string
+	r        *bufio.Reader
+	n        int // records in the header
+	recLen   int
+	fields   []dbfField
+	enc      encoding.Encoding // nil for UTF-8
+	unnamed  bool              // neither a .cpg nor the language driver id names enc
+	encName  string
+	rec      []byte
+	read     int
+	dec      *encoding.Decoder
+	nameJSON [][]byte // field names, JSON-quoted
+	props    []byte   // properties' buffer, reused record after record
+}
+
+// ldidCodePages maps the DBF language driver id (header byte 29) to a code
+// page name.
+var ldidCodePages = map[byte]string{
+	0x01: "437", 0x02: "850", 0x03: "1252", 0x57: "1252", 0x58: "1252", 0x59: "1252",
+	0x13: "932", 0x4D: "936", 0x4E: "949", 0x4F: "950", 0x26: "866", 0x65: "866",
+	0x64: "852", 0x66: "865", 0x7B: "932", 0x7A: "936", 0x78: "950", 0x79: "949",
+	0xC8: "1250", 0xC9: "1251", 0xCA: "1254", 0xCB: "1253", 0xCC: "1257",
+	0x7D: "1255", 0x7E: "1256",
+}
+
+// OpenDBF reads the DBF header from r. The encoding is the .cpg's (cpg,
+// if non-empty), else the language driver id's, else defaultEnc, else
+// UTF-8.
+func OpenDBF(file string, r io.Reader, cpg, defaultEnc string, maxRecord int64) (*dbfReader, error) {
+	d := &dbfReader{file: file, r: bufio.NewReaderSize(r, 1<<16)}
+	var h [32]byte
+	if _, err := io.ReadFull(d.r, h[:]); err != nil {
+		return nil, &core.Error{File: file, Problem: "truncated dbf header", Err: err}
+	}
+	d.n = int(binary.LittleEndian.Uint32(h[4:8]))
+	headerLen := int(binary.LittleEndian.Uint16(h[8:10]))
+	d.recLen = int(binary.LittleEndian.Uint16(h[10:12]))
+	if d.n < 0 || headerLen < 33 || d.recLen < 1 || int64(d.recLen) > maxRecord {
+		return nil, &core.Error{File: file, Problem: fmt.Sprintf("invalid dbf header (records %d, header %d bytes, record %d bytes)", d.n, headerLen, d.recLen)}
+	}
+	var err error
+	switch {
+	case strings.TrimSpace(cpg) != "":
+		d.enc, d.encName, err = core.EncodingByName(cpg)
+	case ldidCodePages[h[29]] != "":
+		d.enc, d.encName, err = core.EncodingByName(ldidCodePages[h[29]])
+	default:
+		d.enc, d.encName, err = core.EncodingByName(defaultEnc)
+		d.unnamed = true
+	}
+	if err != nil {
+		return nil, &core.Error{File: file, Problem: "text encoding", Err: err}
+	}
+	if d.enc != nil {
+		d.dec = d.enc.NewDecoder()
+	}
+	// Field descriptors, up to the 0x0D terminator.
+	rest := make([]byte, headerLen-32)
+	if _, err := io.ReadFull(d.r, rest); err != nil {
+		return nil, &core.Error{File: file, Problem: "truncated dbf header", Err: err}
+	}
+	offset := 0
+	// Like GDAL, a header too short for another descriptor ends the list
+	// even without the terminator (some writers put 0x00 or 0x0A there).
+	for i := 0; i+32 <= len(rest) && rest[i] != 0x0D; i += 32 {
+		fd := rest[i : i+32]
+		rawName := fd[:11]
+		if j := bytes.IndexByte(rawName, 0); j >= 0 {
+			rawName = rawName[:j]
+		}
+		name, err := d.Decode(bytes.TrimSpace(rawName))
+		if err != nil {
+			return nil, &core.Error{File: file, Problem: fmt.Sprintf("field %d name", len(d.fields)), Err: err}
+		}
+		f := dbfField{name: name, typ: fd[11], length: int(fd[16]), decimals: int(fd[17]), offset: 1 + offset}
+		if f.typ == 'C' {
+			f.length += int(fd[17]) << 8 // long character fields
+			f.decimals = 0
+		}
+		offset += f.length
+		d.fields = append(d.fields, f)
+		d.nameJSON = append(d.nameJSON, core.AppendJSONString(nil, name))
+	}
+	if 1+offset > d.recLen {
+		return nil, &core.Error{File: file, Problem: fmt.Sprintf("dbf fields need %d bytes but records have %d", 1+offset, d.recLen)}
+	}
+	d.rec = make([]byte, d.recLen)
+	return d, nil
+}
+
+// Decode returns b decoded to UTF-8, or an error if b is not valid text in
+// the table's encoding: invalid bytes never silently become U+FFFD.
+func (d *dbfReader) Decode(b []byte) (string, error) {
+	if d.enc == nil {
+		if !utf8.Valid(b) {
+			return "", errors.New("invalid utf-8")
+		}
+		return string(b), nil
+	}
+	out, err := d.dec.Bytes(b)
+	if err != nil {
+		return "", fmt.Errorf("invalid %s: %w", d.encName, err)
+	}
+	if bytes.ContainsRune(out, utf8.RuneError) {
+		return "", fmt.Errorf("bytes not defined in %s", d.encName)
+	}
+	return string(out), nil
+}
+
+// Next reads the next record. It returns deleted=true for a record marked
+// deleted, and io.EOF after the last record the header announces.
+func (d *dbfReader) Next() (deleted bool, err error) {
+	if d.read >= d.n {
+		return false, io.EOF
+	}
+	if _, err := io.ReadFull(d.r, d.rec); err != nil && len(d.fields) > 0 {
+		return false, &core.Error{File: d.file, Problem: fmt.Sprintf("record %d: truncated dbf (header announces %d records)", d.read, d.n), Err: err}
+	}
+	d.read++
+	// Like GDAL, only '*' marks a deleted record; a table without fields
+	// may end early (the record count is still the header's).
+	return d.rec[0] == '*', nil
+}
+
+// Properties renders the current record as a JSON object.
+//
+// The bytes are valid until the next call (as a Reader's Feature is until
+// its next Next).
+func (d *dbfReader) Properties() ([]byte, error) {
+	out := append(d.props[:0], '{')
+	for i, f := range d.fields {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, d.nameJSON[i]...)
+		out = append(out, ':')
+		var err error
+		out, err = d.appendValue(out, f, d.rec[f.offset:f.offset+f.length])
+		if err != nil {
+			if d.unnamed {
+				// Never guess: only the uploader knows the encoding.
+				err = fmt.Errorf("%w; the file names no text encoding (no .cpg, no language driver id), so it was read as %s: "+
+					"give its encoding with --encoding (or the route option encoding=), for example windows-1252", err, d.encName)
+			}
+			return nil, &core.Error{File: d.file, Problem: fmt.Sprintf("record %d field %q", d.read-1, f.name), Err: err}
+		}
+	}
+	out = append(out, '}')
+	d.props = out
+	return out, nil
+}
+
+func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, error) {
+	switch f.typ {
+	case 'C':
+		b := trimRightSpaceNUL(raw)
+		if d.enc == nil {
+			// UTF-8: validated and escaped in place, no copy.
+			if !utf8.Valid(b) {
+				return nil, errors.New("invalid utf-8")
+			}
+			return core.AppendJSONString(out, b), nil
+		}
+		s, err := d.Decode(b)
+		if err != nil {
+			return nil, err
+		}
+		return core.AppendJSONString(out, s), nil
+	case 'N', 'F':
+		s := strings.TrimSpace(string(trimNUL(raw)))
+		if s == "" || strings.Trim(s, "*") == "" || s == "-" || s == "." {
+			return append(out, "null"...), nil
+		}
+		if f.typ == 'N' && f.decimals == 0 {
+			if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return strconv.AppendInt(out, v, 10), nil
+			}
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("invalid number %q", s)
+		}
+		return strconv.AppendFloat(out, v, 'g', -1, 64), nil
+	case 'L':
+		switch strings.TrimSpace(string(raw)) {
+		case "T", "t", "Y", "y":
+			return append(out, "true"...), nil
+		case "F", "f", "N", "n":
+			return append(out, "false"...), nil
+		}
+		return append(out, "null"...), nil
+	case 'D':
+		s := strings.TrimSpace(string(trimNUL(raw)))
+		if s == "" || s == "00000000" {
+			return append(out, "null"...), nil
+		}
+		if len(s) == 8 && strings.Trim(s, "0123456789") == "" {
+			return core.AppendJSONString(out, s[:4]+"-"+s[4:6]+"-"+s[6:]), nil
+		}
+		return nil, fmt.Errorf("invalid date %q", s)
+	case 'I':
+		if len(raw) != 4 {
+			return nil, fmt.Errorf("integer field of %d bytes", len(raw))
+		}
+		return strconv.AppendInt(out, int64(int32(binary.LittleEndian.Uint32(raw))), 10), nil
+	case 'M':
+		// Memo blocks live in a .dbt/.fpt file that shapefiles do not carry.
+		return append(out, "null"...), nil
+	}
+	return nil, fmt.Errorf("unsupported dbf field type %q", f.typ)
+}
+
+// trimRightSpaceNUL is bytes.TrimRight(b, " \x00") without building a
+// character set on every call (a text field is trimmed per record).
+func trimRightSpaceNUL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == 0) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// trimNUL is bytes.Trim(b, "\x00"), likewise.
+func trimNUL(b []byte) []byte {
+	for len(b) > 0 && b[0] == 0 {
+		b = b[1:]
+	}
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return b
+}
