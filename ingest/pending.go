@@ -27,10 +27,15 @@ import (
 type PendingVersions interface {
 	// ListPending lists the pending versions, oldest first.
 	ListPending(ctx context.Context) ([]PendingInfo, error)
-	// Decide approves or rejects the pending version jobID.
-	Decide(ctx context.Context, jobID string, d Decision) (DecisionResult, error)
+	Decider
 	// GuardEvents returns the audit trail of jobID's guards, oldest first.
 	GuardEvents(ctx context.Context, jobID string) ([]GuardEvent, error)
+}
+
+// Decider decides pending versions (Service.Decide runs on one).
+type Decider interface {
+	// Decide approves or rejects the pending version jobID.
+	Decide(ctx context.Context, jobID string, d Decision) (DecisionResult, error)
 }
 
 // PendingInfo is one pending version.
@@ -87,7 +92,10 @@ func (s *Service) Decide(ctx context.Context, jobID string, d Decision) (Decisio
 	if strings.TrimSpace(d.Actor) == "" {
 		return DecisionResult{}, Permanentf("a decision on a pending version needs an actor")
 	}
-	r, err := s.Store.Decide(ctx, jobID, d)
+	if s.Pending == nil {
+		return DecisionResult{}, Permanentf("this service decides no pending versions (its store has none)")
+	}
+	r, err := s.Pending.Decide(ctx, jobID, d)
 	if err != nil {
 		return r, err
 	}

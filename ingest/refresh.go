@@ -23,28 +23,37 @@ type RefreshResult struct {
 	Duration time.Duration
 }
 
+// ParcelRefresher is what the Service refreshes the report assignments
+// with after a committed job (Reports.RefreshReports and
+// RefreshParcelJob).
+type ParcelRefresher interface {
+	ReportRefresher
+	RefreshParcelJob(ctx context.Context, jobID, replaced string) (RefreshResult, error)
+}
+
 // refreshReports brings the report assignments up to date after a
-// committed write or delete of job, unless NoReportRefresh is set: for a
-// parcel job, that job's assignment (Store.RefreshParcelJob), whatever the
+// committed write or delete of job, unless NoReportRefresh is set or the
+// Service has no Reports: for a parcel job, that job's assignment
+// (Reports.RefreshParcelJob), whatever the
 // number of other jobs; for an admin-unit job, which makes a new admin
-// generation, every parcel job of its version (Store.RefreshReports). A
+// generation, every parcel job of its version (Reports.RefreshReports). A
 // failure is logged at WARN, not returned: the job is committed and must
 // be acked, and the reports stay exact without the assignments (only
 // slower) until the next refresh (after the next job, or before the next
 // `geoingest report`).
 func (s *Service) refreshReports(ctx context.Context, log *slog.Logger, job Job, wr WriteResult) {
-	if s.NoReportRefresh {
+	if s.NoReportRefresh || s.Reports == nil {
 		return
 	}
 	var r RefreshResult
 	var err error
 	switch {
 	case job.Params.Target != "parcels":
-		r, err = s.Store.RefreshReports(ctx)
+		r, err = s.Reports.RefreshReports(ctx)
 	case job.Delete:
-		r, err = s.Store.RefreshParcelJob(ctx, "", wr.Replaced)
+		r, err = s.Reports.RefreshParcelJob(ctx, "", wr.Replaced)
 	default:
-		r, err = s.Store.RefreshParcelJob(ctx, job.ID, wr.Replaced)
+		r, err = s.Reports.RefreshParcelJob(ctx, job.ID, wr.Replaced)
 	}
 	if err != nil {
 		log.Warn("report assignments not refreshed; reports compute what is missing until the next refresh", "error", err.Error())

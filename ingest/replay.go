@@ -119,15 +119,16 @@ func (r *ReplayReport) OK() bool { return len(r.Changes) == 0 }
 // replayed delivery must be a duplicate. Every difference is listed in
 // Changes (the replay did its job and found a problem: nil error). The
 // error is set when a delivery failed or the database could not be read.
-func Replay(ctx context.Context, svc *Service, job Job) (*ReplayReport, error) {
+// svc delivers the job; the snapshots are read from ledger.
+func Replay(ctx context.Context, svc *Service, ledger Snapshots, job Job) (*ReplayReport, error) {
 	rep := &ReplayReport{JobID: job.ID}
-	before, err := svc.Store.Snapshot(ctx, job.ID)
+	before, err := ledger.Snapshot(ctx, job.ID)
 	if errors.Is(err, ErrJobNotFound) {
 		rep.First = svc.Run(ctx, job)
 		if rep.First.Outcome == Failed {
 			return rep, fmt.Errorf("first delivery: %w", rep.First.Err)
 		}
-		before, err = svc.Store.Snapshot(ctx, job.ID)
+		before, err = ledger.Snapshot(ctx, job.ID)
 	}
 	if err != nil {
 		return rep, err
@@ -137,7 +138,7 @@ func Replay(ctx context.Context, svc *Service, job Job) (*ReplayReport, error) {
 	if rep.Second.Outcome == Failed {
 		return rep, fmt.Errorf("replayed delivery: %w", rep.Second.Err)
 	}
-	if rep.After, err = svc.Store.Snapshot(ctx, job.ID); err != nil {
+	if rep.After, err = ledger.Snapshot(ctx, job.ID); err != nil {
 		return rep, err
 	}
 	rep.Changes = append(rep.Changes, before.Inconsistencies()...)

@@ -21,7 +21,14 @@ import (
 // Service runs jobs through the claim gate and the write gate. It is safe
 // for concurrent use by many workers (goroutines or processes).
 type Service struct {
-	Store   Store
+	// Store is the pipeline's store: the claim gate, the write gate and
+	// the CRS registration.
+	Store JobStore
+	// Reports, when set, refreshes the report assignments after each
+	// committed write or delete (unless NoReportRefresh).
+	Reports ParcelRefresher
+	// Pending, when set, decides pending versions (Decide).
+	Pending Decider
 	Metrics *Metrics
 	Log     *slog.Logger
 	// Owner names this worker in claims. Default: hostname:pid:random.
@@ -64,16 +71,21 @@ type Service struct {
 // Service.TrimMemory.
 const TrimMemoryMinSize = 1 << 20
 
-// NewService returns a Service with defaults filled in. metrics and log may
-// be nil.
-func NewService(store Store, metrics *Metrics, log *slog.Logger) *Service {
+// NewService returns a Service on store with defaults filled in: when
+// store also refreshes the report assignments (ParcelRefresher) or
+// decides pending versions (Decider), as postgis.Store does, the Service
+// uses it for those too. metrics and log may be nil.
+func NewService(store JobStore, metrics *Metrics, log *slog.Logger) *Service {
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{Store: store, Metrics: metrics, Log: log, Owner: DefaultOwner(), Lease: 5 * time.Minute}
+	s := &Service{Store: store, Metrics: metrics, Log: log, Owner: DefaultOwner(), Lease: 5 * time.Minute}
+	s.Reports, _ = store.(ParcelRefresher)
+	s.Pending, _ = store.(Decider)
+	return s
 }
 
 // DefaultOwner returns hostname:pid:random, unique per process.

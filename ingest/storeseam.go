@@ -8,14 +8,19 @@ import (
 	"github.com/geoingest/geoingest/geomio/crs"
 )
 
-// Store is the domain's seam to the database, one interface per role:
-// Claims (the claim gate), WriteGate, CRSRegistry, Reports and Ledger.
-// postgis.Store (package ingest/postgis) is the implementation;
-// ingest/ingesttest holds each role's conformance suite, which every
-// implementation passes. The Service, the Consumer, Backfill and Replay
-// take a Store; a command takes only the role it uses. All of the
-// methods are safe for concurrent use by many workers, in this process
-// and in others sharing the database.
+// Store is the domain's whole seam to the database, one interface per
+// role: Claims (the claim gate), WriteGate, CRSRegistry, Reports, Ledger,
+// Pruner and PendingVersions. postgis.Store (package ingest/postgis) is
+// the implementation; ingest/ingesttest holds each role's conformance
+// suite, which every implementation passes.
+//
+// Nobody takes the whole of it but the wiring (cmd) and the conformance
+// suites: each caller takes what it uses, split by caller. The pipeline
+// (Service) takes a JobStore; backfill's replace-if-match a
+// CurrentGenerations, Replay a Snapshots, the maintainer a
+// ReportRefresher, a Compactor and a Pruner; a command only the role it
+// uses. All of the methods are safe for concurrent use by many workers,
+// in this process and in others sharing the database.
 //
 // Errors: unless a method says otherwise, an error the database (or the
 // network to it) caused is Transient (KindOf), so that the delivery is
@@ -28,6 +33,23 @@ type Store interface {
 	Ledger
 	Pruner
 	PendingVersions
+}
+
+// JobStore is what the pipeline needs of the database to run one job:
+// the claim gate, the write gate, and the CRS registration the readers
+// call (geomio.Options.RegisterCRS). Service runs on one.
+type JobStore interface {
+	Claims
+	WriteGate
+	// RegisterCRS is CRSRegistry.RegisterCRS.
+	RegisterCRS(c crs.CRS) (int, error)
+}
+
+// Snapshots is what Replay reads of the ledger (Ledger.Snapshot).
+type Snapshots interface {
+	// Snapshot reads what Replay compares for jobID. Returns a Permanent
+	// error wrapping ErrJobNotFound when the job is not in the ledger.
+	Snapshot(ctx context.Context, jobID string) (Snapshot, error)
 }
 
 // Compactor folds the features of generations written into partitions

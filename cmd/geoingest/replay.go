@@ -79,7 +79,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 
 	bad := 0
 	for _, job := range jobs {
-		rep, err := ingest.Replay(ctx, svc, job)
+		rep, err := ingest.Replay(ctx, svc, a.store, job)
 		if err != nil {
 			bad++
 			fmt.Fprintf(m.Stdout, "%s  %s  FAILED: %v\n", job.ID, job.Source, err)

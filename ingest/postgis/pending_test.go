@@ -296,7 +296,7 @@ func TestPendingSurvivesARestart(t *testing.T) {
 	cancel()
 	_, err = svc.Decide(cut, v2.ID, ingest.Decision{Approve: true, Actor: "op", Reason: "ok"})
 	require.Error(t, err)
-	ps, err := svc.Store.ListPending(ctx)
+	ps, err := svc.Store.(*Store).ListPending(ctx)
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	r, err := svc.Decide(ctx, v2.ID, ingest.Decision{Approve: true, Actor: "op", Reason: "ok"})

@@ -17,7 +17,7 @@ func TestReplayUnchangedJob(t *testing.T) {
 	job := rpJob(t, rpBristolMSOA, "parcels")
 
 	// Not in the ledger yet: Replay delivers it once, then again.
-	rep, err := ingest.Replay(ctx, e.svc, job)
+	rep, err := ingest.Replay(ctx, e.svc, e.store, job)
 	require.NoError(t, err)
 	require.Equal(t, ingest.Written, rep.First.Outcome)
 	require.True(t, rep.Second.Outcome.Duplicate())
@@ -29,7 +29,7 @@ func TestReplayUnchangedJob(t *testing.T) {
 	again, err := e.store.LedgerJob(ctx, job.ID, localfs.Files{})
 	require.NoError(t, err)
 	require.Equal(t, job.ID, again.ID)
-	rep, err = ingest.Replay(ctx, e.svc, again)
+	rep, err = ingest.Replay(ctx, e.svc, e.store, again)
 	require.NoError(t, err)
 	require.Empty(t, rep.First.Outcome)
 	require.True(t, rep.OK(), "changes: %v", rep.Changes)
@@ -52,7 +52,7 @@ func TestReplayFindsTamperedFeatures(t *testing.T) {
 			job := rpJob(t, rpBristolMSOA, "parcels")
 			e.rpIngest(t, rpBristolMSOA, "parcels")
 			e.exec(t, tamper, job.ID)
-			rep, err := ingest.Replay(ctx, e.svc, job)
+			rep, err := ingest.Replay(ctx, e.svc, e.store, job)
 			require.NoError(t, err)
 			require.False(t, rep.OK(), "tampering went unnoticed")
 			t.Log(rep.Changes)
