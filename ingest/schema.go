@@ -18,9 +18,11 @@ import (
 // job under a mapping (route option mapping=NAME, --mapping NAME) stores
 // each feature's attributes as the mapping's record: the columns' values,
 // cast and normalised, under the columns' names, and the fields it does
-// not map under "extras". The views geoingest_typed_parcels and
-// geoingest_typed_admin_units (geoingest schema apply) expose the columns
-// with their types to clients (QGIS, ogr2ogr, SQL). A value that does not
+// not map under "extras". Each typed column is also a real column of the
+// target's feature table (geoingest schema apply adds it, online), which
+// the job's COPY fills from the record (ingest/postgis/typed.go); the
+// views geoingest_typed_parcels and geoingest_typed_admin_units expose
+// them to clients (QGIS, ogr2ogr, SQL). A value that does not
 // cast puts its feature in the quarantine (RuleCast): it never becomes
 // NULL in silence.
 
@@ -99,9 +101,11 @@ type mappedColumn struct {
 // PostgreSQL folds an unquoted one, so that analysts need no quotes.
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// reservedColumns are the typed views' own columns.
+// reservedColumns are the typed views' own columns and the feature
+// tables' (the typed columns are stored beside them).
 var reservedColumns = map[string]bool{"id": true, "job_id": true, "job_ref": true, "feature_index": true, "layer": true,
-	"properties": true, "geom": true, "area_m2": true, "feature_id": true, "pipeline_version": true, ExtrasKey: true}
+	"properties": true, "geom": true, "area_m2": true, "feature_id": true, "pipeline_version": true, ExtrasKey: true,
+	"match_key": true, "geom_hash": true, "props_hash": true}
 
 // LoadSchema reads and checks a schema file.
 func LoadSchema(path string) (*Schema, error) {
@@ -223,6 +227,17 @@ func (m *Mapping) Spec() map[string]any {
 		cols[i] = e
 	}
 	return map[string]any{"name": m.Name, "target": m.Target, "columns": cols}
+}
+
+// Columns are the columns the mapping fills, in the target's order: the
+// order of the values in its record (Apply), and the typed columns a
+// job under it writes.
+func (m *Mapping) Columns() []Column {
+	out := make([]Column, len(m.columns))
+	for i, c := range m.columns {
+		out[i] = c.Column
+	}
+	return out
 }
 
 // SourceFields are the source fields the mapping reads, for the drift

@@ -91,6 +91,9 @@ func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byt
 	}
 	switch c.Type {
 	case TypeText:
+		if strings.IndexByte(text, 0) >= 0 {
+			return out, c.castErr(raw, ": a NUL character, which text cannot hold")
+		}
 		if c.Pad > 0 && len(text) < c.Pad && allDigits(text) {
 			text = strings.Repeat("0", c.Pad-len(text)) + text
 		}
@@ -103,6 +106,9 @@ func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byt
 	case TypeNumeric:
 		if !isDecimal(text) {
 			return out, c.castErr(raw, ": not a decimal number")
+		}
+		if !numericInRange(text) {
+			return out, c.castErr(raw, ": beyond the numeric range stored (1000 digits before the point, 1000 after)")
 		}
 		return append(out, text...), nil
 	case TypeBoolean:
@@ -141,6 +147,31 @@ func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byt
 		return appendJSONString(out, t.UTC().Format(time.RFC3339Nano)), nil
 	}
 	return out, c.castErr(raw, ": unknown type")
+}
+
+// NumericLimit is how many decimal digits a numeric column takes before
+// and after the point (PostgreSQL's own limits are wider).
+const NumericLimit = 1000
+
+// numericInRange reports whether the decimal s (isDecimal) has at most
+// NumericLimit digits before its point and after it, its exponent
+// applied.
+func numericInRange(s string) bool {
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || e > 10*NumericLimit || e < -10*NumericLimit {
+			return false
+		}
+		mant, exp = s[:i], e
+	}
+	mant = strings.TrimPrefix(mant, "-")
+	intPart, frac := mant, ""
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		intPart, frac = mant[:i], mant[i+1:]
+	}
+	intPart = strings.TrimLeft(intPart, "0")
+	return len(intPart)+exp <= NumericLimit && len(frac)-exp <= NumericLimit
 }
 
 func allDigits(s string) bool {

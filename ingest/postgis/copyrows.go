@@ -39,7 +39,7 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
 	defer spool.close()
 	key, _, _ := job.Params.Match()
-	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, false, featureTuple(g.ref, key), rows); err != nil {
+	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, g.typed, featureTuple(g.ref, key, g.typed), rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
@@ -51,10 +51,10 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		if err := g.q.CreateStaging(ctx); err != nil {
 			return err
 		}
-		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, nil, rows); err != nil {
+		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, staged, nil, rows); err != nil {
 			return err
 		}
-		if _, err := g.q.InsertStagedFeatures(ctx, db.InsertStagedFeaturesParams{TargetTable: target, JobRef: g.ref}); err != nil {
+		if _, err := g.q.InsertStagedFeatures(ctx, db.InsertStagedFeaturesParams{TargetTable: target, JobRef: g.ref, Mapped: g.typed != nil}); err != nil {
 			return normaliseErr(err)
 		}
 	}
@@ -125,8 +125,9 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 // input order by a third goroutine, all overlapping with the server's
 // work on the rows already sent. With staged, the columns are the staging
 // table's (feature_index, layer, properties, wkb) and the run is
-// prepare.Staged; otherwise they are the feature table's (featureCols),
-// the run is prepare.Direct, and enc encodes them (featureTuple).
+// prepare.Staged; otherwise they are the feature table's (featureColumns,
+// with the typed columns of typed), the run is prepare.Direct, and enc
+// encodes them (featureTuple).
 //
 // Never COPY FREEZE, though a job's own table is created in its
 // transaction: frozen rows are visible to every snapshot, also to a
@@ -137,10 +138,10 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 // geoingest_create_job_storage returned: never input. It returns the
 // features' own error when they stopped on one, so that its
 // classification survives; a server error is classified by normaliseErr.
-func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, staged bool, enc prepare.RowEncoder, feats *prepare.Features) (int64, error) {
-	cols := featureCols
+func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, typed *typedCols, enc prepare.RowEncoder, feats *prepare.Features) (int64, error) {
+	cols := featureColumns(typed)
 	mode := prepare.Direct
-	if staged {
+	if typed == staged {
 		cols = " (feature_index, layer, properties, wkb)"
 		mode, enc = prepare.Staged, stagedTuple
 	}
@@ -149,8 +150,18 @@ func copyRows(ctx context.Context, tx pgx.Tx, table pgx.Identifier, staged bool,
 	}, feats.Err)
 }
 
-// featureCols are the columns of a feature table's tuple (featureTuple).
-const featureCols = " (job_ref, feature_index, layer, properties, geom, area_m2, match_key, geom_hash, props_hash)"
+// featureColumns are the columns of a feature table's tuple
+// (featureTuple): featureCols, then the typed columns of typed (typed.go).
+func featureColumns(typed *typedCols) string {
+	return featureCols + typed.columns() + ")"
+}
+
+// featureCols are the columns of every feature table's tuple, less the
+// closing parenthesis (featureColumns).
+const featureCols = " (job_ref, feature_index, layer, properties, geom, area_m2, match_key, geom_hash, props_hash"
+
+// staged is copyRows's typed columns for the staging table's tuple.
+var staged = &typedCols{}
 
 // copyData runs the COPY statement sql with the data that write writes
 // (on a goroutine of its own, into a pipe). srcErr, called once write
@@ -204,12 +215,13 @@ var pgCopySignature = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x
 // (EWKB), area_m2, which is NULL for an unmeasured feature (the server
 // measures and checks the rows with no area, see
 // geoingest_finish_job_table), and the match columns (migration 0029)
-// for the source's key fields key (matchColumns).
-func featureTuple(ref int64, key []string) prepare.RowEncoder {
+// for the source's key fields key (matchColumns), then the typed columns
+// of typed from the feature's record (typed.go).
+func featureTuple(ref int64, key []string, typed *typedCols) prepare.RowEncoder {
 	sig := keySignature(key)
 	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
 		be := binary.BigEndian
-		out = be.AppendUint16(out, 9)
+		out = be.AppendUint16(out, uint16(9+typed.n()))
 		out = be.AppendUint32(out, 8)
 		out = be.AppendUint64(out, uint64(ref))
 		out = commonFields(out, f, p)
@@ -220,7 +232,7 @@ func featureTuple(ref int64, key []string) prepare.RowEncoder {
 			out = be.AppendUint64(out, math.Float64bits(p.Area))
 		}
 		out, _ = matchColumns(out, f, p, key, sig)
-		return out
+		return typed.appendTyped(out, f.Props)
 	}
 }
 

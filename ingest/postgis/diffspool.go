@@ -68,8 +68,8 @@ const versionCols = " (feature_index, match_key, geom_hash, props_hash, area_m2,
 // then its match columns (versionCols but the spool's place, which only
 // the emitter knows), each behind its length; then its geometry's bounds,
 // and whether the server must see it, or else its area.
-func versionTuple(ref int64, key []string) prepare.RowEncoder {
-	row := featureTuple(ref, key)
+func versionTuple(ref int64, key []string, typed *typedCols) prepare.RowEncoder {
+	row := featureTuple(ref, key, typed)
 	sig := keySignature(key)
 	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
 		be := binary.BigEndian
@@ -130,8 +130,8 @@ func bounds(f *prepare.Feature) [4]float64 {
 
 // copyVersion streams feats: the match columns into
 // pg_temp.geoingest_version, the rows (under ref) into sp.
-func copyVersion(ctx context.Context, tx pgx.Tx, sp *versionSpool, ref int64, key []string, feats *prepare.Features) error {
-	enc := versionTuple(ref, key)
+func copyVersion(ctx context.Context, tx pgx.Tx, sp *versionSpool, ref int64, key []string, typed *typedCols, feats *prepare.Features) error {
+	enc := versionTuple(ref, key, typed)
 	_, err := copyData(ctx, tx, "COPY pg_temp.geoingest_version"+versionCols+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
 		if _, err := w.Write(pgCopySignature); err != nil {
 			return err
@@ -242,7 +242,7 @@ const spoolPage = 1 << 18
 
 // sendPlaces sends the spooled rows at places, in order, with one COPY.
 func sendPlaces(ctx context.Context, g *gate, sp *versionSpool, places []db.SpooledRow) (int64, error) {
-	return copyData(ctx, g.tx, "COPY pg_temp.geoingest_incoming"+featureCols+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
+	return copyData(ctx, g.tx, "COPY pg_temp.geoingest_incoming"+featureColumns(g.typed)+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
 		if _, err := w.Write(pgCopySignature); err != nil {
 			return err
 		}

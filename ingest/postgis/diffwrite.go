@@ -68,7 +68,7 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	defer sp.Close()
 	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
 	defer spool.close()
-	if err := copyVersion(ctx, g.tx, sp, oldRef, key, rows); err != nil {
+	if err := copyVersion(ctx, g.tx, sp, oldRef, key, g.typed, rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
@@ -81,10 +81,10 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		if err := g.q.CreateStaging(ctx); err != nil {
 			return err
 		}
-		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, true, nil, rows); err != nil {
+		if _, err := copyRows(ctx, g.tx, pgx.Identifier{"geoingest_staging"}, staged, nil, rows); err != nil {
 			return err
 		}
-		if _, err := g.q.InsertStagedIncoming(ctx, oldRef); err != nil {
+		if _, err := g.q.InsertStagedIncoming(ctx, db.InsertStagedIncomingParams{JobRef: oldRef, TargetTable: target, Mapped: g.typed != nil}); err != nil {
 			return normaliseErr(err)
 		}
 		if _, err := g.q.VersionAddStaged(ctx); err != nil {

@@ -105,6 +105,10 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 			return g.finish(ctx, job.ID, ingest.Superseded, "superseded")
 		}
 		res := ingest.WriteResult{Outcome: ingest.Written}
+		var err error
+		if g.typed, err = s.typedColumns(ctx, g, job); err != nil {
+			return ingest.WriteResult{}, err
+		}
 		keys := ingest.NewKeysReader(r) // for the drift guard (pending.go)
 		g.keys = keys
 		if src.CurrentJobID.Valid && !s.FullReplace {
@@ -206,8 +210,9 @@ type gate struct {
 	// version is a diff write's spool (diffspool.go): the version's rows,
 	// which it sends whole only as needed, and their extent.
 	version *versionSpool
-	actor   string // who writes (the claim's owner) or decides (pending.go)
-	attach  string // the target its own table is to be attached to, last (attach.go)
+	actor   string     // who writes (the claim's owner) or decides (pending.go)
+	attach  string     // the target its own table is to be attached to, last (attach.go)
+	typed   *typedCols // the typed columns the job writes (typed.go); nil: none
 
 	tally *reportcells.Tally // the job's report cells, computed as it streams; may be nil
 	cells *pendingCells      // the tally's cells once the rows are final

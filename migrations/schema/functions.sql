@@ -84,30 +84,70 @@ CREATE OR REPLACE FUNCTION public.geoingest_apply_typed_view(target text, column
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'public', 'pg_temp'
+ SET lock_timeout TO '10s'
 AS $function$
 DECLARE
-    v text := 'geoingest_typed_' || target;
-    sel text := '';
-    c jsonb;
+    v    text := 'geoingest_typed_' || target;
+    sel  text;
+    c    jsonb;
+    o    bigint;
+    have record;
+    n    int := 0;
+    t    record;
 BEGIN
     IF target NOT IN ('parcels', 'admin_units') THEN
         RAISE EXCEPTION 'typed view: unknown target %', target USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jsonb_typeof(columns) <> 'array' THEN
+        RAISE EXCEPTION 'typed view: columns must be a JSON array' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     FOR c IN SELECT e FROM jsonb_array_elements(columns) e LOOP
-        IF (c ->> 'name') !~ '^[a-z_][a-z0-9_]{0,62}$' THEN
+        IF (c ->> 'name') IS NULL OR (c ->> 'name') !~ '^[a-z_][a-z0-9_]{0,62}$' THEN
             RAISE EXCEPTION 'typed view: column name %', c ->> 'name' USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        IF (c ->> 'type') NOT IN ('text', 'int8', 'numeric', 'boolean', 'date', 'timestamptz') THEN
+        IF (c ->> 'type') IS NULL OR (c ->> 'type') NOT IN ('text', 'int8', 'numeric', 'boolean', 'date', 'timestamptz') THEN
             RAISE EXCEPTION 'typed view: column % type %', c ->> 'name', c ->> 'type' USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        sel := sel || format(', (c.properties ->> %L)::%s AS %I', c ->> 'name', c ->> 'type', c ->> 'name');
     END LOOP;
+    -- One at a time: two applies never add the same column twice.
+    LOCK TABLE geoingest_typed_columns IN SHARE ROW EXCLUSIVE MODE;
+    -- The stored columns come first, in their order, with their types.
+    FOR have IN SELECT * FROM geoingest_typed_columns WHERE target_table = target ORDER BY position LOOP
+        n := n + 1;
+        c := columns -> (have.position - 1);
+        IF c IS NULL OR c ->> 'name' <> have.name OR c ->> 'type' <> have.type THEN
+            RAISE EXCEPTION 'typed view %: column % % is stored at position %, the schema has %: a typed column can only be added, at the end (drop the view and the column to change or remove one)',
+                v, have.name, have.type, have.position, coalesce((c ->> 'name') || ' ' || (c ->> 'type'), 'none')
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END LOOP;
+    -- The new ones: a change of the catalog, no row rewritten.
+    FOR c, o IN SELECT e, x.o FROM jsonb_array_elements(columns) WITH ORDINALITY x(e, o) WHERE x.o > n ORDER BY x.o LOOP
+        IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = format('geoingest_store.%I', target)::regclass
+                   AND a.attname = c ->> 'name' AND NOT a.attisdropped) THEN
+            RAISE EXCEPTION 'typed view %: % is a column of the feature table already: choose another name', v, c ->> 'name'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        EXECUTE format('ALTER TABLE geoingest_store.%I ADD COLUMN %I %s', target, c ->> 'name', c ->> 'type');
+        -- The tables of pending versions, detached until approved.
+        FOR t IN SELECT r.relname FROM pg_class r JOIN pg_namespace s ON s.oid = r.relnamespace
+                 WHERE s.nspname = 'geoingest_store' AND r.relkind = 'r' AND NOT r.relispartition
+                   AND r.relname LIKE target || '\_job\_%'
+                   AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = r.oid AND a.attname = c ->> 'name')
+        LOOP
+            EXECUTE format('ALTER TABLE geoingest_store.%I ADD COLUMN %I %s', t.relname, c ->> 'name', c ->> 'type');
+        END LOOP;
+        INSERT INTO geoingest_typed_columns (target_table, position, name, type) VALUES (target, o, c ->> 'name', c ->> 'type');
+    END LOOP;
+    sel := geoingest_typed_list(target, 'p');
     BEGIN
         EXECUTE format('CREATE OR REPLACE VIEW %I AS
-                        SELECT c.id, c.feature_id, c.job_id, c.job_ref, c.feature_index, c.layer, c.pipeline_version, c.area_m2,
-                               c.properties -> ''extras'' AS extras, c.geom%s
-                        FROM %I c JOIN jobs j ON j.job_id = c.job_id
-                        WHERE j.params ? ''mapping''', v, sel, 'geoingest_current_' || target);
+                        SELECT p.id, coalesce(p.feature_id, p.id) AS feature_id, j.job_id, p.job_ref, p.feature_index, p.layer,
+                               s.pipeline_version, p.area_m2, p.properties -> ''extras'' AS extras, p.geom%s
+                        FROM geoingest_store.%I p
+                        JOIN jobs j ON j.job_ref = p.job_ref
+                        LEFT JOIN sources s ON s.current_job_id = j.job_id AND s.target_table = %L
+                        WHERE j.params ? ''mapping''', v, sel, target, target);
     EXCEPTION WHEN invalid_table_definition OR feature_not_supported OR datatype_mismatch THEN
         RAISE EXCEPTION 'typed view %: % (a typed column can only be added, at the end: drop the view to change or remove one)', v, SQLERRM
             USING ERRCODE = 'invalid_parameter_value';
@@ -119,7 +159,7 @@ BEGIN
         EXECUTE format('GRANT SELECT ON %I TO geoingest_writer', v);
     END IF;
     EXECUTE format('COMMENT ON VIEW %I IS %L', v,
-                   'The current ' || target || ' written under a mapping of the typed schema, with its typed columns (geoingest schema apply).');
+                   'The current ' || target || ' written under a mapping of the typed schema, with its stored typed columns (geoingest schema apply).');
     RETURN v;
 END
 $function$;
@@ -337,6 +377,9 @@ DECLARE
     del    numeric;
     ins    numeric;
     keep   numeric;
+    tn     text := geoingest_typed_list(target, NULL);
+    ti     text := geoingest_typed_list(target, 'i');
+    tt     text := geoingest_typed_list(target, 't');
 BEGIN
     SELECT geoingest_diff_apply.job_id, target, j.source_bucket, j.source_key, nullif(base_job_id, '')
     INTO r.job_id, r.target_table, r.source_bucket, r.source_key, r.base_job_id
@@ -417,34 +460,34 @@ BEGIN
                                    RETURNING geoingest_row_hash(t.feature_index, t.properties, t.geom) AS h)
         SELECT coalesce(sum(d.h), 0) FROM d', ot) INTO del USING old_ref;
         EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                    match_key, geom_hash, props_hash)
+                                                    match_key, geom_hash, props_hash%s)
                                    SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, x.fid,
-                                          i.match_key, i.geom_hash, i.props_hash
+                                          i.match_key, i.geom_hash, i.props_hash%s
                                    FROM (SELECT p.fi, p.fid FROM pg_temp.geoingest_match_changed p
                                          UNION ALL SELECT a.fi, NULL FROM pg_temp.geoingest_match_added a) x
                                    JOIN pg_temp.geoingest_incoming i ON i.feature_index = x.fi
                                    RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
-                        SELECT coalesce(sum(a.h), 0) FROM a', ot) INTO ins USING old_ref;
+                        SELECT coalesce(sum(a.h), 0) FROM a', ot, tn, ti) INTO ins USING old_ref;
     ELSE
         -- A new table: the rows sent and the unchanged ones.
         nt := format('geoingest_store.%I', geoingest_job_table(target, new_ref));
         EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                    match_key, geom_hash, props_hash)
+                                                    match_key, geom_hash, props_hash%s)
                                    SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, x.fid,
-                                          i.match_key, i.geom_hash, i.props_hash
+                                          i.match_key, i.geom_hash, i.props_hash%s
                                    FROM (SELECT p.fi, p.fid FROM pg_temp.geoingest_match_changed p
                                          UNION ALL SELECT a.fi, NULL FROM pg_temp.geoingest_match_added a) x
                                    JOIN pg_temp.geoingest_incoming i ON i.feature_index = x.fi
                                    RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
-                        SELECT coalesce(sum(a.h), 0) FROM a', nt) INTO ins USING new_ref;
-        EXECUTE format('WITH k AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                    match_key, geom_hash, props_hash)
+                        SELECT coalesce(sum(a.h), 0) FROM a', nt, tn, ti) INTO ins USING new_ref;
+        EXECUTE format('WITH k AS (INSERT INTO %1$s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash%3$s)
                                    SELECT t.id, $1, t.feature_index, t.layer, t.properties, t.geom, t.area_m2, t.feature_id,
-                                          t.match_key, t.geom_hash, t.props_hash
-                                   FROM pg_temp.geoingest_match_pairs p JOIN %s t ON t.ctid = p.rid
+                                          t.match_key, t.geom_hash, t.props_hash%4$s
+                                   FROM pg_temp.geoingest_match_pairs p JOIN %2$s t ON t.ctid = p.rid
                                    WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_changed c WHERE c.rid = p.rid)
                                    RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
-                        SELECT coalesce(sum(k.h), 0) FROM k', nt, ot) INTO keep USING new_ref;
+                        SELECT coalesce(sum(k.h), 0) FROM k', nt, ot, tn, tt) INTO keep USING new_ref;
         -- Every row of the new generation was summed, as it was written.
         SELECT j.features_checksum::numeric - keep INTO del FROM jobs j WHERE j.job_id = base_job_id;
         EXECUTE format('CREATE INDEX ON %s USING gist (geom)', nt);
@@ -963,6 +1006,7 @@ DECLARE
     n      bigint;
     area   double precision;
     sum    text;
+    tn     text;
 BEGIN
     moved := 0;
     SELECT jobs.job_ref, jobs.target_table, jobs.status, jobs.feature_count, jobs.total_area_m2, jobs.features_checksum
@@ -977,13 +1021,14 @@ BEGIN
     own := geoingest_job_table(j.target_table, j.job_ref);
     shared := geoingest_job_table(j.target_table, -1);
     new_ref := -nextval('geoingest_job_ref_seq');
-    EXECUTE format('WITH ins AS (INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                                 match_key, geom_hash, props_hash)
+    tn := geoingest_typed_list(j.target_table, NULL);
+    EXECUTE format('WITH ins AS (INSERT INTO geoingest_store.%1$I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                                 match_key, geom_hash, props_hash%2$s)
                                  SELECT id, $1, feature_index, layer, properties, geom, area_m2, feature_id,
-                                        match_key, geom_hash, props_hash FROM geoingest_store.%I
+                                        match_key, geom_hash, props_hash%2$s FROM geoingest_store.%3$I
                                  RETURNING feature_index, properties, geom, area_m2)
                     SELECT count(*), coalesce(sum(area_m2), 0), coalesce(sum(geoingest_row_hash(feature_index, properties, geom)), 0)::text
-                    FROM ins', shared, own)
+                    FROM ins', shared, tn, own)
         INTO n, area, sum USING new_ref;
     IF n <> j.feature_count OR sum <> j.features_checksum
        OR abs(area - j.total_area_m2) > 1e-9 * greatest(abs(area), abs(j.total_area_m2)) THEN
@@ -1040,6 +1085,25 @@ BEGIN
 END
 $function$;
 
+-- public.geoingest_insert_staged(target text, job_ref bigint, mapped boolean)
+CREATE OR REPLACE FUNCTION public.geoingest_insert_staged(target text, job_ref bigint, mapped boolean)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    n bigint;
+BEGIN
+    EXECUTE format('INSERT INTO geoingest_store.%I (job_ref, feature_index, layer, properties, geom%s)
+                    SELECT $1, s.feature_index, s.layer, s.properties, ST_Transform(ST_GeomFromEWKB(s.wkb), 4326)%s
+                    FROM geoingest_staging s', geoingest_job_table(target, job_ref),
+                   CASE WHEN mapped THEN geoingest_typed_list(target, NULL) ELSE '' END,
+                   CASE WHEN mapped THEN geoingest_typed_casts(target, 's') ELSE '' END)
+        USING job_ref;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$function$;
+
 -- public.geoingest_insert_staged_incoming(job_ref bigint)
 CREATE OR REPLACE FUNCTION public.geoingest_insert_staged_incoming(job_ref bigint)
  RETURNS bigint
@@ -1052,6 +1116,25 @@ BEGIN
     SELECT geoingest_insert_staged_incoming.job_ref, s.feature_index, s.layer, s.properties,
            ST_Transform(ST_GeomFromEWKB(s.wkb), 4326)
     FROM pg_temp.geoingest_staging s;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$function$;
+
+-- public.geoingest_insert_staged_incoming(job_ref bigint, target text, mapped boolean)
+CREATE OR REPLACE FUNCTION public.geoingest_insert_staged_incoming(job_ref bigint, target text, mapped boolean)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    n bigint;
+BEGIN
+    EXECUTE format('INSERT INTO pg_temp.geoingest_incoming (job_ref, feature_index, layer, properties, geom%s)
+                    SELECT $1, s.feature_index, s.layer, s.properties, ST_Transform(ST_GeomFromEWKB(s.wkb), 4326)%s
+                    FROM pg_temp.geoingest_staging s',
+                   CASE WHEN mapped THEN geoingest_typed_list(target, NULL) ELSE '' END,
+                   CASE WHEN mapped THEN geoingest_typed_casts(target, 's') ELSE '' END)
+        USING job_ref;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
@@ -1519,11 +1602,11 @@ BEGIN
     IF new_ref <= 0 THEN
         RAISE EXCEPTION 'pending version: new ref % is not positive', new_ref;
     END IF;
-    EXECUTE format('INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2,
-                                                    match_key, geom_hash, props_hash)
+    EXECUTE format('INSERT INTO geoingest_store.%1$I (id, job_ref, feature_index, layer, properties, geom, area_m2,
+                                                    match_key, geom_hash, props_hash%2$s)
                     SELECT id, $1, feature_index, layer, properties, geom, area_m2,
-                           match_key, geom_hash, props_hash FROM pg_temp.geoingest_incoming',
-                   geoingest_job_table(target, new_ref))
+                           match_key, geom_hash, props_hash%2$s FROM pg_temp.geoingest_incoming',
+                   geoingest_job_table(target, new_ref), geoingest_typed_list(target, NULL))
         USING new_ref;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -1549,14 +1632,14 @@ BEGIN
     own := geoingest_job_table(target, new_ref);
     EXECUTE format('CREATE TABLE geoingest_store.%I (LIKE geoingest_store.%I INCLUDING DEFAULTS INCLUDING GENERATED, CHECK (job_ref = %s))',
                    own, geoingest_job_table(target, -1), new_ref);
-    EXECUTE format('WITH moved AS (DELETE FROM geoingest_store.%I WHERE job_ref = $1
+    EXECUTE format('WITH moved AS (DELETE FROM geoingest_store.%1$I WHERE job_ref = $1
                                    RETURNING id, feature_index, layer, properties, geom, area_m2, feature_id,
-                                             match_key, geom_hash, props_hash)
-                    INSERT INTO geoingest_store.%I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                    match_key, geom_hash, props_hash)
+                                             match_key, geom_hash, props_hash%3$s)
+                    INSERT INTO geoingest_store.%2$I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
+                                                    match_key, geom_hash, props_hash%3$s)
                     SELECT id, $2, feature_index, layer, properties, geom, area_m2, feature_id,
-                           match_key, geom_hash, props_hash FROM moved',
-                   geoingest_job_table(target, -1), own)
+                           match_key, geom_hash, props_hash%3$s FROM moved',
+                   geoingest_job_table(target, -1), own, geoingest_typed_list(target, NULL))
         USING old_ref, new_ref;
     EXECUTE format('CREATE INDEX ON geoingest_store.%I USING gist (geom)', own);
     UPDATE jobs SET job_ref = new_ref WHERE jobs.job_id = geoingest_pend_job_table.job_id;
@@ -1913,6 +1996,30 @@ AS $function$
     SELECT (1.0 - ln(tan(radians(greatest(-85.0511287798066, least(85.0511287798066, lat))))
                      + 1.0 / cos(radians(greatest(-85.0511287798066, least(85.0511287798066, lat))))) / pi()) / 2.0
            * power(2.0::float8, z)
+$function$;
+
+-- public.geoingest_typed_casts(target text, alias text)
+CREATE OR REPLACE FUNCTION public.geoingest_typed_casts(target text, alias text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT coalesce(string_agg(format(', (%I.properties ->> %L)::%s', alias, c.name,
+                                      CASE c.type WHEN 'text' THEN 'text' WHEN 'int8' THEN 'int8' WHEN 'numeric' THEN 'numeric'
+                                                  WHEN 'boolean' THEN 'boolean' WHEN 'date' THEN 'date' ELSE 'timestamptz' END),
+                               '' ORDER BY c.position), '')
+    FROM geoingest_typed_columns c WHERE c.target_table = target
+$function$;
+
+-- public.geoingest_typed_list(target text, alias text)
+CREATE OR REPLACE FUNCTION public.geoingest_typed_list(target text, alias text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT coalesce(string_agg(CASE WHEN alias IS NULL THEN format(', %I', c.name)
+                                    ELSE format(', %I.%I', alias, c.name) END, '' ORDER BY c.position), '')
+    FROM geoingest_typed_columns c WHERE c.target_table = target
 $function$;
 
 -- public.geoingest_version_add_staged()

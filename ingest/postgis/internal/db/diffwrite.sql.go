@@ -224,14 +224,21 @@ func (q *Queries) FinishIncoming(ctx context.Context, arg FinishIncomingParams) 
 }
 
 const insertStagedIncoming = `-- name: InsertStagedIncoming :one
-SELECT geoingest_insert_staged_incoming($1::bigint)::bigint AS inserted
+SELECT geoingest_insert_staged_incoming($1::bigint, $2::text, $3::boolean)::bigint AS inserted
 `
+
+type InsertStagedIncomingParams struct {
+	JobRef      int64
+	TargetTable string
+	Mapped      bool
+}
 
 // InsertStagedIncoming transforms the staged features to EPSG:4326 into
 // geoingest_incoming, under job_ref, and returns how many rows it
-// inserted.
-func (q *Queries) InsertStagedIncoming(ctx context.Context, jobRef int64) (int64, error) {
-	row := q.db.QueryRow(ctx, insertStagedIncoming, jobRef)
+// inserted; a mapped job's typed columns are cast from the records
+// (migration 0036).
+func (q *Queries) InsertStagedIncoming(ctx context.Context, arg InsertStagedIncomingParams) (int64, error) {
+	row := q.db.QueryRow(ctx, insertStagedIncoming, arg.JobRef, arg.TargetTable, arg.Mapped)
 	var inserted int64
 	err := row.Scan(&inserted)
 	return inserted, err

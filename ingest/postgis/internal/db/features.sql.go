@@ -135,18 +135,20 @@ func (q *Queries) FinishJobTable(ctx context.Context, arg FinishJobTableParams) 
 }
 
 const insertStagedFeatures = `-- name: InsertStagedFeatures :one
-SELECT geoingest_insert_staged($1::text, $2::bigint)::bigint AS inserted
+SELECT geoingest_insert_staged($1::text, $2::bigint, $3::boolean)::bigint AS inserted
 `
 
 type InsertStagedFeaturesParams struct {
 	TargetTable string
 	JobRef      int64
+	Mapped      bool
 }
 
 // InsertStagedFeatures transforms the staged features to EPSG:4326 into the
-// job's table and returns how many rows it inserted.
+// job's table and returns how many rows it inserted; a mapped job's typed
+// columns are cast from the records (migration 0036).
 func (q *Queries) InsertStagedFeatures(ctx context.Context, arg InsertStagedFeaturesParams) (int64, error) {
-	row := q.db.QueryRow(ctx, insertStagedFeatures, arg.TargetTable, arg.JobRef)
+	row := q.db.QueryRow(ctx, insertStagedFeatures, arg.TargetTable, arg.JobRef, arg.Mapped)
 	var inserted int64
 	err := row.Scan(&inserted)
 	return inserted, err

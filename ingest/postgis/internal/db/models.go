@@ -237,6 +237,15 @@ type GeoingestStoreParcel struct {
 	PropsHash    pgtype.UUID
 }
 
+// The typed columns stored in each feature table, in order (geoingest schema apply; migration 0036).
+type GeoingestTypedColumn struct {
+	TargetTable string
+	Position    int32
+	Name        string
+	Type        string
+	AddedAt     pgtype.Timestamptz
+}
+
 type Job struct {
 	JobID            string
 	SourceBucket     string

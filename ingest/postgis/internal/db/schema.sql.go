@@ -28,3 +28,34 @@ func (q *Queries) ApplyTypedView(ctx context.Context, arg ApplyTypedViewParams) 
 	err := row.Scan(&view_name)
 	return view_name, err
 }
+
+const typedColumns = `-- name: TypedColumns :many
+SELECT name, type FROM geoingest_typed_columns WHERE target_table = $1::text ORDER BY position
+`
+
+type TypedColumnsRow struct {
+	Name string
+	Type string
+}
+
+// TypedColumns lists the typed columns stored in a target's feature table
+// (migration 0036), in order.
+func (q *Queries) TypedColumns(ctx context.Context, targetTable string) ([]TypedColumnsRow, error) {
+	rows, err := q.db.Query(ctx, typedColumns, targetTable)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TypedColumnsRow
+	for rows.Next() {
+		var i TypedColumnsRow
+		if err := rows.Scan(&i.Name, &i.Type); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -6,8 +6,9 @@ SELECT geoingest_create_incoming(@target_table::text);
 -- name: InsertStagedIncoming :one
 -- InsertStagedIncoming transforms the staged features to EPSG:4326 into
 -- geoingest_incoming, under job_ref, and returns how many rows it
--- inserted.
-SELECT geoingest_insert_staged_incoming(@job_ref::bigint)::bigint AS inserted;
+-- inserted; a mapped job's typed columns are cast from the records
+-- (migration 0036).
+SELECT geoingest_insert_staged_incoming(@job_ref::bigint, @target_table::text, @mapped::boolean)::bigint AS inserted;
 
 -- name: FinishIncoming :one
 -- FinishIncoming is FinishJobTable on geoingest_incoming: the version's

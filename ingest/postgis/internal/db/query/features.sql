@@ -20,8 +20,9 @@ FROM geoingest_create_job_storage(@target_table::text, @job_ref::bigint) s;
 
 -- name: InsertStagedFeatures :one
 -- InsertStagedFeatures transforms the staged features to EPSG:4326 into the
--- job's table and returns how many rows it inserted.
-SELECT geoingest_insert_staged(@target_table::text, @job_ref::bigint)::bigint AS inserted;
+-- job's table and returns how many rows it inserted; a mapped job's typed
+-- columns are cast from the records (migration 0036).
+SELECT geoingest_insert_staged(@target_table::text, @job_ref::bigint, @mapped::boolean)::bigint AS inserted;
 
 -- name: FinishJobTable :one
 -- FinishJobTable repairs (or refuses) the features the writer found

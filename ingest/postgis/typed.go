@@ -1,0 +1,337 @@
+package postgis
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/jackc/pgx/v5"
+)
+
+// The stored typed columns (migration 0036, docs/schema.md). A job under
+// a mapping of the typed schema writes each mapped column as a real
+// column of the feature table, in the same binary COPY as the rest of
+// the row: the prepare workers encode each value from the feature's
+// record (ingest.Mapping.Apply, which cast and normalised it on the
+// reading goroutine; a value that does not cast never reaches here, it is
+// in the quarantine). The columns exist once `geoingest schema apply`
+// added them (ALTER TABLE ... ADD COLUMN, no default: no row rewritten);
+// the register geoingest_typed_columns lists them, and their names are
+// the only identifiers from the schema file in any SQL: checked by the
+// schema (ingest.ParseSchema), by the register's CHECKs, and quoted
+// (pgx.Identifier here, %I on the server).
+
+// typedCols are the typed columns a job writes: its mapping's columns, in
+// its record's order.
+type typedCols struct {
+	cols []ingest.Column
+	list string // ", "col1", "col2"": the COPY's column list's tail
+}
+
+// typedColumns returns the typed columns of job (nil when it has no
+// mapping), checked against the register: a mapped column that is not
+// stored yet, or stored with another type, is an error (Transient: the
+// schema file was deployed before `geoingest schema apply` ran; the job
+// is retried, as the message says).
+func (s *Store) typedColumns(ctx context.Context, g *gate, job ingest.Job) (*typedCols, error) {
+	m := job.Params.TheMapping()
+	if m == nil {
+		return nil, nil
+	}
+	cols := m.Columns()
+	if len(cols) == 0 {
+		return nil, nil
+	}
+	stored, err := g.q.TypedColumns(ctx, job.Params.Target)
+	if err != nil {
+		return nil, normaliseErr(fmt.Errorf("typed columns: %w", err))
+	}
+	types := make(map[string]string, len(stored))
+	for _, c := range stored {
+		types[c.Name] = c.Type
+	}
+	t := &typedCols{cols: cols}
+	var b strings.Builder
+	for _, c := range cols {
+		switch st, ok := types[c.Name]; {
+		case !ok:
+			return nil, ingest.Transientf("mapping %s: column %s (%s) is not stored in %s yet: run geoingest schema apply --schema %s",
+				m.Name, c.Name, c.Type, job.Params.Target, job.Params.Schema.File)
+		case st != c.Type:
+			return nil, ingest.Transientf("mapping %s: column %s is %s in the schema but stored as %s in %s: a typed column's type cannot change (docs/schema.md)",
+				m.Name, c.Name, c.Type, st, job.Params.Target)
+		}
+		b.WriteString(", ")
+		b.WriteString(pgx.Identifier{c.Name}.Sanitize())
+	}
+	t.list = b.String()
+	return t, nil
+}
+
+// columns is the COPY's column list tail (empty for none).
+func (t *typedCols) columns() string {
+	if t == nil {
+		return ""
+	}
+	return t.list
+}
+
+// n is how many fields the typed columns add to a tuple.
+func (t *typedCols) n() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.cols)
+}
+
+// appendTyped appends the typed columns' binary COPY fields of record, a
+// mapped record ({"col": value, ..., "extras": {...}}, the columns in
+// t.cols' order, each value JSON as Apply wrote it). A record that is not
+// that (never, from Apply) gets a field that the server refuses
+// (incorrect binary data format), failing the job, rather than a NULL.
+func (t *typedCols) appendTyped(out, record []byte) []byte {
+	if t == nil {
+		return out
+	}
+	i := 0
+	if len(record) == 0 || record[0] != '{' {
+		return appendBadFields(out, len(t.cols))
+	}
+	i++
+	for k, c := range t.cols {
+		// "name":value, names being [a-z0-9_] need no escape.
+		if k > 0 {
+			if i >= len(record) || record[i] != ',' {
+				return appendBadFields(out, len(t.cols)-k)
+			}
+			i++
+		}
+		if i+len(c.Name)+3 > len(record) || record[i] != '"' || string(record[i+1:i+1+len(c.Name)]) != c.Name ||
+			record[i+1+len(c.Name)] != '"' || record[i+2+len(c.Name)] != ':' {
+			return appendBadFields(out, len(t.cols)-k)
+		}
+		i += len(c.Name) + 3
+		end := scalarEnd(record, i)
+		if end < 0 {
+			return appendBadFields(out, len(t.cols)-k)
+		}
+		out = appendTypedValue(out, c.Type, record[i:end])
+		i = end
+	}
+	return out
+}
+
+// scalarEnd is the end of the JSON scalar (string, number, true, false,
+// null) at v[i:], -1 when there is none.
+func scalarEnd(v []byte, i int) int {
+	if i >= len(v) {
+		return -1
+	}
+	if v[i] == '"' {
+		for j := i + 1; j < len(v); j++ {
+			switch v[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(v) && v[j] != ',' && v[j] != '}' {
+		j++
+	}
+	if j == i || j == len(v) {
+		return -1
+	}
+	return j
+}
+
+// appendBadFields appends n fields that no column type reads: 9 bytes of
+// 0xff, one more than any fixed-size type takes, and not UTF-8 for a
+// text.
+func appendBadFields(out []byte, n int) []byte {
+	for ; n > 0; n-- {
+		out = binary.BigEndian.AppendUint32(out, 9)
+		out = append(out, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+	}
+	return out
+}
+
+// pgEpoch is PostgreSQL's epoch of dates and timestamps (2000-01-01 UTC)
+// in Unix seconds.
+const pgEpoch = 946684800
+
+// appendTypedValue appends one typed column's binary field of the JSON
+// scalar v (as Apply wrote it).
+func appendTypedValue(out []byte, typ string, v []byte) []byte {
+	be := binary.BigEndian
+	if string(v) == "null" {
+		return be.AppendUint32(out, math.MaxUint32) // -1: NULL
+	}
+	switch typ {
+	case ingest.TypeText:
+		if len(v) < 2 || v[0] != '"' {
+			return appendBadFields(out, 1)
+		}
+		s := v[1 : len(v)-1]
+		if strings.IndexByte(string(s), '\\') >= 0 {
+			var u string
+			if err := json.Unmarshal(v, &u); err != nil {
+				return appendBadFields(out, 1)
+			}
+			s = []byte(u)
+		}
+		out = be.AppendUint32(out, uint32(len(s)))
+		return append(out, s...)
+	case ingest.TypeInt8:
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return appendBadFields(out, 1)
+		}
+		out = be.AppendUint32(out, 8)
+		return be.AppendUint64(out, uint64(n))
+	case ingest.TypeBoolean:
+		out = be.AppendUint32(out, 1)
+		switch string(v) {
+		case "true":
+			return append(out, 1)
+		case "false":
+			return append(out, 0)
+		}
+		return appendBadFields(out[:len(out)-4], 1)
+	case ingest.TypeNumeric:
+		return appendNumeric(out, string(v))
+	case ingest.TypeDate:
+		t, err := time.Parse(`"2006-01-02"`, string(v))
+		if err != nil {
+			return appendBadFields(out, 1)
+		}
+		days := floorDiv(t.Unix()-pgEpoch, 86400)
+		out = be.AppendUint32(out, 4)
+		return be.AppendUint32(out, uint32(int32(days)))
+	case ingest.TypeTimestamptz:
+		if len(v) < 2 || v[0] != '"' {
+			return appendBadFields(out, 1)
+		}
+		t, err := time.Parse(time.RFC3339Nano, string(v[1:len(v)-1]))
+		if err != nil {
+			return appendBadFields(out, 1)
+		}
+		// Microseconds, the nanoseconds rounded half to even, as
+		// PostgreSQL rounds a timestamp's input.
+		us := (t.Unix()-pgEpoch)*1e6 + int64(t.Nanosecond()/1000)
+		if r := t.Nanosecond() % 1000; r > 500 || (r == 500 && us%2 != 0) {
+			us++
+		}
+		out = be.AppendUint32(out, 8)
+		return be.AppendUint64(out, uint64(us))
+	}
+	return appendBadFields(out, 1)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// appendNumeric appends the binary numeric field of the JSON number s
+// (ingest's isDecimal, within ingest.NumericLimit): what numeric_in makes
+// of the same text. Base-10000 digits aligned on the point, weight the
+// power of 10000 of the first, leading and trailing zero digits dropped;
+// the display scale is the digits after the point less the exponent, at
+// least 0 (1.50 keeps 2, 1.5e1 is 15).
+func appendNumeric(out []byte, s string) []byte {
+	be := binary.BigEndian
+	neg := false
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	exp := 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || e > 10*ingest.NumericLimit || e < -10*ingest.NumericLimit {
+			return appendBadFields(out, 1)
+		}
+		s, exp = s[:i], e
+	}
+	intPart, frac := s, ""
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		intPart, frac = s[:i], s[i+1:]
+	}
+	if intPart == "" || !allDigitsOrEmpty(intPart) || !allDigitsOrEmpty(frac) {
+		return appendBadFields(out, 1)
+	}
+	dscale := len(frac) - exp
+	if dscale < 0 {
+		dscale = 0
+	}
+	// The digits, and the point's place among them.
+	digits := intPart + frac
+	point := len(intPart) + exp
+	if point < 0 {
+		digits = strings.Repeat("0", -point) + digits
+		point = 0
+	}
+	if point > len(digits) {
+		digits += strings.Repeat("0", point-len(digits))
+	}
+	if point > ingest.NumericLimit+1 || len(digits)-point > ingest.NumericLimit+10 {
+		return appendBadFields(out, 1)
+	}
+	// Pad to whole groups of 4 on both sides of the point.
+	lead := (4 - point%4) % 4
+	digits = strings.Repeat("0", lead) + digits
+	point += lead
+	if r := (len(digits) - point) % 4; r != 0 {
+		digits += strings.Repeat("0", 4-r)
+	}
+	weight := point/4 - 1
+	groups := make([]uint16, 0, len(digits)/4)
+	for i := 0; i < len(digits); i += 4 {
+		g := uint16(digits[i]-'0')*1000 + uint16(digits[i+1]-'0')*100 + uint16(digits[i+2]-'0')*10 + uint16(digits[i+3]-'0')
+		groups = append(groups, g)
+	}
+	for len(groups) > 0 && groups[0] == 0 {
+		groups = groups[1:]
+		weight--
+	}
+	for len(groups) > 0 && groups[len(groups)-1] == 0 {
+		groups = groups[:len(groups)-1]
+	}
+	sign := uint16(0)
+	if neg && len(groups) > 0 {
+		sign = 0x4000
+	}
+	if len(groups) == 0 {
+		weight = 0
+	}
+	out = be.AppendUint32(out, uint32(8+2*len(groups)))
+	out = be.AppendUint16(out, uint16(len(groups)))
+	out = be.AppendUint16(out, uint16(int16(weight)))
+	out = be.AppendUint16(out, sign)
+	out = be.AppendUint16(out, uint16(dscale))
+	for _, g := range groups {
+		out = be.AppendUint16(out, g)
+	}
+	return out
+}
+
+func allDigitsOrEmpty(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
