@@ -12,11 +12,21 @@
 // of the sources publish a new version and 1 % are deleted (a route that
 // mirrors deletes), every delivery made 1-3 times, by -workers workers,
 // through the real claim and write gates (ingest.Service on postgis.Store).
+// A new version is the one before with realistic changes (versions.go):
+// -change-min to -change-max of its parcels changed, mostly attributes,
+// some geometry, some split or merged, a few added and removed. -keyed of
+// the sources name their key (key=parcel_id); the rest are matched by
+// content and overlap. The simulation knows what it changed, so each month
+// it scores the month's change records (score.go: precision and recall
+// per kind), and at the end it loads every source's newest version into
+// an empty database and compares (oracle.go).
 // A month's jobs arrive in -waves waves (its weeks), each followed by the
 // rest of its week: the compactor's passes and the wait for autovacuum
 // described below; -waves 1 delivers the whole month at once.
-// A probe source gets a new version of -probe parcels every month: its wall
-// time, write-gate time and report refresh time are the per-job costs.
+// A probe source (keyed) gets a new version of -probe parcels every month:
+// its wall time, write-gate time and report refresh time are the per-job
+// costs; a twin of it gets the same versions written whole
+// (Store.FullReplace), the full replace its write is measured against.
 //
 // Readers run throughout (a tile query in a loop while the month's jobs
 // run), and at the end of each month each reader query is
@@ -82,6 +92,10 @@ type config struct {
 	settle   time.Duration
 	naptime  time.Duration
 	waves    int
+	// The versions' changes: the share of parcels changed, drawn per
+	// version in [changeMin, changeMax], and the share of keyed sources.
+	changeMin, changeMax, keyed float64
+	oracle                      bool
 }
 
 func main() {
@@ -101,6 +115,10 @@ func main() {
 	flag.DurationVar(&c.compact, "compact-every", time.Minute, "run the compactor (as serve does, keeping its default number of own partitions) this often while jobs run, and twice after each wave of deliveries (restOfWeek); 0: never")
 	flag.DurationVar(&c.settle, "settle", 3*time.Minute, "at each month's end, wait at most this long for autovacuum to reach every table over its threshold, as it would in the rest of a real month; 0: measure at once")
 	flag.DurationVar(&c.naptime, "autovacuum-naptime", time.Second, "autovacuum_naptime set on the cluster (ALTER SYSTEM, superuser only) for the run: a simulated month passes in about a minute; 0: leave it")
+	flag.Float64Var(&c.changeMin, "change-min", 0.005, "a new version changes at least this share of its parcels")
+	flag.Float64Var(&c.changeMax, "change-max", 0.05, "and at most this share")
+	flag.Float64Var(&c.keyed, "keyed", 0.7, "share of sources with a key (key=parcel_id); the rest are matched by content and overlap")
+	flag.BoolVar(&c.oracle, "oracle", true, "at the end, load every source's newest version into an empty database and compare the rows")
 	flag.IntVar(&c.waves, "waves", 4, "deliver each month's publications and deletes (after the initial load) in this many waves, each followed by the compactor's passes and the wait for autovacuum (-settle), as a real month spreads them over its weeks; 1: the whole month at once (a burst)")
 	replot := flag.String("replot", "", "only draw plot.png in -out again from this results.csv")
 	flag.Parse()
@@ -134,6 +152,25 @@ type source struct {
 	n       int
 	box     [4]float64 // minx, miny, maxx, maxy
 	deleted bool
+	sim     *simSource
+	// ids is the source's current rows, feature id -> parcel_id, after
+	// its last version.
+	ids map[int64]string
+}
+
+// params are the source's job parameters: its key, when it has one.
+func (s *source) params() ingest.Params {
+	p := ingest.DefaultParams("parcels")
+	if s.sim.keyed {
+		p.Key = []string{"parcel_id"}
+	}
+	return p
+}
+
+// job is the source's current version as a job of version token v.
+func (s *source) job(v string, order time.Time) ingest.Job {
+	return mustJob(ingest.NewJob(ingest.Source{Bucket: "bench", Key: s.key, VersionToken: v, Order: ingest.OrderFromTime(order)},
+		s.params(), &genFetcher{parcels: s.sim.snapshot()}))
 }
 
 // month is one line of the results.
@@ -155,6 +192,17 @@ type month struct {
 	Settle                      float64 // seconds waited for autovacuum, over the month's waves
 	Bloat                       float64 // storage heap size / live tuple bytes (pgstattuple_approx); 0: not measured
 	SharedBloat                 float64 // the same for the shared parcels partition alone
+	// The changelog against the truth, keyed and unkeyed sources.
+	Keyed, Unkeyed tally
+	// The probe's twin, written whole: its wall and write-gate seconds.
+	FullWall, FullWrite float64
+	// The month's versions: features in them, and changed (every kind).
+	Features, Changed int64
+	// Storage: the feature tables, the history and the change records.
+	StoreBytes, HistoryBytes, ChangelogBytes int64
+
+	probeJob   string // this month's probe job
+	probeTruth truth  // and what its version changed
 }
 
 type stats struct{ P50, P99 float64 } // ms
@@ -202,10 +250,29 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("admin units: %w", r.Err)
 	}
 
+	// The probe and its twin written whole (a full replace of the same
+	// versions).
+	probe := probeSource(c)
+	full := &source{key: "probe-full/county.geojson", n: probe.n, box: probe.box, sim: probe.sim}
+	fullStore := postgis.NewStore(pool, metrics, log)
+	fullStore.FullReplace = true
+	fullSvc := ingest.NewService(fullStore, metrics, log)
+	fullSvc.Lease = svc.Lease
+	changes := rand.New(rand.NewPCG(c.seed, 11))
+	keyed := 0
+	for _, s := range srcs {
+		if s.sim.keyed {
+			keyed++
+		}
+	}
+	fmt.Printf("benchyear: %d sources keyed (key=parcel_id), %d unkeyed; a version changes %.1f-%.1f %% of its parcels\n",
+		keyed, len(srcs)-keyed, 100*c.changeMin, 100*c.changeMax)
+
 	var results []month
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for m := 0; m <= c.months; m++ {
 		var jobs []ingest.Job
+		var versions []published
 		when := base.AddDate(0, m, 0)
 		for i, s := range srcs {
 			if s.deleted {
@@ -213,9 +280,13 @@ func run(ctx context.Context, c config) error {
 			}
 			switch {
 			case m == 0 || rng.Float64() < c.publish:
-				jobs = append(jobs, mustJob(ingest.NewJob(ingest.Source{Bucket: "bench", Key: s.key,
-					VersionToken: fmt.Sprintf("m%02d", m), Order: ingest.OrderFromTime(when.Add(time.Duration(i) * time.Second))},
-					ingest.DefaultParams("parcels"), &genFetcher{src: s, version: m, tmp: c.tmp})))
+				var t truth
+				if m > 0 {
+					t = s.sim.nextVersion(changes, c.changeMin+(c.changeMax-c.changeMin)*changes.Float64())
+				}
+				j := s.job(fmt.Sprintf("m%02d", m), when.Add(time.Duration(i)*time.Second))
+				jobs = append(jobs, j)
+				versions = append(versions, published{src: s, job: j.ID, truth: t})
 			case rng.Float64() < c.deleteFr/(1-c.publish):
 				s.deleted = true
 				p := ingest.DefaultParams("parcels")
@@ -269,7 +340,11 @@ func run(ctx context.Context, c config) error {
 		res.JobsPerSec = float64(len(jobs)) / busy.Seconds()
 		res.DuringP50, res.DuringP99 = pct(during, 50), pct(during, 99)
 
-		if err := probeJob(ctx, svc, pool, c, m, when, &res); err != nil {
+		if err := probeJob(ctx, svc, fullSvc, pool, probe, full, changes, c, m, when, &res); err != nil {
+			return err
+		}
+		versions = append(versions, published{src: probe, job: res.probeJob, truth: res.probeTruth})
+		if err := scoreMonth(ctx, pool, versions, m == 0, &res); err != nil {
 			return err
 		}
 		s, err := restOfWeek(ctx, store, pool, c)
@@ -310,6 +385,61 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	summarize(results)
+	if c.oracle {
+		var newest []ingest.Job
+		for _, s := range append(srcs, probe, full) {
+			if !s.deleted {
+				newest = append(newest, s.job("oracle", base))
+			}
+		}
+		t := time.Now()
+		eq, n, diff, err := oracle(ctx, c, pool, newest)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  oracle at month %d: %d of %d sources' current rows equal a full load of their newest version into an empty database (%.0f s)\n",
+			c.months, eq, n, time.Since(t).Seconds())
+		if eq != n {
+			return fmt.Errorf("oracle: %d of %d sources differ; %s", n-eq, n, diff)
+		}
+	}
+	return nil
+}
+
+// published is a source's version of the month, with the truth of what it
+// changed.
+type published struct {
+	src   *source
+	job   string
+	truth truth
+}
+
+// scoreMonth reads the month's change records against the truth (not in
+// month 0, a first version of every source) and the sources' rows after.
+func scoreMonth(ctx context.Context, pool *pgxpool.Pool, vs []published, first bool, res *month) error {
+	res.Keyed, res.Unkeyed = newTally(), newTally()
+	for _, v := range vs {
+		after, err := currentIDs(ctx, pool, v.src.key)
+		if err != nil {
+			return err
+		}
+		res.Features += int64(len(after))
+		if !first {
+			t, err := score(ctx, pool, v.job, v.truth, v.src.ids, after)
+			if err != nil {
+				return err
+			}
+			for _, k := range kinds {
+				res.Changed += t.Truth[k]
+			}
+			if v.src.sim.keyed {
+				res.Keyed.add(t)
+			} else {
+				res.Unkeyed.add(t)
+			}
+		}
+		v.src.ids = after
+	}
 	return nil
 }
 
@@ -350,18 +480,16 @@ func makeSources(rng *rand.Rand, c config) []*source {
 		n := int(math.Max(2, math.Round(float64(sizes[i])*scale)))
 		x0 := parcel.MinLon + float64(i%cols)*w
 		y0 := parcel.MinLat + float64(i/cols)*h
-		out[i] = &source{key: fmt.Sprintf("parcels/county-%05d.geojson", i), n: n, box: [4]float64{x0, y0, x0 + w, y0 + h}}
+		box := [4]float64{x0, y0, x0 + w, y0 + h}
+		out[i] = &source{key: fmt.Sprintf("parcels/county-%05d.geojson", i), n: n, box: box,
+			sim: newSimSource(n, box, rng.Float64() < c.keyed)}
 	}
 	return out
 }
 
-// genFetcher writes a source's version as GeoJSON: the parcel package's
-// parcels of its size, moved into its cell, with the version as a property.
-type genFetcher struct {
-	src     *source
-	version int
-	tmp     string
-}
+// genFetcher writes a source's version as GeoJSON: its parcels as the
+// simulation has them.
+type genFetcher struct{ parcels []*simParcel }
 
 func (g *genFetcher) Fetch(_ context.Context, dir string) (ingest.Fetched, error) {
 	path := filepath.Join(dir, "parcels.geojson")
@@ -371,7 +499,7 @@ func (g *genFetcher) Fetch(_ context.Context, dir string) (ingest.Fetched, error
 	}
 	h := sha256.New()
 	w := io.MultiWriter(f, h)
-	if err := writeParcels(w, g.src.n, g.src.box, g.version); err != nil {
+	if err := writeParcels(w, g.parcels); err != nil {
 		f.Close()
 		return ingest.Fetched{}, err
 	}
@@ -386,21 +514,16 @@ func (g *genFetcher) Fetch(_ context.Context, dir string) (ingest.Fetched, error
 	return ingest.Fetched{Path: path, ContentHash: hex.EncodeToString(h.Sum(nil)), Size: st.Size()}, nil
 }
 
-// writeParcels writes n parcels of the parcel package's grid, moved from
-// its extent into box, as a FeatureCollection.
-func writeParcels(w io.Writer, n int, box [4]float64, version int) error {
-	g := parcel.NewGrid(n)
+// writeParcels writes parcels as a FeatureCollection.
+func writeParcels(w io.Writer, parcels []*simParcel) error {
 	buf := make([]byte, 0, 1<<20)
 	buf = append(buf, `{"type":"FeatureCollection","features":[`...)
 	var fb []byte
-	for i := 0; i < n; i++ {
-		f := g.Make(i)
-		f.Fit(box)
-		f.Year = int32(2000 + version)
+	for i, p := range parcels {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		fb = parcel.AppendGeoJSONFeature(fb[:0], &f)
+		fb = parcel.AppendGeoJSONFeature(fb[:0], &p.f)
 		buf = append(buf, fb...)
 		if len(buf) > 1<<20 {
 			if _, err := w.Write(buf); err != nil {
@@ -485,24 +608,45 @@ func deliver(ctx context.Context, svc *ingest.Service, jobs []ingest.Job, worker
 	return len(all), retries.Load()
 }
 
-// probeJob writes the probe source's new version and records its costs.
-func probeJob(ctx context.Context, svc *ingest.Service, pool *pgxpool.Pool, c config, m int, when time.Time, res *month) error {
-	// A county of the extent's middle sixteenth: parcels of some 3,700 m²
-	// at 25,000, across some eight admin units.
+// probeSource is the probe: a keyed county of the extent's middle
+// sixteenth, parcels of some 3,700 m² at 25,000, across some eight admin
+// units.
+func probeSource(c config) *source {
 	w, h := (parcel.MaxLon-parcel.MinLon)/4, (parcel.MaxLat-parcel.MinLat)/4
 	x0, y0 := parcel.MinLon+1.5*w, parcel.MinLat+1.5*h
-	s := &source{key: "probe/county.geojson", n: c.probe, box: [4]float64{x0, y0, x0 + w, y0 + h}}
-	j := mustJob(ingest.NewJob(ingest.Source{Bucket: "bench", Key: s.key, VersionToken: fmt.Sprintf("m%02d", m),
-		Order: ingest.OrderFromTime(when.Add(time.Hour * 24 * 20))}, ingest.DefaultParams("parcels"), &genFetcher{src: s, version: m, tmp: c.tmp}))
-	t := time.Now()
-	r := svc.Run(ctx, j)
-	res.ProbeWall = time.Since(t).Seconds()
-	if r.Err != nil {
-		return fmt.Errorf("probe: %w", r.Err)
+	box := [4]float64{x0, y0, x0 + w, y0 + h}
+	return &source{key: "probe/county.geojson", n: c.probe, box: box, sim: newSimSource(c.probe, box, true)}
+}
+
+// probeJob writes the probe source's new version (changed as any source's)
+// and records its costs; then the same version as its twin's, written
+// whole.
+func probeJob(ctx context.Context, svc, fullSvc *ingest.Service, pool *pgxpool.Pool, probe, full *source, changes *rand.Rand,
+	c config, m int, when time.Time, res *month) error {
+	if m > 0 {
+		res.probeTruth = probe.sim.nextVersion(changes, c.changeMin+(c.changeMax-c.changeMin)*changes.Float64())
 	}
-	if err := pool.QueryRow(ctx, `SELECT coalesce(j.write_seconds, 0), coalesce((SELECT max(seconds) FROM report_assignments WHERE parcel_job_id = j.job_id), 0)
-		FROM jobs j WHERE j.job_id = $1`, j.ID).Scan(&res.ProbeWrite, &res.ProbeRefresh); err != nil {
-		return err
+	at := when.Add(time.Hour * 24 * 20)
+	for _, p := range []struct {
+		svc         *ingest.Service
+		src         *source
+		wall, write *float64
+	}{{svc, probe, &res.ProbeWall, &res.ProbeWrite}, {fullSvc, full, &res.FullWall, &res.FullWrite}} {
+		j := p.src.job(fmt.Sprintf("m%02d", m), at)
+		t := time.Now()
+		r := p.svc.Run(ctx, j)
+		*p.wall = time.Since(t).Seconds()
+		if r.Err != nil {
+			return fmt.Errorf("probe %s: %w", p.src.key, r.Err)
+		}
+		var refresh float64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(j.write_seconds, 0), coalesce((SELECT max(seconds) FROM report_assignments WHERE parcel_job_id = j.job_id), 0)
+			FROM jobs j WHERE j.job_id = $1`, j.ID).Scan(p.write, &refresh); err != nil {
+			return err
+		}
+		if p.src == probe {
+			res.ProbeRefresh, res.probeJob = refresh, j.ID
+		}
 	}
 	return nil
 }
@@ -698,6 +842,17 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 		Scan(&res.DBBytes, &res.Dead, &res.Live, &res.Partitions, &res.Relations, &res.CurrentRows, &res.LedgerJobs, &res.DeadTableMax); err != nil {
 		return err
 	}
+	// The history (migration 0033's feature_history, if this schema has
+	// it) and the change records.
+	if err := pool.QueryRow(ctx, `
+		SELECT (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		         WHERE n.nspname = 'geoingest_store' AND c.relkind = 'r'),
+		       coalesce(pg_total_relation_size(to_regclass('feature_history')), 0),
+		       coalesce(pg_total_relation_size(to_regclass('feature_changes')), 0) + coalesce(pg_total_relation_size(to_regclass('job_changes')), 0)
+		         + coalesce(pg_total_relation_size(to_regclass('feature_lineage')), 0)`).
+		Scan(&res.StoreBytes, &res.HistoryBytes, &res.ChangelogBytes); err != nil {
+		return err
+	}
 	res.Bloat, res.SharedBloat = bloat(ctx, pool)
 	return nil
 }
@@ -714,7 +869,15 @@ func printMonth(r month, header bool) {
 		r.Month, r.Jobs, r.Deliveries, r.Retries, r.JobsPerSec, r.ProbeWall, r.ProbeWrite, r.ProbeRefresh,
 		q("tile/warm"), q("tile/new"), q("join/warm"), q("join/new"), r.DuringP50, r.DuringP99,
 		r.Report, r.Verify, r.VerifySince, r.PruneJobs, r.DBBytes>>20, r.Dead, r.Live, r.Partitions, r.Relations, r.CurrentRows, r.LedgerJobs, r.Settle, r.Bloat, r.SharedBloat, r.DeadTableMax)
+	fmt.Printf("      changes: %d of %d features (%.2f %%) | probe write %.3f s vs full replace %.3f s (%.2fx), wall %.2f vs %.2f s | storage MB: tables %.1f, history %.1f, changelog %.1f\n",
+		r.Changed, r.Features, 100*float64(r.Changed)/math.Max(1, float64(r.Features)), r.ProbeWrite, r.FullWrite, r.ProbeWrite/math.Max(1e-9, r.FullWrite),
+		r.ProbeWall, r.FullWall, mb(r.StoreBytes), mb(r.HistoryBytes), mb(r.ChangelogBytes))
+	if r.Month > 0 {
+		fmt.Printf("      changelog keyed:   %s\n      changelog unkeyed: %s\n", r.Keyed, r.Unkeyed)
+	}
 }
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
 func summarize(rs []month) {
 	if len(rs) < 2 {
@@ -728,6 +891,20 @@ func summarize(rs []month) {
 		fmt.Printf("  %-10s p99 %.2f ms vs one table %.2f ms: ratio %.2f (target <= 2); p50 %.2f vs %.2f: %.2f\n", k, g.P99, o.P99, g.P99/o.P99, g.P50, o.P50, g.P50/o.P50)
 	}
 	fmt.Printf("  probe job wall %.2f s vs month 1 %.2f s: ratio %.2f (target <= 1.2)\n", last.ProbeWall, first.ProbeWall, last.ProbeWall/first.ProbeWall)
+	var k, u tally = newTally(), newTally()
+	var wr, fr float64
+	for _, r := range rs[1:] {
+		k.add(r.Keyed)
+		u.add(r.Unkeyed)
+		wr, fr = wr+r.ProbeWrite, fr+r.FullWrite
+	}
+	kp, kr := k.pr("")
+	up, ur := u.pr("")
+	fmt.Printf("  changelog over months 1-%d, keyed: precision %.4f recall %.4f (target 1); unkeyed: %.4f %.4f (target >= 0.99)\n", last.Month, kp, kr, up, ur)
+	fmt.Printf("    keyed   %s\n    unkeyed %s\n", k, u)
+	fmt.Printf("  probe write as changes %.2f s vs written whole %.2f s over months 1-%d: %.2fx\n", wr, fr, last.Month, wr/math.Max(1e-9, fr))
+	fmt.Printf("  storage at month %d: database %.1f MB, feature tables %.1f MB, history %.1f MB, change records %.1f MB\n",
+		last.Month, mb(last.DBBytes), mb(last.StoreBytes), mb(last.HistoryBytes), mb(last.ChangelogBytes))
 	fmt.Printf("  probe refresh %.2f s vs its write %.2f s: ratio %.2f (target <= 0.3)\n", last.ProbeRefresh, last.ProbeWrite, last.ProbeRefresh/last.ProbeWrite)
 	fmt.Printf("  dead/live tuples %d/%d: (dead+live)/live %.3f (target <= 1.3), after waiting %.0f s for autovacuum\n", last.Dead, last.Live, float64(last.Dead+last.Live)/float64(last.Live), last.Settle)
 	if last.Bloat > 0 {

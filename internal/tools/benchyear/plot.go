@@ -30,7 +30,13 @@ func writeCSV(path string, rs []month) error {
 	}
 	head = append(head, "during_p50_ms", "during_p99_ms", "report_s", "verify_s", "verify_since_s", "pruned_jobs",
 		"db_bytes", "dead_tuples", "live_tuples", "partitions", "relations", "current_rows", "ledger_jobs",
-		"settle_s", "storage_bloat", "shared_bloat")
+		"settle_s", "storage_bloat", "shared_bloat",
+		"full_wall_s", "full_write_s", "features", "changed", "store_bytes", "history_bytes", "changelog_bytes")
+	for _, l := range []string{"keyed", "unkeyed"} {
+		for _, k := range kinds {
+			head = append(head, l+"/"+k+"/reported", l+"/"+k+"/correct", l+"/"+k+"/truth")
+		}
+	}
 	_ = w.Write(head)
 	g := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, r := range rs {
@@ -42,7 +48,14 @@ func writeCSV(path string, rs []month) error {
 		rec = append(rec, g(r.DuringP50), g(r.DuringP99), g(r.Report), g(r.Verify), g(r.VerifySince),
 			fmt.Sprint(r.PruneJobs), fmt.Sprint(r.DBBytes), fmt.Sprint(r.Dead), fmt.Sprint(r.Live),
 			fmt.Sprint(r.Partitions), fmt.Sprint(r.Relations), fmt.Sprint(r.CurrentRows), fmt.Sprint(r.LedgerJobs),
-			g(r.Settle), g(r.Bloat), g(r.SharedBloat))
+			g(r.Settle), g(r.Bloat), g(r.SharedBloat),
+			g(r.FullWall), g(r.FullWrite), fmt.Sprint(r.Features), fmt.Sprint(r.Changed),
+			fmt.Sprint(r.StoreBytes), fmt.Sprint(r.HistoryBytes), fmt.Sprint(r.ChangelogBytes))
+		for _, t := range []tally{r.Keyed, r.Unkeyed} {
+			for _, k := range kinds {
+				rec = append(rec, fmt.Sprint(t.Reported[k]), fmt.Sprint(t.Correct[k]), fmt.Sprint(t.Truth[k]))
+			}
+		}
 		_ = w.Write(rec)
 	}
 	w.Flush()
