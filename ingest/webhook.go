@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // The webhook (docs/changes.md, "The webhook"): a consumer of the change
@@ -137,8 +139,9 @@ func (w *Webhook) Run(ctx context.Context) error {
 			w.wait(ctx, w.Poll)
 			continue
 		}
-		if !ok { // another process delivers for it
-			w.wait(ctx, w.Lease/2)
+		if !ok { // another process delivers for it: ask again at the next poll,
+			// so that a dead holder's lease is taken over as soon as it ends
+			w.wait(ctx, w.Poll)
 			continue
 		}
 		n, err := w.deliverBatch(ctx, cursor)
@@ -170,6 +173,9 @@ func (w *Webhook) deliverBatch(ctx context.Context, cursor string) (int, error) 
 	if err != nil {
 		return 0, err
 	}
+	if len(recs) > 0 {
+		testhook.At(ctx, testhook.WebhookAfterRead, testhook.Where{Owner: w.Holder, Job: recs[0].Job})
+	}
 	for _, c := range recs {
 		deliver, zoom := true, (*TileZoom)(nil)
 		if w.Select != nil {
@@ -184,6 +190,7 @@ func (w *Webhook) deliverBatch(ctx context.Context, cursor string) (int, error) 
 			if err := w.post(ctx, c, body); err != nil {
 				return 0, err
 			}
+			testhook.At(ctx, testhook.WebhookAfterPost, testhook.Where{Owner: w.Holder, Job: c.Job})
 			sent = 1
 		}
 		held, err := w.Subscribers.SaveSubscriberCursor(ctx, w.Name, w.Holder, c.Cursor, sent, w.Lease)

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +16,12 @@ import (
 // while it applies a new version of a source as changes: with the version
 // staged and checked, before its diff is applied (during-diff), and with
 // the diff applied, before COMMIT (before-commit). Each time the first
-// generation stays current, whole, with its one change record; a second
-// worker then applies the version exactly once: 5 features added, 40
-// kept with their feature ids, one change record for it, verify clean.
+// generation stays current, whole, with its one change record, and the
+// history holds nothing (nothing of the uncommitted version); a second
+// worker then applies the version exactly once: 5 features added, 3
+// removed, 5 with changed attributes, 32 unchanged, the 37 kept with their
+// feature ids, one change record for it, verify clean, and each of the 8
+// retired rows in the history exactly once, as the first version had it.
 func TestServeCrashDuringDiff(t *testing.T) {
 	t.Parallel()
 	const lease, visibility = 3 * time.Second, 2 * time.Second
@@ -30,7 +37,7 @@ func TestServeCrashDuringDiff(t *testing.T) {
 			w.stop(t)
 			ids := queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels`)
 
-			o2 := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", squaresFile(t, 45), 2)
+			o2 := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", changedSquaresFile(t, 45, 3, 5), 2)
 			sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o2))
 			a := c.serve(t, []string{"GEOINGEST_TEST_CRASH_AT=" + point}, args...)
 			select {
@@ -43,21 +50,52 @@ func TestServeCrashDuringDiff(t *testing.T) {
 			require.EqualValues(t, 0, queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE status = 'replaced'`))
 			require.EqualValues(t, 1, queryInt(t, c.db, `SELECT count(*) FROM job_changes`))
 			require.EqualValues(t, ids, queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels`))
+			require.EqualValues(t, 0, queryInt(t, c.db, `SELECT count(*) FROM feature_history`), "nothing of the uncommitted version in the history")
+			retired := queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels WHERE (properties->>'i')::int < 8`)
 
 			b := c.serve(t, nil, args...)
 			eventually(t, lease+visibility+60*time.Second, "the new version committed and the queue drained", func() bool {
 				return queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE status = 'replaced'`) == 1 && c.sqsEmpty(t)
 			})
 			b.stop(t)
-			require.EqualValues(t, 45, queryInt(t, c.db, `SELECT count(*) FROM parcels`))
+			require.EqualValues(t, 42, queryInt(t, c.db, `SELECT count(*) FROM parcels`))
 			require.EqualValues(t, 2, queryInt(t, c.db, `SELECT count(*) FROM job_changes`), "one change record per version")
-			require.EqualValues(t, 5, queryInt(t, c.db, `SELECT added FROM job_changes WHERE base_job_id IS NOT NULL`))
-			require.EqualValues(t, 40, queryInt(t, c.db, `SELECT unchanged FROM job_changes WHERE base_job_id IS NOT NULL`))
-			require.EqualValues(t, 5, queryInt(t, c.db, `SELECT count(*) FROM feature_changes`))
-			require.EqualValues(t, ids, queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels WHERE (properties->>'i')::int < 40`),
-				"the 40 kept features keep their ids")
+			require.Equal(t, map[string]int64{"added": 5, "removed": 3, "attributes": 5, "geometry": 0, "unchanged": 32},
+				queryPairs(t, c.db, `SELECT k, v FROM job_changes, LATERAL (VALUES ('added', added), ('removed', removed),
+					('attributes', attributes), ('geometry', geometry), ('unchanged', unchanged)) AS x (k, v) WHERE base_job_id IS NOT NULL`))
+			require.EqualValues(t, 13, queryInt(t, c.db, `SELECT count(*) FROM feature_changes`))
+			require.EqualValues(t, ids-retired+queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels WHERE (properties->>'i')::int BETWEEN 3 AND 7`),
+				queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels WHERE (properties->>'i')::int < 40`),
+				"the 37 kept features keep their ids")
+			// The history: each retired row once, by the version that
+			// retired it, as the first version had it.
+			require.EqualValues(t, 8, queryInt(t, c.db, `SELECT count(*) FROM feature_history`))
+			require.EqualValues(t, 8, queryInt(t, c.db, `SELECT count(DISTINCT feature_id) FROM feature_history`))
+			require.EqualValues(t, retired, queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM feature_history`))
+			require.EqualValues(t, 8, queryInt(t, c.db, `SELECT count(*) FROM feature_history h JOIN job_changes c ON c.job_id = h.retired_by
+				WHERE c.base_job_id IS NOT NULL AND NOT h.properties ? 'sold' AND (h.properties->>'i')::int < 8`))
 			code, out, errOut := run(t, map[string]string{"DATABASE_URL": c.db}, "verify")
 			require.Equal(t, 0, code, out+errOut)
 		})
 	}
+}
+
+// changedSquaresFile is squaresFile(n) with the first removed squares left
+// out and the next changed ones given the attribute "sold" (the same
+// geometry: matched by overlap, their attributes changed).
+func changedSquaresFile(t *testing.T, n, removed, changed int) string {
+	t.Helper()
+	var fs []string
+	for i := removed; i < n; i++ {
+		x := 13.0 + float64(i)*0.01
+		props := fmt.Sprintf(`{"i":%d}`, i)
+		if i < removed+changed {
+			props = fmt.Sprintf(`{"i":%d,"sold":true}`, i)
+		}
+		fs = append(fs, fmt.Sprintf(`{"type":"Feature","properties":%s,"geometry":{"type":"Polygon","coordinates":[[[%g,52.5],[%g,52.5],[%g,52.501],[%g,52.501],[%g,52.5]]]}}`,
+			props, x, x+0.001, x+0.001, x, x))
+	}
+	p := filepath.Join(t.TempDir(), fmt.Sprintf("changed%d.geojson", n))
+	require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","features":[`+strings.Join(fs, ",")+`]}`), 0o644))
+	return p
 }

@@ -54,6 +54,15 @@ const (
 	// inserted, before that pair's COMMIT. Where.Job is the parcel job.
 	BeforeRefreshCommit = "before-refresh-commit"
 
+	// WebhookAfterRead is reached by a webhook's deliverer when it has
+	// read the change records after its durable cursor, before it POSTs
+	// the first of them. Where.Job is that record's job.
+	WebhookAfterRead = "webhook-after-read"
+
+	// WebhookAfterPost is reached when the URL answered 2xx to a record's
+	// POST, before the cursor is moved past it. Where.Job is its job.
+	WebhookAfterPost = "webhook-after-post"
+
 	// Heartbeat is reached before each renewal of a job's lease; a hook
 	// that returns true skips the renewal, so that the lease runs out.
 	Heartbeat = "heartbeat"

@@ -114,6 +114,7 @@ func TestChaos(t *testing.T) {
 	qURL := sq.NewQueue(t, "chaos", cfg.visibility)
 	dlqURL := sq.NewQueue(t, "chaos-dlq", cfg.visibility)
 	hook := newWebhook(t)
+	changes := newChangeHook(t, seed)
 	st := testsrv.Versitygw(t, hook.url)
 	testsrv.Env(t, sq.URL, st.URL)
 	t.Setenv("TMPDIR", t.TempDir()) // killed jobs leave their downloads behind
@@ -146,6 +147,7 @@ func TestChaos(t *testing.T) {
 		"--workers", strconv.Itoa(cfg.workers), "--lease", cfg.lease.String(), "--visibility", cfg.visibility.String(),
 		"--wait", "1s", "--backoff", "1s", "--backoff-max", "4s", "--grace", "2s",
 		"--read-timeout", "5s", "--read-cpu", "3s",
+		"--webhook", changes.url,
 		"--log-format", "json", "--log-level", "info",
 	}, faultServeArgs...), compactArgs...))
 	readyCtx, readyCancel := context.WithTimeout(ctx, time.Minute)
@@ -154,7 +156,7 @@ func TestChaos(t *testing.T) {
 
 	del := newDeliverer(sq.Client, qURL, rand.New(rand.NewPCG(seed, 2)))
 	sl := &stealer{pool: pool, fleet: fl, del: del, bucket: bucket}
-	r := &run{cfg: cfg, t: t, plan: plan, start: time.Now(), hook: hook, del: del, steal: sl, fleet: fl,
+	r := &run{cfg: cfg, t: t, plan: plan, start: time.Now(), hook: hook, changes: changes, del: del, steal: sl, fleet: fl,
 		uploadsDone: make(chan struct{}), db: db, faults: fx, ha: ha}
 	r.took.setup = time.Since(setupStart)
 
@@ -190,6 +192,9 @@ func TestChaos(t *testing.T) {
 		drained = r.asyncRepair(ctx, pool, sq.Client, qURL)
 	}
 	r.took.drain = time.Since(chaosEnd)
+	changesStart := time.Now()
+	r.changesDelivered = awaitChanges(ctx, pool, time.Minute)
+	r.took.changes = time.Since(changesStart)
 	stopStart := time.Now()
 	fl.stop()
 	r.took.stop = time.Since(stopStart)
@@ -222,7 +227,9 @@ type run struct {
 	ha                           *hatest.Cluster // the formation of a run with failovers, else nil
 	fo                           []failover      // the failovers done
 	asyncNotes                   []string        // what an asynchronous standby's failovers lost, and its repair (report lines)
-	took                         struct{ setup, chaos, drain, stop time.Duration }
+	took                         struct{ setup, chaos, drain, changes, stop time.Duration }
+	changes                      *changeHook
+	changesDelivered             bool
 }
 
 // at is the moment a fraction of the chaos has passed.

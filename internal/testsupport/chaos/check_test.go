@@ -262,6 +262,11 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 		}
 	}
 	p("=== chaos: what it found ===")
+	changesFound, changesWrong := "", []string(nil)
+	if r.changes != nil {
+		changesFound, changesWrong = checkChanges(ctx, pool, r.changes)
+		p("changes:        %s (the webhook's cursor passed every record %s after the drain: %v)", changesFound, r.took.changes.Round(100*time.Millisecond), r.changesDelivered)
+	}
 	p("keys:           %d expected current, %d current jobs; jobs by status %v; claims by state %v", len(want), currentJobs, statuses, claimStates)
 	p("lost:           %d", len(lost))
 	for _, s := range firstOf(lost, 20) {
@@ -316,6 +321,12 @@ func (r *run) report(ctx context.Context, pool *pgxpool.Pool, db string, c *sqs.
 	}
 	if r.hook.count() != len(r.plan)+1 {
 		t.Errorf("versitygw sent %d notifications for %d uploads and its test event", r.hook.count(), len(r.plan))
+	}
+	for _, s := range changesWrong {
+		t.Error(s)
+	}
+	if r.changes != nil && !r.changesDelivered {
+		t.Errorf("the webhook's cursor did not pass every change record within a minute of the drain")
 	}
 	if r.fleet.kills == 0 || r.fleet.restarts == 0 {
 		t.Errorf("no serve was killed and restarted")
