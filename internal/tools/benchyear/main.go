@@ -96,6 +96,7 @@ type config struct {
 	// version in [changeMin, changeMax], and the share of keyed sources.
 	changeMin, changeMax, keyed float64
 	oracle                      bool
+	probeKeyed                  bool
 }
 
 func main() {
@@ -118,6 +119,7 @@ func main() {
 	flag.Float64Var(&c.changeMin, "change-min", 0.005, "a new version changes at least this share of its parcels")
 	flag.Float64Var(&c.changeMax, "change-max", 0.05, "and at most this share")
 	flag.Float64Var(&c.keyed, "keyed", 0.7, "share of sources with a key (key=parcel_id); the rest are matched by content and overlap")
+	flag.BoolVar(&c.probeKeyed, "probe-keyed", true, "the probe is keyed (false: matched by content and overlap, as an unkeyed source)")
 	flag.BoolVar(&c.oracle, "oracle", true, "at the end, load every source's newest version into an empty database and compare the rows")
 	flag.IntVar(&c.waves, "waves", 4, "deliver each month's publications and deletes (after the initial load) in this many waves, each followed by the compactor's passes and the wait for autovacuum (-settle), as a real month spreads them over its weeks; 1: the whole month at once (a burst)")
 	replot := flag.String("replot", "", "only draw plot.png in -out again from this results.csv")
@@ -198,8 +200,10 @@ type month struct {
 	FullWall, FullWrite float64
 	// The month's versions: features in them, and changed (every kind).
 	Features, Changed int64
-	// Storage: the feature tables, the history and the change records.
-	StoreBytes, HistoryBytes, ChangelogBytes int64
+	// Storage: the feature tables, the history and the change records;
+	// TwinHistoryBytes is the part of the history (its rows' bytes, of
+	// HistoryBytes) that the probe's twin retired.
+	StoreBytes, HistoryBytes, ChangelogBytes, TwinHistoryBytes int64
 
 	probeJob   string // this month's probe job
 	probeTruth truth  // and what its version changed
@@ -608,14 +612,14 @@ func deliver(ctx context.Context, svc *ingest.Service, jobs []ingest.Job, worker
 	return len(all), retries.Load()
 }
 
-// probeSource is the probe: a keyed county of the extent's middle
+// probeSource is the probe: a county (keyed unless -probe-keyed=false) of the extent's middle
 // sixteenth, parcels of some 3,700 m² at 25,000, across some eight admin
 // units.
 func probeSource(c config) *source {
 	w, h := (parcel.MaxLon-parcel.MinLon)/4, (parcel.MaxLat-parcel.MinLat)/4
 	x0, y0 := parcel.MinLon+1.5*w, parcel.MinLat+1.5*h
 	box := [4]float64{x0, y0, x0 + w, y0 + h}
-	return &source{key: "probe/county.geojson", n: c.probe, box: box, sim: newSimSource(c.probe, box, true)}
+	return &source{key: "probe/county.geojson", n: c.probe, box: box, sim: newSimSource(c.probe, box, c.probeKeyed)}
 }
 
 // probeJob writes the probe source's new version (changed as any source's)
@@ -853,6 +857,15 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 		Scan(&res.StoreBytes, &res.HistoryBytes, &res.ChangelogBytes); err != nil {
 		return err
 	}
+	if res.HistoryBytes > 0 {
+		// The twin's share, by its rows' bytes, of the history's size.
+		if err := pool.QueryRow(ctx, `
+			SELECT (coalesce(sum(pg_column_size(h.*)) FILTER (WHERE j.source_key = 'probe-full/county.geojson'), 0)
+			        / greatest(coalesce(sum(pg_column_size(h.*)), 0), 1) * pg_total_relation_size('feature_history'))::bigint
+			FROM feature_history h JOIN jobs j ON j.job_id = h.retired_by`).Scan(&res.TwinHistoryBytes); err != nil {
+			return err
+		}
+	}
 	res.Bloat, res.SharedBloat = bloat(ctx, pool)
 	return nil
 }
@@ -869,9 +882,9 @@ func printMonth(r month, header bool) {
 		r.Month, r.Jobs, r.Deliveries, r.Retries, r.JobsPerSec, r.ProbeWall, r.ProbeWrite, r.ProbeRefresh,
 		q("tile/warm"), q("tile/new"), q("join/warm"), q("join/new"), r.DuringP50, r.DuringP99,
 		r.Report, r.Verify, r.VerifySince, r.PruneJobs, r.DBBytes>>20, r.Dead, r.Live, r.Partitions, r.Relations, r.CurrentRows, r.LedgerJobs, r.Settle, r.Bloat, r.SharedBloat, r.DeadTableMax)
-	fmt.Printf("      changes: %d of %d features (%.2f %%) | probe write %.3f s vs full replace %.3f s (%.2fx), wall %.2f vs %.2f s | storage MB: tables %.1f, history %.1f, changelog %.1f\n",
+	fmt.Printf("      changes: %d of %d features (%.2f %%) | probe write %.3f s vs full replace %.3f s (%.2fx), wall %.2f vs %.2f s | storage MB: tables %.1f, history %.1f (%.1f of it the twin's), changelog %.1f\n",
 		r.Changed, r.Features, 100*float64(r.Changed)/math.Max(1, float64(r.Features)), r.ProbeWrite, r.FullWrite, r.ProbeWrite/math.Max(1e-9, r.FullWrite),
-		r.ProbeWall, r.FullWall, mb(r.StoreBytes), mb(r.HistoryBytes), mb(r.ChangelogBytes))
+		r.ProbeWall, r.FullWall, mb(r.StoreBytes), mb(r.HistoryBytes), mb(r.TwinHistoryBytes), mb(r.ChangelogBytes))
 	if r.Month > 0 {
 		fmt.Printf("      changelog keyed:   %s\n      changelog unkeyed: %s\n", r.Keyed, r.Unkeyed)
 	}
@@ -903,8 +916,8 @@ func summarize(rs []month) {
 	fmt.Printf("  changelog over months 1-%d, keyed: precision %.4f recall %.4f (target 1); unkeyed: %.4f %.4f (target >= 0.99)\n", last.Month, kp, kr, up, ur)
 	fmt.Printf("    keyed   %s\n    unkeyed %s\n", k, u)
 	fmt.Printf("  probe write as changes %.2f s vs written whole %.2f s over months 1-%d: %.2fx\n", wr, fr, last.Month, wr/math.Max(1e-9, fr))
-	fmt.Printf("  storage at month %d: database %.1f MB, feature tables %.1f MB, history %.1f MB, change records %.1f MB\n",
-		last.Month, mb(last.DBBytes), mb(last.StoreBytes), mb(last.HistoryBytes), mb(last.ChangelogBytes))
+	fmt.Printf("  storage at month %d: database %.1f MB, feature tables %.1f MB, history %.1f MB (%.1f MB without the twin's), change records %.1f MB\n",
+		last.Month, mb(last.DBBytes), mb(last.StoreBytes), mb(last.HistoryBytes), mb(last.HistoryBytes-last.TwinHistoryBytes), mb(last.ChangelogBytes))
 	fmt.Printf("  probe refresh %.2f s vs its write %.2f s: ratio %.2f (target <= 0.3)\n", last.ProbeRefresh, last.ProbeWrite, last.ProbeRefresh/last.ProbeWrite)
 	fmt.Printf("  dead/live tuples %d/%d: (dead+live)/live %.3f (target <= 1.3), after waiting %.0f s for autovacuum\n", last.Dead, last.Live, float64(last.Dead+last.Live)/float64(last.Live), last.Settle)
 	if last.Bloat > 0 {

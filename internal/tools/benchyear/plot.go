@@ -31,7 +31,7 @@ func writeCSV(path string, rs []month) error {
 	head = append(head, "during_p50_ms", "during_p99_ms", "report_s", "verify_s", "verify_since_s", "pruned_jobs",
 		"db_bytes", "dead_tuples", "live_tuples", "partitions", "relations", "current_rows", "ledger_jobs",
 		"settle_s", "storage_bloat", "shared_bloat",
-		"full_wall_s", "full_write_s", "features", "changed", "store_bytes", "history_bytes", "changelog_bytes")
+		"full_wall_s", "full_write_s", "features", "changed", "store_bytes", "history_bytes", "changelog_bytes", "twin_history_bytes")
 	for _, l := range []string{"keyed", "unkeyed"} {
 		for _, k := range kinds {
 			head = append(head, l+"/"+k+"/reported", l+"/"+k+"/correct", l+"/"+k+"/truth")
@@ -50,7 +50,7 @@ func writeCSV(path string, rs []month) error {
 			fmt.Sprint(r.Partitions), fmt.Sprint(r.Relations), fmt.Sprint(r.CurrentRows), fmt.Sprint(r.LedgerJobs),
 			g(r.Settle), g(r.Bloat), g(r.SharedBloat),
 			g(r.FullWall), g(r.FullWrite), fmt.Sprint(r.Features), fmt.Sprint(r.Changed),
-			fmt.Sprint(r.StoreBytes), fmt.Sprint(r.HistoryBytes), fmt.Sprint(r.ChangelogBytes))
+			fmt.Sprint(r.StoreBytes), fmt.Sprint(r.HistoryBytes), fmt.Sprint(r.ChangelogBytes), fmt.Sprint(r.TwinHistoryBytes))
 		for _, t := range []tally{r.Keyed, r.Unkeyed} {
 			for _, k := range kinds {
 				rec = append(rec, fmt.Sprint(t.Reported[k]), fmt.Sprint(t.Correct[k]), fmt.Sprint(t.Truth[k]))
