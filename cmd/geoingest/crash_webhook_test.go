@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/stretchr/testify/require"
 )
 
