@@ -25,6 +25,7 @@ var matchProps = []string{
 	`{"APN":"x,\"y\\ {z}","n":null,"b":true,"f":false}`,
 	`{"APN":"null","aa":1,"b":2,"a":3,"a":4}`,
 	`{"APN":"\u00e9t\u00c9","s":"tab\tnl\n\u001f \/ \ud83d\ude00 ü"}`,
+	`{"APN":"Mikuláš Jäger","owner":"日本 ü \ud83d\ude00","é":"ü"}`,
 	`{"APN":[1,2],"o":{"b":[{"y":1,"x":2}],"a":{}}}`,
 	`{"APN":"   ","STATE":"ca"}`,
 	`{"APN":7,"STATE":" ny "}`,

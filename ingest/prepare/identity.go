@@ -83,6 +83,7 @@ type member struct {
 	start  int    // the value's encoding in canon.tmp
 	end    int
 	serial int
+	plain  bool // the key needs no escaping
 }
 
 var canonPool = sync.Pool{New: func() any { return new(canon) }}
@@ -132,11 +133,15 @@ func (c *canon) value(dst []byte, i, depth int) (int, []byte, error) {
 		}
 	case '"':
 		j := i + 1
-		for j < len(in) && in[j] != '"' && in[j] != '\\' && in[j] >= 0x20 && in[j] < utf8.RuneSelf {
+		ascii := true
+		for j < len(in) && in[j] != '"' && in[j] != '\\' && in[j] >= 0x20 {
+			ascii = ascii && in[j] < utf8.RuneSelf
 			j++
 		}
-		if j < len(in) && in[j] == '"' {
-			return j + 1, append(dst, in[i:j+1]...), nil // plain ASCII: as written
+		if j < len(in) && in[j] == '"' && (ascii || utf8.Valid(in[i+1:j])) {
+			// No escapes: jsonb prints it as written (escape_json
+			// escapes only quotes, backslashes and control characters).
+			return j + 1, append(dst, in[i:j+1]...), nil
 		}
 		s, j, err := unquote(c.tmpBuf(), in, i)
 		if err != nil {
@@ -191,7 +196,8 @@ func (c *canon) object(dst []byte, i, depth int) (int, []byte, error) {
 		for j < len(in) && in[j] != '"' && in[j] != '\\' && in[j] >= 0x20 && in[j] < utf8.RuneSelf {
 			j++
 		}
-		if j < len(in) && in[j] == '"' {
+		plain := j < len(in) && in[j] == '"'
+		if plain {
 			key, j = in[i+1:j], j+1 // plain ASCII: the key is its own text
 		} else {
 			var err error
@@ -209,7 +215,7 @@ func (c *canon) object(dst []byte, i, depth int) (int, []byte, error) {
 		if i, vals, err = c.value(vals, i, depth+1); err != nil {
 			return i, dst, err
 		}
-		c.mems = append(c.mems, member{key: key, start: start, end: len(vals), serial: n})
+		c.mems = append(c.mems, member{key: key, start: start, end: len(vals), serial: n, plain: plain})
 		i = skipWS(in, i)
 		if i >= len(in) {
 			return i, dst, errNotJSON
@@ -241,7 +247,11 @@ func (c *canon) object(dst []byte, i, depth int) (int, []byte, error) {
 			dst = append(dst, ", "...)
 		}
 		first = false
-		dst = escapeJSON(dst, m.key)
+		if m.plain {
+			dst = append(append(append(dst, '"'), m.key...), '"')
+		} else {
+			dst = escapeJSON(dst, m.key)
+		}
 		dst = append(dst, ": "...)
 		dst = append(dst, vals[m.start:m.end]...)
 	}

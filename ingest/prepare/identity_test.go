@@ -12,13 +12,14 @@ func TestCanonicalProps(t *testing.T) {
 			`{"m": 100, "n": 1.50, "o": 0.0015, "p": 0, "q": 0.00, "r": 120, "s": 12.3, "t": 0.0}`},
 		{`{"s":"a\u00e9\n\"\\\/\u001f\ud83d\ude00"}`, "{\"s\": \"a\u00e9\\n\\\"\\\\/\\u001f\U0001F600\"}"},
 		{`{"é":"x","z":"y"}`, `{"z": "y", "é": "x"}`},
+		{`{"owner":"Mikuláš Jäger 日本","b":"x"}`, `{"b": "x", "owner": "Mikuláš Jäger 日本"}`},
 	} {
 		got, err := CanonicalProps(nil, []byte(c.in))
 		if err != nil || string(got) != c.want {
 			t.Errorf("CanonicalProps(%s) = %s, %v; want %s", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{`{`, `{"a":}`, `{"a":01}`, `{"a":"\u0000"}`, `{"a":"\ud800"}`, `{"a":1}x`, `{"a":tru}`} {
+	for _, bad := range []string{`{`, `{"a":}`, `{"a":01}`, `{"a":"\u0000"}`, `{"a":"\ud800"}`, `{"a":1}x`, `{"a":tru}`, "{\"a\":\"\xff\"}", "{\"a\":\"b\xc3\"}", "{\"a\":\"\x01\"}"} {
 		if got, err := CanonicalProps(nil, []byte(bad)); err == nil {
 			t.Errorf("CanonicalProps(%s) = %s, want an error", bad, got)
 		}
