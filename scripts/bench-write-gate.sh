@@ -31,6 +31,16 @@
 #            full replace), and the floor of reading the file once
 #            (geoingest inspect). Prints peak RSS. DIFF_PCT ("1 100": each
 #            in turn, in one run). Not in the default cases.
+#   typed    a fresh load of BASE_N parcels (GeoJSON lines) with 21 fields,
+#            20 of them mapped by a typed schema to 20 stored columns (9
+#            text, 4 int8, 3 numeric, 2 boolean, a date, a timestamptz; one
+#            field left to extras). geoingest: `schema apply`, then `ingest
+#            --schema --mapping`; ogr2ogr: --config PG_USE_COPY YES into the
+#            columns it types from the same file (String, Integer(64), Real,
+#            Boolean, Date, DateTime); raw COPY limit: binary \copy of
+#            geoingest's rows with their typed columns into an empty table
+#            shaped like the typed feature table, then the GiST build. Not
+#            in the default cases.
 #   small    SMALL_JOBS small GeoJSON files (1-3 parcels each) in an inbox,
 #            served by 1, 2, 4 and 8 `geoingest serve --inbox` processes
 #            (PROCS) on one fresh database: every process delivers every
@@ -422,6 +432,93 @@ formats)
         -nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom -lco SPATIAL_INDEX=GIST
     done
   fi
+  ;;
+typed)
+  # 21 fields: parcelgen's 5 and 16 more derived from the line number.
+  bd=$(data "$base_n")
+  td="$work/typed-$base_n"
+  mkdir -p "$td"
+  if [ ! -f "$td/parcels.geojsonl" ]; then
+    awk '{
+      i = NR
+      extra = sprintf(",\"apn_code\":\"%d\",\"county\":\"06037\",\"zoning\":\" Z-%d \",\"city\":\"City %d\",\"street\":\"%d Main St\",\"zip\":\"%05d\",\"units\":%d,\"rooms\":%d,\"owner_id\":%s,\"area_ft\":%d.%02d,\"tax\":%d.%04d,\"vacant\":%s,\"homestead\":\"%s\",\"sold_on\":\"%04d-%02d-%02d\",\"updated\":\"2024-%02d-%02dT%02d:%02d:%02dZ\",\"note\":\"n%d\"",
+        i % 100000, i % 40, i % 300, i % 9999, i % 99999, i % 7, 1 + i % 12, "4" sprintf("%09d", i), 500 + i % 9000, i % 100, i % 20000, i % 10000,
+        (i % 2 ? "true" : "false"), (i % 3 ? "Y" : "N"), 1950 + i % 70, 1 + i % 12, 1 + i % 28, 1 + i % 12, 1 + i % 28, i % 24, i % 60, i % 60, i)
+      sub(/},"geometry"/, extra "},\"geometry\"")
+      print
+    }' "$bd/parcels_$base_n.geojsonl" > "$td/parcels.geojsonl"
+  fi
+  cat > "$td/schema.yaml" <<'YAML'
+targets:
+  parcels:
+    columns:
+      - {name: parcel_id, type: text}
+      - {name: owner_name, type: text}
+      - {name: land_use, type: text}
+      - {name: assessed, type: numeric}
+      - {name: built_year, type: int8}
+      - {name: apn_code, type: text}
+      - {name: county, type: text}
+      - {name: zoning, type: text}
+      - {name: city, type: text}
+      - {name: street, type: text}
+      - {name: zip, type: text}
+      - {name: units, type: int8}
+      - {name: rooms, type: int8}
+      - {name: owner_id, type: int8}
+      - {name: area_ft, type: numeric}
+      - {name: tax, type: numeric}
+      - {name: vacant, type: boolean}
+      - {name: homestead, type: boolean}
+      - {name: sold_on, type: date}
+      - {name: updated_at, type: timestamptz}
+mappings:
+  - name: county
+    target: parcels
+    fields:
+      parcel_id: {from: parcel_id}
+      owner_name: {from: owner}
+      land_use: {from: land_use}
+      assessed: {from: assessed_value}
+      built_year: {from: year}
+      apn_code: {from: apn_code, pad: 6}
+      county: {from: county}
+      zoning: {from: zoning, trim: true}
+      city: {from: city}
+      street: {from: street}
+      zip: {from: zip}
+      units: {from: units}
+      rooms: {from: rooms}
+      owner_id: {from: owner_id}
+      area_ft: {from: area_ft}
+      tax: {from: tax}
+      vacant: {from: vacant}
+      homestead: {from: homestead}
+      sold_on: {from: sold_on}
+      updated_at: {from: updated}
+YAML
+  typedcols="job_ref, feature_index, layer, properties, geom, area_m2, parcel_id, owner_name, land_use, assessed, built_year, apn_code, county, zoning, city, street, zip, units, rooms, owner_id, area_ft, tax, vacant, homestead, sold_on, updated_at"
+  header "Fresh load of $base_n parcels (GeoJSON lines) under a 20-column typed mapping into an empty database (raw COPY limit: binary COPY of geoingest's rows with their typed columns into an empty table shaped like the typed feature table, then the GiST build; ogr2ogr into the columns it types)"
+  : > "$work/typed.txt"
+  for r in $(seq "$rounds"); do
+    freshdb bench_typed
+    "$work/geoingest" schema apply --database-url "$(dburl bench_typed)" --schema "$td/schema.yaml" >/dev/null
+    ingest bench_typed "$td/parcels.geojsonl" "typed-$r" --schema "$td/schema.yaml" --mapping county; gt=$T; gm=$RSS; gc=$CPU; gcs="client $CCPU + server $SCPU"
+    [ "$(sql bench_typed -c "SELECT count(*) FROM geoingest_typed_parcels WHERE updated_at IS NOT NULL AND extras ? 'note'")" = "$base_n" ] ||
+      { echo "bench: the typed columns were not written" >&2; exit 1; }
+    sql bench_typed -c "\\copy (SELECT $typedcols FROM geoingest_store.parcels) TO '$work/rows.bin' (FORMAT binary)"
+    freshdb bench_typed
+    ogr bench_typed "$td/parcels.geojsonl" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU
+    [ -n "${TYPED_SHOW_OGR:-}" ] && sql bench_typed -c "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'ogr_parcels'" >&2
+    freshdb bench_typed
+    "$work/geoingest" schema apply --database-url "$(dburl bench_typed)" --schema "$td/schema.yaml" >/dev/null
+    timed "${psqlcmd[@]}" "$(dburl bench_typed)" -c "CREATE TABLE raw (LIKE geoingest_store.parcels INCLUDING DEFAULTS INCLUDING GENERATED)" \
+      -c "\\copy raw ($typedcols) FROM '$work/rows.bin' (FORMAT binary)" \
+      -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T; rc=$CPU
+    echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/typed.txt"
+    echo "#   typed round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU: ${gcs}), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
+  done
+  summary "typed fresh $base_n (GeoJSON lines, 20 columns)" "$work/typed.txt"
   ;;
 *) echo "bench: unknown case $c" >&2; exit 2 ;;
 esac
