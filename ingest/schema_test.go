@@ -47,6 +47,18 @@ func TestMappingApply(t *testing.T) {
 	require.True(t, strings.HasSuffix(string(out), `"extras":{"EXTRA":"kept"}}`), string(out))
 	_, err = m.Apply(nil, []byte(`{"F1":"12x"}`))
 	require.EqualError(t, err, `field F1 value "12x" does not cast to c1 int8: not a whole number within int8`)
+	// What the stored columns cannot hold is a cast failure too, not a
+	// failed job: a NUL in a text, a numeric beyond the stored range.
+	_, err = m.Apply(nil, []byte(`{"F0":"a\u0000b"}`))
+	require.ErrorContains(t, err, "does not cast to c0 text: a NUL character")
+	_, err = m.Apply(nil, []byte(`{"F2":1e1001}`))
+	require.ErrorContains(t, err, "does not cast to c2 numeric: beyond the numeric range")
+	_, err = m.Apply(nil, []byte(`{"F2":"1e-1001"}`))
+	require.ErrorContains(t, err, "beyond the numeric range")
+	for _, ok := range []string{`1e999`, `-1.5e-999`, `0.` + strings.Repeat("0", 999) + `1`, strings.Repeat("9", 1000) + `.5`} {
+		_, err = m.Apply(nil, []byte(`{"F2":`+ok+`}`))
+		require.NoError(t, err, ok)
+	}
 
 	r, err := ParseRoute("counties/=parcels?mapping=m&key=c0")
 	require.NoError(t, err)

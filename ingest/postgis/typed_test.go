@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/migrations"
 	"github.com/stretchr/testify/require"
 )
 
@@ -227,4 +229,40 @@ func TestTypedColumnsStored(t *testing.T) {
 	rep, err := b.store.Verify(ctx)
 	require.NoError(t, err)
 	require.Empty(t, rep.Problems)
+}
+
+// TestMigration0036ConvertsTypedViews: down to 35 drops the stored
+// columns and the register (the records keep the values); a typed view of
+// 0034 made there is converted by up: its columns stored, filled from the
+// records of the mapped jobs, and the view reads them.
+func TestMigration0036ConvertsTypedViews(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDB(t)
+	b := setupOn(t, url)
+	sc, err := ingest.ParseSchema([]byte(typedTestSchema))
+	require.NoError(t, err)
+	p := ingest.DefaultParams("parcels")
+	p.Schema, p.Mapping = sc, "county"
+	_, err = b.store.ApplySchema(ctx, sc)
+	require.NoError(t, err)
+	r := b.svc.Run(ctx, version(t, writeFeats(t, "v1.geojson", typedFeats(func(int) string { return "" })), "v1", "10", p))
+	require.NoError(t, r.Err)
+	cols := []string{"apn", "owner_id", "assessed", "vacant", "sold_on", "updated_at"}
+	requireStoredTyped(t, b, cols, len(typedValues), "written")
+
+	require.NoError(t, migrations.To(url, 35))
+	var stored bool
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'geoingest_store.parcels'::regclass AND attname = 'apn')`).Scan(&stored))
+	require.False(t, stored, "down drops the stored columns")
+	spec, err := sc.ViewColumns("parcels")
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `SELECT geoingest_apply_typed_view('parcels', $1::jsonb)`, string(spec)) // 0034's, casting
+	require.NoError(t, err)
+
+	require.NoError(t, migrations.To(url, migrations.Latest()))
+	requireStoredTyped(t, b, cols, len(typedValues), "converted")
+	var def string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT pg_get_viewdef('geoingest_typed_parcels')`).Scan(&def))
+	require.NotContains(t, def, "->>", "the view reads the stored columns, not casts of the record")
 }
