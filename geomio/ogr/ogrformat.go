@@ -46,7 +46,6 @@ func csvGeometryRank(name string) int {
 var (
 	fmtGPKG       = Format{name: core.FormatGPKG, title: "GeoPackage", drivers: []string{"GPKG"}}
 	FileGDB       = Format{name: core.FormatFileGDB, title: "File Geodatabase", drivers: []string{"OpenFileGDB"}}
-	KML           = Format{name: core.FormatKML, title: "KML", drivers: []string{"LIBKML", "KML"}}
 	fmtFlatGeobuf = Format{name: core.FormatFlatGeobuf, title: "FlatGeobuf", drivers: []string{"FlatGeobuf"}}
 	// GML: coordinates in the axis order the CRS defines (a lat/long CRS
 	// given as a URN is swapped to long/lat, the order geoingest's CRSs
@@ -61,8 +60,10 @@ var (
 	}}
 )
 
-// OGRSuffixes are the file suffixes read with GDAL (compared
-// case-insensitively). A File Geodatabase is uploaded as a zip.
+// OGRSuffixes are the file suffixes of the formats beyond GeoJSON,
+// shapefiles and GeoParquet (compared case-insensitively): KML and KMZ,
+// read by geoingest's own reader (package kml), and the formats read with
+// GDAL. A File Geodatabase is uploaded as a zip.
 var OGRSuffixes = []string{".gpkg", ".fgb", ".kml", ".kmz", ".gml", ".gml.gz", ".xml", ".xml.gz", ".tab", ".mif", ".csv"}
 
 // FormatOf returns the GDAL format of a file by its name and first
@@ -82,8 +83,6 @@ func FormatOf(name string, head []byte) (Format, bool) {
 		return fmtGPKG, true
 	case ext == ".fgb" || bytes.HasPrefix(head, []byte("fgb")):
 		return fmtFlatGeobuf, true
-	case ext == ".kml":
-		return KML, true
 	case ext == ".gml" || ext == ".xml":
 		return GML, true
 	case ext == ".tab" || ext == ".mif":

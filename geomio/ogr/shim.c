@@ -21,8 +21,6 @@
 // which costs memory in every process and lets no file reach them anyway.
 void RegisterOGRGeoPackage(void);
 void RegisterOGROpenFileGDB(void);
-void RegisterOGRLIBKML(void);
-void RegisterOGRKML(void);
 void RegisterOGRFlatGeobuf(void);
 void RegisterOGRGML(void);
 void RegisterOGRTAB(void);
@@ -35,7 +33,7 @@ void RegisterOGRCSV(void);
 // GeoParquet paths have no use for. Every GDAL function is called through
 // a pointer that gi_load fills with dlsym; the prototypes come from GDAL's
 // headers.
-#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_Is3D) X(OGR_G_IsEmpty) X(OGR_G_IsMeasured) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGRKML) X(RegisterOGRLIBKML) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading) X(CPLHTTPSetFetchCallback) X(VSICalloc) X(CPLStrdup) X(OGR_G_GetGeometryType) X(OGR_G_Clone) X(OGR_G_ForceToMultiPolygon)
+#define GI_FUNCS(X) X(CPLErrorReset) X(VSIFree) X(CPLGetLastErrorMsg) X(CPLGetLastErrorType) X(CPLSetConfigOption) X(CPLSetErrorHandler) X(CPLQuietErrorHandler) X(GDALGetDatasetDriver) X(GDALGetDriverShortName) X(GDALOpenEx) X(OGR_FD_GetFieldDefn) X(OGR_FD_GetGeomFieldDefn) X(OGR_F_GetFieldAsDateTimeEx) X(OGR_F_GetFieldAsDouble) X(OGR_F_GetFieldAsInteger) X(OGR_F_GetFieldAsInteger64) X(OGR_F_GetFieldAsString) X(OGR_F_GetGeomFieldRef) X(OGR_F_IsFieldSetAndNotNull) X(OGR_Fld_GetSubType) X(OGR_Fld_GetType) X(OGR_GFld_GetSpatialRef) X(OGR_G_DestroyGeometry) X(OGR_G_ExportToIsoWkb) X(OGR_G_FlattenTo2D) X(OGR_G_GetLinearGeometry) X(OGR_G_HasCurveGeometry) X(OGR_G_Is3D) X(OGR_G_IsEmpty) X(OGR_G_IsMeasured) X(OGR_G_SwapXY) X(OGR_G_WkbSize) X(OGR_L_GetLayerDefn) X(OGR_L_GetNextFeature) X(OGR_L_GetSpatialRef) X(OSRExportToWktEx) X(OSRGetAxis) X(OSRGetDataAxisToSRSAxisMapping) X(RegisterOGRCSV) X(RegisterOGRFlatGeobuf) X(RegisterOGRGML) X(RegisterOGRGeoPackage) X(RegisterOGROpenFileGDB) X(RegisterOGRTAB) X(GDALClose) X(GDALDatasetGetLayerCount) X(GDALDatasetGetLayer) X(GDALVersionInfo) X(OGR_GT_IsSubClassOf) X(OGRGeometryTypeToName) X(OGR_GT_Flatten) X(OGR_L_GetName) X(OGR_FD_GetGeomFieldCount) X(OGR_GFld_GetNameRef) X(OGR_GFld_GetType) X(OGR_FD_GetFieldCount) X(OGR_Fld_GetNameRef) X(OGR_L_TestCapability) X(OGR_F_GetFID) X(OGR_F_Destroy) X(OGR_L_ResetReading) X(CPLHTTPSetFetchCallback) X(VSICalloc) X(CPLStrdup) X(OGR_G_GetGeometryType) X(OGR_G_Clone) X(OGR_G_ForceToMultiPolygon)
 #define GI_DECL(name) static __typeof__(&name) gi_p_##name;
 GI_FUNCS(GI_DECL)
 
@@ -90,8 +88,6 @@ static const char *gi_load(void) {
 #define RegisterOGRFlatGeobuf (*gi_p_RegisterOGRFlatGeobuf)
 #define RegisterOGRGML (*gi_p_RegisterOGRGML)
 #define RegisterOGRGeoPackage (*gi_p_RegisterOGRGeoPackage)
-#define RegisterOGRKML (*gi_p_RegisterOGRKML)
-#define RegisterOGRLIBKML (*gi_p_RegisterOGRLIBKML)
 #define RegisterOGROpenFileGDB (*gi_p_RegisterOGROpenFileGDB)
 #define RegisterOGRTAB (*gi_p_RegisterOGRTAB)
 #define GDALClose (*gi_p_GDALClose)
@@ -136,8 +132,6 @@ const char *gi_init(void) {
 	if (err != NULL) return err;
 	RegisterOGRGeoPackage();
 	RegisterOGROpenFileGDB();
-	RegisterOGRLIBKML();
-	RegisterOGRKML();
 	RegisterOGRFlatGeobuf();
 	RegisterOGRGML();
 	RegisterOGRTAB();
@@ -155,16 +149,14 @@ const char *gi_init(void) {
 	CPLSetConfigOption("GML_SKIP_RESOLVE_ELEMS", "ALL");
 	// Nothing remote, whatever a file names (the sandbox's seccomp filter
 	// is the guarantee; these make GDAL not try): no retries of a failed
-	// request, no credentials for /vsis3/ and its kind, no styles a KML
-	// links to, no SQL function of a GeoPackage reaching another file.
+	// request, no credentials for /vsis3/ and its kind, no SQL
+	// function of a GeoPackage reaching another file.
 	CPLSetConfigOption("GDAL_HTTP_MAX_RETRY", "0");
 	CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
 	CPLSetConfigOption("CPL_AWS_CREDENTIALS_FILE", "/nonexistent");
 	CPLSetConfigOption("AWS_CONFIG_FILE", "/nonexistent");
 	CPLSetConfigOption("CPL_GS_CREDENTIALS_FILE", "/nonexistent");
 	CPLSetConfigOption("GDAL_HTTP_NETRC", "NO");
-	CPLSetConfigOption("LIBKML_RESOLVE_STYLE", "NO");
-	CPLSetConfigOption("LIBKML_EXTERNAL_STYLE", "NO");
 	CPLSetConfigOption("OGR_SQLITE_ALLOW_EXTERNAL_ACCESS", "NO");
 	return NULL;
 }

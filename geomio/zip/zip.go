@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio/fileset"
@@ -162,7 +163,7 @@ func Open(zipPath string, opts core.Options) (_ core.Reader, err error) {
 	}
 	datasets := 0
 	for _, o := range ogrs {
-		if _, ok := ogr.FormatOf(o, nil); ok || strings.EqualFold(path.Ext(o), ".gdb") {
+		if _, ok := ogr.FormatOf(o, nil); ok || strings.EqualFold(path.Ext(o), ".gdb") || strings.EqualFold(path.Ext(o), ".kml") {
 			datasets++
 		}
 	}
@@ -243,7 +244,9 @@ func Open(zipPath string, opts core.Options) (_ core.Reader, err error) {
 	if len(opts.Layers) == 0 {
 		check = nil
 	}
-	m, err := core.NewMultiReader(layers, cleanup, check)
+	// In lexical order of their paths.
+	sort.SliceStable(layers, func(a, b int) bool { return layers[a].Name < layers[b].Name })
+	m, err := core.NewMultiReader(core.Layers{Sources: layers, Cleanup: cleanup, Check: check})
 	if err != nil {
 		return nil, err
 	}
