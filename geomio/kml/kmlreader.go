@@ -14,22 +14,28 @@ import (
 	"github.com/geoingest/geoingest/geomio/internal/core"
 )
 
-// kmlReader reads the layers of a KML document (geomio/kml) as one
-// stream, layer after layer as GDAL's LIBKML driver lists them, keeping
-// Index counting across layers. It holds one placemark at a time: the
-// document is read once to list the layers and their fields, then once
-// from each layer's container.
+// kmlReader is what the layers of a KML document (or of a KMZ's linked
+// documents) share: the files, the layers to read and the options. Open
+// reads the layers as one stream (core.MultiReader), layer after layer as
+// GDAL's LIBKML driver lists them, keeping Index counting across layers.
+// It holds one placemark at a time: the document is read once to list
+// the layers and their fields, then once from each layer's container.
 type kmlReader struct {
 	files []*os.File
 	plan  []kmlLayer
-	cur   int
-	lr    *LayerReader
-	idx   int64
-	feat  core.Feature
-	props []byte
+	props []byte // the current feature's properties, reused
 	opts  core.Options
-	err   error
-	done  bool
+}
+
+// placemarks reads one layer of the plan, its features' Index from idx.
+type placemarks struct {
+	r    *kmlReader
+	pl   *kmlLayer
+	lr   *LayerReader
+	idx  int64
+	feat core.Feature
+	err  error
+	done bool
 }
 
 // kmlLayer is one layer to read: layer i of doc, from file.
@@ -54,7 +60,7 @@ type Link func(href string) (path, file string, ok bool)
 // file's base name) instead of the main document's; nil for a .kml.
 func Open(path, file, base string, opts core.Options, first int64, link Link) (_ core.LayerReader, err error) {
 	lim := opts.Limits.WithDefaults()
-	r := &kmlReader{opts: opts, idx: first, cur: -1}
+	r := &kmlReader{opts: opts}
 	r.opts.Limits = lim
 	defer func() {
 		if err != nil {
@@ -129,7 +135,14 @@ func Open(path, file, base string, opts core.Options, first int64, link Link) (_
 		}
 		pl.layer = l
 	}
-	return r, nil
+	sources := make([]core.LayerSource, len(r.plan))
+	for j := range r.plan {
+		pl := &r.plan[j]
+		sources[j] = core.LayerSource{Name: pl.name, Open: func(base int64) (core.LayerReader, error) {
+			return &placemarks{r: r, pl: pl, idx: base}, nil
+		}}
+	}
+	return core.NewMultiReader(core.Layers{Sources: sources, First: first, Cleanup: r.Close, None: core.Layer{Format: core.FormatKML}})
 }
 
 // scan opens and scans one document (kml.ScanLinked when linked).
@@ -195,68 +208,61 @@ func kmlError(file string, index int64, err error) error {
 	return &core.Error{File: file, Problem: problem, Err: err}
 }
 
-func (r *kmlReader) Next() bool {
-	if r.err != nil || r.done {
+func (p *placemarks) Next() bool {
+	if p.err != nil || p.done {
 		return false
 	}
-	for {
-		if r.lr == nil {
-			r.cur++
-			if r.cur >= len(r.plan) {
-				r.done = true
-				return false
-			}
-			pl := r.plan[r.cur]
-			lr, err := pl.doc.Layer(pl.i)
-			if err != nil {
-				r.err = kmlError(pl.file, -1, err)
-				return false
-			}
-			r.lr = lr
-		}
-		if r.lr.Next() {
-			return r.Decode()
-		}
-		if err := r.lr.Err(); err != nil {
-			r.err = kmlError(r.plan[r.cur].file, r.idx, err)
+	if p.lr == nil {
+		lr, err := p.pl.doc.Layer(p.pl.i)
+		if err != nil {
+			p.err = kmlError(p.pl.file, -1, err)
 			return false
 		}
-		r.lr = nil
+		p.lr = lr
 	}
+	if p.lr.Next() {
+		return p.decode()
+	}
+	if err := p.lr.Err(); err != nil {
+		p.err = kmlError(p.pl.file, p.idx, err)
+		return false
+	}
+	p.done = true
+	return false
 }
 
-// Decode makes r.feat of the current placemark.
-func (r *kmlReader) Decode() bool {
-	l := &r.plan[r.cur].layer
-	g := r.lr.Geom
+// decode makes p.feat of the current placemark.
+func (p *placemarks) decode() bool {
+	l := &p.pl.layer
+	g := p.lr.Geom
 	if g != nil {
 		if g = core.PromotePolygons(g); g != nil {
 			g = core.SetSRID(g, l.SRID)
 		}
 	}
-	props, err := r.Properties()
+	props, err := p.properties()
 	if err != nil {
-		r.err = kmlError(r.plan[r.cur].file, r.idx, &Error{Layer: l.Name, Index: r.lr.Index(), Line: r.lr.Line, Err: err})
+		p.err = kmlError(p.pl.file, p.idx, &Error{Layer: l.Name, Index: p.lr.Index(), Line: p.lr.Line, Err: err})
 		return false
 	}
-	r.feat = core.Feature{Index: r.idx, Layer: l.Name, Geom: g, Properties: props, DroppedZM: r.lr.DroppedZ}
-	r.idx++
+	p.feat = core.Feature{Index: p.idx, Layer: l.Name, Geom: g, Properties: props, DroppedZM: p.lr.DroppedZ}
+	p.idx++
 	return true
 }
 
-// Properties writes the placemark's fields as a JSON object, typed as
+// properties writes the placemark's fields as a JSON object, typed as
 // GDAL types them.
-func (r *kmlReader) Properties() ([]byte, error) {
-	pl := r.plan[r.cur]
-	fields := pl.doc.Layers[pl.i].Fields
-	out := append(r.props[:0], '{')
+func (p *placemarks) properties() ([]byte, error) {
+	fields := p.pl.doc.Layers[p.pl.i].Fields
+	lim := p.r.opts.Limits.MaxRecordBytes
+	out := append(p.r.props[:0], '{')
 	for i, f := range fields {
 		if i > 0 {
 			out = append(out, ',')
 		}
 		out = core.AppendJSONString(out, f.Name)
 		out = append(out, ':')
-		v := r.lr.Values[i]
+		v := p.lr.Values[i]
 		if !v.Set {
 			out = append(out, "null"...)
 			continue
@@ -291,31 +297,25 @@ func (r *kmlReader) Properties() ([]byte, error) {
 		default:
 			out = core.AppendJSONString(out, v.Text)
 		}
-		if int64(len(out)) > r.opts.Limits.MaxRecordBytes {
-			return nil, &LimitError{Limit: "token-bytes", Max: r.opts.Limits.MaxRecordBytes,
-				What: fmt.Sprintf("more than %d bytes of properties in one feature", r.opts.Limits.MaxRecordBytes)}
+		if int64(len(out)) > lim {
+			return nil, &LimitError{Limit: "token-bytes", Max: lim,
+				What: fmt.Sprintf("more than %d bytes of properties in one feature", lim)}
 		}
 	}
 	out = append(out, '}')
-	r.props = out
+	p.r.props = out
 	return out, nil
 }
 
-func (r *kmlReader) NextIndex() int64      { return r.idx }
-func (r *kmlReader) Feature() core.Feature { return r.feat }
-func (r *kmlReader) Err() error            { return r.err }
+func (p *placemarks) NextIndex() int64      { return p.idx }
+func (p *placemarks) Feature() core.Feature { return p.feat }
+func (p *placemarks) Err() error            { return p.err }
+func (p *placemarks) Layer() core.Layer     { return p.pl.layer }
 
-func (r *kmlReader) Layer() core.Layer {
-	i := max(r.cur, 0)
-	if i >= len(r.plan) {
-		i = len(r.plan) - 1
-	}
-	if i < 0 {
-		return core.Layer{Format: core.FormatKML}
-	}
-	return r.plan[i].layer
-}
+// Close closes nothing: the files are the document's (kmlReader.Close).
+func (p *placemarks) Close() error { return nil }
 
+// Close closes the documents' files.
 func (r *kmlReader) Close() error {
 	var err error
 	for _, f := range r.files {

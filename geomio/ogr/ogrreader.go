@@ -26,9 +26,11 @@ import (
 // ogrFormats (with GDAL).
 const ReaderAvailable = true
 
-// ogrReader reads the polygon layers of one GDAL dataset as one stream,
-// layer after layer in the dataset's order, keeping Index counting across
-// layers. It holds one OGR feature at a time.
+// ogrReader is what the layers of one GDAL dataset share: the dataset,
+// the layers to read and the decoding state. OpenReader reads the polygon
+// layers as one stream (core.MultiReader), layer after layer in the
+// dataset's order, keeping Index counting across layers. It holds one OGR
+// feature at a time.
 type ogrReader struct {
 	path   string // the local file GDAL reads
 	file   string // name used in errors
@@ -36,24 +38,28 @@ type ogrReader struct {
 	opts   core.Options
 	ds     *Dataset
 	plan   []ogrLayer
-	cur    int
-	l      *Layer
-	idx    int64
-	fid    int64
-	feat   core.Feature
 	props  []byte
 	polys  core.PolyDecoder
 	dec    encoding.Encoding // attributes of layers OGR does not give as UTF-8; nil: UTF-8
 	encErr bool              // dec was not named by the uploader
-	err    error
-	done   bool
-	tmp    string // a folder of the reader's own (a gunzipped GML), removed by Close
+	tmp    string            // a folder of the reader's own (a gunzipped GML), removed by Close
 	// unread are the layers with geometry the default plan leaves out
 	// (points or lines beside polygon layers): UnreadLayers.
 	unread []string
 }
 
-func (r *ogrReader) UnreadLayers() []string { return r.unread }
+// ogrLayerReader reads one layer of the plan, its features' Index from
+// idx.
+type ogrLayerReader struct {
+	r    *ogrReader
+	pl   *ogrLayer
+	l    *Layer
+	idx  int64
+	fid  int64
+	feat core.Feature
+	err  error
+	done bool
+}
 
 // ogrLayer is one layer the reader will read, and the geometry field it
 // reads.
@@ -162,7 +168,7 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 		ds.Close()
 		return nil, &core.Error{File: file, Problem: fmt.Sprintf("cannot read as %s", f.title), Err: localPathAs(errors.New(ds.OpenError), path, file)}
 	}
-	r := &ogrReader{path: path, file: file, format: f.name, opts: opts, ds: ds, idx: base, cur: -1, tmp: gunzipped}
+	r := &ogrReader{path: path, file: file, format: f.name, opts: opts, ds: ds, tmp: gunzipped}
 	gunzipped = "" // the reader's Close removes it
 	defer func() {
 		if err != nil {
@@ -257,7 +263,14 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 		}
 	}
 	r.plan = plan
-	return r, nil
+	sources := make([]core.LayerSource, len(r.plan))
+	for j := range r.plan {
+		pl := &r.plan[j]
+		sources[j] = core.LayerSource{Name: pl.layer.Name, Open: func(idx int64) (core.LayerReader, error) {
+			return &ogrLayerReader{r: r, pl: pl, idx: idx}, nil
+		}}
+	}
+	return core.NewMultiReader(core.Layers{Sources: sources, First: base, Cleanup: r.Close, None: core.Layer{Format: r.format}, Unread: r.unread})
 }
 
 // contain is how the GDAL child reading path is bounded: the limits,
@@ -361,21 +374,18 @@ func pickGeomField(l *Layer, want string) (int, error) {
 }
 
 // overLimit fails the current feature over a limit (FeatureLimitError).
-func (r *ogrReader) overLimit(le *core.LimitError) bool {
-	r.err = core.FeatureLimitError(r.file, r.plan[r.cur].layer.Name, r.idx, le)
+func (p *ogrLayerReader) overLimit(le *core.LimitError) bool {
+	p.err = core.FeatureLimitError(p.r.file, p.pl.layer.Name, p.idx, le)
 	return false
 }
 
-func (r *ogrReader) fail(problem string, err error) bool {
-	lay := ""
-	if r.cur >= 0 && r.cur < len(r.plan) {
-		lay = r.plan[r.cur].layer.Name
-	}
+func (p *ogrLayerReader) fail(problem string, err error) bool {
+	lay := p.pl.layer.Name
 	fid := "" // GDAL could not read the feature at all: it has no FID
-	if r.fid >= 0 {
-		fid = fmt.Sprintf(" (FID %d)", r.fid)
+	if p.fid >= 0 {
+		fid = fmt.Sprintf(" (FID %d)", p.fid)
 	}
-	r.err = &core.Error{File: r.file, Problem: fmt.Sprintf("layer %q feature %d%s: %s", lay, r.idx, fid, problem), Err: localPathAs(err, r.path, r.file)}
+	p.err = &core.Error{File: p.r.file, Problem: fmt.Sprintf("layer %q feature %d%s: %s", lay, p.idx, fid, problem), Err: localPathAs(err, p.r.path, p.r.file)}
 	return false
 }
 
@@ -394,82 +404,77 @@ func localPathAs(err error, path, file string) error {
 	return errors.New(msg)
 }
 
-func (r *ogrReader) Next() bool {
-	if r.err != nil || r.done {
+func (p *ogrLayerReader) Next() bool {
+	if p.err != nil || p.done {
 		return false
 	}
 	for {
-		if r.l == nil {
-			r.cur++
-			if r.cur >= len(r.plan) {
-				r.done = true
-				return false
-			}
-			pl := &r.plan[r.cur]
-			r.l = r.ds.Layer(pl.index)
-			if err := r.l.Start(pl.field, pl.swap); err != nil {
-				r.l = nil
-				if cerr := containedError(r.file, err); cerr != nil {
-					r.err = cerr
+		if p.l == nil {
+			pl := p.pl
+			p.l = p.r.ds.Layer(pl.index)
+			if err := p.l.Start(pl.field, pl.swap); err != nil {
+				p.l = nil
+				if cerr := containedError(p.r.file, err); cerr != nil {
+					p.err = cerr
 					return false
 				}
-				r.fid = -1
-				return r.fail("unreadable", err)
+				p.fid = -1
+				return p.fail("unreadable", err)
 			}
 		}
-		ok, err := r.l.Next()
-		if cerr := containedError(r.file, err); cerr != nil {
-			r.err = cerr
+		ok, err := p.l.Next()
+		if cerr := containedError(p.r.file, err); cerr != nil {
+			p.err = cerr
 			return false
 		}
 		if err != nil {
-			r.fid = -1
-			if r.format == core.FormatCSV {
+			p.fid = -1
+			if p.r.format == core.FormatCSV {
 				// GDAL reads the geometry column as WKT, else as hex
 				// WKB: anything else (EWKT's "SRID=N;" prefix, a
 				// note) is "Unsupported WKB type" or "Invalid EWKB".
-				return r.fail("unreadable (the geometry column must hold WKT or hex WKB; EWKT's SRID=N; prefix is not read, give the CRS with --source-srid)", err)
+				return p.fail("unreadable (the geometry column must hold WKT or hex WKB; EWKT's SRID=N; prefix is not read, give the CRS with --source-srid)", err)
 			}
-			return r.fail("unreadable", err)
+			return p.fail("unreadable", err)
 		}
 		if !ok {
-			r.l = nil
-			continue
+			p.done = true
+			return false
 		}
-		return r.Decode()
+		return p.Decode()
 	}
 }
 
-// Decode makes r.feat of the current OGR feature.
-func (r *ogrReader) Decode() bool {
-	pl := &r.plan[r.cur]
-	r.fid = r.l.FID()
-	raw, info, err := r.l.WKB()
+// Decode makes p.feat of the current OGR feature.
+func (p *ogrLayerReader) Decode() bool {
+	pl := p.pl
+	p.fid = p.l.FID()
+	raw, info, err := p.l.WKB()
 	var oversize *OversizeError
 	if errors.As(err, &oversize) {
-		return r.overLimit(core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+		return p.overLimit(core.OverLimit(core.LimitFeatureBytes, p.r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
-	if cerr := containedError(r.file, err); cerr != nil {
-		r.err = cerr
+	if cerr := containedError(p.r.file, err); cerr != nil {
+		p.err = cerr
 		return false
 	}
 	if err != nil {
-		return r.fail("unreadable geometry", err)
+		return p.fail("unreadable geometry", err)
 	}
-	if int64(len(raw)) > r.opts.Limits.MaxRecordBytes {
-		return r.overLimit(core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+	if int64(len(raw)) > p.r.opts.Limits.MaxRecordBytes {
+		return p.overLimit(core.OverLimit(core.LimitFeatureBytes, p.r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
 	var g geom.T
 	if raw != nil {
 		var ok bool
-		g, ok, err = r.polys.Decode(raw)
+		g, ok, err = p.r.polys.Decode(raw)
 		if !ok && err == nil {
 			if g, err = wkb.Unmarshal(raw); err == nil {
 				g = core.PromotePolygons(g)
 			}
 		}
 		if err != nil {
-			return r.fail("undecodable geometry", err)
+			return p.fail("undecodable geometry", err)
 		}
 		if g != nil {
 			g = core.SetSRID(g, pl.layer.SRID)
@@ -478,29 +483,29 @@ func (r *ogrReader) Decode() bool {
 	if info.Curved {
 		pl.layer.Linearised++
 	}
-	props, err := r.Properties(pl)
+	props, err := p.Properties(pl)
 	if err != nil {
 		var le *core.LimitError
 		if errors.As(err, &le) {
-			return r.overLimit(le)
+			return p.overLimit(le)
 		}
-		return r.fail("attributes", err)
+		return p.fail("attributes", err)
 	}
-	r.feat = core.Feature{Index: r.idx, Layer: pl.layer.Name, Geom: g, Properties: props, DroppedZM: info.DroppedZM}
-	r.idx++
+	p.feat = core.Feature{Index: p.idx, Layer: pl.layer.Name, Geom: g, Properties: props, DroppedZM: info.DroppedZM}
+	p.idx++
 	return true
 }
 
 // Properties writes the current feature's attributes as a JSON object.
-func (r *ogrReader) Properties(pl *ogrLayer) ([]byte, error) {
-	out := append(r.props[:0], '{')
-	for i, name := range r.l.Fields {
+func (p *ogrLayerReader) Properties(pl *ogrLayer) ([]byte, error) {
+	out := append(p.r.props[:0], '{')
+	for i, name := range p.l.Fields {
 		if i > 0 {
 			out = append(out, ',')
 		}
 		out = core.AppendJSONString(out, name)
 		out = append(out, ':')
-		v := r.l.Field(i)
+		v := p.l.Field(i)
 		switch v.Kind {
 		case Null:
 			out = append(out, "null"...)
@@ -517,10 +522,10 @@ func (r *ogrReader) Properties(pl *ogrLayer) ([]byte, error) {
 		case String:
 			s := v.Str
 			if !utf8.Valid(s) {
-				if r.l.UTF8 || r.dec == nil {
+				if p.l.UTF8 || p.r.dec == nil {
 					return nil, fmt.Errorf("field %q: invalid UTF-8; give the file's text encoding with --encoding (or the route option encoding=), for example windows-1252", name)
 				}
-				d, err := r.dec.NewDecoder().Bytes(s)
+				d, err := p.r.dec.NewDecoder().Bytes(s)
 				if err != nil {
 					return nil, fmt.Errorf("field %q: %w", name, err)
 				}
@@ -532,12 +537,12 @@ func (r *ogrReader) Properties(pl *ogrLayer) ([]byte, error) {
 			out = appendDateTime(out, v)
 			out = append(out, '"')
 		}
-		if int64(len(out)) > r.opts.Limits.MaxRecordBytes {
-			return nil, core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes of properties in one feature")
+		if int64(len(out)) > p.r.opts.Limits.MaxRecordBytes {
+			return nil, core.OverLimit(core.LimitFeatureBytes, p.r.opts.Limits.MaxRecordBytes, "more than %d bytes of properties in one feature")
 		}
 	}
 	out = append(out, '}')
-	r.props = out
+	p.r.props = out
 	return out, nil
 }
 
@@ -569,23 +574,19 @@ func appendDateTime(out []byte, v Value) []byte {
 	return out
 }
 
-func (r *ogrReader) NextIndex() int64      { return r.idx }
-func (r *ogrReader) Feature() core.Feature { return r.feat }
-func (r *ogrReader) Err() error            { return r.err }
+func (p *ogrLayerReader) NextIndex() int64      { return p.idx }
+func (p *ogrLayerReader) Feature() core.Feature { return p.feat }
+func (p *ogrLayerReader) Err() error            { return p.err }
+func (p *ogrLayerReader) Layer() core.Layer     { return p.pl.layer }
 
-func (r *ogrReader) Layer() core.Layer {
-	i := max(r.cur, 0)
-	if i >= len(r.plan) {
-		i = len(r.plan) - 1
-	}
-	if i < 0 {
-		return core.Layer{Format: r.format}
-	}
-	return r.plan[i].layer
+// Close ends the layer's reading; the dataset is the ogrReader's.
+func (p *ogrLayerReader) Close() error {
+	p.l = nil
+	return nil
 }
 
+// Close closes the dataset and removes the reader's folder.
 func (r *ogrReader) Close() error {
-	r.l = nil
 	if r.tmp != "" {
 		os.RemoveAll(r.tmp)
 		r.tmp = ""

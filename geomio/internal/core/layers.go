@@ -1,7 +1,5 @@
 package core
 
-import "sort"
-
 // LayerReader is a Reader of one layer of a multi-layer stream.
 type LayerReader interface {
 	Reader
@@ -9,29 +7,54 @@ type LayerReader interface {
 	NextIndex() int64
 }
 
-// LayerSource is one layer of a zip: its name (the path in the zip without
-// extension) and how to open it with its first feature's Index.
+// LayerSource is one layer of a multi-layer stream (a zip's file, a KML
+// document's folder, a GDAL dataset's table): its name and how to open it
+// with its first feature's Index.
 type LayerSource struct {
 	Name string
 	Open func(base int64) (LayerReader, error)
 }
 
-// MultiReader reads several layers (shapefiles, GeoJSON files) as one
-// stream, in lexical order of their names, keeping Index counting across
-// layers, and runs cleanup on Close.
-type MultiReader struct {
-	layers  []LayerSource
-	Cur     LayerReader
-	next    int
-	idx     int64
-	err     error
-	cleanup func() error
-	check   func() error // once every layer was read (nil: nothing)
+// Layers is what NewMultiReader reads.
+type Layers struct {
+	// Sources are the layers, read in this order.
+	Sources []LayerSource
+	// First is the Index of the first feature.
+	First int64
+	// Cleanup runs on Close (nil: nothing): what the layers share (a
+	// GDAL dataset, a zip's extraction folder).
+	Cleanup func() error
+	// Check runs once every layer was read, its error the stream's (nil:
+	// nothing).
+	Check func() error
+	// None is Layer's answer when there is no layer to read.
+	None Layer
+	// Unread are the layers the stream leaves unread by default
+	// (UnreadLayers).
+	Unread []string
 }
 
-func NewMultiReader(layers []LayerSource, cleanup, check func() error) (*MultiReader, error) {
-	sort.SliceStable(layers, func(a, b int) bool { return layers[a].Name < layers[b].Name })
-	m := &MultiReader{layers: layers, cleanup: cleanup, check: check}
+// MultiReader is geomio's one multi-layer iterator: it reads several
+// layers as one stream, layer after layer, keeping Index counting across
+// them. The zip reader, the KML reader and the GDAL reader are each one.
+// It opens the first layer when made, each next one when the previous
+// ends, and closes each before opening the next.
+type MultiReader struct {
+	Layers
+	Cur  LayerReader
+	next int
+	idx  int64
+	last Layer // Cur's layer when it was closed
+	err  error
+}
+
+// NewMultiReader opens the first of ls's layers, if any, and returns the
+// stream of all.
+func NewMultiReader(ls Layers) (*MultiReader, error) {
+	m := &MultiReader{Layers: ls, idx: ls.First, last: ls.None}
+	if len(ls.Sources) == 0 {
+		return m, nil
+	}
 	if err := m.openNext(); err != nil {
 		return nil, err
 	}
@@ -40,11 +63,13 @@ func NewMultiReader(layers []LayerSource, cleanup, check func() error) (*MultiRe
 
 func (m *MultiReader) openNext() error {
 	if m.Cur != nil {
+		m.last = m.Cur.Layer()
 		m.Cur.Close()
+		m.Cur = nil
 	}
 	i := m.next
 	m.next++
-	cur, err := m.layers[i].Open(m.idx)
+	cur, err := m.Sources[i].Open(m.idx)
 	if err != nil {
 		return err
 	}
@@ -54,16 +79,18 @@ func (m *MultiReader) openNext() error {
 
 func (m *MultiReader) Next() bool {
 	for m.err == nil {
-		if m.Cur.Next() {
+		if m.Cur != nil && m.Cur.Next() {
 			m.idx = m.Cur.NextIndex()
 			return true
 		}
-		if m.err = m.Cur.Err(); m.err != nil {
-			return false
+		if m.Cur != nil {
+			if m.err = m.Cur.Err(); m.err != nil {
+				return false
+			}
 		}
-		if m.next >= len(m.layers) {
-			if m.check != nil {
-				m.err, m.check = m.check(), nil
+		if m.next >= len(m.Sources) {
+			if m.Check != nil {
+				m.err, m.Check = m.Check(), nil
 			}
 			return false
 		}
@@ -72,23 +99,38 @@ func (m *MultiReader) Next() bool {
 	return false
 }
 
+// NextIndex is the Index the stream's next feature would get: a stream
+// may be one layer source of another.
+func (m *MultiReader) NextIndex() int64 { return m.idx }
+
 func (m *MultiReader) Feature() Feature { return m.Cur.Feature() }
 
-func (m *MultiReader) Layer() Layer { return m.Cur.Layer() }
+// Layer is the current layer's; before the first Next, the first layer's,
+// and after the stream ended (or was closed), the last one's.
+func (m *MultiReader) Layer() Layer {
+	if m.Cur != nil {
+		return m.Cur.Layer()
+	}
+	return m.last
+}
 
 func (m *MultiReader) Err() error { return m.err }
+
+// UnreadLayers are Layers.Unread.
+func (m *MultiReader) UnreadLayers() []string { return m.Unread }
 
 func (m *MultiReader) Close() error {
 	var err error
 	if m.Cur != nil {
+		m.last = m.Cur.Layer()
 		err = m.Cur.Close()
 		m.Cur = nil
 	}
-	if m.cleanup != nil {
-		if cerr := m.cleanup(); err == nil {
+	if m.Cleanup != nil {
+		if cerr := m.Cleanup(); err == nil {
 			err = cerr
 		}
-		m.cleanup = nil
+		m.Cleanup = nil
 	}
 	return err
 }
