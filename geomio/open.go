@@ -37,10 +37,11 @@ import (
 //     shapefile sets it holds, one stream over all of them;
 //   - a .shp (or a file with the shapefile magic number) is read with the
 //     .dbf, .prj and .cpg found beside it (case-insensitively);
-//   - GeoPackage, FlatGeobuf, KML, GML (.gml, .xml, gzipped), MapInfo
+//   - a .kml is read by geoingest's own KML reader (geomio/kml);
+//   - GeoPackage, FlatGeobuf, GML (.gml, .xml, gzipped), MapInfo
 //     (.tab with its .dat, .map and .id; .mif with its .mid), CSV with a
 //     WKT column, and a File Geodatabase folder (.gdb) are read with GDAL
-//     (ogrreader.go); a KMZ, or a zip that holds a .gdb folder or such
+//     (geomio/ogr); a KMZ, or a zip that holds a .gdb folder or such
 //     files, as a zip;
 //   - JSON text in a .geojsonl, .geojsons or .ndjson file, or text that
 //     starts with the RFC 8142 record separator, is a GeoJSON sequence;

@@ -159,7 +159,7 @@ type Options struct {
 	// is killed and the read fails with the context's error. nil: never.
 	Context context.Context
 
-	// zip is set by openZip for the datasets it holds (zipset.go).
+	// zip is set by the zip reader for the datasets it holds (WithArchive).
 	zip *Archive
 	// readDeadline is when Open's reading must end (Limits.ReadTimeout
 	// after Open): the deadline of every GDAL reading child it starts.
