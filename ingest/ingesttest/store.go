@@ -31,11 +31,21 @@ const lease = time.Minute
 // suite needs the whole Store to set up what it checks (a ledger to read
 // needs writes), but checks only its role's contract.
 func StoreSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
-	t.Run("Claims", func(t *testing.T) { ClaimsSuite(t, open, files) })
-	t.Run("WriteGate", func(t *testing.T) { WriteGateSuite(t, open, files) })
+	gate := func(t *testing.T) GateStore { return open(t) }
+	t.Run("Claims", func(t *testing.T) { ClaimsSuite(t, gate, files) })
+	t.Run("WriteGate", func(t *testing.T) { WriteGateSuite(t, gate, files) })
 	t.Run("CRSRegistry", func(t *testing.T) { CRSRegistrySuite(t, open, files) })
 	t.Run("Reports", func(t *testing.T) { ReportsSuite(t, open, files) })
 	t.Run("Ledger", func(t *testing.T) { LedgerSuite(t, open, files) })
+}
+
+// GateStore is what ClaimsSuite and WriteGateSuite need of a store: the
+// pipeline's JobStore, and the ledger reads they check it by. Both
+// postgis.Store and MemStore are one.
+type GateStore interface {
+	ingest.JobStore
+	ingest.CurrentGenerations
+	ingest.Snapshots
 }
 
 // storeKit is what the role suites share: how to open a store, and jobs
@@ -79,7 +89,7 @@ func (k storeKit) job(t *testing.T, path string, order string) ingest.Job {
 }
 
 // write runs job through both gates as owner.
-func (k storeKit) write(t *testing.T, s ingest.Store, j ingest.Job, owner string) (ingest.WriteResult, error) {
+func (k storeKit) write(t *testing.T, s ingest.JobStore, j ingest.Job, owner string) (ingest.WriteResult, error) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := s.Claim(ctx, j, owner, lease)
@@ -99,11 +109,11 @@ func (k storeKit) write(t *testing.T, s ingest.Store, j ingest.Job, owner string
 }
 
 // ClaimsSuite is the conformance suite of ingest.Claims (see StoreSuite).
-func ClaimsSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
+func ClaimsSuite(t *testing.T, open func(t *testing.T) GateStore, files ingest.FileSource) {
 	ctx := context.Background()
-	k := storeKit{open: open, files: files}
+	k := storeKit{files: files}
 	t.Run("ClaimGate", func(t *testing.T) {
-		s := k.open(t)
+		s := open(t)
 		j := k.job(t, k.square(t, "claim.geojson", 1, 0), "")
 		c, err := s.Claim(ctx, j, "a", lease)
 		require.NoError(t, err)
@@ -137,7 +147,7 @@ func ClaimsSuite(t *testing.T, open func(t *testing.T) ingest.Store, files inges
 		require.Equal(t, ingest.ClaimWon, c.Result, "a FAILED claim is claimed again")
 	})
 	t.Run("AnExpiredLeaseIsTakenOver", func(t *testing.T) {
-		s := k.open(t)
+		s := open(t)
 		j := k.job(t, k.square(t, "expire.geojson", 1, 0), "")
 		c, err := s.Claim(ctx, j, "a", time.Second)
 		require.NoError(t, err)
@@ -151,7 +161,7 @@ func ClaimsSuite(t *testing.T, open func(t *testing.T) ingest.Store, files inges
 		require.False(t, ok, "a's lease was taken over")
 	})
 	t.Run("ClaimBatch", func(t *testing.T) {
-		s := k.open(t)
+		s := open(t)
 		done := k.job(t, k.square(t, "done.geojson", 1, 0), "")
 		_, err := k.write(t, s, done, "a")
 		require.NoError(t, err)
@@ -170,11 +180,11 @@ func ClaimsSuite(t *testing.T, open func(t *testing.T) ingest.Store, files inges
 }
 
 // WriteGateSuite is the conformance suite of ingest.WriteGate (see StoreSuite).
-func WriteGateSuite(t *testing.T, open func(t *testing.T) ingest.Store, files ingest.FileSource) {
+func WriteGateSuite(t *testing.T, open func(t *testing.T) GateStore, files ingest.FileSource) {
 	ctx := context.Background()
-	k := storeKit{open: open, files: files}
+	k := storeKit{files: files}
 	t.Run("WriteGate", func(t *testing.T) {
-		s := k.open(t)
+		s := open(t)
 		j := k.job(t, k.square(t, "write.geojson", 3, 0), "")
 		res, err := k.write(t, s, j, "a")
 		require.NoError(t, err)
@@ -219,7 +229,7 @@ func WriteGateSuite(t *testing.T, open func(t *testing.T) ingest.Store, files in
 		require.True(t, errors.Is(err, ingest.ErrJobNotFound), "%v", err)
 	})
 	t.Run("AParseErrorCommitsNothing", func(t *testing.T) {
-		s := k.open(t)
+		s := open(t)
 		p := filepath.Join(t.TempDir(), "broken.geojson")
 		require.NoError(t, os.WriteFile(p, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[1,1],[2,1],[2,2],[1,1]]]}},{"type":"Feat`), 0o644))
 		j := k.job(t, p, "")
@@ -233,7 +243,7 @@ func WriteGateSuite(t *testing.T, open func(t *testing.T) ingest.Store, files in
 		require.True(t, errors.Is(err, ingest.ErrJobNotFound), "%v", err)
 	})
 	t.Run("VersionsReplaceAndSupersede", func(t *testing.T) {
-		s := k.open(t)
+		s := open(t)
 		dir := t.TempDir()
 		v := func(n int, order string) ingest.Job {
 			p := filepath.Join(dir, fmt.Sprintf("v%d", n), "versions.geojson")
@@ -289,7 +299,7 @@ func WriteGateSuite(t *testing.T, open func(t *testing.T) ingest.Store, files in
 		require.Empty(t, cur)
 	})
 	t.Run("RecordSuperseded", func(t *testing.T) {
-		s := k.open(t)
+		s := open(t)
 		j := k.job(t, k.square(t, "gone.geojson", 1, 0), "")
 		c, err := s.Claim(ctx, j, "a", lease)
 		require.NoError(t, err)
@@ -305,7 +315,7 @@ func WriteGateSuite(t *testing.T, open func(t *testing.T) ingest.Store, files in
 		require.Equal(t, ingest.AlreadyPresent, res.Outcome)
 	})
 	t.Run("ConcurrentDeliveriesWriteOnce", func(t *testing.T) {
-		s := k.open(t)
+		s := open(t)
 		j := k.job(t, k.square(t, "race.geojson", 5, 0), "")
 		c, err := s.Claim(ctx, j, "w0", lease)
 		require.NoError(t, err)
