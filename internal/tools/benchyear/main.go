@@ -860,7 +860,7 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 	if res.HistoryBytes > 0 {
 		// The twin's share, by its rows' bytes, of the history's size.
 		if err := pool.QueryRow(ctx, `
-			SELECT (coalesce(sum(pg_column_size(h.*)) FILTER (WHERE j.source_key = 'probe-full/county.geojson'), 0)
+			SELECT (coalesce(sum(pg_column_size(h.*)) FILTER (WHERE j.source_key = 'probe-full/county.geojson'), 0)::float8
 			        / greatest(coalesce(sum(pg_column_size(h.*)), 0), 1) * pg_total_relation_size('feature_history'))::bigint
 			FROM feature_history h JOIN jobs j ON j.job_id = h.retired_by`).Scan(&res.TwinHistoryBytes); err != nil {
 			return err
