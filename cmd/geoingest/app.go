@@ -76,6 +76,17 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	// A new version of a source writes only what changed, unless this
 	// asks for the full replace (docs/changes.md; benchmarks compare both).
 	store.FullReplace = m.Getenv("GEOINGEST_FULL_REPLACE") == "1"
+	// The share of a version's rows, added or changed, above which a
+	// version with a table of its own is written straight into it
+	// (Store.DiffRewriteAbove; negative: always), for tests and benchmarks.
+	if v := m.Getenv("GEOINGEST_DIFF_REWRITE_ABOVE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f > 1 {
+			pool.Close()
+			return nil, fmt.Errorf("GEOINGEST_DIFF_REWRITE_ABOVE: %q is not a share of at most 1", v)
+		}
+		store.DiffRewriteAbove = f
+	}
 	svc := ingest.NewService(store, metrics, m.Log)
 	// Where jobs download and extract (serve's --work-dir overrides it).
 	svc.TempDir = m.Getenv("GEOINGEST_WORK_DIR")

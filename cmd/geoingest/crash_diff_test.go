@@ -22,24 +22,34 @@ import (
 // removed, 5 with changed attributes, 32 unchanged, the 37 kept with their
 // feature ids, one change record for it, verify clean, and each of the 8
 // retired rows in the history exactly once, as the first version had it.
+// during-rewrite: the same with every version written straight into a
+// table of its own (the whole first generation retired into the history).
 func TestServeCrashDuringDiff(t *testing.T) {
 	t.Parallel()
 	const lease, visibility = 3 * time.Second, 2 * time.Second
-	for _, point := range []string{testhook.DuringDiff, testhook.BeforeCommit} {
+	for _, point := range []string{testhook.DuringDiff, testhook.DuringRewrite, testhook.BeforeCommit} {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			c := newCrashEnv(t, "diff-"+point)
 			args := []string{"--lease", lease.String(), "--visibility", visibility.String()}
+			// during-rewrite: every version has a table of its own and is
+			// written straight into it from the spool, the old generation
+			// retired whole (into the history: its 40 rows).
+			rewrite := point == testhook.DuringRewrite
+			var env []string
+			if rewrite {
+				env = []string{"GEOINGEST_OWN_PARTITION_BYTES=1", "GEOINGEST_DIFF_REWRITE_ABOVE=-1"}
+			}
 			o1 := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", squaresFile(t, 40), 1)
 			sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o1))
-			w := c.serve(t, nil, args...)
+			w := c.serve(t, env, args...)
 			eventually(t, 90*time.Second, "the first version committed", func() bool { return c.committed(t) && c.sqsEmpty(t) })
 			w.stop(t)
 			ids := queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels`)
 
 			o2 := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", changedSquaresFile(t, 45, 3, 5), 2)
 			sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o2))
-			a := c.serve(t, []string{"GEOINGEST_TEST_CRASH_AT=" + point}, args...)
+			a := c.serve(t, append([]string{"GEOINGEST_TEST_CRASH_AT=" + point}, env...), args...)
 			select {
 			case <-a.exited:
 			case <-time.After(90 * time.Second):
@@ -53,7 +63,7 @@ func TestServeCrashDuringDiff(t *testing.T) {
 			require.EqualValues(t, 0, queryInt(t, c.db, `SELECT count(*) FROM feature_history`), "nothing of the uncommitted version in the history")
 			retired := queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels WHERE (properties->>'i')::int < 8`)
 
-			b := c.serve(t, nil, args...)
+			b := c.serve(t, env, args...)
 			eventually(t, lease+visibility+60*time.Second, "the new version committed and the queue drained", func() bool {
 				return queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE status = 'replaced'`) == 1 && c.sqsEmpty(t)
 			})
@@ -69,11 +79,15 @@ func TestServeCrashDuringDiff(t *testing.T) {
 				"the 37 kept features keep their ids")
 			// The history: each retired row once, by the version that
 			// retired it, as the first version had it.
-			require.EqualValues(t, 8, queryInt(t, c.db, `SELECT count(*) FROM feature_history`))
-			require.EqualValues(t, 8, queryInt(t, c.db, `SELECT count(DISTINCT feature_id) FROM feature_history`))
-			require.EqualValues(t, retired, queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM feature_history`))
-			require.EqualValues(t, 8, queryInt(t, c.db, `SELECT count(*) FROM feature_history h JOIN job_changes c ON c.job_id = h.retired_by
-				WHERE c.base_job_id IS NOT NULL AND NOT h.properties ? 'sold' AND (h.properties->>'i')::int < 8`))
+			n, sum := int64(8), retired
+			if rewrite {
+				n, sum = 40, ids
+			}
+			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(*) FROM feature_history`))
+			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(DISTINCT feature_id) FROM feature_history`))
+			require.EqualValues(t, sum, queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM feature_history`))
+			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(*) FROM feature_history h JOIN job_changes c ON c.job_id = h.retired_by
+				WHERE c.base_job_id IS NOT NULL AND NOT h.properties ? 'sold' AND (h.properties->>'i')::int < $1`, n))
 			code, out, errOut := run(t, map[string]string{"DATABASE_URL": c.db}, "verify")
 			require.Equal(t, 0, code, out+errOut)
 		})

@@ -220,20 +220,34 @@ var pgCopySignature = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x
 func featureTuple(ref int64, key []string, typed *typedCols) prepare.RowEncoder {
 	sig := keySignature(key)
 	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
-		be := binary.BigEndian
-		out = be.AppendUint16(out, uint16(9+typed.n()))
-		out = be.AppendUint32(out, 8)
-		out = be.AppendUint64(out, uint64(ref))
-		out = commonFields(out, f, p)
-		if !p.Measured {
-			out = be.AppendUint32(out, math.MaxUint32) // -1: NULL
-		} else {
-			out = be.AppendUint32(out, 8)
-			out = be.AppendUint64(out, math.Float64bits(p.Area))
-		}
-		out, _ = matchColumns(out, f, p, key, sig)
-		return typed.appendTyped(out, f.Props)
+		out, _, _, _ = appendFeature(out, ref, f, p, key, sig, typed)
+		return out
 	}
+}
+
+// featureFields is the count of the fields of featureCols.
+const featureFields = 9
+
+// appendFeature appends featureTuple's tuple of f for the key fields key
+// (sig their keySignature) and the typed columns typed, and returns where
+// in out its match columns are (out[match:end]) and whether the server
+// must see the row (matchColumns).
+func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepared, key []string, sig []byte, typed *typedCols) (_ []byte, match, end int, must bool) {
+	be := binary.BigEndian
+	out = be.AppendUint16(out, uint16(featureFields+typed.n()))
+	out = be.AppendUint32(out, 8)
+	out = be.AppendUint64(out, uint64(ref))
+	out = commonFields(out, f, p)
+	if !p.Measured {
+		out = be.AppendUint32(out, math.MaxUint32) // -1: NULL
+	} else {
+		out = be.AppendUint32(out, 8)
+		out = be.AppendUint64(out, math.Float64bits(p.Area))
+	}
+	match = len(out)
+	out, must = matchColumns(out, f, p, key, sig)
+	end = len(out)
+	return typed.appendTyped(out, f.Props), match, end, must
 }
 
 // matchColumns appends the match columns of a feature (migration 0029,

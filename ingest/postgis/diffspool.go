@@ -69,21 +69,20 @@ const versionCols = " (feature_index, match_key, geom_hash, props_hash, area_m2,
 // the emitter knows), each behind its length; then its geometry's bounds,
 // and whether the server must see it, or else its area.
 func versionTuple(ref int64, key []string, typed *typedCols) prepare.RowEncoder {
-	row := featureTuple(ref, key, typed)
 	sig := keySignature(key)
 	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
 		be := binary.BigEndian
 		at := len(out)
 		out = be.AppendUint32(out, 0)
-		out = row(out, f, p)
+		out, match, end, must := appendFeature(out, ref, f, p, key, sig, typed)
 		be.PutUint32(out[at:], uint32(len(out)-at-4))
 
+		// The match columns are computed once: the row's own, copied.
 		at = len(out)
 		out = be.AppendUint32(out, 0)
 		out = be.AppendUint32(out, 8)
 		out = be.AppendUint64(out, uint64(f.Index))
-		var must bool
-		out, must = matchColumns(out, f, p, key, sig)
+		out = append(out, out[match:end]...)
 		if !p.Measured {
 			out = be.AppendUint32(out, math.MaxUint32)
 		} else {
@@ -246,31 +245,138 @@ func sendPlaces(ctx context.Context, g *gate, sp *versionSpool, places []db.Spoo
 		if _, err := w.Write(pgCopySignature); err != nil {
 			return err
 		}
-		r := io.NewSectionReader(sp.f, 0, sp.size)
-		br := bufio.NewReaderSize(r, 1<<16)
-		var pos int64
+		c := sp.cursor()
 		for _, pl := range places {
-			if pl.SpoolOff < pos {
-				return errors.New("version spool: rows out of order")
+			if err := c.seek(pl.SpoolOff); err != nil {
+				return err
 			}
-			if gap := pl.SpoolOff - pos; gap > 0 {
-				if gap > 1<<20 {
-					if _, err := r.Seek(pl.SpoolOff, io.SeekStart); err != nil {
-						return err
-					}
-					br.Reset(r)
-				} else if _, err := br.Discard(int(gap)); err != nil {
-					return ingest.Transientf("version spool: %w", err)
-				}
-			}
-			if _, err := io.CopyN(w, br, int64(pl.SpoolLen)); err != nil {
+			if _, err := io.CopyN(w, c.br, int64(pl.SpoolLen)); err != nil {
 				return ingest.Transientf("version spool: %w", err)
 			}
-			pos = pl.SpoolOff + int64(pl.SpoolLen)
+			c.pos += int64(pl.SpoolLen)
 		}
 		if _, err := w.Write([]byte{0xff, 0xff}); err != nil {
 			return err
 		}
 		return w.Flush()
 	}, func() error { return nil })
+}
+
+// spoolCursor reads a spool's rows forward, in spool order.
+type spoolCursor struct {
+	r   *io.SectionReader
+	br  *bufio.Reader
+	pos int64 // the offset br reads next
+}
+
+func (s *versionSpool) cursor() *spoolCursor {
+	r := io.NewSectionReader(s.f, 0, s.size)
+	return &spoolCursor{r: r, br: bufio.NewReaderSize(r, 1<<16)}
+}
+
+// seek moves c forward to the spool offset off: past a short gap by
+// reading, past a long one by seeking.
+func (c *spoolCursor) seek(off int64) error {
+	if off < c.pos {
+		return errors.New("version spool: rows out of order")
+	}
+	if gap := off - c.pos; gap > 1<<20 {
+		if _, err := c.r.Seek(off, io.SeekStart); err != nil {
+			return err
+		}
+		c.br.Reset(c.r)
+	} else if gap > 0 {
+		if _, err := c.br.Discard(int(gap)); err != nil {
+			return ingest.Transientf("version spool: %w", err)
+		}
+	}
+	c.pos = off
+	return nil
+}
+
+// A version in which most rows changed, with a table of its own, is
+// written straight into that table (diffwrite.go): every spooled row the
+// server has not seen yet, in spool order, under the job's own ref and
+// with the feature id the match gave it (migration 0037). The server
+// lists them (geoingest_diff_rewrite_list), a page at a time, and each
+// page is one COPY.
+
+// sendRewrite writes the spooled rows that the server has not seen yet
+// into table, the job's own, under ref, and returns how many. Their
+// columns are featureColumns', then feature_id.
+func sendRewrite(ctx context.Context, g *gate, sp *versionSpool, table pgx.Identifier, ref int64) (int64, error) {
+	cols := featureCols + g.typed.columns() + ", feature_id)"
+	fields := uint16(featureFields + g.typed.n())
+	if _, err := g.q.DiffRewriteList(ctx); err != nil {
+		return 0, fmt.Errorf("rows to write: %w", normaliseErr(err))
+	}
+	var sent int64
+	after := int64(-1)
+	c := sp.cursor()
+	for {
+		page, err := g.q.DiffRewritePage(ctx, db.DiffRewritePageParams{After: after, N: spoolPage})
+		if err != nil {
+			return sent, fmt.Errorf("rows to write: %w", normaliseErr(err))
+		}
+		if len(page) == 0 {
+			return sent, nil
+		}
+		n, err := copyData(ctx, g.tx, "COPY "+table.Sanitize()+cols+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
+			return writeRewrite(w, c, page, ref, fields)
+		}, func() error { return nil })
+		sent += n
+		if err != nil || len(page) < spoolPage {
+			return sent, err
+		}
+		after = page[len(page)-1].SpoolOff
+	}
+}
+
+// writeRewrite writes the COPY data of one page: each spooled row (a
+// feature table tuple of fields fields, featureTuple) with its field
+// count one more, its job_ref replaced by ref and its feature id after it
+// (NULL for an added row).
+func writeRewrite(w *bufio.Writer, c *spoolCursor, page []db.DiffRewritePageRow, ref int64, fields uint16) error {
+	if _, err := w.Write(pgCopySignature); err != nil {
+		return err
+	}
+	be := binary.BigEndian
+	var row []byte
+	for _, pl := range page {
+		if err := c.seek(pl.SpoolOff); err != nil {
+			return err
+		}
+		n := int(pl.SpoolLen)
+		if n < 14 {
+			return fmt.Errorf("version spool: a row of %d bytes", n)
+		}
+		if cap(row) < n+12 {
+			row = make([]byte, n, n+12)
+		}
+		row = row[:n]
+		if _, err := io.ReadFull(c.br, row); err != nil {
+			return ingest.Transientf("version spool: %w", err)
+		}
+		c.pos += int64(n)
+		// The tuple starts with its field count, then job_ref: length 8
+		// and the value.
+		if be.Uint16(row) != fields || be.Uint32(row[2:]) != 8 {
+			return errors.New("version spool: a row is not a feature tuple")
+		}
+		be.PutUint16(row, fields+1)
+		be.PutUint64(row[6:], uint64(ref))
+		if pl.Fid == 0 {
+			row = be.AppendUint32(row, math.MaxUint32)
+		} else {
+			row = be.AppendUint32(row, 8)
+			row = be.AppendUint64(row, uint64(pl.Fid))
+		}
+		if _, err := w.Write(row); err != nil {
+			return err
+		}
+	}
+	if _, err := w.Write([]byte{0xff, 0xff}); err != nil {
+		return err
+	}
+	return w.Flush()
 }

@@ -34,9 +34,10 @@ import (
 //     (geoingest_diff_apply);
 //  3. the job takes over the replaced job's job_ref, and the replaced job
 //     gets a fresh one with no rows (unless most rows changed and the job
-//     has a table of its own: the new generation is then written whole
-//     into it, the unchanged rows copied on the server, and the old one
-//     retired as a full replace retires it): the new generation's rows are then
+//     has a table of its own: every row of the version is then streamed
+//     from the spool straight into it, with the feature id the match gave
+//     it (migration 0037), and the old generation retired as a full
+//     replace retires it): the new generation's rows are then
 //     found by the new job's ref, as every reader, verify, replay and the
 //     compactor find a generation's rows.
 //
@@ -133,22 +134,34 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		return duplicateKeysError(key, plan.DuplicateKeys)
 	}
 	// Where most rows changed, and the job has a table of its own, the new
-	// generation is written whole into it (the unchanged rows copied on
-	// the server) rather than into the old one's.
+	// generation is written straight into it, every row from the spool,
+	// rather than into the old one's.
+	var m db.DiffApplyRow
 	newRef := oldRef
 	if g.ref > 0 && float64(plan.ToWrite) > s.diffRewriteAbove()*float64(plan.Total) {
-		if _, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref}); err != nil {
+		table, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref})
+		if err != nil {
 			return fmt.Errorf("job table: %w", err)
 		}
 		g.attach, newRef = target, g.ref
-	}
-	if _, err := sendSpooled(ctx, g, sp, "write"); err != nil {
-		return err
-	}
-	m, err := g.q.DiffApply(ctx, db.DiffApplyParams{JobID: job.ID, BaseJobID: base, TargetTable: target,
-		OldRef: oldRef, MinIou: minIoU, DuplicateKeys: plan.DuplicateKeys, NewRef: newRef})
-	if err != nil {
-		return fmt.Errorf("apply the changes: %w", normaliseErr(err))
+		if _, err := sendRewrite(ctx, g, sp, pgx.Identifier{table.SchemaName, table.TableName}, g.ref); err != nil {
+			return err
+		}
+		testhook.At(ctx, testhook.DuringRewrite, testhook.Where{Job: job.ID})
+		d, err := g.q.DiffApplyDirect(ctx, db.DiffApplyDirectParams{JobID: job.ID, BaseJobID: base, TargetTable: target,
+			OldRef: oldRef, MinIou: minIoU, DuplicateKeys: plan.DuplicateKeys, NewRef: newRef})
+		if err != nil {
+			return fmt.Errorf("apply the changes: %w", normaliseErr(err))
+		}
+		m = db.DiffApplyRow(d)
+	} else {
+		if _, err := sendSpooled(ctx, g, sp, "write"); err != nil {
+			return err
+		}
+		if m, err = g.q.DiffApply(ctx, db.DiffApplyParams{JobID: job.ID, BaseJobID: base, TargetTable: target,
+			OldRef: oldRef, MinIou: minIoU, DuplicateKeys: plan.DuplicateKeys, NewRef: newRef}); err != nil {
+			return fmt.Errorf("apply the changes: %w", normaliseErr(err))
+		}
 	}
 	if res.Changes, err = g.changesOf(ctx, job, base, db.MatchGenerationRow(m)); err != nil {
 		return err

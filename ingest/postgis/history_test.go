@@ -26,10 +26,25 @@ func historyDigest(t *testing.T, b *bundle, query string, args ...any) (string, 
 // time of each version gives, feature for feature, the rows that were
 // current then; before the first, nothing. Once prune has removed the
 // oldest versions' ledger rows, a time of theirs is refused, and the
-// later times still answer right.
+// later times still answer right. With own, every version has a table of
+// its own and is written whole into it (the old generation retired whole,
+// migration 0036), not changed in place.
 func TestFeaturesAsOf(t *testing.T) {
 	t.Parallel()
+	for _, own := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in-place", true: "own-tables"}[own], func(t *testing.T) {
+			t.Parallel()
+			featuresAsOf(t, own)
+		})
+	}
+}
+
+func featuresAsOf(t *testing.T, own bool) {
 	b := setup(t)
+	if own {
+		b.store.OwnPartitionBytes = 1
+		b.store.DiffRewriteAbove = -1
+	}
 	ctx := context.Background()
 	p := ingest.DefaultParams("parcels")
 	p.Key = []string{"APN"}

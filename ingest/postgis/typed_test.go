@@ -176,6 +176,17 @@ func TestTypedColumnsStored(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT assessed::text FROM geoingest_typed_parcels WHERE apn = 'A-3'`).Scan(&got))
 	require.Equal(t, "2.75", got)
 
+	// A version written straight into its own table from the spool (most
+	// rows changed, migration 0037): the typed columns streamed with it.
+	fs[4].props = strings.Replace(fs[4].props, `"VALUE":`, `"VALUE":1`, 1)
+	b.store.OwnPartitionBytes, b.store.DiffRewriteAbove = 1, -1
+	r = b.svc.Run(ctx, version(t, writeFeats(t, "v2b.geojson", fs), "v2b", "25", p))
+	require.NoError(t, r.Err)
+	require.Equal(t, ingest.Written, r.Outcome, r.Reason)
+	require.EqualValues(t, 1, r.Changes.Counts.Attributes)
+	requireStoredTyped(t, b, cols, len(typedValues)+1, "written straight into its own table")
+	b.store.OwnPartitionBytes, b.store.DiffRewriteAbove = 1<<40, 0
+
 	// A fold moves the rows into the shared partition.
 	_, err = b.store.Compact(ctx, ingest.CompactOptions{Keep: 0})
 	require.NoError(t, err)

@@ -35,6 +35,7 @@ const (
 	BeforeWrite    = "before-write"    // downloaded and opened, the write gate not entered
 	DuringCopy     = "during-copy"     // the write-gate transaction's COPY is streaming
 	DuringDiff     = "during-diff"     // a new version is staged and checked, its diff against the current generation not applied
+	DuringRewrite  = "during-rewrite"  // a mostly changed version is streamed into its own table, its changes not recorded
 	BeforeCommit   = "before-commit"   // features and ledger written, COMMIT not sent
 	BeforeAck      = "before-ack"      // committed, the message not yet acked
 	AfterAck       = "after-ack"       // the ack is done, the worker has not returned from it

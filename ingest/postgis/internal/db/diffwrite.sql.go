@@ -156,6 +156,70 @@ func (q *Queries) DiffApply(ctx context.Context, arg DiffApplyParams) (DiffApply
 	return i, err
 }
 
+const diffApplyDirect = `-- name: DiffApplyDirect :one
+SELECT m.added::bigint AS added, m.removed::bigint AS removed, m.geometry::bigint AS geometry,
+       m.attributes::bigint AS attributes, m.unchanged::bigint AS unchanged,
+       m.by_key::bigint AS by_key, m.by_content::bigint AS by_content, m.by_overlap::bigint AS by_overlap,
+       m.duplicate_keys::bigint AS duplicate_keys, m.lineage::bigint AS lineage,
+       coalesce(ST_AsGeoJSON(m.bbox::geometry, 7), '')::text AS bbox
+FROM geoingest_diff_apply_direct($1::text, $2::text, $3::text, $4::bigint, $5::float8,
+                                 $6::bigint, $7::bigint) m
+`
+
+type DiffApplyDirectParams struct {
+	JobID         string
+	BaseJobID     string
+	TargetTable   string
+	OldRef        int64
+	MinIou        float64
+	DuplicateKeys int64
+	NewRef        int64
+}
+
+type DiffApplyDirectRow struct {
+	Added         int64
+	Removed       int64
+	Geometry      int64
+	Attributes    int64
+	Unchanged     int64
+	ByKey         int64
+	ByContent     int64
+	ByOverlap     int64
+	DuplicateKeys int64
+	Lineage       int64
+	Bbox          string
+}
+
+// DiffApplyDirect finishes a version written straight into its own table
+// (geoingest_diff_apply_direct): the changes recorded, the table summed
+// and indexed.
+func (q *Queries) DiffApplyDirect(ctx context.Context, arg DiffApplyDirectParams) (DiffApplyDirectRow, error) {
+	row := q.db.QueryRow(ctx, diffApplyDirect,
+		arg.JobID,
+		arg.BaseJobID,
+		arg.TargetTable,
+		arg.OldRef,
+		arg.MinIou,
+		arg.DuplicateKeys,
+		arg.NewRef,
+	)
+	var i DiffApplyDirectRow
+	err := row.Scan(
+		&i.Added,
+		&i.Removed,
+		&i.Geometry,
+		&i.Attributes,
+		&i.Unchanged,
+		&i.ByKey,
+		&i.ByContent,
+		&i.ByOverlap,
+		&i.DuplicateKeys,
+		&i.Lineage,
+		&i.Bbox,
+	)
+	return i, err
+}
+
 const diffPlan = `-- name: DiffPlan :one
 SELECT p.total::bigint AS total, p.to_write::bigint AS to_write, p.duplicate_keys::bigint AS duplicate_keys
 FROM geoingest_diff_plan($1::text, $2::bigint, $3::text[]) p
@@ -180,6 +244,58 @@ func (q *Queries) DiffPlan(ctx context.Context, arg DiffPlanParams) (DiffPlanRow
 	var i DiffPlanRow
 	err := row.Scan(&i.Total, &i.ToWrite, &i.DuplicateKeys)
 	return i, err
+}
+
+const diffRewriteList = `-- name: DiffRewriteList :one
+SELECT geoingest_diff_rewrite_list()::bigint AS listed
+`
+
+// DiffRewriteList lists the spooled rows of a version written straight
+// into its own table, with their feature ids (migration 0037,
+// geoingest_diff_rewrite_list), and returns how many.
+func (q *Queries) DiffRewriteList(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, diffRewriteList)
+	var listed int64
+	err := row.Scan(&listed)
+	return listed, err
+}
+
+const diffRewritePage = `-- name: DiffRewritePage :many
+SELECT w.spool_off::bigint AS spool_off, w.spool_len::int AS spool_len, coalesce(w.fid, 0)::bigint AS fid
+FROM geoingest_diff_rewrite_page($1::bigint, $2::int) AS w(spool_off, spool_len, fid)
+`
+
+type DiffRewritePageParams struct {
+	After int64
+	N     int32
+}
+
+type DiffRewritePageRow struct {
+	SpoolOff int64
+	SpoolLen int32
+	Fid      int64
+}
+
+// DiffRewritePage is the next page of that list: at most n rows past the
+// spool offset after, in spool order; fid 0 is an added row (no predecessor).
+func (q *Queries) DiffRewritePage(ctx context.Context, arg DiffRewritePageParams) ([]DiffRewritePageRow, error) {
+	rows, err := q.db.Query(ctx, diffRewritePage, arg.After, arg.N)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DiffRewritePageRow
+	for rows.Next() {
+		var i DiffRewritePageRow
+		if err := rows.Scan(&i.SpoolOff, &i.SpoolLen, &i.Fid); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const finishIncoming = `-- name: FinishIncoming :one

@@ -79,3 +79,27 @@ FROM geoingest_diff_apply(@job_id::text, @base_job_id::text, @target_table::text
 -- SetJobChecksum records a job's checksum (a held version's, summed once
 -- its rows are all in its table).
 UPDATE jobs SET features_checksum = @features_checksum WHERE job_id = @job_id;
+
+-- name: DiffRewriteList :one
+-- DiffRewriteList lists the spooled rows of a version written straight
+-- into its own table, with their feature ids (migration 0037,
+-- geoingest_diff_rewrite_list), and returns how many.
+SELECT geoingest_diff_rewrite_list()::bigint AS listed;
+
+-- name: DiffRewritePage :many
+-- DiffRewritePage is the next page of that list: at most n rows past the
+-- spool offset after, in spool order; fid 0 is an added row (no predecessor).
+SELECT w.spool_off::bigint AS spool_off, w.spool_len::int AS spool_len, coalesce(w.fid, 0)::bigint AS fid
+FROM geoingest_diff_rewrite_page(@after::bigint, @n::int) AS w(spool_off, spool_len, fid);
+
+-- name: DiffApplyDirect :one
+-- DiffApplyDirect finishes a version written straight into its own table
+-- (geoingest_diff_apply_direct): the changes recorded, the table summed
+-- and indexed.
+SELECT m.added::bigint AS added, m.removed::bigint AS removed, m.geometry::bigint AS geometry,
+       m.attributes::bigint AS attributes, m.unchanged::bigint AS unchanged,
+       m.by_key::bigint AS by_key, m.by_content::bigint AS by_content, m.by_overlap::bigint AS by_overlap,
+       m.duplicate_keys::bigint AS duplicate_keys, m.lineage::bigint AS lineage,
+       coalesce(ST_AsGeoJSON(m.bbox::geometry, 7), '')::text AS bbox
+FROM geoingest_diff_apply_direct(@job_id::text, @base_job_id::text, @target_table::text, @old_ref::bigint, @min_iou::float8,
+                                 @duplicate_keys::bigint, @new_ref::bigint) m;
