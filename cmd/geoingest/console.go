@@ -23,11 +23,16 @@ func init() {
 // newConsole is the console on a's database: its jobs, sources and claims,
 // its pending versions, and the map of its area report. token is the
 // read-only token, opToken the operator's (empty: the console only
-// reads). dl is the dead-letter queue's depth (nil where not known). The
-// pending versions are read and decided on the primary.
-func newConsole(a *app, token, opToken string, dl queue.DeadLetterDepther, log *slog.Logger) http.Handler {
+// reads). recv is serve's queue (nil for none): the console shows its
+// dead-letter queue's depth where known, and lists, re-drives and deletes
+// its dead letters, and retries failed jobs, where the queue can
+// (queue.DeadLetterBox). The pending versions are read and decided on the
+// primary.
+func newConsole(a *app, token, opToken string, recv queue.Receiver, log *slog.Logger) http.Handler {
 	o := console.Options{Reader: postgis.NewConsole(a.readsPool()), Reports: a.reads(),
-		DeadLetters: dl, Token: token, OperatorToken: opToken, Pending: a.store, Decider: a.svc, Log: log}
+		Token: token, OperatorToken: opToken, Pending: a.store, Decider: a.svc, Log: log}
+	o.DeadLetters, _ = recv.(queue.DeadLetterDepther)
+	o.DeadLetterBox, o.NoDeadLetters = deadLetterBox(recv)
 	if q, ok := a.store.(ingest.Quarantine); ok {
 		o.Quarantine = q
 	}
@@ -40,6 +45,31 @@ func newConsole(a *app, token, opToken string, dl queue.DeadLetterDepther, log *
 		o.Changes = cl
 	}
 	return console.New(o)
+}
+
+// deadLetterBox is recv's dead-letter queue where it can be read, else
+// nil and why not.
+func deadLetterBox(recv queue.Receiver) (queue.DeadLetterBox, string) {
+	if recv == nil {
+		return nil, ""
+	}
+	if _, ok := recv.(*queue.Inbox); ok {
+		return nil, "an inbox has no dead-letter queue: a failed file's reason is in the inbox's .dead-letter directory, and a restart of serve delivers every file again (a failed one runs again)"
+	}
+	box, ok := recv.(queue.DeadLetterBox)
+	if !ok {
+		return nil, "this queue's dead letters cannot be read by geoingest (a Pub/Sub dead-letter topic has no subscription of geoingest's): read them with a subscription of your own, and publish a message again to its topic to retry it"
+	}
+	if d, ok := recv.(queue.DeadLetterDepther); ok {
+		// A driver says it has none before it asks the network: a
+		// cancelled context asks nothing.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := d.DeadLetterDepth(ctx); errors.Is(err, queue.ErrNoDeadLetterQueue) {
+			return nil, "serve has no dead-letter queue (--dlq-url): a permanent failure's message was deleted, and the job is retried by delivering its event again"
+		}
+	}
+	return box, ""
 }
 
 // envBool is envInt for a boolean (true, false, 1, 0, ...).

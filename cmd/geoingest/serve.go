@@ -335,8 +335,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if c.metricsAddr != "" {
 		var ui http.Handler
 		if c.console {
-			dl, _ := cons.Receiver.(queue.DeadLetterDepther)
-			ui = newConsole(a, c.consoleToken, c.consoleOperatorToken, dl, m.Log)
+			ui = newConsole(a, c.consoleToken, c.consoleOperatorToken, cons.Receiver, m.Log)
 		}
 		ops, err := startOps(c.metricsAddr, reg, func(ctx context.Context) error {
 			if cons.Stopping() {

@@ -18,7 +18,8 @@ import (
 )
 
 // The console's actions: an operator approves or rejects a pending
-// version (ingest.PendingVersions). Reading needs the read-only token
+// version (ingest.PendingVersions), retries a failed job, re-drives or
+// deletes a dead letter (deadletters.go). Reading needs the read-only token
 // (Options.Token) or the operator's (Options.OperatorToken); acting needs
 // the operator's, and is off when there is none.
 //
@@ -92,7 +93,7 @@ func (h *Handler) csrfToken() string {
 // actionAllowed checks an action request (see the top of this file); it
 // writes the refusal and returns false when it is not allowed.
 func (h *Handler) actionAllowed(w http.ResponseWriter, r *http.Request) bool {
-	if h.opts.OperatorToken == "" || h.opts.Decider == nil {
+	if h.opts.OperatorToken == "" {
 		http.Error(w, "forbidden: this console is read-only (give it an operator token to act)", http.StatusForbidden)
 		return false
 	}
@@ -186,6 +187,10 @@ func (h *Handler) apiDecide(w http.ResponseWriter, r *http.Request) {
 	if !h.actionAllowed(w, r) {
 		return
 	}
+	if h.opts.Decider == nil {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "this console cannot decide pending versions"})
+		return
+	}
 	d, err := decision(r)
 	if err != nil {
 		h.apiError(w, r, err)
@@ -237,6 +242,10 @@ func (h *Handler) pendingPage(w http.ResponseWriter, r *http.Request) {
 // does not post again), which says what was done.
 func (h *Handler) pendingAction(w http.ResponseWriter, r *http.Request) {
 	if !h.actionAllowed(w, r) {
+		return
+	}
+	if h.opts.Decider == nil {
+		http.Error(w, "this console cannot decide pending versions", http.StatusConflict)
 		return
 	}
 	d, err := decision(r)

@@ -18,6 +18,12 @@
 //	GET /api/pending        the pending versions
 //	POST /pending/{job_id}/{approve|reject}      a form (reason, csrf): operators
 //	POST /api/pending/{job_id}/{approve|reject}  {"reason": "..."}: operators
+//	GET /deadletters        the dead letters, with re-drive and delete forms for operators (deadletters.go)
+//	GET /api/deadletters    the dead letters, with the failed jobs each names
+//	POST /deadletters/{id}/{redrive|delete}      a form (csrf): operators
+//	POST /api/deadletters/{id}/{redrive|delete}  operators
+//	POST /jobs/{job_id}/retry                    a form (csrf): operators; re-drives the job's dead letters
+//	POST /api/jobs/{job_id}/retry                operators
 //	GET /quarantine         the jobs with quarantined features (quarantine.go)
 //	GET /quarantine/{job_id}                    a job's quarantined features
 //	GET /api/quarantine                         the jobs, as JSON
@@ -84,6 +90,12 @@ type Options struct {
 	// Changes reads the change records (/api/jobs/{id}/changes,
 	// /api/changes, /api/changes/feed); nil: those routes answer 404.
 	Changes ingest.ChangeLog
+	// DeadLetterBox reads and acts on the dead-letter queue: the dead
+	// letters page, their re-drive and delete, and the retry of a failed
+	// job (deadletters.go); nil where there is none that can be read.
+	DeadLetterBox queue.DeadLetterBox
+	// NoDeadLetters says why DeadLetterBox is nil, for the pages.
+	NoDeadLetters string
 	// Quarantine reads the features the policies left out (/quarantine,
 	// /api/quarantine, /api/jobs/{id}/quarantine); nil: those routes
 	// answer 404 or say so.
@@ -132,6 +144,12 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("GET /api/jobs/{job_id}/tiles", h.apiJobTiles)
 	h.mux.HandleFunc("GET /api/changes", h.apiSourceChanges)
 	h.mux.HandleFunc("GET /api/changes/feed", h.apiChangeFeed)
+	h.mux.HandleFunc("GET /deadletters", h.deadLettersPage)
+	h.mux.HandleFunc("GET /api/deadletters", h.apiDeadLetters)
+	h.mux.HandleFunc("POST /deadletters/{id}/{action}", h.deadLetterForm)
+	h.mux.HandleFunc("POST /api/deadletters/{id}/{action}", h.apiDeadLetterAction)
+	h.mux.HandleFunc("POST /jobs/{job_id}/retry", h.retryForm)
+	h.mux.HandleFunc("POST /api/jobs/{job_id}/retry", h.apiRetry)
 	h.mux.HandleFunc("GET /quarantine", h.quarantinePage)
 	h.mux.HandleFunc("GET /quarantine/{job_id}", h.quarantineJobPage)
 	h.mux.HandleFunc("GET /api/quarantine", h.apiQuarantine)
@@ -159,7 +177,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Routes are the path patterns the console serves, for a mux that mounts
 // it beside other handlers.
-var Routes = []string{"/{$}", "/jobs/", "/map.svg", "/api/", "/pending", "/pending/", "/login"}
+var Routes = []string{"/{$}", "/jobs/", "/map.svg", "/api/", "/pending", "/pending/", "/login", "/deadletters", "/deadletters/", "/quarantine", "/quarantine/"}
 
 // replica is the read database's replication state, or nil when the
 // console reads the primary (or the state cannot be read).

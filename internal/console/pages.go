@@ -144,6 +144,11 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 type jobData struct {
 	Now time.Time
 	Rec ingest.JobRecord
+	// Retry: the viewer is an operator and the console can re-drive
+	// the failed job's dead letters; CSRF is the form's token.
+	Retry bool
+	CSRF  string
+	Done  string // what the last action did
 }
 
 func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -156,7 +161,11 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), code)
 		return
 	}
-	h.render(w, "job.html", jobData{Now: time.Now(), Rec: rec})
+	d := jobData{Now: time.Now(), Rec: rec, Done: r.URL.Query().Get("done")}
+	if rec.Job.State == ingest.StateFailed && h.opts.DeadLetterBox != nil && h.canAct() && h.roleOf(r) == roleOperator {
+		d.Retry, d.CSRF = true, h.csrfToken()
+	}
+	h.render(w, "job.html", d)
 }
 
 // render executes a page into a buffer first, so that a template error
