@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/geoingest/geoingest/internal/testsrv"
+	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/geoingest/geoingest/queue"
 	azq "github.com/geoingest/geoingest/queue/azqueue"
 	sqsqueue "github.com/geoingest/geoingest/queue/sqs"

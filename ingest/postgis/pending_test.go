@@ -208,7 +208,9 @@ func TestGuardsHoldEachKind(t *testing.T) {
 // pending version. A newer version that passes the guards is applied and
 // supersedes the pending one; a newer one that trips them replaces it as
 // the pending version; an older one that arrives late is superseded as
-// always; an approval after a newer delete supersedes the version.
+// always if it is held, applied if it passes (the pending newer one stays
+// pending, and replaces it if approved); an approval after a newer delete
+// supersedes the version.
 func TestPendingNeverBlocksItsSource(t *testing.T) {
 	t.Parallel()
 	full := parcelsFile(t, "full.geojson", 100, 13, apn)
@@ -258,6 +260,32 @@ func TestPendingNeverBlocksItsSource(t *testing.T) {
 		decided(t, b, v3.ID, "approved")
 		n, cur := current(t, b.pool)
 		require.EqualValues(t, 5, n)
+		require.Equal(t, v3.ID, cur)
+		verifiedStore(t, b.store)
+	})
+	t.Run("older passes late", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		require.Equal(t, ingest.Written, b.svc.Run(ctx, version(t, full, "v1", "01", ingest.DefaultParams("parcels"))).Outcome)
+		v3 := version(t, small, "v3", "03", ingest.DefaultParams("parcels"))
+		require.Equal(t, ingest.Pending, b.svc.Run(ctx, v3).Outcome)
+		// v2, older than the pending v3 and newer than the current v1,
+		// arrives late and passes the guards: it is applied, and the
+		// pending v3 is unaffected.
+		v2 := version(t, fuller, "v2", "02", ingest.DefaultParams("parcels"))
+		require.Equal(t, ingest.Written, b.svc.Run(ctx, v2).Outcome)
+		ps, err := b.store.ListPending(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 1)
+		require.Equal(t, v3.ID, ps[0].JobID)
+		n, cur := current(t, b.pool)
+		require.EqualValues(t, 110, n)
+		require.Equal(t, v2.ID, cur)
+		verifiedStore(t, b.store)
+		// v3 is the newest version: approved, it replaces v2.
+		decided(t, b, v3.ID, "approved")
+		n, cur = current(t, b.pool)
+		require.EqualValues(t, 10, n)
 		require.Equal(t, v3.ID, cur)
 		verifiedStore(t, b.store)
 	})
