@@ -42,6 +42,19 @@ type Maintainer struct {
 	Compactor      Compactor
 	CompactEvery   time.Duration
 	CompactOptions CompactOptions
+	// AnalyzeEvery, when positive, has the compaction rounds also gather
+	// the statistics of the tables they fold into as a whole
+	// (ParentAnalyzer), which autovacuum never gathers and without which
+	// every new connection's first plan of a read is slower. A table is
+	// analyzed after a round once the rows folded into it since its last
+	// analysis by this maintainer are at least a tenth of the rows the
+	// table had at its last analysis (at once when it was never analyzed
+	// as a whole), and at most once per AnalyzeEvery: the analysis reads
+	// a sample of every partition and, while it samples the table as a
+	// whole, holds a lock that a job creating its own partition waits
+	// for. serve sets it; the batch commands analyze in
+	// FinishCompaction instead.
+	AnalyzeEvery time.Duration
 	// Pruner applies Retention every PruneEvery, the first time one
 	// interval after Start.
 	Pruner     Pruner
@@ -54,9 +67,12 @@ type Maintainer struct {
 	stop                     context.CancelFunc
 	running                  sync.WaitGroup
 	// folded are the tables any round folded into (FinishCompaction
-	// analyzes them).
-	mu     sync.Mutex
-	folded map[string]bool
+	// analyzes them); foldedRows the rows folded into each since this
+	// maintainer last analyzed it, analyzedAt when it did (AnalyzeEvery).
+	mu         sync.Mutex
+	folded     map[string]bool
+	foldedRows map[string]int64
+	analyzedAt map[string]time.Time
 }
 
 // noteFolded records the tables r folded into.
@@ -65,9 +81,88 @@ func (m *Maintainer) noteFolded(r CompactResult) {
 	defer m.mu.Unlock()
 	for _, f := range r.Folded {
 		if m.folded == nil {
-			m.folded = map[string]bool{}
+			m.folded, m.foldedRows = map[string]bool{}, map[string]int64{}
 		}
 		m.folded[f.Target] = true
+		m.foldedRows[f.Target] += max(f.Rows, 1)
+	}
+}
+
+// analyzeDue is the policy of AnalyzeEvery: whether a table into which
+// folded rows were folded since this maintainer's last analysis of it
+// (since, when analyzedBefore), with parentRows rows at its last analysis
+// as a whole (-1: never), is analyzed now.
+func analyzeDue(folded, parentRows int64, analyzedBefore bool, since, every time.Duration) bool {
+	switch {
+	case folded <= 0:
+		return false
+	case analyzedBefore && since < every:
+		return false
+	case parentRows < 0:
+		return true
+	}
+	return folded*10 >= parentRows
+}
+
+// analyzeRound analyzes, as a whole, the tables the policy of
+// AnalyzeEvery says are due.
+func (m *Maintainer) analyzeRound(ctx context.Context) {
+	a, ok := m.Compactor.(ParentAnalyzer)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	var targets []string
+	for t, n := range m.foldedRows {
+		if n > 0 {
+			targets = append(targets, t)
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(targets)
+	for _, t := range targets {
+		m.mu.Lock()
+		folded := m.foldedRows[t]
+		last, before := m.analyzedAt[t]
+		m.mu.Unlock()
+		if before && time.Since(last) < m.AnalyzeEvery {
+			continue // no query: the rate limit decides
+		}
+		rows, err := a.ParentRows(ctx, t)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.Log.Warn("the rows of a table as a whole could not be read; the next round tries again", "target", t, "error", err.Error())
+			}
+			continue
+		}
+		if !analyzeDue(folded, rows, before, time.Since(last), m.AnalyzeEvery) {
+			continue
+		}
+		start := time.Now()
+		if err := a.AnalyzeParent(ctx, t); err != nil {
+			if errors.Is(err, ErrAnalyzeDenied) {
+				// Not again for an interval: the role will not change.
+				m.mu.Lock()
+				if m.analyzedAt == nil {
+					m.analyzedAt = map[string]time.Time{}
+				}
+				m.analyzedAt[t] = time.Now()
+				m.mu.Unlock()
+			}
+			if ctx.Err() == nil {
+				m.Log.Warn("analyzing a table as a whole failed; a later round tries again", "target", t, "error", err.Error())
+			}
+			continue
+		}
+		m.mu.Lock()
+		m.foldedRows[t] -= folded
+		if m.analyzedAt == nil {
+			m.analyzedAt = map[string]time.Time{}
+		}
+		m.analyzedAt[t] = time.Now()
+		m.mu.Unlock()
+		m.Log.Info("analyzed the folded table as a whole", "target", t, "rows_folded_since", folded,
+			"rows_at_last_analysis", rows, "seconds", time.Since(start).Seconds())
 	}
 }
 
@@ -168,6 +263,9 @@ func (m *Maintainer) compactRound(ctx context.Context, deniedLogged *time.Time) 
 		m.Log.Warn("compaction failed; the next round tries again", "error", err.Error())
 	case err == nil && (len(r.Folded) > 0 || r.Dropped > 0 || len(r.Rebuilt) > 0 || r.LeftoversDropped > 0):
 		logCompaction(m.Log, r)
+	}
+	if m.AnalyzeEvery > 0 && ctx.Err() == nil {
+		m.analyzeRound(ctx)
 	}
 	if err == nil && len(r.ReindexDenied) > 0 && time.Since(*deniedLogged) > time.Hour {
 		*deniedLogged = time.Now()

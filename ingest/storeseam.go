@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -72,11 +73,22 @@ type Compactor interface {
 // ParentAnalyzer is a Compactor that can gather the statistics of a
 // feature table as a whole (its partitioned parent's, which autovacuum
 // never gathers): a batch command's last compaction rounds do it for the
-// tables they folded into, so that a query's first plan on a new
+// tables they folded into, and serve's rounds under a policy
+// (Maintainer.AnalyzeEvery), so that a query's first plan on a new
 // connection does not pay for their absence.
 type ParentAnalyzer interface {
+	// AnalyzeParent analyzes the table as a whole; ErrAnalyzeDenied when
+	// the role may not (PostgreSQL 15: only the owner may).
 	AnalyzeParent(ctx context.Context, target string) error
+	// ParentRows is the table's row count as its last analysis as a
+	// whole found it, -1 when it was never analyzed as a whole.
+	ParentRows(ctx context.Context, target string) (int64, error)
 }
+
+// ErrAnalyzeDenied is AnalyzeParent's error when the role may not
+// analyze the feature tables: PostgreSQL 15 lets only their owner (the
+// role migrations run as) do it, not geoingest_writer.
+var ErrAnalyzeDenied = errors.New("this role may not ANALYZE the feature tables (only their owner may): run `geoingest compact` or an ANALYZE of geoingest_store.parcels as the owner")
 
 // Claims is the claim gate: one worker at a time on a job, under a lease,
 // and a committed job never again.

@@ -80,6 +80,10 @@ type serveConfig struct {
 	// the own partitions each table keeps.
 	compactEvery time.Duration
 	compactKeep  int
+	// analyzeEvery bounds how often the compactor's rounds analyze a
+	// table they folded into as a whole (ingest.Maintainer.AnalyzeEvery);
+	// 0 turns it off.
+	analyzeEvery time.Duration
 	// compactReindex is the compactor's index rebuild factor
 	// (ingest.CompactOptions.ReindexFactor); 0 turns rebuilding off.
 	compactReindex float64
@@ -177,6 +181,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	addRetentionFlags(fs, m, &c.retention)
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.DurationVar(&c.compactEvery, "compact-every", m.envDuration("GEOINGEST_COMPACT_EVERY", time.Minute), "fold the oldest own partitions into the shared ones in the background, after each written job and at least this often, so that spatial queries visit a few partitions; 0: off (run `geoingest compact` from cron instead) (env GEOINGEST_COMPACT_EVERY)")
+	fs.DurationVar(&c.analyzeEvery, "analyze-every", m.envDuration("GEOINGEST_ANALYZE_EVERY", time.Hour), "after a compaction round, ANALYZE a feature table it folded into as a whole (autovacuum never does; without it a new connection's first query plans slower) once the rows folded since the last are a tenth of the table, at most this often; 0: never (env GEOINGEST_ANALYZE_EVERY)")
 	fs.IntVar(&c.compactKeep, "compact-keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions (of jobs of 8 MiB or more) each feature table keeps before the compactor folds the oldest; 0 folds each soon after its commit (env GEOINGEST_COMPACT_KEEP)")
 	fs.Float64Var(&c.compactReindex, "compact-reindex-factor", m.envFloat("GEOINGEST_COMPACT_REINDEX_FACTOR", ingest.DefaultReindexFactor), reindexFactorUsage+" (env GEOINGEST_COMPACT_REINDEX_FACTOR)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
@@ -326,7 +331,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	// prune, from the consumer's start to its end.
 	cons.Maintainer = &ingest.Maintainer{
 		Refresher: a.store, RefreshEvery: c.reportRefresh,
-		Compactor: a.compactor, CompactEvery: c.compactEvery,
+		Compactor: a.compactor, CompactEvery: c.compactEvery, AnalyzeEvery: c.analyzeEvery,
 		CompactOptions: ingest.CompactOptions{Keep: c.compactKeep, ReindexFactor: factor},
 		Pruner:         a.store, PruneEvery: c.pruneInterval, Retention: c.retention,
 		Log: m.Log,

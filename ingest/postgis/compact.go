@@ -175,7 +175,13 @@ func (s *Store) dropFolded(ctx context.Context, lockTimeout time.Duration) (stri
 // table, and without them the first plan of a query of the table on a
 // new connection costs some 1.3 ms more (ingest.ParentAnalyzer).
 func (s *Store) AnalyzeParent(ctx context.Context, target string) error {
-	var err error
+	may, err := s.q.MayAnalyzeFeatureTables(ctx)
+	if err != nil {
+		return ingest.Transientf("analyze %s: %w", target, err)
+	}
+	if !may {
+		return fmt.Errorf("analyze %s: %w", target, ingest.ErrAnalyzeDenied)
+	}
 	switch target {
 	case "parcels":
 		err = s.q.AnalyzeParcelsParent(ctx)
@@ -188,4 +194,17 @@ func (s *Store) AnalyzeParent(ctx context.Context, target string) error {
 		return ingest.Transientf("analyze %s: %w", target, err)
 	}
 	return nil
+}
+
+// ParentRows is target's row count as its last analysis as a whole found
+// it, -1 when it was never analyzed as a whole (ingest.ParentAnalyzer).
+func (s *Store) ParentRows(ctx context.Context, target string) (int64, error) {
+	if target != "parcels" && target != "admin_units" {
+		return 0, ingest.Permanentf("analyze: %q is not a feature table", target)
+	}
+	n, err := s.q.ParentRows(ctx, target)
+	if err != nil {
+		return 0, ingest.Transientf("rows of %s: %w", target, err)
+	}
+	return n, nil
 }

@@ -2,11 +2,16 @@ package postgis
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 )
 
@@ -101,4 +106,79 @@ func TestFinishCompactionAnalyzesTheFoldedTables(t *testing.T) {
 	require.Positive(t, inherited("geoingest_store.parcels"))
 	require.Zero(t, inherited("geoingest_store.admin_units"))
 	requireVerifyClean(t, b)
+}
+
+// TestServeAnalyzesTheFoldedTables: serve's compaction rounds analyze the
+// table they fold into as a whole (Maintainer.AnalyzeEvery), as the batch
+// commands' finish does, but under a policy: at once when the table was
+// never analyzed as a whole, then at most once per AnalyzeEvery (a fold
+// within the hour leaves the statistics as they were), and only once the
+// rows folded since are a tenth of the table's.
+func TestServeAnalyzesTheFoldedTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	parentRows := func() int64 {
+		return countRows(t, b, `SELECT reltuples::bigint FROM pg_class WHERE oid = 'geoingest_store.parcels'::regclass`)
+	}
+	require.EqualValues(t, -1, parentRows(), "never analyzed as a whole")
+	ownSources(t, b, t.TempDir(), 2, 20)
+	o := ingest.CompactOptions{Keep: 0, LockTimeout: 5 * time.Second}
+	m := &ingest.Maintainer{Compactor: b.store, CompactEvery: time.Hour, CompactOptions: o, AnalyzeEvery: time.Hour}
+	m.Start(ctx)
+	m.Written()
+	require.Eventually(t, func() bool { return parentRows() == 40 }, time.Minute, 100*time.Millisecond, "rows %d", parentRows())
+	require.Equal(t, 1, partitions(t, b.pool))
+
+	// Within the hour: folded, not analyzed again.
+	ownSources(t, b, t.TempDir(), 2, 30)
+	m.Written()
+	require.Eventually(t, func() bool { return partitions(t, b.pool) == 1 }, time.Minute, 100*time.Millisecond)
+	m.Written() // one more round, so that a round after the fold has run
+	time.Sleep(time.Second)
+	m.Stop()
+	require.EqualValues(t, 40, parentRows())
+
+	// Past the interval: a fold of less than a tenth of the table's rows
+	// leaves the statistics; one of more analyzes it.
+	m = &ingest.Maintainer{Compactor: b.store, CompactEvery: time.Hour, CompactOptions: o, AnalyzeEvery: time.Millisecond}
+	m.Start(ctx)
+	defer m.Stop()
+	ownSources(t, b, t.TempDir(), 1, 3)
+	m.Written()
+	require.Eventually(t, func() bool { return partitions(t, b.pool) == 1 }, time.Minute, 100*time.Millisecond)
+	m.Written()
+	time.Sleep(time.Second)
+	require.EqualValues(t, 40, parentRows(), "3 rows folded, against 40 at the last analysis")
+	ownSources(t, b, t.TempDir(), 1, 20)
+	m.Written()
+	require.Eventually(t, func() bool { return parentRows() == 40+60+3+20 }, time.Minute, 100*time.Millisecond, "rows %d", parentRows())
+	requireVerifyClean(t, b)
+}
+
+// TestAnalyzeParentAsWriter: geoingest_writer, which serve runs as, does
+// not own the feature tables, and PostgreSQL 15 skips (with a mere
+// warning) an ANALYZE by any other role: AnalyzeParent says so
+// (ErrAnalyzeDenied, which serve's maintainer logs) instead of doing
+// nothing silently; the owner's analyzes.
+func TestAnalyzeParentAsWriter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	role := fmt.Sprintf("analyze_writer_%d", time.Now().UnixNano())
+	_, err := b.pool.Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE geoingest_writer`, role))
+	require.NoError(t, err)
+	cfg := b.pool.Config().Copy()
+	cfg.ConnConfig.User = role
+	wpool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(wpool.Close)
+	writer := newTestService(wpool, ingest.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil))).Store.(*Store)
+	parentRows := func() int64 {
+		return countRows(t, b, `SELECT reltuples::bigint FROM pg_class WHERE oid = 'geoingest_store.parcels'::regclass`)
+	}
+	require.ErrorIs(t, writer.AnalyzeParent(ctx, "parcels"), ingest.ErrAnalyzeDenied)
+	require.EqualValues(t, -1, parentRows())
+	require.NoError(t, b.store.AnalyzeParent(ctx, "parcels"))
+	require.EqualValues(t, 0, parentRows())
 }

@@ -119,6 +119,23 @@ func (q *Queries) LockTimeout(ctx context.Context) (string, error) {
 	return lock_timeout, err
 }
 
+const mayAnalyzeFeatureTables = `-- name: MayAnalyzeFeatureTables :one
+SELECT (pg_catalog.pg_has_role(c.relowner, 'USAGE') OR pg_catalog.pg_has_role(d.datdba, 'USAGE'))::boolean AS may
+FROM pg_catalog.pg_class c, pg_catalog.pg_database d
+WHERE c.oid = 'geoingest_store.parcels'::regclass AND d.datname = current_database()
+`
+
+// MayAnalyzeFeatureTables is whether the session's role may ANALYZE the
+// feature tables: PostgreSQL 15 lets only a table's owner (or the
+// database's owner, or a superuser) do it, and skips the table with a
+// warning for any other role.
+func (q *Queries) MayAnalyzeFeatureTables(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, mayAnalyzeFeatureTables)
+	var may bool
+	err := row.Scan(&may)
+	return may, err
+}
+
 const noteFolded = `-- name: NoteFolded :one
 SELECT geoingest_note_folded()::bigint AS noted
 `
@@ -165,6 +182,26 @@ func (q *Queries) OwnPartitionCounts(ctx context.Context) ([]OwnPartitionCountsR
 		return nil, err
 	}
 	return items, nil
+}
+
+const parentRows = `-- name: ParentRows :one
+SELECT c.reltuples::bigint AS reltuples
+FROM pg_catalog.pg_class c
+WHERE c.oid = CASE $1::text
+  WHEN 'parcels' THEN 'geoingest_store.parcels'::regclass
+  WHEN 'admin_units' THEN 'geoingest_store.admin_units'::regclass
+END
+`
+
+// ParentRows is the row count of a feature table as a whole as its last
+// ANALYZE found it (pg_class.reltuples of the partitioned table), -1 when
+// it was never analyzed as a whole. The target is 'parcels' or
+// 'admin_units' (no row for any other).
+func (q *Queries) ParentRows(ctx context.Context, targetTable string) (int64, error) {
+	row := q.db.QueryRow(ctx, parentRows, targetTable)
+	var reltuples int64
+	err := row.Scan(&reltuples)
+	return reltuples, err
 }
 
 const pendingFolded = `-- name: PendingFolded :one

@@ -71,3 +71,24 @@ ANALYZE geoingest_store.parcels;
 -- name: AnalyzeAdminUnitsParent :exec
 -- AnalyzeAdminUnitsParent is AnalyzeParcelsParent for admin_units.
 ANALYZE geoingest_store.admin_units;
+
+-- name: ParentRows :one
+-- ParentRows is the row count of a feature table as a whole as its last
+-- ANALYZE found it (pg_class.reltuples of the partitioned table), -1 when
+-- it was never analyzed as a whole. The target is 'parcels' or
+-- 'admin_units' (no row for any other).
+SELECT c.reltuples::bigint AS reltuples
+FROM pg_catalog.pg_class c
+WHERE c.oid = CASE @target_table::text
+  WHEN 'parcels' THEN 'geoingest_store.parcels'::regclass
+  WHEN 'admin_units' THEN 'geoingest_store.admin_units'::regclass
+END;
+
+-- name: MayAnalyzeFeatureTables :one
+-- MayAnalyzeFeatureTables is whether the session's role may ANALYZE the
+-- feature tables: PostgreSQL 15 lets only a table's owner (or the
+-- database's owner, or a superuser) do it, and skips the table with a
+-- warning for any other role.
+SELECT (pg_catalog.pg_has_role(c.relowner, 'USAGE') OR pg_catalog.pg_has_role(d.datdba, 'USAGE'))::boolean AS may
+FROM pg_catalog.pg_class c, pg_catalog.pg_database d
+WHERE c.oid = 'geoingest_store.parcels'::regclass AND d.datname = current_database();
