@@ -19,6 +19,10 @@ func CheckEncoding(name string) error { return core.CheckEncoding(name) }
 var DefaultLimits = core.DefaultLimits
 
 type Error = core.Error
+
+// CodeEncoding is core.CodeEncoding: text not in the encoding it was read in.
+const CodeEncoding = core.CodeEncoding
+
 type Feature = core.Feature
 
 func FeatureLimitError(file string, layer string, index int64, le *LimitError) *Error {

@@ -146,7 +146,9 @@ type JobSummary struct {
 	// Reason is the claim's last error: why a job failed, or why its
 	// last attempt was released.
 	Reason string `json:"reason,omitempty"`
-	// Hint is what an operator can do about a failure (FailureHint).
+	// Cause is a failure's cause (CauseOf), when it was recorded.
+	Cause Cause `json:"cause,omitempty"`
+	// Hint is what an operator can do about a failure (CauseHint).
 	Hint        string     `json:"hint,omitempty"`
 	Owner       string     `json:"owner"`
 	LeaseUntil  time.Time  `json:"lease_until"`
@@ -313,32 +315,59 @@ type Overview struct {
 	LastReportRefresh *time.Time `json:"last_report_refresh,omitempty"`
 }
 
-// FailureHint says what an operator can do about a failed job, from its
-// reason: the override that the failure names (a source SRID, a policy
-// of the route), or how to run it again. A FAILED job runs again when its
-// event is delivered again; a changed parameter makes a new job.
-func FailureHint(reason string) string {
-	r := strings.ToLower(reason)
+// CauseHint says what an operator can do about a job that failed with
+// cause c: the override the cause calls for (a source SRID, a policy of
+// the route, an encoding), or how to run it again. A FAILED job runs
+// again when its event is delivered again; a changed parameter makes a
+// new job.
+func CauseHint(c Cause) string {
 	const again = " A fixed file uploaded again is a new version, and a new job."
-	switch {
-	case strings.Contains(r, "unknown crs"), strings.Contains(r, "outside longitude/latitude range"),
-		strings.Contains(r, "is not a crs that postgis knows"):
+	switch c {
+	case CauseCRS:
 		return "Give the CRS: the route option source-srid=EPSG (serve: --route PREFIX=TARGET?source-srid=N) " +
 			"or geoingest ingest --source-srid N; or upload the file with its .prj." + again
-	case strings.Contains(r, InvalidPolicyFailed), legacyInvalidPolicyFailure(r):
+	case CauseInvalidGeometry:
 		return "Repair invalid geometries: the route option invalid=repair (geoingest ingest --invalid repair)." + again
-	case strings.Contains(r, "null-geometry policy is fail"):
+	case CauseNullGeometry:
 		return "Skip features with no geometry: the route option null-geometry=skip (geoingest ingest --null-geometry skip)." + again
-	case strings.Contains(r, "wrong-type policy is fail"), strings.Contains(r, "no polygonal features"):
+	case CauseWrongType:
 		return "Only polygons are written: skip other features with the route option wrong-type=skip (geoingest ingest --wrong-type skip)." + again
-	case strings.Contains(r, "gave up waiting"):
+	case CauseIncompleteSet:
 		return "Upload the missing parts of the shapefile, then deliver the event again (upload the .shp again)."
-	case strings.Contains(r, "encoding"):
+	case CauseEncoding:
 		return "Give the attribute encoding: the route option encoding=NAME (geoingest ingest --encoding NAME), or a .cpg file." + again
-	case strings.Contains(r, "payload mismatch"):
+	case CausePayloadMismatch:
 		return "The job key collided with a committed job of different content: check the source's versioning before running it again."
 	}
 	return "Fix the file and upload it again (a new version is a new job); delivering the same event again re-runs this job."
+}
+
+// FailureHint is CauseHint for a failure recorded before its cause was
+// (migration 0038), whose cause is read from its reason's words.
+func FailureHint(reason string) string { return CauseHint(legacyCause(reason)) }
+
+// legacyCause reads a recorded failure reason's cause from its words, as
+// the hints did before the causes were recorded.
+func legacyCause(reason string) Cause {
+	r := strings.ToLower(reason)
+	switch {
+	case strings.Contains(r, "unknown crs"), strings.Contains(r, "outside longitude/latitude range"),
+		strings.Contains(r, "is not a crs that postgis knows"):
+		return CauseCRS
+	case strings.Contains(r, InvalidPolicyFailed), legacyInvalidPolicyFailure(r):
+		return CauseInvalidGeometry
+	case strings.Contains(r, "null-geometry policy is fail"):
+		return CauseNullGeometry
+	case strings.Contains(r, "wrong-type policy is fail"), strings.Contains(r, "no polygonal features"):
+		return CauseWrongType
+	case strings.Contains(r, "gave up waiting"):
+		return CauseIncompleteSet
+	case strings.Contains(r, "encoding"):
+		return CauseEncoding
+	case strings.Contains(r, "payload mismatch"):
+		return CausePayloadMismatch
+	}
+	return ""
 }
 
 // FormatCursor and ParseCursor make and read the opaque cursors of the

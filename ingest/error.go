@@ -34,10 +34,13 @@ func (k Kind) String() string {
 	}
 }
 
-// Error is an ingest error with a Kind. Read it with errors.As or KindOf.
+// Error is an ingest error with a Kind, and the Cause of the failure
+// when the code that made it knows one. Read them with KindOf and
+// CauseOf.
 type Error struct {
-	Kind Kind
-	Err  error
+	Kind  Kind
+	Err   error
+	Cause Cause
 }
 
 func (e *Error) Error() string { return e.Err.Error() }

@@ -338,7 +338,7 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 			res.unreleased = true
 		}
 	default:
-		if ferr := s.Store.Fail(bg, job.ID, err.Error()); ferr != nil {
+		if ferr := s.Store.Fail(bg, job.ID, err.Error(), CauseOf(err)); ferr != nil {
 			// The database is unavailable: a failure that nobody can
 			// query must not go to the dead-letter queue. Retry: the
 			// next attempt fails the same way and records it.

@@ -116,10 +116,11 @@ type Claims interface {
 	// recording reason, so that the next delivery may claim it at once.
 	// Releasing a claim owner does not hold does nothing.
 	Release(ctx context.Context, jobID, owner, reason string) error
-	// Fail records jobID's claim FAILED with reason (a permanent failure
-	// an operator can query). A FAILED claim can be claimed again; a
-	// COMMITTED one is never marked failed.
-	Fail(ctx context.Context, jobID, reason string) error
+	// Fail records jobID's claim FAILED with reason and cause (a
+	// permanent failure an operator can query, and be told what to do
+	// about by its cause: CauseHint). A FAILED claim can be claimed
+	// again; a COMMITTED one is never marked failed.
+	Fail(ctx context.Context, jobID, reason string, cause Cause) error
 }
 
 // Reclaimer is the optional part of Claims that lets a worker take back

@@ -379,13 +379,21 @@ func (p *ogrLayerReader) overLimit(le *core.LimitError) bool {
 	return false
 }
 
+// errNotUTF8 is a text field that is not UTF-8 when the layer says it is
+// (or no encoding to decode it was given): Code CodeEncoding.
+var errNotUTF8 = errors.New("invalid UTF-8")
+
 func (p *ogrLayerReader) fail(problem string, err error) bool {
 	lay := p.pl.layer.Name
 	fid := "" // GDAL could not read the feature at all: it has no FID
 	if p.fid >= 0 {
 		fid = fmt.Sprintf(" (FID %d)", p.fid)
 	}
-	p.err = &core.Error{File: p.r.file, Problem: fmt.Sprintf("layer %q feature %d%s: %s", lay, p.idx, fid, problem), Err: localPathAs(err, p.r.path, p.r.file)}
+	e := &core.Error{File: p.r.file, Problem: fmt.Sprintf("layer %q feature %d%s: %s", lay, p.idx, fid, problem), Err: localPathAs(err, p.r.path, p.r.file)}
+	if errors.Is(err, errNotUTF8) {
+		e.Code = core.CodeEncoding
+	}
+	p.err = e
 	return false
 }
 
@@ -523,7 +531,7 @@ func (p *ogrLayerReader) Properties(pl *ogrLayer) ([]byte, error) {
 			s := v.Str
 			if !utf8.Valid(s) {
 				if p.l.UTF8 || p.r.dec == nil {
-					return nil, fmt.Errorf("field %q: invalid UTF-8; give the file's text encoding with --encoding (or the route option encoding=), for example windows-1252", name)
+					return nil, fmt.Errorf("field %q: %w; give the file's text encoding with --encoding (or the route option encoding=), for example windows-1252", name, errNotUTF8)
 				}
 				d, err := p.r.dec.NewDecoder().Bytes(s)
 				if err != nil {

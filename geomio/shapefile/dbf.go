@@ -170,12 +170,14 @@ func (d *dbfReader) Properties() ([]byte, error) {
 		var err error
 		out, err = d.appendValue(out, f, d.rec[f.offset:f.offset+f.length])
 		if err != nil {
+			code := ""
 			if d.unnamed {
+				code = core.CodeEncoding
 				// Never guess: only the uploader knows the encoding.
 				err = fmt.Errorf("%w; the file names no text encoding (no .cpg, no language driver id), so it was read as %s: "+
 					"give its encoding with --encoding (or the route option encoding=), for example windows-1252", err, d.encName)
 			}
-			return nil, &core.Error{File: d.file, Problem: fmt.Sprintf("record %d field %q", d.read-1, f.name), Err: err}
+			return nil, &core.Error{File: d.file, Problem: fmt.Sprintf("record %d field %q", d.read-1, f.name), Err: err, Code: code}
 		}
 	}
 	out = append(out, '}')

@@ -41,8 +41,9 @@ type MemStore struct {
 	jobs    map[string]*memJob
 	sources map[memSourceKey]*memSource
 	custom  map[string]int // custom CRS definitions' SRIDs
-	// Failures records each Fail's reason by job id.
+	// failures and causes are each Fail's reason and cause by job id.
 	failures map[string]string
+	causes   map[string]ingest.Cause
 }
 
 type memClaim struct {
@@ -73,7 +74,7 @@ var _ ingest.JobStore = (*MemStore)(nil)
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
 	return &MemStore{now: time.Now, claims: map[string]*memClaim{}, jobs: map[string]*memJob{},
-		sources: map[memSourceKey]*memSource{}, custom: map[string]int{}, failures: map[string]string{}}
+		sources: map[memSourceKey]*memSource{}, custom: map[string]int{}, failures: map[string]string{}, causes: map[string]ingest.Cause{}}
 }
 
 // Claim implements ingest.Claims.
@@ -136,7 +137,7 @@ func (m *MemStore) Release(_ context.Context, jobID, owner, _ string) error {
 }
 
 // Fail implements ingest.Claims.
-func (m *MemStore) Fail(_ context.Context, jobID, reason string) error {
+func (m *MemStore) Fail(_ context.Context, jobID, reason string, cause ingest.Cause) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.claims[jobID]
@@ -149,7 +150,15 @@ func (m *MemStore) Fail(_ context.Context, jobID, reason string) error {
 	}
 	c.state = "FAILED"
 	m.failures[jobID] = reason
+	m.causes[jobID] = cause
 	return nil
+}
+
+// Cause returns the cause Fail recorded for jobID.
+func (m *MemStore) Cause(jobID string) ingest.Cause {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.causes[jobID]
 }
 
 // Failure returns the reason Fail recorded for jobID ("" when none).
@@ -199,7 +208,7 @@ func (m *MemStore) open(job ingest.Job, contentHash string) (*ingest.WriteResult
 		return nil, nil
 	}
 	if j.contentHash != contentHash {
-		return nil, ingest.Permanentf("payload mismatch: job %s is in the ledger with content %s, this delivery's is %s", job.ID, j.contentHash, contentHash)
+		return nil, ingest.PermanentCause(ingest.CausePayloadMismatch, "payload mismatch: job %s is in the ledger with content %s, this delivery's is %s", job.ID, j.contentHash, contentHash)
 	}
 	return &ingest.WriteResult{Outcome: ingest.AlreadyPresent}, nil
 }

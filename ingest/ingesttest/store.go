@@ -141,7 +141,7 @@ func ClaimsSuite(t *testing.T, open func(t *testing.T) GateStore, files ingest.F
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimWon, c.Result, "a released claim is won at once")
 
-		require.NoError(t, s.Fail(ctx, j.ID, "permanent"))
+		require.NoError(t, s.Fail(ctx, j.ID, "permanent", ""))
 		c, err = s.Claim(ctx, j, "c", lease)
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimWon, c.Result, "a FAILED claim is claimed again")
@@ -199,7 +199,7 @@ func WriteGateSuite(t *testing.T, open func(t *testing.T) GateStore, files inges
 		c, err := s.Claim(ctx, j, "b", lease)
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimCommitted, c.Result, "a committed job's delivery is a duplicate")
-		require.NoError(t, s.Fail(ctx, j.ID, "late"))
+		require.NoError(t, s.Fail(ctx, j.ID, "late", ""))
 		c, err = s.Claim(ctx, j, "b", lease)
 		require.NoError(t, err)
 		require.Equal(t, ingest.ClaimCommitted, c.Result, "a committed job is never marked failed")

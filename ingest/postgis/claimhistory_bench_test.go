@@ -48,7 +48,7 @@ func benchClaimCycle(b *testing.B, s *Store, on bool) {
 		if _, err := s.Claim(ctx, job, "B", time.Minute); err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Fail(ctx, job.ID, "permanent"); err != nil {
+		if err := s.Fail(ctx, job.ID, "permanent", ""); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -72,10 +72,10 @@ func (s *Store) Heartbeat(ctx context.Context, jobID, owner string, lease time.D
 	return n == 1, nil
 }
 
-// Fail records a permanent failure of job with reason. A committed job is
-// never marked failed.
-func (s *Store) Fail(ctx context.Context, jobID, reason string) error {
-	return s.q.FailClaim(ctx, db.FailClaimParams{JobID: jobID, LastError: pgtype.Text{String: reason, Valid: true}})
+// Fail records a permanent failure of job with reason and cause. A
+// committed job is never marked failed.
+func (s *Store) Fail(ctx context.Context, jobID, reason string, cause ingest.Cause) error {
+	return s.q.FailClaim(ctx, db.FailClaimParams{JobID: jobID, LastError: pgtype.Text{String: reason, Valid: true}, FailureCause: string(cause)})
 }
 
 // Release gives up owner's claim on job after a transient failure, so that

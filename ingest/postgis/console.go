@@ -75,7 +75,7 @@ func (c *Console) ConsoleJobs(ctx context.Context, q ingest.JobQuery) (ingest.Jo
 		}
 		page.Jobs = append(page.Jobs, summary(jobRow{
 			JobID: r.JobID, State: r.State, ClaimState: r.ClaimState, Bucket: r.SourceBucket, Key: r.SourceKey,
-			Owner: r.Owner, LeaseUntil: r.LeaseUntil, Attempts: r.Attempts, LastError: r.LastError,
+			Owner: r.Owner, LeaseUntil: r.LeaseUntil, Attempts: r.Attempts, LastError: r.LastError, Cause: r.FailureCause,
 			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Target: r.TargetTable, PipelineVersion: r.PipelineVersion,
 			Features: r.FeatureCount, AreaM2: r.TotalAreaM2, WriteSeconds: r.WriteSeconds, CommittedAt: r.CommittedAt,
 			CRSMethod: r.CrsMethod}))
@@ -86,12 +86,15 @@ func (c *Console) ConsoleJobs(ctx context.Context, q ingest.JobQuery) (ingest.Jo
 // jobRow is what ConsoleJobs and ConsoleJob both read of a job.
 type jobRow struct {
 	JobID, State, ClaimState, Bucket, Key, Owner, LastError string
-	LeaseUntil, CreatedAt, UpdatedAt, CommittedAt           pgtype.Timestamptz
-	Attempts                                                int32
-	Target, PipelineVersion, CRSMethod                      string
-	Features                                                int64
-	AreaM2                                                  float64
-	WriteSeconds                                            pgtype.Float8
+	// Cause is the failure's code; NULL for a claim failed before
+	// migration 0038 recorded it.
+	Cause                                         pgtype.Text
+	LeaseUntil, CreatedAt, UpdatedAt, CommittedAt pgtype.Timestamptz
+	Attempts                                      int32
+	Target, PipelineVersion, CRSMethod            string
+	Features                                      int64
+	AreaM2                                        float64
+	WriteSeconds                                  pgtype.Float8
 }
 
 func summary(r jobRow) ingest.JobSummary {
@@ -105,7 +108,12 @@ func summary(r jobRow) ingest.JobSummary {
 		s.WriteSeconds = &v
 	}
 	if r.State == ingest.StateFailed {
-		s.Hint = ingest.FailureHint(r.LastError)
+		if r.Cause.Valid {
+			s.Cause = ingest.Cause(r.Cause.String)
+			s.Hint = ingest.CauseHint(s.Cause)
+		} else { // recorded before its cause was: read its words
+			s.Hint = ingest.FailureHint(r.LastError)
+		}
 	}
 	return s
 }
@@ -121,7 +129,7 @@ func (c *Console) ConsoleJob(ctx context.Context, jobID string) (ingest.JobRecor
 	}
 	rec := ingest.JobRecord{
 		Job: summary(jobRow{JobID: r.JobID, State: r.State, ClaimState: r.ClaimState, Bucket: r.SourceBucket, Key: r.SourceKey,
-			Owner: r.Owner, LeaseUntil: r.LeaseUntil, Attempts: r.Attempts, LastError: r.LastError,
+			Owner: r.Owner, LeaseUntil: r.LeaseUntil, Attempts: r.Attempts, LastError: r.LastError, Cause: r.FailureCause,
 			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Target: r.TargetTable, PipelineVersion: r.PipelineVersion,
 			Features: r.FeatureCount, AreaM2: r.TotalAreaM2, WriteSeconds: r.WriteSeconds, CommittedAt: r.CommittedAt,
 			CRSMethod: r.CrsMethod}),

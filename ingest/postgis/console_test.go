@@ -2,6 +2,8 @@ package postgis
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,7 +35,7 @@ func TestConsoleClaimHistory(t *testing.T) {
 	}
 	require.NoError(t, b.store.Release(ctx, job.ID, "A", "database unavailable"))
 	claim("B")
-	require.NoError(t, b.store.Fail(ctx, job.ID, "bad file"))
+	require.NoError(t, b.store.Fail(ctx, job.ID, "bad file", ""))
 	claim("C")
 	require.NoError(t, b.store.Release(ctx, job.ID, "C", "object store throttling"))
 	res := b.svc.Run(ctx, job)
@@ -70,4 +72,50 @@ func TestConsoleClaimHistory(t *testing.T) {
 
 	_, err = NewConsole(b.pool).ConsoleJob(ctx, "nobody")
 	require.ErrorIs(t, err, ingest.ErrNoSuchJob)
+}
+
+// TestConsoleHintReadsTheCause: the console's hint follows the cause the
+// failing code set and the claim recorded (migration 0038), not the words
+// of the reason: a null geometry under the policy fail is told to skip
+// them; a failure with no cause whose words name a CRS is told to fix the
+// file; a failure recorded before the causes were (failure_cause NULL)
+// is still read from its words.
+func TestConsoleHintReadsTheCause(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	p := ingest.DefaultParams("parcels")
+	p.NullGeometry = ingest.PolicyFail
+	path := filepath.Join(t.TempDir(), "nulls.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":null}]}`), 0o644))
+	job := localJob(t, path, p)
+	res := b.svc.Run(ctx, job)
+	require.Equal(t, ingest.Failed, res.Outcome)
+	require.Equal(t, ingest.CauseNullGeometry, ingest.CauseOf(res.Err))
+	console := NewConsole(b.pool)
+	rec, err := console.ConsoleJob(ctx, job.ID)
+	require.NoError(t, err)
+	require.Equal(t, ingest.CauseNullGeometry, rec.Job.Cause)
+	require.Contains(t, rec.Job.Hint, "null-geometry=skip")
+
+	other := localJob(t, epinay, ingest.DefaultParams("parcels"))
+	st, err := b.store.Claim(ctx, other, "A", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, ingest.ClaimWon, st.Result)
+	require.NoError(t, b.store.Fail(ctx, other.ID, "feature 2: invalid geometry: unknown CRS in its words only", ""))
+	rec, err = console.ConsoleJob(ctx, other.ID)
+	require.NoError(t, err)
+	require.Empty(t, rec.Job.Cause)
+	require.Contains(t, rec.Job.Hint, "Fix the file", "no cause: the words are not read")
+
+	_, err = b.pool.Exec(ctx, `UPDATE claims SET failure_cause = NULL WHERE job_id = $1`, other.ID)
+	require.NoError(t, err)
+	page, err := console.ConsoleJobs(ctx, ingest.JobQuery{State: ingest.StateFailed})
+	require.NoError(t, err)
+	hints := map[string]string{}
+	for _, j := range page.Jobs {
+		hints[j.JobID] = j.Hint
+	}
+	require.Contains(t, hints[other.ID], "source-srid", "a failure recorded before its cause is read from its words")
+	require.Contains(t, hints[job.ID], "null-geometry=skip")
 }

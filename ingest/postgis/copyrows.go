@@ -64,9 +64,10 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 		var pgErr *pgconn.PgError
 		if job.Params.Invalid == ingest.PolicyFail && errors.As(err, &pgErr) && pgErr.Code == "22000" && strings.Contains(pgErr.Message, ": invalid geometry: ") {
 			// The invalid policy's refusal (geoingest_finish_job_table),
-			// named as the other policies name theirs, which is what
-			// ingest.FailureHint reads.
-			return ingest.Permanentf("%s (%s)", pgErr.Message, ingest.InvalidPolicyFailed)
+			// named as the other policies name theirs, with its cause
+			// (ingest.CauseOf; FailureHint reads the words of reasons
+			// recorded before causes were).
+			return ingest.PermanentCause(ingest.CauseInvalidGeometry, "%s (%s)", pgErr.Message, ingest.InvalidPolicyFailed)
 		}
 		return normaliseErr(err)
 	}
@@ -98,7 +99,7 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 		// Nothing to write is a wrong upload (a points or lines layer, an
 		// empty layer), not an empty generation: committing it would
 		// replace the source's current parcels with nothing.
-		return ingest.Permanentf("no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair",
+		return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair",
 			target, rows.SkippedNull, rows.SkippedType, collapsed)
 	}
 	res.Features, res.AreaM2 = written, area

@@ -279,7 +279,7 @@ func (s *Store) alreadyPresent(ctx context.Context, job ingest.Job, contentHash 
 		s.metrics.PayloadMismatches.Inc()
 		s.log.Error("payload mismatch: the ledger holds this job key with other content",
 			"job", job.ID, "source", job.Source.String(), "ledger_hash", prev.ContentHash, "content_hash", contentHash)
-		return ingest.WriteResult{}, ingest.Permanentf("payload mismatch: job %s is committed with content %s, this delivery has %s (key collision or non-deterministic source)",
+		return ingest.WriteResult{}, ingest.PermanentCause(ingest.CausePayloadMismatch, "payload mismatch: job %s is committed with content %s, this delivery has %s (key collision or non-deterministic source)",
 			job.ID, prev.ContentHash, contentHash)
 	}
 	return ingest.WriteResult{Outcome: ingest.AlreadyPresent, Features: prev.FeatureCount, AreaM2: prev.TotalAreaM2}, nil

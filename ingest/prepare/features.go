@@ -165,7 +165,7 @@ func (f *Features) next(direct bool) bool {
 		ft := f.r.Feature()
 		if ft.Geom == nil || ft.Geom.Empty() {
 			if f.p.NullGeometry == ingest.PolicyFail {
-				f.err = ingest.Permanentf("feature %d: null or empty geometry (null-geometry policy is fail)", ft.Index)
+				f.err = ingest.PermanentCause(ingest.CauseNullGeometry, "feature %d: null or empty geometry (null-geometry policy is fail)", ft.Index)
 				return false
 			}
 			if !f.skip(&ft, ingest.RuleNullGeometry, "null or empty geometry (null-geometry policy: skip)") {
@@ -186,7 +186,7 @@ func (f *Features) next(direct bool) bool {
 			}
 		default:
 			if f.p.WrongType == ingest.PolicyFail {
-				f.err = ingest.Permanentf("feature %d: %T is not polygonal (wrong-type policy is fail)", ft.Index, ft.Geom)
+				f.err = ingest.PermanentCause(ingest.CauseWrongType, "feature %d: %T is not polygonal (wrong-type policy is fail)", ft.Index, ft.Geom)
 				return false
 			}
 			if !f.skip(&ft, ingest.RuleWrongType, geomTypeName(ft.Geom)+" is not polygonal (wrong-type policy: skip)") {
@@ -197,7 +197,7 @@ func (f *Features) next(direct bool) bool {
 		}
 		srid := mp.SRID()
 		if srid == 0 {
-			f.err = ingest.Permanentf("layer %q: unknown CRS (no .prj or crs member that names one); give the source SRID (--source-srid) if you know it", ft.Layer)
+			f.err = ingest.PermanentCause(ingest.CauseCRS, "layer %q: unknown CRS (no .prj or crs member that names one); give the source SRID (--source-srid) if you know it", ft.Layer)
 			return false
 		}
 		known, err := f.known(f.ctx, srid)
@@ -206,7 +206,7 @@ func (f *Features) next(direct bool) bool {
 			return false
 		}
 		if !known {
-			f.err = ingest.Permanentf("layer %q: EPSG:%d is not a CRS that PostGIS knows (spatial_ref_sys)", ft.Layer, srid)
+			f.err = ingest.PermanentCause(ingest.CauseCRS, "layer %q: EPSG:%d is not a CRS that PostGIS knows (spatial_ref_sys)", ft.Layer, srid)
 			return false
 		}
 		if srid == 4326 {
@@ -217,7 +217,7 @@ func (f *Features) next(direct bool) bool {
 			// for GeoJSON without a crs member.
 			if !lonlat.Within(mp.FlatCoords(), mp.Stride(), lonlat.Slack) {
 				b := mp.Bounds()
-				f.err = ingest.Permanentf("layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range, but the CRS is EPSG:4326: the .prj, the crs member or --source-srid is wrong",
+				f.err = ingest.PermanentCause(ingest.CauseCRS, "layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range, but the CRS is EPSG:4326: the .prj, the crs member or --source-srid is wrong",
 					ft.Layer, ft.Index, b.Min(0), b.Min(1), b.Max(0), b.Max(1))
 				return false
 			}

@@ -110,7 +110,17 @@ type Error struct {
 	Problem string
 	// Err is the underlying cause, if any.
 	Err error
+	// Code names the kind of problem for a caller that acts on it (one
+	// of the Code constants), "" for a file that is simply wrong.
+	Code string
 }
+
+// The codes of an Error.
+const (
+	// CodeEncoding: text that is not in the encoding the file was read
+	// in (a caller may let the user name the encoding).
+	CodeEncoding = "encoding"
+)
 
 func (e *Error) Error() string {
 	if e.Err != nil {

@@ -215,24 +215,27 @@ func (q *Queries) CommitClaimOwned(ctx context.Context, arg CommitClaimOwnedPara
 
 const failClaim = `-- name: FailClaim :exec
 UPDATE claims
-SET state = 'FAILED', last_error = $1, lease_until = now(), updated_at = now()
-WHERE job_id = $2 AND state <> 'COMMITTED'
+SET state = 'FAILED', last_error = $1, failure_cause = $2::text,
+    lease_until = now(), updated_at = now()
+WHERE job_id = $3 AND state <> 'COMMITTED'
 `
 
 type FailClaimParams struct {
-	LastError pgtype.Text
-	JobID     string
+	LastError    pgtype.Text
+	FailureCause string
+	JobID        string
 }
 
-// FailClaim records a permanent failure. A COMMITTED claim is never
-// downgraded.
+// FailClaim records a permanent failure, with its cause's code (” for
+// none; NULL is left by claims failed before migration 0038). A
+// COMMITTED claim is never downgraded.
 func (q *Queries) FailClaim(ctx context.Context, arg FailClaimParams) error {
-	_, err := q.db.Exec(ctx, failClaim, arg.LastError, arg.JobID)
+	_, err := q.db.Exec(ctx, failClaim, arg.LastError, arg.FailureCause, arg.JobID)
 	return err
 }
 
 const getClaim = `-- name: GetClaim :one
-SELECT job_id, state, owner, lease_until, attempts, last_error, source_bucket, source_key, created_at, updated_at FROM claims WHERE job_id = $1
+SELECT job_id, state, owner, lease_until, attempts, last_error, source_bucket, source_key, created_at, updated_at, failure_cause FROM claims WHERE job_id = $1
 `
 
 func (q *Queries) GetClaim(ctx context.Context, jobID string) (Claim, error) {
@@ -249,6 +252,7 @@ func (q *Queries) GetClaim(ctx context.Context, jobID string) (Claim, error) {
 		&i.SourceKey,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FailureCause,
 	)
 	return i, err
 }

@@ -120,7 +120,8 @@ SELECT c.job_id,
              WHEN c.state = 'CLAIMED' THEN 'lease-expired'
              ELSE coalesce(j.status, 'committed') END)::text AS state,
        c.state AS claim_state, c.source_bucket, c.source_key, c.owner, c.lease_until, c.attempts,
-       coalesce(c.last_error, '')::text AS last_error, c.created_at, c.updated_at,
+       coalesce(c.last_error, '')::text AS last_error, c.failure_cause,
+       c.created_at, c.updated_at,
        (j.job_id IS NOT NULL)::boolean AS committed,
        coalesce(j.status, '')::text AS status,
        coalesce(j.target_table, '')::text AS target_table,
@@ -160,6 +161,7 @@ type ConsoleJobRow struct {
 	LeaseUntil         pgtype.Timestamptz
 	Attempts           int32
 	LastError          string
+	FailureCause       pgtype.Text
 	CreatedAt          pgtype.Timestamptz
 	UpdatedAt          pgtype.Timestamptz
 	Committed          bool
@@ -203,6 +205,7 @@ func (q *Queries) ConsoleJob(ctx context.Context, jobID string) (ConsoleJobRow, 
 		&i.LeaseUntil,
 		&i.Attempts,
 		&i.LastError,
+		&i.FailureCause,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Committed,
@@ -239,7 +242,8 @@ SELECT c.job_id,
              WHEN c.state = 'CLAIMED' THEN 'lease-expired'
              ELSE coalesce(j.status, 'committed') END)::text AS state,
        c.state AS claim_state, c.source_bucket, c.source_key, c.owner, c.lease_until, c.attempts,
-       coalesce(c.last_error, '')::text AS last_error, c.created_at, c.updated_at,
+       coalesce(c.last_error, '')::text AS last_error, c.failure_cause,
+       c.created_at, c.updated_at,
        coalesce(j.target_table, '')::text AS target_table,
        coalesce(j.pipeline_version, '')::text AS pipeline_version,
        coalesce(j.feature_count, 0)::bigint AS feature_count,
@@ -284,6 +288,7 @@ type ConsoleJobsRow struct {
 	LeaseUntil      pgtype.Timestamptz
 	Attempts        int32
 	LastError       string
+	FailureCause    pgtype.Text
 	CreatedAt       pgtype.Timestamptz
 	UpdatedAt       pgtype.Timestamptz
 	TargetTable     string
@@ -335,6 +340,7 @@ func (q *Queries) ConsoleJobs(ctx context.Context, arg ConsoleJobsParams) ([]Con
 			&i.LeaseUntil,
 			&i.Attempts,
 			&i.LastError,
+			&i.FailureCause,
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.TargetTable,

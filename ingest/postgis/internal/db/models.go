@@ -50,6 +50,7 @@ type Claim struct {
 	SourceKey    string
 	CreatedAt    pgtype.Timestamptz
 	UpdatedAt    pgtype.Timestamptz
+	FailureCause pgtype.Text
 }
 
 type ClaimEvent struct {

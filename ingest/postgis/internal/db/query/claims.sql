@@ -42,10 +42,12 @@ ON CONFLICT (job_id) DO UPDATE
 SET state = 'COMMITTED', owner = EXCLUDED.owner, last_error = NULL, updated_at = now();
 
 -- name: FailClaim :exec
--- FailClaim records a permanent failure. A COMMITTED claim is never
--- downgraded.
+-- FailClaim records a permanent failure, with its cause's code ('' for
+-- none; NULL is left by claims failed before migration 0038). A
+-- COMMITTED claim is never downgraded.
 UPDATE claims
-SET state = 'FAILED', last_error = @last_error, lease_until = now(), updated_at = now()
+SET state = 'FAILED', last_error = @last_error, failure_cause = @failure_cause::text,
+    lease_until = now(), updated_at = now()
 WHERE job_id = @job_id AND state <> 'COMMITTED';
 
 -- name: ReleaseClaim :exec

@@ -1,0 +1,1 @@
+ALTER TABLE claims DROP COLUMN IF EXISTS failure_cause;
