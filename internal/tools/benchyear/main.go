@@ -436,6 +436,9 @@ func scoreMonth(ctx context.Context, pool *pgxpool.Pool, vs []published, first b
 			for _, k := range kinds {
 				res.Changed += t.Truth[k]
 			}
+			for _, m := range t.Missed {
+				fmt.Printf("      changelog missed, %s: %s\n", v.src.key, m)
+			}
 			if v.src.sim.keyed {
 				res.Keyed.add(t)
 			} else {

@@ -21,6 +21,9 @@ var kinds = []string{"added", "removed", "geometry", "attributes"}
 // feature id it had before), and the true changes.
 type tally struct {
 	Reported, Correct, Truth map[string]int64
+	// Missed are the parcels the simulation changed in place (geometry
+	// or attributes) whose change the changelog did not record as such.
+	Missed []string
 }
 
 func newTally() tally {
@@ -33,6 +36,7 @@ func (t tally) add(o tally) {
 		t.Correct[k] += o.Correct[k]
 		t.Truth[k] += o.Truth[k]
 	}
+	t.Missed = append(t.Missed, o.Missed...)
 }
 
 // pr is the precision and recall of kind ("" for every kind together); 1
@@ -107,6 +111,7 @@ func score(ctx context.Context, pool *pgxpool.Pool, job string, t truth, before,
 		return s, err
 	}
 	defer rows.Close()
+	recorded := map[string]bool{} // parcels recorded as changed in place
 	for rows.Next() {
 		var id int64
 		var kind string
@@ -127,6 +132,7 @@ func score(ctx context.Context, pool *pgxpool.Pool, job string, t truth, before,
 		default: // geometry, attributes, geometry+attributes: the same parcel, its feature id kept
 			apn, ok := after[id]
 			kept := ok && idBefore[apn] == id
+			recorded[apn] = kept
 			for _, k := range strings.Split(kind, "+") {
 				s.Reported[k]++
 				if kept && ((k == "geometry" && t.geometry[apn]) || (k == "attributes" && t.attributes[apn])) {
@@ -135,5 +141,36 @@ func score(ctx context.Context, pool *pgxpool.Pool, job string, t truth, before,
 			}
 		}
 	}
-	return s, rows.Err()
+	if err := rows.Err(); err != nil {
+		return s, err
+	}
+	rows.Close()
+	for _, m := range []map[string]bool{t.geometry, t.attributes} {
+		for apn := range m {
+			if !recorded[apn] {
+				recorded[apn] = true // once
+				s.Missed = append(s.Missed, explainMiss(ctx, pool, job, apn, idBefore[apn]))
+			}
+		}
+	}
+	return s, nil
+}
+
+// explainMiss says what the changelog made of a parcel changed in place
+// that it did not record as changed: its records by the old feature id,
+// and the intersection over union of its old geometry (in the history)
+// and its new one.
+func explainMiss(ctx context.Context, pool *pgxpool.Pool, job, apn string, oldID int64) string {
+	var kinds string
+	var iou float64
+	err := pool.QueryRow(ctx, `
+		SELECT coalesce((SELECT string_agg(kind || ' ' || feature_id, ', ') FROM feature_changes WHERE job_id = $1 AND feature_id = $3), 'nothing'),
+		       coalesce((SELECT ST_Area(ST_Intersection(h.geom, p.geom)) / nullif(ST_Area(ST_Union(h.geom, p.geom)), 0)
+		        FROM feature_history h, geoingest_current_parcels p
+		        WHERE h.retired_by = $1 AND h.feature_id = $3 AND p.job_id = $1 AND p.properties->>'parcel_id' = $2 LIMIT 1), -1)`,
+		job, apn, oldID).Scan(&kinds, &iou)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", apn, err)
+	}
+	return fmt.Sprintf("%s (feature %d): recorded %s; IoU of its old and new geometry %.3f", apn, oldID, kinds, iou)
 }
