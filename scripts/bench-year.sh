@@ -3,7 +3,12 @@
 # publishing new versions and being deleted month after month, every
 # delivery made 1-3 times, readers throughout, and per month the readers'
 # p50/p99 beside a one-table copy, the per-job costs, verify, prune, size,
-# dead tuples, partitions and relations. docs/benchmarks.md has the method.
+# dead tuples, partitions and relations. Each new version of a source is
+# the last with -change-min to -change-max of its parcels changed (-keyed of
+# the sources keyed); the changelog is scored against the simulation's
+# truth every month, and the oracle checked at the end. The simulation
+# holds every parcel in memory (some 0.4 KB each). docs/benchmarks.md has
+# the method.
 #
 # Usage: scripts/bench-year.sh [benchyear flags]
 #   default: 3,000 sources, at most 20M rows, 12 months (hours on 2 cores)
