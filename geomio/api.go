@@ -100,3 +100,6 @@ type ShapefileSet = fileset.ShapefileSet
 var SidecarSuffixes = fileset.SidecarSuffixes
 
 func UnreadLayers(r Reader) []string { return core.UnreadLayers(r) }
+func UnreadTables(r Reader) []string { return core.UnreadTables(r) }
+func ReadLayers(r Reader) []Layer    { return core.ReadLayers(r) }
+func Refusal(r Reader) error         { return core.Refusal(r) }

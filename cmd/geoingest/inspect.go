@@ -214,8 +214,13 @@ func printInspection(w io.Writer, r *inspect.Report) {
 			fmt.Fprintf(w, ", %s", l.Encoding)
 		}
 		fmt.Fprintln(w, ")")
-		if l.NotRead != "" {
+		switch {
+		case l.NotRead != "":
 			fmt.Fprintf(w, "  not read  %s\n", l.NotRead)
+		case l.Reason != "":
+			fmt.Fprintf(w, "  job       %s: %s\n", l.Action, l.Reason)
+		default:
+			fmt.Fprintf(w, "  job       %s\n", l.Action)
 		}
 		fmt.Fprintf(w, "  features  %d\n", l.Features)
 		var gt []string
@@ -229,8 +234,10 @@ func printInspection(w io.Writer, r *inspect.Report) {
 		fmt.Fprintf(w, "  geometry  %s (%s)\n", l.GeometryType, strings.Join(gt, ", "))
 		c := l.CRS
 		switch {
-		case c.Method == "none" || c.Method == "refused":
+		case (c.Method == "none" || c.Method == "refused") && c.Refusal != "":
 			fmt.Fprintf(w, "  crs       %s: %s\n", c.Method, c.Refusal)
+		case c.Method == "none":
+			fmt.Fprintln(w, "  crs       none")
 		case c.Method == "custom":
 			fmt.Fprintf(w, "  crs       custom %q (registered in spatial_ref_sys on first use)\n", c.Name)
 		case c.Method == "identified":

@@ -442,9 +442,10 @@ func TestInspectS3Versitygw(t *testing.T) {
 
 // TestInspectRefusedLayerCRS: a GeoPackage one of whose layers has a CRS
 // geoingest refuses (EPSG:2016, its grid missing) reports that layer by
-// its own name, and the refusal names the upload and the layer as the
-// job does (it said 'two.gpkg!two.gpkg layer ...', and named the layer
-// after the file).
+// its own name, with its feature count and geometry type (it had none:
+// the read stopped at its CRS), beside the layer that would land; the
+// refusal names the upload and the layer as the job does (it said
+// 'two.gpkg!two.gpkg layer ...', and named the layer after the file).
 func TestInspectRefusedLayerCRS(t *testing.T) {
 	if !ogr.Available {
 		t.Skip("built without GDAL")
@@ -461,10 +462,16 @@ func TestInspectRefusedLayerCRS(t *testing.T) {
 	}
 	code, r, errOut := inspectJSON(t, nil, gpkg)
 	require.Equal(t, 1, code, errOut)
-	require.Len(t, r.Layers, 1)
-	require.Equal(t, "quebec", r.Layers[0].Name)
-	require.Equal(t, "refused", r.Layers[0].CRS.Method)
-	require.Contains(t, r.Layers[0].CRS.Refusal, "ca_que_mern_cq77na83.tif")
+	require.Len(t, r.Layers, 2, "every layer, the refused one with its count")
+	require.Equal(t, "bristol", r.Layers[0].Name)
+	require.Equal(t, "land", r.Layers[0].Action)
+	q := r.Layers[1]
+	require.Equal(t, "quebec", q.Name)
+	require.Equal(t, "refused", q.CRS.Method)
+	require.Contains(t, q.CRS.Refusal, "ca_que_mern_cq77na83.tif")
+	require.EqualValues(t, 72, q.Features, "a layer whose CRS is refused keeps its count")
+	require.Equal(t, "MultiPolygon", q.GeometryType)
+	require.Equal(t, "refuse", q.Action)
 	abs, err := filepath.Abs(gpkg)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(r.Refusal, "file://"+abs+` layer "quebec": unusable CRS: missing grid`), r.Refusal)

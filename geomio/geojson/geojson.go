@@ -227,7 +227,7 @@ func (r *geojsonReader) setCRS(raw json.RawMessage) error {
 		// RFC 7946: no crs member means longitude/latitude on WGS 84.
 		r.layer.SRID = 4326
 		r.layer.CRS = crs.CRS{Method: crs.Default, EPSG: 4326}
-		r.lonLat = true
+		r.lonLat = !r.opts.Preflight
 		return nil
 	}
 	return core.SetLayerCRS(&r.layer, r.name, text, r.opts)

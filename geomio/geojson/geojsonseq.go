@@ -39,7 +39,7 @@ func OpenSeq(path string, opts core.Options) (*seqReader, error) {
 	r := &seqReader{path: path, f: f, opts: opts, Tune: DefaultTuning}
 	r.layer = core.Layer{Name: core.LayerName(path), Format: core.FormatGeoJSONSeq, SRID: 4326,
 		CRS: crs.CRS{Method: crs.Default, EPSG: 4326}}
-	r.lonLat = true
+	r.lonLat = !opts.Preflight
 	if opts.SourceSRID != 0 {
 		r.layer.SRID, r.lonLat = opts.SourceSRID, false
 		r.layer.CRS = crs.CRS{Method: crs.Override, EPSG: opts.SourceSRID}

@@ -69,7 +69,7 @@ func OpenReader(path string, opts core.Options) (_ core.Reader, err error) {
 	case col.CRSAbsent() && opts.SourceSRID == 0:
 		r.layer.SRID = 4326
 		r.layer.CRS = crs.CRS{Method: crs.Default, EPSG: 4326, Name: "OGC:CRS84"}
-		r.lonLat = true
+		r.lonLat = !opts.Preflight
 	case col.CRSNull():
 		if err := core.SetLayerCRS(&r.layer, path, "", opts); err != nil {
 			return nil, err

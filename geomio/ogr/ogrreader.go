@@ -46,6 +46,12 @@ type ogrReader struct {
 	// unread are the layers with geometry the default plan leaves out
 	// (points or lines beside polygon layers): UnreadLayers.
 	unread []string
+	// tables are the layers without geometry, listed with
+	// Options.Preflight (UnreadTables).
+	tables []string
+	// refusal is the error Open would have returned but for
+	// Options.Preflight (Refusal).
+	refusal error
 }
 
 // ogrLayerReader reads one layer of the plan, its features' Index from
@@ -181,16 +187,27 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 			return nil, &core.Error{File: file, Problem: "default encoding", Err: err}
 		}
 	}
-	var polygonal, other []ogrLayer
+	var polygonal, other, tables []ogrLayer
 	var names []string
 	for i := 0; i < ds.LayerCount(); i++ {
 		l := ds.Layer(i)
-		if len(l.GeomFields) == 0 {
-			continue // a non-spatial table
-		}
 		name := l.Name
 		if core.ArchiveOf(opts) != nil {
 			name = core.ArchiveOf(opts).Prefix + name
+		}
+		if len(l.GeomFields) == 0 {
+			// A non-spatial table: never read by a job; a preflight
+			// lists it and may read it (its features have no geometry).
+			if opts.Preflight {
+				if core.ArchiveOf(opts) != nil {
+					core.ArchiveOf(opts).Layers.Pick(name) // may be named in Layers
+				}
+				r.tables = append(r.tables, name)
+				tables = append(tables, ogrLayer{index: i, layer: core.Layer{Name: name, Format: f.name, Encoding: "UTF-8"}})
+			}
+			continue
+		}
+		if core.ArchiveOf(opts) != nil {
 			core.ArchiveOf(opts).Layers.Pick(name)
 		}
 		names = append(names, name)
@@ -214,7 +231,12 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 		return nil, &core.Error{File: file, Problem: fmt.Sprintf("no column %q to read the geometry from in this CSV", opts.GeometryField)}
 	}
 	if len(names) == 0 {
-		return nil, &core.Error{File: file, Problem: fmt.Sprintf("no layer with geometry in this %s (%d tables without geometry)", f.title, ds.LayerCount())}
+		err := &core.Error{File: file, Problem: fmt.Sprintf("no layer with geometry in this %s (%d tables without geometry)", f.title, ds.LayerCount())}
+		if !opts.Preflight {
+			return nil, err
+		}
+		// Described all the same: its tables, by UnreadTables.
+		r.refusal = err
 	}
 	plan := polygonal
 	if len(plan) == 0 {
@@ -229,7 +251,7 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 		// One source of a zip: the layers of it asked for, if any; the
 		// zip refuses a name no source has (zipLayers.check).
 		plan = nil
-		for _, pl := range append(polygonal, other...) {
+		for _, pl := range append(append(polygonal, other...), tables...) {
 			if slices.Contains(opts.Layers, pl.layer.Name) {
 				plan = append(plan, pl)
 			}
@@ -238,7 +260,7 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 		plan = nil
 		for _, want := range opts.Layers {
 			found := false
-			for _, pl := range append(polygonal, other...) {
+			for _, pl := range append(append(polygonal, other...), tables...) {
 				if pl.layer.Name == want {
 					plan, found = append(plan, pl), true
 					break
@@ -270,7 +292,8 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 			return &ogrLayerReader{r: r, pl: pl, idx: idx}, nil
 		}}
 	}
-	return core.NewMultiReader(core.Layers{Sources: sources, First: base, Cleanup: r.Close, None: core.Layer{Format: r.format}, Unread: r.unread})
+	return core.NewMultiReader(core.Layers{Sources: sources, First: base, Cleanup: r.Close, None: core.Layer{Format: r.format}, Unread: r.unread,
+		Tables: r.tables, Refusal: r.refusal})
 }
 
 // contain is how the GDAL child reading path is bounded: the limits,

@@ -17,9 +17,8 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -107,9 +106,16 @@ type Layer struct {
 	// Check counts, with Options.Check, what the policies would do.
 	Check *Check `json:"check,omitempty"`
 	// NotRead, when set, is why the job would not read this layer (a
-	// layer of points or lines beside polygon layers); "" for the
-	// layers it reads.
+	// layer of points or lines beside polygon layers, a table without
+	// geometry); "" for the layers it reads.
 	NotRead string `json:"not_read,omitempty"`
+	// Action is what the job would do with the layer: "land" (its
+	// polygons are written), "skip" (nothing of it is written: not read,
+	// or no polygonal feature) or "refuse" (the job fails because of
+	// it); Reason says why for skip and refuse. A job refused by one
+	// layer lands none of the others (Report.Refusal).
+	Action string `json:"action"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // CRS is a layer's CRS as geoingest resolves it.
@@ -197,16 +203,12 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		DefaultEncoding: job.Params.DefaultEncoding, Limits: o.Limits,
 		Layers: job.Params.Layers, GeometryField: job.Params.GeometryField, TempDir: dir,
 		Context: ctx}
+	// Preflight: a layer whose CRS the job would refuse is read all the
+	// same (its refusal on its geomio.Layer), and tables without
+	// geometry are listed, so that every layer GDAL lists is described.
+	gopts.Preflight = true
 	r, err := geomio.Open(fetched.Path, gopts)
 	if err != nil {
-		var ge *geomio.Error
-		if errors.As(err, &ge) && ge.Problem == "unusable CRS" {
-			// The file's (first) layer, as far as it was read: its CRS
-			// and why geoingest refuses it.
-			rep.Layers = append(rep.Layers, Layer{Name: layerOf(ge.File),
-				GeometryTypes: map[string]int64{}, Fields: []Field{}, ExtentCRS: "unknown",
-				CRS: CRS{Method: "refused", Refusal: ge.Err.Error()}})
-		}
 		return rep, refuse(rep, err, dir, job)
 	}
 	defer r.Close()
@@ -219,37 +221,51 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if s.feature(r.Feature(), r.Layer()) && rep.Refusal == "" {
-			rep.Refusal = s.refusal
-		}
+		s.feature(r.Feature(), r.Layer())
 	}
-	if len(s.order) == 0 && r.Err() == nil {
-		// A layer with no feature at all (an empty shapefile) is still
-		// a layer, as ogrinfo lists it: with its CRS and no extent.
-		if meta := r.Layer(); meta.Name != "" {
+	readErr := r.Err()
+	// Every layer the job reads, those without a feature too (an empty
+	// shapefile, an empty GeoPackage table), as ogrinfo lists them: with
+	// their CRS and no extent.
+	for _, meta := range geomio.ReadLayers(r) {
+		if meta.Name != "" {
 			s.layer(meta.Name, meta)
 		}
 	}
 	rep.Layers = s.layers()
-	if err := r.Err(); err != nil {
-		// The layer that failed has read no feature yet when its CRS is
-		// the problem: it is reported with what could be read of it.
-		return rep, refuse(rep, err, dir, job)
+	unread, tables := geomio.UnreadLayers(r), geomio.UnreadTables(r)
+	if len(unread)+len(tables) > 0 {
+		rep.Layers = append(rep.Layers, otherLayers(ctx, fetched.Path, gopts, unread, tables, job.Params, o.Check, s.valid)...)
 	}
-	if names := geomio.UnreadLayers(r); len(names) > 0 {
-		rep.Layers = append(rep.Layers, unreadLayers(ctx, fetched.Path, gopts, names, job.Params, o.Check, s.valid)...)
-	}
-	for _, l := range rep.Layers {
-		if l.CRS.Refusal != "" && rep.Refusal == "" && l.NotRead == "" {
-			rep.Refusal = fmt.Sprintf("layer %q: %s", l.Name, l.CRS.Refusal)
+	// The job's refusal: the first layer whose CRS it refuses (it
+	// refuses them before reading), else the first feature its policies
+	// fail on, else the read's error, else the whole file's.
+	for _, name := range s.order {
+		if a := s.byName[name]; a.crsErr != nil {
+			return rep, refuse(rep, a.crsErr, dir, job)
 		}
 	}
-	if len(rep.Layers) == 0 && rep.Refusal == "" {
+	for _, l := range rep.Layers {
+		if l.CRS.Refusal != "" && l.NotRead == "" && l.Action == "refuse" {
+			rep.Refusal = fmt.Sprintf("layer %q: %s", l.Name, l.CRS.Refusal)
+			return rep, nil
+		}
+	}
+	if s.refusal != "" {
+		rep.Refusal = s.refusal
+		return rep, nil
+	}
+	if readErr != nil {
+		return rep, refuse(rep, readErr, dir, job)
+	}
+	if err := geomio.Refusal(r); err != nil {
+		return rep, refuse(rep, err, dir, job)
+	}
+	if len(rep.Layers) == 0 {
 		rep.Refusal = "the file has no features"
+		return rep, nil
 	}
-	if rep.Refusal == "" {
-		rep.Refusal = nothingToWrite(rep)
-	}
+	rep.Refusal = nothingToWrite(rep)
 	return rep, nil
 }
 
@@ -278,35 +294,58 @@ func nothingToWrite(rep *Report) string {
 }
 
 // notRead says why the job does not read a layer geomio.UnreadLayers
-// names.
-const notRead = "the job does not read it: a layer of points or lines beside polygon layers (--layer, or the route option layer=, naming it reads it)"
+// names, notTable one geomio.UnreadTables names.
+const (
+	notRead  = "the job does not read it: a layer of points or lines beside polygon layers (--layer, or the route option layer=, naming it reads it)"
+	notTable = "the job does not read it: a table without geometry"
+)
 
-// unreadLayers describes the layers the job leaves unread, read in a
-// pass of their own (Options.Layers naming them), with the job's checks
-// counted but its policies never refusing: the job does not read them.
-// A layer that cannot be read is listed by name with why.
-func unreadLayers(ctx context.Context, path string, opts geomio.Options, names []string, p ingest.Params, check bool, valid *validity.Checker) []Layer {
+// otherLayers describes the layers the job leaves unread (unread) and
+// the tables without geometry (tables), read in a pass of their own
+// (Options.Layers naming them), with the job's checks counted but its
+// policies never refusing: the job does not read them. A layer that
+// cannot be read is listed by name with why.
+func otherLayers(ctx context.Context, path string, opts geomio.Options, unread, tables []string, p ingest.Params, check bool, valid *validity.Checker) []Layer {
+	names := append(slices.Clip(unread), tables...)
 	opts.Layers = names
 	p.NullGeometry, p.WrongType, p.Invalid = ingest.PolicySkip, ingest.PolicySkip, ingest.PolicyRepair
 	s := scanner{p: p, check: check, valid: valid}
-	var out []Layer
 	r, err := geomio.Open(path, opts)
 	if err == nil {
 		for r.Next() && ctx.Err() == nil {
 			s.feature(r.Feature(), r.Layer())
 		}
 		err = r.Err()
-		r.Close()
-		out = s.layers()
-	}
-	for i := range out {
-		out[i].NotRead = notRead
-	}
-	if err != nil && len(out) < len(names) {
-		for _, n := range names[len(out):] {
-			out = append(out, Layer{Name: n, GeometryTypes: map[string]int64{}, Fields: []Field{}, ExtentCRS: "unknown",
-				NotRead: notRead + "; it cannot be read: " + err.Error()})
+		for _, meta := range geomio.ReadLayers(r) {
+			if meta.Name != "" {
+				s.layer(meta.Name, meta)
+			}
 		}
+		r.Close()
+	}
+	byName := map[string]Layer{}
+	for _, l := range s.layers() {
+		byName[l.Name] = l
+	}
+	out := make([]Layer, 0, len(names))
+	for _, n := range names {
+		why := notRead
+		if slices.Contains(tables, n) && !slices.Contains(unread, n) {
+			why = notTable
+		}
+		l, ok := byName[n]
+		if !ok {
+			l = Layer{Name: n, GeometryTypes: map[string]int64{}, Fields: []Field{}, ExtentCRS: "unknown", GeometryType: "None"}
+			if err != nil {
+				why += "; it cannot be read: " + err.Error()
+			}
+		}
+		if why == notTable {
+			// A table has no CRS to refuse.
+			l.CRS = CRS{Method: "none"}
+		}
+		l.NotRead, l.Action, l.Reason = why, "skip", why
+		out = append(out, l)
 	}
 	return out
 }
@@ -320,19 +359,6 @@ func refuse(rep *Report, err error, dir string, job ingest.Job) error {
 	}
 	rep.Refusal = ingest.NameSource(err, dir, job.Source).Error()
 	return nil
-}
-
-// layerOf is the layer a geomio error names (`FILE layer "NAME"`, as
-// the readers of multi-layer formats name it), else the file's base name
-// without its extension.
-func layerOf(file string) string {
-	if i := strings.LastIndex(file, ` layer "`); i >= 0 {
-		if name, err := strconv.Unquote(file[i+len(" layer "):]); err == nil {
-			return name
-		}
-	}
-	base := filepath.Base(file)
-	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 // scanner accumulates the layers of a stream of features.
@@ -351,12 +377,18 @@ type layerAcc struct {
 	l Layer
 	// definition is a custom CRS's definition (crs.CRS.Definition).
 	definition string
-	fields     map[string]int // index in l.Fields
-	types      map[string]map[string]bool
-	keys       keyTracker // keys.go
-	suggester  suggester  // suggest.go, with Options.Suggest
-	ext        [4]float64
-	hasExt     bool
+	// crsErr is why the job refuses the layer's CRS (geomio.Layer's
+	// CRSError), nil when it does not.
+	crsErr error
+	// refusal is the first of the layer's features the job's policies
+	// fail on.
+	refusal   string
+	fields    map[string]int // index in l.Fields
+	types     map[string]map[string]bool
+	keys      keyTracker // keys.go
+	suggester suggester  // suggest.go, with Options.Suggest
+	ext       [4]float64
+	hasExt    bool
 }
 
 // feature adds one feature; it reports true when the feature is one the
@@ -387,6 +419,15 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 	}
 	a.l.GeometryTypes[typ]++
 	fail := ""
+	if typ != "None" && a.l.CRS.Method == string(crs.Default) && !withinLonLat(g) {
+		// The reader's check of a default longitude/latitude CRS (RFC
+		// 7946 GeoJSON without a crs member, GeoParquet without a crs),
+		// which Preflight leaves to inspect, on every geometry as the
+		// reader makes it.
+		b := g.Bounds()
+		fail = fmt.Sprintf("layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range: the file names no CRS, so EPSG:4326 (RFC 7946) is assumed: give its CRS with --source-srid N (or the route option source-srid=N)",
+			f.Layer, f.Index, b.Min(0), b.Min(1), b.Max(0), b.Max(1))
+	}
 	switch {
 	case typ == "None":
 		if s.check {
@@ -403,7 +444,7 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 			fail = fmt.Sprintf("layer %q feature %d: %s is not polygonal (wrong-type policy is fail)", f.Layer, f.Index, typ)
 		}
 	default:
-		if a.l.CRS.EPSG == 4326 && !lonlat.Within(g.FlatCoords(), g.Stride(), lonlat.Slack) {
+		if a.l.CRS.EPSG == 4326 && a.l.CRS.Method != string(crs.Default) && !lonlat.Within(g.FlatCoords(), g.Stride(), lonlat.Slack) {
 			b := g.Bounds()
 			fail = fmt.Sprintf("layer %q feature %d: coordinates (%g %g)..(%g %g) outside longitude/latitude range, but the CRS is EPSG:4326: the .prj, the crs member or --source-srid is wrong",
 				f.Layer, f.Index, b.Min(0), b.Min(1), b.Max(0), b.Max(1))
@@ -415,11 +456,29 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 			}
 		}
 	}
+	if fail != "" && a.refusal == "" {
+		a.refusal = fail
+	}
 	if fail != "" && s.refusal == "" {
 		s.refusal = fail
 		return true
 	}
 	return false
+}
+
+// withinLonLat reports whether every coordinate of g can be a
+// longitude/latitude pair (lonlat.Within, with lonlat.Slack), the members
+// of a collection each.
+func withinLonLat(g geom.T) bool {
+	if c, ok := g.(*geom.GeometryCollection); ok {
+		for _, m := range c.Geoms() {
+			if !withinLonLat(m) {
+				return false
+			}
+		}
+		return true
+	}
+	return lonlat.Within(g.FlatCoords(), g.Stride(), lonlat.Slack)
 }
 
 // layer returns the accumulator of the layer name, made from meta on
@@ -432,7 +491,7 @@ func (s *scanner) layer(name string, meta geomio.Layer) *layerAcc {
 	if !ok {
 		a = &layerAcc{l: Layer{Name: name, Format: meta.Format, Encoding: meta.Encoding,
 			GeometryTypes: map[string]int64{}, CRS: crsOf(meta), Fields: []Field{}},
-			definition: meta.CRS.Definition, fields: map[string]int{}, types: map[string]map[string]bool{}}
+			definition: meta.CRS.Definition, crsErr: meta.CRSError, fields: map[string]int{}, types: map[string]map[string]bool{}}
 		if s.check {
 			a.l.Check = &Check{}
 		}
@@ -478,6 +537,7 @@ func (s *scanner) layers() []Layer {
 		if a.hasExt {
 			l.Extent = a.ext[:]
 		}
+		l.Action, l.Reason = s.action(a)
 		if l.Extent != nil && l.CRS.Refusal == "" && (l.CRS.EPSG > 0 || l.CRS.Method == string(crs.Custom)) {
 			// What PROJ (and PostGIS, which picks per coordinate) uses
 			// for this layer's coordinates, and what would do better
@@ -493,6 +553,33 @@ func (s *scanner) layers() []Layer {
 		out = append(out, l)
 	}
 	return out
+}
+
+// action is what the job would do with a layer it reads, and why
+// (Layer.Action).
+func (s *scanner) action(a *layerAcc) (string, string) {
+	var poly, null, other int64
+	for t, n := range a.l.GeometryTypes {
+		switch t {
+		case "Polygon", "MultiPolygon":
+			poly += n
+		case "None":
+			null += n
+		default:
+			other += n
+		}
+	}
+	switch {
+	case a.crsErr != nil || a.l.CRS.Refusal != "" && poly > 0:
+		return "refuse", a.l.CRS.Refusal
+	case a.refusal != "":
+		return "refuse", a.refusal
+	case poly > 0:
+		return "land", ""
+	case null+other == 0:
+		return "skip", "no features"
+	}
+	return "skip", fmt.Sprintf("no polygonal feature: %d not polygonal (points or lines), %d null or empty, each skipped by its policy", other, null)
 }
 
 func (a *layerAcc) extend(g geom.T) {
@@ -614,6 +701,22 @@ func crsOf(l geomio.Layer) CRS {
 		Transformation: l.CRS.Transformation, Better: l.CRS.Better}
 	if c.Better != nil {
 		c.BetterFix = c.Better.Fix()
+	}
+	if l.CRSError != nil {
+		// The job refuses the CRS (a typed geomio error: its problem
+		// and cause, without the file, which the report names).
+		c.Method, c.Refusal = "refused", l.CRSError.Error()
+		if l.CRSText == "" {
+			c.Method = "none"
+		}
+		var ge *geomio.Error
+		if errors.As(l.CRSError, &ge) {
+			c.Refusal = ge.Problem
+			if ge.Err != nil {
+				c.Refusal += ": " + ge.Err.Error()
+			}
+		}
+		return c
 	}
 	if c.Method == "" {
 		c.Method = "none"

@@ -82,6 +82,11 @@ type Layer struct {
 	// coordinates, dropped (Feature.DroppedZM). Readers set the features'
 	// flags; the Reader Open returns counts them.
 	DroppedZM int64
+	// CRSError, set only with Options.Preflight, is why a job would
+	// refuse the layer's CRS (an *Error: an unusable CRS, or one layer
+	// naming no CRS beside layers that name one); the layer is read
+	// with SRID 0 all the same, so that a preflight can count it.
+	CRSError error
 }
 
 // Reader is a pull iterator over the features of one layer.
@@ -164,6 +169,16 @@ type Options struct {
 	// GeometryField, when set, is the geometry field read from layers that
 	// have several (GML); empty: the first polygonal one.
 	GeometryField string
+
+	// Preflight reads what a job would refuse, for a preflight that
+	// describes every layer (inspect): a layer whose CRS a job would
+	// refuse is read, with the reason in Layer.CRSError; coordinates
+	// that a default longitude/latitude CRS cannot hold are not checked
+	// (the caller checks them); and the tables without geometry of a
+	// GDAL format are listed by UnreadTables and can be named in Layers
+	// (their features have no geometry). A problem that would fail Open
+	// for the whole file is still an error. Jobs never set it.
+	Preflight bool
 
 	// Context, when done, stops a read in progress: a GDAL reading child
 	// is killed and the read fails with the context's error. nil: never.

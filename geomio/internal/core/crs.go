@@ -38,7 +38,12 @@ func SetLayerCRS(l *Layer, file, text string, opts Options) error {
 	if err != nil {
 		var ie *crs.InputError
 		if errors.As(err, &ie) {
-			return &Error{File: file, Problem: "unusable CRS", Err: err}
+			e := &Error{File: file, Problem: "unusable CRS", Err: err}
+			if opts.Preflight {
+				l.SRID, l.CRS, l.CRSError = 0, crs.CRS{Text: text}, e
+				return nil
+			}
+			return e
 		}
 		return fmt.Errorf("%s: resolve CRS: %w", file, err)
 	}

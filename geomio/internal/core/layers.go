@@ -32,6 +32,11 @@ type Layers struct {
 	// Unread are the layers the stream leaves unread by default
 	// (UnreadLayers).
 	Unread []string
+	// Tables are the tables without geometry of a GDAL dataset opened
+	// with Options.Preflight (UnreadTables), and Refusal the error Open
+	// would have returned but for Options.Preflight (Refusal).
+	Tables  []string
+	Refusal error
 }
 
 // MultiReader is geomio's one multi-layer iterator: it reads several
@@ -46,6 +51,9 @@ type MultiReader struct {
 	idx  int64
 	last Layer // Cur's layer when it was closed
 	err  error
+	// opened are the layers opened so far, for a preflight
+	// (describe.go).
+	opened []LayerReader
 }
 
 // NewMultiReader opens the first of ls's layers, if any, and returns the
@@ -74,6 +82,7 @@ func (m *MultiReader) openNext() error {
 		return err
 	}
 	m.Cur = cur
+	m.opened = append(m.opened, cur)
 	return nil
 }
 
@@ -115,9 +124,6 @@ func (m *MultiReader) Layer() Layer {
 }
 
 func (m *MultiReader) Err() error { return m.err }
-
-// UnreadLayers are Layers.Unread.
-func (m *MultiReader) UnreadLayers() []string { return m.Unread }
 
 func (m *MultiReader) Close() error {
 	var err error
