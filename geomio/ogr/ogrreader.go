@@ -284,6 +284,9 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 			return nil, err
 		}
 	}
+	if err := noCRSBeside(file, plan, opts); err != nil {
+		return nil, err
+	}
 	r.plan = plan
 	sources := make([]core.LayerSource, len(r.plan))
 	for j := range r.plan {
@@ -294,6 +297,64 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 	}
 	return core.NewMultiReader(core.Layers{Sources: sources, First: base, Cleanup: r.Close, None: core.Layer{Format: r.format}, Unread: r.unread,
 		Tables: r.tables, Refusal: r.refusal})
+}
+
+// noCRSBeside refuses a plan in which some layers name no CRS while
+// others name one (a File Geodatabase's synthetic layer beside its
+// feature classes): geoingest never guesses a CRS, and --source-srid,
+// which applies to every layer, would be wrong for the others. The job
+// is refused whole rather than landing the other layers: a version that
+// silently lacks a layer would replace the source's current one, which
+// has it (docs/inputs.md). The error names the layers without a CRS and
+// the --layer option that lands the rest. With Options.Preflight the
+// error is each such layer's Layer.CRSError instead.
+func noCRSBeside(file string, plan []ogrLayer, opts core.Options) error {
+	if opts.SourceSRID != 0 {
+		return nil
+	}
+	var without, with []string
+	for _, pl := range plan {
+		switch {
+		case pl.layer.CRSError != nil:
+		case pl.layer.CRS.Method == "":
+			without = append(without, pl.layer.Name)
+		default:
+			with = append(with, pl.layer.Name)
+		}
+	}
+	if len(without) == 0 || len(with) == 0 {
+		return nil // every layer names its CRS, or none does (--source-srid then fits all)
+	}
+	flags := make([]string, len(with))
+	for i, n := range with {
+		flags[i] = "--layer " + shellQuote(n)
+	}
+	what := fmt.Sprintf("layer %s names no CRS, though the file's other layers do", core.QuoteList(without))
+	if len(without) > 1 {
+		what = fmt.Sprintf("layers %s name no CRS, though the file's other layers do", core.QuoteList(without))
+	}
+	err := &core.Error{File: file, Problem: what, Err: fmt.Errorf(
+		"geoingest never guesses a CRS, and --source-srid would apply to every layer; to land the other layers, name them: %s (or the route option layer=%s)",
+		strings.Join(flags, " "), strings.Join(with, "|"))}
+	if !opts.Preflight {
+		return err
+	}
+	for i := range plan {
+		if plan[i].layer.CRSError == nil && plan[i].layer.CRS.Method == "" {
+			plan[i].layer.CRSError = err
+		}
+	}
+	return nil
+}
+
+// shellQuote is s as one word of a POSIX shell command line.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c == '_' || c == '-' || c == '.' || c == '/' || c == ':' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // contain is how the GDAL child reading path is bounded: the limits,
