@@ -130,6 +130,9 @@ func featuresAsOf(t *testing.T, own bool) {
 	var orphans int64
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM feature_history h WHERE NOT EXISTS (SELECT FROM job_changes c WHERE c.job_id = h.retired_by)`).Scan(&orphans))
 	require.Zero(t, orphans, "no history outlives its record")
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM feature_history h WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = h.retired_by))
+		+ (SELECT count(*) FROM feature_changes c WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = c.job_id))`).Scan(&orphans))
+	require.Zero(t, orphans, "no change record or history row outlives its job (migration 0038)")
 }
 
 func queryStrings(t *testing.T, b *bundle, q string) []string {

@@ -1401,6 +1401,20 @@ AS $function$
           FROM (SELECT DISTINCT * FROM geoingest_job_tile_ranges(job_id, z, buffer)) r) a
 $function$;
 
+-- public.geoingest_jobs_deleted()
+CREATE OR REPLACE FUNCTION public.geoingest_jobs_deleted()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
+AS $function$
+BEGIN
+    DELETE FROM feature_changes c USING gone g WHERE c.job_id = g.job_id;
+    DELETE FROM feature_history h USING gone g WHERE h.retired_by = g.job_id;
+    RETURN NULL;
+END
+$function$;
+
 -- public.geoingest_key_of(parts text[])
 CREATE OR REPLACE FUNCTION public.geoingest_key_of(parts text[])
  RETURNS text
