@@ -132,7 +132,7 @@ func featuresAsOf(t *testing.T, own bool) {
 	require.Zero(t, orphans, "no history outlives its record")
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM feature_history h WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = h.retired_by))
 		+ (SELECT count(*) FROM feature_changes c WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = c.job_id))`).Scan(&orphans))
-	require.Zero(t, orphans, "no change record or history row outlives its job (migration 0038)")
+	require.Zero(t, orphans, "no change record or history row outlives its job (migration 0039)")
 }
 
 func queryStrings(t *testing.T, b *bundle, q string) []string {

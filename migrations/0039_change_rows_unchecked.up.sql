@@ -1,4 +1,4 @@
--- geoingest schema, version 38: the change records and the history are
+-- geoingest schema, version 39: the change records and the history are
 -- written by the set, not checked row by row.
 --
 -- feature_changes.job_id and feature_history.retired_by referenced jobs

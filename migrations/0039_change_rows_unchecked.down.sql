@@ -1,4 +1,4 @@
--- Undoes 0038: the foreign keys back (NOT VALID: rows written meanwhile
+-- Undoes 0039: the foreign keys back (NOT VALID: rows written meanwhile
 -- are not checked again), the trigger gone.
 DROP TRIGGER geoingest_jobs_deleted ON jobs;
 DROP FUNCTION geoingest_jobs_deleted();
