@@ -350,6 +350,15 @@ func manySmallBombEntries(shp, dbf string, n int) [][2]string {
 const esriWGS84 = `GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`
 
 // polygons groups rings with fresh buffers (polygonBuffers.polygons).
+// cw and ccw are squares, clockwise and counter-clockwise.
+func cw(x0, y0, x1, y1 float64) []float64 {
+	return []float64{x0, y0, x0, y1, x1, y1, x1, y0, x0, y0}
+}
+
+func ccw(x0, y0, x1, y1 float64) []float64 {
+	return []float64{x0, y0, x1, y0, x1, y1, x0, y1, x0, y0}
+}
+
 func polygons(rings [][]float64) geom.T {
 	var b shapefile.PolygonBuffers
 	return b.Polygons(rings)

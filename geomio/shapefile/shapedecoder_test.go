@@ -1,4 +1,4 @@
-package geomio
+package shapefile
 
 import (
 	"encoding/binary"
@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/shapefile"
 	"github.com/twpayne/go-geom"
 )
 
@@ -53,7 +52,7 @@ func FuzzShapeDecoderReuse(f *testing.F) {
 	f.Add(parts, holed)
 	f.Add(holed, parts)
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		var d shapefile.ShapeDecoder
+		var d ShapeDecoder
 		for _, rec := range [][]byte{a, b, a} {
 			if len(rec) < 4 {
 				continue // nextShape passes decode at least the shape type
@@ -91,6 +90,6 @@ func flatOf(g any) []any {
 // decodeShape decodes one record with a fresh decoder: the reference a
 // reused one is held to.
 func decodeShape(b []byte) (geom.T, error) {
-	var d shapefile.ShapeDecoder
+	var d ShapeDecoder
 	return d.Decode(b)
 }
