@@ -68,7 +68,8 @@ func readShape(t *testing.T, db string) (partitions, own int64, scanned []string
 // backfill with --no-compact leaves 40 partitions for the plan to visit.
 // One `ingest` into an empty table leaves its partition where it is (a
 // read visits one table; folding would copy the load twice); several
-// `ingest` processes at once leave the shared partition only.
+// `ingest` processes at once leave the shared partition only, and the
+// table's statistics as a whole.
 func TestBatchCommandsLeaveReadsFast(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -135,4 +136,7 @@ func TestBatchCommandsLeaveReadsFast(t *testing.T) {
 	require.Zero(t, own)
 	require.Len(t, scanned, 1, "%v", scanned)
 	require.EqualValues(t, 9*20, queryInt(t, db3, `SELECT count(*) FROM geoingest_current_parcels`))
+	// The table's statistics as a whole are left too, gathered after the
+	// last fold (each process analyzes what its rounds folded).
+	require.EqualValues(t, 9*20, queryInt(t, db3, `SELECT reltuples::bigint FROM pg_class WHERE oid = 'geoingest_store.parcels'::regclass`))
 }
