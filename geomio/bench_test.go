@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/geoingest/geoingest/geomio/internal/core"
 )
 
 // BenchmarkRead1M reads the large files in $GEOINGEST_BENCH_DIR
@@ -37,7 +35,7 @@ func BenchmarkRead1M(b *testing.B) {
 			var ms runtime.MemStats
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				r, err := Open(path, core.Options{})
+				r, err := Open(path, Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -105,7 +103,7 @@ func BenchmarkReadFiles(b *testing.B) {
 			var n int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				r, err := Open(path, core.Options{})
+				r, err := Open(path, Options{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -69,10 +68,10 @@ func TestCorpusOracle(t *testing.T) {
 	for _, d := range loadOracle(t) {
 		t.Run(d.ID, func(t *testing.T) {
 			t.Parallel()
-			layer, fs, err := openAll(t, corpusPath(d.Source), core.Options{})
+			layer, fs, err := openAll(t, corpusPath(d.Source), Options{})
 			if want, ok := knownDeviations[d.ID]; ok {
 				require.Error(t, err)
-				require.True(t, core.IsInputError(err))
+				require.True(t, IsInputError(err))
 				require.Contains(t, err.Error(), want)
 				return
 			}

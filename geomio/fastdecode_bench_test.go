@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio/geojson"
-	"github.com/geoingest/geoingest/geomio/internal/core"
 )
 
 // benchFeatures returns up to n lines of the GeoJSON sequence in
@@ -34,7 +33,7 @@ func benchFeatures(b *testing.B, n int) [][]byte {
 // one goroutine, no I/O: the decoder's own cost per feature.
 func BenchmarkFastFeature(b *testing.B) {
 	fs := benchFeatures(b, 10000)
-	layer := core.Layer{Name: "p", SRID: 4326}
+	layer := Layer{Name: "p", SRID: 4326}
 	var d geojson.FastDecoder
 	b.ReportAllocs()
 	cpu0 := cpuTime()
@@ -56,11 +55,11 @@ func BenchmarkFastFeature(b *testing.B) {
 // path, for comparison.
 func BenchmarkSlowFeature(b *testing.B) {
 	fs := benchFeatures(b, 10000)
-	layer := core.Layer{Name: "p", SRID: 4326}
+	layer := Layer{Name: "p", SRID: 4326}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := geojson.DecodeSeqRecord(fs[i%len(fs)], int64(i), layer, true, core.DefaultLimits.MaxVertices); err != nil {
+		if _, err := geojson.DecodeSeqRecord(fs[i%len(fs)], int64(i), layer, true, DefaultLimits.MaxVertices); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,7 +40,7 @@ func TestFeatureIDMember(t *testing.T) {
 	for name, body := range files {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
-		r, err := Open(p, core.Options{})
+		r, err := Open(p, Options{})
 		require.NoError(t, err)
 		var got []string
 		for r.Next() {
@@ -53,7 +52,7 @@ func TestFeatureIDMember(t *testing.T) {
 	}
 	p := filepath.Join(dir, "one.geojson")
 	require.NoError(t, os.WriteFile(p, []byte(feats[0]), 0o644))
-	r, err := Open(p, core.Options{})
+	r, err := Open(p, Options{})
 	require.NoError(t, err)
 	defer r.Close()
 	require.True(t, r.Next(), r.Err())

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
 )
 
@@ -19,7 +18,7 @@ func FuzzHostileZip(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, Options{Limits: fuzzLimits})
 	})
 }
 
@@ -32,6 +31,6 @@ func FuzzHostileKML(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, Options{Limits: fuzzLimits})
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/geomio/crs"
-	"github.com/geoingest/geoingest/geomio/internal/core"
 )
 
 // fuzzInputDeadline is how long one fuzz input may take to read.
@@ -20,14 +19,14 @@ const fuzzInputDeadline = 10 * time.Second
 // input, never panic, hang or return a non-input error.
 
 // drain reads r to the end, failing the fuzz run on a non-input error.
-func fuzzDrain(t *testing.T, path string, opts core.Options) {
+func fuzzDrain(t *testing.T, path string, opts Options) {
 	// A hang or a pathologically slow input is a bug too: crash the
 	// worker so that the fuzzer records the input.
 	watchdog := time.AfterFunc(fuzzInputDeadline, func() { panic(fmt.Sprintf("%s: input took more than %v", path, fuzzInputDeadline)) })
 	defer watchdog.Stop()
 	r, err := Open(path, opts)
 	if err != nil {
-		if !core.IsInputError(err) {
+		if !IsInputError(err) {
 			t.Fatalf("open: non-input error %T: %v", err, err)
 		}
 		return
@@ -38,7 +37,7 @@ func fuzzDrain(t *testing.T, path string, opts core.Options) {
 			t.Fatal("nil properties")
 		}
 	}
-	if err := r.Err(); err != nil && !core.IsInputError(err) {
+	if err := r.Err(); err != nil && !IsInputError(err) {
 		t.Fatalf("next: non-input error %T: %v", err, err)
 	}
 	if err := r.Close(); err != nil {
@@ -56,7 +55,7 @@ func addCorpusFiles(f *testing.F, glob string) {
 }
 
 // fuzzLimits are small, so that inputs reach every limit's check.
-var fuzzLimits = core.Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
+var fuzzLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
 	MaxVertices: 1000, MaxPropertyBytes: 1000, MaxProperties: 50, MaxLayers: 3, MaxFeatures: 5000}
 
 func FuzzGeoJSON(f *testing.F) {
@@ -73,7 +72,7 @@ func FuzzGeoJSON(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, Options{Limits: fuzzLimits})
 	})
 }
 
@@ -86,7 +85,7 @@ func FuzzGeoJSONSeq(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, Options{Limits: fuzzLimits})
 	})
 }
 
@@ -110,7 +109,7 @@ func FuzzShapefile(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "f.dbf"), dbf, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, filepath.Join(dir, "f.shp"), core.Options{Limits: fuzzLimits})
+		fuzzDrain(t, filepath.Join(dir, "f.shp"), Options{Limits: fuzzLimits})
 	})
 }
 
@@ -126,7 +125,7 @@ func FuzzDBF(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "f.dbf"), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, filepath.Join(dir, "f.shp"), core.Options{Limits: fuzzLimits})
+		fuzzDrain(t, filepath.Join(dir, "f.shp"), Options{Limits: fuzzLimits})
 	})
 }
 
@@ -137,7 +136,7 @@ func FuzzZip(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fuzzDrain(t, p, core.Options{Limits: fuzzLimits})
+		fuzzDrain(t, p, Options{Limits: fuzzLimits})
 	})
 }
 
@@ -183,5 +182,5 @@ func FuzzPRJ(f *testing.F) {
 // compare decoding with the reference reader: only the byte limits the
 // reference reader enforces too are within reach (the others are
 // enforced, and fuzzed, by the targets above).
-var diffLimits = core.Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
+var diffLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
 	MaxVertices: 1 << 40, MaxPropertyBytes: 1 << 40, MaxProperties: 1 << 30}

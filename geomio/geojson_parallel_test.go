@@ -25,8 +25,8 @@ import (
 
 // readResult is what draining a reader gave.
 type readResult struct {
-	layer core.Layer
-	feats []core.Feature
+	layer Layer
+	feats []Feature
 	err   error
 }
 
@@ -42,7 +42,7 @@ var testTunings = map[string]geojson.Tuning{
 	"parallel-large":  {BufSize: 1 << 16, MaxItems: 64, MinParallel: 0, Workers: 4, CrsWindow: 64},
 }
 
-func drainReader(r core.Reader) readResult {
+func drainReader(r Reader) readResult {
 	var res readResult
 	for r.Next() {
 		res.feats = append(res.feats, cloneFeature(r.Feature()))
@@ -53,10 +53,10 @@ func drainReader(r core.Reader) readResult {
 }
 
 // readLegacy reads path with the reference reader.
-func readLegacy(t testing.TB, path string, seq bool, opts core.Options) readResult {
+func readLegacy(t testing.TB, path string, seq bool, opts Options) readResult {
 	t.Helper()
 	opts.Limits = opts.Limits.WithDefaults()
-	var r core.Reader
+	var r Reader
 	var err error
 	if seq {
 		r, err = legacyOpenGeoJSONSeq(path, opts)
@@ -75,10 +75,10 @@ func readLegacy(t testing.TB, path string, seq bool, opts core.Options) readResu
 }
 
 // readTuned reads path with the new reader under tuning tu.
-func readTuned(t testing.TB, path string, seq bool, opts core.Options, tu geojson.Tuning) readResult {
+func readTuned(t testing.TB, path string, seq bool, opts Options, tu geojson.Tuning) readResult {
 	t.Helper()
 	opts.Limits = opts.Limits.WithDefaults()
-	var r core.Reader
+	var r Reader
 	if seq {
 		sr, err := geojson.OpenSeq(path, opts)
 		if err != nil {
@@ -121,7 +121,7 @@ func requireSame(t testing.TB, want, got readResult) {
 	if want.err == nil || got.err == nil {
 		require.Equal(t, want.err == nil, got.err == nil, "error: want %v, got %v", want.err, got.err)
 	} else {
-		require.True(t, core.IsInputError(got.err), "not an input error: %T %v", got.err, got.err)
+		require.True(t, IsInputError(got.err), "not an input error: %T %v", got.err, got.err)
 		require.Equal(t, sameError(want.err.Error()), sameError(got.err.Error()))
 	}
 	require.Equal(t, want.layer, got.layer)
@@ -139,7 +139,7 @@ func requireSame(t testing.TB, want, got readResult) {
 
 // checkAllTunings compares every tuning of the new reader with the
 // reference on path.
-func checkAllTunings(t *testing.T, path string, seq bool, opts core.Options) readResult {
+func checkAllTunings(t *testing.T, path string, seq bool, opts Options) readResult {
 	t.Helper()
 	want := readLegacy(t, path, seq, opts)
 	for name, tu := range testTunings {
@@ -165,7 +165,7 @@ func TestParallelCorpus(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Parallel()
-			want := checkAllTunings(t, f, false, core.Options{})
+			want := checkAllTunings(t, f, false, Options{})
 			if want.err != nil {
 				return
 			}
@@ -174,14 +174,14 @@ func TestParallelCorpus(t *testing.T) {
 			require.NotEmpty(t, want.feats)
 			seq := filepath.Join(t.TempDir(), "f.geojsonl")
 			require.NoError(t, os.WriteFile(seq, []byte(asSequence(t, f)), 0o644))
-			checkAllTunings(t, seq, true, core.Options{SourceSRID: want.layer.SRID})
+			checkAllTunings(t, seq, true, Options{SourceSRID: want.layer.SRID})
 		})
 	}
 }
 
 // asSequence rewrites the FeatureCollection at path as GeoJSON lines.
 func asSequence(t testing.TB, path string) string {
-	r, err := legacyOpenGeoJSON(path, core.Options{Limits: core.DefaultLimits})
+	r, err := legacyOpenGeoJSON(path, Options{Limits: DefaultLimits})
 	require.NoError(t, err)
 	defer r.Close()
 	var sb strings.Builder
@@ -220,7 +220,7 @@ func TestParallelEdgeCases(t *testing.T) {
 	for _, tc := range []struct {
 		name, content string
 		seq           bool
-		opts          core.Options
+		opts          Options
 		wantErr       string // "" for none; checked on the reference too
 	}{
 		{name: "brackets and braces in escaped strings",
@@ -250,7 +250,7 @@ func TestParallelEdgeCases(t *testing.T) {
 		{name: "bad member after the features", content: `{"type":"FeatureCollection","features":[` + feat1 + `],"x":[1,}`, wantErr: "invalid json"},
 		{name: "trailing comma", content: `{"type":"FeatureCollection","features":[` + feat1 + `,]}`, wantErr: "invalid json"},
 		{name: "missing comma", content: `{"type":"FeatureCollection","features":[` + feat1 + feat2 + `]}`, wantErr: "invalid json"},
-		{name: "feature too large", opts: core.Options{Limits: core.Limits{MaxRecordBytes: 200}},
+		{name: "feature too large", opts: Options{Limits: Limits{MaxRecordBytes: 200}},
 			content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`, wantErr: `feature 1: more than 200 bytes in one feature`},
 		{name: "projected without crs", content: `{"type":"FeatureCollection","features":[` + feat1 + `,{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}]}`, wantErr: "outside longitude/latitude range"},
 		{name: "odd but valid features",
@@ -286,7 +286,7 @@ func TestParallelEdgeCases(t *testing.T) {
 		{name: "seq: two values in a record", seq: true, content: feat1 + " " + feat2 + "\n", wantErr: "feature 0 at byte 0: invalid json"},
 		{name: "seq: truncated", seq: true, content: feat1 + "\n" + feat2[:30], wantErr: "feature 1 at byte"},
 		{name: "seq: blank tail without newline", seq: true, content: feat1 + "\n  ", wantErr: "feature 1 at byte"},
-		{name: "seq: record too large", seq: true, opts: core.Options{Limits: core.Limits{MaxRecordBytes: 120}},
+		{name: "seq: record too large", seq: true, opts: Options{Limits: Limits{MaxRecordBytes: 120}},
 			content: feat1 + "\n" + strings.Repeat(" ", 200) + feat2, wantErr: `feature 1: more than 120 bytes in one feature`},
 		{name: "seq: collection record", seq: true, content: feat1 + "\n" + `{"type":"FeatureCollection","features":[]}`, wantErr: `unsupported record type "FeatureCollection"`},
 	} {
@@ -315,7 +315,7 @@ func TestParallelClose(t *testing.T) {
 	content := `{"type":"FeatureCollection","features":[` + strings.Repeat(feat1+",", 5000) + feat2 + `]}`
 	path := writeTemp(t, "a.geojson", content)
 	for _, tu := range testTunings {
-		r, err := geojson.Open(path, core.Options{Limits: core.DefaultLimits})
+		r, err := geojson.Open(path, Options{Limits: DefaultLimits})
 		require.NoError(t, err)
 		r.Tune = tu
 		for i := 0; i < 10; i++ {
@@ -342,7 +342,7 @@ func FuzzGeoJSONParallel(f *testing.F) {
 		defer watchdog.Stop()
 		p := filepath.Join(t.TempDir(), "f.geojson")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		opts := core.Options{Limits: diffLimits}
+		opts := Options{Limits: diffLimits}
 		want := readLegacy(t, p, false, opts)
 		requireSame(t, want, readTuned(t, p, false, opts, geojson.DefaultTuning))
 		got := readTuned(t, p, false, opts, fuzzTuning)
@@ -365,7 +365,7 @@ func FuzzGeoJSONSeqParallel(f *testing.F) {
 		defer watchdog.Stop()
 		p := filepath.Join(t.TempDir(), "f.geojsonl")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		opts := core.Options{Limits: diffLimits}
+		opts := Options{Limits: diffLimits}
 		want := readLegacy(t, p, true, opts)
 		requireSame(t, want, readTuned(t, p, true, opts, geojson.DefaultTuning))
 		requireSame(t, want, readTuned(t, p, true, opts, fuzzTuning))
@@ -426,15 +426,15 @@ func TestCRSAfterLargeMember(t *testing.T) {
 	tu.CrsWindow = 300
 
 	path := writeTemp(t, "a.geojson", feats+`,`+crs+`,"big":"`+strings.Repeat("x", 400)+`"}`)
-	want := readLegacy(t, path, false, core.Options{})
+	want := readLegacy(t, path, false, Options{})
 	require.NoError(t, want.err)
 	require.Equal(t, 3857, want.layer.SRID)
-	got := readTuned(t, path, false, core.Options{SourceSRID: 3857}, tu)
+	got := readTuned(t, path, false, Options{SourceSRID: 3857}, tu)
 	require.Error(t, got.err)
 	require.Contains(t, got.err.Error(), "put the crs member before the features array")
 
 	path = writeTemp(t, "a.geojson", feats+`,"big":"`+strings.Repeat("x", 400)+`",`+crs+`}`)
-	want = readLegacy(t, path, false, core.Options{})
+	want = readLegacy(t, path, false, Options{})
 	require.NoError(t, want.err)
-	requireSame(t, want, readTuned(t, path, false, core.Options{}, tu))
+	requireSame(t, want, readTuned(t, path, false, Options{}, tu))
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/geomio/geojson"
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
@@ -27,9 +26,9 @@ func writeTemp(t testing.TB, name, content string) string {
 
 // readAll drains r and returns copies of its features (a Feature is valid
 // only until the next Next) and the final error.
-func readAll(t testing.TB, r core.Reader) ([]core.Feature, error) {
+func readAll(t testing.TB, r Reader) ([]Feature, error) {
 	t.Helper()
-	var fs []core.Feature
+	var fs []Feature
 	for r.Next() {
 		fs = append(fs, cloneFeature(r.Feature()))
 	}
@@ -37,7 +36,7 @@ func readAll(t testing.TB, r core.Reader) ([]core.Feature, error) {
 }
 
 // cloneFeature returns a copy of f that shares no memory with the reader.
-func cloneFeature(f core.Feature) core.Feature {
+func cloneFeature(f Feature) Feature {
 	f.Properties = bytes.Clone(f.Properties)
 	if f.Geom != nil {
 		b, err := ewkb.Marshal(f.Geom, ewkb.NDR)
@@ -52,11 +51,11 @@ func cloneFeature(f core.Feature) core.Feature {
 }
 
 // openAll opens path, drains it and closes it.
-func openAll(t testing.TB, path string, opts core.Options) (core.Layer, []core.Feature, error) {
+func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) {
 	t.Helper()
 	r, err := Open(path, opts)
 	if err != nil {
-		return core.Layer{}, nil, err
+		return Layer{}, nil, err
 	}
 	defer func() { require.NoError(t, r.Close()) }()
 	fs, err := readAll(t, r)
@@ -69,12 +68,12 @@ func TestGeoJSON(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, file, content string
-		opts                core.Options
+		opts                Options
 		wantSRID            int
 		wantCRSText         string
 		wantN               int
 		wantErr             string // substring of the *Error; "" for none
-		check               func(t *testing.T, fs []core.Feature)
+		check               func(t *testing.T, fs []Feature)
 	}{
 		{name: "crs before features", file: "a.geojson",
 			content:  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::27700"}},"features":[{"type":"Feature","properties":{"a":1},"geometry":` + sq + `}]}`,
@@ -82,11 +81,11 @@ func TestGeoJSON(t *testing.T) {
 		{name: "crs after features", file: "a.geojson",
 			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"s":"}],\"crs\":"},"geometry":` + sq + `}],"crs":{"type":"name","properties":{"name":"EPSG:3857"}}}`,
 			wantSRID: 3857, wantCRSText: "EPSG:3857", wantN: 1,
-			check: func(t *testing.T, fs []core.Feature) { require.Equal(t, 3857, fs[0].Geom.SRID()) }},
+			check: func(t *testing.T, fs []Feature) { require.Equal(t, 3857, fs[0].Geom.SRID()) }},
 		{name: "no crs is RFC 7946", file: "a.json",
 			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":null,"geometry":` + sq + `},{"type":"Feature","geometry":null}]}`,
 			wantSRID: 4326, wantN: 2,
-			check: func(t *testing.T, fs []core.Feature) {
+			check: func(t *testing.T, fs []Feature) {
 				require.Equal(t, "{}", string(fs[0].Properties))
 				require.Equal(t, "{}", string(fs[1].Properties))
 				require.Nil(t, fs[1].Geom)
@@ -117,7 +116,7 @@ func TestGeoJSON(t *testing.T) {
 			wantSRID: 0, wantCRSText: "+proj=robin +datum=WGS84 +type=crs"},
 		{name: "custom crs registered", file: "a.geojson",
 			content: `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"+proj=robin +datum=WGS84 +type=crs"}},"features":[]}`,
-			opts: core.Options{RegisterCRS: func(c crs.CRS) (int, error) {
+			opts: Options{RegisterCRS: func(c crs.CRS) (int, error) {
 				if c.Method != crs.Custom || !strings.Contains(c.PROJString, "+proj=robin") {
 					return 0, fmt.Errorf("not the custom robinson: %+v", c)
 				}
@@ -126,7 +125,7 @@ func TestGeoJSON(t *testing.T) {
 			wantSRID: 990001, wantCRSText: "+proj=robin +datum=WGS84 +type=crs"},
 		{name: "source srid overrides", file: "a.geojson",
 			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[631443.6,187400.6]}}]}`,
-			opts:     core.Options{SourceSRID: 2227},
+			opts:     Options{SourceSRID: 2227},
 			wantSRID: 2227, wantN: 1},
 		{name: "projected coordinates without crs fail", file: "a.geojson",
 			content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[631443.6,187400.6]}}]}`,
@@ -134,21 +133,21 @@ func TestGeoJSON(t *testing.T) {
 		{name: "single feature", file: "a.geojson",
 			content:  `{"properties": {"b" : [1, 2]}, "geometry":{"type":"MultiLineString","coordinates":[[[0,0,5],[1,1,6]],[]]},"type":"Feature"}`,
 			wantSRID: 4326, wantN: 1,
-			check: func(t *testing.T, fs []core.Feature) {
+			check: func(t *testing.T, fs []Feature) {
 				require.Equal(t, `{"b":[1,2]}`, string(fs[0].Properties))
 				mls := fs[0].Geom.(*geom.MultiLineString)
 				require.Equal(t, geom.XY, mls.Layout(), "z dropped")
 				require.Equal(t, 1, mls.NumLineStrings(), "empty part dropped")
 			}},
 		{name: "bare geometry", file: "a.geojson", content: "\xEF\xBB\xBF" + sq, wantSRID: 4326, wantN: 1,
-			check: func(t *testing.T, fs []core.Feature) {
+			check: func(t *testing.T, fs []Feature) {
 				require.IsType(t, &geom.MultiPolygon{}, fs[0].Geom)
 				require.Equal(t, "{}", string(fs[0].Properties))
 			}},
 		{name: "empty geometry is nil", file: "a.geojson",
 			content:  `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"MultiPolygon","coordinates":[]}},{"type":"Feature","properties":{},"geometry":{"type":"GeometryCollection","geometries":[]}}]}`,
 			wantSRID: 4326, wantN: 2,
-			check: func(t *testing.T, fs []core.Feature) { require.Nil(t, fs[0].Geom); require.Nil(t, fs[1].Geom) }},
+			check: func(t *testing.T, fs []Feature) { require.Nil(t, fs[0].Geom); require.Nil(t, fs[1].Geom) }},
 		{name: "truncated", file: "a.geojson", content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":` + sq + `},{"type":"Feat`,
 			wantErr: "feature 1"},
 		{name: "features not array", file: "a.geojson", content: `{"type":"FeatureCollection","features":{}}`, wantErr: "features is not an array"},
@@ -158,7 +157,7 @@ func TestGeoJSON(t *testing.T) {
 		{name: "trailing data", file: "a.geojson", content: `{"type":"FeatureCollection","features":[]} {}`, wantErr: "trailing data"},
 		{name: "array", file: "a.geojson", content: `[1,2]`, wantErr: "unsupported format"},
 		{name: "unknown type", file: "a.geojson", content: `{"type":"Topology"}`, wantErr: `unsupported geojson type "Topology"`},
-		{name: "record too large", file: "a.geojson", opts: core.Options{Limits: core.Limits{MaxRecordBytes: 100}},
+		{name: "record too large", file: "a.geojson", opts: Options{Limits: Limits{MaxRecordBytes: 100}},
 			content: `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"s":"` + strings.Repeat("x", 70000) + `"},"geometry":null}]}`,
 			wantErr: `layer "a", feature 0: more than 100 bytes in one feature, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)`},
 	} {
@@ -168,13 +167,13 @@ func TestGeoJSON(t *testing.T) {
 			layer, fs, err := openAll(t, path, tc.opts)
 			if tc.wantErr != "" {
 				require.Error(t, err)
-				require.True(t, core.IsInputError(err), "want *Error, got %T %v", err, err)
+				require.True(t, IsInputError(err), "want *Error, got %T %v", err, err)
 				require.Contains(t, err.Error(), tc.wantErr)
 				require.Contains(t, err.Error(), path)
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, core.FormatGeoJSON, layer.Format)
+			require.Equal(t, FormatGeoJSON, layer.Format)
 			require.Equal(t, tc.wantSRID, layer.SRID)
 			require.Equal(t, tc.wantCRSText, layer.CRSText)
 			require.Len(t, fs, tc.wantN)
@@ -212,9 +211,9 @@ func TestZipGeoJSON(t *testing.T) {
 		`{"type":"Feature","properties":{"name":"A"},"geometry":{"type":"Polygon","coordinates":[[[358000,172000],[359000,172000],[359000,173000],[358000,172000]]]}},` +
 		`{"type":"Feature","properties":{"name":"B"},"geometry":null}]}`
 	p := testfiles.Zip(t, filepath.Join(dir, "counties.zip"), "export/counties.geojson", []byte(counties), "__MACOSX/export/._counties.geojson", []byte("junk"))
-	layer, fs, err := openAll(t, p, core.Options{})
+	layer, fs, err := openAll(t, p, Options{})
 	require.NoError(t, err)
-	require.Equal(t, core.FormatGeoJSON, layer.Format)
+	require.Equal(t, FormatGeoJSON, layer.Format)
 	require.Equal(t, "export/counties", layer.Name)
 	require.Equal(t, 27700, layer.SRID)
 	require.Len(t, fs, 2)
@@ -224,7 +223,7 @@ func TestZipGeoJSON(t *testing.T) {
 	// Two GeoJSON layers: lexical order, Index across layers.
 	p = testfiles.Zip(t, filepath.Join(dir, "two.zip"), "b.geojson", []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":`+sq+`}]}`),
 		"a.json", []byte(counties))
-	_, fs, err = openAll(t, p, core.Options{})
+	_, fs, err = openAll(t, p, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 3)
 	require.Equal(t, []string{"a", "a", "b"}, []string{fs[0].Layer, fs[1].Layer, fs[2].Layer})
@@ -233,8 +232,8 @@ func TestZipGeoJSON(t *testing.T) {
 
 	// A broken entry is named archive/entry.
 	p = testfiles.Zip(t, filepath.Join(dir, "bad.zip"), "bad.geojson", []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Polygon","coordinates":"x"}}]}`))
-	_, _, err = openAll(t, p, core.Options{})
+	_, _, err = openAll(t, p, Options{})
 	require.Error(t, err)
-	require.True(t, core.IsInputError(err))
+	require.True(t, IsInputError(err))
 	require.Contains(t, err.Error(), "bad.zip/bad.geojson")
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 )
@@ -16,7 +15,7 @@ func TestGeoJSONSeq(t *testing.T) {
 	const f2 = `{"type":"Feature","properties":{"id":2},"geometry":null}`
 	for _, tc := range []struct {
 		name, file, content string
-		opts                core.Options
+		opts                Options
 		wantN               int
 		wantSRID            int
 		wantErr             string
@@ -26,11 +25,11 @@ func TestGeoJSONSeq(t *testing.T) {
 		{name: "rfc 8142", file: "a.geojsons", content: "\x1e" + f1 + "\n\x1e" + f2 + "\n", wantN: 2, wantSRID: 4326},
 		{name: "rs sniffed without extension", file: "a.json", content: "\x1e" + f1 + "\n\x1e" + f2 + "\n", wantN: 2, wantSRID: 4326},
 		{name: "bare geometry records", file: "a.geojsonl", content: sq + "\n" + sq, wantN: 2, wantSRID: 4326},
-		{name: "source srid", file: "a.geojsonl", content: `{"type":"Point","coordinates":[500000,6000000]}`, opts: core.Options{SourceSRID: 3006}, wantN: 1, wantSRID: 3006},
+		{name: "source srid", file: "a.geojsonl", content: `{"type":"Point","coordinates":[500000,6000000]}`, opts: Options{SourceSRID: 3006}, wantN: 1, wantSRID: 3006},
 		{name: "projected without source srid", file: "a.geojsonl", content: `{"type":"Point","coordinates":[500000,6000000]}`, wantErr: "feature 0 at byte 0"},
 		{name: "collection line", file: "a.geojsonl", content: f1 + "\n" + `{"type":"FeatureCollection","features":[]}`, wantErr: `feature 1 at byte ` + itoa(len(f1)+1) + `: unsupported record type "FeatureCollection"`},
 		{name: "truncated", file: "a.geojsonl", content: f1 + "\n" + f2[:20], wantErr: "feature 1 at byte " + itoa(len(f1)+1) + ": invalid json"},
-		{name: "record too large", file: "a.geojsonl", opts: core.Options{Limits: core.Limits{MaxRecordBytes: 100}}, content: f1 + "\n" + strings.Repeat(" ", 200) + f2, wantErr: `layer "a", feature 0: more than 100 bytes in one feature`},
+		{name: "record too large", file: "a.geojsonl", opts: Options{Limits: Limits{MaxRecordBytes: 100}}, content: f1 + "\n" + strings.Repeat(" ", 200) + f2, wantErr: `layer "a", feature 0: more than 100 bytes in one feature`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -38,12 +37,12 @@ func TestGeoJSONSeq(t *testing.T) {
 			layer, fs, err := openAll(t, path, tc.opts)
 			if tc.wantErr != "" {
 				require.Error(t, err)
-				require.True(t, core.IsInputError(err), "%T %v", err, err)
+				require.True(t, IsInputError(err), "%T %v", err, err)
 				require.Contains(t, err.Error(), tc.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, core.FormatGeoJSONSeq, layer.Format)
+			require.Equal(t, FormatGeoJSONSeq, layer.Format)
 			require.Equal(t, tc.wantSRID, layer.SRID)
 			require.Len(t, fs, tc.wantN)
 			for i, f := range fs {

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/stretchr/testify/require"
 )
@@ -50,7 +49,7 @@ func TestGMLSchemaBeside(t *testing.T) {
 	require.NoError(t, err)
 	xsd, err := os.ReadFile(filepath.Join(src, "two.xsd"))
 	require.NoError(t, err)
-	counties, _, err := readOGR(t, srcCounties, core.Options{})
+	counties, _, err := readOGR(t, srcCounties, Options{})
 	require.NoError(t, err)
 	circles := 6 * math.Pi * 1e-6
 
@@ -105,7 +104,7 @@ func TestGMLSchemaBeside(t *testing.T) {
 			if tc.zip {
 				zipDir(t, open, in, ".")
 			}
-			fs, ls, err := readOGR(t, open, core.Options{})
+			fs, ls, err := readOGR(t, open, Options{})
 			require.NoError(t, err)
 			require.Len(t, fs, 6)
 			require.Equal(t, "centre", ls[0].GeometryField)
@@ -113,12 +112,12 @@ func TestGMLSchemaBeside(t *testing.T) {
 			require.InDelta(t, circles, math.Abs(planarArea(fs)), 1e-7, "the small circles")
 			require.Less(t, bounds(fs).Min(0), -76.0, "longitude first")
 
-			fs, ls, err = readOGR(t, open, core.Options{GeometryField: "footprint"})
+			fs, ls, err = readOGR(t, open, Options{GeometryField: "footprint"})
 			require.NoError(t, err)
 			require.Equal(t, "footprint", ls[0].GeometryField)
 			require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
 
-			_, _, err = readOGR(t, open, core.Options{GeometryField: "nope"})
+			_, _, err = readOGR(t, open, Options{GeometryField: "nope"})
 			requireInputError(t, err, tc.open, `layer "parcel"`, `no geometry field "nope"`, `"centre", "footprint"`)
 			ents, err := os.ReadDir(in)
 			require.NoError(t, err)
@@ -135,7 +134,7 @@ func TestGMLSchemaBeside(t *testing.T) {
 			b = gz(body)
 		}
 		lone := write(dir, name, b)
-		fs, ls, err := readOGR(t, lone, core.Options{TempDir: tmp})
+		fs, ls, err := readOGR(t, lone, Options{TempDir: tmp})
 		require.NoError(t, err, name)
 		require.Len(t, fs, 6)
 		require.Equal(t, "centre", ls[0].GeometryField, name)
@@ -143,11 +142,11 @@ func TestGMLSchemaBeside(t *testing.T) {
 		require.InDelta(t, circles, math.Abs(planarArea(fs)), 1e-7, "the small circles")
 		require.Less(t, bounds(fs).Min(0), -76.0, "longitude first")
 		require.Contains(t, string(fs[0].Properties), `"NAME":"District of Columbia"`, "attributes as GDAL's prescan finds them")
-		fs, ls, err = readOGR(t, lone, core.Options{TempDir: tmp, GeometryField: "footprint"})
+		fs, ls, err = readOGR(t, lone, Options{TempDir: tmp, GeometryField: "footprint"})
 		require.NoError(t, err)
 		require.Equal(t, "footprint", ls[0].GeometryField)
 		require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
-		_, _, err = readOGR(t, lone, core.Options{TempDir: tmp, GeometryField: "nope"})
+		_, _, err = readOGR(t, lone, Options{TempDir: tmp, GeometryField: "nope"})
 		requireInputError(t, err, name, `layer "parcel"`, `no geometry field "nope"`, `"centre", "footprint"`)
 		for _, d := range []string{dir, tmp} {
 			ents, err := os.ReadDir(d)
@@ -186,7 +185,7 @@ func TestGMLNeverFetchesSchema(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "wfs.gml")
 	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
-	fs, ls, err := readOGR(t, p, core.Options{})
+	fs, ls, err := readOGR(t, p, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 6)
 	require.Equal(t, "parcel", ls[0].Name)
@@ -198,7 +197,7 @@ func TestGMLNeverFetchesSchema(t *testing.T) {
 		`<xs:include schemaLocation="`+srv.URL+`/inc.xsd"/><xs:import namespace="http://example.com/x" schemaLocation="`+srv.URL+`/imp.xsd"/><xs:import namespace="http://www.opengis.net/gml"`, 1)
 	require.NotEqual(t, string(xsd), remote)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "wfs.xsd"), []byte(remote), 0o644))
-	fs, ls, err = readOGR(t, p, core.Options{})
+	fs, ls, err = readOGR(t, p, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 6)
 	require.Equal(t, "centre", ls[0].GeometryField, "the uploaded .xsd was read")
@@ -261,7 +260,7 @@ func TestGMLInspireParcels(t *testing.T) {
 		ogr.ScanGMLGeometryProperties(strings.NewReader(inspireParcels)))
 	p := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p, []byte(inspireParcels), 0o644))
-	fs, ls, err := readOGR(t, p, core.Options{})
+	fs, ls, err := readOGR(t, p, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 2)
 	require.Equal(t, "geometry", ls[0].GeometryField)
@@ -283,14 +282,14 @@ func TestGMLInspireParcels(t *testing.T) {
 	p3 := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p3, []byte(cp3), 0o644))
 	tmp := t.TempDir()
-	gfs, dir, err := ogr.GmlDerivedSchema(p3, core.Options{TempDir: tmp}, ogr.GML)
+	gfs, dir, err := ogr.GmlDerivedSchema(p3, Options{TempDir: tmp}, ogr.GML)
 	require.NoError(t, err)
 	require.Empty(t, gfs, "the registry's schema is GDAL's, not a derived one")
 	require.Empty(t, dir)
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	require.Empty(t, left, "the prescan's directory is removed")
-	fs, ls, err = readOGR(t, p3, core.Options{SourceSRID: 25832})
+	fs, ls, err = readOGR(t, p3, Options{SourceSRID: 25832})
 	require.NoError(t, err)
 	require.Len(t, fs, 2)
 	require.Equal(t, "geometry", ls[0].GeometryField)
@@ -338,7 +337,7 @@ func TestGMLTruncated(t *testing.T) {
 		if withSchema {
 			require.NoError(t, os.WriteFile(filepath.Join(sub, "full.xsd"), xsd, 0o644))
 		}
-		_, _, err := readOGR(t, p, core.Options{})
+		_, _, err := readOGR(t, p, Options{})
 		requireInputError(t, err, p, "XML parsing of GML file failed")
 	}
 }

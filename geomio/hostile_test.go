@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/geoingest/geoingest/internal/testsupport/hostile/corpus"
 	"github.com/stretchr/testify/require"
 )
@@ -33,7 +32,7 @@ func TestHostileCorpus(t *testing.T) {
 	t.Setenv("AWS_S3_ENDPOINT", ln.Addr())
 	t.Setenv("AWS_HTTPS", "NO")
 	t.Setenv("AWS_VIRTUAL_HOSTING", "FALSE")
-	limits := core.Limits{ReadTimeout: 4 * time.Second, ReadCPU: 3 * time.Second}
+	limits := Limits{ReadTimeout: 4 * time.Second, ReadCPU: 3 * time.Second}
 	for _, c := range corpus.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "job")
@@ -41,7 +40,7 @@ func TestHostileCorpus(t *testing.T) {
 			p, err := c.Write(dir, env)
 			require.NoError(t, err)
 			start := time.Now()
-			fs, _, err := readOGR(t, p, core.Options{Limits: limits, TempDir: dir})
+			fs, _, err := readOGR(t, p, Options{Limits: limits, TempDir: dir})
 			took := time.Since(start)
 			t.Logf("%s: %d features in %s, error: %v", c.Name, len(fs), took.Round(time.Millisecond), err)
 			require.Less(t, took, limits.ReadTimeout+5*time.Second)
@@ -51,7 +50,7 @@ func TestHostileCorpus(t *testing.T) {
 			if err != nil {
 				require.NotContains(t, err.Error(), corpus.Secret)
 				require.NotContains(t, err.Error(), "hostile-secret-key")
-				require.True(t, core.IsInputError(err), "a permanent failure of the upload: %v", err)
+				require.True(t, IsInputError(err), "a permanent failure of the upload: %v", err)
 			}
 			if c.Fails {
 				require.Error(t, err)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/geoingest/geoingest/geomio/kml"
 	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/stretchr/testify/require"
@@ -17,11 +16,11 @@ import (
 )
 
 // readWith reads every feature of one layerReader, copied.
-func readWith(t *testing.T, r core.Reader) ([]core.Feature, []core.Layer, error) {
+func readWith(t *testing.T, r Reader) ([]Feature, []Layer, error) {
 	t.Helper()
 	defer r.Close()
-	var fs []core.Feature
-	var ls []core.Layer
+	var fs []Feature
+	var ls []Layer
 	for r.Next() {
 		f := r.Feature()
 		f.Properties = append([]byte(nil), f.Properties...)
@@ -74,12 +73,12 @@ func TestKMLAsGDAL(t *testing.T) {
 	for name, p := range files {
 		t.Run(name, func(t *testing.T) {
 			base := kml.Base(p)
-			var r core.Reader
+			var r Reader
 			var err error
 			if strings.HasSuffix(p, ".kmz") {
-				r, err = Open(p, core.Options{})
+				r, err = Open(p, Options{})
 			} else {
-				r, err = kml.Open(p, p, base, core.Options{}, 0, nil)
+				r, err = kml.Open(p, p, base, Options{}, 0, nil)
 			}
 			require.NoError(t, err)
 			got, gotLayers, err := readWith(t, r)
@@ -91,13 +90,13 @@ func TestKMLAsGDAL(t *testing.T) {
 			ogr2ogr(t, "-f", "GPKG", gpkg, p)
 			f, ok := ogr.FormatOf(gpkg, nil)
 			require.True(t, ok)
-			o, err := ogr.OpenReader(gpkg, gpkg, f, core.Options{Limits: core.DefaultLimits}, 0)
+			o, err := ogr.OpenReader(gpkg, gpkg, f, Options{Limits: DefaultLimits}, 0)
 			require.NoError(t, err)
 			want, wantLayers, err := readWith(t, o)
 			require.NoError(t, err)
 			require.NotEmpty(t, want)
 
-			names := func(ls []core.Layer) (n []string) {
+			names := func(ls []Layer) (n []string) {
 				for _, l := range ls {
 					n = append(n, l.Name)
 				}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -81,23 +80,23 @@ func TestKMLErrorsNameWhere(t *testing.T) {
 	}
 	// Found while reading: the feature's Index.
 	p := write("vertices.kml", `<Placemark>`+poly+`</Placemark><Placemark><LineString><coordinates>`+strings.Repeat("1,2 ", 11)+`</coordinates></LineString></Placemark>`)
-	_, err := readAllKML(p, core.Options{Limits: core.Limits{MaxVertices: 10}})
+	_, err := readAllKML(p, Options{Limits: Limits{MaxVertices: 10}})
 	require.ErrorContains(t, err, p+`: layer "parcels", feature 1, line 1: more than 10 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)`)
-	require.True(t, core.IsLimitError(err))
+	require.True(t, IsLimitError(err))
 	// Found by the first pass: the placemark's position in its layer.
 	p = write("token.kml", `<Placemark>`+poly+`</Placemark><Placemark><description>`+strings.Repeat("x", 2000)+`</description></Placemark>`)
-	_, err = readAllKML(p, core.Options{Limits: core.Limits{MaxRecordBytes: 1000}})
+	_, err = readAllKML(p, Options{Limits: Limits{MaxRecordBytes: 1000}})
 	require.ErrorContains(t, err, p+`: layer "parcels", placemark 1 of the layer, line 1: more than 1000 bytes in one XML token`)
-	require.True(t, core.IsLimitError(err))
+	require.True(t, IsLimitError(err))
 	// Broken XML: the line.
 	p = write("broken.kml", "<Placemark>\n"+poly+"\n</Placemark><Placemark><name>x</nam></Placemark>")
-	_, err = readAllKML(p, core.Options{})
+	_, err = readAllKML(p, Options{})
 	require.ErrorContains(t, err, p+": invalid KML at ")
 	require.ErrorContains(t, err, "line 3")
-	require.True(t, core.IsInputError(err))
+	require.True(t, IsInputError(err))
 }
 
-func readAllKML(p string, opts core.Options) (int, error) {
+func readAllKML(p string, opts Options) (int, error) {
 	r, err := Open(p, opts)
 	if err != nil {
 		return 0, err

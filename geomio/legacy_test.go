@@ -28,8 +28,8 @@ type legacyGeoJSONReader struct {
 	f      *os.File
 	lr     *geogeojson.LimitReader
 	dec    *json.Decoder
-	opts   core.Options
-	layer  core.Layer
+	opts   Options
+	layer  Layer
 	lonLat bool // SRID 4326 by RFC 7946 default: check coordinates
 
 	streaming bool                    // inside the features array
@@ -39,24 +39,24 @@ type legacyGeoJSONReader struct {
 	idx int64
 	// inTail: reading what follows the features array.
 	inTail bool
-	feat   core.Feature
+	feat   Feature
 	err    error
 }
 
-func legacyOpenGeoJSON(path string, opts core.Options) (*legacyGeoJSONReader, error) {
+func legacyOpenGeoJSON(path string, opts Options) (*legacyGeoJSONReader, error) {
 	return legacyOpenGeoJSONAs(path, path, core.LayerName(path), 0, opts)
 }
 
 // legacyOpenGeoJSONAs opens the GeoJSON file at path as the layer called layer
 // whose first feature has Index base, naming it file in errors (a zip
 // entry is read from a temporary copy but named archive/entry).
-func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts core.Options) (*legacyGeoJSONReader, error) {
+func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts Options) (*legacyGeoJSONReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &core.Error{File: file, Problem: "open", Err: err}
+		return nil, &Error{File: file, Problem: "open", Err: err}
 	}
 	r := &legacyGeoJSONReader{path: path, name: file, f: f, opts: opts, idx: base}
-	r.layer = core.Layer{Name: layer, Format: core.FormatGeoJSON}
+	r.layer = Layer{Name: layer, Format: FormatGeoJSON}
 	br := bufio.NewReaderSize(f, 1<<16)
 	_ = geogeojson.SkipBOM(br)
 	r.lr = &geogeojson.LimitReader{R: br, Limit: opts.Limits.MaxRecordBytes + geogeojson.DecoderSlack}
@@ -68,18 +68,18 @@ func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts core.Options
 	return r, nil
 }
 
-func (r *legacyGeoJSONReader) fail(problem string, err error) *core.Error {
+func (r *legacyGeoJSONReader) fail(problem string, err error) *Error {
 	if errors.Is(err, geogeojson.ErrRecordTooLarge) && r.inTail {
-		return core.UploadLimitError(r.name, core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
+		return core.UploadLimitError(r.name, core.OverLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
 	}
 	if errors.Is(err, geogeojson.ErrRecordTooLarge) {
 		// As the new reader words it: the limit, layer and feature.
-		return core.FeatureLimitError(r.name, r.layer.Name, r.idx, core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+		return FeatureLimitError(r.name, r.layer.Name, r.idx, core.OverLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return &core.Error{File: r.name, Problem: fmt.Sprintf("%s at byte %d", problem, r.dec.InputOffset()), Err: err}
+	return &Error{File: r.name, Problem: fmt.Sprintf("%s at byte %d", problem, r.dec.InputOffset()), Err: err}
 }
 
 func (r *legacyGeoJSONReader) bound() {
@@ -94,7 +94,7 @@ func (r *legacyGeoJSONReader) readHeader() error {
 		return r.fail("invalid json", err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return &core.Error{File: r.name, Problem: "not a geojson object"}
+		return &Error{File: r.name, Problem: "not a geojson object"}
 	}
 	members := map[string]json.RawMessage{}
 	for r.dec.More() {
@@ -106,7 +106,7 @@ func (r *legacyGeoJSONReader) readHeader() error {
 		key, _ := tok.(string)
 		if key == "features" {
 			if t, ok := members["type"]; ok && geogeojson.JsonString(t) != "FeatureCollection" {
-				return &core.Error{File: r.name, Problem: fmt.Sprintf("features member in a %q object", geogeojson.JsonString(t))}
+				return &Error{File: r.name, Problem: fmt.Sprintf("features member in a %q object", geogeojson.JsonString(t))}
 			}
 			tok, err := r.dec.Token()
 			if err != nil {
@@ -118,7 +118,7 @@ func (r *legacyGeoJSONReader) readHeader() error {
 			crs, seen := members["crs"]
 			if !seen {
 				if crs, err = legacyScanTopLevelMember(r.path, "crs", 1<<20); err != nil {
-					return &core.Error{File: r.name, Problem: "scan for crs", Err: err}
+					return &Error{File: r.name, Problem: "scan for crs", Err: err}
 				}
 			}
 			r.streaming = true
@@ -152,13 +152,13 @@ func (r *legacyGeoJSONReader) readHeader() error {
 		}
 		b, err := json.Marshal(g)
 		if err != nil {
-			return &core.Error{File: r.name, Problem: "invalid geometry", Err: err}
+			return &Error{File: r.name, Problem: "invalid geometry", Err: err}
 		}
 		r.pending = &geogeojson.FeatureJSON{Type: "Feature", Geometry: b}
 	case "FeatureCollection":
-		return &core.Error{File: r.name, Problem: "featurecollection has no features member"}
+		return &Error{File: r.name, Problem: "featurecollection has no features member"}
 	default:
-		return &core.Error{File: r.name, Problem: fmt.Sprintf("unsupported geojson type %q", typ)}
+		return &Error{File: r.name, Problem: fmt.Sprintf("unsupported geojson type %q", typ)}
 	}
 	return r.setCRS(members["crs"])
 }
@@ -166,7 +166,7 @@ func (r *legacyGeoJSONReader) readHeader() error {
 func (r *legacyGeoJSONReader) setCRS(raw json.RawMessage) error {
 	text, err := geogeojson.GeojsonCRSText(raw)
 	if err != nil {
-		return &core.Error{File: r.name, Problem: "invalid crs", Err: err}
+		return &Error{File: r.name, Problem: "invalid crs", Err: err}
 	}
 	if text == "" && r.opts.SourceSRID == 0 {
 		// RFC 7946: no crs member means longitude/latitude on WGS 84.
@@ -242,7 +242,7 @@ func (r *legacyGeoJSONReader) finish() error {
 func (r *legacyGeoJSONReader) emit(fj *geogeojson.FeatureJSON) bool {
 	f, err := legacyDecodeFeature(fj, r.idx, r.layer, r.lonLat)
 	if err != nil {
-		r.err = &core.Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
+		r.err = &Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
 		return false
 	}
 	r.feat = f
@@ -251,30 +251,30 @@ func (r *legacyGeoJSONReader) emit(fj *geogeojson.FeatureJSON) bool {
 }
 
 // legacyDecodeFeature turns a raw Feature into a normalised Feature.
-func legacyDecodeFeature(fj *geogeojson.FeatureJSON, idx int64, layer core.Layer, lonLat bool) (core.Feature, error) {
+func legacyDecodeFeature(fj *geogeojson.FeatureJSON, idx int64, layer Layer, lonLat bool) (Feature, error) {
 	if fj.Type != "Feature" {
-		return core.Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
+		return Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
 	}
-	f := core.Feature{Index: idx, Layer: layer.Name}
+	f := Feature{Index: idx, Layer: layer.Name}
 	if len(fj.Geometry) > 0 && string(fj.Geometry) != "null" {
 		g, err := geojson.UnmarshalGeometry(fj.Geometry)
 		if err != nil {
-			return core.Feature{}, fmt.Errorf("invalid geometry: %w", err)
+			return Feature{}, fmt.Errorf("invalid geometry: %w", err)
 		}
 		t, err := core.FromOrb(g.Geometry(), layer.SRID)
 		if err != nil {
-			return core.Feature{}, fmt.Errorf("invalid geometry: %w", err)
+			return Feature{}, fmt.Errorf("invalid geometry: %w", err)
 		}
 		if lonLat {
 			if err := core.CheckLonLat(t); err != nil {
-				return core.Feature{}, fmt.Errorf("file has no crs member, so RFC 7946 means EPSG:4326, but %w: give a source SRID", err)
+				return Feature{}, fmt.Errorf("file has no crs member, so RFC 7946 means EPSG:4326, but %w: give a source SRID", err)
 			}
 		}
 		f.Geom = t
 	}
 	props, err := geogeojson.CompactObject(fj.Properties)
 	if err != nil {
-		return core.Feature{}, err
+		return Feature{}, err
 	}
 	f.Properties = props
 	return f, nil
@@ -282,9 +282,9 @@ func legacyDecodeFeature(fj *geogeojson.FeatureJSON, idx int64, layer core.Layer
 
 func (r *legacyGeoJSONReader) NextIndex() int64 { return r.idx }
 
-func (r *legacyGeoJSONReader) Feature() core.Feature { return r.feat }
-func (r *legacyGeoJSONReader) Layer() core.Layer     { return r.layer }
-func (r *legacyGeoJSONReader) Err() error            { return r.err }
+func (r *legacyGeoJSONReader) Feature() Feature { return r.feat }
+func (r *legacyGeoJSONReader) Layer() Layer     { return r.layer }
+func (r *legacyGeoJSONReader) Err() error       { return r.err }
 
 func (r *legacyGeoJSONReader) Close() error {
 	if r.f == nil {
@@ -389,25 +389,25 @@ type legacySeqReader struct {
 	path   string
 	f      *os.File
 	br     *bufio.Reader
-	opts   core.Options
-	layer  core.Layer
+	opts   Options
+	layer  Layer
 	lonLat bool
 
 	offset int64 // byte offset of the next record
 	rec    []byte
 	idx    int64
-	feat   core.Feature
+	feat   Feature
 	err    error
 	done   bool
 }
 
-func legacyOpenGeoJSONSeq(path string, opts core.Options) (*legacySeqReader, error) {
+func legacyOpenGeoJSONSeq(path string, opts Options) (*legacySeqReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &core.Error{File: path, Problem: "open", Err: err}
+		return nil, &Error{File: path, Problem: "open", Err: err}
 	}
 	r := &legacySeqReader{path: path, f: f, br: bufio.NewReaderSize(f, 1<<16), opts: opts}
-	r.layer = core.Layer{Name: core.LayerName(path), Format: core.FormatGeoJSONSeq, SRID: 4326,
+	r.layer = Layer{Name: core.LayerName(path), Format: FormatGeoJSONSeq, SRID: 4326,
 		CRS: crs.CRS{Method: crs.Default, EPSG: 4326}}
 	r.lonLat = true
 	if opts.SourceSRID != 0 {
@@ -463,16 +463,16 @@ func (r *legacySeqReader) Next() bool {
 		return false
 	}
 	if errors.Is(err, geogeojson.ErrRecordTooLarge) {
-		r.err = core.FeatureLimitError(r.path, r.layer.Name, r.idx, core.OverLimit(core.LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
+		r.err = FeatureLimitError(r.path, r.layer.Name, r.idx, core.OverLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 		return false
 	}
 	if err != nil {
-		r.err = &core.Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
+		r.err = &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
 		return false
 	}
 	f, err := legacyDecodeSeqRecord(rec, r.idx, r.layer, r.lonLat)
 	if err != nil {
-		r.err = &core.Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
+		r.err = &Error{File: r.path, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, off), Err: err}
 		return false
 	}
 	r.feat = f
@@ -482,28 +482,28 @@ func (r *legacySeqReader) Next() bool {
 
 // legacyDecodeSeqRecord decodes one record of a sequence: a Feature, or a bare
 // geometry taken as a Feature without properties.
-func legacyDecodeSeqRecord(rec []byte, idx int64, layer core.Layer, lonLat bool) (core.Feature, error) {
+func legacyDecodeSeqRecord(rec []byte, idx int64, layer Layer, lonLat bool) (Feature, error) {
 	var fj struct {
 		geogeojson.FeatureJSON
 		Coordinates json.RawMessage `json:"coordinates"`
 		Geometries  json.RawMessage `json:"geometries"`
 	}
 	if err := json.Unmarshal(rec, &fj); err != nil {
-		return core.Feature{}, fmt.Errorf("invalid json: %w", err)
+		return Feature{}, fmt.Errorf("invalid json: %w", err)
 	}
 	switch fj.Type {
 	case "Feature":
 	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
 		fj.FeatureJSON = geogeojson.FeatureJSON{Type: "Feature", Geometry: rec}
 	default:
-		return core.Feature{}, fmt.Errorf("unsupported record type %q", fj.Type)
+		return Feature{}, fmt.Errorf("unsupported record type %q", fj.Type)
 	}
 	return legacyDecodeFeature(&fj.FeatureJSON, idx, layer, lonLat)
 }
 
-func (r *legacySeqReader) Feature() core.Feature { return r.feat }
-func (r *legacySeqReader) Layer() core.Layer     { return r.layer }
-func (r *legacySeqReader) Err() error            { return r.err }
+func (r *legacySeqReader) Feature() Feature { return r.feat }
+func (r *legacySeqReader) Layer() Layer     { return r.layer }
+func (r *legacySeqReader) Err() error       { return r.err }
 
 func (r *legacySeqReader) Close() error {
 	if r.f == nil {

@@ -38,7 +38,7 @@ func featureJSONText(props, geometry string) string {
 // them: the error must name the feature (index 1) and the limit.
 type limitCase struct {
 	name   string
-	lim    core.Limits
+	lim    Limits
 	second string // the second feature
 	want   string // what the error says after `layer "L", feature 1: `
 }
@@ -46,36 +46,36 @@ type limitCase struct {
 var okFeature = featureJSONText(`{"id":1}`, polygonOf(5))
 
 var geojsonLimitCases = []limitCase{
-	{"vertices", core.Limits{MaxVertices: 5}, featureJSONText(`{"id":2}`, polygonOf(6)), "more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)"},
-	{"vertices, reference path", core.Limits{MaxVertices: 5}, featureJSONText(`{"id":2}`, `{"type":"GeometryCollection","geometries":[`+polygonOf(4)+`,`+polygonOf(4)+`]}`), "more than 5 vertices"},
-	{"vertices, duplicate member", core.Limits{MaxVertices: 5}, `{"type":"Feature","properties":{},"properties":{},"geometry":` + polygonOf(6) + `}`, "more than 5 vertices"},
-	{"property bytes", core.Limits{MaxPropertyBytes: 10}, featureJSONText(`{"id":2,"name":"abcdefghijklmnop"}`, polygonOf(5)), "a property value of more than 10 bytes, over the limit (raise it with --max-property-bytes or GEOINGEST_MAX_PROPERTY_BYTES)"},
-	{"property bytes, nested", core.Limits{MaxPropertyBytes: 10}, featureJSONText(`{"id":2, "o": {"a": [1, 2, 3, 4, 5]}}`, polygonOf(5)), "a property value of more than 10 bytes"},
-	{"properties", core.Limits{MaxProperties: 2}, featureJSONText(`{"a":1,"b":2,"c":3}`, polygonOf(5)), "more than 2 properties, over the limit (raise it with --max-properties or GEOINGEST_MAX_PROPERTIES)"},
-	{"features", core.Limits{MaxFeatures: 1}, featureJSONText(`{"id":2}`, polygonOf(5)), "more than 1 features in the upload, over the limit (raise it with --max-features or GEOINGEST_MAX_FEATURES)"},
+	{"vertices", Limits{MaxVertices: 5}, featureJSONText(`{"id":2}`, polygonOf(6)), "more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)"},
+	{"vertices, reference path", Limits{MaxVertices: 5}, featureJSONText(`{"id":2}`, `{"type":"GeometryCollection","geometries":[`+polygonOf(4)+`,`+polygonOf(4)+`]}`), "more than 5 vertices"},
+	{"vertices, duplicate member", Limits{MaxVertices: 5}, `{"type":"Feature","properties":{},"properties":{},"geometry":` + polygonOf(6) + `}`, "more than 5 vertices"},
+	{"property bytes", Limits{MaxPropertyBytes: 10}, featureJSONText(`{"id":2,"name":"abcdefghijklmnop"}`, polygonOf(5)), "a property value of more than 10 bytes, over the limit (raise it with --max-property-bytes or GEOINGEST_MAX_PROPERTY_BYTES)"},
+	{"property bytes, nested", Limits{MaxPropertyBytes: 10}, featureJSONText(`{"id":2, "o": {"a": [1, 2, 3, 4, 5]}}`, polygonOf(5)), "a property value of more than 10 bytes"},
+	{"properties", Limits{MaxProperties: 2}, featureJSONText(`{"a":1,"b":2,"c":3}`, polygonOf(5)), "more than 2 properties, over the limit (raise it with --max-properties or GEOINGEST_MAX_PROPERTIES)"},
+	{"features", Limits{MaxFeatures: 1}, featureJSONText(`{"id":2}`, polygonOf(5)), "more than 1 features in the upload, over the limit (raise it with --max-features or GEOINGEST_MAX_FEATURES)"},
 }
 
 func TestLimitsGeoJSON(t *testing.T) {
 	t.Parallel()
-	cases := append(geojsonLimitCases, limitCase{"feature bytes", core.Limits{MaxRecordBytes: 1000},
+	cases := append(geojsonLimitCases, limitCase{"feature bytes", Limits{MaxRecordBytes: 1000},
 		featureJSONText(`{"s":"`+strings.Repeat("x", 2*geojson.DecoderSlack)+`"}`, polygonOf(5)),
 		"more than 1000 bytes in one feature, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeTemp(t, "parcels.geojson", `{"type":"FeatureCollection","features":[`+okFeature+`,`+tc.second+`]}`)
 			for name, tu := range testTunings {
-				r, err := geojson.OpenTuned(path, path, "parcels", 0, core.Options{Limits: tc.lim.WithDefaults()}, tu)
+				r, err := geojson.OpenTuned(path, path, "parcels", 0, Options{Limits: tc.lim.WithDefaults()}, tu)
 				require.NoError(t, err)
 				fs, err := readAll(t, core.WithLimits(r, path, tc.lim.WithDefaults()))
 				r.Close()
 				require.Len(t, fs, 1, name)
-				require.True(t, core.IsInputError(err), "%s: %v", name, err)
-				require.True(t, core.IsLimitError(err), "%s: %v", name, err)
-				require.Equal(t, path+`: layer "parcels", feature 1: `, err.Error()[:len(err.Error())-len(err.(*core.Error).Err.Error())], name)
+				require.True(t, IsInputError(err), "%s: %v", name, err)
+				require.True(t, IsLimitError(err), "%s: %v", name, err)
+				require.Equal(t, path+`: layer "parcels", feature 1: `, err.Error()[:len(err.Error())-len(err.(*Error).Err.Error())], name)
 				require.Contains(t, err.Error(), tc.want, name)
 			}
 			// Under the limits, the same file loads.
-			_, fs, err := openAll(t, path, core.Options{})
+			_, fs, err := openAll(t, path, Options{})
 			require.NoError(t, err)
 			require.Len(t, fs, 2)
 		})
@@ -85,27 +85,27 @@ func TestLimitsGeoJSON(t *testing.T) {
 func TestLimitsGeoJSONSingleFeature(t *testing.T) {
 	t.Parallel()
 	path := writeTemp(t, "one.geojson", featureJSONText(`{}`, polygonOf(6)))
-	_, _, err := openAll(t, path, core.Options{Limits: core.Limits{MaxVertices: 5}})
+	_, _, err := openAll(t, path, Options{Limits: Limits{MaxVertices: 5}})
 	require.EqualError(t, err, path+`: layer "one", feature 0: more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)`)
 	path = writeTemp(t, "one.geojson", featureJSONText(`{"s":"`+strings.Repeat("x", 2*geojson.DecoderSlack)+`"}`, polygonOf(5)))
-	_, _, err = openAll(t, path, core.Options{Limits: core.Limits{MaxRecordBytes: 100}})
+	_, _, err = openAll(t, path, Options{Limits: Limits{MaxRecordBytes: 100}})
 	require.ErrorContains(t, err, `layer "one", feature 0: more than 100 bytes in one feature`)
 }
 
 func TestLimitsGeoJSONSeq(t *testing.T) {
 	t.Parallel()
-	cases := append(geojsonLimitCases, limitCase{"feature bytes", core.Limits{MaxRecordBytes: 1000},
+	cases := append(geojsonLimitCases, limitCase{"feature bytes", Limits{MaxRecordBytes: 1000},
 		featureJSONText(`{"s":"`+strings.Repeat("x", 1000)+`"}`, polygonOf(5)),
 		"more than 1000 bytes in one feature, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)"},
-		limitCase{"vertices, bare geometry", core.Limits{MaxVertices: 5}, polygonOf(6), "more than 5 vertices"})
+		limitCase{"vertices, bare geometry", Limits{MaxVertices: 5}, polygonOf(6), "more than 5 vertices"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeTemp(t, "parcels.geojsonl", okFeature+"\n"+tc.second+"\n")
-			_, fs, err := openAll(t, path, core.Options{Limits: tc.lim})
+			_, fs, err := openAll(t, path, Options{Limits: tc.lim})
 			require.Len(t, fs, 1)
-			require.True(t, core.IsLimitError(err), "%v", err)
+			require.True(t, IsLimitError(err), "%v", err)
 			require.Contains(t, err.Error(), path+`: layer "parcels", feature 1: `+tc.want)
-			_, fs, err = openAll(t, path, core.Options{})
+			_, fs, err = openAll(t, path, Options{})
 			require.NoError(t, err)
 			require.Len(t, fs, 2)
 		})
@@ -148,15 +148,15 @@ func TestLimitsShapefile(t *testing.T) {
 	dbf := makeDBF(0, cols, [][]string{{"1", "short", "a"}, {"2", "a rather long name", "b"}})
 	for _, tc := range []struct {
 		name string
-		lim  core.Limits
+		lim  Limits
 		shp  []byte
 		want string
 	}{
-		{"vertices", core.Limits{MaxVertices: 5}, polygonSHP(5, 6), "more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)"},
-		{"feature bytes", core.Limits{MaxRecordBytes: 44 + 4 + 16*5}, polygonSHP(5, 6), "more than 128 bytes in one feature, over the limit (raise it with --max-feature-bytes"},
-		{"property bytes", core.Limits{MaxPropertyBytes: 10}, polygonSHP(5, 5), "a property value of more than 10 bytes, over the limit"},
-		{"properties", core.Limits{MaxProperties: 2}, polygonSHP(5, 5), "more than 2 properties"},
-		{"features", core.Limits{MaxFeatures: 1}, polygonSHP(5, 5), "more than 1 features in the upload"},
+		{"vertices", Limits{MaxVertices: 5}, polygonSHP(5, 6), "more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)"},
+		{"feature bytes", Limits{MaxRecordBytes: 44 + 4 + 16*5}, polygonSHP(5, 6), "more than 128 bytes in one feature, over the limit (raise it with --max-feature-bytes"},
+		{"property bytes", Limits{MaxPropertyBytes: 10}, polygonSHP(5, 5), "a property value of more than 10 bytes, over the limit"},
+		{"properties", Limits{MaxProperties: 2}, polygonSHP(5, 5), "more than 2 properties"},
+		{"features", Limits{MaxFeatures: 1}, polygonSHP(5, 5), "more than 1 features in the upload"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim := tc.lim
@@ -166,15 +166,15 @@ func TestLimitsShapefile(t *testing.T) {
 				lim.MaxProperties = 2
 			}
 			path := writeSet(t, t.TempDir(), "parcels", tc.shp, dbf, nil)
-			_, fs, err := openAll(t, path, core.Options{Limits: lim})
-			require.True(t, core.IsLimitError(err), "%v", err)
+			_, fs, err := openAll(t, path, Options{Limits: lim})
+			require.True(t, IsLimitError(err), "%v", err)
 			idx := 1
 			if tc.name == "properties" {
 				idx = 0
 			}
 			require.Len(t, fs, idx)
 			require.Contains(t, err.Error(), fmt.Sprintf(`%s: layer "parcels", feature %d: %s`, path, idx, tc.want))
-			_, fs, err = openAll(t, path, core.Options{})
+			_, fs, err = openAll(t, path, Options{})
 			require.NoError(t, err)
 			require.Len(t, fs, 2)
 		})
@@ -191,13 +191,13 @@ func TestLimitsShapefileDeclared(t *testing.T) {
 	binary.BigEndian.PutUint32(lying[104:], math.MaxUint32-100) // content length: about 8 GiB
 	binary.BigEndian.PutUint32(lying[24:], math.MaxUint32)      // file length: 8 GiB
 	path := writeSet(t, t.TempDir(), "lying", lying, dbf, nil)
-	_, _, err := openAll(t, path, core.Options{})
+	_, _, err := openAll(t, path, Options{})
 	require.ErrorContains(t, err, "record 0 at byte 100: truncated: content length 8589934390, but the file has 128 bytes left")
 	// A point count over the limit that the record could hold is the
 	// limit's, reported before the record's points are read.
 	many := polygonSHP(1000)
 	path = writeSet(t, t.TempDir(), "many", many, dbf, nil)
-	_, _, err = openAll(t, path, core.Options{Limits: core.Limits{MaxVertices: 999}})
+	_, _, err = openAll(t, path, Options{Limits: Limits{MaxVertices: 999}})
 	require.ErrorContains(t, err, `layer "many", feature 0: more than 999 vertices`)
 }
 
@@ -207,19 +207,19 @@ func TestLimitsZip(t *testing.T) {
 	dbf := string(makeDBF(0, cols, [][]string{{"1"}, {"2"}}))
 	shp := string(polygonSHP(5, 6))
 	zp := makeZip(t, [][2]string{{"a/one.shp", shp}, {"a/one.dbf", dbf}, {"b/two.shp", shp}, {"b/two.dbf", dbf}})
-	_, _, err := openAll(t, zp, core.Options{Limits: core.Limits{MaxLayers: 1}})
+	_, _, err := openAll(t, zp, Options{Limits: Limits{MaxLayers: 1}})
 	require.EqualError(t, err, zp+": upload: more than 1 layers, over the limit (raise it with --max-layers or GEOINGEST_MAX_LAYERS)")
-	_, fs, err := openAll(t, zp, core.Options{Limits: core.Limits{MaxVertices: 5}})
+	_, fs, err := openAll(t, zp, Options{Limits: Limits{MaxVertices: 5}})
 	require.Len(t, fs, 1)
 	require.EqualError(t, err, zp+`/a/one.shp: layer "a/one", feature 1: more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)`)
 	// Index counts across layers: the upload's third feature is over.
-	_, fs, err = openAll(t, zp, core.Options{Limits: core.Limits{MaxFeatures: 3}})
+	_, fs, err = openAll(t, zp, Options{Limits: Limits{MaxFeatures: 3}})
 	require.Len(t, fs, 3)
 	require.EqualError(t, err, zp+`: layer "b/two", feature 3: more than 3 features in the upload, over the limit (raise it with --max-features or GEOINGEST_MAX_FEATURES)`)
 	gz := makeZip(t, [][2]string{{"p/parcels.geojson", `{"type":"FeatureCollection","features":[` + okFeature + `,` + featureJSONText(`{"a":1,"b":2,"c":3}`, polygonOf(5)) + `]}`}})
-	_, _, err = openAll(t, gz, core.Options{Limits: core.Limits{MaxProperties: 2}})
+	_, _, err = openAll(t, gz, Options{Limits: Limits{MaxProperties: 2}})
 	require.ErrorContains(t, err, `layer "p/parcels", feature 1: more than 2 properties`)
-	_, fs, err = openAll(t, zp, core.Options{})
+	_, fs, err = openAll(t, zp, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 4)
 }
@@ -233,10 +233,10 @@ func TestLimitsZipEntries(t *testing.T) {
 		entries = append(entries, [2]string{fmt.Sprintf("f%02d.txt", i), ""})
 	}
 	zp := makeZip(t, entries)
-	err := zip.CheckZipDirectory(zp, core.Limits{MaxEntries: 10})
+	err := zip.CheckZipDirectory(zp, Limits{MaxEntries: 10})
 	require.EqualError(t, err, zp+": zip has 11 entries: more than 10 entries, over the limit (raise it with --max-zip-entries or GEOINGEST_MAX_ZIP_ENTRIES)")
-	require.NoError(t, zip.CheckZipDirectory(zp, core.Limits{MaxEntries: 11}))
-	err = zip.CheckZipDirectory(zp, core.Limits{MaxEntries: 0})
+	require.NoError(t, zip.CheckZipDirectory(zp, Limits{MaxEntries: 11}))
+	err = zip.CheckZipDirectory(zp, Limits{MaxEntries: 0})
 	require.Error(t, err, "no entries allowed")
 }
 
@@ -244,11 +244,11 @@ func TestLimitsZipEntries(t *testing.T) {
 // vertex after the limit (its buffer holds no more).
 func TestFastDecoderStopsAtLimits(t *testing.T) {
 	t.Parallel()
-	d := geojson.FastDecoder{Lim: core.Limits{MaxVertices: 5}.WithDefaults()}
+	d := geojson.FastDecoder{Lim: Limits{MaxVertices: 5}.WithDefaults()}
 	_, _, ok := d.Feature([]byte(featureJSONText(`{}`, polygonOf(1000))), false)
 	require.False(t, ok)
 	require.NotNil(t, d.Over)
-	require.Equal(t, core.LimitVertices, d.Over.Limit)
+	require.Equal(t, LimitVertices, d.Over.Limit)
 	require.LessOrEqual(t, len(d.Flat), 12, "parsed past the limit")
 	_, _, ok = d.Feature([]byte(featureJSONText(`{"a":1}`, polygonOf(5))), false)
 	require.True(t, ok)
@@ -276,6 +276,6 @@ func TestSplitterBufferBounded(t *testing.T) {
 func TestLimitsGeoJSONTail(t *testing.T) {
 	t.Parallel()
 	path := writeTemp(t, "tail.geojson", `{"type":"FeatureCollection","features":[`+okFeature+`],"meta":"`+strings.Repeat("x", 3*geojson.DecoderSlack)+`"}`)
-	want := checkAllTunings(t, path, false, core.Options{Limits: core.Limits{MaxRecordBytes: 100}})
+	want := checkAllTunings(t, path, false, Options{Limits: Limits{MaxRecordBytes: 100}})
 	require.EqualError(t, want.err, path+": upload: a member of more than 100 bytes after the features array, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)")
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/wkb"
@@ -40,15 +39,15 @@ func ogr2ogr(t *testing.T, args ...string) {
 
 // readOGR reads every feature of path, returning them (geometries and
 // properties copied) and the layers seen, in order.
-func readOGR(t *testing.T, path string, opts core.Options) ([]core.Feature, []core.Layer, error) {
+func readOGR(t *testing.T, path string, opts Options) ([]Feature, []Layer, error) {
 	t.Helper()
 	r, err := Open(path, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer r.Close()
-	var fs []core.Feature
-	var ls []core.Layer
+	var fs []Feature
+	var ls []Layer
 	for r.Next() {
 		f := r.Feature()
 		f.Properties = append([]byte(nil), f.Properties...)
@@ -69,7 +68,7 @@ func readOGR(t *testing.T, path string, opts core.Options) ([]core.Feature, []co
 }
 
 // planarArea sums the planar area of the MultiPolygons among fs.
-func planarArea(fs []core.Feature) float64 {
+func planarArea(fs []Feature) float64 {
 	var a float64
 	for _, f := range fs {
 		if mp, ok := f.Geom.(*geom.MultiPolygon); ok {
@@ -92,9 +91,9 @@ func TestOGRFormats(t *testing.T) {
 	requireOGR2OGR(t)
 	t.Parallel()
 	dir := t.TempDir()
-	counties, _, err := readOGR(t, srcCounties, core.Options{})
+	counties, _, err := readOGR(t, srcCounties, Options{})
 	require.NoError(t, err)
-	bristol, _, err := readOGR(t, srcBristol, core.Options{})
+	bristol, _, err := readOGR(t, srcBristol, Options{})
 	require.NoError(t, err)
 	multi := []string{"-nlt", "PROMOTE_TO_MULTI"}
 
@@ -104,7 +103,7 @@ func TestOGRFormats(t *testing.T) {
 		file   string
 		layers []string // expected layers, in order
 		srid   []int
-		opts   core.Options
+		opts   Options
 	}{
 		{name: "gpkg", file: "x.gpkg", layers: []string{"counties", "bristol"}, srid: []int{4326, 27700}, make: func(out string) {
 			ogr2ogr(t, append(multi, "-f", "GPKG", out, srcCounties, "-nln", "counties")...)
@@ -132,7 +131,7 @@ func TestOGRFormats(t *testing.T) {
 		{name: "mif", file: "counties.mif", layers: []string{"counties"}, srid: []int{4326}, make: func(out string) {
 			ogr2ogr(t, append(multi, "-f", "MapInfo File", out, srcCounties)...)
 		}},
-		{name: "csv", file: "counties.csv", layers: []string{"counties"}, srid: []int{4326}, opts: core.Options{SourceSRID: 4326}, make: func(out string) {
+		{name: "csv", file: "counties.csv", layers: []string{"counties"}, srid: []int{4326}, opts: Options{SourceSRID: 4326}, make: func(out string) {
 			ogr2ogr(t, "-f", "CSV", "-lco", "GEOMETRY=AS_WKT", out, srcCounties)
 		}},
 	} {
@@ -150,8 +149,8 @@ func TestOGRFormats(t *testing.T) {
 			for i, f := range fs {
 				require.Equal(t, int64(i), f.Index, "Index counts across layers")
 			}
-			want := map[string][]core.Feature{"counties": counties, "six_counties": counties, "bristol": bristol}
-			byLayer := map[string][]core.Feature{}
+			want := map[string][]Feature{"counties": counties, "six_counties": counties, "bristol": bristol}
+			byLayer := map[string][]Feature{}
 			for _, f := range fs {
 				byLayer[f.Layer] = append(byLayer[f.Layer], f)
 			}
@@ -178,7 +177,7 @@ func TestOGRFormats(t *testing.T) {
 	}
 }
 
-func bounds(fs []core.Feature) *geom.Bounds {
+func bounds(fs []Feature) *geom.Bounds {
 	b := geom.NewBounds(geom.XY)
 	for _, f := range fs {
 		if f.Geom != nil {
@@ -213,7 +212,7 @@ func TestOGRRefusals(t *testing.T) {
 	ogr2ogr(t, append(multi, "-f", "GPKG", gpkg, srcCounties, "-nln", "counties")...)
 
 	t.Run("layer option", func(t *testing.T) {
-		_, err := readAll2(t, gpkg, core.Options{Layers: []string{"nope"}})
+		_, err := readAll2(t, gpkg, Options{Layers: []string{"nope"}})
 		requireInputError(t, err, gpkg, `no layer "nope"`, `"counties"`)
 	})
 	t.Run("no geometry table", func(t *testing.T) {
@@ -221,7 +220,7 @@ func TestOGRRefusals(t *testing.T) {
 		require.NoError(t, os.WriteFile(csv, []byte("a,b\n1,2\n"), 0o644))
 		out := filepath.Join(dir, "plain.gpkg")
 		ogr2ogr(t, "-f", "GPKG", out, csv)
-		_, err := readAll2(t, out, core.Options{})
+		_, err := readAll2(t, out, Options{})
 		requireInputError(t, err, out, "no layer with geometry")
 	})
 	t.Run("mapinfo without its parts", func(t *testing.T) {
@@ -233,27 +232,27 @@ func TestOGRRefusals(t *testing.T) {
 		ogr2ogr(t, append(multi, "-f", "MapInfo File", filepath.Join(sub, "c.mif"), srcCounties)...)
 		require.NoError(t, os.Remove(filepath.Join(sub, "c.map")))
 		require.NoError(t, os.Remove(filepath.Join(sub, "c.mid")))
-		_, err := readAll2(t, filepath.Join(sub, "c.tab"), core.Options{})
+		_, err := readAll2(t, filepath.Join(sub, "c.tab"), Options{})
 		requireInputError(t, err, "c.tab", "missing .map beside the .tab")
-		_, err = readAll2(t, filepath.Join(sub, "c.mif"), core.Options{})
+		_, err = readAll2(t, filepath.Join(sub, "c.mif"), Options{})
 		requireInputError(t, err, "c.mif", "missing .mid beside the .mif")
 		// In a zip too, naming the entry.
 		z := filepath.Join(dir, "mi.zip")
 		zipDir(t, z, sub, "c.tab", "c.dat", "c.id")
-		_, err = readAll2(t, z, core.Options{})
+		_, err = readAll2(t, z, Options{})
 		requireInputError(t, err, z+"/c.tab", "missing .map beside the .tab")
 	})
 	t.Run("csv of EWKT", func(t *testing.T) {
 		// As PostGIS exports ST_AsEWKT: GDAL cannot read it.
 		csv := filepath.Join(dir, "ewkt.csv")
 		require.NoError(t, os.WriteFile(csv, []byte("id,the_geom\n1,\"SRID=4326;POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
-		_, err := readAll2(t, csv, core.Options{SourceSRID: 4326})
+		_, err := readAll2(t, csv, Options{SourceSRID: 4326})
 		requireInputError(t, err, csv, `layer "ewkt" feature 0: unreadable (the geometry column must hold WKT or hex WKB; EWKT's SRID=N; prefix is not read`)
 	})
 	t.Run("csv without a geometry column", func(t *testing.T) {
 		csv := filepath.Join(dir, "nogeom.csv")
 		require.NoError(t, os.WriteFile(csv, []byte("a,shape\n1,POINT(1 2)\n"), 0o644))
-		_, err := readAll2(t, csv, core.Options{})
+		_, err := readAll2(t, csv, Options{})
 		requireInputError(t, err, csv, "no layer with geometry")
 	})
 	t.Run("flatgeobuf of another version", func(t *testing.T) {
@@ -263,12 +262,12 @@ func TestOGRRefusals(t *testing.T) {
 		require.NoError(t, err)
 		b[3] = 9
 		require.NoError(t, os.WriteFile(fgb, b, 0o644))
-		_, err = readAll2(t, fgb, core.Options{})
+		_, err = readAll2(t, fgb, Options{})
 		requireInputError(t, err, fgb, "FlatGeobuf")
 	})
 }
 
-func readAll2(t *testing.T, path string, opts core.Options) ([]core.Feature, error) {
+func readAll2(t *testing.T, path string, opts Options) ([]Feature, error) {
 	fs, _, err := readOGR(t, path, opts)
 	return fs, err
 }
@@ -276,7 +275,7 @@ func readAll2(t *testing.T, path string, opts core.Options) ([]core.Feature, err
 func requireInputError(t *testing.T, err error, file string, contains ...string) {
 	t.Helper()
 	require.Error(t, err)
-	var ie *core.Error
+	var ie *Error
 	require.True(t, errors.As(err, &ie), "an *Error: %v", err)
 	require.Contains(t, err.Error(), file, "names the file")
 	for _, c := range contains {
@@ -292,11 +291,11 @@ func TestOGRLayerChoice(t *testing.T) {
 	gpkg := filepath.Join(dir, "x.gpkg")
 	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "GPKG", gpkg, srcCounties, "-nln", "counties")
 	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-update", "-f", "GPKG", gpkg, srcBristol, "-nln", "bristol")
-	fs, ls, err := readOGR(t, gpkg, core.Options{Layers: []string{"bristol"}})
+	fs, ls, err := readOGR(t, gpkg, Options{Layers: []string{"bristol"}})
 	require.NoError(t, err)
 	require.Len(t, ls, 1)
 	require.Equal(t, "bristol", ls[0].Name)
-	require.Equal(t, core.FormatGPKG, ls[0].Format)
+	require.Equal(t, FormatGPKG, ls[0].Format)
 	require.Equal(t, int64(0), fs[0].Index)
 }
 
@@ -327,7 +326,7 @@ func TestOGRCurvesAndZM(t *testing.T) {
 	// shows: three with Z/M there.
 	zm := map[string]int64{gpkg: 5, filepath.Join(dir, "curves.gdb.zip"): 3}
 	for _, p := range []string{gpkg, filepath.Join(dir, "curves.gdb.zip")} {
-		fs, ls, err := readOGR(t, p, core.Options{})
+		fs, ls, err := readOGR(t, p, Options{})
 		require.NoError(t, err, p)
 		require.Len(t, fs, 5, p)
 		require.Equal(t, int64(2), ls[0].Linearised, "%s: two curved features", p)
@@ -363,7 +362,7 @@ func TestOGRKMLMultiGeometryAndFolders(t *testing.T) {
 </Folder>
 <Folder><name>other</name><Placemark><name>Zoë</name>`+poly+`</Placemark></Folder>
 </Document></kml>`), 0o644))
-	fs, ls, err := readOGR(t, kml, core.Options{})
+	fs, ls, err := readOGR(t, kml, Options{})
 	require.NoError(t, err)
 	require.Len(t, ls, 2)
 	require.Equal(t, "parcels", ls[0].Name)
@@ -379,7 +378,7 @@ func TestOGRKMLMultiGeometryAndFolders(t *testing.T) {
 
 	// The same as a KMZ.
 	zipDir(t, filepath.Join(dir, "x.kmz"), dir, "x.kml")
-	fz, _, err := readOGR(t, filepath.Join(dir, "x.kmz"), core.Options{})
+	fz, _, err := readOGR(t, filepath.Join(dir, "x.kmz"), Options{})
 	require.NoError(t, err)
 	require.Len(t, fz, 3)
 }
@@ -395,10 +394,10 @@ func TestOGRGMLGeometryFields(t *testing.T) {
 	gml := filepath.Join(dir, "two.gml")
 	ogr2ogr(t, "-f", "GML", "-dsco", "FORMAT=GML3", gml, srcCounties, "-dialect", "SQLITE", "-nln", "parcel",
 		"-sql", "SELECT ST_Buffer(ST_Centroid(geometry), 0.001) AS centre, geometry AS footprint, NAME FROM six_counties")
-	counties, _, err := readOGR(t, srcCounties, core.Options{})
+	counties, _, err := readOGR(t, srcCounties, Options{})
 	require.NoError(t, err)
 
-	fs, ls, err := readOGR(t, gml, core.Options{})
+	fs, ls, err := readOGR(t, gml, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 6)
 	require.Equal(t, "centre", ls[0].GeometryField)
@@ -408,12 +407,12 @@ func TestOGRGMLGeometryFields(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "two.gfs"))
 	require.True(t, os.IsNotExist(err), "no .gfs written beside the upload")
 
-	fs, ls, err = readOGR(t, gml, core.Options{GeometryField: "footprint"})
+	fs, ls, err = readOGR(t, gml, Options{GeometryField: "footprint"})
 	require.NoError(t, err)
 	require.Equal(t, "footprint", ls[0].GeometryField)
 	require.InEpsilon(t, math.Abs(planarArea(counties)), math.Abs(planarArea(fs)), 1e-9)
 
-	_, _, err = readOGR(t, gml, core.Options{GeometryField: "nope"})
+	_, _, err = readOGR(t, gml, Options{GeometryField: "nope"})
 	requireInputError(t, err, gml, `no geometry field "nope"`, `"centre", "footprint"`)
 }
 
@@ -430,16 +429,16 @@ func TestOGREncodings(t *testing.T) {
 	head, err := os.ReadFile(tab)
 	require.NoError(t, err)
 	require.Contains(t, string(head), "WindowsCyrillic")
-	fs, ls, err := readOGR(t, tab, core.Options{})
+	fs, ls, err := readOGR(t, tab, Options{})
 	require.NoError(t, err)
 	require.Equal(t, "UTF-8", ls[0].Encoding)
 	require.Contains(t, string(fs[0].Properties), `"name_ru":"Гренада"`)
 
 	csv := filepath.Join(dir, "latin1.csv")
 	require.NoError(t, os.WriteFile(csv, []byte("name,WKT\n\"Z\xf6e\",\"POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
-	_, _, err = readOGR(t, csv, core.Options{SourceSRID: 4326})
+	_, _, err = readOGR(t, csv, Options{SourceSRID: 4326})
 	requireInputError(t, err, csv, `field "name": invalid UTF-8`, "--encoding")
-	fs, ls, err = readOGR(t, csv, core.Options{SourceSRID: 4326, DefaultEncoding: "latin1"})
+	fs, ls, err = readOGR(t, csv, Options{SourceSRID: 4326, DefaultEncoding: "latin1"})
 	require.NoError(t, err)
 	require.Equal(t, "ISO-8859-1", ls[0].Encoding)
 	require.Contains(t, string(fs[0].Properties), `"name":"Zöe"`)
@@ -452,7 +451,7 @@ func TestOGREncodings(t *testing.T) {
 // has loaded nothing else.
 func TestGDALNeverLoadedInTheParent(t *testing.T) {
 	if p := os.Getenv("GEOINGEST_TEST_LOADED"); p != "" {
-		fs, _, err := readOGR(t, p, core.Options{})
+		fs, _, err := readOGR(t, p, Options{})
 		require.NoError(t, err)
 		require.NotEmpty(t, fs)
 		maps, err := os.ReadFile("/proc/self/maps")
@@ -489,11 +488,11 @@ func TestOGRLayerCRS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	zipped := corpusDir + "/train_stations_boundcrs_zip/train_stations.zip"
-	_, shp, err := readOGR(t, zipped, core.Options{})
+	_, shp, err := readOGR(t, zipped, Options{})
 	require.NoError(t, err)
 	gpkg := filepath.Join(dir, "stations.gpkg")
 	ogr2ogr(t, "-f", "GPKG", gpkg, "/vsizip/"+zipped+"/train_stations.shp", "-nln", "stations")
-	_, ls, err := readOGR(t, gpkg, core.Options{})
+	_, ls, err := readOGR(t, gpkg, Options{})
 	require.NoError(t, err)
 	require.NotEmpty(t, shp[0].CRS.Method)
 	require.Equal(t, shp[0].CRS.Method, ls[0].CRS.Method, "%+v vs %+v", shp[0].CRS, ls[0].CRS)
@@ -503,11 +502,11 @@ func TestOGRLayerCRS(t *testing.T) {
 	require.NoError(t, os.WriteFile(csv, []byte("id,WKT\n1,\"POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
 	fgb := filepath.Join(dir, "nocrs.fgb")
 	ogr2ogr(t, "-f", "FlatGeobuf", fgb, csv, "-nlt", "POLYGON")
-	_, ls, err = readOGR(t, fgb, core.Options{})
+	_, ls, err = readOGR(t, fgb, Options{})
 	require.NoError(t, err)
 	require.Zero(t, ls[0].SRID)
 	require.Empty(t, ls[0].CRS.Method)
-	_, ls, err = readOGR(t, fgb, core.Options{SourceSRID: 2154})
+	_, ls, err = readOGR(t, fgb, Options{SourceSRID: 2154})
 	require.NoError(t, err)
 	require.Equal(t, 2154, ls[0].SRID)
 }
@@ -530,7 +529,7 @@ func TestOGRCSVVariants(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(dir, tc.name)
 			require.NoError(t, os.WriteFile(p, []byte(tc.text), 0o644))
-			fs, _, err := readOGR(t, p, core.Options{SourceSRID: 4326})
+			fs, _, err := readOGR(t, p, Options{SourceSRID: 4326})
 			require.NoError(t, err)
 			require.Len(t, fs, 1)
 			mp, ok := fs[0].Geom.(*geom.MultiPolygon)
@@ -546,12 +545,12 @@ func TestOGRCSVVariants(t *testing.T) {
 	// lacks is refused.
 	shape := filepath.Join(dir, "shape.csv")
 	require.NoError(t, os.WriteFile(shape, []byte("id,shape,geometry\n1,\""+square+"\",not a geometry\n"), 0o644))
-	fs, _, err := readOGR(t, shape, core.Options{SourceSRID: 4326, GeometryField: "SHAPE"})
+	fs, _, err := readOGR(t, shape, Options{SourceSRID: 4326, GeometryField: "SHAPE"})
 	require.NoError(t, err)
 	require.Len(t, fs, 1)
 	require.InDelta(t, 4, fs[0].Geom.(*geom.MultiPolygon).Area(), 1e-12)
 	require.JSONEq(t, `{"id":"1","geometry":"not a geometry"}`, string(fs[0].Properties))
-	_, err = readAll2(t, shape, core.Options{SourceSRID: 4326, GeometryField: "nope"})
+	_, err = readAll2(t, shape, Options{SourceSRID: 4326, GeometryField: "nope"})
 	requireInputError(t, err, shape, `no column "nope" to read the geometry from in this CSV`)
 }
 
@@ -571,16 +570,16 @@ func TestOGRGeometryFieldOfOneFieldLayer(t *testing.T) {
 	fgb := filepath.Join(dir, "one.fgb")
 	ogr2ogr(t, "-nlt", "PROMOTE_TO_MULTI", "-f", "FlatGeobuf", fgb, srcBristol, "-nln", "bristol")
 
-	_, err := readAll2(t, gpkg, core.Options{GeometryField: "nope"})
+	_, err := readAll2(t, gpkg, Options{GeometryField: "nope"})
 	requireInputError(t, err, gpkg, `layer "counties"`, `no geometry field "nope" (the layer has "footprint")`)
-	_, err = readAll2(t, fgb, core.Options{GeometryField: "nope"})
+	_, err = readAll2(t, fgb, Options{GeometryField: "nope"})
 	requireInputError(t, err, fgb, `layer "bristol"`, `no geometry field "nope"`)
 
-	fs, ls, err := readOGR(t, gpkg, core.Options{GeometryField: "FOOTPRINT", Layers: []string{"counties"}})
+	fs, ls, err := readOGR(t, gpkg, Options{GeometryField: "FOOTPRINT", Layers: []string{"counties"}})
 	require.NoError(t, err, "bristol (geom) is not read")
 	require.Len(t, fs, 6)
 	require.Len(t, ls, 1)
-	_, err = readAll2(t, gpkg, core.Options{GeometryField: "footprint"})
+	_, err = readAll2(t, gpkg, Options{GeometryField: "footprint"})
 	requireInputError(t, err, gpkg, `layer "bristol"`, `no geometry field "footprint" (the layer has "geom")`)
 }
 
@@ -607,16 +606,16 @@ func TestOGRZipDatasets(t *testing.T) {
 		cmd.Dir = a
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		fs, ls, err := readOGR(t, z, core.Options{})
+		fs, ls, err := readOGR(t, z, Options{})
 		require.NoError(t, err)
 		require.Len(t, fs, 6)
 		require.Equal(t, "parcels", ls[0].Name)
-		require.Equal(t, core.FormatFileGDB, ls[0].Format)
+		require.Equal(t, FormatFileGDB, ls[0].Format)
 
 		// A shapefile beside the geodatabase's files stays a layer
 		// of its own.
 		zipDir(t, z, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
-		fs, ls, err = readOGR(t, z, core.Options{})
+		fs, ls, err = readOGR(t, z, Options{})
 		require.NoError(t, err)
 		require.Len(t, fs, 12)
 		require.Equal(t, []string{"Parcels.gdb/parcels", "six_counties"}, []string{ls[0].Name, ls[1].Name})
@@ -627,7 +626,7 @@ func TestOGRZipDatasets(t *testing.T) {
 		require.NoError(t, exec.Command("cp", "-r", b, nested).Run())
 		z := filepath.Join(dir, "export.zip")
 		zipDir(t, z, filepath.Join(dir, "nested"), "Export")
-		fs, ls, err := readOGR(t, z, core.Options{})
+		fs, ls, err := readOGR(t, z, Options{})
 		require.NoError(t, err)
 		require.Len(t, fs, 72)
 		require.Equal(t, 27700, ls[0].SRID)
@@ -636,7 +635,7 @@ func TestOGRZipDatasets(t *testing.T) {
 	z := filepath.Join(dir, "two.zip")
 	zipDir(t, z, dir, "A.gdb", "B.gdb")
 	zipDir(t, z, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
-	fs, ls, err := readOGR(t, z, core.Options{})
+	fs, ls, err := readOGR(t, z, Options{})
 	require.NoError(t, err)
 	var names []string
 	count := map[string]int{}
@@ -650,15 +649,15 @@ func TestOGRZipDatasets(t *testing.T) {
 	require.Equal(t, map[string]int{"A.gdb/parcels": 6, "B.gdb/parcels": 72, "six_counties": 6}, count)
 	require.Equal(t, []int{4326, 27700, 4326}, []int{ls[0].SRID, ls[1].SRID, ls[2].SRID})
 
-	fs, ls, err = readOGR(t, z, core.Options{Layers: []string{"B.gdb/parcels", "six_counties"}})
+	fs, ls, err = readOGR(t, z, Options{Layers: []string{"B.gdb/parcels", "six_counties"}})
 	require.NoError(t, err)
 	require.Len(t, fs, 78)
 	require.Len(t, ls, 2)
 	require.Equal(t, "B.gdb/parcels", ls[0].Name)
 
-	_, err = readAll2(t, z, core.Options{Layers: []string{"parcels"}})
+	_, err = readAll2(t, z, Options{Layers: []string{"parcels"}})
 	requireInputError(t, err, z, `no layer "parcels"`, `"A.gdb/parcels", "B.gdb/parcels"`)
-	_, err = readAll2(t, corpusDir+"/coutwildrnp_zip/coutwildrnp.zip", core.Options{Layers: []string{"nope"}})
+	_, err = readAll2(t, corpusDir+"/coutwildrnp_zip/coutwildrnp.zip", Options{Layers: []string{"nope"}})
 	requireInputError(t, err, "coutwildrnp.zip", `no layer "nope" (the layers with geometry are "coutwildrnp")`)
 }
 
@@ -689,7 +688,7 @@ func TestOGRSurfaces(t *testing.T) {
 	// rectangles (2, and 0 seen from above), the triangle (4.5), the
 	// collection's triangle and polygon (0.5 + 0.5).
 	for p, want := range map[string][]float64{gpkg: {1, 2, 4.5, 1}, filepath.Join(dir, "bldg.gdb.zip"): {1, 2}} {
-		fs, ls, err := readOGR(t, p, core.Options{})
+		fs, ls, err := readOGR(t, p, Options{})
 		require.NoError(t, err, p)
 		require.Len(t, fs, len(want), p)
 		for i, f := range fs {
@@ -720,25 +719,25 @@ func TestOGRZipCSVAndXML(t *testing.T) {
 
 	csvZip := filepath.Join(dir, "csv.zip")
 	zipDir(t, csvZip, dir, "counties.csv")
-	fs, ls, err := readOGR(t, csvZip, core.Options{SourceSRID: 4326})
+	fs, ls, err := readOGR(t, csvZip, Options{SourceSRID: 4326})
 	require.NoError(t, err)
 	require.Len(t, fs, 6)
-	require.Equal(t, core.FormatCSV, ls[0].Format)
+	require.Equal(t, FormatCSV, ls[0].Format)
 
 	xmlZip := filepath.Join(dir, "xml.zip")
 	zipDir(t, xmlZip, dir, "cp.xml", "cp.xsd")
-	fs, ls, err = readOGR(t, xmlZip, core.Options{})
+	fs, ls, err = readOGR(t, xmlZip, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 72)
-	require.Equal(t, core.FormatGML, ls[0].Format)
+	require.Equal(t, FormatGML, ls[0].Format)
 	require.Equal(t, 27700, ls[0].SRID)
 
 	both := filepath.Join(dir, "both.zip")
 	zipDir(t, both, dir, "counties.csv", "cp.xml")
 	zipDir(t, both, corpusDir+"/six_counties", "six_counties.shp", "six_counties.shx", "six_counties.dbf", "six_counties.prj")
-	fs, ls, err = readOGR(t, both, core.Options{})
+	fs, ls, err = readOGR(t, both, Options{})
 	require.NoError(t, err)
 	require.Len(t, fs, 6)
 	require.Len(t, ls, 1)
-	require.Equal(t, core.FormatShapefile, ls[0].Format)
+	require.Equal(t, FormatShapefile, ls[0].Format)
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,18 +36,18 @@ func TestMapInfoSetParts(t *testing.T) {
 	dir := t.TempDir()
 	mif := filepath.Join(dir, "a.mif")
 	require.NoError(t, os.WriteFile(mif, []byte(setPartsMIF), 0o644))
-	_, err := Open(mif, core.Options{})
+	_, err := Open(mif, Options{})
 	require.ErrorContains(t, err, "missing .mid beside the .mif")
-	require.True(t, core.IsInputError(err))
+	require.True(t, IsInputError(err))
 
 	tab := filepath.Join(dir, "b.TAB")
 	require.NoError(t, os.WriteFile(tab, []byte("!table\n!version 300\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.map"), []byte{0}, 0o644))
-	_, err = Open(tab, core.Options{})
+	_, err = Open(tab, Options{})
 	require.ErrorContains(t, err, "missing .dat and .id beside the .tab")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.MID"), []byte("\"x\"\n"), 0o644))
-	r, err := Open(mif, core.Options{})
+	r, err := Open(mif, Options{})
 	if err == nil {
 		r.Close()
 	} else {

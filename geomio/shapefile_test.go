@@ -18,13 +18,13 @@ import (
 )
 
 // findFeature returns the first feature whose properties contain s.
-func findFeature(fs []core.Feature, s string) (core.Feature, bool) {
+func findFeature(fs []Feature, s string) (Feature, bool) {
 	for _, f := range fs {
 		if bytes.Contains(f.Properties, []byte(s)) {
 			return f, true
 		}
 	}
-	return core.Feature{}, false
+	return Feature{}, false
 }
 
 func TestShapefileText(t *testing.T) {
@@ -38,7 +38,7 @@ func TestShapefileText(t *testing.T) {
 		{"utf8_emoji_zip/utf.zip", "UTF-8", []string{`{"field":"💩"}`, `{"field":"Hněvošický háj"}`}},
 		{"coutwildrnp/coutwildrnp.shp", "ISO-8859-1", []string{`"NAME":"Mount Naomi Wilderness"`}},
 	} {
-		layer, fs, err := openAll(t, filepath.Join(corpusDir, tc.path), core.Options{})
+		layer, fs, err := openAll(t, filepath.Join(corpusDir, tc.path), Options{})
 		require.NoError(t, err, tc.path)
 		require.Equal(t, tc.wantEnc, layer.Encoding, tc.path)
 		for _, w := range tc.want {
@@ -138,7 +138,7 @@ func TestDBFTypes(t *testing.T) {
 	})
 	dir := t.TempDir()
 	path := writeSet(t, dir, "types", makeSHP([][2]float64{{1, 2}, {3, 4}, {5, 6}, {7, 8}}), dbf, map[string]string{".prj": esriWGS84})
-	layer, fs, err := openAll(t, path, core.Options{})
+	layer, fs, err := openAll(t, path, Options{})
 	require.NoError(t, err)
 	require.Equal(t, 4326, layer.SRID)
 	require.Equal(t, "UTF-8", layer.Encoding)
@@ -161,14 +161,14 @@ func TestDBFEncodings(t *testing.T) {
 		name      string
 		dbf       []byte
 		cpg       string
-		opts      core.Options
+		opts      Options
 		want, enc string
 		wantErr   string
 	}{
 		{name: "ldid 0x57", dbf: cp1252, want: `{"NAME":"Åland"}`, enc: "windows-1252"},
 		{name: "ldid 0x01", dbf: cp437, want: `{"NAME":"Äeh"}`, enc: "IBM437"},
 		{name: "cpg wins over ldid", dbf: cp437, cpg: "1252", want: `{"NAME":"Žeh"}`, enc: "windows-1252"},
-		{name: "default encoding", dbf: noLDID, opts: core.Options{DefaultEncoding: "ISO-8859-1"}, want: `{"NAME":"Åland"}`, enc: "ISO-8859-1"},
+		{name: "default encoding", dbf: noLDID, opts: Options{DefaultEncoding: "ISO-8859-1"}, want: `{"NAME":"Åland"}`, enc: "ISO-8859-1"},
 		{name: "invalid utf-8 fails", dbf: noLDID, wantErr: `record 0 field "NAME": invalid utf-8; the file names no text encoding (no .cpg, no language driver id), so it was read as UTF-8: give its encoding with --encoding (or the route option encoding=)`},
 		{name: "cpg utf-8 with latin-1 bytes fails", dbf: cp1252, cpg: "UTF-8\n", wantErr: "invalid utf-8"},
 		{name: "byte undefined in cp1252 fails", dbf: makeDBF(0x03, cols, [][]string{{"a\x81"}}), wantErr: "not defined in windows-1252"},
@@ -184,7 +184,7 @@ func TestDBFEncodings(t *testing.T) {
 			layer, fs, err := openAll(t, path, tc.opts)
 			if tc.wantErr != "" {
 				require.Error(t, err)
-				require.True(t, core.IsInputError(err))
+				require.True(t, IsInputError(err))
 				require.Contains(t, err.Error(), tc.wantErr)
 				require.Contains(t, err.Error(), ".Dbf")
 				return
@@ -231,15 +231,15 @@ func TestCorruptShapefile(t *testing.T) {
 		{"header only", good[:100], ".shp has fewer records than the .dbf"},
 	} {
 		path := writeSet(t, t.TempDir(), "bad", tc.shp, dbf, nil)
-		_, _, err := openAll(t, path, core.Options{})
+		_, _, err := openAll(t, path, Options{})
 		require.Error(t, err, tc.name)
-		require.True(t, core.IsInputError(err), tc.name)
+		require.True(t, IsInputError(err), tc.name)
 		require.Contains(t, err.Error(), tc.wantErr, tc.name)
 	}
 	// No .dbf.
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.shp"), good, 0o644))
-	_, _, err = openAll(t, filepath.Join(dir, "x.shp"), core.Options{})
+	_, _, err = openAll(t, filepath.Join(dir, "x.shp"), Options{})
 	require.ErrorContains(t, err, "missing .dbf")
 }
 
@@ -277,7 +277,7 @@ func TestZip(t *testing.T) {
 			{"__MACOSX/a/._First.shp", "junk"}, {"a/First.shp", shp2}, {"a/First.dbf", dbf2}, {"a/First.prj", prj},
 			{"a/First.sbn", "ignored"}, {"a/First.shp.xml", "<x/>"},
 		})
-		r, err := Open(p, core.Options{})
+		r, err := Open(p, Options{})
 		require.NoError(t, err)
 		var layers []string
 		var srids []int
@@ -299,26 +299,26 @@ func TestZip(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		entries [][2]string
-		opts    core.Options
+		opts    Options
 		wantErr string
 	}{
-		{"zip slip", [][2]string{{"../evil.shp", shp1}}, core.Options{}, "parent directory"},
-		{"absolute", [][2]string{{"/etc/evil.shp", shp1}}, core.Options{}, "absolute path"},
-		{"too many entries", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}, {"a.txt", ""}}, core.Options{Limits: core.Limits{MaxEntries: 2}}, "zip has 3 entries: more than 2 entries, over the limit (raise it with --max-zip-entries"},
-		{"total size", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}}, core.Options{Limits: core.Limits{MaxUncompressedBytes: 150}}, "expands to more than 150 bytes"},
-		{"ratio", [][2]string{{"a.shp", shp1}, {"a.dbf", strings.Repeat(" ", 3<<20)}}, core.Options{}, "compression ratio above 200"},
+		{"zip slip", [][2]string{{"../evil.shp", shp1}}, Options{}, "parent directory"},
+		{"absolute", [][2]string{{"/etc/evil.shp", shp1}}, Options{}, "absolute path"},
+		{"too many entries", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}, {"a.txt", ""}}, Options{Limits: Limits{MaxEntries: 2}}, "zip has 3 entries: more than 2 entries, over the limit (raise it with --max-zip-entries"},
+		{"total size", [][2]string{{"a.shp", shp1}, {"a.dbf", dbf1}}, Options{Limits: Limits{MaxUncompressedBytes: 150}}, "expands to more than 150 bytes"},
+		{"ratio", [][2]string{{"a.shp", shp1}, {"a.dbf", strings.Repeat(" ", 3<<20)}}, Options{}, "compression ratio above 200"},
 		// Each entry is under the 1 MiB floor of the per-entry ratio check;
 		// together they are a bomb: the whole archive's ratio is checked.
-		{"ratio of small entries", manySmallBombEntries(shp1, dbf1, 300), core.Options{}, "zip expands to more than 200 times its size"},
-		{"no shapefile", [][2]string{{"readme.txt", "hi"}}, core.Options{}, "unsupported format"},
-		{"missing dbf", [][2]string{{"x/a.shp", shp1}}, core.Options{}, "missing .dbf"},
+		{"ratio of small entries", manySmallBombEntries(shp1, dbf1, 300), Options{}, "zip expands to more than 200 times its size"},
+		{"no shapefile", [][2]string{{"readme.txt", "hi"}}, Options{}, "unsupported format"},
+		{"missing dbf", [][2]string{{"x/a.shp", shp1}}, Options{}, "missing .dbf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := makeZip(t, tc.entries)
 			_, _, err := openAll(t, p, tc.opts)
 			require.Error(t, err)
-			require.True(t, core.IsInputError(err), "%T %v", err, err)
+			require.True(t, IsInputError(err), "%T %v", err, err)
 			require.Contains(t, err.Error(), tc.wantErr)
 		})
 	}
@@ -327,11 +327,11 @@ func TestZip(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	t.Parallel()
 	for _, content := range []string{"", "hello", "\x89PNG\r\n"} {
-		_, _, err := openAll(t, writeTemp(t, "x.bin", content), core.Options{})
+		_, _, err := openAll(t, writeTemp(t, "x.bin", content), Options{})
 		require.ErrorContains(t, err, "unsupported format")
-		require.True(t, core.IsInputError(err))
+		require.True(t, IsInputError(err))
 	}
-	_, _, err := openAll(t, writeTemp(t, "x.zip", "not a zip"), core.Options{})
+	_, _, err := openAll(t, writeTemp(t, "x.zip", "not a zip"), Options{})
 	require.ErrorContains(t, err, "invalid zip")
 }
 
