@@ -88,7 +88,7 @@ type ParentAnalyzer interface {
 // ErrAnalyzeDenied is AnalyzeParent's error when the role may not
 // analyze the feature tables: PostgreSQL 15 lets only their owner (the
 // role migrations run as) do it, not geoingest_writer.
-var ErrAnalyzeDenied = errors.New("this role may not ANALYZE the feature tables (only their owner may): run `geoingest compact` or an ANALYZE of geoingest_store.parcels as the owner")
+var ErrAnalyzeDenied = errors.New("this role may not ANALYZE the feature tables (PostgreSQL 15: only their owner may): run ANALYZE geoingest_store.parcels as the owner, from cron")
 
 // Claims is the claim gate: one worker at a time on a job, under a lease,
 // and a committed job never again.
