@@ -96,16 +96,59 @@ func BenchmarkBackfillReads(b *testing.B) {
 		parts := benchQueryInt(b, db, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'geoingest_store.parcels'::regclass`)
 		benchExec(b, db, `CREATE TABLE one_table AS SELECT id, area_m2, geom FROM geoingest_current_parcels`)
 		benchExec(b, db, `CREATE INDEX ON one_table USING gist (geom)`)
+		// Only the copy is vacuumed and analyzed: the load's tables are
+		// read as the command left them (and as autovacuum keeps them).
 		benchExec(b, db, `VACUUM ANALYZE one_table`)
-		benchExec(b, db, `VACUUM ANALYZE`)
+		parentRows := benchQueryInt(b, db, `SELECT reltuples::bigint FROM pg_class WHERE oid = 'geoingest_store.parcels'::regclass`)
 		rng := rand.New(rand.NewPCG(1, 2))
 		layoutWarm, layoutNew := benchReads(b, db, "parcels", extent, queries, rng)
 		rng = rand.New(rand.NewPCG(1, 2))
 		oneWarm, oneNew := benchReads(b, db, "one_table", extent, queries, rng)
-		fmt.Printf("| %s | %.1f s | %.1f s | %d (%d before compact) | %.3f / %.3f ms = %.2f× | %.2f / %.2f ms = %.2f× |\n",
+		layoutPlan := benchFirstPlan(b, db, "parcels", extent, max(queries/4, 5), rand.New(rand.NewPCG(3, 4)))
+		onePlan := benchFirstPlan(b, db, "one_table", extent, max(queries/4, 5), rand.New(rand.NewPCG(3, 4)))
+		fmt.Printf("  a new connection's first plan (server): %.2f ms, one table %.2f ms\n", layoutPlan, onePlan)
+		fmt.Printf("| %s | %.1f s | %.1f s | %d (%d before compact) | %.3f / %.3f ms = %.2f× | %.2f / %.2f ms = %.2f× | parent's reltuples %d |\n",
 			mode, load.Seconds(), compact.Seconds(), parts, ownAfter,
-			layoutWarm, oneWarm, layoutWarm/max(oneWarm, 0.25), layoutNew, oneNew, layoutNew/max(oneNew, 0.25))
+			layoutWarm, oneWarm, layoutWarm/max(oneWarm, 0.25), layoutNew, oneNew, layoutNew/max(oneNew, 0.25), parentRows)
+		if os.Getenv("GEOINGEST_BENCH_STATS") != "" {
+			benchStatsVariants(b, db, extent, queries)
+		}
 	}
+}
+
+// benchStatsVariants measures what the statistics of the partitioned
+// parent cost (GEOINGEST_BENCH_STATS=1): an ANALYZE of the parent (which
+// also analyzes every partition) and the bbox query on a new connection
+// with the parent's statistics at the default target, at a lower one for
+// the parent only, and with none; and with the shared partition's geom
+// at the default target instead of migration 0024's 1000.
+func benchStatsVariants(b *testing.B, db string, extent [4]float64, queries int) {
+	fresh := func(label string) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		warm, nw := benchReads(b, db, "parcels", extent, queries, rng)
+		plan := benchFirstPlan(b, db, "parcels", extent, max(queries/4, 5), rand.New(rand.NewPCG(1, 2)))
+		fmt.Printf("  stats %s: bbox warm %.3f ms, new connection %.2f ms, its planning (server) %.2f ms\n", label, warm, nw, plan)
+	}
+	timed := func(label, sql string) {
+		start := time.Now()
+		benchExec(b, db, sql)
+		fmt.Printf("  %s: %.1f s\n", label, time.Since(start).Seconds())
+	}
+	fresh("as left")
+	timed("ANALYZE geoingest_store.parcels (target 100)", `ANALYZE geoingest_store.parcels`)
+	fresh("parent at 100")
+	benchExec(b, db, `ALTER TABLE geoingest_store.parcels ALTER COLUMN geom SET STATISTICS 10`)
+	timed("ANALYZE geoingest_store.parcels (parent's geom at 10)", `ANALYZE geoingest_store.parcels`)
+	fresh("parent's geom at 10")
+	if err := benchTryExec(db, `DELETE FROM pg_statistic WHERE starelid = 'geoingest_store.parcels'::regclass AND stainherit`); err != nil {
+		fmt.Printf("  parent without statistics: not measured (%v)\n", err)
+	} else {
+		fresh("parent without statistics")
+	}
+	benchExec(b, db, `ALTER TABLE geoingest_store.parcels ALTER COLUMN geom SET STATISTICS -1`)
+	benchExec(b, db, `ALTER TABLE geoingest_store.parcels_shared ALTER COLUMN geom SET STATISTICS 100`)
+	timed("ANALYZE geoingest_store.parcels (shared's geom at 100)", `ANALYZE geoingest_store.parcels`)
+	fresh("shared partition's geom at 100, parent at 100")
 }
 
 // writeCounty writes n squares of 20 m on a grid of side columns from
@@ -181,6 +224,40 @@ func benchReads(b *testing.B, db, table string, extent [4]float64, queries int, 
 	return p50(ws), p50(fs)
 }
 
+// benchFirstPlan returns the p50, in ms, of the server's planning time
+// (EXPLAIN's summary) of the 70 m bbox query as a new connection's first
+// statement: what the catalogs and statistics a plan reads cost.
+func benchFirstPlan(b *testing.B, db, table string, extent [4]float64, n int, rng *rand.Rand) float64 {
+	ctx := context.Background()
+	var ps []float64
+	for i := 0; i < n; i++ {
+		x := extent[0] + rng.Float64()*(extent[2]-extent[0])
+		y := extent[1] + rng.Float64()*(extent[3]-extent[1])
+		q := fmt.Sprintf("EXPLAIN (SUMMARY) SELECT id, area_m2 FROM %s WHERE ST_Intersects(geom, ST_MakeEnvelope(%.7f, %.7f, %.7f, %.7f, 4326))", table, x, y, x+0.0009, y+0.0006)
+		conn, err := pgx.Connect(ctx, db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				b.Fatal(err)
+			}
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Planning Time: "); ok {
+				ms, _ := strconv.ParseFloat(strings.TrimSuffix(v, " ms"), 64)
+				ps = append(ps, ms)
+			}
+		}
+		rows.Close()
+		conn.Close(ctx)
+	}
+	return p50(ps)
+}
+
 func p50(v []float64) float64 {
 	sort.Float64s(v)
 	return v[len(v)/2]
@@ -215,6 +292,16 @@ func benchExec(b *testing.B, db, sql string) {
 	if _, err := conn.Exec(context.Background(), sql); err != nil {
 		b.Fatal(err)
 	}
+}
+
+func benchTryExec(db, sql string) error {
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), sql)
+	return err
 }
 
 func loadavg() string {
