@@ -1186,6 +1186,17 @@ AS $function$
     SELECT encode(sha256(convert_to(array_to_string($1, ','), 'UTF8')), 'hex')
 $function$;
 
+-- public.geoingest_history_cascade()
+CREATE OR REPLACE FUNCTION public.geoingest_history_cascade()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    DELETE FROM feature_history h USING gone g WHERE h.retired_by = g.job_id;
+    RETURN NULL;
+END
+$function$;
+
 -- public.geoingest_incoming_extent(OUT min_x double precision, OUT min_y double precision, OUT max_x double precision, OUT max_y double precision)
 CREATE OR REPLACE FUNCTION public.geoingest_incoming_extent(OUT min_x double precision, OUT min_y double precision, OUT max_x double precision, OUT max_y double precision)
  RETURNS record
@@ -2055,6 +2066,28 @@ BEGIN
             ST_SetSRID(cov, 4326), extract(epoch FROM clock_timestamp() - t0))
     ON CONFLICT DO NOTHING;
     RETURN ov;
+END
+$function$;
+
+-- public.geoingest_retire_job_features(target text, job_ref bigint)
+CREATE OR REPLACE FUNCTION public.geoingest_retire_job_features(target text, job_ref bigint)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    job text := current_setting('geoingest.history_job', true);
+BEGIN
+    IF job IS NULL OR job = '' OR job_ref = nullif(current_setting('geoingest.history_ref', true), '')::bigint THEN
+        PERFORM geoingest_drop_job_features(target, job_ref);
+        RETURN;
+    END IF;
+    EXECUTE format('INSERT INTO feature_history (retired_by, target_table, feature_id, layer, feature_index, properties, geom, area_m2)
+                    SELECT $1, $2, coalesce(t.feature_id, t.id), t.layer, t.feature_index, t.properties, t.geom, t.area_m2
+                    FROM geoingest_store.%I t WHERE t.job_ref = $3', geoingest_job_table(target, job_ref))
+        USING job, target, job_ref;
+    PERFORM set_config('geoingest.history_job', '', true);
+    PERFORM geoingest_drop_job_features(target, job_ref);
+    PERFORM set_config('geoingest.history_job', job, true);
 END
 $function$;
 
