@@ -16,6 +16,9 @@ type RefreshResult struct {
 	// FromWriter is how many of the Assigned pairs were stored from the
 	// cells their writer computed as the job streamed, not computed.
 	FromWriter int
+	// FromChanges is how many were had from the cells of the generation
+	// they replaced, less and plus the parcels whose geometry changed.
+	FromChanges int
 	// Pruned is the number of assignments deleted because no report can
 	// use them any more.
 	Pruned int64
@@ -60,7 +63,7 @@ func (s *Service) refreshReports(ctx context.Context, log *slog.Logger, job Job,
 		return
 	}
 	if r.Assigned > 0 || r.Pruned > 0 {
-		log.Info("report assignments refreshed", "assigned", r.Assigned, "from_writer", r.FromWriter, "parcels", r.Parcels,
+		log.Info("report assignments refreshed", "assigned", r.Assigned, "from_writer", r.FromWriter, "from_changes", r.FromChanges, "parcels", r.Parcels,
 			"pruned", r.Pruned, "seconds", r.Duration.Seconds())
 	}
 }

@@ -50,6 +50,11 @@ type AreaQuery struct {
 	// Shapes asks for each admin unit's outline (Report.Units), for the
 	// map.
 	Shapes bool
+	// AsOf, when set, asks for the report as it was at that time, from
+	// the history (docs/reports.md, "As of a time"): computed from the
+	// parcels and admin units of that time, with the ledger's total of
+	// the parcel jobs current then, and no admin check or map.
+	AsOf time.Time
 }
 
 // validAdminKey bounds what an admin key may be: a property name, not
@@ -87,6 +92,9 @@ func (q *AreaQuery) Validate() error {
 	}
 	if !validAdminKey(q.AdminKey) {
 		return Permanentf("admin key %q: want a property name (letters, digits, _ . : - and spaces, at most 63)", q.AdminKey)
+	}
+	if !q.AsOf.IsZero() && q.Shapes {
+		return Permanentf("a report as of a time has no map")
 	}
 	return nil
 }
@@ -127,6 +135,8 @@ type Report struct {
 	// Units are the report per admin unit (not per key value), ordered by
 	// unit id, for the map.
 	Units []UnitCell `json:"-"`
+	// AsOf is the time the report is of (AreaQuery.AsOf), nil for now.
+	AsOf *time.Time `json:"as_of,omitempty"`
 }
 
 // IntersectionTolerance is the relative tolerance within which the rows of

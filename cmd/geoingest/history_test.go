@@ -26,6 +26,8 @@ func TestHistoryCommandAsOf(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, idVersion(ids, false, nil, nil), 0o644))
 	code, _, errOut := run(t, env, "ingest", "--key", "@id", path)
 	require.Equal(t, 0, code, errOut)
+	code, reportThen, errOut := run(t, env, "report", "area", "--format", "json")
+	require.Equal(t, 0, code, errOut)
 	time.Sleep(50 * time.Millisecond)
 	t1 := time.Now().UTC().Format(time.RFC3339Nano)
 	time.Sleep(50 * time.Millisecond)
@@ -70,4 +72,30 @@ func TestHistoryCommandAsOf(t *testing.T) {
 	code, o, errOut = run(t, env, "history", "--as-of", t1)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, o, "50")
+
+	// `report area --as-of T`: the report made at T.
+	type report struct {
+		Rows       []map[string]any `json:"rows"`
+		Total      map[string]any   `json:"total"`
+		Reconciled bool             `json:"reconciled"`
+		AsOf       *time.Time       `json:"as_of"`
+	}
+	var want, got report
+	require.NoError(t, json.Unmarshal([]byte(reportThen), &want), reportThen)
+	code, o, errOut = run(t, env, "report", "area", "--as-of", t1, "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "current at "+t1[:19])
+	require.NoError(t, json.Unmarshal([]byte(o), &got), o)
+	require.NotNil(t, got.AsOf)
+	require.True(t, got.Reconciled)
+	require.EqualValues(t, 50, got.Total["parcels"])
+	require.Equal(t, want.Total, got.Total)
+	require.Len(t, got.Rows, len(want.Rows))
+	for i := range want.Rows {
+		require.Equal(t, want.Rows[i]["admin_unit"], got.Rows[i]["admin_unit"])
+		require.Equal(t, want.Rows[i]["parcels"], got.Rows[i]["parcels"])
+		require.InDelta(t, want.Rows[i]["area_m2"], got.Rows[i]["area_m2"], 1e-6)
+	}
+	code, _, errOut = run(t, env, "report", "area", "--as-of", t1, "--format", "svg")
+	require.Equal(t, 2, code, "a report as of a time has no map: %s", errOut)
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -75,6 +76,7 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 	version := fs.String("pipeline-version", "", "pipeline version to count (default: the newest with a current generation)")
 	format := fs.String("format", "table", "output: "+strings.Join(reportFormats, ", ")+" (svg: a choropleth map of the units)")
 	noRefresh := fs.Bool("no-refresh", false, "do not refresh the report assignments first")
+	asOf := fs.String("as-of", "", "the report as it was at a time, from the history: RFC 3339 (2026-01-31T00:00:00Z) or a DURATION ago (720h); no map")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -83,6 +85,14 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	q := ingest.AreaQuery{Method: *method, AdminKey: *adminKey, PipelineVersion: *version, Shapes: *format == "svg"}
+	if *asOf != "" {
+		at, err := parseSince(*asOf, time.Now())
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest report: --as-of: %v\n", err)
+			return errUsage
+		}
+		q.AsOf, *noRefresh = at, true // nothing of that time is stored
+	}
 	if err := q.Validate(); err != nil {
 		fmt.Fprintf(m.Stderr, "geoingest report: %v\n", err)
 		return errUsage
@@ -110,7 +120,10 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 	}
 	// What was counted, on stderr so that stdout stays the report alone.
 	counted := "nothing: no source has a current generation"
-	if r.PipelineVersion != "" {
+	switch {
+	case r.PipelineVersion != "" && r.AsOf != nil:
+		counted = fmt.Sprintf("the generations of pipeline version %s current at %s", r.PipelineVersion, r.AsOf.Format(time.RFC3339))
+	case r.PipelineVersion != "":
 		counted = fmt.Sprintf("the current generations of pipeline version %s", r.PipelineVersion)
 	}
 	fmt.Fprintf(m.Stderr, "geoingest report: parcel area by admin unit (%s, admin key %q), counting %s\n", q.Method, q.AdminKey, counted)

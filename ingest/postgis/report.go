@@ -33,6 +33,9 @@ func (s *Store) AreaReport(ctx context.Context, q ingest.AreaQuery) (*ingest.Rep
 			return nil, ingest.Transientf("area report: %w", err)
 		}
 	}
+	if !q.AsOf.IsZero() {
+		return r, areaAsOf(ctx, qt, q, r)
+	}
 	version := pgtype.Text{String: r.PipelineVersion, Valid: true}
 	switch q.Method {
 	case ingest.MethodIntersection:
@@ -75,6 +78,43 @@ func (s *Store) AreaReport(ctx context.Context, q ingest.AreaQuery) (*ingest.Rep
 	if n := len(r.Rows); n > 0 && r.Unassigned.Parcels > 0 && r.Rows[n-1].AdminUnit == ingest.UnassignedUnit {
 		r.Rows[n-1].Unassigned = true
 	}
+	reconcile(r)
+	if r.Check, err = adminCheck(ctx, qt, q.AdminKey, r.PipelineVersion, r.Units); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// areaAsOf fills r with the report of q as of q.AsOf (migration 0038):
+// the rows from the features of that time, the total from the ledger rows
+// of the parcel jobs current then. A time outside the kept history is the
+// history's error.
+func areaAsOf(ctx context.Context, qt *db.Queries, q ingest.AreaQuery, r *ingest.Report) error {
+	at := q.AsOf.UTC()
+	r.AsOf = &at
+	rows, err := qt.AreaReportAsOf(ctx, db.AreaReportAsOfParams{At: tstz(at), AdminKey: q.AdminKey,
+		PipelineVersion: r.PipelineVersion, Intersection: q.Method == ingest.MethodIntersection})
+	if err != nil {
+		return normaliseErr(err)
+	}
+	for _, row := range rows {
+		r.Rows = append(r.Rows, ingest.AreaRow{AdminUnit: row.AdminUnit, Parcels: row.Parcels, AreaM2: row.AreaM2, AreaHa: row.AreaHa})
+	}
+	total, err := qt.ReportTotalAsOf(ctx, db.ReportTotalAsOfParams{At: tstz(at), PipelineVersion: r.PipelineVersion})
+	if err != nil {
+		return normaliseErr(err)
+	}
+	r.Total = ingest.AreaRow{AdminUnit: "total", Parcels: total.Parcels, AreaM2: total.AreaM2, AreaHa: total.AreaM2 / 1e4}
+	if n := len(r.Rows); n > 0 && r.Rows[n-1].AdminUnit == ingest.UnassignedUnit {
+		r.Rows[n-1].Unassigned = true
+		r.Unassigned = r.Rows[n-1]
+	}
+	reconcile(r)
+	return nil
+}
+
+// reconcile sets r.Difference and r.Reconciled from its rows and total.
+func reconcile(r *ingest.Report) {
 	var parcels int64
 	var area float64
 	for _, row := range r.Rows {
@@ -82,15 +122,11 @@ func (s *Store) AreaReport(ctx context.Context, q ingest.AreaQuery) (*ingest.Rep
 		area += row.AreaM2
 	}
 	r.Difference = area - r.Total.AreaM2
-	if q.Method == ingest.MethodIntersection {
+	if r.Method == ingest.MethodIntersection {
 		r.Reconciled = relDiff(area, r.Total.AreaM2) <= ingest.IntersectionTolerance
 	} else {
 		r.Reconciled = parcels == r.Total.Parcels && areaEqual(area, r.Total.AreaM2)
 	}
-	if r.Check, err = adminCheck(ctx, qt, q.AdminKey, r.PipelineVersion, r.Units); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // unitCells reads the report per admin unit, with the units' outlines when

@@ -2,11 +2,13 @@ package postgis
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/jackc/pgx/v5"
 )
 
 // RefreshReports brings the report assignments of migration 0006 up to
@@ -103,7 +105,7 @@ func (s *Store) refresh(ctx context.Context, jobID string) (ingest.RefreshResult
 			}
 			overlapping[st.AdminGeneration] = ov
 		}
-		n, done, given, err := s.assign(ctx, st, ov)
+		n, done, how, err := s.assign(ctx, st, ov)
 		if err != nil {
 			return res, err
 		}
@@ -111,22 +113,35 @@ func (s *Store) refresh(ctx context.Context, jobID string) (ingest.RefreshResult
 			res.Assigned++
 			res.Parcels += n
 		}
-		if given {
+		switch how {
+		case fromWriter:
 			res.FromWriter++
+		case fromChanges:
+			res.FromChanges++
 		}
 	}
 	res.Duration = time.Since(start)
 	return res, nil
 }
 
-// assign computes one pair in its own transaction, or stores the cells
-// the writer computed (given). done is false when the pair was computed
-// already (by someone else meanwhile).
-func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, overlapping []int64) (parcels int64, done, given bool, err error) {
+// How a pair's cells were had.
+type cellsSource int
+
+const (
+	computedWhole cellsSource = iota // geoingest_report_compute
+	fromWriter                       // the writer's, as the job streamed
+	fromChanges                      // the base's, less and plus what changed
+)
+
+// assign computes one pair in its own transaction: from its base's cells
+// and its changes, or from the cells the writer computed, or whole. done
+// is false when the pair was computed already (by someone else
+// meanwhile).
+func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, overlapping []int64) (parcels int64, done bool, how cellsSource, err error) {
 	kept, haveKept := s.takeCells(st.ParcelJobID)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, false, false, ingest.Transientf("refresh reports: begin: %w", err)
+		return 0, false, computedWhole, ingest.Transientf("refresh reports: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after commit
 	q := s.q.WithTx(tx)
@@ -135,23 +150,42 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 		PipelineVersion: st.PipelineVersion, AdminJobIds: nonNil(st.AdminJobIds),
 	})
 	if err != nil {
-		return 0, false, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+		return 0, false, computedWhole, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 	}
 	if n == 0 {
-		return 0, false, false, nil
+		return 0, false, computedWhole, nil
 	}
 	if haveKept && len(st.UnitIds) > 0 {
 		// Computed by the writer as the job streamed (reportcells.go).
+		var given bool
 		parcels, given, err = insertGivenCells(ctx, q, st, kept)
 		if err != nil {
-			return 0, false, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+			return 0, false, computedWhole, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 		}
 		if given {
 			testhook.At(ctx, testhook.BeforeRefreshCommit, testhook.Where{Job: st.ParcelJobID})
 			if err := tx.Commit(ctx); err != nil {
-				return 0, false, false, ingest.Transientf("refresh reports: commit: %w", err)
+				return 0, false, computedWhole, ingest.Transientf("refresh reports: commit: %w", err)
 			}
-			return parcels, true, true, nil
+			return parcels, true, fromWriter, nil
+		}
+	}
+	if len(st.UnitIds) > 0 {
+		// A version that replaced its base by a change record: its base's
+		// cells, less and plus the parcels that changed (migration 0037).
+		row, err := q.InsertReportCellsDelta(ctx, db.InsertReportCellsDeltaParams{
+			ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
+			UnitIds: st.UnitIds, OverlappingUnits: nonNil(overlapping),
+		})
+		switch {
+		case err == nil:
+			testhook.At(ctx, testhook.BeforeRefreshCommit, testhook.Where{Job: st.ParcelJobID})
+			if err := tx.Commit(ctx); err != nil {
+				return 0, false, computedWhole, ingest.Transientf("refresh reports: commit: %w", err)
+			}
+			return row.Parcels, true, fromChanges, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return 0, false, computedWhole, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 		}
 	}
 	if len(st.UnitIds) == 0 {
@@ -168,13 +202,13 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 		parcels = row.Parcels
 	}
 	if err != nil {
-		return 0, false, false, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
+		return 0, false, computedWhole, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 	}
 	testhook.At(ctx, testhook.BeforeRefreshCommit, testhook.Where{Job: st.ParcelJobID})
 	if err := tx.Commit(ctx); err != nil {
-		return 0, false, false, ingest.Transientf("refresh reports: commit: %w", err)
+		return 0, false, computedWhole, ingest.Transientf("refresh reports: commit: %w", err)
 	}
-	return parcels, true, false, nil
+	return parcels, true, computedWhole, nil
 }
 
 // nonNil turns a nil slice into an empty one, which pgx sends as '{}'

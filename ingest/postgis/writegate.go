@@ -112,6 +112,20 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 		keys := ingest.NewKeysReader(r) // for the drift guard (pending.go)
 		g.keys = keys
 		if src.CurrentJobID.Valid && !s.FullReplace {
+			// The refresh takes this version's report cells from its
+			// base's and its changes (report_refresh.go) when the base has
+			// cells to the writer's admin generation: the writer need not
+			// count every feature.
+			if g.tally != nil {
+				based, err := g.q.HasReportAssignment(ctx, db.HasReportAssignmentParams{
+					ParcelJobID: src.CurrentJobID.String, AdminGeneration: g.tally.Generation().Name})
+				if err != nil {
+					return ingest.WriteResult{}, fmt.Errorf("report cells of %s: %w", src.CurrentJobID.String, err)
+				}
+				if based {
+					g.tally = nil
+				}
+			}
 			// Only what changed is written (diffwrite.go), unless the
 			// guards hold the version (pending.go: g.held).
 			if err := s.writeDiff(ctx, g, job, keys, &res); err != nil {

@@ -164,6 +164,34 @@ BEGIN
 END
 $function$;
 
+-- public.geoingest_area_as_of(at timestamp with time zone, admin_key text, pipeline_version text, intersection boolean)
+CREATE OR REPLACE FUNCTION public.geoingest_area_as_of(at timestamp with time zone, admin_key text DEFAULT 'name'::text, pipeline_version text DEFAULT NULL::text, intersection boolean DEFAULT false)
+ RETURNS TABLE(admin_unit text, parcels bigint, area_m2 double precision, area_ha double precision)
+ LANGUAGE sql
+ STABLE
+ SET jit TO 'off'
+AS $function$
+    WITH v AS MATERIALIZED (
+        SELECT coalesce($3, geoingest_newest_pipeline_version()) AS version
+    ), c AS MATERIALIZED (
+        SELECT x.unit_id, CASE WHEN $4 THEN x.int_parcels ELSE x.pos_parcels END AS n,
+               CASE WHEN $4 THEN x.int_area_m2 ELSE x.pos_area_m2 END AS area
+        FROM v, LATERAL geoingest_report_cells_as_of($1, v.version) x
+    ), r AS (
+        SELECT false AS unassigned, coalesce(geoingest_property(a.properties, $2), '') AS name,
+               coalesce(c.n, 0) AS n, coalesce(c.area, 0) AS area
+        FROM v
+        JOIN geoingest_features_as_of('admin_units', $1) a ON a.pipeline_version = v.version
+        LEFT JOIN c ON c.unit_id = a.feature_id
+        UNION ALL
+        SELECT true, '(unassigned)', c.n, c.area FROM c WHERE c.unit_id = 0 AND c.n > 0
+    )
+    SELECT r.name, sum(r.n)::bigint, sum(r.area)::double precision, sum(r.area)::double precision / 10000
+    FROM r
+    GROUP BY r.unassigned, r.name
+    ORDER BY r.unassigned, r.name
+$function$;
+
 -- public.geoingest_area_by_intersection(admin_key text, pipeline_version text)
 CREATE OR REPLACE FUNCTION public.geoingest_area_by_intersection(admin_key text DEFAULT 'name'::text, pipeline_version text DEFAULT NULL::text)
  RETURNS TABLE(admin_unit text, parcels bigint, area_m2 double precision, area_ha double precision)
@@ -1887,6 +1915,66 @@ AS $function$
     FROM stale, LATERAL geoingest_report_compute(stale.job_id, stale.ids, stale.overlapping) x
 $function$;
 
+-- public.geoingest_report_cells_as_of(at timestamp with time zone, pipeline_version text)
+CREATE OR REPLACE FUNCTION public.geoingest_report_cells_as_of(at timestamp with time zone, pipeline_version text)
+ RETURNS TABLE(unit_id bigint, pos_parcels bigint, pos_area_m2 double precision, int_parcels bigint, int_area_m2 double precision)
+ LANGUAGE sql
+ STABLE
+ SET jit TO 'off'
+AS $function$
+    WITH u AS MATERIALIZED (
+        SELECT f.feature_id AS id, f.geom FROM geoingest_features_as_of('admin_units', $1) f
+        WHERE f.pipeline_version = $2
+    ), p AS MATERIALIZED (
+        SELECT row_number() OVER () AS id, f.geom, f.area_m2 AS area, ST_PointOnSurface(f.geom) AS pt
+        FROM geoingest_features_as_of('parcels', $1) f
+        WHERE f.pipeline_version = $2
+    ), m AS MATERIALIZED (
+        -- every unit a parcel meets, with the parcel's area in it; unit
+        -- by unit, so that PostGIS prepares each unit once for its
+        -- parcels (its cache of the last geometry's prepared form)
+        SELECT q.id, u.id AS unit_id, q.covers, ST_Intersects(u.geom, q.pt) AS pos,
+               CASE WHEN q.covers THEN q.area ELSE ST_Area(ST_Intersection(u.geom, q.geom)::geography) END AS area
+        FROM u
+        CROSS JOIN LATERAL (SELECT p.id, p.geom, p.pt, p.area, ST_Covers(u.geom, p.geom) AS covers
+                            FROM p WHERE p.geom && u.geom AND ST_Intersects(u.geom, p.geom) OFFSET 0) q
+    ), pp AS MATERIALIZED (
+        SELECT p.id, p.geom, p.area, coalesce(x.pos_unit, 0) AS pos_unit, x.id IS NOT NULL AS meets,
+               coalesce(x.covered, false) AS covered, x.units
+        FROM p
+        LEFT JOIN (SELECT m.id, min(m.unit_id) FILTER (WHERE m.pos) AS pos_unit, bool_or(m.covers) AS covered,
+                          array_agg(m.unit_id ORDER BY m.unit_id) AS units
+                   FROM m GROUP BY m.id) x ON x.id = p.id
+    ), g AS MATERIALIZED (
+        -- the parcels across a border, grouped by the units they meet:
+        -- each group's union is made once
+        SELECT pp.id, pp.geom, pp.area, pp.units, dense_rank() OVER (ORDER BY pp.units) AS grp
+        FROM pp
+        WHERE pp.meets AND NOT pp.covered
+    ), merged AS MATERIALIZED (
+        SELECT x.grp, ST_Union(u.geom) AS geom
+        FROM (SELECT DISTINCT g.grp, g.units FROM g) x
+        JOIN u ON u.id = ANY (x.units)
+        GROUP BY x.grp
+    ), outside AS (
+        SELECT pp.area FROM pp WHERE NOT pp.meets
+        UNION ALL
+        SELECT CASE WHEN ST_Covers(mg.geom, g.geom) THEN 0
+                    ELSE coalesce(ST_Area(ST_Difference(g.geom, mg.geom)::geography), g.area) END
+        FROM g JOIN merged mg ON mg.grp = g.grp
+    ), pos AS (
+        SELECT pp.pos_unit AS unit_id, count(*) AS n, sum(pp.area) AS area FROM pp GROUP BY 1
+    ), inter AS (
+        SELECT m.unit_id, count(*) AS n, sum(m.area) AS area FROM m WHERE m.area > 0 GROUP BY 1
+        UNION ALL
+        SELECT 0, count(*), sum(o.area) FROM outside o WHERE o.area > 0 HAVING count(*) > 0
+    )
+    SELECT coalesce(pos.unit_id, inter.unit_id)::bigint,
+           coalesce(pos.n, 0)::bigint, coalesce(pos.area, 0)::double precision,
+           coalesce(inter.n, 0)::bigint, coalesce(inter.area, 0)::double precision
+    FROM pos FULL JOIN inter ON inter.unit_id = pos.unit_id
+$function$;
+
 -- public.geoingest_report_compute(parcel_job_id text, unit_ids bigint[], overlapping_units bigint[])
 CREATE OR REPLACE FUNCTION public.geoingest_report_compute(parcel_job_id text, unit_ids bigint[], overlapping_units bigint[])
  RETURNS TABLE(unit_id bigint, pos_parcels bigint, pos_area_m2 double precision, int_parcels bigint, int_area_m2 double precision)
@@ -2031,6 +2119,188 @@ AS $function$
     FROM jobs j
     WHERE cardinality($2) = 0 AND j.job_id = $1 AND j.feature_count > 0
       AND EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id AND s.target_table = 'parcels')
+$function$;
+
+-- public.geoingest_report_compute_rows(geoms geometry[], areas double precision[], signs integer[], unit_ids bigint[], overlapping_units bigint[])
+CREATE OR REPLACE FUNCTION public.geoingest_report_compute_rows(geoms geometry[], areas double precision[], signs integer[], unit_ids bigint[], overlapping_units bigint[])
+ RETURNS TABLE(unit_id bigint, pos_parcels bigint, pos_area_m2 double precision, int_parcels bigint, int_area_m2 double precision)
+ LANGUAGE sql
+ STABLE PARALLEL RESTRICTED
+ SET jit TO 'off'
+AS $function$
+    WITH d AS MATERIALIZED (
+        SELECT x.id, x.geom, x.area, x.sign FROM unnest($1, $2, $3) WITH ORDINALITY AS x (geom, area, sign, id)
+    ), gen AS MATERIALIZED (
+        SELECT g.unit_ids, g.unit_maxseg, g.coverage FROM report_admin_generations g
+        WHERE g.unit_ids = $4
+        LIMIT 1
+    ), u AS MATERIALIZED (
+        SELECT a.id, a.geom,
+               coalesce((SELECT m.maxseg FROM gen, unnest(gen.unit_ids, gen.unit_maxseg) AS m (id, maxseg) WHERE m.id = a.id),
+                        (SELECT max(ST_Length(s.geom)) FROM ST_DumpSegments(a.geom) s)) AS maxseg,
+               greatest(ST_XMax(a.geom) - ST_XMin(a.geom), ST_YMax(a.geom) - ST_YMin(a.geom), 1e-9) / 4 AS cell
+        FROM admin_units a
+        WHERE a.id IN (SELECT DISTINCT b.id FROM d JOIN admin_units b ON b.geom && d.geom WHERE b.id = ANY ($4))
+        ORDER BY a.id
+    ), covered AS MATERIALIZED (
+        SELECT DISTINCT ON (d.id) d.id, a.id AS unit_id
+        FROM d JOIN u a ON d.geom @ a.geom
+        WHERE a.id <> ALL ($5) AND ST_Covers(a.geom, d.geom)
+        ORDER BY d.id, a.id
+    ), p AS MATERIALIZED (
+        SELECT d.id, d.area, d.sign, c.unit_id AS cover_unit,
+               c.unit_id IS NULL AND EXISTS (SELECT 1 FROM u a WHERE a.geom && d.geom) AS complex,
+               CASE WHEN c.unit_id IS NULL THEN d.geom END AS geom
+        FROM d LEFT JOIN covered c ON c.id = d.id
+    ), simple AS (
+        SELECT coalesce(p.cover_unit, 0) AS unit_id, sum(p.sign) AS n, sum(p.sign * p.area) AS area
+        FROM p WHERE NOT p.complex
+        GROUP BY 1
+    ), cxp AS MATERIALIZED (
+        SELECT p.id, p.geom, p.area, p.sign, ST_PointOnSurface(p.geom) AS pt,
+               NOT coalesce(ST_Covers((SELECT gen.coverage FROM gen), p.geom), false) AS outside
+        FROM p WHERE p.complex
+    ), cu0 AS MATERIALIZED (
+        SELECT c.id, a.id AS unit_id, x.covers, x.meets, ST_Intersects(a.geom, c.pt) AS pos, c.outside,
+               floor(ST_X(c.pt) / a.cell) AS kx, floor(ST_Y(c.pt) / a.cell) AS ky
+        FROM u a
+        JOIN cxp c ON c.geom && a.geom
+        CROSS JOIN LATERAL (SELECT CASE WHEN a.id = ANY ($5) THEN ST_Covers(a.geom, c.geom) ELSE false END AS covers,
+                                   ST_Intersects(a.geom, c.geom) AS meets OFFSET 0) x
+    ), clip AS MATERIALIZED (
+        SELECT q.unit_id, q.kx, q.ky, coalesce(k.g, a.geom) AS geom
+        FROM (SELECT cu0.unit_id, cu0.kx, cu0.ky, ST_Extent(c.geom) AS box
+              FROM cu0 JOIN cxp c ON c.id = cu0.id
+              WHERE cu0.meets AND NOT cu0.covers
+              GROUP BY 1, 2, 3) q
+        JOIN u a ON a.id = q.unit_id
+        CROSS JOIN LATERAL (SELECT geoingest_clip_unit(a.geom, ST_Expand(q.box, a.maxseg * (1 + 1e-9) + 1e-12)) AS g OFFSET 0) k
+    ), cu AS MATERIALIZED (
+        SELECT cu0.id, cu0.unit_id, cu0.covers, cu0.pos, cu0.outside, c.sign,
+               CASE WHEN cu0.covers THEN c.area
+                    WHEN cu0.meets THEN ST_Area(ST_Intersection(k.geom, c.geom)::geography)
+                    ELSE 0 END AS area
+        FROM cu0 JOIN cxp c ON c.id = cu0.id
+        LEFT JOIN clip k ON k.unit_id = cu0.unit_id AND k.kx = cu0.kx AND k.ky = cu0.ky
+    ), cx AS MATERIALIZED (
+        SELECT cu.id, array_agg(cu.unit_id ORDER BY cu.unit_id) AS units,
+               min(cu.unit_id) FILTER (WHERE cu.covers) AS cover_unit,
+               coalesce(min(cu.unit_id) FILTER (WHERE cu.pos), 0) AS pos_unit,
+               bool_or(cu.outside) AS outside
+        FROM cu GROUP BY cu.id
+    ), complex_pos AS (
+        SELECT cx.pos_unit AS unit_id, sum(c.sign) AS n, sum(c.sign * c.area) AS area
+        FROM cx JOIN cxp c ON c.id = cx.id
+        GROUP BY 1
+    ), g AS MATERIALIZED (
+        SELECT cx.id, cx.units, dense_rank() OVER (ORDER BY cx.units) AS grp
+        FROM cx WHERE cx.cover_unit IS NULL AND cx.outside
+    ), merged AS MATERIALIZED (
+        SELECT x.grp, ST_Union(u.geom) AS geom
+        FROM (SELECT DISTINCT g.grp, g.units FROM g) x
+        JOIN u ON u.id = ANY (x.units)
+        GROUP BY x.grp
+    ), complex_int AS (
+        SELECT cu.unit_id, sum(cu.sign) AS n, sum(cu.sign * cu.area) AS area
+        FROM cu
+        WHERE cu.area > 0
+        GROUP BY cu.unit_id
+        UNION ALL
+        SELECT 0, sum(o.sign), sum(o.sign * o.area)
+        FROM (SELECT gc.sign,
+                     CASE WHEN ST_Covers(ma.geoms[gc.grp], gc.geom) THEN 0
+                          ELSE coalesce(ST_Area(ST_Difference(gc.geom, ma.geoms[gc.grp])::geography), gc.area) END AS area
+              FROM (SELECT array_agg(m.geom ORDER BY m.grp) AS geoms FROM merged m) ma,
+                   (SELECT g.grp, c.geom, c.area, c.sign FROM g JOIN cxp c ON c.id = g.id ORDER BY g.grp OFFSET 0) gc) o
+        WHERE o.area > 0
+        HAVING count(*) > 0
+    ), pos AS (
+        SELECT x.unit_id, sum(x.n) AS n, sum(x.area) AS area
+        FROM (SELECT * FROM simple UNION ALL SELECT * FROM complex_pos) x
+        GROUP BY x.unit_id
+    ), inter AS (
+        SELECT x.unit_id, sum(x.n) AS n, sum(x.area) AS area
+        FROM (SELECT * FROM simple UNION ALL SELECT * FROM complex_int) x
+        GROUP BY x.unit_id
+    )
+    SELECT coalesce(pos.unit_id, inter.unit_id)::bigint,
+           coalesce(pos.n, 0)::bigint, coalesce(pos.area, 0)::double precision,
+           coalesce(inter.n, 0)::bigint, coalesce(inter.area, 0)::double precision
+    FROM pos FULL JOIN inter ON inter.unit_id = pos.unit_id
+    WHERE cardinality($4) > 0
+    UNION ALL
+    SELECT 0, sum(d.sign)::bigint, sum(d.sign * d.area)::double precision, sum(d.sign)::bigint, sum(d.sign * d.area)::double precision
+    FROM d
+    WHERE cardinality($4) = 0
+    HAVING count(*) > 0
+$function$;
+
+-- public.geoingest_report_delta_cells(job_id text, admin_generation text, unit_ids bigint[], overlapping_units bigint[])
+CREATE OR REPLACE FUNCTION public.geoingest_report_delta_cells(job_id text, admin_generation text, unit_ids bigint[], overlapping_units bigint[])
+ RETURNS TABLE(unit_id bigint, pos_parcels bigint, pos_area_m2 double precision, int_parcels bigint, int_area_m2 double precision)
+ LANGUAGE plpgsql
+ STABLE
+ SET jit TO 'off'
+AS $function$
+#variable_conflict use_column
+DECLARE
+    base  text;
+    ref   bigint;
+    want  bigint;
+    geoms geometry[];
+    areas double precision[];
+    signs int[];
+BEGIN
+    SELECT c.base_job_id, j.job_ref INTO base, ref
+    FROM job_changes c JOIN jobs j ON j.job_id = c.job_id
+    WHERE c.job_id = $1 AND c.target_table = 'parcels'
+      AND EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id AND s.target_table = 'parcels');
+    IF base IS NULL OR NOT EXISTS (SELECT 1 FROM report_assignments r
+                                   WHERE r.parcel_job_id = base AND r.admin_generation = $2) THEN
+        RETURN;
+    END IF;
+    SELECT count(*) + count(*) FILTER (WHERE fc.kind <> 'added' AND fc.kind <> 'removed') INTO want
+    FROM feature_changes fc
+    WHERE fc.job_id = $1 AND fc.kind IN ('added', 'removed', 'geometry', 'geometry+attributes');
+    IF want > (SELECT j.feature_count FROM jobs j WHERE j.job_id = $1) THEN
+        RETURN; -- more parcels to count than the version has: computed whole instead
+    END IF;
+    SELECT coalesce(array_agg(x.geom), '{}'), coalesce(array_agg(x.area), '{}'), coalesce(array_agg(x.sign), '{}')
+    INTO geoms, areas, signs
+    FROM (
+        -- the rows the job wrote: found through the GiST index by their
+        -- new box, among the job's rows
+        SELECT p.geom, p.area_m2 AS area, 1 AS sign
+        FROM feature_changes fc
+        CROSS JOIN LATERAL (SELECT p.geom, p.area_m2 FROM parcels p
+                            WHERE p.job_ref = ref AND p.geom && fc.new_bbox::geometry
+                              AND coalesce(p.feature_id, p.id) = fc.feature_id
+                            LIMIT 1) p
+        WHERE fc.job_id = $1 AND fc.kind IN ('added', 'geometry', 'geometry+attributes')
+        UNION ALL
+        -- the rows it retired, as the history kept them
+        SELECT h.geom::geometry, h.area_m2, -1
+        FROM feature_history h
+        JOIN feature_changes fc ON fc.job_id = h.retired_by AND fc.feature_id = h.feature_id
+        WHERE h.retired_by = $1 AND h.target_table = 'parcels'
+          AND fc.kind IN ('removed', 'geometry', 'geometry+attributes')
+    ) x;
+    IF cardinality(geoms) <> want THEN
+        RETURN; -- a row is missing: computed whole instead
+    END IF;
+    RETURN QUERY
+    SELECT x.unit_id, sum(x.pos_parcels)::bigint, sum(x.pos_area_m2)::double precision,
+           sum(x.int_parcels)::bigint, sum(x.int_area_m2)::double precision
+    FROM (SELECT c.unit_id, c.pos_parcels, c.pos_area_m2, c.int_parcels, c.int_area_m2
+          FROM report_assignment_cells c
+          WHERE c.parcel_job_id = base AND c.admin_generation = $2
+          UNION ALL
+          SELECT r.unit_id, r.pos_parcels, r.pos_area_m2, r.int_parcels, r.int_area_m2
+          FROM geoingest_report_compute_rows(geoms, areas, signs, $3, $4) r) x
+    GROUP BY x.unit_id
+    HAVING sum(x.pos_parcels) <> 0 OR sum(x.int_parcels) <> 0
+    ORDER BY x.unit_id;
+END
 $function$;
 
 -- public.geoingest_report_prepare_admin(admin_generation text, pipeline_version text, unit_ids bigint[])

@@ -99,6 +99,57 @@ func (q *Queries) AreaByPointOnSurface(ctx context.Context, arg AreaByPointOnSur
 	return items, nil
 }
 
+const areaReportAsOf = `-- name: AreaReportAsOf :many
+SELECT a.admin_unit::text AS admin_unit, a.parcels::bigint AS parcels, a.area_m2::float8 AS area_m2, a.area_ha::float8 AS area_ha
+FROM geoingest_area_as_of($1::timestamptz, $2::text, $3::text, $4::boolean) a
+`
+
+type AreaReportAsOfParams struct {
+	At              pgtype.Timestamptz
+	AdminKey        string
+	PipelineVersion string
+	Intersection    bool
+}
+
+type AreaReportAsOfRow struct {
+	AdminUnit string
+	Parcels   int64
+	AreaM2    float64
+	AreaHa    float64
+}
+
+// AreaReportAsOf is the area report by admin key value of a pipeline version as
+// of a time (migration 0038), '(unassigned)' last.
+func (q *Queries) AreaReportAsOf(ctx context.Context, arg AreaReportAsOfParams) ([]AreaReportAsOfRow, error) {
+	rows, err := q.db.Query(ctx, areaReportAsOf,
+		arg.At,
+		arg.AdminKey,
+		arg.PipelineVersion,
+		arg.Intersection,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AreaReportAsOfRow
+	for rows.Next() {
+		var i AreaReportAsOfRow
+		if err := rows.Scan(
+			&i.AdminUnit,
+			&i.Parcels,
+			&i.AreaM2,
+			&i.AreaHa,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobFeaturesChecksum = `-- name: JobFeaturesChecksum :one
 SELECT count(*)::bigint AS n,
        coalesce(sum(f.area_m2), 0)::float8 AS area_m2,
@@ -191,6 +242,33 @@ func (q *Queries) NewestPipelineVersion(ctx context.Context) (string, error) {
 	var version string
 	err := row.Scan(&version)
 	return version, err
+}
+
+const reportTotalAsOf = `-- name: ReportTotalAsOf :one
+SELECT coalesce(sum(j.feature_count), 0)::bigint AS parcels,
+       coalesce(sum(j.total_area_m2), 0)::float8 AS area_m2
+FROM jobs j
+WHERE j.job_id IN (SELECT DISTINCT h.job_id FROM geoingest_features_as_of('parcels', $1::timestamptz) h
+                   WHERE h.pipeline_version = $2::text)
+`
+
+type ReportTotalAsOfParams struct {
+	At              pgtype.Timestamptz
+	PipelineVersion string
+}
+
+type ReportTotalAsOfRow struct {
+	Parcels int64
+	AreaM2  float64
+}
+
+// ReportTotalAsOf is ReportTotal as of a time: what the ledger recorded
+// for the parcel jobs of a pipeline version that were current then.
+func (q *Queries) ReportTotalAsOf(ctx context.Context, arg ReportTotalAsOfParams) (ReportTotalAsOfRow, error) {
+	row := q.db.QueryRow(ctx, reportTotalAsOf, arg.At, arg.PipelineVersion)
+	var i ReportTotalAsOfRow
+	err := row.Scan(&i.Parcels, &i.AreaM2)
+	return i, err
 }
 
 const verifyClaims = `-- name: VerifyClaims :many

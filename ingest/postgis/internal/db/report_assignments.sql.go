@@ -174,6 +174,25 @@ func (q *Queries) DeleteReportAssignmentsOfJob(ctx context.Context, parcelJobID 
 	return result.RowsAffected(), nil
 }
 
+const hasReportAssignment = `-- name: HasReportAssignment :one
+SELECT EXISTS (SELECT 1 FROM report_assignments r
+               WHERE r.parcel_job_id = $1::text AND r.admin_generation = $2::text)::boolean AS assigned
+`
+
+type HasReportAssignmentParams struct {
+	ParcelJobID     string
+	AdminGeneration string
+}
+
+// HasReportAssignment is whether a parcel job has cells to an admin
+// generation.
+func (q *Queries) HasReportAssignment(ctx context.Context, arg HasReportAssignmentParams) (bool, error) {
+	row := q.db.QueryRow(ctx, hasReportAssignment, arg.ParcelJobID, arg.AdminGeneration)
+	var assigned bool
+	err := row.Scan(&assigned)
+	return assigned, err
+}
+
 const insertReportAssignment = `-- name: InsertReportAssignment :execrows
 INSERT INTO report_assignments (parcel_job_id, admin_generation, pipeline_version, admin_job_ids)
 VALUES ($1, $2, $3, $4::text[])
@@ -243,6 +262,63 @@ func (q *Queries) InsertReportCells(ctx context.Context, arg InsertReportCellsPa
 		arg.OverlappingUnits,
 	)
 	var i InsertReportCellsRow
+	err := row.Scan(&i.Parcels, &i.AreaM2)
+	return i, err
+}
+
+const insertReportCellsDelta = `-- name: InsertReportCellsDelta :one
+WITH c AS MATERIALIZED (
+    SELECT d.unit_id, d.pos_parcels, d.pos_area_m2, d.int_parcels, d.int_area_m2
+    FROM geoingest_report_delta_cells($1::text, $2::text,
+                                      $3::bigint[], $4::bigint[])
+         AS d (unit_id, pos_parcels, pos_area_m2, int_parcels, int_area_m2)
+), ok AS (
+    SELECT 1 FROM jobs j
+    WHERE j.job_id = $1::text AND EXISTS (SELECT 1 FROM c)
+      AND j.feature_count = (SELECT coalesce(sum(c.pos_parcels), 0) FROM c)
+), ins AS (
+    INSERT INTO report_assignment_cells (parcel_job_id, admin_generation, unit_id,
+                                         pos_parcels, pos_area_m2, int_parcels, int_area_m2)
+    SELECT $1::text, $2::text, c.unit_id,
+           c.pos_parcels, c.pos_area_m2, c.int_parcels, c.int_area_m2
+    FROM c WHERE EXISTS (SELECT 1 FROM ok)
+    RETURNING pos_parcels, pos_area_m2
+)
+UPDATE report_assignments r
+SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
+    area_m2 = (SELECT coalesce(sum(ins.pos_area_m2), 0) FROM ins),
+    seconds = extract(epoch FROM clock_timestamp() - r.assigned_at)
+WHERE r.parcel_job_id = $1::text AND r.admin_generation = $2::text
+  AND EXISTS (SELECT 1 FROM ok)
+RETURNING r.parcels, r.area_m2
+`
+
+type InsertReportCellsDeltaParams struct {
+	ParcelJobID      string
+	AdminGeneration  string
+	UnitIds          []int64
+	OverlappingUnits []int64
+}
+
+type InsertReportCellsDeltaRow struct {
+	Parcels int64
+	AreaM2  float64
+}
+
+// InsertReportCellsDelta is InsertReportCells for a version that replaced
+// its base by a change record (migration 0037): its cells are its base's
+// to the same generation, less the rows it retired, plus the rows it
+// wrote, of the features whose geometry changed, added or removed. No
+// row, and nothing stored, when they cannot be had that way or do not
+// count exactly the ledger's features: the pair is then computed whole.
+func (q *Queries) InsertReportCellsDelta(ctx context.Context, arg InsertReportCellsDeltaParams) (InsertReportCellsDeltaRow, error) {
+	row := q.db.QueryRow(ctx, insertReportCellsDelta,
+		arg.ParcelJobID,
+		arg.AdminGeneration,
+		arg.UnitIds,
+		arg.OverlappingUnits,
+	)
+	var i InsertReportCellsDeltaRow
 	err := row.Scan(&i.Parcels, &i.AreaM2)
 	return i, err
 }

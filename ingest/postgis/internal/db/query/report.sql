@@ -131,3 +131,18 @@ SELECT count(*)::bigint AS n,
 FROM geoingest_features f
 WHERE f.target_table = @target_table::text
   AND f.job_ref = (SELECT j.job_ref FROM jobs j WHERE j.job_id = @job_id::text);
+
+-- name: AreaReportAsOf :many
+-- AreaReportAsOf is the area report by admin key value of a pipeline version as
+-- of a time (migration 0038), '(unassigned)' last.
+SELECT a.admin_unit::text AS admin_unit, a.parcels::bigint AS parcels, a.area_m2::float8 AS area_m2, a.area_ha::float8 AS area_ha
+FROM geoingest_area_as_of(@at::timestamptz, @admin_key::text, @pipeline_version::text, @intersection::boolean) a;
+
+-- name: ReportTotalAsOf :one
+-- ReportTotalAsOf is ReportTotal as of a time: what the ledger recorded
+-- for the parcel jobs of a pipeline version that were current then.
+SELECT coalesce(sum(j.feature_count), 0)::bigint AS parcels,
+       coalesce(sum(j.total_area_m2), 0)::float8 AS area_m2
+FROM jobs j
+WHERE j.job_id IN (SELECT DISTINCT h.job_id FROM geoingest_features_as_of('parcels', @at::timestamptz) h
+                   WHERE h.pipeline_version = @pipeline_version::text);

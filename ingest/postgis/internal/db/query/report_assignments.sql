@@ -239,3 +239,41 @@ SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
 WHERE r.parcel_job_id = @parcel_job_id::text AND r.admin_generation = @admin_generation::text
   AND EXISTS (SELECT 1 FROM ok)
 RETURNING r.parcels, r.area_m2;
+
+-- name: InsertReportCellsDelta :one
+-- InsertReportCellsDelta is InsertReportCells for a version that replaced
+-- its base by a change record (migration 0037): its cells are its base's
+-- to the same generation, less the rows it retired, plus the rows it
+-- wrote, of the features whose geometry changed, added or removed. No
+-- row, and nothing stored, when they cannot be had that way or do not
+-- count exactly the ledger's features: the pair is then computed whole.
+WITH c AS MATERIALIZED (
+    SELECT d.unit_id, d.pos_parcels, d.pos_area_m2, d.int_parcels, d.int_area_m2
+    FROM geoingest_report_delta_cells(@parcel_job_id::text, @admin_generation::text,
+                                      @unit_ids::bigint[], @overlapping_units::bigint[])
+         AS d (unit_id, pos_parcels, pos_area_m2, int_parcels, int_area_m2)
+), ok AS (
+    SELECT 1 FROM jobs j
+    WHERE j.job_id = @parcel_job_id::text AND EXISTS (SELECT 1 FROM c)
+      AND j.feature_count = (SELECT coalesce(sum(c.pos_parcels), 0) FROM c)
+), ins AS (
+    INSERT INTO report_assignment_cells (parcel_job_id, admin_generation, unit_id,
+                                         pos_parcels, pos_area_m2, int_parcels, int_area_m2)
+    SELECT @parcel_job_id::text, @admin_generation::text, c.unit_id,
+           c.pos_parcels, c.pos_area_m2, c.int_parcels, c.int_area_m2
+    FROM c WHERE EXISTS (SELECT 1 FROM ok)
+    RETURNING pos_parcels, pos_area_m2
+)
+UPDATE report_assignments r
+SET parcels = (SELECT coalesce(sum(ins.pos_parcels), 0) FROM ins),
+    area_m2 = (SELECT coalesce(sum(ins.pos_area_m2), 0) FROM ins),
+    seconds = extract(epoch FROM clock_timestamp() - r.assigned_at)
+WHERE r.parcel_job_id = @parcel_job_id::text AND r.admin_generation = @admin_generation::text
+  AND EXISTS (SELECT 1 FROM ok)
+RETURNING r.parcels, r.area_m2;
+
+-- name: HasReportAssignment :one
+-- HasReportAssignment is whether a parcel job has cells to an admin
+-- generation.
+SELECT EXISTS (SELECT 1 FROM report_assignments r
+               WHERE r.parcel_job_id = @parcel_job_id::text AND r.admin_generation = @admin_generation::text)::boolean AS assigned;
