@@ -19,8 +19,12 @@ import (
 // parcels in a transaction, rolled back, with no history (off: no job
 // named), with the trigger copying every row (row: 0033's way, what a
 // diff's few deleted rows still take), and as the write gate retires a
-// generation since migration 0036 (bulk: one INSERT ... SELECT, then the
-// delete with the trigger off). And BenchmarkExpiredTiles below.
+// generation since migration 0037 (bulk: one INSERT ... SELECT, then the
+// delete with the trigger off); and, for the comparison with validity
+// ranges on the rows (docs/design.md), what stamping every row of the
+// generation retired costs instead (ranges: an UPDATE of each row, a new
+// tuple, as setting its valid_to would be). And BenchmarkExpiredTiles
+// below.
 func BenchmarkHistoryCapture(b *testing.B) {
 	ctx := context.Background()
 	svc := setupBench(b)
@@ -45,7 +49,7 @@ func BenchmarkHistoryCapture(b *testing.B) {
 		jobs = append(jobs, job.ID)
 	}
 	pool := svc.Store.(*Store).pool
-	for _, mode := range []string{"off", "row", "bulk"} {
+	for _, mode := range []string{"off", "row", "bulk", "ranges"} {
 		b.Run("history="+mode, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				retire(b, pool, jobs[0], jobs[1], mode)
@@ -62,12 +66,15 @@ func retire(b *testing.B, pool *pgxpool.Pool, victim, namer, mode string) {
 		b.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if mode != "off" {
+	if mode == "row" || mode == "bulk" {
 		if _, err := tx.Exec(ctx, `SELECT set_config('geoingest.history_job', $1, true), set_config('geoingest.history_ref', (SELECT job_ref FROM jobs WHERE job_id = $1)::text, true)`, namer); err != nil {
 			b.Fatal(err)
 		}
 	}
 	stmt := `DELETE FROM parcels WHERE job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`
+	if mode == "ranges" {
+		stmt = `UPDATE parcels SET layer = layer WHERE job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`
+	}
 	if mode == "bulk" {
 		stmt = `SELECT geoingest_retire_job_features('parcels', (SELECT job_ref FROM jobs WHERE job_id = $1))`
 	}

@@ -12,7 +12,7 @@ import (
 
 // TestReportCellsFollowTheChanges: a version that changes one parcel gets
 // its report cells from its base's and its change record (migration
-// 0037), not by counting every parcel again: the writer counts none, the
+// 0038), not by counting every parcel again: the writer counts none, the
 // refresh counts the changed parcel's old and new rows, every unit that
 // parcel does not meet keeps its base's cells bit for bit, and the cells
 // equal geoingest_report_compute's of the whole version. Then a version
@@ -149,7 +149,7 @@ func containsID(ids []int64, id int64) bool {
 
 // readFeatureLines returns the features of a file written by
 // benchWriteFeatures, one per line.
-func readFeatureLines(t *testing.T, path string) []string {
+func readFeatureLines(t testing.TB, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -158,12 +158,12 @@ func readFeatureLines(t *testing.T, path string) []string {
 	return strings.Split(s, ",\n")
 }
 
-func writeFeatureLines(t *testing.T, path string, lines []string) {
+func writeFeatureLines(t testing.TB, path string, lines []string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[`+strings.Join(lines, ",\n")+"]}\n"), 0o644))
 }
 
-func editFeature(t *testing.T, line string, edit func(map[string]any)) string {
+func editFeature(t testing.TB, line string, edit func(map[string]any)) string {
 	t.Helper()
 	var f map[string]any
 	require.NoError(t, json.Unmarshal([]byte(line), &f))

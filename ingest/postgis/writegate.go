@@ -358,7 +358,7 @@ func (g *gate) setCurrent(ctx context.Context, jobID pgtype.Text) error {
 
 // retireCurrent deletes a generation's features (the rows of its own
 // partition, which the compactor drops later, or its rows of the shared
-// one), copied into feature_history in one statement (migration 0036), and
+// one), copied into feature_history in one statement (migration 0037), and
 // gives its job status.
 func (g *gate) retireCurrent(ctx context.Context, jobID, status string) error {
 	if err := g.q.RetireJobFeatures(ctx, jobID); err != nil {

@@ -150,7 +150,7 @@ FROM jobs j WHERE j.job_id = $1
 // RetireJobFeatures deletes a job's feature rows (of its own partition,
 // which the compactor drops later, or of the shared one: migration 0016),
 // copied first into feature_history in one statement when the
-// transaction names its retiring job (migration 0036).
+// transaction names its retiring job (migration 0037).
 func (q *Queries) RetireJobFeatures(ctx context.Context, jobID string) error {
 	_, err := q.db.Exec(ctx, retireJobFeatures, jobID)
 	return err

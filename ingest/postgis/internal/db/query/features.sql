@@ -42,7 +42,7 @@ FROM geoingest_finish_job_table(@target_table::text, @job_ref::bigint, @repair::
 -- RetireJobFeatures deletes a job's feature rows (of its own partition,
 -- which the compactor drops later, or of the shared one: migration 0016),
 -- copied first into feature_history in one statement when the
--- transaction names its retiring job (migration 0036).
+-- transaction names its retiring job (migration 0037).
 SELECT geoingest_retire_job_features(j.target_table, j.job_ref)
 FROM jobs j WHERE j.job_id = @job_id;
 

@@ -1,4 +1,4 @@
--- Undoes 0036: a generation retired whole is copied by the trigger, row
+-- Undoes 0037: a generation retired whole is copied by the trigger, row
 -- by row; feature_history's foreign key and index as 0033 made them.
 DROP FUNCTION geoingest_retire_job_features(text, bigint);
 DROP TRIGGER feature_history_cascade ON jobs;

@@ -1,4 +1,4 @@
--- geoingest schema, version 37: the report cells of a version follow its
+-- geoingest schema, version 38: the report cells of a version follow its
 -- changes (docs/reports.md, "A new version: the cells of what changed").
 --
 -- A pair's cells (migration 0006) are sums over its parcels, each parcel
@@ -27,22 +27,33 @@ AS $$
         SELECT g.unit_ids, g.unit_maxseg, g.coverage FROM report_admin_generations g
         WHERE g.unit_ids = $4
         LIMIT 1
+    ), ue AS MATERIALIZED (
+        -- each unit's box as a polygon of 5 points, read once: a box test
+        -- on the unit itself reads its stored outline (TOAST) every time
+        SELECT a.id, ST_Envelope(a.geom) AS env FROM admin_units a WHERE a.id = ANY ($4)
     ), u AS MATERIALIZED (
-        SELECT a.id, a.geom,
+        -- the units whose box meets a parcel's
+        SELECT a.id, a.geom, e.env,
                coalesce((SELECT m.maxseg FROM gen, unnest(gen.unit_ids, gen.unit_maxseg) AS m (id, maxseg) WHERE m.id = a.id),
                         (SELECT max(ST_Length(s.geom)) FROM ST_DumpSegments(a.geom) s)) AS maxseg,
                greatest(ST_XMax(a.geom) - ST_XMin(a.geom), ST_YMax(a.geom) - ST_YMin(a.geom), 1e-9) / 4 AS cell
-        FROM admin_units a
-        WHERE a.id IN (SELECT DISTINCT b.id FROM d JOIN admin_units b ON b.geom && d.geom WHERE b.id = ANY ($4))
+        FROM ue e JOIN admin_units a ON a.id = e.id
+        WHERE EXISTS (SELECT 1 FROM d WHERE d.geom && e.env)
         ORDER BY a.id
     ), covered AS MATERIALIZED (
-        SELECT DISTINCT ON (d.id) d.id, a.id AS unit_id
-        FROM d JOIN u a ON d.geom @ a.geom
-        WHERE a.id <> ALL ($5) AND ST_Covers(a.geom, d.geom)
-        ORDER BY d.id, a.id
+        -- unit by unit, so that PostGIS prepares each unit once for the
+        -- parcels in its box (its cache of the last geometry's prepared
+        -- form)
+        SELECT DISTINCT ON (c.id) c.id, c.unit_id
+        FROM (SELECT x.id, a.id AS unit_id
+              FROM u a
+              CROSS JOIN LATERAL (SELECT d.id FROM d WHERE d.geom @ a.env AND ST_Covers(a.geom, d.geom) OFFSET 0) x
+              WHERE a.id <> ALL ($5)
+              OFFSET 0) c
+        ORDER BY c.id, c.unit_id
     ), p AS MATERIALIZED (
         SELECT d.id, d.area, d.sign, c.unit_id AS cover_unit,
-               c.unit_id IS NULL AND EXISTS (SELECT 1 FROM u a WHERE a.geom && d.geom) AS complex,
+               c.unit_id IS NULL AND EXISTS (SELECT 1 FROM u a WHERE a.env && d.geom) AS complex,
                CASE WHEN c.unit_id IS NULL THEN d.geom END AS geom
         FROM d LEFT JOIN covered c ON c.id = d.id
     ), simple AS (
@@ -57,7 +68,7 @@ AS $$
         SELECT c.id, a.id AS unit_id, x.covers, x.meets, ST_Intersects(a.geom, c.pt) AS pos, c.outside,
                floor(ST_X(c.pt) / a.cell) AS kx, floor(ST_Y(c.pt) / a.cell) AS ky
         FROM u a
-        JOIN cxp c ON c.geom && a.geom
+        CROSS JOIN LATERAL (SELECT c.id, c.geom, c.pt, c.outside FROM cxp c WHERE c.geom && a.env OFFSET 0) c
         CROSS JOIN LATERAL (SELECT CASE WHEN a.id = ANY ($5) THEN ST_Covers(a.geom, c.geom) ELSE false END AS covers,
                                    ST_Intersects(a.geom, c.geom) AS meets OFFSET 0) x
     ), clip AS MATERIALIZED (

@@ -1,4 +1,4 @@
--- geoingest schema, version 36: retiring a whole generation keeps its
+-- geoingest schema, version 37: retiring a whole generation keeps its
 -- history for the price of one bulk copy (docs/design.md, "History: why
 -- rows copied beside the current ones").
 --
