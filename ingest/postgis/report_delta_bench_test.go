@@ -20,14 +20,16 @@ import (
 //
 //   - even iterations: the cells from the base's and the changes (the
 //     writer counts nothing): changes-refresh-ms, and write-ms;
+//
 //   - odd iterations: the base's cells deleted before the write, so the
 //     writer counts every parcel as it streams (the way before 0038):
 //     tally-write-ms and the refresh storing them, tally-refresh-ms;
+//
 //   - every iteration, the same version's cells computed whole in SQL
 //     (geoingest_report_compute, what the refresh does without the
 //     writer's cells): sql-compute-ms.
 //
-//	GEOINGEST_BENCH_N=200000 go test ./ingest/postgis -run '^$' -bench ReportCellsFromChanges -benchtime 4x
+//     GEOINGEST_BENCH_N=200000 go test ./ingest/postgis -run '^$' -bench ReportCellsFromChanges -benchtime 4x
 func BenchmarkReportCellsFromChanges(b *testing.B) {
 	n := benchEnvInt(b, "GEOINGEST_BENCH_N", 200000)
 	permille := benchEnvInt(b, "GEOINGEST_BENCH_CHANGED_PERMILLE", 10)
