@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,62 @@ func testConsoleChromium(t *testing.T, f *consoleFixture, base string) {
 	if os.Getenv("GEOINGEST_UPDATE_SCREENSHOT") == "1" {
 		require.NoError(t, os.WriteFile("../../docs/console.png", b, 0o644))
 	}
+	testConsoleVersionsChromium(t, f, base, bin)
+}
+
+// testConsoleVersionsChromium: a new version of the source whose key is
+// an HTML element (its parcel moved, one added): its job page in
+// headless Chromium shows the source's versions as a timeline with their
+// counts, and the version's changes on a map, with the key as text; the
+// screenshot shows the timeline's bars and the map's boxes.
+func testConsoleVersionsChromium(t *testing.T, f *consoleFixture, base, bin string) {
+	require.NoError(t, os.WriteFile(f.xssPath, []byte(`{"type":"FeatureCollection","features":[`+
+		`{"type":"Feature","properties":{"name":"<b>bold</b>"},"geometry":{"type":"Polygon","coordinates":[[[13.00002,52.0],[13.00102,52.0],[13.00102,52.001],[13.00002,52.001],[13.00002,52.0]]]}},`+
+		`{"type":"Feature","properties":{"name":"<i>new</i>"},"geometry":{"type":"Polygon","coordinates":[[[13.003,52.002],[13.004,52.002],[13.004,52.003],[13.003,52.003],[13.003,52.002]]]}}]}`), 0o644))
+	code, out, errOut := run(t, f.env, "ingest", "--json", "--no-guards", f.xssPath)
+	require.Equal(t, 0, code, errOut)
+	v2 := parseLines(t, out)[0]
+	require.Equal(t, "written", v2.Outcome)
+
+	var rec struct {
+		Features []struct {
+			FeatureID int64  `json:"feature_id"`
+			Kind      string `json:"kind"`
+		} `json:"features"`
+	}
+	getJSON(t, base+"/api/jobs/"+v2.JobID+"/changes", 200, &rec)
+	require.Len(t, rec.Features, 2)
+	moved := int64(0)
+	for _, c := range rec.Features {
+		if c.Kind == "geometry" {
+			moved = c.FeatureID
+		}
+	}
+	require.NotZero(t, moved)
+
+	page := base + "/jobs/" + v2.JobID
+	dom := string(runChromium(t, bin, page, "--dump-dom", "--virtual-time-budget=5000"))
+	require.NotContains(t, strings.ToLower(dom), "<script", "no script element: the source key is text")
+	require.Contains(t, dom, "&lt;script&gt;alert(\"xss\")&lt;/script&gt;.geojson")
+	require.Contains(t, dom, "Versions of this source")
+	require.Contains(t, dom, `class="timeline"`)
+	require.Contains(t, dom, f.xss.JobID[:12], "the first version in the timeline")
+	require.Contains(t, dom, "1 added", "the second version's counts")
+	require.Contains(t, dom, "1 geometry")
+	require.Contains(t, dom, `class="changemap"`)
+	require.Contains(t, dom, "feature "+strconv.FormatInt(moved, 10)+": geometry (before)")
+	require.Contains(t, dom, `class="cm-added"`)
+
+	shot := filepath.Join(t.TempDir(), "job.png")
+	runChromium(t, bin, page, "--screenshot="+shot, "--window-size=1280,2600", "--virtual-time-budget=5000")
+	b, err := os.ReadFile(shot)
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.Greater(t, countColor(img, color.RGBA{0x2e, 0x9e, 0x44, 0xff}), 50, "the timeline's added bar")
+	require.Greater(t, countColor(img, color.RGBA{0xf2, 0x9b, 0x18, 0xff}), 50, "the timeline's geometry bar")
+	require.Greater(t, countColor(img, color.RGBA{0x3c, 0xb0, 0x54, 0xff}), 1000, "the map's added box")
+	require.Greater(t, countColor(img, color.RGBA{0xf5, 0xa6, 0x23, 0xff}), 1000, "the map's changed box")
 }
 
 // countColor counts the pixels of img within 2 levels of c.

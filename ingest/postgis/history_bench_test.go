@@ -52,14 +52,23 @@ func BenchmarkHistoryCapture(b *testing.B) {
 	for _, mode := range []string{"off", "row", "bulk", "ranges"} {
 		b.Run("history="+mode, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				retire(b, pool, jobs[0], jobs[1], mode)
+				sizes := retire(b, pool, jobs[0], jobs[1], mode)
+				if mode == "bulk" {
+					b.ReportMetric(sizes[0]/float64(n), "live-B/row")
+					b.ReportMetric(sizes[1]/float64(n), "history-B/row")
+					b.ReportMetric(sizes[2]/float64(n), "history-index-B/row")
+				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/row")
 		})
 	}
 }
 
-func retire(b *testing.B, pool *pgxpool.Pool, victim, namer, mode string) {
+// retire retires victim's rows in a transaction it rolls back, and
+// returns, before that, the sizes in bytes of the table that holds
+// victim's rows (with its indexes and TOAST), of feature_history (the
+// same) and of feature_history's index.
+func retire(b *testing.B, pool *pgxpool.Pool, victim, namer, mode string) (sizes [3]float64) {
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -81,6 +90,12 @@ func retire(b *testing.B, pool *pgxpool.Pool, victim, namer, mode string) {
 	if _, err := tx.Exec(ctx, stmt, victim); err != nil {
 		b.Fatal(err)
 	}
+	if err := tx.QueryRow(ctx, `SELECT pg_total_relation_size(format('geoingest_store.%I', geoingest_job_table('parcels', j.job_ref))::regclass),
+		pg_total_relation_size('feature_history'), pg_relation_size('feature_history_retired_idx')
+		FROM jobs j WHERE j.job_id = $1`, victim).Scan(&sizes[0], &sizes[1], &sizes[2]); err != nil {
+		b.Fatal(err)
+	}
+	return sizes
 }
 
 // BenchmarkExpiredTiles: the tile list of a job whose change record has

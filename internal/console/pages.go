@@ -149,6 +149,11 @@ type jobData struct {
 	Retry bool
 	CSRF  string
 	Done  string // what the last action did
+	// Timeline and Map: the source's versions and the job's changes
+	// (versions.go); nil: none.
+	Timeline *timeline
+	Map      *changeMap
+	Errors   []string
 }
 
 func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +169,14 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 	d := jobData{Now: time.Now(), Rec: rec, Done: r.URL.Query().Get("done")}
 	if rec.Job.State == ingest.StateFailed && h.opts.DeadLetterBox != nil && h.canAct() && h.roleOf(r) == roleOperator {
 		d.Retry, d.CSRF = true, h.csrfToken()
+	}
+	if d.Timeline, err = h.sourceTimeline(r.Context(), rec); err != nil {
+		h.opts.Log.Warn("console", "section", "versions", "error", err.Error())
+		d.Errors = append(d.Errors, "versions: "+err.Error())
+	}
+	if d.Map, err = h.jobChangeMap(r.Context(), rec.Job.JobID); err != nil {
+		h.opts.Log.Warn("console", "section", "changes map", "error", err.Error())
+		d.Errors = append(d.Errors, "changes map: "+err.Error())
 	}
 	h.render(w, "job.html", d)
 }
