@@ -19,8 +19,9 @@ import (
 // parcels in a transaction, rolled back, with no history (off: no job
 // named), with the trigger copying every row (row: 0033's way, what a
 // diff's few deleted rows still take), and as the write gate retires a
-// generation since migration 0037 (bulk: one INSERT ... SELECT, then the
-// delete with the trigger off); and, for the comparison with validity
+// generation since migrations 0037 and 0039 (bulk: one INSERT ... SELECT,
+// then the delete with the trigger off, into feature_history indexed by
+// retired_by alone and with no foreign key); and, for the comparison with validity
 // ranges on the rows (docs/design.md), what stamping every row of the
 // generation retired costs instead (ranges: an UPDATE of each row, a new
 // tuple, as setting its valid_to would be). And BenchmarkExpiredTiles
@@ -88,7 +89,7 @@ func retire(b *testing.B, pool *pgxpool.Pool, victim, namer, mode string) (sizes
 		stmt = `UPDATE parcels SET layer = layer WHERE job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`
 	}
 	if mode == "bulk" {
-		stmt = `SELECT geoingest_retire_job_features('parcels', (SELECT job_ref FROM jobs WHERE job_id = $1))`
+		stmt = `SELECT geoingest_drop_job_features('parcels', (SELECT job_ref FROM jobs WHERE job_id = $1))`
 	}
 	if _, err := tx.Exec(ctx, stmt, victim); err != nil {
 		b.Fatal(err)

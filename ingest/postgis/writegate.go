@@ -358,10 +358,9 @@ func (g *gate) setCurrent(ctx context.Context, jobID pgtype.Text) error {
 
 // retireCurrent deletes a generation's features (the rows of its own
 // partition, which the compactor drops later, or its rows of the shared
-// one), copied into feature_history in one statement (migration 0037), and
-// gives its job status.
+// one) and gives its job status.
 func (g *gate) retireCurrent(ctx context.Context, jobID, status string) error {
-	if err := g.q.RetireJobFeatures(ctx, jobID); err != nil {
+	if err := g.q.DropJobFeatures(ctx, jobID); err != nil {
 		return fmt.Errorf("remove features of %s: %w", jobID, err)
 	}
 	return g.q.SetJobStatus(ctx, db.SetJobStatusParams{JobID: jobID, Status: status})

@@ -2134,22 +2134,33 @@ AS $function$
         SELECT g.unit_ids, g.unit_maxseg, g.coverage FROM report_admin_generations g
         WHERE g.unit_ids = $4
         LIMIT 1
+    ), ue AS MATERIALIZED (
+        -- each unit's box as a polygon of 5 points, read once: a box test
+        -- on the unit itself reads its stored outline (TOAST) every time
+        SELECT a.id, ST_Envelope(a.geom) AS env FROM admin_units a WHERE a.id = ANY ($4)
     ), u AS MATERIALIZED (
-        SELECT a.id, a.geom,
+        -- the units whose box meets a parcel's
+        SELECT a.id, a.geom, e.env,
                coalesce((SELECT m.maxseg FROM gen, unnest(gen.unit_ids, gen.unit_maxseg) AS m (id, maxseg) WHERE m.id = a.id),
                         (SELECT max(ST_Length(s.geom)) FROM ST_DumpSegments(a.geom) s)) AS maxseg,
                greatest(ST_XMax(a.geom) - ST_XMin(a.geom), ST_YMax(a.geom) - ST_YMin(a.geom), 1e-9) / 4 AS cell
-        FROM admin_units a
-        WHERE a.id IN (SELECT DISTINCT b.id FROM d JOIN admin_units b ON b.geom && d.geom WHERE b.id = ANY ($4))
+        FROM ue e JOIN admin_units a ON a.id = e.id
+        WHERE EXISTS (SELECT 1 FROM d WHERE d.geom && e.env)
         ORDER BY a.id
     ), covered AS MATERIALIZED (
-        SELECT DISTINCT ON (d.id) d.id, a.id AS unit_id
-        FROM d JOIN u a ON d.geom @ a.geom
-        WHERE a.id <> ALL ($5) AND ST_Covers(a.geom, d.geom)
-        ORDER BY d.id, a.id
+        -- unit by unit, so that PostGIS prepares each unit once for the
+        -- parcels in its box (its cache of the last geometry's prepared
+        -- form)
+        SELECT DISTINCT ON (c.id) c.id, c.unit_id
+        FROM (SELECT x.id, a.id AS unit_id
+              FROM u a
+              CROSS JOIN LATERAL (SELECT d.id FROM d WHERE d.geom @ a.env AND ST_Covers(a.geom, d.geom) OFFSET 0) x
+              WHERE a.id <> ALL ($5)
+              OFFSET 0) c
+        ORDER BY c.id, c.unit_id
     ), p AS MATERIALIZED (
         SELECT d.id, d.area, d.sign, c.unit_id AS cover_unit,
-               c.unit_id IS NULL AND EXISTS (SELECT 1 FROM u a WHERE a.geom && d.geom) AS complex,
+               c.unit_id IS NULL AND EXISTS (SELECT 1 FROM u a WHERE a.env && d.geom) AS complex,
                CASE WHEN c.unit_id IS NULL THEN d.geom END AS geom
         FROM d LEFT JOIN covered c ON c.id = d.id
     ), simple AS (
@@ -2164,7 +2175,7 @@ AS $function$
         SELECT c.id, a.id AS unit_id, x.covers, x.meets, ST_Intersects(a.geom, c.pt) AS pos, c.outside,
                floor(ST_X(c.pt) / a.cell) AS kx, floor(ST_Y(c.pt) / a.cell) AS ky
         FROM u a
-        JOIN cxp c ON c.geom && a.geom
+        CROSS JOIN LATERAL (SELECT c.id, c.geom, c.pt, c.outside FROM cxp c WHERE c.geom && a.env OFFSET 0) c
         CROSS JOIN LATERAL (SELECT CASE WHEN a.id = ANY ($5) THEN ST_Covers(a.geom, c.geom) ELSE false END AS covers,
                                    ST_Intersects(a.geom, c.geom) AS meets OFFSET 0) x
     ), clip AS MATERIALIZED (
@@ -2336,28 +2347,6 @@ BEGIN
             ST_SetSRID(cov, 4326), extract(epoch FROM clock_timestamp() - t0))
     ON CONFLICT DO NOTHING;
     RETURN ov;
-END
-$function$;
-
--- public.geoingest_retire_job_features(target text, job_ref bigint)
-CREATE OR REPLACE FUNCTION public.geoingest_retire_job_features(target text, job_ref bigint)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-DECLARE
-    job text := current_setting('geoingest.history_job', true);
-BEGIN
-    IF job IS NULL OR job = '' OR job_ref = nullif(current_setting('geoingest.history_ref', true), '')::bigint THEN
-        PERFORM geoingest_drop_job_features(target, job_ref);
-        RETURN;
-    END IF;
-    EXECUTE format('INSERT INTO feature_history (retired_by, target_table, feature_id, layer, feature_index, properties, geom, area_m2)
-                    SELECT $1, $2, coalesce(t.feature_id, t.id), t.layer, t.feature_index, t.properties, t.geom, t.area_m2
-                    FROM geoingest_store.%I t WHERE t.job_ref = $3', geoingest_job_table(target, job_ref))
-        USING job, target, job_ref;
-    PERFORM set_config('geoingest.history_job', '', true);
-    PERFORM geoingest_drop_job_features(target, job_ref);
-    PERFORM set_config('geoingest.history_job', job, true);
 END
 $function$;
 

@@ -70,6 +70,18 @@ func (q *Queries) CreateStaging(ctx context.Context) error {
 	return err
 }
 
+const dropJobFeatures = `-- name: DropJobFeatures :exec
+SELECT geoingest_drop_job_features(j.target_table, j.job_ref)
+FROM jobs j WHERE j.job_id = $1
+`
+
+// DropJobFeatures deletes a job's feature rows (of its own partition,
+// which the compactor drops later, or of the shared one): migration 0016.
+func (q *Queries) DropJobFeatures(ctx context.Context, jobID string) error {
+	_, err := q.db.Exec(ctx, dropJobFeatures, jobID)
+	return err
+}
+
 const finishJobTable = `-- name: FinishJobTable :one
 SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_checksum::text AS features_checksum,
        f.repaired::bigint AS repaired, f.collapsed::bigint AS collapsed
@@ -140,18 +152,4 @@ func (q *Queries) InsertStagedFeatures(ctx context.Context, arg InsertStagedFeat
 	var inserted int64
 	err := row.Scan(&inserted)
 	return inserted, err
-}
-
-const retireJobFeatures = `-- name: RetireJobFeatures :exec
-SELECT geoingest_retire_job_features(j.target_table, j.job_ref)
-FROM jobs j WHERE j.job_id = $1
-`
-
-// RetireJobFeatures deletes a job's feature rows (of its own partition,
-// which the compactor drops later, or of the shared one: migration 0016),
-// copied first into feature_history in one statement when the
-// transaction names its retiring job (migration 0037).
-func (q *Queries) RetireJobFeatures(ctx context.Context, jobID string) error {
-	_, err := q.db.Exec(ctx, retireJobFeatures, jobID)
-	return err
 }

@@ -38,12 +38,10 @@ SELECT f.written::bigint AS written, f.area_m2::float8 AS area_m2, f.features_ch
 FROM geoingest_finish_job_table(@target_table::text, @job_ref::bigint, @repair::boolean,
                                 @invalid::bigint[], @server_check::boolean, @job_id::text) f;
 
--- name: RetireJobFeatures :exec
--- RetireJobFeatures deletes a job's feature rows (of its own partition,
--- which the compactor drops later, or of the shared one: migration 0016),
--- copied first into feature_history in one statement when the
--- transaction names its retiring job (migration 0037).
-SELECT geoingest_retire_job_features(j.target_table, j.job_ref)
+-- name: DropJobFeatures :exec
+-- DropJobFeatures deletes a job's feature rows (of its own partition,
+-- which the compactor drops later, or of the shared one): migration 0016.
+SELECT geoingest_drop_job_features(j.target_table, j.job_ref)
 FROM jobs j WHERE j.job_id = @job_id;
 
 -- name: AttachJobTable :exec

@@ -1,6 +1,4 @@
--- Undoes 0037: a generation retired whole is copied by the trigger, row
--- by row; feature_history's foreign key and index as 0033 made them.
-DROP FUNCTION geoingest_retire_job_features(text, bigint);
+-- Undoes 0039: feature_history's foreign key and index as 0033 made them.
 DROP TRIGGER feature_history_cascade ON jobs;
 DROP FUNCTION geoingest_history_cascade();
 DELETE FROM feature_history h WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = h.retired_by);
