@@ -3,6 +3,8 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -108,4 +110,19 @@ func TestDeadLetterBoxAzureQueue(t *testing.T) {
 
 func sqsSend(url, body string) *sqs.SendMessageInput {
 	return &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: &body}
+}
+
+func TestDeadLetterBoxInbox(t *testing.T) {
+	r, err := queue.NewInbox(t.TempDir(), queue.InboxOptions{Poll: 100 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	testDeadLetterBox(t, r, func(name string) string {
+		p := filepath.Join(r.Dir(), "sub", name+".geojson")
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(name), 0o644))
+		return p
+	})
+	for _, id := range []string{"../x", "/etc/passwd", ""} {
+		require.True(t, errors.Is(r.RedriveDeadLetter(context.Background(), id), queue.ErrNoSuchDeadLetter), id)
+	}
 }

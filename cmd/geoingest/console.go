@@ -53,9 +53,6 @@ func deadLetterBox(recv queue.Receiver) (queue.DeadLetterBox, string) {
 	if recv == nil {
 		return nil, ""
 	}
-	if _, ok := recv.(*queue.Inbox); ok {
-		return nil, "an inbox has no dead-letter queue: a failed file's reason is in the inbox's .dead-letter directory, and a restart of serve delivers every file again (a failed one runs again)"
-	}
 	box, ok := recv.(queue.DeadLetterBox)
 	if !ok {
 		return nil, "this queue's dead letters cannot be read by geoingest (a Pub/Sub dead-letter topic has no subscription of geoingest's): read them with a subscription of your own, and publish a message again to its topic to retry it"

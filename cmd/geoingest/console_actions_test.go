@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -262,4 +264,51 @@ func queryText(t *testing.T, db, sql string, args ...any) string {
 	var s string
 	require.NoError(t, conn.QueryRow(context.Background(), sql, args...).Scan(&s), sql)
 	return s
+}
+
+// TestServeInboxConsoleRetry: serve on an inbox. An unparseable file fails
+// and its reason file is its dead letter, naming the job; the operator's
+// retry (the API) delivers the file again in this serve, through the
+// gates: it fails again (attempt 2) with a new reason file. A retry
+// answered while none is left is 409; the read-only token cannot retry.
+func TestServeInboxConsoleRetry(t *testing.T) {
+	db := pgtest.NewDB(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.geojson"), []byte("this is not GeoJSON"), 0o644))
+	srv := startServe(t, nil, "--inbox", dir, "--database-url", db, "--poll", "100ms", "--settle", "200ms",
+		"--console-token", "read-token", "--console-operator-token", "op-token")
+	eventually(t, 30*time.Second, "the file to fail", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM claims WHERE state = 'FAILED'`) == 1
+	})
+	job := queryText(t, db, `SELECT job_id FROM claims`)
+	base := strings.TrimSuffix(srv.metrics, "/metrics")
+	reader := consoleClient{t, base, "Bearer read-token"}
+	op := consoleClient{t, base, "Bearer op-token"}
+	var dls struct {
+		DeadLetters []apiDeadLetter `json:"dead_letters"`
+	}
+	eventually(t, 10*time.Second, "its dead letter", func() bool {
+		code, body := reader.do("GET", "/api/deadletters", nil, "")
+		require.Equal(t, 200, code, body)
+		require.NoError(t, json.Unmarshal([]byte(body), &dls))
+		return len(dls.DeadLetters) == 1
+	})
+	require.Equal(t, "bad.geojson", dls.DeadLetters[0].ID)
+	require.Equal(t, []string{job}, dls.DeadLetters[0].JobIDs)
+	code, _ := reader.do("POST", "/api/jobs/"+job+"/retry", nil, "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	code, body := op.do("POST", "/api/jobs/"+job+"/retry", nil, "")
+	require.Equal(t, 200, code, body)
+	eventually(t, 30*time.Second, "the retried file to fail again", func() bool {
+		return queryInt(t, db, `SELECT count(*) FROM claims WHERE job_id = $1 AND state = 'FAILED' AND attempts = 2`, job) == 1
+	})
+	eventually(t, 10*time.Second, "its new reason file", func() bool {
+		_, err := os.Stat(filepath.Join(dir, ".dead-letter", "bad.geojson.reason"))
+		return err == nil
+	})
+	require.EqualValues(t, 0, queryInt(t, db, `SELECT count(*) FROM jobs`))
+	code, body = op.do("POST", "/api/deadletters/bad.geojson/delete", nil, "")
+	require.Equal(t, 200, code, body)
+	code, body = op.do("POST", "/api/jobs/"+job+"/retry", nil, "")
+	require.Equal(t, http.StatusConflict, code, body)
 }

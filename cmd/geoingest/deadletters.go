@@ -117,6 +117,8 @@ func runDeadLetters(ctx context.Context, m *Main, args []string) error {
 // deadLetterBox opens the dead-letter queue of serve's queue queueURL.
 func (m *Main) deadLetterBox(ctx context.Context, awsf awsFlags, queueURL, dlqURL string) (queue.DeadLetterBox, error) {
 	switch {
+	case !strings.Contains(queueURL, "://"):
+		return nil, errors.New("--queue-url: want serve's SQS queue URL or azqueue://ACCOUNT/QUEUE (an inbox's dead letters are re-driven from the console of the serve that owns it)")
 	case strings.HasPrefix(queueURL, "pubsub://"):
 		return nil, errors.New("a Pub/Sub dead-letter topic cannot be read by geoingest: read it with a subscription of your own, and publish a message again to serve's topic to retry it")
 	case strings.HasPrefix(queueURL, "azqueue://"):
