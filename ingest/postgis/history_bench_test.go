@@ -19,7 +19,7 @@ import (
 // parcels in a transaction, rolled back, with no history (off: no job
 // named), with the trigger copying every row (row: 0033's way, what a
 // diff's few deleted rows still take), and as the write gate retires a
-// generation since migrations 0037 and 0039 (bulk: one INSERT ... SELECT,
+// generation since migrations 0037, 0039 and 0040 (bulk: one INSERT ... SELECT,
 // then the delete with the trigger off, into feature_history indexed by
 // retired_by alone and with no foreign key); and, for the comparison with validity
 // ranges on the rows (docs/design.md), what stamping every row of the

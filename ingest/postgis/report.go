@@ -85,7 +85,7 @@ func (s *Store) AreaReport(ctx context.Context, q ingest.AreaQuery) (*ingest.Rep
 	return r, nil
 }
 
-// areaAsOf fills r with the report of q as of q.AsOf (migration 0041):
+// areaAsOf fills r with the report of q as of q.AsOf (migration 0042):
 // the rows from the features of that time, the total from the ledger rows
 // of the parcel jobs current then. A time outside the kept history is the
 // history's error.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAreaReportAsOf: the area report as of a time (migration 0041)
+// TestAreaReportAsOf: the area report as of a time (migration 0042)
 // equals the report that was made at that time, by both methods, after
 // the parcels changed (moved, removed, added) and the admin layer was
 // replaced by one whose units are named otherwise: the same rows, the

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkReportCellsFromChanges measures what a new version's report
-// cells cost when they follow its changes (migration 0040), against
+// cells cost when they follow its changes (migration 0041), against
 // counting the version whole. The admin layer and the county of
 // BenchmarkReportRefresh (GEOINGEST_BENCH_N parcels, default 200,000),
 // then, per iteration, a new version of the county with
@@ -22,7 +22,7 @@ import (
 //     writer counts nothing): changes-refresh-ms, and write-ms;
 //
 //   - odd iterations: the base's cells deleted before the write, so the
-//     writer counts every parcel as it streams (the way before 0040):
+//     writer counts every parcel as it streams (the way before 0041):
 //     tally-write-ms and the refresh storing them, tally-refresh-ms;
 //
 //   - every iteration, the same version's cells computed whole in SQL

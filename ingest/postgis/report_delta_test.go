@@ -12,7 +12,7 @@ import (
 
 // TestReportCellsFollowTheChanges: a version that changes one parcel gets
 // its report cells from its base's and its change record (migration
-// 0040), not by counting every parcel again: the writer counts none, the
+// 0041), not by counting every parcel again: the writer counts none, the
 // refresh counts the changed parcel's old and new rows, every unit that
 // parcel does not meet keeps its base's cells bit for bit, and the cells
 // equal geoingest_report_compute's of the whole version. Then a version

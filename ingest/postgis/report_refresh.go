@@ -172,7 +172,7 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 	}
 	if len(st.UnitIds) > 0 {
 		// A version that replaced its base by a change record: its base's
-		// cells, less and plus the parcels that changed (migration 0040).
+		// cells, less and plus the parcels that changed (migration 0041).
 		row, err := q.InsertReportCellsDelta(ctx, db.InsertReportCellsDeltaParams{
 			ParcelJobID: st.ParcelJobID, AdminGeneration: st.AdminGeneration,
 			UnitIds: st.UnitIds, OverlappingUnits: nonNil(overlapping),

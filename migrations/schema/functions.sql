@@ -1214,17 +1214,6 @@ AS $function$
     SELECT encode(sha256(convert_to(array_to_string($1, ','), 'UTF8')), 'hex')
 $function$;
 
--- public.geoingest_history_cascade()
-CREATE OR REPLACE FUNCTION public.geoingest_history_cascade()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-    DELETE FROM feature_history h USING gone g WHERE h.retired_by = g.job_id;
-    RETURN NULL;
-END
-$function$;
-
 -- public.geoingest_incoming_extent(OUT min_x double precision, OUT min_y double precision, OUT max_x double precision, OUT max_y double precision)
 CREATE OR REPLACE FUNCTION public.geoingest_incoming_extent(OUT min_x double precision, OUT min_y double precision, OUT max_x double precision, OUT max_y double precision)
  RETURNS record

@@ -119,7 +119,7 @@ type AreaReportAsOfRow struct {
 }
 
 // AreaReportAsOf is the area report by admin key value of a pipeline version as
-// of a time (migration 0041), '(unassigned)' last.
+// of a time (migration 0042), '(unassigned)' last.
 func (q *Queries) AreaReportAsOf(ctx context.Context, arg AreaReportAsOfParams) ([]AreaReportAsOfRow, error) {
 	rows, err := q.db.Query(ctx, areaReportAsOf,
 		arg.At,

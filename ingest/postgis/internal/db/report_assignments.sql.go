@@ -306,7 +306,7 @@ type InsertReportCellsDeltaRow struct {
 }
 
 // InsertReportCellsDelta is InsertReportCells for a version that replaced
-// its base by a change record (migration 0040): its cells are its base's
+// its base by a change record (migration 0041): its cells are its base's
 // to the same generation, less the rows it retired, plus the rows it
 // wrote, of the features whose geometry changed, added or removed. No
 // row, and nothing stored, when they cannot be had that way or do not

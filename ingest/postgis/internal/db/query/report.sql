@@ -134,7 +134,7 @@ WHERE f.target_table = @target_table::text
 
 -- name: AreaReportAsOf :many
 -- AreaReportAsOf is the area report by admin key value of a pipeline version as
--- of a time (migration 0041), '(unassigned)' last.
+-- of a time (migration 0042), '(unassigned)' last.
 SELECT a.admin_unit::text AS admin_unit, a.parcels::bigint AS parcels, a.area_m2::float8 AS area_m2, a.area_ha::float8 AS area_ha
 FROM geoingest_area_as_of(@at::timestamptz, @admin_key::text, @pipeline_version::text, @intersection::boolean) a;
 

@@ -242,7 +242,7 @@ RETURNING r.parcels, r.area_m2;
 
 -- name: InsertReportCellsDelta :one
 -- InsertReportCellsDelta is InsertReportCells for a version that replaced
--- its base by a change record (migration 0040): its cells are its base's
+-- its base by a change record (migration 0041): its cells are its base's
 -- to the same generation, less the rows it retired, plus the rows it
 -- wrote, of the features whose geometry changed, added or removed. No
 -- row, and nothing stored, when they cannot be had that way or do not

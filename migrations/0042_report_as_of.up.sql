@@ -1,4 +1,4 @@
--- geoingest schema, version 41: the area report as of a time
+-- geoingest schema, version 42: the area report as of a time
 -- (docs/reports.md, "As of a time"): geoingest report area --as-of T.
 --
 -- The parcels and the admin units of a pipeline version as they were at

@@ -1,4 +1,4 @@
--- geoingest schema, version 40: the report cells of a version follow its
+-- geoingest schema, version 41: the report cells of a version follow its
 -- changes (docs/reports.md, "A new version: the cells of what changed").
 --
 -- A pair's cells (migration 0006) are sums over its parcels, each parcel
