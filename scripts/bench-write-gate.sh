@@ -444,8 +444,8 @@ typed)
       extra = sprintf(",\"apn_code\":\"%d\",\"county\":\"06037\",\"zoning\":\" Z-%d \",\"city\":\"City %d\",\"street\":\"%d Main St\",\"zip\":\"%05d\",\"units\":%d,\"rooms\":%d,\"owner_id\":%s,\"area_ft\":%d.%02d,\"tax\":%d.%04d,\"vacant\":%s,\"homestead\":\"%s\",\"sold_on\":\"%04d-%02d-%02d\",\"updated\":\"2024-%02d-%02dT%02d:%02d:%02dZ\",\"note\":\"n%d\"",
         i % 100000, i % 40, i % 300, i % 9999, i % 99999, i % 7, 1 + i % 12, "4" sprintf("%09d", i), 500 + i % 9000, i % 100, i % 20000, i % 10000,
         (i % 2 ? "true" : "false"), (i % 3 ? "Y" : "N"), 1950 + i % 70, 1 + i % 12, 1 + i % 28, 1 + i % 12, 1 + i % 28, i % 24, i % 60, i % 60, i)
-      sub(/},"geometry"/, extra "},\"geometry\"")
-      print
+      k = index($0, "},\"geometry\"")
+      print substr($0, 1, k - 1) extra substr($0, k)
     }' "$bd/parcels_$base_n.geojsonl" > "$td/parcels.geojsonl"
   fi
   cat > "$td/schema.yaml" <<'YAML'
