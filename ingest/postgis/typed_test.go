@@ -240,6 +240,21 @@ func TestTypedColumnsStored(t *testing.T) {
 	rep, err := b.store.Verify(ctx)
 	require.NoError(t, err)
 	require.Empty(t, rep.Problems)
+
+	// verify reconciles the columns with the records: a stored value
+	// changed behind geoingest's back, and one set on an unmapped row,
+	// are problems.
+	_, err = b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET assessed = assessed + 1 WHERE apn = 'A-3'`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET vacant = true WHERE properties->>'apn' = 'x'`)
+	require.NoError(t, err)
+	rep, err = b.store.Verify(ctx)
+	require.NoError(t, err)
+	require.Len(t, rep.Problems, 2, "%+v", rep.Problems)
+	for _, pr := range rep.Problems {
+		require.Equal(t, "typed columns", pr.Check)
+		require.Contains(t, pr.Detail, "1 rows in parcels whose typed columns are not their records' values")
+	}
 }
 
 // TestMigration0036ConvertsTypedViews: down to 35 drops the stored

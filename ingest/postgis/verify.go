@@ -28,6 +28,9 @@ import (
 //     source;
 //   - every ledger job has a COMMITTED claim, and no COMMITTED claim lacks
 //     a ledger row;
+//   - every stored typed column (typed.go) of a row written under a
+//     mapping is the server's cast of its record's value, and every one of
+//     a row written without is NULL (geoingest_verify_typed);
 //   - every stored report assignment of a current parcel job to the
 //     current admin generation of its pipeline version (see
 //     RefreshReports) holds as many parcels as the ledger records, with
@@ -70,6 +73,13 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 	}
 	if err := s.verifyQuarantine(ctx, v); err != nil {
 		return nil, err
+	}
+	typed, err := s.q.VerifyTyped(ctx)
+	if err != nil {
+		return nil, ingest.Transientf("verify typed columns: %w", err)
+	}
+	for _, r := range typed {
+		v.Add(r.JobID, "typed columns", fmt.Sprintf("%d rows in %s whose typed columns are not their records' values (migration 0036)", r.N, r.TargetTable))
 	}
 	srcs, err := s.q.VerifySources(ctx)
 	if err != nil {

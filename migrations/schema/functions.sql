@@ -2450,6 +2450,34 @@ AS $function$
     FROM geoingest_typed_columns c WHERE c.target_table = target
 $function$;
 
+-- public.geoingest_verify_typed()
+CREATE OR REPLACE FUNCTION public.geoingest_verify_typed()
+ RETURNS TABLE(job_id text, target_table text, n bigint)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
+AS $function$
+DECLARE
+    tg      text;
+    differs text;
+    filled  text;
+BEGIN
+    FOREACH tg IN ARRAY ARRAY['parcels', 'admin_units'] LOOP
+        SELECT string_agg(format('p.%I IS DISTINCT FROM (p.properties ->> %L)::%s', c.name, c.name,
+                                 CASE c.type WHEN 'text' THEN 'text' WHEN 'int8' THEN 'int8' WHEN 'numeric' THEN 'numeric'
+                                             WHEN 'boolean' THEN 'boolean' WHEN 'date' THEN 'date' ELSE 'timestamptz' END),
+                          ' OR ' ORDER BY c.position),
+               string_agg(format('p.%I IS NOT NULL', c.name), ' OR ' ORDER BY c.position)
+        INTO differs, filled
+        FROM geoingest_typed_columns c WHERE c.target_table = tg;
+        CONTINUE WHEN differs IS NULL;
+        RETURN QUERY EXECUTE format('SELECT j.job_id, %L::text, count(*) FROM geoingest_store.%I p JOIN jobs j ON j.job_ref = p.job_ref
+                                     WHERE CASE WHEN j.params ? ''mapping'' THEN %s ELSE %s END
+                                     GROUP BY j.job_id ORDER BY j.job_id', tg, tg, differs, filled);
+    END LOOP;
+END
+$function$;
+
 -- public.geoingest_version_add_staged()
 CREATE OR REPLACE FUNCTION public.geoingest_version_add_staged()
  RETURNS bigint

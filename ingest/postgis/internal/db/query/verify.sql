@@ -141,3 +141,8 @@ JOIN g ON g.pipeline_version = s.pipeline_version
 LEFT JOIN report_assignments r ON r.parcel_job_id = j.job_id AND r.admin_generation = g.gen
 WHERE s.target_table = 'parcels'
 ORDER BY j.job_id;
+
+-- name: VerifyTyped :many
+-- VerifyTyped lists the rows whose stored typed columns disagree with
+-- their records, per job (geoingest_verify_typed, migration 0037).
+SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n FROM geoingest_verify_typed() v;

@@ -1,0 +1,1 @@
+DROP FUNCTION geoingest_verify_typed();

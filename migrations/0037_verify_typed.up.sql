@@ -1,0 +1,38 @@
+-- geoingest schema, version 37: verify reconciles the stored typed
+-- columns (0036) with the records they are written from.
+--
+-- geoingest_verify_typed lists, per job and target, the rows whose typed
+-- columns disagree with their record: under a mapping, a column that is
+-- not what the server casts from the record's value of the same name
+-- (NULL when the record has none); with no mapping, a typed column that
+-- is not NULL. It only reads, as the schema owner (the storage is not
+-- readable by the analyst, who may run verify); the names come from the
+-- register geoingest_typed_columns, quoted, the types from its list.
+CREATE FUNCTION geoingest_verify_typed() RETURNS TABLE (job_id text, target_table text, n bigint)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    tg      text;
+    differs text;
+    filled  text;
+BEGIN
+    FOREACH tg IN ARRAY ARRAY['parcels', 'admin_units'] LOOP
+        SELECT string_agg(format('p.%I IS DISTINCT FROM (p.properties ->> %L)::%s', c.name, c.name,
+                                 CASE c.type WHEN 'text' THEN 'text' WHEN 'int8' THEN 'int8' WHEN 'numeric' THEN 'numeric'
+                                             WHEN 'boolean' THEN 'boolean' WHEN 'date' THEN 'date' ELSE 'timestamptz' END),
+                          ' OR ' ORDER BY c.position),
+               string_agg(format('p.%I IS NOT NULL', c.name), ' OR ' ORDER BY c.position)
+        INTO differs, filled
+        FROM geoingest_typed_columns c WHERE c.target_table = tg;
+        CONTINUE WHEN differs IS NULL;
+        RETURN QUERY EXECUTE format('SELECT j.job_id, %L::text, count(*) FROM geoingest_store.%I p JOIN jobs j ON j.job_ref = p.job_ref
+                                     WHERE CASE WHEN j.params ? ''mapping'' THEN %s ELSE %s END
+                                     GROUP BY j.job_id ORDER BY j.job_id', tg, tg, differs, filled);
+    END LOOP;
+END
+$$;
+
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION geoingest_verify_typed() SECURITY DEFINER SET search_path = %I, pg_temp', current_schema());
+END
+$$;
