@@ -321,7 +321,7 @@ type VerifyTypedRow struct {
 }
 
 // VerifyTyped lists the rows whose stored typed columns disagree with
-// their records, per job (geoingest_verify_typed, migration 0042).
+// their records, per job (geoingest_verify_typed, migration 0043).
 func (q *Queries) VerifyTyped(ctx context.Context) ([]VerifyTypedRow, error) {
 	rows, err := q.db.Query(ctx, verifyTyped)
 	if err != nil {

@@ -144,5 +144,5 @@ ORDER BY j.job_id;
 
 -- name: VerifyTyped :many
 -- VerifyTyped lists the rows whose stored typed columns disagree with
--- their records, per job (geoingest_verify_typed, migration 0042).
+-- their records, per job (geoingest_verify_typed, migration 0043).
 SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n FROM geoingest_verify_typed() v;

@@ -1,4 +1,4 @@
--- geoingest schema, version 42: verify reconciles the stored typed
+-- geoingest schema, version 43: verify reconciles the stored typed
 -- columns (0036) with the records they are written from.
 --
 -- geoingest_verify_typed lists, per job and target, the rows whose typed
