@@ -3,6 +3,7 @@ package geomio
 import (
 	"github.com/geoingest/geoingest/geomio/fileset"
 	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/internal/hint"
 	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/twpayne/go-geom"
 )
@@ -20,8 +21,21 @@ var DefaultLimits = core.DefaultLimits
 
 type Error = core.Error
 
-// CodeEncoding is core.CodeEncoding: text not in the encoding it was read in.
-const CodeEncoding = core.CodeEncoding
+// The codes of an Error (core's): text not in the encoding it was read
+// in; a CRS that cannot be used; layers that cannot be read as one job.
+const (
+	CodeEncoding = core.CodeEncoding
+	CodeCRS      = core.CodeCRS
+	CodeLayer    = core.CodeLayer
+)
+
+// HintFunc words how a user gives what a code names (hint.Func): geomio's
+// errors name no caller's options; the caller sets its words once with
+// SetHints (ingest sets its CLI flags and route options).
+type HintFunc = hint.Func
+
+// SetHints makes f the words of geomio's hints from now on.
+func SetHints(f HintFunc) { hint.Set(f) }
 
 type Feature = core.Feature
 

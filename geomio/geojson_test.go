@@ -101,7 +101,7 @@ func TestGeoJSON(t *testing.T) {
 			wantSRID: 4326, wantCRSText: "urn:ogc:def:crs:OGC:1.3:CRS84"},
 		{name: "unknown crs is refused, not guessed", file: "a.geojson",
 			content: `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:x:local"}},"features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}]}`,
-			wantErr: "--source-srid"},
+			wantErr: "give it as the source SRID"}, // geomio names no CLI flag: ingest words the hint (ingest.OptionHint)
 		{name: "old EPSG form", file: "a.geojson",
 			content:  `{"type":"FeatureCollection","crs":{"type":"EPSG","properties":{"code":2154}},"features":[]}`,
 			wantSRID: 2154, wantCRSText: "EPSG:2154"},

@@ -437,7 +437,10 @@ func TestOGREncodings(t *testing.T) {
 	csv := filepath.Join(dir, "latin1.csv")
 	require.NoError(t, os.WriteFile(csv, []byte("name,WKT\n\"Z\xf6e\",\"POLYGON((0 0,1 0,1 1,0 0))\"\n"), 0o644))
 	_, _, err = readOGR(t, csv, Options{SourceSRID: 4326})
-	requireInputError(t, err, csv, `field "name": invalid UTF-8`, "--encoding")
+	requireInputError(t, err, csv, `field "name": invalid UTF-8`, "give the file's text encoding as the encoding option")
+	var ge *Error
+	require.ErrorAs(t, err, &ge)
+	require.Equal(t, CodeEncoding, ge.Code) // ingest.OptionHint words it with --encoding
 	fs, ls, err = readOGR(t, csv, Options{SourceSRID: 4326, DefaultEncoding: "latin1"})
 	require.NoError(t, err)
 	require.Equal(t, "ISO-8859-1", ls[0].Encoding)

@@ -164,12 +164,13 @@ func TestDBFEncodings(t *testing.T) {
 		opts      Options
 		want, enc string
 		wantErr   string
+		code      string // the error's Code; the message names no CLI flag (the caller words the hint)
 	}{
 		{name: "ldid 0x57", dbf: cp1252, want: `{"NAME":"Åland"}`, enc: "windows-1252"},
 		{name: "ldid 0x01", dbf: cp437, want: `{"NAME":"Äeh"}`, enc: "IBM437"},
 		{name: "cpg wins over ldid", dbf: cp437, cpg: "1252", want: `{"NAME":"Žeh"}`, enc: "windows-1252"},
 		{name: "default encoding", dbf: noLDID, opts: Options{DefaultEncoding: "ISO-8859-1"}, want: `{"NAME":"Åland"}`, enc: "ISO-8859-1"},
-		{name: "invalid utf-8 fails", dbf: noLDID, wantErr: `record 0 field "NAME": invalid utf-8; the file names no text encoding (no .cpg, no language driver id), so it was read as UTF-8: give its encoding with --encoding (or the route option encoding=)`},
+		{name: "invalid utf-8 fails", dbf: noLDID, wantErr: `record 0 field "NAME": invalid utf-8; the file names no text encoding (no .cpg, no language driver id), so it was read as UTF-8: give its encoding as the encoding option`, code: CodeEncoding},
 		{name: "cpg utf-8 with latin-1 bytes fails", dbf: cp1252, cpg: "UTF-8\n", wantErr: "invalid utf-8"},
 		{name: "byte undefined in cp1252 fails", dbf: makeDBF(0x03, cols, [][]string{{"a\x81"}}), wantErr: "not defined in windows-1252"},
 		{name: "unknown cpg fails", dbf: cp1252, cpg: "KLINGON", wantErr: `unknown code page "KLINGON"`},
@@ -187,6 +188,12 @@ func TestDBFEncodings(t *testing.T) {
 				require.True(t, IsInputError(err))
 				require.Contains(t, err.Error(), tc.wantErr)
 				require.Contains(t, err.Error(), ".Dbf")
+				require.NotContains(t, err.Error(), "--")
+				if tc.code != "" {
+					var ge *Error
+					require.ErrorAs(t, err, &ge)
+					require.Equal(t, tc.code, ge.Code)
+				}
 				return
 			}
 			require.NoError(t, err)

@@ -26,7 +26,11 @@
 // at run time). Built without cgo, Resolve returns an error that says so.
 package crs
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/geoingest/geoingest/geomio/internal/hint"
+)
 
 // Method says how the CRS of a layer was found.
 type Method string
@@ -38,7 +42,7 @@ const (
 	Identified Method = "identified"
 	// Custom: no EPSG CRS is equivalent; the definition itself is used.
 	Custom Method = "custom"
-	// Override: the caller gave the EPSG code (--source-srid), whatever
+	// Override: the caller gave the EPSG code (the source SRID), whatever
 	// the file says.
 	Override Method = "override"
 	// Default: the format fixes the CRS (RFC 7946 GeoJSON without a crs
@@ -106,5 +110,5 @@ type InputError struct {
 func (e *InputError) Error() string { return e.Msg }
 
 // overrideHint is how a user says what the CRS is when geoingest cannot
-// use the file's.
-const overrideHint = "if you know the CRS's EPSG code, give it with --source-srid N (or the route option source-srid=N)"
+// use the file's, in the caller's words (hint.Set).
+func overrideHint() string { return "if you know the CRS's EPSG code, give it " + hint.Give(hint.CRS) }

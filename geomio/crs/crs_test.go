@@ -47,7 +47,10 @@ func TestResolve(t *testing.T) {
 				var ie *InputError
 				require.True(t, errors.As(err, &ie), "want *InputError, got %v", err)
 				require.Contains(t, err.Error(), tc.wantErr)
-				require.Contains(t, err.Error(), "--source-srid")
+				// The hint names no CLI flag here (ingest words it:
+				// ingest.OptionHint, TestGeomioErrorsNameTheCLIFlagThroughIngest).
+				require.Contains(t, err.Error(), "give it as the source SRID")
+				require.NotContains(t, err.Error(), "--source-srid")
 				return
 			}
 			require.NoError(t, err)

@@ -31,7 +31,7 @@ func TestMissingGridRefusal(t *testing.T) {
 			}
 			for _, want := range []string{"missing grid", tc.grid, tc.accuracy,
 				"projsync --target-dir " + dataDirOf(t) + " --file " + tc.grid, "proj-bin",
-				"download https://cdn.proj.org/" + tc.grid + " into it", "PROJ's data directory " + dataDirOf(t), "PROJ's proj-data archive", "database server", "--source-srid", "ballpark"} {
+				"download https://cdn.proj.org/" + tc.grid + " into it", "PROJ's data directory " + dataDirOf(t), "PROJ's proj-data archive", "database server", "give it as the source SRID", "ballpark"} {
 				require.Contains(t, err.Error(), want)
 			}
 			require.NotContains(t, err.Error(), "PROJ knows no transformation")

@@ -3,6 +3,8 @@
 package crs
 
 import (
+	"github.com/geoingest/geoingest/geomio/internal/hint"
+
 	"fmt"
 	"math"
 	"sort"
@@ -21,7 +23,7 @@ func Resolve(text string) (CRS, error) {
 	c := CRS{Text: text}
 	text = strings.TrimSpace(strings.TrimPrefix(text, "\uFEFF"))
 	if text == "" {
-		return c, &InputError{Msg: "the CRS is empty; " + overrideHint}
+		return c, &InputError{Msg: "the CRS is empty; " + overrideHint()}
 	}
 	p, err := newCtx()
 	if err != nil {
@@ -30,11 +32,11 @@ func Resolve(text string) (CRS, error) {
 	defer p.close()
 	o, err := p.create(text, looksLikeWKT(text))
 	if err != nil {
-		return c, &InputError{Msg: fmt.Sprintf("PROJ cannot read the CRS %q: %v; %s", abbreviate(text), err, overrideHint)}
+		return c, &InputError{Msg: fmt.Sprintf("PROJ cannot read the CRS %q: %v; %s", abbreviate(text), err, overrideHint())}
 	}
 	defer o.destroy()
 	if !p.isCRS(o) {
-		return c, &InputError{Msg: fmt.Sprintf("%q is not a coordinate reference system; %s", abbreviate(text), overrideHint)}
+		return c, &InputError{Msg: fmt.Sprintf("%q is not a coordinate reference system; %s", abbreviate(text), overrideHint())}
 	}
 	return p.resolve(o, c)
 }
@@ -68,7 +70,7 @@ func (p *projCtx) resolve(o pj, c CRS) (CRS, error) {
 		// flatten to XY), so the horizontal part is the CRS.
 		h := p.subCRS(o, 0)
 		if h.p == nil {
-			return c, &InputError{Msg: fmt.Sprintf("compound CRS %q has no horizontal part; %s", p.name(o), overrideHint)}
+			return c, &InputError{Msg: fmt.Sprintf("compound CRS %q has no horizontal part; %s", p.name(o), overrideHint())}
 		}
 		defer h.destroy()
 		return p.resolve(h, c)
@@ -79,7 +81,7 @@ func (p *projCtx) resolve(o pj, c CRS) (CRS, error) {
 		// whole definition.
 		base := p.sourceCRS(o)
 		if base.p == nil {
-			return c, &InputError{Msg: fmt.Sprintf("bound CRS %q has no base CRS; %s", p.name(o), overrideHint)}
+			return c, &InputError{Msg: fmt.Sprintf("bound CRS %q has no base CRS; %s", p.name(o), overrideHint())}
 		}
 		defer base.destroy()
 		if allZero(p.boundParams(o)) && p.onWGS84Ellipsoid(base) {
@@ -88,7 +90,7 @@ func (p *projCtx) resolve(o pj, c CRS) (CRS, error) {
 		return p.custom(o, c)
 	case typeGeog2D, typeGeog3D, typeProjected, typeGeodetic:
 	default:
-		return c, &InputError{Msg: fmt.Sprintf("%q is not a horizontal CRS (geographic or projected); %s", p.name(o), overrideHint)}
+		return c, &InputError{Msg: fmt.Sprintf("%q is not a horizontal CRS (geographic or projected); %s", p.name(o), overrideHint())}
 	}
 	c.Name = p.name(o)
 	if auth, code := p.id(o); strings.EqualFold(auth, "EPSG") {
@@ -288,7 +290,7 @@ func (p *projCtx) custom(o pj, c CRS) (CRS, error) {
 	c.Name = p.name(o)
 	n, err := p.normalized(o)
 	if err != nil {
-		return c, &InputError{Msg: fmt.Sprintf("PROJ cannot put the axes of %q in easting, northing order: %v; %s", c.Name, err, overrideHint)}
+		return c, &InputError{Msg: fmt.Sprintf("PROJ cannot put the axes of %q in easting, northing order: %v; %s", c.Name, err, overrideHint())}
 	}
 	defer n.destroy()
 	c.Definition = p.wkt(n, "WKT2_2019")
@@ -296,7 +298,7 @@ func (p *projCtx) custom(o pj, c CRS) (CRS, error) {
 		c.Definition = p.wkt(n, "WKT1_GDAL")
 	}
 	if c.Definition == "" || len(c.Definition) > maxDefinition {
-		return c, &InputError{Msg: fmt.Sprintf("the definition of %q does not fit in spatial_ref_sys (%d characters of WKT at most); %s", c.Name, maxDefinition, overrideHint)}
+		return c, &InputError{Msg: fmt.Sprintf("the definition of %q does not fit in spatial_ref_sys (%d characters of WKT at most); %s", c.Name, maxDefinition, overrideHint())}
 	}
 	if s := p.projString(n); len(s) <= maxDefinition {
 		c.PROJString = s
@@ -323,9 +325,9 @@ func (p *projCtx) checkTransformation(src pj, c CRS) (CRS, error) {
 	if err != nil {
 		if c.Better != nil {
 			return c, &InputError{Msg: fmt.Sprintf("PROJ cannot transform %s to WGS 84 until a grid is installed: the transformation %s; %s, and retry; or %s",
-				c, c.Better, c.Better.Fix(), overrideHint)}
+				c, c.Better, c.Better.Fix(), overrideHint())}
 		}
-		return c, &InputError{Msg: fmt.Sprintf("PROJ cannot transform %s to WGS 84: %v; %s", c, err, overrideHint)}
+		return c, &InputError{Msg: fmt.Sprintf("PROJ cannot transform %s to WGS 84: %v; %s", c, err, overrideHint())}
 	}
 	c.Transformation = name
 	if ballpark && !p.onWGS84Ellipsoid(src) {
@@ -334,13 +336,13 @@ func (p *projCtx) checkTransformation(src pj, c CRS) (CRS, error) {
 				"missing grid: the CRS is %s, on datum %q, and its accurate transformation to WGS 84, %s; "+
 					"without it PROJ has only a ballpark transformation (%q), which ignores the datum shift and is silently off by up to hundreds of metres, so geoingest refuses it. "+
 					"To fix: %s, and retry; or %s",
-				c, p.datumName(src), c.Better, name, c.Better.Fix(), overrideHint)}
+				c, p.datumName(src), c.Better, name, c.Better.Fix(), overrideHint())}
 		}
 		return c, &InputError{Msg: fmt.Sprintf(
 			"ballpark transformation: the CRS is %s, on datum %q, and PROJ knows no transformation from it to WGS 84 but a ballpark one (%q), "+
 				"which ignores the datum shift and is silently off by up to hundreds of metres, so geoingest refuses it; "+
-				"if you know an EPSG CRS for these coordinates that PROJ can transform, give it with --source-srid N (or the route option source-srid=N)",
-			c, p.datumName(src), name)}
+				"if you know an EPSG CRS for these coordinates that PROJ can transform, give it %s",
+			c, p.datumName(src), name, hint.Give(hint.CRS))}
 	}
 	return c, nil
 }

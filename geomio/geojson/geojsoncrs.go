@@ -1,6 +1,8 @@
 package geojson
 
 import (
+	"github.com/geoingest/geoingest/geomio/internal/hint"
+
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -39,5 +41,5 @@ func GeojsonCRSText(raw json.RawMessage) (string, error) {
 		}
 		return "", fmt.Errorf("crs member: EPSG code %s is not a positive number", c.Properties.Code)
 	}
-	return "", fmt.Errorf("crs member of type %q names no CRS geoingest can read (it reads the \"name\" and \"EPSG\" forms); give the source SRID (--source-srid, or the route option source-srid=)", c.Type)
+	return "", fmt.Errorf("crs member of type %q names no CRS geoingest can read (it reads the \"name\" and \"EPSG\" forms); give its CRS %s", c.Type, hint.Give(hint.CRS))
 }

@@ -3,6 +3,8 @@
 package ogr
 
 import (
+	"github.com/geoingest/geoingest/geomio/internal/hint"
+
 	"context"
 	"errors"
 	"fmt"
@@ -301,12 +303,12 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 
 // noCRSBeside refuses a plan in which some layers name no CRS while
 // others name one (a File Geodatabase's synthetic layer beside its
-// feature classes): geoingest never guesses a CRS, and --source-srid,
+// feature classes): geoingest never guesses a CRS, and a source SRID,
 // which applies to every layer, would be wrong for the others. The job
 // is refused whole rather than landing the other layers: a version that
 // silently lacks a layer would replace the source's current one, which
 // has it (docs/inputs.md). The error names the layers without a CRS and
-// the --layer option that lands the rest. With Options.Preflight the
+// how to name the layers that land the rest (hint.Layer). With Options.Preflight the
 // error is each such layer's Layer.CRSError instead.
 func noCRSBeside(file string, plan []ogrLayer, opts core.Options) error {
 	if opts.SourceSRID != 0 {
@@ -323,19 +325,15 @@ func noCRSBeside(file string, plan []ogrLayer, opts core.Options) error {
 		}
 	}
 	if len(without) == 0 || len(with) == 0 {
-		return nil // every layer names its CRS, or none does (--source-srid then fits all)
-	}
-	flags := make([]string, len(with))
-	for i, n := range with {
-		flags[i] = "--layer " + shellQuote(n)
+		return nil // every layer names its CRS, or none does (a source SRID then fits all)
 	}
 	what := fmt.Sprintf("layer %s names no CRS, though the file's other layers do", core.QuoteList(without))
 	if len(without) > 1 {
 		what = fmt.Sprintf("layers %s name no CRS, though the file's other layers do", core.QuoteList(without))
 	}
-	err := &core.Error{File: file, Problem: what, Err: fmt.Errorf(
-		"geoingest never guesses a CRS, and --source-srid would apply to every layer; to land the other layers, name them: %s (or the route option layer=%s)",
-		strings.Join(flags, " "), strings.Join(with, "|"))}
+	err := &core.Error{File: file, Problem: what, Code: core.CodeLayer, Err: fmt.Errorf(
+		"geoingest never guesses a CRS, and a source SRID given %s would apply to every layer; to land the other layers, name them: %s",
+		hint.Give(hint.CRS), hint.Give(hint.Layer, with...))}
 	if !opts.Preflight {
 		return err
 	}
@@ -345,16 +343,6 @@ func noCRSBeside(file string, plan []ogrLayer, opts core.Options) error {
 		}
 	}
 	return nil
-}
-
-// shellQuote is s as one word of a POSIX shell command line.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(c rune) bool {
-		return !(c == '_' || c == '-' || c == '.' || c == '/' || c == ':' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // contain is how the GDAL child reading path is bounded: the limits,
@@ -525,7 +513,7 @@ func (p *ogrLayerReader) Next() bool {
 				// GDAL reads the geometry column as WKT, else as hex
 				// WKB: anything else (EWKT's "SRID=N;" prefix, a
 				// note) is "Unsupported WKB type" or "Invalid EWKB".
-				return p.fail("unreadable (the geometry column must hold WKT or hex WKB; EWKT's SRID=N; prefix is not read, give the CRS with --source-srid)", err)
+				return p.fail("unreadable (the geometry column must hold WKT or hex WKB; EWKT's SRID=N; prefix is not read, give the CRS "+hint.Give(hint.CRS)+")", err)
 			}
 			return p.fail("unreadable", err)
 		}
@@ -615,7 +603,7 @@ func (p *ogrLayerReader) Properties(pl *ogrLayer) ([]byte, error) {
 			s := v.Str
 			if !utf8.Valid(s) {
 				if p.l.UTF8 || p.r.dec == nil {
-					return nil, fmt.Errorf("field %q: %w; give the file's text encoding with --encoding (or the route option encoding=), for example windows-1252", name, errNotUTF8)
+					return nil, fmt.Errorf("field %q: %w; give the file's text encoding %s, for example windows-1252", name, errNotUTF8, hint.Give(hint.Encoding))
 				}
 				d, err := p.r.dec.NewDecoder().Bytes(s)
 				if err != nil {

@@ -1,6 +1,8 @@
 package shapefile
 
 import (
+	"github.com/geoingest/geoingest/geomio/internal/hint"
+
 	"bufio"
 	"bytes"
 	"encoding/binary"
@@ -175,7 +177,7 @@ func (d *dbfReader) Properties() ([]byte, error) {
 				code = core.CodeEncoding
 				// Never guess: only the uploader knows the encoding.
 				err = fmt.Errorf("%w; the file names no text encoding (no .cpg, no language driver id), so it was read as %s: "+
-					"give its encoding with --encoding (or the route option encoding=), for example windows-1252", err, d.encName)
+					"give its encoding %s, for example windows-1252", err, d.encName, hint.Give(hint.Encoding))
 			}
 			return nil, &core.Error{File: d.file, Problem: fmt.Sprintf("record %d field %q", d.read-1, f.name), Err: err, Code: code}
 		}

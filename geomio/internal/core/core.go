@@ -8,6 +8,8 @@
 package core
 
 import (
+	"github.com/geoingest/geoingest/geomio/internal/hint"
+
 	"context"
 	"errors"
 	"fmt"
@@ -124,7 +126,13 @@ type Error struct {
 const (
 	// CodeEncoding: text that is not in the encoding the file was read
 	// in (a caller may let the user name the encoding).
-	CodeEncoding = "encoding"
+	CodeEncoding = hint.Encoding
+	// CodeCRS: a CRS that cannot be used (a caller may let the user give
+	// the source SRID).
+	CodeCRS = hint.CRS
+	// CodeLayer: the file's layers cannot all be read as one job (a
+	// caller may let the user name the layers to read).
+	CodeLayer = hint.Layer
 )
 
 func (e *Error) Error() string {

@@ -38,7 +38,7 @@ func SetLayerCRS(l *Layer, file, text string, opts Options) error {
 	if err != nil {
 		var ie *crs.InputError
 		if errors.As(err, &ie) {
-			e := &Error{File: file, Problem: "unusable CRS", Err: err}
+			e := &Error{File: file, Problem: "unusable CRS", Err: err, Code: CodeCRS}
 			if opts.Preflight {
 				l.SRID, l.CRS, l.CRSError = 0, crs.CRS{Text: text}, e
 				return nil
