@@ -158,6 +158,13 @@ const char *gi_init(void) {
 	CPLSetConfigOption("CPL_GS_CREDENTIALS_FILE", "/nonexistent");
 	CPLSetConfigOption("GDAL_HTTP_NETRC", "NO");
 	CPLSetConfigOption("OGR_SQLITE_ALLOW_EXTERNAL_ACCESS", "NO");
+	// Curves are linearised as GDAL does by default (ogr2ogr, ogrinfo):
+	// one chord per 4 degrees of arc at most (OGR_ARC_STEPSIZE's
+	// default; OGR_ARC_MAX_GAP's, none), pinned so that no release's
+	// default or configuration changes a job's geometry (an empty or 0
+	// step makes GDAL write thousands of points per arc).
+	CPLSetConfigOption("OGR_ARC_STEPSIZE", "4");
+	CPLSetConfigOption("OGR_ARC_MAX_GAP", "0");
 	return NULL;
 }
 
