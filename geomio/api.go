@@ -115,5 +115,11 @@ var SidecarSuffixes = fileset.SidecarSuffixes
 
 func UnreadLayers(r Reader) []string { return core.UnreadLayers(r) }
 func UnreadTables(r Reader) []string { return core.UnreadTables(r) }
-func ReadLayers(r Reader) []Layer    { return core.ReadLayers(r) }
-func Refusal(r Reader) error         { return core.Refusal(r) }
+
+// WithCRSCache is opts with a cache of the CRSs its reads resolve, for
+// a caller that opens the same upload more than once (inspect's second
+// pass over the layers a job leaves unread): each CRS text is resolved
+// with PROJ once. Open gives each read one otherwise.
+func WithCRSCache(opts Options) Options { return core.WithCRSCache(opts) }
+func ReadLayers(r Reader) []Layer       { return core.ReadLayers(r) }
+func Refusal(r Reader) error            { return core.Refusal(r) }

@@ -56,6 +56,7 @@ import (
 // resolver is not the input's fault. The caller must Close the Reader.
 func Open(path string, opts core.Options) (core.Reader, error) {
 	opts.Limits = opts.Limits.WithDefaults()
+	opts = core.WithCRSCache(opts) // the layers' CRSs resolved once each
 	if core.ReadDeadlineOf(opts).IsZero() {
 		opts = core.WithReadDeadline(opts, time.Now().Add(opts.Limits.ReadTimeout))
 	}

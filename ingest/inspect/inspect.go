@@ -207,12 +207,16 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	// same (its refusal on its geomio.Layer), and tables without
 	// geometry are listed, so that every layer GDAL lists is described.
 	gopts.Preflight = true
+	// Each CRS resolved once for both passes over the file (a File
+	// Geodatabase's layers mostly share one: it was resolved per layer).
+	gopts = geomio.WithCRSCache(gopts)
 	r, err := geomio.Open(fetched.Path, gopts)
 	if err != nil {
 		return rep, refuse(rep, err, dir, job)
 	}
 	defer r.Close()
-	s := scanner{p: job.Params, check: o.Check, suggest: o.Suggest}
+	proj := &projMemo{}
+	s := scanner{p: job.Params, check: o.Check, suggest: o.Suggest, proj: proj}
 	if o.Check {
 		s.valid = validity.NewChecker()
 		defer s.valid.Close()
@@ -235,7 +239,7 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	rep.Layers = s.layers()
 	unread, tables := geomio.UnreadLayers(r), geomio.UnreadTables(r)
 	if len(unread)+len(tables) > 0 {
-		rep.Layers = append(rep.Layers, otherLayers(ctx, fetched.Path, gopts, unread, tables, job.Params, o.Check, s.valid)...)
+		rep.Layers = append(rep.Layers, otherLayers(ctx, fetched.Path, gopts, unread, tables, job.Params, o.Check, s.valid, proj)...)
 	}
 	// The job's refusal: the first layer whose CRS it refuses (it
 	// refuses them before reading), else the first feature its policies
@@ -305,11 +309,11 @@ const (
 // (Options.Layers naming them), with the job's checks counted but its
 // policies never refusing: the job does not read them. A layer that
 // cannot be read is listed by name with why.
-func otherLayers(ctx context.Context, path string, opts geomio.Options, unread, tables []string, p ingest.Params, check bool, valid *validity.Checker) []Layer {
+func otherLayers(ctx context.Context, path string, opts geomio.Options, unread, tables []string, p ingest.Params, check bool, valid *validity.Checker, proj *projMemo) []Layer {
 	names := append(slices.Clip(unread), tables...)
 	opts.Layers = names
 	p.NullGeometry, p.WrongType, p.Invalid = ingest.PolicySkip, ingest.PolicySkip, ingest.PolicyRepair
-	s := scanner{p: p, check: check, valid: valid}
+	s := scanner{p: p, check: check, valid: valid, proj: proj}
 	r, err := geomio.Open(path, opts)
 	if err == nil {
 		for r.Next() && ctx.Err() == nil {
@@ -363,6 +367,7 @@ func refuse(rep *Report, err error, dir string, job ingest.Job) error {
 
 // scanner accumulates the layers of a stream of features.
 type scanner struct {
+	proj    *projMemo
 	p       ingest.Params
 	check   bool
 	suggest bool
@@ -490,7 +495,7 @@ func (s *scanner) layer(name string, meta geomio.Layer) *layerAcc {
 	a, ok := s.byName[name]
 	if !ok {
 		a = &layerAcc{l: Layer{Name: name, Format: meta.Format, Encoding: meta.Encoding,
-			GeometryTypes: map[string]int64{}, CRS: crsOf(meta), Fields: []Field{}},
+			GeometryTypes: map[string]int64{}, CRS: s.proj.crsOf(meta), Fields: []Field{}},
 			definition: meta.CRS.Definition, crsErr: meta.CRSError, fields: map[string]int{}, types: map[string]map[string]bool{}}
 		if s.check {
 			a.l.Check = &Check{}
@@ -543,7 +548,7 @@ func (s *scanner) layers() []Layer {
 			// for this layer's coordinates, and what would do better
 			// there: Resolve looked at the CRS's whole area.
 			c := crs.CRS{Method: crs.Method(l.CRS.Method), EPSG: l.CRS.EPSG, Definition: a.definition}
-			if name, better, err := crs.TransformationIn(c, l.Extent[0], l.Extent[1], l.Extent[2], l.Extent[3]); err == nil {
+			if name, better, err := s.proj.transformationIn(c, [4]float64(l.Extent)); err == nil {
 				l.CRS.Transformation, l.CRS.Better, l.CRS.BetterFix = name, better, ""
 				if better != nil {
 					l.CRS.BetterFix = better.Fix()
@@ -696,7 +701,7 @@ func geometryType(counts map[string]int64) string {
 
 // crsOf describes a layer's resolved CRS; a layer with none is refused
 // unless the source SRID is given.
-func crsOf(l geomio.Layer) CRS {
+func (m *projMemo) crsOf(l geomio.Layer) CRS {
 	c := CRS{EPSG: l.CRS.EPSG, Method: string(l.CRS.Method), Confidence: l.CRS.Confidence, Name: l.CRS.Name,
 		Transformation: l.CRS.Transformation, Better: l.CRS.Better}
 	if c.Better != nil {
@@ -729,7 +734,7 @@ func crsOf(l geomio.Layer) CRS {
 	if c.EPSG > 0 {
 		// The CRS geoingest uses is the EPSG one, whatever the file
 		// calls it ("unnamed" in a MapInfo file, none in KML).
-		if n, err := crs.EPSGName(c.EPSG); err == nil && n != "" {
+		if n, err := m.epsgName(c.EPSG); err == nil && n != "" {
 			c.Name = n
 		}
 	}
@@ -745,4 +750,52 @@ func extentCRS(c CRS) string {
 		return c.Name
 	}
 	return "unknown"
+}
+
+// projMemo keeps the answers of PROJ that inspect asks for each layer
+// (an EPSG code's name, the transformation for a CRS and an extent), for
+// one report: layers that share a CRS (and an extent) ask PROJ once.
+type projMemo struct {
+	names map[int]string
+	trans map[transKey]transAnswer
+}
+
+type transKey struct {
+	method     crs.Method
+	epsg       int
+	definition string
+	extent     [4]float64
+}
+
+type transAnswer struct {
+	name   string
+	better *crs.GridOperation
+	err    error
+}
+
+func (m *projMemo) epsgName(code int) (string, error) {
+	if n, ok := m.names[code]; ok {
+		return n, nil
+	}
+	n, err := crs.EPSGName(code)
+	if err == nil {
+		if m.names == nil {
+			m.names = map[int]string{}
+		}
+		m.names[code] = n
+	}
+	return n, err
+}
+
+func (m *projMemo) transformationIn(c crs.CRS, e [4]float64) (string, *crs.GridOperation, error) {
+	k := transKey{c.Method, c.EPSG, c.Definition, e}
+	if a, ok := m.trans[k]; ok {
+		return a.name, a.better, a.err
+	}
+	name, better, err := crs.TransformationIn(c, e[0], e[1], e[2], e[3])
+	if m.trans == nil {
+		m.trans = map[transKey]transAnswer{}
+	}
+	m.trans[k] = transAnswer{name, better, err}
+	return name, better, err
 }

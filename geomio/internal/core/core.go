@@ -194,6 +194,9 @@ type Options struct {
 
 	// zip is set by the zip reader for the datasets it holds (WithArchive).
 	zip *Archive
+	// resolved are the CRSs resolved for this file's layers so far
+	// (WithCRSCache), nil: none kept.
+	resolved *CRSCache
 	// readDeadline is when Open's reading must end (Limits.ReadTimeout
 	// after Open): the deadline of every GDAL reading child it starts.
 	readDeadline time.Time

@@ -34,7 +34,7 @@ func SetLayerCRS(l *Layer, file, text string, opts Options) error {
 		l.SRID, l.CRS = 0, crs.CRS{Text: text}
 		return nil
 	}
-	c, err := crs.Resolve(text)
+	c, err := opts.resolved.resolve(text)
 	if err != nil {
 		var ie *crs.InputError
 		if errors.As(err, &ie) {
@@ -55,4 +55,50 @@ func SetLayerCRS(l *Layer, file, text string, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// CRSCache keeps each CRS text's resolution (crs.Resolve: PROJ's parse,
+// identification and transformation checks, some 50-150 ms for a WKT)
+// for the layers of one upload: a File Geodatabase's or GeoPackage's
+// layers, a zip's shapefiles, mostly share one CRS, and were each
+// resolved again. It lives for one Open (and the preflight's second pass
+// over the same file), never longer: a grid installed meanwhile is seen
+// by the next upload. Safe for one goroutine at a time, as a Reader is.
+type CRSCache struct {
+	m map[string]resolvedCRS
+}
+
+type resolvedCRS struct {
+	c   crs.CRS
+	err error
+}
+
+// resolve is crs.Resolve(text), once per text; a nil cache keeps nothing.
+func (c *CRSCache) resolve(text string) (crs.CRS, error) {
+	if c == nil {
+		return crs.Resolve(text)
+	}
+	if r, ok := c.m[text]; ok {
+		return r.c, r.err
+	}
+	r, err := crs.Resolve(text)
+	var ie *crs.InputError
+	if err == nil || errors.As(err, &ie) {
+		// The file's answer, not PROJ's environment failing (which a
+		// later layer may not meet).
+		if c.m == nil {
+			c.m = map[string]resolvedCRS{}
+		}
+		c.m[text] = resolvedCRS{r, err}
+	}
+	return r, err
+}
+
+// WithCRSCache is opts with a cache of resolved CRSs of its own, unless
+// it has one: Open gives every read one, shared by its layers.
+func WithCRSCache(opts Options) Options {
+	if opts.resolved == nil {
+		opts.resolved = &CRSCache{}
+	}
+	return opts
 }
