@@ -40,8 +40,23 @@ func fuzzDrain(t *testing.T, path string, opts Options) {
 	if err := r.Err(); err != nil && !IsInputError(err) {
 		t.Fatalf("next: non-input error %T: %v", err, err)
 	}
+	// What a preflight asks once the stream ended.
+	for _, l := range ReadLayers(r) {
+		if l.CRSError != nil && !IsInputError(l.CRSError) {
+			t.Fatalf("layer %q: non-input CRS error %T: %v", l.Name, l.CRSError, l.CRSError)
+		}
+	}
+	_, _ = UnreadLayers(r), UnreadTables(r)
+	if err := Refusal(r); err != nil && !IsInputError(err) {
+		t.Fatalf("refusal: non-input error %T: %v", err, err)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatalf("close: %v", err)
+	}
+	if !opts.Preflight {
+		// The same input as inspect reads it (Options.Preflight).
+		opts.Preflight = true
+		fuzzDrain(t, path, opts)
 	}
 }
 
