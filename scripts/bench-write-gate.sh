@@ -26,10 +26,11 @@
 #   diff     a new version of a BASE_N-feature keyed source (--key parcel_id)
 #            with DIFF_PCT % of its features changed (an attribute; for a
 #            fifth of them a vertex too), GeoJSON lines and shapefile: the
-#            write of only what changed (the default) against a fresh load
-#            of the same version into an empty database (the floor of any
-#            full replace), and the floor of reading the file once
-#            (geoingest inspect). Prints peak RSS. DIFF_PCT ("1 100": each
+#            write of only what changed (the default) against a full replace
+#            of the same version (GEOINGEST_FULL_REPLACE=1) and a fresh load
+#            of it into an empty database (the floor of any full replace),
+#            and the floor of reading the file once (geoingest inspect); the
+#            diff's client CPU is the floor of reading and hashing it. Prints peak RSS. DIFF_PCT ("1 100": each
 #            in turn, in one run). Not in the default cases.
 #   typed    a fresh load of BASE_N parcels (GeoJSON lines) with 21 fields,
 #            20 of them mapped by a typed schema to 20 stored columns (9
@@ -297,7 +298,7 @@ diff)
   echo
   echo "A new version of a $base_n-feature keyed source with P % of its features changed: only what changed, against a fresh load of the same version (the floor of a full replace)"
   echo
-  echo "| round | format | P % | features changed | only what changed | fresh load of the version | changed / fresh | CPU: changed / fresh (client + server) | CPU ratio | floor (inspect: read once) | peak RSS |"
+  echo "| round | format | P % | features changed | only what changed | fresh load of the version | changed / fresh | CPU: changed / full replace / fresh (client + server) | CPU ratio: / full replace, / fresh | floor (inspect: read once) | peak RSS |"
   echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for pct in ${DIFF_PCT:-1 100}; do
   dd="$work/diff-$base_n-$pct"
@@ -331,15 +332,25 @@ diff)
       [ "$(sql bench_diff -c "SELECT count(*) FROM jobs WHERE status = 'replaced'")" = 1 ] ||
         { echo "bench: the second version did not replace the first" >&2; exit 1; }
       changed=$(sql bench_diff -c "SELECT geometry + attributes - least(geometry, attributes) + added + removed FROM job_changes WHERE base_job_id IS NOT NULL")
+      # A full replace of the same version over the same first version
+      # (GEOINGEST_FULL_REPLACE=1: the version loaded whole, matched on the
+      # server, the old generation retired), the comparator of the target.
+      freshdb bench_diff
+      rm -f "$dd"/src.*
+      for f in "$dd"/v1.*; do cp "$f" "$dd/src.${f##*.}"; done
+      ingest bench_diff "$src" diff --key parcel_id
+      sql bench_diff -c "VACUUM (ANALYZE) $(ftable bench_diff)" -c "CHECKPOINT"
+      rm -f "$dd"/src.*
+      for f in "$dd"/v2.*; do cp "$f" "$dd/src.${f##*.}"; done
+      GEOINGEST_FULL_REPLACE=1 ingest bench_diff "$src" diff --key parcel_id; rc=$CPU
       # The full replace's floor: a fresh load of the same version into an
-      # empty database (a replace of before migration 0026 cost 1.02x-1.36x
-      # this; GEOINGEST_FULL_REPLACE=1 costs more, as it also matches).
+      # empty database.
       freshdb bench_diff
       sql bench_diff -c "CHECKPOINT"
       ingest bench_diff "$src" diff --key parcel_id; ft=$T; fc=$CPU; fcs="$CCPU + $SCPU"
       timed "$work/geoingest" inspect "$src"; floor=$T
       echo "$dt $ft" >> "$work/diff.txt"
-      echo "| $r | $fmt | $pct | $changed | ${dt} s | ${ft} s | $(ratio "$dt" "$ft") | ${dc} ($dcs) / ${fc} ($fcs) s | **$(ratio "$dc" "$fc")** | ${floor} s | ${drss} MB |"
+      echo "| $r | $fmt | $pct | $changed | ${dt} s | ${ft} s | $(ratio "$dt" "$ft") | ${dc} ($dcs) / ${rc} / ${fc} ($fcs) s | **$(ratio "$dc" "$rc")** / **$(ratio "$dc" "$fc")** | ${floor} s | ${drss} MB |"
     done
   done
   done
