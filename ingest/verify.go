@@ -65,6 +65,10 @@ type Verification struct {
 	// ledger row's counts ("quarantine"): landed plus quarantined is what
 	// the file held.
 	Quarantined int64
+	// Unchecked names the checks this connection's role may not run (the
+	// stored typed columns are read by a function only the writer and the
+	// owner may execute); the rest was checked. Empty for the writer.
+	Unchecked []string
 }
 
 // Problem is one inconsistency found by Verify.

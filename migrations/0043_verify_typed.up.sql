@@ -36,3 +36,19 @@ BEGIN
     EXECUTE format('ALTER FUNCTION geoingest_verify_typed() SECURITY DEFINER SET search_path = %I, pg_temp', current_schema());
 END
 $$;
+
+-- Only the writer (and the owner) may run it: the analyst, who may not read
+-- the storage, may not run a function that reads it with the owner's
+-- rights (0003's default privileges gave it EXECUTE). verify as the
+-- analyst says this check was not run.
+DO $$
+BEGIN
+    REVOKE EXECUTE ON FUNCTION geoingest_verify_typed() FROM PUBLIC;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
+        REVOKE EXECUTE ON FUNCTION geoingest_verify_typed() FROM geoingest_analyst;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_writer') THEN
+        GRANT EXECUTE ON FUNCTION geoingest_verify_typed() TO geoingest_writer;
+    END IF;
+END
+$$;

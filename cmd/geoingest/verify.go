@@ -68,6 +68,9 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "note: %s not stored yet (reports compute them exactly on every call; `geoingest report refresh` stores them)\n",
 			plural(n, "report assignment"))
 	}
+	for _, u := range v.Unchecked {
+		fmt.Fprintf(m.Stdout, "not checked as this role: %s\n", u)
+	}
 	if v.OK() {
 		fmt.Fprintln(m.Stdout, "ok: every committed job's features are present exactly once")
 		return nil

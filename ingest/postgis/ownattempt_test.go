@@ -38,6 +38,28 @@ func (f outageFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, e
 		c.Close(ctx)
 		time.Sleep(20 * time.Millisecond)
 	}
+	// New sessions are refused before Outage cuts the open ones: wait for
+	// the cut too, or the pool's idle session could still release the
+	// claim (as it did under load in CI).
+	cfg, err := pgx.ParseConfig(f.url)
+	if err != nil {
+		return ingest.Fetched{}, err
+	}
+	admin, err := pgx.Connect(ctx, pgtest.AdminURL(f.t))
+	if err != nil {
+		return ingest.Fetched{}, err
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+	for {
+		var n int
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, cfg.Database).Scan(&n); err != nil {
+			return ingest.Fetched{}, err
+		}
+		if n == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return ingest.Fetched{}, ingest.Transientf("connection to the object store reset (test)")
 }
 
