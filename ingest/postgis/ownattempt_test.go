@@ -10,7 +10,6 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -29,36 +28,19 @@ type outageFetcher struct {
 }
 
 func (f outageFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, error) {
-	go func() { f.over <- pgtest.Outage(context.Background(), f.t, f.url, f.down) }()
-	for {
-		c, err := pgx.Connect(ctx, f.url)
-		if err != nil {
-			break
-		}
-		c.Close(ctx)
-		time.Sleep(20 * time.Millisecond)
-	}
-	// New sessions are refused before Outage cuts the open ones: wait for
-	// the cut too, or the pool's idle session could still release the
-	// claim (as it did under load in CI).
-	cfg, err := pgx.ParseConfig(f.url)
-	if err != nil {
-		return ingest.Fetched{}, err
-	}
-	admin, err := pgx.Connect(ctx, pgtest.AdminURL(f.t))
-	if err != nil {
-		return ingest.Fetched{}, err
-	}
-	defer admin.Close(context.WithoutCancel(ctx))
-	for {
-		var n int
-		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, cfg.Database).Scan(&n); err != nil {
-			return ingest.Fetched{}, err
-		}
-		if n == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	cut, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		f.over <- pgtest.OutageCut(context.Background(), f.t, f.url, f.down, func() { close(cut) })
+	}()
+	// New sessions are refused before the open ones are cut: wait for the
+	// cut, or the pool's idle session could still release the claim. (An
+	// outage that failed ends early; the test reads its error from over.)
+	select {
+	case <-cut:
+	case <-ended:
+	case <-ctx.Done():
+		return ingest.Fetched{}, ctx.Err()
 	}
 	return ingest.Fetched{}, ingest.Transientf("connection to the object store reset (test)")
 }

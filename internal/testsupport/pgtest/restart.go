@@ -77,6 +77,14 @@ func clusterDir() (string, error) {
 // connected to it, and after down allows connections again.
 func Outage(ctx context.Context, t testing.TB, dbURL string, down time.Duration) error {
 	t.Helper()
+	return OutageCut(ctx, t, dbURL, down, nil)
+}
+
+// OutageCut is Outage that calls cut (when not nil) once the outage is
+// whole: new connections refused and every open session cut. A test that
+// must act only while nothing can reach the database waits for it.
+func OutageCut(ctx context.Context, t testing.TB, dbURL string, down time.Duration, cut func()) error {
+	t.Helper()
 	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
@@ -91,6 +99,9 @@ func Outage(ctx context.Context, t testing.TB, dbURL string, down time.Duration)
 		return fmt.Errorf("pgtest: outage: %w", err)
 	}
 	_, err = conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", cfg.Database)
+	if err == nil && cut != nil {
+		cut()
+	}
 	select {
 	case <-time.After(down):
 	case <-ctx.Done():
