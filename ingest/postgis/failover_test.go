@@ -2,9 +2,11 @@ package postgis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +53,27 @@ func failOver(t *testing.T, hc *hatest.Cluster, crash bool) {
 	p, err := hc.WaitPrimary(ctx, old)
 	require.NoError(t, err)
 	t.Logf("crash of %s: %s is primary after %.1fs", old.Name, p.Name, time.Since(start).Seconds())
+}
+
+// outlive keeps the server process holder (a session's lock holder, on
+// this machine) from running until the server process waiter has ended
+// (at the latest a few minutes on, or when the test ends): holder's locks
+// are released only after waiter has gone, whatever order a stop of the
+// server ends them in.
+func outlive(t *testing.T, holder, waiter int) {
+	t.Helper()
+	require.NoError(t, syscall.Kill(holder, syscall.SIGSTOP), "stop the holder's server process")
+	var once sync.Once
+	cont := func() { once.Do(func() { _ = syscall.Kill(holder, syscall.SIGCONT) }) }
+	t.Cleanup(cont)
+	go func() {
+		defer cont()
+		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if err := syscall.Kill(waiter, 0); errors.Is(err, syscall.ESRCH) {
+				return
+			}
+		}
+	}()
 }
 
 // requireCutTransient: background work cut by a failover ends with a
@@ -132,6 +155,8 @@ func TestBackgroundWorkAcrossFailover(t *testing.T) {
 		locker, err := pgx.Connect(bg, hc.URL())
 		require.NoError(t, err)
 		t.Cleanup(func() { locker.Close(bg) })
+		var lockerPID int
+		require.NoError(t, locker.QueryRow(bg, `SELECT pg_backend_pid()`).Scan(&lockerPID))
 		ctx := testhook.WithHook(bg, func(p string, w testhook.Where) bool {
 			if p != testhook.PruneBatch {
 				return false
@@ -147,10 +172,17 @@ func TestBackgroundWorkAcrossFailover(t *testing.T) {
 		errc := make(chan error, 1)
 		go func() { r, err := b.store.Prune(ctx, policy); done <- r; errc <- err }()
 		<-locked
+		var waiterPID int
 		require.Eventually(t, func() bool {
-			return countRows(t, b, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-				AND query LIKE '%DELETE FROM claims c USING gone%' AND wait_event_type = 'Lock'`) == 1
+			err := b.pool.QueryRow(bg, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+				AND query LIKE '%DELETE FROM claims c USING gone%' AND wait_event_type = 'Lock'`).Scan(&waiterPID)
+			return err == nil
 		}, 30*time.Second, 20*time.Millisecond, "the batch waits for the claim")
+		// The stop of the old primary ends every session at once, the
+		// locker's too: had the locker's end come first, the waiting
+		// batch would commit in between (under load it did). The locker's
+		// server process is stopped until the batch's has ended.
+		outlive(t, lockerPID, waiterPID)
 		failOver(t, hc, false)
 		first, err := <-done, <-errc
 		t.Logf("prune cut after %d ledger rows: %v", first.Jobs, err)
