@@ -1,7 +1,14 @@
 package ingest
 
 import (
+	"encoding/json"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stretchr/testify/require"
 )
@@ -64,18 +71,93 @@ func TestGuardOptions(t *testing.T) {
 }
 
 func TestKeysReaderKinds(t *testing.T) {
-	k := &KeysReader{keys: map[string]uint8{}}
+	k := NewKeysReader(nil)
 	k.add([]byte(`{"APN":"007","area":12.5,"ok":true,"n":null,"nested":{"a":[1,"}"]},"q\"x":"y"}`))
 	k.add([]byte(` { "APN" : 7 , "list":[{"b":"]"}] } `))
 	require.Equal(t, map[string]uint8{"APN": KeyString | KeyNumber, "area": KeyNumber, "ok": KeyBool, "n": 0,
-		"nested": KeyComplex, `q"x`: KeyString, "list": KeyComplex}, k.keys)
+		"nested": KeyComplex, `q"x`: KeyString, "list": KeyComplex}, k.Keys())
 }
 
+// TestKeysReaderAgreesWithJSON feeds a KeysReader objects whose keys
+// repeat the feature before's, in the same or another order, with the
+// same or another kind, some fewer, some escaped, and checks its keys and
+// kinds against encoding/json's reading of the same objects.
+func TestKeysReaderAgreesWithJSON(t *testing.T) {
+	names := []string{"APN", "owner", "use", `q\"x`, "year", "a\u00e9"}
+	values := []string{`"s"`, `12.5`, `-3`, `true`, `false`, `null`, `{"k":[1,"}"]}`, `[]`}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		k := NewKeysReader(nil)
+		want := map[string]uint8{}
+		order := slices.Clone(names)
+		kinds := make([]string, len(names))
+		for i := range kinds {
+			kinds[i] = values[rng.IntN(len(values))]
+		}
+		for range 20 {
+			switch rng.IntN(4) { // most features repeat the one before
+			case 0:
+				rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			case 1:
+				kinds[rng.IntN(len(kinds))] = values[rng.IntN(len(values))]
+			}
+			n := len(order) - rng.IntN(3)
+			var obj strings.Builder
+			obj.WriteString("{")
+			for i, name := range order[:n] {
+				if i > 0 {
+					obj.WriteString(", ")
+				}
+				obj.WriteString(`"` + name + `":` + kinds[i])
+			}
+			obj.WriteString("}")
+			var m map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal([]byte(obj.String()), &m), obj.String())
+			for key, v := range m {
+				var kind uint8
+				switch v[0] {
+				case '"':
+					kind = KeyString
+				case 't', 'f':
+					kind = KeyBool
+				case 'n':
+				case '{', '[':
+					kind = KeyComplex
+				default:
+					kind = KeyNumber
+				}
+				want[key] |= kind
+			}
+			k.add([]byte(obj.String()))
+			require.Equal(t, want, k.Keys(), "round %d, after %s", round, obj.String())
+		}
+	}
+}
+
+// BenchmarkKeysReader measures the keys scan per feature, on the
+// properties of a feature of the write benchmarks (5 keys:
+// writeBenchParcels, 10, and the 21 of bench-write-gate.sh's typed case).
+// cpu-ns/op is the thread's CPU time per feature, which other processes
+// on a loaded machine hardly move (ns/op is wall time).
 func BenchmarkKeysReader(b *testing.B) {
-	props := []byte(`{"APN":"0123456789","OWNER":"SMITH JOHN","USE_CODE":"R1","ACRES":0.25,"ZONING":"RS-7","SITUS":"123 MAIN ST","YEAR":1987,"VALUE":325000,"TAXABLE":true,"CITY":"SPRINGFIELD"}`)
-	k := &KeysReader{keys: map[string]uint8{}}
-	b.SetBytes(int64(len(props)))
-	for i := 0; i < b.N; i++ {
-		k.add(props)
+	for _, c := range []struct{ name, props string }{
+		{"5keys", `{"parcel_id":"P0000042","owner":"Propriétaire 42","land_use":"résidentiel","assessed_value":100042.5,"year":1992}`},
+		{"10keys", `{"APN":"0123456789","OWNER":"SMITH JOHN","USE_CODE":"R1","ACRES":0.25,"ZONING":"RS-7","SITUS":"123 MAIN ST","YEAR":1987,"VALUE":325000,"TAXABLE":true,"CITY":"SPRINGFIELD"}`},
+		{"21keys", `{"parcel_id":"p00042","owner":"Owner 42","land_use":"residential","assessed_value":123456.78,"year":1992,"apn_code":"42","county":"06037","zoning":" Z-2 ","city":"City 42","street":"42 Main St","zip":"00042","units":0,"rooms":7,"owner_id":4000000042,"area_ft":542.42,"tax":42.0042,"vacant":false,"homestead":"N","sold_on":"1992-07-15","updated":"2024-07-15T18:42:42Z","note":"n42"}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			props := []byte(c.props)
+			k := NewKeysReader(nil)
+			b.SetBytes(int64(len(props)))
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var t0, t1 unix.Timespec
+			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &t0)
+			for i := 0; i < b.N; i++ {
+				k.add(props)
+			}
+			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &t1)
+			b.ReportMetric(float64(t1.Nano()-t0.Nano())/float64(b.N), "cpu-ns/op")
+		})
 	}
 }

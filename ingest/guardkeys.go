@@ -8,14 +8,32 @@ import (
 // feature it yields, with the kinds of their values (VersionStats.Keys),
 // for the schema drift guard. It reads the top level of each feature's
 // properties object only, without allocating for a key it has seen.
+//
+// It runs on the goroutine that reads the file, ahead of the prepare
+// workers, so it is made cheap for the common case: the features of a
+// file list the same keys in the same order. The keys of the feature
+// before are kept in order (last); a key found in its place there, with a
+// kind already recorded, costs a comparison of its bytes, neither a scan
+// for its end nor a map lookup.
 type KeysReader struct {
 	LayerReader
-	keys map[string]uint8
+	index map[string]int // a key's place in slots
+	slots []keySlot      // every key recorded, with its kinds
+	last  []int          // the slots of the previous feature's keys, in order
+}
+
+// keySlot is a key and the kinds of its values recorded so far. plain:
+// the key was written without escapes (it holds no quote or backslash),
+// so that its bytes followed by a quote are the whole key.
+type keySlot struct {
+	key   string
+	kinds uint8
+	plain bool
 }
 
 // NewKeysReader returns r recording its features' keys.
 func NewKeysReader(r LayerReader) *KeysReader {
-	return &KeysReader{LayerReader: r, keys: map[string]uint8{}}
+	return &KeysReader{LayerReader: r, index: map[string]int{}}
 }
 
 // Next is the reader's Next, recording the keys of the feature it yields.
@@ -27,8 +45,15 @@ func (k *KeysReader) Next() bool {
 	return true
 }
 
-// Keys returns the keys recorded so far (the map is the reader's).
-func (k *KeysReader) Keys() map[string]uint8 { return k.keys }
+// Keys returns the keys recorded so far, each with the kinds of its
+// values (a new map at each call).
+func (k *KeysReader) Keys() map[string]uint8 {
+	m := make(map[string]uint8, len(k.slots))
+	for _, s := range k.slots {
+		m[s.key] = s.kinds
+	}
+	return m
+}
 
 // add records the top-level keys of obj, a JSON object; what is not one
 // is ignored (geomio always gives one).
@@ -38,14 +63,24 @@ func (k *KeysReader) add(obj []byte) {
 		return
 	}
 	i++
-	for {
+	for pos := 0; ; pos++ {
 		i = skipSpace(obj, i)
 		if i >= len(obj) || obj[i] != '"' {
 			return // '}' or malformed
 		}
-		end, escaped := scanString(obj, i)
-		if end < 0 {
-			return
+		// The key: the one in this place in the feature before, or scanned.
+		hit, end, escaped := -1, -1, false
+		if pos < len(k.last) {
+			if s := &k.slots[k.last[pos]]; s.plain {
+				if e := i + 1 + len(s.key); e < len(obj) && obj[e] == '"' && string(obj[i+1:e]) == s.key {
+					hit, end = k.last[pos], e
+				}
+			}
+		}
+		if hit < 0 {
+			if end, escaped = scanString(obj, i); end < 0 {
+				return
+			}
 		}
 		raw := obj[i+1 : end]
 		i = skipSpace(obj, end+1)
@@ -69,14 +104,8 @@ func (k *KeysReader) add(obj []byte) {
 		default:
 			kind = KeyNumber
 		}
-		if escaped {
-			key := string(raw)
-			if s, err := strconv.Unquote(`"` + key + `"`); err == nil {
-				key = s
-			}
-			k.keys[key] |= kind
-		} else if have, ok := k.keys[string(raw)]; !ok || have|kind != have {
-			k.keys[string(raw)] = have | kind
+		if hit < 0 || k.slots[hit].kinds|kind != k.slots[hit].kinds {
+			k.record(pos, raw, escaped, kind)
 		}
 		if i = skipValue(obj, i); i < 0 {
 			return
@@ -87,6 +116,37 @@ func (k *KeysReader) add(obj []byte) {
 		}
 		i++
 	}
+}
+
+// record adds kind to the kinds of the key raw (unescaped first when
+// escaped), the pos-th key of its feature, and makes it last's pos-th.
+func (k *KeysReader) record(pos int, raw []byte, escaped bool, kind uint8) {
+	var i int
+	var ok bool
+	if escaped {
+		key := string(raw)
+		if s, err := strconv.Unquote(`"` + key + `"`); err == nil {
+			key = s
+		}
+		if i, ok = k.index[key]; !ok {
+			i = k.slot(key, false)
+		}
+	} else if i, ok = k.index[string(raw)]; !ok {
+		i = k.slot(string(raw), true)
+	}
+	k.slots[i].kinds |= kind
+	if pos < len(k.last) {
+		k.last[pos] = i
+	} else {
+		k.last = append(k.last, i)
+	}
+}
+
+// slot adds a slot for key, a key not recorded yet, and returns its place.
+func (k *KeysReader) slot(key string, plain bool) int {
+	k.slots = append(k.slots, keySlot{key: key, plain: plain})
+	k.index[key] = len(k.slots) - 1
+	return len(k.slots) - 1
 }
 
 func skipSpace(b []byte, i int) int {
