@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/queue"
 )
 
@@ -288,11 +287,11 @@ func (c *Consumer) handle(ctx context.Context, msg *queue.Message, plan *message
 			log.Error("message dead-lettered", "reason", reason)
 		}
 	default:
-		testhook.At(sctx, testhook.BeforeAck, testhook.Where{})
+		HookAt(sctx, HookBeforeAck, HookWhere{})
 		if err := c.Receiver.Ack(sctx, msg); err != nil {
 			log.Warn("ack failed; the message comes back and is a duplicate", "error", err.Error())
 		}
-		testhook.At(sctx, testhook.AfterAck, testhook.Where{})
+		HookAt(sctx, HookAfterAck, HookWhere{})
 	}
 }
 

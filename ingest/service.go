@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/geomio"
-	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // Service runs jobs through the claim gate and the write gate. It is safe
@@ -128,8 +127,8 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 	res := Result{JobID: job.ID, Source: job.Source.String()}
 	defer func() { s.Metrics.JobDuration.Observe(time.Since(start).Seconds()) }()
 
-	where := testhook.Where{Owner: s.Owner, Job: job.ID}
-	testhook.At(ctx, testhook.BeforeClaim, where)
+	where := HookWhere{Owner: s.Owner, Job: job.ID}
+	HookAt(ctx, HookBeforeClaim, where)
 	var claim ClaimStatus
 	var err error
 	deadAttempts.begin(s.Owner, job.ID)
@@ -168,7 +167,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 	}
 	s.Metrics.Claims.WithLabelValues("won").Inc()
 	deadAttempts.forget(s.Owner, job.ID)
-	testhook.At(ctx, testhook.AfterClaim, where)
+	HookAt(ctx, HookAfterClaim, where)
 	defer func() { s.endAttempt(log, job.ID, claim.Attempt, out) }()
 
 	defer s.heartbeat(ctx, log, job.ID)()
@@ -222,7 +221,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 	}
 	defer r.Close()
 
-	testhook.At(ctx, testhook.BeforeWrite, where)
+	HookAt(ctx, HookBeforeWrite, where)
 	every := s.ProgressInterval
 	if every <= 0 {
 		every = 200 * time.Millisecond
@@ -231,7 +230,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 	if namesFeatureID(job.Params) {
 		in = featureIDReader{in}
 	}
-	if testhook.Enabled(ctx) {
+	if Hooked(ctx) {
 		in = &copyHook{Reader: r, ctx: ctx, where: where}
 	}
 	prog := newProgressReader(in, log, s.Progress, every, progressLogEvery, job)
@@ -358,7 +357,7 @@ func (s *Service) fail(ctx context.Context, log *slog.Logger, res Result, job Jo
 // is called or the lease is lost.
 func (s *Service) heartbeat(ctx context.Context, log *slog.Logger, jobID string) (stop func()) {
 	return renewEvery(ctx, s.Lease/3, func(ctx context.Context) bool {
-		if testhook.At(ctx, testhook.Heartbeat, testhook.Where{Owner: s.Owner, Job: jobID}) {
+		if HookAt(ctx, HookHeartbeat, HookWhere{Owner: s.Owner, Job: jobID}) {
 			return true // a test lets the lease run out
 		}
 		ok, err := s.Store.Heartbeat(ctx, jobID, s.Owner, s.Lease)
@@ -418,19 +417,19 @@ func sameSet(part, main string) bool {
 	return ok1 && ok2 && strings.EqualFold(ps, ms)
 }
 
-// copyHook stops a test build at testhook.DuringCopy once the write gate's
+// copyHook stops a test build at HookDuringCopy once the write gate's
 // COPY has taken the first features.
 type copyHook struct {
 	geomio.Reader
 	ctx   context.Context
-	where testhook.Where
+	where HookWhere
 	n     int
 }
 
 func (c *copyHook) Next() bool {
 	ok := c.Reader.Next()
 	if c.n++; c.n == 2 {
-		testhook.At(c.ctx, testhook.DuringCopy, c.where)
+		HookAt(c.ctx, HookDuringCopy, c.where)
 	}
 	return ok
 }

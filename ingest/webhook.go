@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // The webhook (docs/changes.md, "The webhook"): a consumer of the change
@@ -174,7 +172,7 @@ func (w *Webhook) deliverBatch(ctx context.Context, cursor string) (int, error) 
 		return 0, err
 	}
 	if len(recs) > 0 {
-		testhook.At(ctx, testhook.WebhookAfterRead, testhook.Where{Owner: w.Holder, Job: recs[0].Job})
+		HookAt(ctx, HookWebhookAfterRead, HookWhere{Owner: w.Holder, Job: recs[0].Job})
 	}
 	for _, c := range recs {
 		deliver, zoom := true, (*TileZoom)(nil)
@@ -190,7 +188,7 @@ func (w *Webhook) deliverBatch(ctx context.Context, cursor string) (int, error) 
 			if err := w.post(ctx, c, body); err != nil {
 				return 0, err
 			}
-			testhook.At(ctx, testhook.WebhookAfterPost, testhook.Where{Owner: w.Holder, Job: c.Job})
+			HookAt(ctx, HookWebhookAfterPost, HookWhere{Owner: w.Holder, Job: c.Job})
 			sent = 1
 		}
 		held, err := w.Subscribers.SaveSubscriberCursor(ctx, w.Name, w.Holder, c.Cursor, sent, w.Lease)

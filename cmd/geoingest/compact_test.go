@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/jackc/pgx/v5"
@@ -104,7 +104,7 @@ func TestCompactKilledMidFold(t *testing.T) {
 	}
 
 	// SIGKILL before the fold's COMMIT.
-	cmd, out := compact("GEOINGEST_TEST_CRASH_AT=" + testhook.BeforeFoldCommit)
+	cmd, out := compact("GEOINGEST_TEST_CRASH_AT=" + ingest.HookBeforeFoldCommit)
 	err := cmd.Run()
 	require.Error(t, err, out.String())
 	require.Contains(t, err.Error(), "killed", out.String())
@@ -116,7 +116,7 @@ func TestCompactKilledMidFold(t *testing.T) {
 	// The database goes away (every session cut) while a fold waits to
 	// commit.
 	marker := filepath.Join(t.TempDir(), "paused")
-	cmd, out = compact("GEOINGEST_TEST_PAUSE_AT="+testhook.BeforeFoldCommit, "GEOINGEST_TEST_MARKER="+marker)
+	cmd, out = compact("GEOINGEST_TEST_PAUSE_AT="+ingest.HookBeforeFoldCommit, "GEOINGEST_TEST_MARKER="+marker)
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	require.Eventually(t, func() bool { _, err := os.Stat(marker); return err == nil }, time.Minute, 50*time.Millisecond, out.String())

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/stretchr/testify/require"
@@ -21,8 +21,8 @@ import (
 // queue empty.
 func TestServeCrashPointsClouds(t *testing.T) {
 	const lease, visibility = 3 * time.Second, 2 * time.Second
-	points := []string{testhook.BeforeClaim, testhook.AfterClaim, testhook.DuringDownload, testhook.DuringCopy,
-		testhook.BeforeCommit, testhook.BeforeAck, testhook.AfterAck}
+	points := []string{ingest.HookBeforeClaim, ingest.HookAfterClaim, ingest.HookDuringDownload, ingest.HookDuringCopy,
+		ingest.HookBeforeCommit, ingest.HookBeforeAck, ingest.HookAfterAck}
 	type rig struct {
 		c       *crashEnv
 		drained func() bool

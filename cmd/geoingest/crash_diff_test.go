@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,7 +27,7 @@ import (
 func TestServeCrashDuringDiff(t *testing.T) {
 	t.Parallel()
 	const lease, visibility = 3 * time.Second, 2 * time.Second
-	for _, point := range []string{testhook.DuringDiff, testhook.DuringRewrite, testhook.BeforeCommit} {
+	for _, point := range []string{ingest.HookDuringDiff, ingest.HookDuringRewrite, ingest.HookBeforeCommit} {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			c := newCrashEnv(t, "diff-"+point)
@@ -35,7 +35,7 @@ func TestServeCrashDuringDiff(t *testing.T) {
 			// during-rewrite: every version has a table of its own and is
 			// written straight into it from the spool, the old generation
 			// retired whole (into the history: its 40 rows).
-			rewrite := point == testhook.DuringRewrite
+			rewrite := point == ingest.HookDuringRewrite
 			var env []string
 			if rewrite {
 				env = []string{"GEOINGEST_OWN_PARTITION_BYTES=1", "GEOINGEST_DIFF_REWRITE_ABOVE=-1"}

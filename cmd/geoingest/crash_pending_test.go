@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,11 +28,11 @@ func TestServeCrashHoldingPendingVersion(t *testing.T) {
 
 	o2 := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", squaresFile(t, 5), 2)
 	sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o2))
-	a := c.serve(t, []string{"GEOINGEST_TEST_CRASH_AT=" + testhook.BeforeCommit}, args...)
+	a := c.serve(t, []string{"GEOINGEST_TEST_CRASH_AT=" + ingest.HookBeforeCommit}, args...)
 	select {
 	case <-a.exited:
 	case <-time.After(90 * time.Second):
-		t.Fatalf("worker A never reached %s:\n%s", testhook.BeforeCommit, a.stderr.String())
+		t.Fatalf("worker A never reached %s:\n%s", ingest.HookBeforeCommit, a.stderr.String())
 	}
 	require.True(t, a.killed(), "worker A died of SIGKILL:\n%s", a.stderr.String())
 	require.EqualValues(t, 40, queryInt(t, c.db, `SELECT count(*) FROM parcels`), "the first generation, whole")

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
@@ -198,8 +198,8 @@ func (c *crashEnv) sqsEmpty(t *testing.T) bool {
 func TestServeCrashPoints(t *testing.T) {
 	t.Parallel()
 	const lease, visibility = 3 * time.Second, 2 * time.Second
-	points := []string{testhook.BeforeClaim, testhook.AfterClaim, testhook.DuringDownload, testhook.DuringCopy,
-		testhook.BeforeCommit, testhook.BeforeAck, testhook.AfterAck}
+	points := []string{ingest.HookBeforeClaim, ingest.HookAfterClaim, ingest.HookDuringDownload, ingest.HookDuringCopy,
+		ingest.HookBeforeCommit, ingest.HookBeforeAck, ingest.HookAfterAck}
 	for _, point := range points {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()

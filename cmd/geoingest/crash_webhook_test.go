@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
@@ -87,7 +87,7 @@ func (h *heldReceiver) delivered() map[string]int {
 // the first record is delivered twice: at least once, never lost.
 func TestServeCrashWhileDeliveringWebhook(t *testing.T) {
 	t.Parallel()
-	for _, point := range []string{testhook.WebhookAfterRead, testhook.WebhookAfterPost, "mid-post"} {
+	for _, point := range []string{ingest.HookWebhookAfterRead, ingest.HookWebhookAfterPost, "mid-post"} {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			db := pgtest.NewDB(t)
@@ -139,7 +139,7 @@ func TestServeCrashWhileDeliveringWebhook(t *testing.T) {
 			require.True(t, a.killed(), "serve died of SIGKILL at %s:\n%s", point, a.stderr.String())
 			got := recv.delivered()
 			want := map[string]int{}
-			if point == testhook.WebhookAfterPost {
+			if point == ingest.HookWebhookAfterPost {
 				require.Len(t, got, 1, "the first record was acknowledged before the kill")
 				want = got
 			} else {

@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testhook"
-
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/stretchr/testify/require"
 )
@@ -161,11 +160,11 @@ func TestServeCrashQuarantine(t *testing.T) {
 	args := []string{"--lease", lease.String(), "--visibility", visibility.String()}
 	o := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", "literal:"+quarantineFile, 1)
 	sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
-	a := c.serve(t, []string{"GEOINGEST_TEST_CRASH_AT=" + testhook.BeforeCommit}, args...)
+	a := c.serve(t, []string{"GEOINGEST_TEST_CRASH_AT=" + ingest.HookBeforeCommit}, args...)
 	select {
 	case <-a.exited:
 	case <-time.After(90 * time.Second):
-		t.Fatalf("worker A never reached %s:\n%s", testhook.BeforeCommit, a.stderr.String())
+		t.Fatalf("worker A never reached %s:\n%s", ingest.HookBeforeCommit, a.stderr.String())
 	}
 	require.True(t, a.killed(), "worker A died of SIGKILL:\n%s", a.stderr.String())
 	require.EqualValues(t, 0, queryInt(t, c.db, `SELECT count(*) FROM geoingest_quarantine`))

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
@@ -328,8 +328,8 @@ func TestServeSIGTERMLosesNothing(t *testing.T) {
 
 	// The first serve's job is held 2 s before its write gate, so that
 	// however fast the machine it is still running when the stop comes.
-	held := testhook.WithHook(context.Background(), func(point string, _ testhook.Where) bool {
-		if point == testhook.BeforeWrite {
+	held := ingest.WithHook(context.Background(), func(point string, _ ingest.HookWhere) bool {
+		if point == ingest.HookBeforeWrite {
 			time.Sleep(2 * time.Second)
 		}
 		return false
@@ -347,8 +347,8 @@ func TestServeSIGTERMLosesNothing(t *testing.T) {
 	// The second serve renews the visibility every 0.2 s while the job runs;
 	// the job is held for 1 s before its write gate, so that it outlasts
 	// the visibility timeout however fast the write path is.
-	slow := testhook.WithHook(context.Background(), func(point string, _ testhook.Where) bool {
-		if point == testhook.BeforeWrite {
+	slow := ingest.WithHook(context.Background(), func(point string, _ ingest.HookWhere) bool {
+		if point == ingest.HookBeforeWrite {
 			time.Sleep(time.Second)
 		}
 		return false

@@ -27,7 +27,6 @@ import (
 
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // ErrNotFound is wrapped by Stat and Get errors when the object (or the
@@ -207,7 +206,7 @@ func (f *fetcher) get(ctx context.Context, dir string, p part, named bool) (stri
 	if timer != nil {
 		r = progressReader{r: r, progress: func() { timer.Reset(f.idle) }}
 	}
-	n, err := io.Copy(io.MultiWriter(file, h), testhook.Reader(ctx, r, testhook.DuringDownload, testhook.Where{}))
+	n, err := io.Copy(io.MultiWriter(file, h), ingest.HookReader(ctx, r, ingest.HookDuringDownload, ingest.HookWhere{}))
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}

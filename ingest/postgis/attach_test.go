@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
@@ -225,8 +224,8 @@ func TestLargeJobWritersDoNotDeadlock(t *testing.T) {
 	writeSquares(t, pa, 5, 10, "v1", time.Now())
 	ja := localJob(t, pa, ingest.DefaultParams("parcels"))
 	held, release := make(chan struct{}), make(chan struct{})
-	actx := testhook.WithHook(ctx, func(point string, w testhook.Where) bool {
-		if point == testhook.DuringCopy && w.Job == ja.ID {
+	actx := ingest.WithHook(ctx, func(point string, w ingest.HookWhere) bool {
+		if point == ingest.HookDuringCopy && w.Job == ja.ID {
 			close(held)
 			<-release
 		}

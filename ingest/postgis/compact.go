@@ -8,7 +8,6 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -139,7 +138,7 @@ func (s *Store) foldOldest(ctx context.Context, target string, skip []string) (_
 		}
 		return nil, false, ingest.Transientf("compact: fold %s: %w", job.JobID, err)
 	}
-	testhook.At(ctx, testhook.BeforeFoldCommit, testhook.Where{Job: job.JobID})
+	ingest.HookAt(ctx, ingest.HookBeforeFoldCommit, ingest.HookWhere{Job: job.JobID})
 	if err := tx.Commit(ctx); err != nil {
 		return nil, false, ingest.Transientf("compact: commit: %w", err)
 	}

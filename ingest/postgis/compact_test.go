@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -269,8 +268,8 @@ func TestCompactConcurrentReplaceAndReaders(t *testing.T) {
 	}()
 
 	held, release := make(chan struct{}), make(chan struct{})
-	hctx := testhook.WithHook(ctx, func(point string, w testhook.Where) bool {
-		if point == testhook.BeforeFoldCommit && w.Job == ids[0] {
+	hctx := ingest.WithHook(ctx, func(point string, w ingest.HookWhere) bool {
+		if point == ingest.HookBeforeFoldCommit && w.Job == ids[0] {
 			close(held)
 			<-release
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -125,7 +124,7 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		return err
 	}
 
-	testhook.At(ctx, testhook.DuringDiff, testhook.Where{Job: job.ID})
+	ingest.HookAt(ctx, ingest.HookDuringDiff, ingest.HookWhere{Job: job.ID})
 	plan, err := g.q.DiffPlan(ctx, db.DiffPlanParams{TargetTable: target, OldRef: oldRef, KeyFields: key})
 	if err != nil {
 		return fmt.Errorf("match the version: %w", normaliseErr(err))
@@ -147,7 +146,7 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		if _, err := sendRewrite(ctx, g, sp, pgx.Identifier{table.SchemaName, table.TableName}, g.ref); err != nil {
 			return err
 		}
-		testhook.At(ctx, testhook.DuringRewrite, testhook.Where{Job: job.ID})
+		ingest.HookAt(ctx, ingest.HookDuringRewrite, ingest.HookWhere{Job: job.ID})
 		d, err := g.q.DiffApplyDirect(ctx, db.DiffApplyDirectParams{JobID: job.ID, BaseJobID: base, TargetTable: target,
 			OldRef: oldRef, MinIou: minIoU, DuplicateKeys: plan.DuplicateKeys, NewRef: newRef})
 		if err != nil {

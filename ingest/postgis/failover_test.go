@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/postgistest/hatest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -20,12 +19,12 @@ import (
 // pauseAt returns ctx whose work stops the first time it reaches point
 // (for a job that match accepts, when match is not nil) until release is
 // called (at the latest when the test ends); reached is closed then.
-func pauseAt(t *testing.T, ctx context.Context, point string, match func(testhook.Where) bool) (_ context.Context, reached <-chan struct{}, release func()) {
+func pauseAt(t *testing.T, ctx context.Context, point string, match func(ingest.HookWhere) bool) (_ context.Context, reached <-chan struct{}, release func()) {
 	at, go_ := make(chan struct{}), make(chan struct{})
 	var once, releaseOnce sync.Once
 	release = func() { releaseOnce.Do(func() { close(go_) }) }
 	t.Cleanup(release)
-	return testhook.WithHook(ctx, func(p string, w testhook.Where) bool {
+	return ingest.WithHook(ctx, func(p string, w ingest.HookWhere) bool {
 		if p == point && (match == nil || match(w)) {
 			once.Do(func() { close(at); <-go_ })
 		}
@@ -101,7 +100,7 @@ func TestBackgroundWorkAcrossFailover(t *testing.T) {
 		b := setupOn(t, hc.URL())
 		_, ids := ownSources(t, b, t.TempDir(), 3, 50)
 		before, seen := ledger(t, b), currentCounts(t, b.pool)
-		ctx, reached, release := pauseAt(t, context.Background(), testhook.BeforeFoldCommit, func(w testhook.Where) bool { return w.Job == ids[1] })
+		ctx, reached, release := pauseAt(t, context.Background(), ingest.HookBeforeFoldCommit, func(w ingest.HookWhere) bool { return w.Job == ids[1] })
 		done := make(chan error, 1)
 		var r ingest.CompactResult
 		go func() {
@@ -157,8 +156,8 @@ func TestBackgroundWorkAcrossFailover(t *testing.T) {
 		t.Cleanup(func() { locker.Close(bg) })
 		var lockerPID int
 		require.NoError(t, locker.QueryRow(bg, `SELECT pg_backend_pid()`).Scan(&lockerPID))
-		ctx := testhook.WithHook(bg, func(p string, w testhook.Where) bool {
-			if p != testhook.PruneBatch {
+		ctx := ingest.WithHook(bg, func(p string, w ingest.HookWhere) bool {
+			if p != ingest.HookPruneBatch {
 				return false
 			}
 			if batches++; batches == 2 {
@@ -216,7 +215,7 @@ func TestBackgroundWorkAcrossFailover(t *testing.T) {
 			e.rpIngest(t, p, "parcels")
 		}
 		pairs := 0
-		ctx, reached, release := pauseAt(t, context.Background(), testhook.BeforeRefreshCommit, func(testhook.Where) bool { pairs++; return pairs == 2 })
+		ctx, reached, release := pauseAt(t, context.Background(), ingest.HookBeforeRefreshCommit, func(ingest.HookWhere) bool { pairs++; return pairs == 2 })
 		errc := make(chan error, 1)
 		go func() { _, err := b.store.RefreshReports(ctx); errc <- err }()
 		<-reached

@@ -6,7 +6,6 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -69,7 +68,7 @@ func (s *Store) Prune(ctx context.Context, p ingest.RetentionPolicy) (ingest.Pru
 			res.Jobs += int64(len(ids))
 			stay += len(ids)
 		default:
-			testhook.At(ctx, testhook.PruneBatch, testhook.Where{Job: ids[0]})
+			ingest.HookAt(ctx, ingest.HookPruneBatch, ingest.HookWhere{Job: ids[0]})
 			n, err := s.q.PruneJobs(ctx, ids)
 			if err != nil {
 				return res, ingest.Transientf("prune: %w", err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,8 +70,8 @@ func holdWrite(t *testing.T, b *bundle, path string) (release func(), done chan 
 	var once, releaseOnce sync.Once
 	release = func() { releaseOnce.Do(func() { close(unheld) }) }
 	t.Cleanup(release)
-	hctx := testhook.WithHook(context.Background(), func(point string, _ testhook.Where) bool {
-		if point == testhook.BeforeCommit {
+	hctx := ingest.WithHook(context.Background(), func(point string, _ ingest.HookWhere) bool {
+		if point == ingest.HookBeforeCommit {
 			once.Do(func() { close(held); <-unheld })
 		}
 		return false

@@ -7,7 +7,6 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -163,7 +162,7 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 			return 0, false, computedWhole, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 		}
 		if given {
-			testhook.At(ctx, testhook.BeforeRefreshCommit, testhook.Where{Job: st.ParcelJobID})
+			ingest.HookAt(ctx, ingest.HookBeforeRefreshCommit, ingest.HookWhere{Job: st.ParcelJobID})
 			if err := tx.Commit(ctx); err != nil {
 				return 0, false, computedWhole, ingest.Transientf("refresh reports: commit: %w", err)
 			}
@@ -179,7 +178,7 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 		})
 		switch {
 		case err == nil:
-			testhook.At(ctx, testhook.BeforeRefreshCommit, testhook.Where{Job: st.ParcelJobID})
+			ingest.HookAt(ctx, ingest.HookBeforeRefreshCommit, ingest.HookWhere{Job: st.ParcelJobID})
 			if err := tx.Commit(ctx); err != nil {
 				return 0, false, computedWhole, ingest.Transientf("refresh reports: commit: %w", err)
 			}
@@ -204,7 +203,7 @@ func (s *Store) assign(ctx context.Context, st db.StaleReportAssignmentsRow, ove
 	if err != nil {
 		return 0, false, computedWhole, ingest.Transientf("refresh reports: job %s: %w", st.ParcelJobID, err)
 	}
-	testhook.At(ctx, testhook.BeforeRefreshCommit, testhook.Where{Job: st.ParcelJobID})
+	ingest.HookAt(ctx, ingest.HookBeforeRefreshCommit, ingest.HookWhere{Job: st.ParcelJobID})
 	if err := tx.Commit(ctx); err != nil {
 		return 0, false, computedWhole, ingest.Transientf("refresh reports: commit: %w", err)
 	}

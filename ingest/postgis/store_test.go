@@ -14,7 +14,6 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/localfs"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -65,16 +64,16 @@ func newTestService(pool *pgxpool.Pool, metrics *ingest.Metrics, log *slog.Logge
 // beforeWrite (when not nil) is called before each one's write gate, and
 // with noHeartbeat its lease is never renewed.
 func hooked(ctx context.Context, owner string, noHeartbeat bool, beforeWrite func()) context.Context {
-	return testhook.WithHook(ctx, func(point string, w testhook.Where) bool {
+	return ingest.WithHook(ctx, func(point string, w ingest.HookWhere) bool {
 		if w.Owner != owner {
 			return false
 		}
 		switch point {
-		case testhook.BeforeWrite:
+		case ingest.HookBeforeWrite:
 			if beforeWrite != nil {
 				beforeWrite()
 			}
-		case testhook.Heartbeat:
+		case ingest.HookHeartbeat:
 			return noHeartbeat
 		}
 		return false

@@ -8,7 +8,6 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 	"github.com/geoingest/geoingest/ingest/reportcells"
-	"github.com/geoingest/geoingest/internal/testhook"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -315,7 +314,7 @@ func (s *Store) commitGate(ctx context.Context, g *gate, job ingest.Job, owner s
 			return err
 		}
 	}
-	testhook.At(ctx, testhook.BeforeCommit, testhook.Where{Owner: owner, Job: job.ID})
+	ingest.HookAt(ctx, ingest.HookBeforeCommit, ingest.HookWhere{Owner: owner, Job: job.ID})
 	if g.attach != "" {
 		if err := s.attachOwnPartition(ctx, g, g.attach); err != nil {
 			return err

@@ -20,7 +20,6 @@ import (
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/awserr"
-	"github.com/geoingest/geoingest/internal/testhook"
 )
 
 // Options tune NewSource.
@@ -231,7 +230,7 @@ func (f *s3Fetcher) get(ctx context.Context, dir string, p s3Part) (string, int6
 	if timer != nil {
 		body = progressReader{r: body, progress: func() { timer.Reset(f.idle) }}
 	}
-	n, err := io.Copy(io.MultiWriter(file, h), testhook.Reader(ctx, body, testhook.DuringDownload, testhook.Where{}))
+	n, err := io.Copy(io.MultiWriter(file, h), ingest.HookReader(ctx, body, ingest.HookDuringDownload, ingest.HookWhere{}))
 	if cerr := file.Close(); err == nil {
 		err = cerr
 	}

@@ -2,5 +2,5 @@
 
 package testhook
 
-// hook is nil in a release build: At does nothing.
-var hook func(point string)
+// envHook is nil in a release build: Arm adds no hook.
+var envHook func(point string)

@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-var hook = envHook()
+var envHook = fromEnv()
 
-// envHook reads GEOINGEST_TEST_CRASH_AT and GEOINGEST_TEST_PAUSE_AT.
-func envHook() func(string) {
+// fromEnv reads GEOINGEST_TEST_CRASH_AT and GEOINGEST_TEST_PAUSE_AT.
+func fromEnv() func(string) {
 	crash, pause := os.Getenv("GEOINGEST_TEST_CRASH_AT"), os.Getenv("GEOINGEST_TEST_PAUSE_AT")
 	marker := os.Getenv("GEOINGEST_TEST_MARKER")
 	var mu sync.Mutex

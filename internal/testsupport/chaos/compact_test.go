@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/geoingest/geoingest/internal/testhook"
+	"github.com/geoingest/geoingest/ingest"
 )
 
 // ownPartitionBytes is the serves' own-partition threshold in the suite:
@@ -66,7 +66,7 @@ func (r *run) compactFaults(ctx context.Context) {
 		}
 		marker := filepath.Join(dir, "paused-"+strings.Repeat("x", i%3)+time.Now().Format("150405.000"))
 		cmd := exec.Command(bin, "compact", "--keep", "0", "--database-url", r.db, "--log-level", "warn")
-		cmd.Env = append(os.Environ(), "GEOINGEST_TEST_PAUSE_AT="+testhook.BeforeFoldCommit, "GEOINGEST_TEST_MARKER="+marker)
+		cmd.Env = append(os.Environ(), "GEOINGEST_TEST_PAUSE_AT="+ingest.HookBeforeFoldCommit, "GEOINGEST_TEST_MARKER="+marker)
 		if err := cmd.Start(); err != nil {
 			r.compactErr = err
 			return
