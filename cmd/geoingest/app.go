@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/geoingest/geoingest/geomio/pagetrim"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
-	"github.com/geoingest/geoingest/internal/pagetrim"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"

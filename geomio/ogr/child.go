@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/geoingest/geoingest/internal/pagetrim"
+	"github.com/geoingest/geoingest/geomio/pagetrim"
 )
 
 // childEnv marks a process started to read one dataset: the running
@@ -128,7 +128,7 @@ func childMain(load bool) int {
 	// The pages of code and read-only data that opening the file
 	// touched (GDAL's drivers probing it, the layers' description, the
 	// CRS's export) and that reading features does not use are given
-	// back (internal/pagetrim): 5–9 MB of the child's resident memory
+	// back (geomio/pagetrim): 5–9 MB of the child's resident memory
 	// while it reads (docs/benchmarks.md).
 	if smaps != nil {
 		_, _ = pagetrim.TrimWith(smaps)

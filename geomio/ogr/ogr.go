@@ -30,7 +30,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/geoingest/geoingest/internal/pagetrim"
+	"github.com/geoingest/geoingest/geomio/pagetrim"
 )
 
 var (

@@ -8,6 +8,11 @@
 //
 // Trim is Linux only; elsewhere (and in a build without cgo) it does
 // nothing and reports so.
+//
+// It is in geomio's tree because GDAL's reading child (geomio/ogr) trims
+// around libgdal's loading and after a file's opening, from ogr's init,
+// before any main could hand it a trimmer; the service (cmd/geoingest)
+// trims with it too, after start-up and at the first large job.
 package pagetrim
 
 // Result is what one Trim did.
