@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// ConsoleReader is what the operator's console reads: jobs, one job's
-// record, sources, claims in progress and an overview, all read-only.
-// postgis.Console is the implementation.
+// ConsoleReader is the one read model of jobs: what the operator's
+// console and `geoingest jobs` read: jobs, one job's record, sources,
+// claims in progress and an overview, all read-only. postgis.Console is
+// the implementation (and the Store's Ledger reads through it).
 //
 // Errors: an error of the database is Transient; a query the caller got
 // wrong (an unknown state, a cursor that does not parse) is Permanent;
@@ -50,6 +51,11 @@ const (
 var JobStates = []string{StateFailed, StateInFlight, StateLeaseExpired, StateCommitted,
 	"current", "superseded", "replaced", "retired", "deleted"}
 
+// ClaimStates are the claim gate's own states, which a JobQuery may
+// select too (as `geoingest jobs list --state` names them): CLAIMED is in
+// flight or lease-expired, COMMITTED is committed, FAILED is failed.
+var ClaimStates = []string{"CLAIMED", "COMMITTED", "FAILED"}
+
 // DefaultPage and MaxPage bound a page of the console's lists.
 const (
 	DefaultPage = 50
@@ -58,7 +64,7 @@ const (
 
 // JobQuery selects jobs for ConsoleJobs. Empty fields match everything.
 type JobQuery struct {
-	// State is one of JobStates.
+	// State is one of JobStates or ClaimStates.
 	State string
 	// Source is a source key prefix, or a source's URL prefix
 	// (s3://bucket/prefix, file:///path): see ParseSourcePrefix.
@@ -76,8 +82,9 @@ type JobQuery struct {
 
 // Validate checks the state and clamps the limit.
 func (q *JobQuery) Validate() error {
-	if q.State != "" && !slices.Contains(JobStates, q.State) {
-		return Permanentf("state %q: want one of %s", q.State, strings.Join(JobStates, ", "))
+	if q.State != "" && !slices.Contains(JobStates, q.State) && !slices.Contains(ClaimStates, q.State) {
+		return Permanentf("state %q: want one of %s, or a claim state: %s", q.State,
+			strings.Join(JobStates, ", "), strings.Join(ClaimStates, ", "))
 	}
 	if q.Target != "" && !slices.Contains(Targets, q.Target) {
 		return Permanentf("target %q: want one of %s", q.Target, strings.Join(Targets, ", "))

@@ -230,13 +230,10 @@ type Ledger interface {
 	// file holds the bytes it had. ErrJobNotFound (Permanent) when the
 	// job is not in the ledger; Permanent when it cannot be rebuilt.
 	LedgerJob(ctx context.Context, jobID string, files FileSource) (Job, error)
-	// ShowJob returns everything recorded about jobID, or ErrNoSuchJob.
-	ShowJob(ctx context.Context, jobID string) (JobDetail, error)
-	// ListJobs lists the jobs f selects, most recently changed first.
-	ListJobs(ctx context.Context, f JobFilter) ([]JobInfo, error)
-	// ListSources lists sources whose key starts with prefix ("" for
-	// all), at most limit (default 100).
-	ListSources(ctx context.Context, prefix string, limit int32) ([]SourceInfo, error)
+	// ConsoleReader is the one read model of jobs and sources: lists,
+	// one job's record, claims in flight, the overview. The console and
+	// `geoingest jobs` read through it.
+	ConsoleReader
 	// Summary reports each feature table's current rows, jobs and area.
 	Summary(ctx context.Context) ([]TableSummary, error)
 	// Verify checks the ledger against the feature tables and the stored

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 )
@@ -27,8 +28,8 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 	var d dbFlags
 	m.addDBFlags(fs, &d)
 	m.addReadFlag(fs, &d)
-	state := fs.String("state", "", "list: a claim state (CLAIMED, COMMITTED, FAILED) or a ledger status (current, superseded, replaced, retired, deleted)")
-	source := fs.String("source", "", "list, sources: only sources whose key starts with this")
+	state := fs.String("state", "", "list: a claim state (CLAIMED, COMMITTED, FAILED), a ledger status (current, superseded, replaced, retired, deleted) or a console state (failed, in-flight, lease-expired, committed)")
+	source := fs.String("source", "", "list, sources: only sources whose key starts with this (or under s3://BUCKET/PREFIX, file:///DIR/)")
 	limit := fs.Int("limit", 100, "list, sources: at most this many rows")
 	format := fs.String("format", "table", "table or json")
 	if err := parse(fs, args); err != nil {
@@ -41,6 +42,9 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 	}
 	if *format != "table" && *format != "json" {
 		return fmt.Errorf("--format %q: want table or json", *format)
+	}
+	if *limit <= 0 {
+		*limit = 100
 	}
 	if (sub == "show") != (len(rest) == 1) || len(rest) > 1 {
 		fs.Usage()
@@ -62,13 +66,14 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 
 	switch sub {
 	case "show":
-		j, err := store.ShowJob(ctx, rest[0])
+		rec, err := store.ConsoleJob(ctx, rest[0])
 		if errors.Is(err, ingest.ErrNoSuchJob) {
 			return fmt.Errorf("job %s: %w", rest[0], err)
 		}
 		if err != nil {
 			return err
 		}
+		j := detailOf(rec)
 		if *format == "json" {
 			return asJSON(j)
 		}
@@ -105,7 +110,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 		}
 		return nil
 	case "sources":
-		ss, err := store.ListSources(ctx, *source, int32(*limit))
+		ss, err := listSources(ctx, store, *source, *limit)
 		if err != nil {
 			return err
 		}
@@ -122,7 +127,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 		}
 		return nil
 	default:
-		js, err := store.ListJobs(ctx, ingest.JobFilter{State: *state, SourcePrefix: *source, Limit: int32(*limit)})
+		js, err := listJobs(ctx, store, ingest.JobQuery{State: *state, Source: *source}, *limit)
 		if err != nil {
 			return err
 		}
@@ -140,6 +145,110 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 		}
 		return nil
 	}
+}
+
+// jobs reads the one read model of jobs (ingest.ConsoleReader), as the
+// console does; what follows is the command's output, whose fields and
+// JSON names are its own and stay as they were.
+
+// jobRow is a job as `jobs list` prints it.
+type jobRow struct {
+	JobID           string    `json:"job_id"`
+	ClaimState      string    `json:"claim_state"`      // CLAIMED, COMMITTED, FAILED
+	Status          string    `json:"status,omitempty"` // ledger status, "" before commit
+	Source          string    `json:"source"`
+	Target          string    `json:"target_table,omitempty"`
+	PipelineVersion string    `json:"pipeline_version,omitempty"`
+	Features        int64     `json:"features"`
+	AreaM2          float64   `json:"area_m2"`
+	Attempts        int32     `json:"attempts"`
+	LastError       string    `json:"last_error,omitempty"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
+func rowOf(j ingest.JobSummary) jobRow {
+	r := jobRow{JobID: j.JobID, ClaimState: j.ClaimState, Source: j.Source, Target: j.Target,
+		PipelineVersion: j.PipelineVersion, Features: j.Features, AreaM2: j.AreaM2, Attempts: j.Attempts,
+		LastError: j.Reason, UpdatedAt: j.UpdatedAt}
+	if j.ClaimState == "COMMITTED" && j.State != ingest.StateCommitted {
+		r.Status = j.State // a committed job's state is its ledger status
+	}
+	return r
+}
+
+// jobDetail is a job as `jobs show` prints it.
+type jobDetail struct {
+	jobRow
+	Owner            string            `json:"owner"`
+	LeaseUntil       time.Time         `json:"lease_until"`
+	CreatedAt        time.Time         `json:"created_at"`
+	VersionToken     string            `json:"version_token,omitempty"`
+	OrderToken       string            `json:"order_token,omitempty"`
+	Params           json.RawMessage   `json:"params,omitempty"`
+	ContentHash      string            `json:"content_hash,omitempty"`
+	Encoding         string            `json:"encoding,omitempty"`
+	SkippedNull      int64             `json:"skipped_null"`
+	SkippedType      int64             `json:"skipped_type"`
+	RepairedInvalid  int64             `json:"repaired_invalid"`
+	LinearisedCurves int64             `json:"linearised_curves"`
+	DroppedZM        int64             `json:"dropped_zm"`
+	CommittedAt      *time.Time        `json:"committed_at,omitempty"`
+	SourceCurrentJob string            `json:"source_current_job_id,omitempty"`
+	CRS              []ingest.LayerCRS `json:"crs,omitempty"`
+}
+
+func detailOf(rec ingest.JobRecord) jobDetail {
+	d := jobDetail{jobRow: rowOf(rec.Job), Owner: rec.Claim.Owner, LeaseUntil: rec.Claim.LeaseUntil,
+		CreatedAt: rec.Claim.ClaimedAt}
+	if l := rec.Ledger; l != nil {
+		d.Status = l.Status
+		d.VersionToken, d.OrderToken, d.Params, d.ContentHash, d.Encoding = l.VersionToken, l.OrderToken, l.Params, l.ContentHash, l.Encoding
+		d.SkippedNull, d.SkippedType, d.RepairedInvalid = l.SkippedNull, l.SkippedType, l.RepairedInvalid
+		d.LinearisedCurves, d.DroppedZM = l.LinearisedCurves, l.DroppedZM
+		d.CommittedAt, d.SourceCurrentJob, d.CRS = &l.CommittedAt, l.SourceCurrentJob, rec.CRS
+	}
+	return d
+}
+
+// listJobs reads up to limit jobs q selects, the most recently claimed
+// first, page by page.
+func listJobs(ctx context.Context, r ingest.ConsoleReader, q ingest.JobQuery, limit int) ([]jobRow, error) {
+	out := []jobRow{}
+	for len(out) < limit {
+		q.Limit = min(limit-len(out), ingest.MaxPage)
+		page, err := r.ConsoleJobs(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range page.Jobs {
+			out = append(out, rowOf(j))
+		}
+		if q.Cursor = page.Next; q.Cursor == "" {
+			break
+		}
+	}
+	return out, nil
+}
+
+// listSources reads up to limit sources under source, the most recently
+// changed first, page by page.
+func listSources(ctx context.Context, r ingest.ConsoleReader, source string, limit int) ([]ingest.SourceInfo, error) {
+	out := []ingest.SourceInfo{}
+	q := ingest.SourceQuery{Source: source, History: 1}
+	for len(out) < limit {
+		q.Limit = min(limit-len(out), ingest.MaxPage)
+		page, err := r.ConsoleSources(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range page.Sources {
+			out = append(out, s.SourceInfo)
+		}
+		if q.Cursor = page.Next; q.Cursor == "" {
+			break
+		}
+	}
+	return out, nil
 }
 
 // crsRows prints the CRS a layer was read in: how it was found, what

@@ -441,24 +441,36 @@ func LedgerSuite(t *testing.T, open func(t *testing.T) ingest.Store, files inges
 		require.NoError(t, err)
 		const unknown = "0000000000000000000000000000000000000000000000000000000000000000"
 
-		d, err := s.ShowJob(ctx, j.ID)
+		d, err := s.ConsoleJob(ctx, j.ID)
 		require.NoError(t, err)
-		require.Equal(t, j.ID, d.JobID)
-		require.Equal(t, "COMMITTED", d.ClaimState)
-		require.EqualValues(t, 3, d.Features)
-		_, err = s.ShowJob(ctx, unknown)
+		require.Equal(t, j.ID, d.Job.JobID)
+		require.Equal(t, "COMMITTED", d.Job.ClaimState)
+		require.EqualValues(t, 3, d.Job.Features)
+		_, err = s.ConsoleJob(ctx, unknown)
 		require.True(t, errors.Is(err, ingest.ErrNoSuchJob), "%v", err)
 
-		js, err := s.ListJobs(ctx, ingest.JobFilter{Limit: 10})
+		js, err := s.ConsoleJobs(ctx, ingest.JobQuery{Limit: 10})
 		require.NoError(t, err)
-		require.Len(t, js, 1)
-		require.Equal(t, j.ID, js[0].JobID)
+		require.Len(t, js.Jobs, 1)
+		require.Equal(t, j.ID, js.Jobs[0].JobID)
+		for _, state := range []string{"COMMITTED", ingest.StateCommitted, "current"} {
+			js, err = s.ConsoleJobs(ctx, ingest.JobQuery{State: state})
+			require.NoError(t, err)
+			require.Len(t, js.Jobs, 1, state)
+		}
+		for _, state := range []string{"CLAIMED", "FAILED", ingest.StateInFlight} {
+			js, err = s.ConsoleJobs(ctx, ingest.JobQuery{State: state})
+			require.NoError(t, err)
+			require.Empty(t, js.Jobs, state)
+		}
+		_, err = s.ConsoleJobs(ctx, ingest.JobQuery{State: "bogus"})
+		require.Equal(t, ingest.Permanent, ingest.KindOf(err), "%v", err)
 
-		ss, err := s.ListSources(ctx, "", 10)
+		ss, err := s.ConsoleSources(ctx, ingest.SourceQuery{Limit: 10})
 		require.NoError(t, err)
-		require.Len(t, ss, 1)
-		require.Equal(t, j.ID, ss[0].CurrentJob)
-		require.EqualValues(t, 3, ss[0].Features)
+		require.Len(t, ss.Sources, 1)
+		require.Equal(t, j.ID, ss.Sources[0].CurrentJob)
+		require.EqualValues(t, 3, ss.Sources[0].Features)
 
 		sum, err := s.Summary(ctx)
 		require.NoError(t, err)

@@ -37,8 +37,12 @@ func stateFilter(state string) (claim, lease, status string) {
 		return "CLAIMED", "live", ""
 	case ingest.StateLeaseExpired:
 		return "CLAIMED", "expired", ""
-	case ingest.StateCommitted:
+	case ingest.StateCommitted, "COMMITTED":
 		return "COMMITTED", "", ""
+	case "FAILED":
+		return "FAILED", "", ""
+	case "CLAIMED":
+		return "CLAIMED", "", ""
 	}
 	return "COMMITTED", "", state
 }

@@ -26,7 +26,7 @@ const curvesCSV = `id,WKT
 // TestGeometryChangesRecorded: what a reader changed of the geometries
 // (curves linearised, Z/M dropped) and the geometry field it chose are
 // recorded on the written job, in the ledger (jobs: the job's totals) and
-// per layer (job_crs), and shown by ShowJob and the console. Files made
+// per layer (job_crs), and shown by the Store's read of a job and the console. Files made
 // with ogr2ogr: a GeoPackage with a curved ZM layer beside a plain one, the
 // same curves as a zipped File Geodatabase, and a GML layer with two
 // geometry fields; and a GeoJSON file with altitudes in one polygon.
@@ -101,10 +101,11 @@ func TestGeometryChangesRecorded(t *testing.T) {
 			require.NoError(t, rows.Err())
 			require.Equal(t, tc.layers, got, "job_crs, per layer")
 
-			d, err := b.store.ShowJob(ctx, job.ID)
+			d, err := b.store.ConsoleJob(ctx, job.ID)
 			require.NoError(t, err)
-			require.Equal(t, tc.linearised, d.LinearisedCurves)
-			require.Equal(t, tc.zm, d.DroppedZM)
+			require.NotNil(t, d.Ledger)
+			require.Equal(t, tc.linearised, d.Ledger.LinearisedCurves)
+			require.Equal(t, tc.zm, d.Ledger.DroppedZM)
 			require.Len(t, d.CRS, len(tc.layers))
 			for _, c := range d.CRS {
 				require.Equal(t, tc.layers[c.Layer], layer{c.GeometryField, c.LinearisedCurves, c.DroppedZM}, c.Layer)

@@ -17,6 +17,10 @@ import (
 // admincheck.go) and the ledger's reads (jobs.go, replay.go, verify.go).
 // All SQL it runs is compiled by sqlc from internal/db/query.
 type Store struct {
+	// Console is the one read model of jobs (ingest.ConsoleReader) on
+	// the Store's pool: the Ledger's reads of jobs and sources.
+	*Console
+
 	pool    *pgxpool.Pool
 	q       *db.Queries
 	log     *slog.Logger
@@ -72,5 +76,6 @@ func NewStore(pool *pgxpool.Pool, metrics *ingest.Metrics, log *slog.Logger) *St
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, q: db.New(pool), log: log, metrics: metrics, sridKnown: map[int]bool{}}
+	q := db.New(pool)
+	return &Store{Console: &Console{q: q}, pool: pool, q: q, log: log, metrics: metrics, sridKnown: map[int]bool{}}
 }

@@ -191,7 +191,7 @@ type ConsoleJobRow struct {
 
 // ConsoleJob is one job's claim and, once committed, its ledger row and
 // its source's current job: the one read of a job, for the console's job
-// page and `geoingest jobs show` (Store.ShowJob).
+// page and `geoingest jobs show`.
 func (q *Queries) ConsoleJob(ctx context.Context, jobID string) (ConsoleJobRow, error) {
 	row := q.db.QueryRow(ctx, consoleJob, jobID)
 	var i ConsoleJobRow
@@ -300,7 +300,8 @@ type ConsoleJobsRow struct {
 	CrsMethod       string
 }
 
-// The operator's console (package internal/console) reads these queries.
+// The one read model of jobs: the operator's console (package
+// internal/console) and `geoingest jobs` read these queries.
 // A job's console state is 'failed' (claim FAILED), 'in-flight' (CLAIMED
 // under a live lease), 'lease-expired' (CLAIMED, lease ended), else its
 // ledger status.

@@ -1,5 +1,6 @@
 -- name: ConsoleJobs :many
--- The operator's console (package internal/console) reads these queries.
+-- The one read model of jobs: the operator's console (package
+-- internal/console) and `geoingest jobs` read these queries.
 -- A job's console state is 'failed' (claim FAILED), 'in-flight' (CLAIMED
 -- under a live lease), 'lease-expired' (CLAIMED, lease ended), else its
 -- ledger status.
@@ -38,7 +39,7 @@ LIMIT @max_rows;
 -- name: ConsoleJob :one
 -- ConsoleJob is one job's claim and, once committed, its ledger row and
 -- its source's current job: the one read of a job, for the console's job
--- page and `geoingest jobs show` (Store.ShowJob).
+-- page and `geoingest jobs show`.
 SELECT c.job_id,
        (CASE WHEN c.state = 'FAILED' THEN 'failed'
              WHEN c.state = 'CLAIMED' AND c.lease_until > now() THEN 'in-flight'
