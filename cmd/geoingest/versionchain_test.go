@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/geoingest/geoingest/internal/testsupport/parcelchain"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -23,87 +22,10 @@ import (
 // ingest/postgis's FuzzDiffChains holds the write gate itself to the same
 // oracle over many more chains.
 
-// chainFeat is a square parcel of a chain: its properties (an APN key,
-// a use, a value) and its corner and size; bow draws it as a bow tie
-// (invalid: the server repairs it).
-type chainFeat struct {
-	props   string
-	x, y, w float64
-	bow     bool
-}
-
-// versionChain is a source's versions made by random edits of a grid of
-// squares: attributes changed, a vertex moved, parcels removed, added,
-// split in two and merged, placeholder keys, bow ties, the order
-// shuffled.
-type versionChain struct {
-	rng     *rand.Rand
-	next    int
-	parcels []chainFeat
-}
-
-func newVersionChain(seed uint64, n int) *versionChain {
-	c := &versionChain{rng: rand.New(rand.NewPCG(seed, 17))}
-	for i := 0; i < n; i++ {
-		c.parcels = append(c.parcels, c.parcel(13+float64(i%20)*0.01, 52.5+float64(i/20)*0.01, 0.008))
-	}
-	return c
-}
-
-func (c *versionChain) parcel(x, y, w float64) chainFeat {
-	c.next++
-	return chainFeat{props: fmt.Sprintf(`{"APN":"P-%d","use":"res","v":0}`, c.next), x: x, y: y, w: w}
-}
-
-// version edits the parcels into the next version.
-func (c *versionChain) version() []chainFeat {
-	var out []chainFeat
-	for _, f := range c.parcels {
-		switch c.rng.IntN(30) {
-		case 0: // removed
-			continue
-		case 1, 2: // attributes
-			f.props = f.props[:len(f.props)-2] + fmt.Sprintf(`%d}`, c.rng.IntN(9)+1)
-		case 3: // geometry: a little larger or smaller
-			f.w *= 1 + (c.rng.Float64()-0.5)*0.02
-		case 4: // split in two halves, new keys
-			out = append(out, c.parcel(f.x, f.y, f.w/2), c.parcel(f.x+f.w/2, f.y, f.w/2))
-			continue
-		case 5: // a placeholder key
-			f.props = `{"APN":"-99","use":"res","v":` + fmt.Sprint(c.rng.IntN(1000)) + `}`
-		case 6: // a bow tie, or back
-			f.bow = !f.bow
-		}
-		out = append(out, f)
-	}
-	if c.rng.IntN(2) == 0 { // added, far away
-		out = append(out, c.parcel(14+c.rng.Float64(), 53, 0.004))
-	}
-	if len(out) > 3 && c.rng.IntN(2) == 0 { // two neighbours in the file merged
-		i := c.rng.IntN(len(out) - 1)
-		out = append(append(out[:i:i], c.parcel(out[i].x, out[i].y, out[i].w*1.2)), out[i+2:]...)
-	}
-	c.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	c.parcels = out
-	return out
-}
-
-func chainGeoJSON(fs []chainFeat) []byte {
-	var b strings.Builder
-	b.WriteString(`{"type":"FeatureCollection","features":[`)
-	for i, f := range fs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		tx1, tx2 := f.x+f.w, f.x
-		if f.bow {
-			tx1, tx2 = tx2, tx1
-		}
-		fmt.Fprintf(&b, `{"type":"Feature","properties":%s,"geometry":{"type":"Polygon","coordinates":[[[%g,%g],[%g,%g],[%g,%g],[%g,%g],[%g,%g]]]}}`,
-			f.props, f.x, f.y, f.x+f.w, f.y, tx1, f.y+f.w, tx2, f.y+f.w, f.x, f.y)
-	}
-	b.WriteString("]}")
-	return []byte(b.String())
+// versionChain is the commands' chain: the edits a little more often
+// than the write gate's (FuzzDiffChains draws its own).
+func versionChain(seed uint64) *parcelchain.Chain {
+	return parcelchain.New(seed, 17, 60, parcelchain.Odds{EditOneIn: 30, MergeOneIn: 2})
 }
 
 // sourceDigest is a source's current rows, feature for feature
@@ -138,14 +60,14 @@ func chainPath(t *testing.T, path string, seed uint64, versions int, keyed bool)
 		key = []string{"--key", "APN"}
 		route += "?key=APN"
 	}
-	c := newVersionChain(seed, 60)
-	fs := c.parcels
+	c := versionChain(seed)
+	fs := c.Parcels
 	for v := 1; v <= versions; v++ {
 		if v > 1 {
-			fs = c.version()
+			fs = c.Version()
 		}
 		ids := queryPairs(t, db, `SELECT properties->>'APN', feature_id FROM geoingest_current_parcels WHERE properties->>'APN' <> '-99'`)
-		require.NoError(t, os.WriteFile(file, chainGeoJSON(fs), 0o644))
+		require.NoError(t, os.WriteFile(file, parcelchain.GeoJSON(fs), 0o644))
 		// A later mtime: backfill orders a file's versions by it.
 		at := time.Now().Add(time.Duration(v) * time.Minute)
 		require.NoError(t, os.Chtimes(file, at, at))
@@ -166,7 +88,7 @@ func chainPath(t *testing.T, path string, seed uint64, versions int, keyed bool)
 		// The oracle: the same file, fully loaded as a source of its
 		// own (a first version) into a database that held nothing else.
 		full := filepath.Join(t.TempDir(), fmt.Sprintf("full-%d.geojson", v))
-		require.NoError(t, os.WriteFile(full, chainGeoJSON(fs), 0o644))
+		require.NoError(t, os.WriteFile(full, parcelchain.GeoJSON(fs), 0o644))
 		code, out, errOut = run(t, map[string]string{"DATABASE_URL": empty}, append(append([]string{"ingest"}, key...), full)...)
 		require.Equal(t, 0, code, out+errOut)
 		gotRows, gotLedger, gotArea := sourceDigest(t, db, "")

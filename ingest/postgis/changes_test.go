@@ -2,48 +2,29 @@ package postgis
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testsupport/parcelchain"
 	"github.com/stretchr/testify/require"
 )
 
-// feat is one test feature: properties (a JSON object) and a box of
-// side w at (x, y).
-type feat struct {
-	props   string
-	x, y, w float64
-	bow     bool // a bow tie: the square's top corners swapped (invalid, repaired by the server)
-}
+// feat is a square parcel (parcelchain's): properties, corner, size, and
+// whether it is drawn as a bow tie (invalid, repaired by the server).
+type feat = parcelchain.Parcel
 
 // sq is a square parcel i of a grid, with properties props.
 func sq(i int, props string) feat {
-	return feat{props: props, x: 13 + float64(i)*0.01, y: 52.5, w: 0.005}
+	return feat{Props: props, X: 13 + float64(i)*0.01, Y: 52.5, W: 0.005}
 }
 
 func writeFeats(t *testing.T, name string, fs []feat) string {
 	t.Helper()
-	var b strings.Builder
-	b.WriteString(`{"type":"FeatureCollection","features":[`)
-	for i, f := range fs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		tx1, tx2 := f.x+f.w, f.x
-		if f.bow {
-			tx1, tx2 = tx2, tx1
-		}
-		fmt.Fprintf(&b, `{"type":"Feature","properties":%s,"geometry":{"type":"Polygon","coordinates":[[[%g,%g],[%g,%g],[%g,%g],[%g,%g],[%g,%g]]]}}`,
-			f.props, f.x, f.y, f.x+f.w, f.y, tx1, f.y+f.w, tx2, f.y+f.w, f.x, f.y)
-	}
-	b.WriteString("]}")
 	path := filepath.Join(t.TempDir(), name)
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	require.NoError(t, os.WriteFile(path, parcelchain.GeoJSON(fs), 0o644))
 	return path
 }
 
@@ -101,7 +82,7 @@ func TestKeyedVersionsKeepIdentityAndRecordChanges(t *testing.T) {
 	require.Empty(t, fs1, "a first version records its counts only")
 
 	moved := sq(2, `{"APN":"A-3","use":"res","n":"c"}`)
-	moved.w = 0.0052 // a vertex moved: IoU still high, key matches
+	moved.W = 0.0052 // a vertex moved: IoU still high, key matches
 	v2 := writeFeats(t, "v2.geojson", []feat{
 		sq(8, `{"n":"h","use":"com","APN":"A-8"}`), // added, first in the file
 		sq(0, `{"n":"a","use":"res","APN":"A-1"}`), // unchanged: attribute order does not count
@@ -164,20 +145,20 @@ func TestUnkeyedVersionsMatchByContentThenOverlap(t *testing.T) {
 	p := ingest.DefaultParams("parcels")
 	v1 := writeFeats(t, "v1.geojson", []feat{
 		sq(0, `{"n":"a"}`), sq(1, `{"n":"b"}`), sq(2, `{"n":"c"}`),
-		{props: `{"n":"big"}`, x: 14, y: 52.5, w: 0.01},
+		{Props: `{"n":"big"}`, X: 14, Y: 52.5, W: 0.01},
 	})
 	j1 := version(t, v1, "v1", "10", p)
 	require.NoError(t, b.svc.Run(ctx, j1).Err)
 	ids1 := featureIDs(t, b, "n")
 
 	grown := sq(2, `{"n":"c2"}`)
-	grown.w = 0.00505 // IoU 0.98 with c: attributes and geometry both changed
+	grown.W = 0.00505 // IoU 0.98 with c: attributes and geometry both changed
 	v2 := writeFeats(t, "v2.geojson", []feat{
 		sq(1, `{"n":"b"}`), sq(0, `{"n":"a"}`), // same content, other order
 		grown,
 		// big is split in two halves
-		{props: `{"n":"west"}`, x: 14, y: 52.5, w: 0.005},
-		{props: `{"n":"east"}`, x: 14.005, y: 52.5, w: 0.005},
+		{Props: `{"n":"west"}`, X: 14, Y: 52.5, W: 0.005},
+		{Props: `{"n":"east"}`, X: 14.005, Y: 52.5, W: 0.005},
 	})
 	j2 := unguarded(version(t, v2, "v2", "20", p)) // the halves of big cover half its area: not the shrink guard's case
 	r2 := b.svc.Run(ctx, j2)

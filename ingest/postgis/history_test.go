@@ -77,7 +77,7 @@ func featuresAsOf(t *testing.T, own bool) {
 		sq(3, `{"APN":"A-4","n":"d"}`), sq(4, `{"APN":"A-5","n":"e"}`),
 	}), "v1", "10", p))
 	moved := sq(2, `{"APN":"A-3","n":"c"}`)
-	moved.w = 0.0052
+	moved.W = 0.0052
 	run(version(t, writeFeats(t, "v2.geojson", []feat{
 		sq(0, `{"APN":"A-1","n":"a"}`), sq(1, `{"APN":"A-2","n":"b2"}`), moved,
 		sq(4, `{"APN":"A-5","n":"e"}`), sq(6, `{"APN":"A-7","n":"g"}`), // A-4 removed, A-7 added

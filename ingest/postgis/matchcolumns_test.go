@@ -65,7 +65,7 @@ func TestMatchColumnsAgreeWithTheServer(t *testing.T) {
 	p.Key = []string{"STATE", "APN"}
 	var fs []feat
 	for i, props := range matchProps {
-		fs = append(fs, feat{props: props, x: 13 + float64(i)*0.01, y: 52.5 + float64(i)*0.001, w: 0.001 * float64(i+1)})
+		fs = append(fs, feat{Props: props, X: 13 + float64(i)*0.01, Y: 52.5 + float64(i)*0.001, W: 0.001 * float64(i+1)})
 	}
 	path := writeFeats(t, "v1.geojson", fs)
 	require.NoError(t, b.svc.Run(ctx, version(t, path, "v1", "01", p)).Err)
@@ -104,7 +104,7 @@ func TestDiffOverRowsWithoutMatchColumns(t *testing.T) {
 				p.Key = []string{"APN"}
 			}
 			c := newChain(5, 30)
-			v1 := writeFeats(t, "v1.geojson", c.parcel)
+			v1 := writeFeats(t, "v1.geojson", c.Parcels)
 			require.NoError(t, b.svc.Run(ctx, version(t, v1, "v1", "01", p)).Err)
 			_, err := b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET match_key = NULL, geom_hash = NULL, props_hash = NULL`)
 			require.NoError(t, err)
@@ -121,8 +121,8 @@ func TestDiffOverRowsWithoutMatchColumns(t *testing.T) {
 				return out
 			}
 			before := tuples()
-			fs := append([]feat(nil), c.parcel...)
-			fs[0].props = `{"APN":"P-1","use":"com","v":0}`
+			fs := append([]feat(nil), c.Parcels...)
+			fs[0].Props = `{"APN":"P-1","use":"com","v":0}`
 			v2 := writeFeats(t, "v2.geojson", fs)
 			res := b.svc.Run(ctx, version(t, v2, "v2", "02", p))
 			require.NoError(t, res.Err)

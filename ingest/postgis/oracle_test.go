@@ -3,70 +3,18 @@ package postgis
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testsupport/parcelchain"
 	"github.com/stretchr/testify/require"
 )
 
-// chain is a source's versions made by random edits of a parcel grid:
-// attributes changed, vertices moved, parcels removed, added, split in
-// two, merged, placeholder keys, bow ties (invalid: the server repairs
-// them), the order shuffled.
-type chain struct {
-	rng    *rand.Rand
-	next   int // the next parcel number
-	parcel []feat
-}
-
-func newChain(seed uint64, n int) *chain {
-	c := &chain{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
-	for i := 0; i < n; i++ {
-		c.parcel = append(c.parcel, c.newParcel(13+float64(i%20)*0.01, 52.5+float64(i/20)*0.01, 0.008))
-	}
-	return c
-}
-
-func (c *chain) newParcel(x, y, w float64) feat {
-	c.next++
-	return feat{props: fmt.Sprintf(`{"APN":"P-%d","use":"res","v":0}`, c.next), x: x, y: y, w: w}
-}
-
-// version edits the parcels and returns the new version's features.
-func (c *chain) version() []feat {
-	var out []feat
-	for _, f := range c.parcel {
-		switch c.rng.IntN(40) {
-		case 0: // removed
-			continue
-		case 1, 2: // attributes
-			f.props = f.props[:len(f.props)-2] + fmt.Sprintf(`%d}`, c.rng.IntN(9)+1)
-		case 3: // geometry: a vertex (the square's size) moved a little
-			f.w *= 1 + (c.rng.Float64()-0.5)*0.02
-		case 4: // split in two halves, new keys
-			a, b := c.newParcel(f.x, f.y, f.w/2), c.newParcel(f.x+f.w/2, f.y, f.w/2)
-			out = append(out, a, b)
-			continue
-		case 5: // a placeholder key
-			f.props = `{"APN":"-99","use":"res","v":` + fmt.Sprint(c.rng.IntN(1000)) + `}`
-		case 6: // drawn as a bow tie, or back: invalid, repaired by the server
-			f.bow = !f.bow
-		}
-		out = append(out, f)
-	}
-	if c.rng.IntN(2) == 0 { // one added far away
-		out = append(out, c.newParcel(14+c.rng.Float64(), 53, 0.004))
-	}
-	if len(out) > 3 && c.rng.IntN(3) == 0 { // merge of two neighbours in the file order
-		i := c.rng.IntN(len(out) - 1)
-		m := c.newParcel(out[i].x, out[i].y, out[i].w*1.2)
-		out = append(append(out[:i:i], m), out[i+2:]...)
-	}
-	c.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	c.parcel = out
-	return out
+// newChain is the write gate's chain of n parcels (the commands' oracle,
+// cmd/geoingest, draws its own, with other odds).
+func newChain(seed uint64, n int) *parcelchain.Chain {
+	return parcelchain.New(seed, seed^0x9e3779b97f4a7c15, n, parcelchain.Odds{EditOneIn: 40, MergeOneIn: 3})
 }
 
 // currentRows is what a source's current generation holds, feature for
@@ -115,10 +63,10 @@ func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool)
 		p.Key = []string{"APN"}
 	}
 	c := newChain(seed, 60)
-	fs := c.parcel
+	fs := c.Parcels
 	for v := 1; v <= versions; v++ {
 		if v > 1 {
-			fs = c.version()
+			fs = c.Version()
 		}
 		path := writeFeats(t, fmt.Sprintf("v%d.geojson", v), fs)
 		ids := featureIDs(t, b, "APN")
@@ -196,14 +144,14 @@ func TestDiffWritesOnlyWhatChanged(t *testing.T) {
 	p := ingest.DefaultParams("parcels")
 	p.Key = []string{"APN"}
 	c := newChain(11, 40)
-	v1 := writeFeats(t, "v1.geojson", c.parcel)
+	v1 := writeFeats(t, "v1.geojson", c.Parcels)
 	require.NoError(t, b.svc.Run(ctx, version(t, v1, "v1", "01", p)).Err)
 	tuple := func(apn string) (s string) {
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT tableoid::regclass::text || ctid::text || '/' || xmin::text FROM geoingest_store.parcels WHERE properties->>'APN' = $1`, apn).Scan(&s))
 		return s
 	}
-	fs := slices.Clone(c.parcel)
-	fs[3].props = `{"APN":"P-4","use":"com","v":0}`
+	fs := slices.Clone(c.Parcels)
+	fs[3].Props = `{"APN":"P-4","use":"com","v":0}`
 	fs = fs[1:] // P-1 removed
 	v2 := writeFeats(t, "v2.geojson", fs)
 	before := map[string]string{}

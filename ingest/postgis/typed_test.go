@@ -162,7 +162,7 @@ func TestTypedColumnsStored(t *testing.T) {
 	// A new version: only what changed is written (the diff path), one
 	// attribute changed and one parcel added.
 	fs := typedFeats(func(int) string { return "" })
-	fs[3].props = strings.Replace(fs[3].props, `"VALUE":1.50`, `"VALUE":2.75`, 1)
+	fs[3].Props = strings.Replace(fs[3].Props, `"VALUE":1.50`, `"VALUE":2.75`, 1)
 	fs = append(fs, sq(10, `{"APN":"A-20","OWNER":20,"VALUE":20.5,"VACANT":"y","SOLD":"01/01/2020","UPDATED":"2020-01-01T00:00:00Z"}`))
 	v2 := writeFeats(t, "v2.geojson", fs)
 	b.store.OwnPartitionBytes = 1 << 40
@@ -178,7 +178,7 @@ func TestTypedColumnsStored(t *testing.T) {
 
 	// A version written straight into its own table from the spool (most
 	// rows changed, migration 0037): the typed columns streamed with it.
-	fs[4].props = strings.Replace(fs[4].props, `"VALUE":`, `"VALUE":1`, 1)
+	fs[4].Props = strings.Replace(fs[4].Props, `"VALUE":`, `"VALUE":1`, 1)
 	b.store.OwnPartitionBytes, b.store.DiffRewriteAbove = 1, -1
 	r = b.svc.Run(ctx, version(t, writeFeats(t, "v2b.geojson", fs), "v2b", "25", p))
 	require.NoError(t, r.Err)
