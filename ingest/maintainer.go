@@ -310,6 +310,26 @@ func (m *Maintainer) analyzeFolded(ctx context.Context) error {
 	return nil
 }
 
+// CompactOnce is one compaction round with o and then, as
+// FinishCompaction ends, the analysis as a whole of each table the round
+// folded into (ParentAnalyzer): `geoingest compact`, which leaves reads as
+// fast as the batch commands' and serve's compaction does. It returns the
+// round's result; an error when the round failed, or when the analysis
+// did (ErrAnalyzeDenied, wrapped, when this role may not analyze: the
+// round's work is done).
+func (m *Maintainer) CompactOnce(ctx context.Context, o CompactOptions) (CompactResult, error) {
+	if m == nil || m.Compactor == nil {
+		return CompactResult{Own: map[string]int{}}, nil
+	}
+	m.setLog()
+	r, err := m.Compactor.Compact(ctx, o)
+	if err != nil {
+		return r, err
+	}
+	m.noteFolded(r)
+	return r, m.analyzeFolded(ctx)
+}
+
 // finishLockTimeout is the least wait of FinishCompaction's drops for
 // their table's lock: longer than PostgreSQL's default deadlock_timeout,
 // after which an autovacuum holding the lock is cancelled for them.

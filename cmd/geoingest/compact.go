@@ -28,7 +28,8 @@ func reindexFactor(flag float64) (float64, bool) {
 	return 0, false
 }
 
-// runCompact runs ingest.Compactor.Compact once and prints what it did.
+// runCompact runs one compaction round, analyzes the tables it folded
+// into (ingest.Maintainer.CompactOnce), and prints what it did.
 // Exit status 0 when it ran (or another compactor was running), 1 when
 // the database failed, 2 for bad arguments.
 func runCompact(ctx context.Context, m *Main, args []string) error {
@@ -57,11 +58,19 @@ func runCompact(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer a.Close()
-	r, err := a.compactor.Compact(ctx, o)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
+	// One round, and the tables it folded into analyzed as a whole, as
+	// the batch commands' last rounds do (ingest.Maintainer).
+	mt := &ingest.Maintainer{Compactor: a.compactor, Log: m.Log}
+	r, err := mt.CompactOnce(ctx, o)
+	switch {
+	case errors.Is(err, ingest.ErrAnalyzeDenied):
+		// The folds are done; only the statistics are left to the owner.
+		fmt.Fprintln(m.Stdout, r.String())
+		fmt.Fprintf(m.Stderr, "geoingest compact: warning: %v\n", err)
+		return nil
+	case errors.Is(err, context.Canceled):
+		return err
+	case err != nil:
 		return fmt.Errorf("compact: %w", err)
 	}
 	fmt.Fprintln(m.Stdout, r.String())

@@ -118,6 +118,28 @@ func TestFinishCompactionAnalyzesTheFoldedTables(t *testing.T) {
 	requireVerifyClean(t, b)
 }
 
+// TestCompactOnceAnalyzesTheFoldedTables: `geoingest compact`'s one
+// round (Maintainer.CompactOnce) analyzes the table it folded into as a
+// whole, as the batch commands' finish does; a table nothing was folded
+// into is left alone.
+func TestCompactOnceAnalyzesTheFoldedTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	ownSources(t, b, t.TempDir(), 2, 20)
+	inherited := func(table string) int64 {
+		return countRows(t, b, `SELECT count(*) FROM pg_statistic WHERE starelid = $1::regclass AND stainherit`, table)
+	}
+	m := &ingest.Maintainer{Compactor: b.store}
+	r, err := m.CompactOnce(ctx, ingest.CompactOptions{Keep: 1})
+	require.NoError(t, err)
+	require.Len(t, r.Folded, 1)
+	require.Positive(t, inherited("geoingest_store.parcels"))
+	require.Zero(t, inherited("geoingest_store.admin_units"))
+
+	requireVerifyClean(t, b)
+}
+
 // TestServeAnalyzesTheFoldedTables: serve's compaction rounds analyze the
 // table they fold into as a whole (Maintainer.AnalyzeEvery), as the batch
 // commands' finish does, but under a policy: at once when the table was
