@@ -39,7 +39,11 @@ func (s *Store) copyFeatures(ctx context.Context, g *gate, job ingest.Job, r ing
 	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
 	defer spool.close()
 	key, _, _ := job.Params.Match()
-	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, g.typed, featureTuple(g.ref, key, g.typed), rows); err != nil {
+	hashes, err := s.serverHashesAgree(ctx, g.q)
+	if err != nil {
+		return err
+	}
+	if _, err := copyRows(ctx, g.tx, pgx.Identifier{table.SchemaName, table.TableName}, g.typed, featureTuple(g.ref, key, g.typed, hashes), rows); err != nil {
 		return err
 	}
 	if rows.Switched() {
@@ -216,12 +220,13 @@ var pgCopySignature = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x
 // (EWKB), area_m2, which is NULL for an unmeasured feature (the server
 // measures and checks the rows with no area, see
 // geoingest_finish_job_table), and the match columns (migration 0029)
-// for the source's key fields key (matchColumns), then the typed columns
-// of typed from the feature's record (typed.go).
-func featureTuple(ref int64, key []string, typed *typedCols) prepare.RowEncoder {
+// for the source's key fields key (matchColumns; their hashes when
+// hashes), then the typed columns of typed from the feature's record
+// (typed.go).
+func featureTuple(ref int64, key []string, typed *typedCols, hashes bool) prepare.RowEncoder {
 	sig := keySignature(key)
 	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
-		out, _, _, _ = appendFeature(out, ref, f, p, key, sig, typed)
+		out, _, _, _ = appendFeature(out, ref, f, p, key, sig, typed, hashes)
 		return out
 	}
 }
@@ -230,10 +235,10 @@ func featureTuple(ref int64, key []string, typed *typedCols) prepare.RowEncoder 
 const featureFields = 9
 
 // appendFeature appends featureTuple's tuple of f for the key fields key
-// (sig their keySignature) and the typed columns typed, and returns where
-// in out its match columns are (out[match:end]) and whether the server
-// must see the row (matchColumns).
-func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepared, key []string, sig []byte, typed *typedCols) (_ []byte, match, end int, must bool) {
+// (sig their keySignature) and the typed columns typed (the match hashes
+// when hashes), and returns where in out its match columns are
+// (out[match:end]) and whether the server must see the row (matchColumns).
+func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepared, key []string, sig []byte, typed *typedCols, hashes bool) (_ []byte, match, end int, must bool) {
 	be := binary.BigEndian
 	out = be.AppendUint16(out, uint16(featureFields+typed.n()))
 	out = be.AppendUint32(out, 8)
@@ -246,7 +251,7 @@ func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepare
 		out = be.AppendUint64(out, math.Float64bits(p.Area))
 	}
 	match = len(out)
-	out, must = matchColumns(out, f, p, key, sig)
+	out, must = matchColumns(out, f, p, key, sig, hashes)
 	end = len(out)
 	return typed.appendTyped(out, f.Props), match, end, must
 }
@@ -258,8 +263,10 @@ func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepare
 // still change (unmeasured or invalid: measured, checked, repaired there)
 // and properties that jsonb may read otherwise than CanonicalProps have
 // NULL hashes, which the server computes when a match needs them; must
-// reports either.
-func matchColumns(out []byte, f *prepare.Feature, p *prepare.Prepared, key []string, sig []byte) (_ []byte, must bool) {
+// reports either. Without hashes (the server's hash is not the writer's,
+// serverHashesAgree) both hashes are NULL and the server must see every
+// row.
+func matchColumns(out []byte, f *prepare.Feature, p *prepare.Prepared, key []string, sig []byte, hashes bool) (_ []byte, must bool) {
 	be := binary.BigEndian
 	if len(key) == 0 {
 		out = be.AppendUint32(out, math.MaxUint32)
@@ -269,6 +276,10 @@ func matchColumns(out []byte, f *prepare.Feature, p *prepare.Prepared, key []str
 		out = append(out, sig...)
 		out, _ = prepare.MatchKey(out, f.Props, key)
 		be.PutUint32(out[at:], uint32(len(out)-at-4))
+	}
+	if !hashes {
+		out = be.AppendUint32(out, math.MaxUint32)
+		return be.AppendUint32(out, math.MaxUint32), true
 	}
 	must = !p.Measured || !p.Valid
 	if must {

@@ -68,13 +68,13 @@ const versionCols = " (feature_index, match_key, geom_hash, props_hash, area_m2,
 // then its match columns (versionCols but the spool's place, which only
 // the emitter knows), each behind its length; then its geometry's bounds,
 // and whether the server must see it, or else its area.
-func versionTuple(ref int64, key []string, typed *typedCols) prepare.RowEncoder {
+func versionTuple(ref int64, key []string, typed *typedCols, hashes bool) prepare.RowEncoder {
 	sig := keySignature(key)
 	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
 		be := binary.BigEndian
 		at := len(out)
 		out = be.AppendUint32(out, 0)
-		out, match, end, must := appendFeature(out, ref, f, p, key, sig, typed)
+		out, match, end, must := appendFeature(out, ref, f, p, key, sig, typed, hashes)
 		be.PutUint32(out[at:], uint32(len(out)-at-4))
 
 		// The match columns are computed once: the row's own, copied.
@@ -129,8 +129,8 @@ func bounds(f *prepare.Feature) [4]float64 {
 
 // copyVersion streams feats: the match columns into
 // pg_temp.geoingest_version, the rows (under ref) into sp.
-func copyVersion(ctx context.Context, tx pgx.Tx, sp *versionSpool, ref int64, key []string, typed *typedCols, feats *prepare.Features) error {
-	enc := versionTuple(ref, key, typed)
+func copyVersion(ctx context.Context, tx pgx.Tx, sp *versionSpool, ref int64, key []string, typed *typedCols, hashes bool, feats *prepare.Features) error {
+	enc := versionTuple(ref, key, typed, hashes)
 	_, err := copyData(ctx, tx, "COPY pg_temp.geoingest_version"+versionCols+" FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
 		if _, err := w.Write(pgCopySignature); err != nil {
 			return err

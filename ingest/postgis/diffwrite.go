@@ -66,9 +66,13 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		return err
 	}
 	defer sp.Close()
+	hashes, err := s.serverHashesAgree(ctx, g.q)
+	if err != nil {
+		return err
+	}
 	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
 	defer spool.close()
-	if err := copyVersion(ctx, g.tx, sp, oldRef, key, g.typed, rows); err != nil {
+	if err := copyVersion(ctx, g.tx, sp, oldRef, key, g.typed, hashes, rows); err != nil {
 		return err
 	}
 	if rows.Switched() {

@@ -63,6 +63,10 @@ type Store struct {
 	NoClientReportCells bool
 
 	cells clientCells
+
+	// hashes is whether the server's match hashes are the writer's
+	// (hashprobe.go): hashesUnknown until asked.
+	hashes atomic.Int32
 }
 
 // Store implements ingest.Store.

@@ -2,7 +2,7 @@ package prepare
 
 import (
 	"bytes"
-	"crypto/md5"
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"sync"
@@ -14,23 +14,32 @@ import (
 // "Feature identity") is decided from three values that the prepare
 // workers compute for every row, so that the write gate matches two
 // versions by comparing stored columns instead of hashing both on the
-// server (migration 0029):
+// server (migration 0032):
 //
-//   - the geometry hash: MD5 of the geometry's EWKB as stored (what
-//     ST_AsEWKB returns for it), so md5(ST_AsEWKB(geom)) on the server;
-//   - the properties hash: MD5 of the properties in PostgreSQL's jsonb
-//     text form (CanonicalProps), so md5(properties::text) on the server:
-//     attribute order and white space do not count, a duplicated key
-//     keeps its last value, a number keeps its scale (1.0 is not 1);
+//   - the geometry hash: of the geometry's EWKB as stored (what ST_AsEWKB
+//     returns for it), geoingest_geom_hash(geom) on the server;
+//   - the properties hash: of the properties in PostgreSQL's jsonb text
+//     form (CanonicalProps), geoingest_props_hash(properties) on the
+//     server: attribute order and white space do not count, a duplicated
+//     key keeps its last value, a number keeps its scale (1.0 is not 1);
 //   - the match key: the source's key fields normalised (MatchKey), as
 //     geoingest_key_part and geoingest_key_of compute it on the server.
 //
 // Each is defined by an SQL expression, so a row whose stored value is
-// missing (written before 0029, moved or repaired by the server) is
+// missing (written before 0032, moved or repaired by the server) is
 // computed there and compares equal with one computed here.
+//
+// Since migration 0044 both hashes are PostgreSQL's own 64-bit
+// hash_bytes_extended (HashBytes), where they were MD5 before, some six
+// times cheaper: the geometry's as hash_array_extended(ARRAY[EWKB], 0), the
+// properties' as hashtextextended(text, 0). They keep the uuid columns of
+// 0032, as 8 zero bytes then the hash (big-endian: lpad(to_hex(h), 32,
+// '0')::uuid), which is how the server tells a value of this form from an
+// MD5 written before 0044 (whose first 8 bytes are all zero only once in
+// 2^64), and computes the new form for those rows instead.
 
 // GeomHash is the geometry hash of an EWKB.
-func GeomHash(ewkb []byte) [16]byte { return md5.Sum(ewkb) }
+func GeomHash(ewkb []byte) [16]byte { return hashUUID(HashBytes(ewkb) + 31) }
 
 // PropsHash is the properties hash of the JSON object props, computed in
 // scratch (returned, to be reused); ok is false when props is not JSON
@@ -40,7 +49,14 @@ func PropsHash(scratch, props []byte) (sum [16]byte, _ []byte, ok bool) {
 	if err != nil {
 		return sum, c, false
 	}
-	return md5.Sum(c), c, true
+	return hashUUID(HashBytes(c)), c, true
+}
+
+// hashUUID is a 64-bit hash as the match columns store it: 8 zero bytes,
+// then the hash big-endian.
+func hashUUID(h uint64) (u [16]byte) {
+	binary.BigEndian.PutUint64(u[8:], h)
+	return u
 }
 
 var errNotJSON = errors.New("not JSON that jsonb takes")
@@ -53,7 +69,7 @@ var errNotJSON = errors.New("not JSON that jsonb takes")
 func CanonicalProps(dst, in []byte) ([]byte, error) {
 	c := canonPool.Get().(*canon)
 	defer canonPool.Put(c)
-	c.in = in
+	c.in, c.keys = in, c.keys[:0]
 	i, out, err := c.value(dst, skipWS(in, 0), 0)
 	if err != nil {
 		return out, err
@@ -69,6 +85,7 @@ type canon struct {
 	mems  []member
 	tmp   []byte
 	arena []byte
+	keys  []byte // the keys that needed unescaping, unescaped
 }
 
 func keyLess(a, b []byte) bool {
@@ -78,12 +95,23 @@ func keyLess(a, b []byte) bool {
 	return bytes.Compare(a, b) < 0
 }
 
+// member is an object's member as object collects it: its key, unescaped
+// (canon.in[ks:ke] when plain, the key's own text needing no escaping;
+// else canon.keys[ks:ke]), and its value's canonical text (vs:ve in the
+// object's buffer of values). It holds no pointer and is small, so that
+// sorting the members moves little.
 type member struct {
-	key    []byte // unescaped
-	start  int    // the value's encoding in canon.tmp
-	end    int
-	serial int
-	plain  bool // the key needs no escaping
+	ks, ke int
+	vs, ve int
+	plain  bool
+}
+
+// key is m's key, unescaped.
+func (c *canon) key(m *member) []byte {
+	if m.plain {
+		return c.in[m.ks:m.ke]
+	}
+	return c.keys[m.ks:m.ke]
 }
 
 var canonPool = sync.Pool{New: func() any { return new(canon) }}
@@ -172,60 +200,59 @@ func literal(dst, in []byte, i int, lit string) (int, []byte, error) {
 // object canonicalises the object at in[i]: each member's value is
 // written into a buffer of its own, then the members are sorted and
 // written out.
-func (c *canon) object(dst []byte, i, depth int) (int, []byte, error) {
+func (c *canon) object(dst []byte, i, depth int) (_ int, _ []byte, err error) {
 	in := c.in
 	base := len(c.mems)
-	defer func() { c.mems = c.mems[:base] }()
 	// The members' values are written apart, then in key order: the top
 	// object's into the reused arena, a nested one's into its own buffer.
 	var vals []byte
 	if depth == 0 {
 		vals = c.arena[:0]
-		defer func() { c.arena = vals[:0] }()
 	}
 	i = skipWS(in, i+1)
 	if i < len(in) && in[i] == '}' {
 		return i + 1, append(dst, "{}"...), nil
 	}
-	for n := 0; ; n++ {
+	for {
 		if i >= len(in) || in[i] != '"' {
-			return i, dst, errNotJSON
+			return i, dst, c.dropMembers(base, errNotJSON)
 		}
-		var key []byte
+		m := member{ks: i + 1}
 		j := i + 1
 		for j < len(in) && in[j] != '"' && in[j] != '\\' && in[j] >= 0x20 && in[j] < utf8.RuneSelf {
 			j++
 		}
-		plain := j < len(in) && in[j] == '"'
-		if plain {
-			key, j = in[i+1:j], j+1 // plain ASCII: the key is its own text
+		m.plain = j < len(in) && in[j] == '"'
+		if m.plain {
+			m.ke, j = j, j+1 // plain ASCII: the key is its own text
 		} else {
-			var err error
-			if key, j, err = unquote(nil, in, i); err != nil {
-				return j, dst, err
+			m.ks = len(c.keys)
+			if c.keys, j, err = unquote(c.keys, in, i); err != nil {
+				return j, dst, c.dropMembers(base, err)
 			}
+			m.ke = len(c.keys)
 		}
 		i = skipWS(in, j)
 		if i >= len(in) || in[i] != ':' {
-			return i, dst, errNotJSON
+			return i, dst, c.dropMembers(base, errNotJSON)
 		}
 		i = skipWS(in, i+1)
-		start := len(vals)
-		var err error
+		m.vs = len(vals)
 		if i, vals, err = c.value(vals, i, depth+1); err != nil {
-			return i, dst, err
+			return i, dst, c.dropMembers(base, err)
 		}
-		c.mems = append(c.mems, member{key: key, start: start, end: len(vals), serial: n, plain: plain})
+		m.ve = len(vals)
+		c.mems = append(c.mems, m)
 		i = skipWS(in, i)
 		if i >= len(in) {
-			return i, dst, errNotJSON
+			return i, dst, c.dropMembers(base, errNotJSON)
 		}
 		if in[i] == '}' {
 			i++
 			break
 		}
 		if in[i] != ',' {
-			return i, dst, errNotJSON
+			return i, dst, c.dropMembers(base, errNotJSON)
 		}
 		i = skipWS(in, i+1)
 	}
@@ -233,14 +260,23 @@ func (c *canon) object(dst []byte, i, depth int) (int, []byte, error) {
 	// jsonb's order: shorter keys first, then by bytes; of equal keys the
 	// last one written is kept.
 	for a := 1; a < len(ms); a++ { // an insertion sort (stable): objects are small
-		for b := a; b > 0 && keyLess(ms[b].key, ms[b-1].key); b-- {
-			ms[b], ms[b-1] = ms[b-1], ms[b]
+		ka := c.key(&ms[a])
+		if !keyLess(ka, c.key(&ms[a-1])) {
+			continue // in order already: the usual case for sorted input
 		}
+		m := ms[a]
+		b := a
+		for ; b > 0 && keyLess(ka, c.key(&ms[b-1])); b-- {
+			ms[b] = ms[b-1]
+		}
+		ms[b] = m
 	}
 	dst = append(dst, '{')
 	first := true
-	for k, m := range ms {
-		if k+1 < len(ms) && bytes.Equal(ms[k+1].key, m.key) {
+	for k := range ms {
+		m := &ms[k]
+		key := c.key(m)
+		if k+1 < len(ms) && bytes.Equal(c.key(&ms[k+1]), key) {
 			continue // a later value of the same key wins
 		}
 		if !first {
@@ -248,14 +284,24 @@ func (c *canon) object(dst []byte, i, depth int) (int, []byte, error) {
 		}
 		first = false
 		if m.plain {
-			dst = append(append(append(dst, '"'), m.key...), '"')
+			dst = append(append(append(dst, '"'), key...), '"')
 		} else {
-			dst = escapeJSON(dst, m.key)
+			dst = escapeJSON(dst, key)
 		}
 		dst = append(dst, ": "...)
-		dst = append(dst, vals[m.start:m.end]...)
+		dst = append(dst, vals[m.vs:m.ve]...)
 	}
-	return i, append(dst, '}'), nil
+	if depth == 0 {
+		c.arena = vals[:0]
+	}
+	return i, append(dst, '}'), c.dropMembers(base, nil)
+}
+
+// dropMembers forgets the members collected past base (an object's, once
+// written or failed) and returns err.
+func (c *canon) dropMembers(base int, err error) error {
+	c.mems = c.mems[:base]
+	return err
 }
 
 // unquote appends the string at in[i] (its opening quote) to dst,

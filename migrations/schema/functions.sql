@@ -634,8 +634,10 @@ BEGIN
                          pg_temp.geoingest_match_dupk;
     EXECUTE format('CREATE TEMP TABLE geoingest_match_old ON COMMIT DROP AS
                     SELECT o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, %s AS k,
-                           coalesce(o.geom_hash, md5(ST_AsEWKB(o.geom))::uuid) AS gh,
-                           coalesce(o.props_hash, md5(o.properties::text)::uuid) AS ph
+                           CASE WHEN o.geom_hash < geoingest_hash_form_end() THEN o.geom_hash
+                                ELSE geoingest_geom_hash(o.geom) END AS gh,
+                           CASE WHEN o.props_hash < geoingest_hash_form_end() THEN o.props_hash
+                                ELSE geoingest_props_hash(o.properties) END AS ph
                     FROM %s o WHERE o.job_ref = $1', kx, ot) USING old_ref, sig, key_fields;
     CREATE TEMP TABLE geoingest_match_pairs (fi bigint, rid tid, fid bigint, how text, gchg boolean, pchg boolean) ON COMMIT DROP;
     ANALYZE pg_temp.geoingest_version;
@@ -1212,6 +1214,42 @@ CREATE OR REPLACE FUNCTION public.geoingest_generation_name(admin_job_ids text[]
  IMMUTABLE PARALLEL SAFE
 AS $function$
     SELECT encode(sha256(convert_to(array_to_string($1, ','), 'UTF8')), 'hex')
+$function$;
+
+-- public.geoingest_geom_hash(geom geometry)
+CREATE OR REPLACE FUNCTION public.geoingest_geom_hash(geom geometry)
+ RETURNS uuid
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT geoingest_hash_uuid(hash_array_extended(ARRAY[ST_AsEWKB(geom)], 0))
+$function$;
+
+-- public.geoingest_hash_form_end()
+CREATE OR REPLACE FUNCTION public.geoingest_hash_form_end()
+ RETURNS uuid
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT '00000000-0000-0001-0000-000000000000'::uuid
+$function$;
+
+-- public.geoingest_hash_probe()
+CREATE OR REPLACE FUNCTION public.geoingest_hash_probe()
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT hashtextextended('geoingest match hash probe: 0123456789' COLLATE "C", 0)
+$function$;
+
+-- public.geoingest_hash_uuid(h bigint)
+CREATE OR REPLACE FUNCTION public.geoingest_hash_uuid(h bigint)
+ RETURNS uuid
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT lpad(to_hex(h), 32, '0')::uuid
 $function$;
 
 -- public.geoingest_incoming_extent(OUT min_x double precision, OUT min_y double precision, OUT max_x double precision, OUT max_y double precision)
@@ -1847,6 +1885,15 @@ AS $function$
                     (SELECT e.value FROM jsonb_each_text(properties) e
                      WHERE lower(e.key) = lower(geoingest_property.key)
                      ORDER BY e.key LIMIT 1))
+$function$;
+
+-- public.geoingest_props_hash(properties jsonb)
+CREATE OR REPLACE FUNCTION public.geoingest_props_hash(properties jsonb)
+ RETURNS uuid
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT geoingest_hash_uuid(hashtextextended(properties::text COLLATE "C", 0))
 $function$;
 
 -- public.geoingest_record_retire(target text, job_id text, base_job_id text, old_ref bigint)
@@ -2509,8 +2556,8 @@ BEGIN
         kx := '$1 || ' || geoingest_match_key_expr(key_fields, 'i.properties', 2);
     END IF;
     EXECUTE format('UPDATE pg_temp.geoingest_version h
-                    SET area_m2 = i.area_m2, geom_hash = md5(ST_AsEWKB(i.geom))::uuid,
-                        props_hash = coalesce(h.props_hash, md5(i.properties::text)::uuid),
+                    SET area_m2 = i.area_m2, geom_hash = geoingest_geom_hash(i.geom),
+                        props_hash = coalesce(h.props_hash, geoingest_props_hash(i.properties)),
                         match_key = coalesce(h.match_key, %s)
                     FROM pg_temp.geoingest_incoming i WHERE h.must AND i.feature_index = h.feature_index', kx)
         USING key_fields::text || ':', key_fields;

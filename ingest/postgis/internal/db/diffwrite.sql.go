@@ -339,6 +339,19 @@ func (q *Queries) FinishIncoming(ctx context.Context, arg FinishIncomingParams) 
 	return i, err
 }
 
+const hashProbe = `-- name: HashProbe :one
+SELECT geoingest_hash_probe()::bigint AS probe
+`
+
+// HashProbe is the server's hash of a fixed text (migration 0044), which
+// the writer compares with its own twin's (serverHashesAgree).
+func (q *Queries) HashProbe(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, hashProbe)
+	var probe int64
+	err := row.Scan(&probe)
+	return probe, err
+}
+
 const insertStagedIncoming = `-- name: InsertStagedIncoming :one
 SELECT geoingest_insert_staged_incoming($1::bigint, $2::text, $3::boolean)::bigint AS inserted
 `

@@ -103,3 +103,8 @@ SELECT m.added::bigint AS added, m.removed::bigint AS removed, m.geometry::bigin
        coalesce(ST_AsGeoJSON(m.bbox::geometry, 7), '')::text AS bbox
 FROM geoingest_diff_apply_direct(@job_id::text, @base_job_id::text, @target_table::text, @old_ref::bigint, @min_iou::float8,
                                  @duplicate_keys::bigint, @new_ref::bigint) m;
+
+-- name: HashProbe :one
+-- HashProbe is the server's hash of a fixed text (migration 0044), which
+-- the writer compares with its own twin's (serverHashesAgree).
+SELECT geoingest_hash_probe()::bigint AS probe;
