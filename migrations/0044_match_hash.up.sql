@@ -1,5 +1,5 @@
 -- geoingest schema, version 44: the match columns' hashes are cheap
--- (docs/changes.md, "Feature identity"; docs/benchmarks.md, "The write
+-- (docs/design.md, "Versions as changes"; docs/benchmarks.md, "The write
 -- gate").
 --
 -- Since 0032 every row stores geom_hash and props_hash, computed by the
@@ -25,12 +25,11 @@
 -- not compared: the match computes the new form from the row's content
 -- instead, as for a row with no stored value. So the first version of a
 -- source after the upgrade finds the same changes as it would have before
--- (TestMatchAcrossTheHashUpgrade), at the cost of hashing its base
--- generation's rows on the server once; its rows written from then on
--- store the new form. (New bigint columns would save 16 bytes a row, but
--- would change every function that copies rows, and the raw COPY limit of
--- docs/benchmarks.md carries the same columns, so they would not move the
--- write ratio.)
+-- (TestMatchAcrossTheHashUpgrade); the rows it writes store the new form,
+-- and the rows it keeps keep their MD5, so each later version hashes
+-- those on the server again (as it does the rows that store no hash),
+-- until a version rewrites them. (New bigint columns would save 16 bytes a row, but
+-- every function that copies rows would change with them.)
 --
 -- Collisions: a key-matched pair is compared hash to hash, so a changed
 -- geometry or attribute set goes unseen with probability 2^-64 per changed
