@@ -130,7 +130,7 @@ func TestMatchAcrossTheHashUpgrade(t *testing.T) {
 				p.Key = []string{"APN"}
 			}
 			c := newChain(7, 30)
-			v1 := writeFeats(t, "v1.geojson", c.parcel)
+			v1 := writeFeats(t, "v1.geojson", c.Parcels)
 			require.NoError(t, b.svc.Run(ctx, version(t, v1, "v1", "01", p)).Err)
 			// As the writer before 0044 stored them.
 			tag, err := b.pool.Exec(ctx, `UPDATE geoingest_store.parcels
@@ -151,8 +151,8 @@ func TestMatchAcrossTheHashUpgrade(t *testing.T) {
 			}
 			before := tuples()
 
-			fs := append([]feat(nil), c.parcel...)
-			fs[0].props = `{"APN":"P-1","use":"com","v":0}`
+			fs := append([]feat(nil), c.Parcels...)
+			fs[0].Props = `{"APN":"P-1","use":"com","v":0}`
 			v2 := writeFeats(t, "v2.geojson", fs)
 			res := b.svc.Run(ctx, version(t, v2, "v2", "02", p))
 			require.NoError(t, res.Err)
@@ -171,7 +171,7 @@ func TestMatchAcrossTheHashUpgrade(t *testing.T) {
 			require.Equal(t, 29, md5s, "the kept rows keep their MD5s")
 			require.Equal(t, 1, fresh, "the written row stores the new form")
 
-			fs[1].w *= 1.01
+			fs[1].W *= 1.01
 			v3 := writeFeats(t, "v3.geojson", fs)
 			res = b.svc.Run(ctx, version(t, v3, "v3", "03", p))
 			require.NoError(t, res.Err)
