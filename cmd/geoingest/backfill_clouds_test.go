@@ -16,6 +16,7 @@ import (
 // with the key a live event of that version gives (generation; ETag), and
 // a second run finds them all present.
 func TestBackfillCommandGCSAndAzure(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	g := testsrv.GCP(t)
 	az := testsrv.Azurite(t)

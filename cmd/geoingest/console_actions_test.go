@@ -272,6 +272,7 @@ func queryText(t *testing.T, db, sql string, args ...any) string {
 // gates: it fails again (attempt 2) with a new reason file. A retry
 // answered while none is left is 409; the read-only token cannot retry.
 func TestServeInboxConsoleRetry(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.geojson"), []byte("this is not GeoJSON"), 0o644))

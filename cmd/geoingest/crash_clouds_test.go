@@ -20,6 +20,7 @@ import (
 // exactly once (0 lost, 0 doubled), the queue drained and the dead-letter
 // queue empty.
 func TestServeCrashPointsClouds(t *testing.T) {
+	t.Parallel()
 	const lease, visibility = 3 * time.Second, 2 * time.Second
 	points := []string{ingest.HookBeforeClaim, ingest.HookAfterClaim, ingest.HookDuringDownload, ingest.HookDuringCopy,
 		ingest.HookBeforeCommit, ingest.HookBeforeAck, ingest.HookAfterAck}
@@ -71,8 +72,10 @@ func TestServeCrashPointsClouds(t *testing.T) {
 	}
 	for cloud, open := range clouds {
 		t.Run(cloud, func(t *testing.T) {
+			t.Parallel()
 			for _, point := range points {
 				t.Run(point, func(t *testing.T) {
+					t.Parallel()
 					r := open(t, "crash-"+point)
 					c := r.c
 					args := []string{"--lease", lease.String(), "--visibility", visibility.String()}

@@ -64,6 +64,7 @@ func sixCountiesZip(t *testing.T) []byte {
 // az commands set up the clouds: the upload lands once, and the backfill
 // with --policy skip adds nothing.
 func TestCloudQuickStartsAsWritten(t *testing.T) {
+	t.Parallel()
 	zipBody := sixCountiesZip(t)
 	check := func(t *testing.T, cmds [][]string, env map[string]string, upload func()) {
 		require.Len(t, cmds, 2, "serve and backfill")
@@ -92,6 +93,7 @@ func TestCloudQuickStartsAsWritten(t *testing.T) {
 	}
 
 	t.Run("gcp", func(t *testing.T) {
+		t.Parallel()
 		cmds := quickStartCommands(t, "## Quick start: Google Cloud Storage and Pub/Sub")
 		g := testsrv.GCP(t)
 		ctx := context.Background()
@@ -119,6 +121,7 @@ func TestCloudQuickStartsAsWritten(t *testing.T) {
 	})
 
 	t.Run("azure", func(t *testing.T) {
+		t.Parallel()
 		cmds := quickStartCommands(t, "## Quick start: Azure Blob Storage with Event Grid and a Storage Queue")
 		az := testsrv.Azurite(t)
 		ctx := context.Background()

@@ -42,6 +42,7 @@ func azurePut(t *testing.T, c *sdkblob.Client, container, key, file string) stri
 // first's event changes nothing; a delete on a route that mirrors deletes
 // retires the source.
 func TestServeAzureEndToEnd(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	az := testsrv.Azurite(t)
 	q, dlq := az.NewQueue(t, "events"), az.NewQueue(t, "events-dlq")

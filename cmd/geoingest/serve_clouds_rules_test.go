@@ -24,6 +24,7 @@ import (
 // upload (FAILED, dead-lettered, the reason naming the flag), and the
 // console's API shows both, with the cloud's URL of each source.
 func TestServeCloudsZipLimitsAndConsole(t *testing.T) {
+	t.Parallel()
 	six := "../../testdata/corpus/six_counties/six_counties"
 	var zbuf bytes.Buffer
 	zw := zip.NewWriter(&zbuf)
@@ -73,6 +74,7 @@ func TestServeCloudsZipLimitsAndConsole(t *testing.T) {
 	}
 	for _, cloud := range []string{"pubsub", "azqueue"} {
 		t.Run(cloud, func(t *testing.T) {
+			t.Parallel()
 			db := pgtest.NewDB(t)
 			r := clouds[cloud](t)
 			r.put("parcels/six.zip", zipFile)

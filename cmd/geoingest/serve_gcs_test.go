@@ -84,6 +84,7 @@ func (tp *gcsTap) find(t *testing.T, key, generation string) *pubsubpb.PubsubMes
 // replaces the first, and a late copy of the first generation's
 // notification changes nothing.
 func TestServeGCSEndToEnd(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	g := testsrv.GCP(t)
 	topic, dlq := g.NewTopic(t, "uploads"), g.NewTopic(t, "uploads-dlq")

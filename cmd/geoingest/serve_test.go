@@ -374,6 +374,7 @@ func TestServeSIGTERMLosesNothing(t *testing.T) {
 // table their directory routes to; a restart rescans everything and
 // re-ingests nothing (every file is a claim-gate duplicate).
 func TestServeInbox(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	dir := t.TempDir()
 	cp := func(src, dst string) {
@@ -424,6 +425,7 @@ func TestServeInbox(t *testing.T) {
 // jobs: the same .prj-less shapefile is written under a route that gives
 // its source SRID, and refused as unknown CRS under one that does not.
 func TestServeRouteOptions(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	dir := t.TempDir()
 	src := "../../testdata/corpus/blockgroups_noprj/blockgroups"

@@ -13,6 +13,7 @@ import (
 // queue or a route bucket that does not exist exits at once with a message
 // naming it and the flag to check; malformed URLs are refused.
 func TestStartupChecksClouds(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	g := testsrv.GCP(t)
 	az := testsrv.Azurite(t)
