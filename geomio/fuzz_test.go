@@ -192,10 +192,3 @@ func FuzzPRJ(f *testing.F) {
 		}
 	})
 }
-
-// diffLimits are the limits of the differential fuzz targets, which
-// compare decoding with the reference reader: only the byte limits the
-// reference reader enforces too are within reach (the others are
-// enforced, and fuzzed, by the targets above).
-var diffLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
-	MaxVertices: 1 << 40, MaxPropertyBytes: 1 << 40, MaxProperties: 1 << 30}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio/crs"
-	"github.com/geoingest/geoingest/geomio/geojson"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
@@ -184,19 +183,6 @@ func TestGeoJSON(t *testing.T) {
 				tc.check(t, fs)
 			}
 		})
-	}
-}
-
-func TestScanTopLevelMember(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ content, want string }{
-		{`{"a":{"crs":1},"crs" : {"x":[1,"]"]} }`, `{"x":[1,"]"]}`},
-		{`{"features":[{"crs":2}],"b":"crs","crs":"EPSG:1"}`, `"EPSG:1"`},
-		{`{"features":[],"c\"rs":3}`, ``},
-	} {
-		got, err := geojson.ScanTopLevelMember(writeTemp(t, "a.json", tc.content), "crs", 1024)
-		require.NoError(t, err)
-		require.Equal(t, tc.want, string(got), tc.content)
 	}
 }
 

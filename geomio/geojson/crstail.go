@@ -26,12 +26,12 @@ import (
 // crsWindow is how much of the end of a file the backward scan reads.
 const crsWindow = 1 << 20
 
-// TrailingMember returns the raw value of the first member named key in
+// trailingMember returns the raw value of the first member named key in
 // the members that follow the last value too large for the window (or
 // nil), reading the last window bytes of the file at path. ok is false
 // if the end of the file is not the end of a JSON object whose last
 // member's value starts before the window (then scan the whole file).
-func TrailingMember(path, key string, window int) (raw json.RawMessage, ok bool) {
+func trailingMember(path, key string, window int) (raw json.RawMessage, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, false

@@ -42,12 +42,12 @@ func (l *LimitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// DecoderSlack is how many bytes beyond MaxRecordBytes a decoder may have
+// decoderSlack is how many bytes beyond MaxRecordBytes a decoder may have
 // read ahead of its current value.
-const DecoderSlack = 1 << 16
+const decoderSlack = 1 << 16
 
-// FeatureJSON is one GeoJSON Feature, with geometry and properties kept raw.
-type FeatureJSON struct {
+// featureJSON is one GeoJSON Feature, with geometry and properties kept raw.
+type featureJSON struct {
 	Type       string          `json:"type"`
 	Geometry   json.RawMessage `json:"geometry"`
 	Properties json.RawMessage `json:"properties"`
@@ -68,11 +68,11 @@ type geojsonReader struct {
 	lonLat bool // SRID 4326 by RFC 7946 default: check coordinates
 
 	streaming bool         // inside the features array
-	pending   *FeatureJSON // the single Feature of a non-collection file
+	pending   *featureJSON // the single Feature of a non-collection file
 	done      bool
 	bom       int64     // length of the byte order mark skipped
 	pipe      *pipeline // decodes the features array
-	Tune      Tuning
+	Tune      tuning
 	// assumedCRS: the crs member (crsRaw, nil for none) was taken from
 	// the end of the file (see trailingMember), to be checked once the
 	// end of the features array is known.
@@ -92,10 +92,10 @@ func Open(path string, opts core.Options) (*geojsonReader, error) {
 // whose first feature has Index base, naming it file in errors (a zip
 // entry is read from a temporary copy but named archive/entry).
 func OpenAs(path, file, layer string, base int64, opts core.Options) (*geojsonReader, error) {
-	return OpenTuned(path, file, layer, base, opts, DefaultTuning)
+	return openTuned(path, file, layer, base, opts, defaultTuning)
 }
 
-func OpenTuned(path, file, layer string, base int64, opts core.Options, tune Tuning) (*geojsonReader, error) {
+func openTuned(path, file, layer string, base int64, opts core.Options, tune tuning) (*geojsonReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &core.Error{File: file, Problem: "open", Err: err}
@@ -106,7 +106,7 @@ func OpenTuned(path, file, layer string, base int64, opts core.Options, tune Tun
 	if SkipBOM(br) {
 		r.bom = 3
 	}
-	r.lr = &LimitReader{R: br, Limit: opts.Limits.MaxRecordBytes + DecoderSlack}
+	r.lr = &LimitReader{R: br, Limit: opts.Limits.MaxRecordBytes + decoderSlack}
 	r.dec = json.NewDecoder(r.lr)
 	if err := r.readHeader(); err != nil {
 		f.Close()
@@ -136,7 +136,7 @@ func (r *geojsonReader) fail(problem string, err error) *core.Error {
 }
 
 func (r *geojsonReader) bound() {
-	r.lr.Limit = r.lr.N + r.opts.Limits.MaxRecordBytes + DecoderSlack
+	r.lr.Limit = r.lr.N + r.opts.Limits.MaxRecordBytes + decoderSlack
 }
 
 // readHeader reads the top-level object up to the start of the features
@@ -170,9 +170,9 @@ func (r *geojsonReader) readHeader() error {
 			}
 			crs, seen := members["crs"]
 			if !seen {
-				if raw, ok := TrailingMember(r.path, "crs", r.Tune.CrsWindow); ok {
+				if raw, ok := trailingMember(r.path, "crs", r.Tune.CrsWindow); ok {
 					crs, r.assumedCRS, r.crsRaw = raw, true, raw
-				} else if crs, err = ScanTopLevelMember(r.path, "crs", 1<<20); err != nil {
+				} else if crs, err = scanTopLevelMember(r.path, "crs", 1<<20); err != nil {
 					return &core.Error{File: r.name, Problem: "scan for crs", Err: err}
 				}
 			}
@@ -197,7 +197,7 @@ func (r *geojsonReader) readHeader() error {
 	typ := JsonString(members["type"])
 	switch typ {
 	case "Feature":
-		r.pending = &FeatureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"], ID: members["id"]}
+		r.pending = &featureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"], ID: members["id"]}
 	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
 		g := map[string]json.RawMessage{"type": members["type"]}
 		for _, k := range []string{"coordinates", "geometries"} {
@@ -209,7 +209,7 @@ func (r *geojsonReader) readHeader() error {
 		if err != nil {
 			return &core.Error{File: r.name, Problem: "invalid geometry", Err: err}
 		}
-		r.pending = &FeatureJSON{Type: "Feature", Geometry: b}
+		r.pending = &featureJSON{Type: "Feature", Geometry: b}
 	case "FeatureCollection":
 		return &core.Error{File: r.name, Problem: "featurecollection has no features member"}
 	default:
@@ -295,7 +295,7 @@ func (r *geojsonReader) startPipe() error {
 		size = fi.Size() - off
 	}
 	s := &collSplitter{
-		in:       Input{rd: r.f, Buf: getBuf(r.Tune.BufSize), base: off, Size: r.Tune.BufSize},
+		in:       input{rd: r.f, Buf: getBuf(r.Tune.BufSize), base: off, Size: r.Tune.BufSize},
 		maxItems: r.Tune.MaxItems,
 		idx:      r.idx,
 		maxRec:   r.opts.Limits.MaxRecordBytes,
@@ -303,7 +303,7 @@ func (r *geojsonReader) startPipe() error {
 		tooLarge: func(idx int64) error { return core.FeatureLimitError(r.name, r.layer.Name, idx, r.tooLarge()) },
 		tail:     r.checkTail,
 	}
-	s.in.Limit = int(min(r.opts.Limits.MaxRecordBytes+DecoderSlack+1, 1<<62))
+	s.in.Limit = int(min(r.opts.Limits.MaxRecordBytes+decoderSlack+1, 1<<62))
 	s.in.FileSize = off + size
 	r.pipe = newPipeline(s.split, r.decodeBatch, r.Tune.decoders(size))
 	return nil
@@ -325,7 +325,7 @@ func (r *geojsonReader) errAt(idx, off int64, problem string, err error) error {
 }
 
 // decodeBatch decodes the features of b, stopping at the first error.
-func (r *geojsonReader) decodeBatch(d *FastDecoder, b *batch) {
+func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
 	d.Lim = r.opts.Limits
 	for j, sp := range b.spans {
 		idx := b.first + int64(j)
@@ -342,19 +342,19 @@ func (r *geojsonReader) decodeBatch(d *FastDecoder, b *batch) {
 // file offsets start to end: with the fast decoder, or where it declines,
 // as the reference path (encoding/json into featureJSON, decodeFeature)
 // does.
-func (r *geojsonReader) decodeElement(d *FastDecoder, raw []byte, idx, start, end int64) (core.Feature, error) {
+func (r *geojsonReader) decodeElement(d *fastDecoder, raw []byte, idx, start, end int64) (core.Feature, error) {
 	var err error
 	if g, props, ok := d.Feature(raw, false); d.Over != nil {
 		return core.Feature{}, core.FeatureLimitError(r.name, r.layer.Name, idx, d.Over)
 	} else if ok {
 		var f core.Feature
-		if f, err = FinishFeature(g, props, idx, r.layer, r.lonLat); err == nil {
+		if f, err = finishFeature(g, props, idx, r.layer, r.lonLat); err == nil {
 			f.DroppedZM = g != nil && d.zm
 			f.ID = d.id
 			return f, nil
 		}
 	} else {
-		var fj FeatureJSON
+		var fj featureJSON
 		if jerr := json.Unmarshal(raw, &fj); jerr != nil {
 			off := end
 			var se *json.SyntaxError
@@ -392,7 +392,7 @@ func (r *geojsonReader) checkTail(rest []byte, off int64, rd io.Reader) error {
 		}
 		return r.errAt(-1, off+dec.InputOffset()-int64(len(prefix)), problem, err)
 	}
-	bound := func() { lr.Limit = lr.N + r.opts.Limits.MaxRecordBytes + DecoderSlack }
+	bound := func() { lr.Limit = lr.N + r.opts.Limits.MaxRecordBytes + decoderSlack }
 	bound()
 	for i := 0; i < 4; i++ { // { "features" [ ]
 		if _, err := dec.Token(); err != nil {
@@ -443,7 +443,7 @@ func (r *geojsonReader) checkAssumedCRS(off int64) error {
 	return nil
 }
 
-func (r *geojsonReader) emit(fj *FeatureJSON) bool {
+func (r *geojsonReader) emit(fj *featureJSON) bool {
 	f, err := decodeFeature(fj, r.idx, r.layer, r.lonLat, r.opts.Limits.MaxVertices)
 	if le := core.AsFeatureLimit(r.name, r.layer.Name, r.idx, err); le != nil {
 		r.err = le
@@ -463,7 +463,7 @@ func (r *geojsonReader) emit(fj *FeatureJSON) bool {
 // back on this one for anything it does not handle. A geometry of more
 // than maxVertices positions is refused with a *LimitError before it is
 // decoded.
-func decodeFeature(fj *FeatureJSON, idx int64, layer core.Layer, lonLat bool, maxVertices int64) (core.Feature, error) {
+func decodeFeature(fj *featureJSON, idx int64, layer core.Layer, lonLat bool, maxVertices int64) (core.Feature, error) {
 	if fj.Type != "Feature" {
 		return core.Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
 	}
@@ -506,9 +506,9 @@ func checkGeom(t geom.T, lonLat bool) error {
 	return nil
 }
 
-// FinishFeature completes a feature the fast decoder decoded (g nil for
+// finishFeature completes a feature the fast decoder decoded (g nil for
 // no geometry) as decodeFeature does: SRID, coordinate check.
-func FinishFeature(g geom.T, props []byte, idx int64, layer core.Layer, lonLat bool) (core.Feature, error) {
+func finishFeature(g geom.T, props []byte, idx int64, layer core.Layer, lonLat bool) (core.Feature, error) {
 	f := core.Feature{Index: idx, Layer: layer.Name, Properties: props}
 	if g != nil {
 		g = core.SetSRID(g, layer.SRID)
@@ -559,12 +559,12 @@ func (r *geojsonReader) Close() error {
 	return err
 }
 
-// ScanTopLevelMember finds the member named key of the top-level JSON object
+// scanTopLevelMember finds the member named key of the top-level JSON object
 // in the file at path and returns its raw value (nil if there is none). It
 // streams the file byte by byte without decoding values, so it is cheap
 // enough to run before streaming a large FeatureCollection whose crs member
 // comes after its features. Values longer than max bytes are refused.
-func ScanTopLevelMember(path, key string, max int) (json.RawMessage, error) {
+func scanTopLevelMember(path, key string, max int) (json.RawMessage, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -590,7 +590,7 @@ func scanMember(f io.Reader, key string, max, depth int) (json.RawMessage, error
 				// Inside a member's value (the features array, say):
 				// only strings and brackets matter until the depth is
 				// back to 1.
-				if i = SkipDeep(buf[:n], i, &depth, &inStr, &esc); i >= n {
+				if i = skipDeep(buf[:n], i, &depth, &inStr, &esc); i >= n {
 					break
 				}
 			}
@@ -659,12 +659,12 @@ func scanMember(f io.Reader, key string, max, depth int) (json.RawMessage, error
 	}
 }
 
-// SkipDeep consumes b from i while the depth stays at 2 or more, tracking
+// skipDeep consumes b from i while the depth stays at 2 or more, tracking
 // strings and brackets only, as scanTopLevelMember's byte-by-byte loop
 // would. It returns the index of the first byte it did not consume: just
 // past the bracket that brought the depth back to 1, or len(b), with
 // inStr and esc set if b ends inside a string.
-func SkipDeep(b []byte, i int, depth *int, inStr, esc *bool) int {
+func skipDeep(b []byte, i int, depth *int, inStr, esc *bool) int {
 	d := *depth
 	defer func() { *depth = d }()
 	for i < len(b) {

@@ -8,7 +8,7 @@ import (
 	"github.com/twpayne/go-geom"
 )
 
-// FastDecoder decodes one GeoJSON Feature (or, in a sequence, a bare
+// fastDecoder decodes one GeoJSON Feature (or, in a sequence, a bare
 // geometry) in a single pass over its bytes, building the go-geom geometry
 // and the compacted properties directly, with a handful of allocations.
 //
@@ -21,7 +21,7 @@ import (
 // reference path, which then gives the result or the error.
 //
 // A fastDecoder holds scratch buffers; it is not safe for concurrent use.
-type FastDecoder struct {
+type fastDecoder struct {
 	skip jsonscan.JsonSkipper
 	Flat []float64 // coordinates of the geometry being parsed
 	ends []int     // end (in flat) of each ring or line
@@ -78,7 +78,7 @@ func foldsTo(key []byte, names ...string) bool {
 
 // key reads the member name at b[i] (a string without escapes) and the
 // colon after it, and returns the name and the index of the value.
-func (d *FastDecoder) key(b []byte, i int) ([]byte, int) {
+func (d *fastDecoder) key(b []byte, i int) ([]byte, int) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, -1
 	}
@@ -118,7 +118,7 @@ func next(b []byte, i int) (int, bool) {
 //
 // When the feature has more vertices than d.lim allows, ok is false and
 // over is set: it must not be decoded.
-func (d *FastDecoder) Feature(raw []byte, seq bool) (g geom.T, props []byte, ok bool) {
+func (d *fastDecoder) Feature(raw []byte, seq bool) (g geom.T, props []byte, ok bool) {
 	d.Over, d.zm, d.id = nil, false, nil
 	b := raw
 	i := jsonscan.SkipSpace(b, 0)
@@ -246,7 +246,7 @@ func (d *FastDecoder) Feature(raw []byte, seq bool) (g geom.T, props []byte, ok 
 // geometry parses the GeoJSON geometry object at b[i] and returns it as
 // fromOrb builds it (XY, Polygon promoted to MultiPolygon, empty parts
 // dropped, nil if empty), without the SRID.
-func (d *FastDecoder) geometry(b []byte, i int) (geom.T, int, bool) {
+func (d *fastDecoder) geometry(b []byte, i int) (geom.T, int, bool) {
 	i = jsonscan.SkipSpace(b, i+1) // past '{'
 	var (
 		seen   int
@@ -333,7 +333,7 @@ func (d *FastDecoder) geometry(b []byte, i int) (geom.T, int, bool) {
 
 // coordinates parses the coordinates member of a geometry of type typ at
 // b[i] into d.flat, d.ends and d.regs.
-func (d *FastDecoder) coordinates(b []byte, i int, typ geomType) int {
+func (d *fastDecoder) coordinates(b []byte, i int, typ geomType) int {
 	switch typ {
 	case gPoint:
 		return d.position(b, i)
@@ -352,7 +352,7 @@ func (d *FastDecoder) coordinates(b []byte, i int, typ geomType) int {
 }
 
 // array parses a JSON array at b[i] whose elements elem parses.
-func (d *FastDecoder) array(b []byte, i int, elem func(int) int) int {
+func (d *fastDecoder) array(b []byte, i int, elem func(int) int) int {
 	if i >= len(b) || b[i] != '[' {
 		return -1
 	}
@@ -380,7 +380,7 @@ func (d *FastDecoder) array(b []byte, i int, elem func(int) int) int {
 }
 
 // rings parses an array of arrays of positions, ending each in d.ends.
-func (d *FastDecoder) rings(b []byte, i int) int {
+func (d *fastDecoder) rings(b []byte, i int) int {
 	return d.array(b, i, func(j int) int {
 		j = d.positions(b, j)
 		d.ends = append(d.ends, len(d.Flat))
@@ -389,7 +389,7 @@ func (d *FastDecoder) rings(b []byte, i int) int {
 }
 
 // positions parses an array of positions.
-func (d *FastDecoder) positions(b []byte, i int) int {
+func (d *fastDecoder) positions(b []byte, i int) int {
 	if i >= len(b) || b[i] != '[' {
 		return -1
 	}
@@ -419,7 +419,7 @@ func (d *FastDecoder) positions(b []byte, i int) int {
 // position parses a position of at least two numbers into d.flat; like
 // encoding/json decoding into orb.Point ([2]float64), it ignores any
 // further elements.
-func (d *FastDecoder) position(b []byte, i int) int {
+func (d *fastDecoder) position(b []byte, i int) int {
 	if i >= len(b) || b[i] != '[' {
 		return -1
 	}
@@ -467,7 +467,7 @@ func (d *FastDecoder) position(b []byte, i int) int {
 const keepScratch = 1 << 16
 
 // shrink lets go of scratch buffers grown past keepScratch.
-func (d *FastDecoder) shrink() {
+func (d *fastDecoder) shrink() {
 	if cap(d.Flat) > 2*keepScratch {
 		d.Flat = nil
 	}
@@ -479,7 +479,7 @@ func (d *FastDecoder) shrink() {
 // build makes the go-geom geometry from what coordinates parsed, with the
 // rules of orbToGeom and polygonsToGeom. ok is false for a polygon ring
 // that is not a linear ring (the reference path words the error).
-func (d *FastDecoder) build(typ geomType) (geom.T, bool) {
+func (d *fastDecoder) build(typ geomType) (geom.T, bool) {
 	flat := d.Flat
 	switch typ {
 	case gPoint:
@@ -520,7 +520,7 @@ func (d *FastDecoder) build(typ geomType) (geom.T, bool) {
 // d.regs, as polygonsToGeom does: a polygon with no rings or an empty
 // exterior ring is dropped, empty rings are dropped, and any other ring
 // must have at least four positions and be closed.
-func (d *FastDecoder) Polygons() (geom.T, bool) {
+func (d *fastDecoder) Polygons() (geom.T, bool) {
 	var out []float64
 	handed := false
 	var endsAll []int
@@ -576,7 +576,7 @@ func (d *FastDecoder) Polygons() (geom.T, bool) {
 // takeFlat returns the coordinates parsed, as a slice of their own: a
 // copy, or for a large geometry the buffer itself, which the decoder then
 // lets go.
-func (d *FastDecoder) takeFlat() []float64 {
+func (d *fastDecoder) takeFlat() []float64 {
 	if cap(d.Flat) > 2*keepScratch {
 		f := d.Flat[:len(d.Flat):len(d.Flat)]
 		d.Flat = nil

@@ -28,7 +28,7 @@ type seqReader struct {
 	err    error
 	done   bool
 	pipe   *pipeline // splits the records and decodes them
-	Tune   Tuning
+	Tune   tuning
 }
 
 func OpenSeq(path string, opts core.Options) (*seqReader, error) {
@@ -36,7 +36,7 @@ func OpenSeq(path string, opts core.Options) (*seqReader, error) {
 	if err != nil {
 		return nil, &core.Error{File: path, Problem: "open", Err: err}
 	}
-	r := &seqReader{path: path, f: f, opts: opts, Tune: DefaultTuning}
+	r := &seqReader{path: path, f: f, opts: opts, Tune: defaultTuning}
 	r.layer = core.Layer{Name: core.LayerName(path), Format: core.FormatGeoJSONSeq, SRID: 4326,
 		CRS: crs.CRS{Method: crs.Default, EPSG: 4326}}
 	r.lonLat = !opts.Preflight
@@ -83,7 +83,7 @@ func (r *seqReader) startPipe() {
 		size = fi.Size() - r.offset
 	}
 	s := &seqSplitter{
-		in:       Input{rd: r.f, Buf: getBuf(r.Tune.BufSize), base: r.offset, Size: r.Tune.BufSize},
+		in:       input{rd: r.f, Buf: getBuf(r.Tune.BufSize), base: r.offset, Size: r.Tune.BufSize},
 		maxItems: r.Tune.MaxItems,
 		idx:      r.idx,
 		maxRec:   r.opts.Limits.MaxRecordBytes,
@@ -105,7 +105,7 @@ func (r *seqReader) errAt(idx, off int64, err error) error {
 
 // decodeBatch decodes the records of b, stopping at the first error:
 // with the fast decoder, or where it declines, with decodeSeqRecord.
-func (r *seqReader) decodeBatch(d *FastDecoder, b *batch) {
+func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
 	d.Lim = r.opts.Limits
 	for j, sp := range b.spans {
 		idx := b.first + int64(j)
@@ -115,11 +115,11 @@ func (r *seqReader) decodeBatch(d *FastDecoder, b *batch) {
 		if g, props, ok := d.Feature(rec, true); d.Over != nil {
 			err = d.Over
 		} else if ok {
-			f, err = FinishFeature(g, props, idx, r.layer, r.lonLat)
+			f, err = finishFeature(g, props, idx, r.layer, r.lonLat)
 			f.DroppedZM = g != nil && d.zm
 			f.ID = d.id
 		} else {
-			f, err = DecodeSeqRecord(rec, idx, r.layer, r.lonLat, r.opts.Limits.MaxVertices)
+			f, err = decodeSeqRecord(rec, idx, r.layer, r.lonLat, r.opts.Limits.MaxVertices)
 		}
 		if le := core.AsFeatureLimit(r.path, r.layer.Name, idx, err); le != nil {
 			b.ferr = le
@@ -133,11 +133,11 @@ func (r *seqReader) decodeBatch(d *FastDecoder, b *batch) {
 	}
 }
 
-// DecodeSeqRecord decodes one record of a sequence: a Feature, or a bare
+// decodeSeqRecord decodes one record of a sequence: a Feature, or a bare
 // geometry taken as a Feature without properties.
-func DecodeSeqRecord(rec []byte, idx int64, layer core.Layer, lonLat bool, maxVertices int64) (core.Feature, error) {
+func decodeSeqRecord(rec []byte, idx int64, layer core.Layer, lonLat bool, maxVertices int64) (core.Feature, error) {
 	var fj struct {
-		FeatureJSON
+		featureJSON
 		Coordinates json.RawMessage `json:"coordinates"`
 		Geometries  json.RawMessage `json:"geometries"`
 	}
@@ -147,11 +147,11 @@ func DecodeSeqRecord(rec []byte, idx int64, layer core.Layer, lonLat bool, maxVe
 	switch fj.Type {
 	case "Feature":
 	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
-		fj.FeatureJSON = FeatureJSON{Type: "Feature", Geometry: rec}
+		fj.featureJSON = featureJSON{Type: "Feature", Geometry: rec}
 	default:
 		return core.Feature{}, fmt.Errorf("unsupported record type %q", fj.Type)
 	}
-	return decodeFeature(&fj.FeatureJSON, idx, layer, lonLat, maxVertices)
+	return decodeFeature(&fj.featureJSON, idx, layer, lonLat, maxVertices)
 }
 
 func (r *seqReader) Feature() core.Feature { return r.feat }

@@ -27,9 +27,9 @@ const maxBatchItems = 1024
 // costs more than it saves.
 const parallelMinBytes = 2 * batchBytes
 
-// Tuning sets how a reader splits and decodes; tests shrink it to
+// tuning sets how a reader splits and decodes; tests shrink it to
 // exercise batch boundaries and parallel decoding on small inputs.
-type Tuning struct {
+type tuning struct {
 	BufSize     int   // input buffer per batch
 	MaxItems    int   // features per batch
 	MinParallel int64 // input bytes from which to decode in parallel
@@ -37,11 +37,11 @@ type Tuning struct {
 	CrsWindow   int   // bytes of the end of a file to look for a crs member in
 }
 
-var DefaultTuning = Tuning{BufSize: batchBytes, MaxItems: maxBatchItems, MinParallel: parallelMinBytes, CrsWindow: crsWindow}
+var defaultTuning = tuning{BufSize: batchBytes, MaxItems: maxBatchItems, MinParallel: parallelMinBytes, CrsWindow: crsWindow}
 
 // decoders returns how many decoder goroutines to run for an input of
 // size bytes (0: decode on the caller's goroutine).
-func (t Tuning) decoders(size int64) int {
+func (t tuning) decoders(size int64) int {
 	if size < t.MinParallel {
 		return 0
 	}
@@ -84,7 +84,7 @@ type splitFunc func(b *batch)
 
 // decodeFunc decodes b's spans into b.feats, stopping at the first error
 // (b.ferr), with d's scratch buffers.
-type decodeFunc func(d *FastDecoder, b *batch)
+type decodeFunc func(d *fastDecoder, b *batch)
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes); return &b }}
 
@@ -117,7 +117,7 @@ type pipeline struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup
 
-	dec   FastDecoder // sequential mode's decoder
+	dec   fastDecoder // sequential mode's decoder
 	spare *batch      // sequential mode's batch
 	cur   *batch
 	pos   int
@@ -181,7 +181,7 @@ func (p *pipeline) splitter() {
 
 func (p *pipeline) worker() {
 	defer p.wg.Done()
-	var d FastDecoder
+	var d fastDecoder
 	for b := range p.work {
 		p.decode(&d, b)
 		putBuf(b.buf)

@@ -16,9 +16,9 @@ import (
 // validate each feature in full, so a splitter only has to find where one
 // ends; for valid JSON that is exactly where encoding/json ends it.
 
-// Input is the part of a file a splitter reads, with the buffer carried
+// input is the part of a file a splitter reads, with the buffer carried
 // from one batch to the next.
-type Input struct {
+type input struct {
 	rd   io.Reader
 	eof  bool
 	rerr error // a read error other than EOF
@@ -36,7 +36,7 @@ type Input struct {
 }
 
 // fill reads into buf until it is full or the input ends.
-func (in *Input) fill() {
+func (in *input) fill() {
 	for !in.eof && in.rerr == nil && len(in.Buf) < cap(in.Buf) {
 		n, err := in.rd.Read(in.Buf[len(in.Buf):cap(in.Buf)])
 		in.Buf = in.Buf[:len(in.Buf)+n]
@@ -50,7 +50,7 @@ func (in *Input) fill() {
 
 // Grow makes room for more bytes in buf (it is full, and holds one
 // unfinished feature or record from from).
-func (in *Input) Grow(from int) {
+func (in *input) Grow(from int) {
 	n := len(in.Buf) - from
 	// A buffer grows fourfold: a large feature leaves a third of its
 	// size behind in smaller buffers, not all of it.
@@ -73,14 +73,14 @@ func (in *Input) Grow(from int) {
 
 // stop ends the batch b at buf[:at], the input with it: what follows is
 // never read (not copied either: it may be a feature over the limit).
-func (in *Input) stop(b *batch, at int) {
+func (in *input) stop(b *batch, at int) {
 	b.buf, b.base = in.Buf[:at], in.base
 	in.Buf = nil
 }
 
 // cut ends the batch b at buf[:at] and carries buf[at:] into a new
 // buffer for the next batch.
-func (in *Input) cut(b *batch, at int) {
+func (in *input) cut(b *batch, at int) {
 	b.buf, b.base = in.Buf[:at], in.base
 	rest := in.Buf[at:]
 	nb := getBuf(in.Size)
@@ -105,7 +105,7 @@ const (
 // collSplitter splits the features array of a FeatureCollection, from
 // just after its '[', then checks what follows the array with tail.
 type collSplitter struct {
-	in       Input
+	in       input
 	maxItems int // features per batch
 	state    int
 	idx      int64 // Index of the next feature
@@ -171,14 +171,14 @@ func (s *collSplitter) split(b *batch) {
 				end = jsonscan.ScalarEnd(buf, pos, in.eof)
 			}
 			if end < 0 {
-				if int64(len(buf)-pos) > s.maxRec+DecoderSlack {
+				if int64(len(buf)-pos) > s.maxRec+decoderSlack {
 					fail(s.idx, pos, fmt.Sprintf("invalid json: a feature exceeds %d bytes", s.maxRec), ErrRecordTooLarge)
 					return
 				}
 				pos = restart
 				break
 			}
-			if int64(end-pos) > s.maxRec+DecoderSlack {
+			if int64(end-pos) > s.maxRec+decoderSlack {
 				fail(s.idx, pos, fmt.Sprintf("invalid json: a feature exceeds %d bytes", s.maxRec), ErrRecordTooLarge)
 				return
 			}
@@ -253,7 +253,7 @@ func (s *collSplitter) end(b *batch, at int) {
 // seqSplitter splits a GeoJSON text sequence into records: the bytes up
 // to each newline or RS (0x1E), skipping blank records.
 type seqSplitter struct {
-	in       Input
+	in       input
 	maxItems int // records per batch
 	idx      int64
 	maxRec   int64

@@ -1,4 +1,4 @@
-package geomio
+package geojson
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoingest/geoingest/geomio/geojson"
 	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/stretchr/testify/require"
 )
@@ -34,8 +33,8 @@ type readResult struct {
 // as in production, serially with tiny buffers (a feature spans several
 // reads, batches end mid-feature), and in parallel with tiny buffers and
 // batches of one or a few features.
-var testTunings = map[string]geojson.Tuning{
-	"default":         geojson.DefaultTuning,
+var testTunings = map[string]tuning{
+	"default":         defaultTuning,
 	"serial-tiny":     {BufSize: 7, MaxItems: 2, MinParallel: 1 << 62, CrsWindow: 64},
 	"parallel-tiny":   {BufSize: 16, MaxItems: 3, MinParallel: 0, Workers: 3, CrsWindow: 64},
 	"parallel-single": {BufSize: 1024, MaxItems: 1, MinParallel: 0, Workers: 2, CrsWindow: 64},
@@ -75,19 +74,19 @@ func readLegacy(t testing.TB, path string, seq bool, opts Options) readResult {
 }
 
 // readTuned reads path with the new reader under tuning tu.
-func readTuned(t testing.TB, path string, seq bool, opts Options, tu geojson.Tuning) readResult {
+func readTuned(t testing.TB, path string, seq bool, opts Options, tu tuning) readResult {
 	t.Helper()
 	opts.Limits = opts.Limits.WithDefaults()
 	var r Reader
 	if seq {
-		sr, err := geojson.OpenSeq(path, opts)
+		sr, err := OpenSeq(path, opts)
 		if err != nil {
 			return readResult{err: err}
 		}
 		sr.Tune = tu
 		r = sr
 	} else {
-		gr, err := geojson.OpenTuned(path, path, core.LayerName(path), 0, opts, tu)
+		gr, err := openTuned(path, path, core.LayerName(path), 0, opts, tu)
 		if err != nil {
 			return readResult{err: err}
 		}
@@ -156,7 +155,7 @@ func checkAllTunings(t *testing.T, path string, seq bool, opts Options) readResu
 func TestParallelCorpus(t *testing.T) {
 	t.Parallel()
 	var files []string
-	for _, g := range []string{"../testdata/corpus/*/*.json", "../testdata/corpus/*/*.geojson", "../testdata/synthetic/*.geojson"} {
+	for _, g := range []string{"../../testdata/corpus/*/*.json", "../../testdata/corpus/*/*.geojson", "../../testdata/synthetic/*.geojson"} {
 		m, err := filepath.Glob(g)
 		require.NoError(t, err)
 		files = append(files, m...)
@@ -186,7 +185,7 @@ func asSequence(t testing.TB, path string) string {
 	defer r.Close()
 	var sb strings.Builder
 	for r.dec.More() {
-		var fj geojson.FeatureJSON
+		var fj featureJSON
 		require.NoError(t, r.dec.Decode(&fj))
 		fmt.Fprintf(&sb, `{"type":%q,"properties":%s,"geometry":%s}`+"\n", fj.Type, orNull(fj.Properties), orNull(fj.Geometry))
 	}
@@ -315,7 +314,7 @@ func TestParallelClose(t *testing.T) {
 	content := `{"type":"FeatureCollection","features":[` + strings.Repeat(feat1+",", 5000) + feat2 + `]}`
 	path := writeTemp(t, "a.geojson", content)
 	for _, tu := range testTunings {
-		r, err := geojson.Open(path, Options{Limits: DefaultLimits})
+		r, err := Open(path, Options{Limits: DefaultLimits})
 		require.NoError(t, err)
 		r.Tune = tu
 		for i := 0; i < 10; i++ {
@@ -326,9 +325,16 @@ func TestParallelClose(t *testing.T) {
 	}
 }
 
+// diffLimits are the limits of the differential fuzz targets, which
+// compare decoding with the reference reader: only the byte limits the
+// reference reader enforces too are within reach (the others are
+// enforced, and fuzzed, by geomio's fuzz targets).
+var diffLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
+	MaxVertices: 1 << 40, MaxPropertyBytes: 1 << 40, MaxProperties: 1 << 30}
+
 // fuzzTuning is the tuning the differential fuzz targets run: buffers
 // and batches small enough that any input spans several, in parallel.
-var fuzzTuning = geojson.Tuning{BufSize: 32, MaxItems: 2, MinParallel: 0, Workers: 2, CrsWindow: 48}
+var fuzzTuning = tuning{BufSize: 32, MaxItems: 2, MinParallel: 0, Workers: 2, CrsWindow: 48}
 
 // FuzzGeoJSONParallel: for any input, the new FeatureCollection reader
 // (serially and in parallel) gives what the reference reader gives.
@@ -344,7 +350,7 @@ func FuzzGeoJSONParallel(f *testing.F) {
 		require.NoError(t, os.WriteFile(p, b, 0o600))
 		opts := Options{Limits: diffLimits}
 		want := readLegacy(t, p, false, opts)
-		requireSame(t, want, readTuned(t, p, false, opts, geojson.DefaultTuning))
+		requireSame(t, want, readTuned(t, p, false, opts, defaultTuning))
 		got := readTuned(t, p, false, opts, fuzzTuning)
 		if got.layer.CRSText != want.layer.CRSText {
 			// The crs member taken from the end of the file (a 48-byte
@@ -367,7 +373,7 @@ func FuzzGeoJSONSeqParallel(f *testing.F) {
 		require.NoError(t, os.WriteFile(p, b, 0o600))
 		opts := Options{Limits: diffLimits}
 		want := readLegacy(t, p, true, opts)
-		requireSame(t, want, readTuned(t, p, true, opts, geojson.DefaultTuning))
+		requireSame(t, want, readTuned(t, p, true, opts, defaultTuning))
 		requireSame(t, want, readTuned(t, p, true, opts, fuzzTuning))
 	})
 }
@@ -381,7 +387,7 @@ func FuzzScanTopLevelMember(f *testing.F) {
 		p := filepath.Join(t.TempDir(), "f.json")
 		require.NoError(t, os.WriteFile(p, b, 0o600))
 		want, werr := legacyScanTopLevelMember(p, "crs", 64)
-		got, gerr := geojson.ScanTopLevelMember(p, "crs", 64)
+		got, gerr := scanTopLevelMember(p, "crs", 64)
 		require.Equal(t, werr, gerr)
 		require.Equal(t, string(want), string(got))
 	})
@@ -404,12 +410,12 @@ func TestTrailingMember(t *testing.T) {
 		{tail: `,"crs" 1}`, ok: false},
 	} {
 		path := writeTemp(t, "a.geojson", feats+tc.tail)
-		raw, ok := geojson.TrailingMember(path, "crs", 200)
+		raw, ok := trailingMember(path, "crs", 200)
 		require.Equal(t, tc.ok, ok, tc.tail)
 		require.Equal(t, tc.want, string(raw), tc.tail)
 	}
 	// A file no larger than the window is scanned forwards instead.
-	_, ok := geojson.TrailingMember(writeTemp(t, "a.geojson", `{"features":[],"crs":1}`), "crs", 200)
+	_, ok := trailingMember(writeTemp(t, "a.geojson", `{"features":[],"crs":1}`), "crs", 200)
 	require.False(t, ok)
 }
 
@@ -422,7 +428,7 @@ func TestCRSAfterLargeMember(t *testing.T) {
 	crs := `"crs":{"type":"name","properties":{"name":"EPSG:3857"}}`
 	pt := `{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[500000,6000000]}}`
 	feats := `{"type":"FeatureCollection","features":[` + strings.Repeat(pt+",", 20) + pt + `]`
-	tu := geojson.DefaultTuning
+	tu := defaultTuning
 	tu.CrsWindow = 300
 
 	path := writeTemp(t, "a.geojson", feats+`,`+crs+`,"big":"`+strings.Repeat("x", 400)+`"}`)

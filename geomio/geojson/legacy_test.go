@@ -1,4 +1,4 @@
-package geomio
+package geojson
 
 // The GeoJSON readers as they were before the fast, parallel decoder
 // (commit 2a772b0): encoding/json, orb's geojson and fromOrb, one feature
@@ -16,7 +16,6 @@ import (
 	"os"
 
 	"github.com/geoingest/geoingest/geomio/crs"
-	geogeojson "github.com/geoingest/geoingest/geomio/geojson"
 	"github.com/geoingest/geoingest/geomio/internal/core"
 	"github.com/paulmach/orb/geojson"
 )
@@ -26,14 +25,14 @@ type legacyGeoJSONReader struct {
 	name string // the file named in errors
 
 	f      *os.File
-	lr     *geogeojson.LimitReader
+	lr     *LimitReader
 	dec    *json.Decoder
 	opts   Options
 	layer  Layer
 	lonLat bool // SRID 4326 by RFC 7946 default: check coordinates
 
-	streaming bool                    // inside the features array
-	pending   *geogeojson.FeatureJSON // the single Feature of a non-collection file
+	streaming bool         // inside the features array
+	pending   *featureJSON // the single Feature of a non-collection file
 	done      bool
 
 	idx int64
@@ -58,8 +57,8 @@ func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts Options) (*l
 	r := &legacyGeoJSONReader{path: path, name: file, f: f, opts: opts, idx: base}
 	r.layer = Layer{Name: layer, Format: FormatGeoJSON}
 	br := bufio.NewReaderSize(f, 1<<16)
-	_ = geogeojson.SkipBOM(br)
-	r.lr = &geogeojson.LimitReader{R: br, Limit: opts.Limits.MaxRecordBytes + geogeojson.DecoderSlack}
+	_ = SkipBOM(br)
+	r.lr = &LimitReader{R: br, Limit: opts.Limits.MaxRecordBytes + decoderSlack}
 	r.dec = json.NewDecoder(r.lr)
 	if err := r.readHeader(); err != nil {
 		f.Close()
@@ -69,10 +68,10 @@ func legacyOpenGeoJSONAs(path, file, layer string, base int64, opts Options) (*l
 }
 
 func (r *legacyGeoJSONReader) fail(problem string, err error) *Error {
-	if errors.Is(err, geogeojson.ErrRecordTooLarge) && r.inTail {
+	if errors.Is(err, ErrRecordTooLarge) && r.inTail {
 		return core.UploadLimitError(r.name, core.OverLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "a member of more than %d bytes after the features array"))
 	}
-	if errors.Is(err, geogeojson.ErrRecordTooLarge) {
+	if errors.Is(err, ErrRecordTooLarge) {
 		// As the new reader words it: the limit, layer and feature.
 		return FeatureLimitError(r.name, r.layer.Name, r.idx, core.OverLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 	}
@@ -83,7 +82,7 @@ func (r *legacyGeoJSONReader) fail(problem string, err error) *Error {
 }
 
 func (r *legacyGeoJSONReader) bound() {
-	r.lr.Limit = r.lr.N + r.opts.Limits.MaxRecordBytes + geogeojson.DecoderSlack
+	r.lr.Limit = r.lr.N + r.opts.Limits.MaxRecordBytes + decoderSlack
 }
 
 // readHeader reads the top-level object up to the start of the features
@@ -105,8 +104,8 @@ func (r *legacyGeoJSONReader) readHeader() error {
 		}
 		key, _ := tok.(string)
 		if key == "features" {
-			if t, ok := members["type"]; ok && geogeojson.JsonString(t) != "FeatureCollection" {
-				return &Error{File: r.name, Problem: fmt.Sprintf("features member in a %q object", geogeojson.JsonString(t))}
+			if t, ok := members["type"]; ok && JsonString(t) != "FeatureCollection" {
+				return &Error{File: r.name, Problem: fmt.Sprintf("features member in a %q object", JsonString(t))}
 			}
 			tok, err := r.dec.Token()
 			if err != nil {
@@ -139,10 +138,10 @@ func (r *legacyGeoJSONReader) readHeader() error {
 	if err := r.expectEOF(); err != nil {
 		return err
 	}
-	typ := geogeojson.JsonString(members["type"])
+	typ := JsonString(members["type"])
 	switch typ {
 	case "Feature":
-		r.pending = &geogeojson.FeatureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"]}
+		r.pending = &featureJSON{Type: typ, Geometry: members["geometry"], Properties: members["properties"]}
 	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
 		g := map[string]json.RawMessage{"type": members["type"]}
 		for _, k := range []string{"coordinates", "geometries"} {
@@ -154,7 +153,7 @@ func (r *legacyGeoJSONReader) readHeader() error {
 		if err != nil {
 			return &Error{File: r.name, Problem: "invalid geometry", Err: err}
 		}
-		r.pending = &geogeojson.FeatureJSON{Type: "Feature", Geometry: b}
+		r.pending = &featureJSON{Type: "Feature", Geometry: b}
 	case "FeatureCollection":
 		return &Error{File: r.name, Problem: "featurecollection has no features member"}
 	default:
@@ -164,7 +163,7 @@ func (r *legacyGeoJSONReader) readHeader() error {
 }
 
 func (r *legacyGeoJSONReader) setCRS(raw json.RawMessage) error {
-	text, err := geogeojson.GeojsonCRSText(raw)
+	text, err := GeojsonCRSText(raw)
 	if err != nil {
 		return &Error{File: r.name, Problem: "invalid crs", Err: err}
 	}
@@ -208,7 +207,7 @@ func (r *legacyGeoJSONReader) Next() bool {
 		return false
 	}
 	r.bound()
-	var fj geogeojson.FeatureJSON
+	var fj featureJSON
 	if err := r.dec.Decode(&fj); err != nil {
 		r.err = r.fail(fmt.Sprintf("feature %d: invalid json", r.idx), err)
 		return false
@@ -239,7 +238,7 @@ func (r *legacyGeoJSONReader) finish() error {
 	return r.expectEOF()
 }
 
-func (r *legacyGeoJSONReader) emit(fj *geogeojson.FeatureJSON) bool {
+func (r *legacyGeoJSONReader) emit(fj *featureJSON) bool {
 	f, err := legacyDecodeFeature(fj, r.idx, r.layer, r.lonLat)
 	if err != nil {
 		r.err = &Error{File: r.name, Problem: fmt.Sprintf("feature %d at byte %d", r.idx, r.dec.InputOffset()), Err: err}
@@ -251,7 +250,7 @@ func (r *legacyGeoJSONReader) emit(fj *geogeojson.FeatureJSON) bool {
 }
 
 // legacyDecodeFeature turns a raw Feature into a normalised Feature.
-func legacyDecodeFeature(fj *geogeojson.FeatureJSON, idx int64, layer Layer, lonLat bool) (Feature, error) {
+func legacyDecodeFeature(fj *featureJSON, idx int64, layer Layer, lonLat bool) (Feature, error) {
 	if fj.Type != "Feature" {
 		return Feature{}, fmt.Errorf("type %q is not Feature", fj.Type)
 	}
@@ -272,7 +271,7 @@ func legacyDecodeFeature(fj *geogeojson.FeatureJSON, idx int64, layer Layer, lon
 		}
 		f.Geom = t
 	}
-	props, err := geogeojson.CompactObject(fj.Properties)
+	props, err := CompactObject(fj.Properties)
 	if err != nil {
 		return Feature{}, err
 	}
@@ -447,7 +446,7 @@ func (r *legacySeqReader) readRecord() ([]byte, int64, error) {
 			return r.rec, start, nil
 		}
 		if int64(len(r.rec)) >= r.opts.Limits.MaxRecordBytes {
-			return nil, start, geogeojson.ErrRecordTooLarge
+			return nil, start, ErrRecordTooLarge
 		}
 		r.rec = append(r.rec, b)
 	}
@@ -462,7 +461,7 @@ func (r *legacySeqReader) Next() bool {
 		r.done = true
 		return false
 	}
-	if errors.Is(err, geogeojson.ErrRecordTooLarge) {
+	if errors.Is(err, ErrRecordTooLarge) {
 		r.err = FeatureLimitError(r.path, r.layer.Name, r.idx, core.OverLimit(LimitFeatureBytes, r.opts.Limits.MaxRecordBytes, "more than %d bytes in one feature"))
 		return false
 	}
@@ -484,7 +483,7 @@ func (r *legacySeqReader) Next() bool {
 // geometry taken as a Feature without properties.
 func legacyDecodeSeqRecord(rec []byte, idx int64, layer Layer, lonLat bool) (Feature, error) {
 	var fj struct {
-		geogeojson.FeatureJSON
+		featureJSON
 		Coordinates json.RawMessage `json:"coordinates"`
 		Geometries  json.RawMessage `json:"geometries"`
 	}
@@ -494,11 +493,11 @@ func legacyDecodeSeqRecord(rec []byte, idx int64, layer Layer, lonLat bool) (Fea
 	switch fj.Type {
 	case "Feature":
 	case "Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon", "GeometryCollection":
-		fj.FeatureJSON = geogeojson.FeatureJSON{Type: "Feature", Geometry: rec}
+		fj.featureJSON = featureJSON{Type: "Feature", Geometry: rec}
 	default:
 		return Feature{}, fmt.Errorf("unsupported record type %q", fj.Type)
 	}
-	return legacyDecodeFeature(&fj.FeatureJSON, idx, layer, lonLat)
+	return legacyDecodeFeature(&fj.featureJSON, idx, layer, lonLat)
 }
 
 func (r *legacySeqReader) Feature() Feature { return r.feat }

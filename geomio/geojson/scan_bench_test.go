@@ -1,10 +1,9 @@
-package geomio
+package geojson
 
 import (
 	"os"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/geojson"
 	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
 )
 
@@ -61,7 +60,7 @@ func BenchmarkSkipDeep(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		depth := 1
 		var inStr, esc bool
-		geojson.SkipDeep(data, start, &depth, &inStr, &esc)
+		skipDeep(data, start, &depth, &inStr, &esc)
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/float64(len(data)-start), "cpu-ns/byte")
 }

@@ -1,11 +1,9 @@
-package geomio
+package geojson
 
 import (
 	"bufio"
 	"os"
 	"testing"
-
-	"github.com/geoingest/geoingest/geomio/geojson"
 )
 
 // benchFeatures returns up to n lines of the GeoJSON sequence in
@@ -34,7 +32,7 @@ func benchFeatures(b *testing.B, n int) [][]byte {
 func BenchmarkFastFeature(b *testing.B) {
 	fs := benchFeatures(b, 10000)
 	layer := Layer{Name: "p", SRID: 4326}
-	var d geojson.FastDecoder
+	var d fastDecoder
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	b.ResetTimer()
@@ -44,7 +42,7 @@ func BenchmarkFastFeature(b *testing.B) {
 		if !ok {
 			b.Fatalf("declined %s", raw)
 		}
-		if _, err := geojson.FinishFeature(g, props, int64(i), layer, true); err != nil {
+		if _, err := finishFeature(g, props, int64(i), layer, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -59,7 +57,7 @@ func BenchmarkSlowFeature(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := geojson.DecodeSeqRecord(fs[i%len(fs)], int64(i), layer, true, DefaultLimits.MaxVertices); err != nil {
+		if _, err := decodeSeqRecord(fs[i%len(fs)], int64(i), layer, true, DefaultLimits.MaxVertices); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,131 @@
+package geojson
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/stretchr/testify/require"
+	"github.com/twpayne/go-geom/encoding/ewkb"
+)
+
+// The names geomio's callers know these types by, for the tests.
+type (
+	Layer   = core.Layer
+	Feature = core.Feature
+	Reader  = core.Reader
+	Options = core.Options
+	Limits  = core.Limits
+	Error   = core.Error
+)
+
+var DefaultLimits = core.DefaultLimits
+
+const (
+	FormatGeoJSON     = core.FormatGeoJSON
+	FormatGeoJSONSeq  = core.FormatGeoJSONSeq
+	LimitFeatureBytes = core.LimitFeatureBytes
+)
+
+func FeatureLimitError(file string, layer string, index int64, le *core.LimitError) *Error {
+	return core.FeatureLimitError(file, layer, index, le)
+}
+
+// corpusDir is the repository's corpus of real files.
+const corpusDir = "../../testdata/corpus"
+
+// addCorpusFiles adds the corpus's files that match glob (and are small)
+// to f's seeds.
+func addCorpusFiles(f *testing.F, glob string) {
+	matches, _ := filepath.Glob(filepath.Join(corpusDir, glob))
+	for _, m := range matches {
+		if b, err := os.ReadFile(m); err == nil && len(b) < 200<<10 {
+			f.Add(b)
+		}
+	}
+}
+
+// fuzzInputDeadline is how long one fuzz input may take to read.
+const fuzzInputDeadline = 10 * time.Second
+
+func IsInputError(err error) bool { return core.IsInputError(err) }
+func IsLimitError(err error) bool { return core.IsLimitError(err) }
+
+const LimitVertices = core.LimitVertices
+
+// readAll drains r and returns copies of its features (a Feature is valid
+// only until the next Next) and the final error.
+func readAll(t testing.TB, r Reader) ([]Feature, error) {
+	t.Helper()
+	var fs []Feature
+	for r.Next() {
+		fs = append(fs, cloneFeature(r.Feature()))
+	}
+	return fs, r.Err()
+}
+
+// openAll opens path as geomio.Open opens a GeoJSON file (a sequence
+// when its name ends in .geojsonl): with the default limits filled in
+// and every feature checked against them; then drains and closes it.
+func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) {
+	t.Helper()
+	opts.Limits = opts.Limits.WithDefaults()
+	var r Reader
+	if strings.HasSuffix(path, ".geojsonl") {
+		sr, err := OpenSeq(path, opts)
+		if err != nil {
+			return Layer{}, nil, err
+		}
+		r = sr
+	} else {
+		fr, err := Open(path, opts)
+		if err != nil {
+			return Layer{}, nil, err
+		}
+		r = fr
+	}
+	r = core.WithLimits(r, path, opts.Limits)
+	defer func() { require.NoError(t, r.Close()) }()
+	fs, err := readAll(t, r)
+	return r.Layer(), fs, err
+}
+
+// writeTemp writes content to a file name in a fresh temporary folder.
+func writeTemp(t testing.TB, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+// cloneFeature copies f, which is valid only until the next Next.
+func cloneFeature(f Feature) Feature {
+	f.Properties = bytes.Clone(f.Properties)
+	if f.Geom != nil {
+		b, err := ewkb.Marshal(f.Geom, ewkb.NDR)
+		if err != nil {
+			panic(err)
+		}
+		if f.Geom, err = ewkb.Unmarshal(b); err != nil {
+			panic(err)
+		}
+	}
+	return f
+}
+
+// sq is a valid square, as a GeoJSON geometry.
+const sq = `{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}`
+
+// cpuTime returns the user and system CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
