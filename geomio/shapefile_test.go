@@ -203,22 +203,6 @@ func TestDBFEncodings(t *testing.T) {
 	}
 }
 
-func TestPolygonRings(t *testing.T) {
-	t.Parallel()
-	g := polygons([][]float64{cw(0, 0, 10, 10), cw(20, 0, 30, 10), ccw(22, 2, 24, 4), ccw(2, 2, 4, 4), ccw(50, 50, 51, 51)})
-	mp := g.(*geom.MultiPolygon)
-	require.Equal(t, 3, mp.NumPolygons())
-	require.Equal(t, 2, mp.Polygon(0).NumLinearRings(), "hole at (2,2) in the first outer")
-	require.Equal(t, 2, mp.Polygon(1).NumLinearRings(), "hole at (22,2) in the second outer")
-	require.Equal(t, 1, mp.Polygon(2).NumLinearRings(), "orphan hole is its own polygon")
-	// Nested: the hole goes to the smallest containing outer ring.
-	mp = polygons([][]float64{cw(0, 0, 100, 100), ccw(10, 10, 90, 90), cw(20, 20, 80, 80), ccw(30, 30, 40, 40)}).(*geom.MultiPolygon)
-	require.Equal(t, 2, mp.NumPolygons())
-	require.Equal(t, 2, mp.Polygon(1).NumLinearRings())
-	require.Equal(t, 20.0, mp.Polygon(1).LinearRing(0).FlatCoords()[0])
-	require.Nil(t, polygons([][]float64{{0, 0, 1, 1, 0, 0}}), "degenerate rings dropped")
-}
-
 func TestCorruptShapefile(t *testing.T) {
 	t.Parallel()
 	good, err := os.ReadFile(filepath.Join(corpusDir, "six_counties/six_counties.shp"))
@@ -356,17 +340,3 @@ func manySmallBombEntries(shp, dbf string, n int) [][2]string {
 // esriWGS84 is the .prj ArcGIS writes for EPSG:4326.
 const esriWGS84 = `GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`
 
-// polygons groups rings with fresh buffers (polygonBuffers.polygons).
-// cw and ccw are squares, clockwise and counter-clockwise.
-func cw(x0, y0, x1, y1 float64) []float64 {
-	return []float64{x0, y0, x0, y1, x1, y1, x1, y0, x0, y0}
-}
-
-func ccw(x0, y0, x1, y1 float64) []float64 {
-	return []float64{x0, y0, x1, y0, x1, y1, x0, y1, x0, y0}
-}
-
-func polygons(rings [][]float64) geom.T {
-	var b shapefile.PolygonBuffers
-	return b.Polygons(rings)
-}

@@ -246,7 +246,7 @@ type ShapeDecoder struct {
 	pts    []float64   // the record's points
 	starts []int       // its parts' first points
 	parts  [][]float64 // its parts, slices of pts
-	poly   PolygonBuffers
+	poly   polygonBuffers
 	// maxVertices, when positive, is Limits.MaxVertices: a record that
 	// declares more points is refused before they are read.
 	maxVertices int64
@@ -353,7 +353,7 @@ func (d *ShapeDecoder) Decode(b []byte) (geom.T, error) {
 		if typ == shp.POLYLINE || typ == shp.POLYLINEZ || typ == shp.POLYLINEM {
 			return lines(parts), nil // copies: lines are rare in parcel data
 		}
-		return d.poly.Polygons(parts), nil
+		return d.poly.polygons(parts), nil
 	case shp.MULTIPATCH:
 		return nil, fmt.Errorf("multipatch shapes are not supported")
 	}
@@ -419,9 +419,9 @@ func inRing(ring []float64, x, y float64) bool {
 	return in
 }
 
-// PolygonBuffers are the buffers polygons reuses from one call to the next:
+// polygonBuffers are the buffers polygons reuses from one call to the next:
 // the geometry it returns is valid until the next call.
-type PolygonBuffers struct {
+type polygonBuffers struct {
 	outers []shpPoly
 	holes  [][]float64
 	flat   []float64
@@ -454,13 +454,13 @@ func (p *shpPoly) mayContain(x, y float64) bool {
 	return x >= p.minX && x <= p.maxX && y >= p.minY && y <= p.maxY
 }
 
-// Polygons groups shapefile rings into a MultiPolygon: clockwise rings are
+// polygons groups shapefile rings into a MultiPolygon: clockwise rings are
 // outer rings, counter-clockwise rings are holes of the smallest outer ring
 // that contains their first point. A hole that no outer ring contains
 // becomes a polygon of its own; if there is no clockwise ring at all, every
 // ring is taken as an outer ring. Rings with fewer than four points are
 // dropped; nil if none is left.
-func (b *PolygonBuffers) Polygons(rings [][]float64) geom.T {
+func (b *polygonBuffers) polygons(rings [][]float64) geom.T {
 	if len(rings) == 1 && len(rings[0]) >= 8 {
 		// One ring, the common parcel: outer ring or lone hole, it is
 		// the one polygon, and its points need no copy.
