@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/ogr"
 	"github.com/stretchr/testify/require"
 )
 
@@ -204,51 +202,17 @@ func TestGMLNeverFetchesSchema(t *testing.T) {
 	require.Zero(t, hits.Load(), "requests for the schemas the .xsd includes and imports")
 }
 
-func FuzzGMLSchemaLocations(f *testing.F) {
-	f.Add([]byte(`<wfs:FeatureCollection xsi:schemaLocation="http://ogr.maptools.org/ two.xsd http://www.opengis.net/wfs http://schemas.opengis.net/wfs/1.1.0/wfs.xsd">`))
-	f.Add([]byte(`<a xsi:schemaLocation = 'ns ../x/../y.XSD ns2 C:\z.xsd ns3 /etc/p.xsd'>`))
-	f.Add([]byte(`<a xsi:schemaLocation="unterminated`))
-	f.Fuzz(func(t *testing.T, head []byte) {
-		for _, loc := range ogr.GmlSchemaLocations(head) {
-			if filepath.Base(loc) != loc || !strings.EqualFold(filepath.Ext(loc), ".xsd") {
-				t.Fatalf("location %q is not a local .xsd base name", loc)
-			}
-		}
-	})
-}
-
 // inspireParcels is an INSPIRE cadastral parcels (CP 4.0) WFS 2.0
 // response with no schema GDAL knows: each parcel has its outline
-// (geometry) and a reference point (referencePoint), in ETRS89 / UTM 32N.
-const inspireParcels = `<?xml version="1.0" encoding="UTF-8"?>
-<wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:gml="http://www.opengis.net/gml/3.2"
-  xmlns:cp="http://inspire.ec.europa.eu/schemas/cp/4.0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
-  xsi:schemaLocation="http://inspire.ec.europa.eu/schemas/cp/4.0 https://inspire.ec.europa.eu/schemas/cp/4.0/CadastralParcels.xsd"
-  numberMatched="2" numberReturned="2">
-  <wfs:member>
-    <cp:CadastralParcel gml:id="p1">
-      <cp:areaValue uom="m2">10000</cp:areaValue>
-      <cp:geometry><gml:MultiSurface gml:id="g1" srsName="http://www.opengis.net/def/crs/EPSG/0/25832"><gml:surfaceMember><gml:Polygon gml:id="g1p">
-        <gml:exterior><gml:LinearRing><gml:posList>500000 5500000 500100 5500000 500100 5500100 500000 5500100 500000 5500000</gml:posList></gml:LinearRing></gml:exterior>
-      </gml:Polygon></gml:surfaceMember></gml:MultiSurface></cp:geometry>
-      <cp:label>1/1</cp:label>
-      <cp:nationalCadastralReference>DE-1</cp:nationalCadastralReference>
-      <cp:referencePoint><gml:Point gml:id="r1" srsName="http://www.opengis.net/def/crs/EPSG/0/25832"><gml:pos>500050 5500050</gml:pos></gml:Point></cp:referencePoint>
-    </cp:CadastralParcel>
-  </wfs:member>
-  <wfs:member>
-    <cp:CadastralParcel gml:id="p2">
-      <cp:areaValue uom="m2">20000</cp:areaValue>
-      <cp:geometry><gml:MultiSurface gml:id="g2" srsName="http://www.opengis.net/def/crs/EPSG/0/25832"><gml:surfaceMember><gml:Polygon gml:id="g2p">
-        <gml:exterior><gml:LinearRing><gml:posList>500100 5500000 500300 5500000 500300 5500100 500100 5500100 500100 5500000</gml:posList></gml:LinearRing></gml:exterior>
-      </gml:Polygon></gml:surfaceMember></gml:MultiSurface></cp:geometry>
-      <cp:label>1/2</cp:label>
-      <cp:nationalCadastralReference>DE-2</cp:nationalCadastralReference>
-      <cp:referencePoint><gml:Point gml:id="r2" srsName="http://www.opengis.net/def/crs/EPSG/0/25832"><gml:pos>500200 5500050</gml:pos></gml:Point></cp:referencePoint>
-    </cp:CadastralParcel>
-  </wfs:member>
-</wfs:FeatureCollection>
-`
+// (geometry) and a reference point (referencePoint), in ETRS89 / UTM 32N
+// (geomio/ogr's test data, whose scan of it is tested there).
+var inspireParcels = func() string {
+	b, err := os.ReadFile("ogr/testdata/inspire_parcels.gml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // TestGMLInspireParcels: INSPIRE cadastral parcels without a schema read
 // through their outline (the first polygonal field), not the reference
@@ -256,8 +220,6 @@ const inspireParcels = `<?xml version="1.0" encoding="UTF-8"?>
 func TestGMLInspireParcels(t *testing.T) {
 	requireOGR2OGR(t)
 	t.Parallel()
-	require.Equal(t, []ogr.GmlClass{{Name: "CadastralParcel", Geoms: []ogr.GmlGeomProp{{Name: "geometry", Type: "MultiPolygon"}, {Name: "referencePoint", Type: "Point"}}}},
-		ogr.ScanGMLGeometryProperties(strings.NewReader(inspireParcels)))
 	p := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p, []byte(inspireParcels), 0o644))
 	fs, ls, err := readOGR(t, p, Options{})
@@ -276,42 +238,18 @@ func TestGMLInspireParcels(t *testing.T) {
 	// uploader gives it. The registry's class already has both geometry
 	// fields, so geoingest derives no .gfs of its own for it: GDAL's
 	// prescan runs in a directory that is removed, and no template is
-	// given (a derived one would be read instead of the registry's).
+	// given (a derived one would be read instead of the registry's:
+	// geomio/ogr's TestGMLRegistrySchemaNotDerived).
 	cp3 := strings.NewReplacer("http://inspire.ec.europa.eu/schemas/cp/4.0", "urn:x-inspire:specification:gmlas:CadastralParcels:3.0",
 		"http://www.opengis.net/gml/3.2", "http://www.opengis.net/gml").Replace(inspireParcels)
 	p3 := filepath.Join(t.TempDir(), "parcels.gml")
 	require.NoError(t, os.WriteFile(p3, []byte(cp3), 0o644))
-	tmp := t.TempDir()
-	gfs, dir, err := ogr.GmlDerivedSchema(p3, Options{TempDir: tmp}, ogr.GML)
-	require.NoError(t, err)
-	require.Empty(t, gfs, "the registry's schema is GDAL's, not a derived one")
-	require.Empty(t, dir)
-	left, err := os.ReadDir(tmp)
-	require.NoError(t, err)
-	require.Empty(t, left, "the prescan's directory is removed")
 	fs, ls, err = readOGR(t, p3, Options{SourceSRID: 25832})
 	require.NoError(t, err)
 	require.Len(t, fs, 2)
 	require.Equal(t, "geometry", ls[0].GeometryField)
 	require.InDelta(t, 30000, math.Abs(planarArea(fs)), 1e-6)
 	require.Contains(t, string(fs[0].Properties), `"inspireId_localId":null`, "the registry's attributes")
-}
-
-func FuzzGMLGeometryProperties(f *testing.F) {
-	f.Add([]byte(inspireParcels))
-	f.Add([]byte(`<a><gml:featureMember xmlns:gml="http://www.opengis.net/gml"><b><g><gml:Polygon/></g><h><gml:Point/></h></b></gml:featureMember></a>`))
-	f.Add([]byte(`<a><member><b><g><x:Polygon xmlns:x="http://www.opengis.net/gml/3.2"/></g></b><b/></member>`))
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		for _, c := range ogr.ScanGMLGeometryProperties(bytes.NewReader(doc)) {
-			seen := map[string]bool{}
-			for _, g := range c.Geoms {
-				if seen[g.Name] || g.Type == "" {
-					t.Fatalf("class %q: geometry properties %+v", c.Name, c.Geoms)
-				}
-				seen[g.Name] = true
-			}
-		}
-	})
 }
 
 // TestGMLTruncated: a truncated GML file fails naming the file and GDAL's
@@ -340,18 +278,4 @@ func TestGMLTruncated(t *testing.T) {
 		_, _, err := readOGR(t, p, Options{})
 		requireInputError(t, err, p, "XML parsing of GML file failed")
 	}
-}
-
-// TestRunCapReader: long runs of text lose their middle, short ones and
-// the markup pass unchanged, and the scan still finds the geometry
-// properties of a feature whose attribute is far over the cut.
-func TestRunCapReader(t *testing.T) {
-	in := "<a x=\"" + strings.Repeat("y", 3*ogr.GmlScanRun) + "\">short</a><b>" + strings.Repeat("z", ogr.GmlScanRun/2) + "</b>"
-	out, err := io.ReadAll(ogr.NewRunCapReader(strings.NewReader(in)))
-	require.NoError(t, err)
-	got := string(out)
-	tail := "\">short</a><b>" + strings.Repeat("z", ogr.GmlScanRun/2) + "</b>"
-	require.True(t, strings.HasPrefix(got, "<a x=\"yyy"), "the run's head kept")
-	require.True(t, strings.HasSuffix(got, tail), "the run's tail, the markup and a short run kept")
-	require.Equal(t, 1+ogr.GmlScanRun+len(tail)-1, len(got), "the long run cut to %d bytes", ogr.GmlScanRun)
 }

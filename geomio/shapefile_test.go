@@ -339,4 +339,3 @@ func manySmallBombEntries(shp, dbf string, n int) [][2]string {
 
 // esriWGS84 is the .prj ArcGIS writes for EPSG:4326.
 const esriWGS84 = `GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`
-

@@ -14,7 +14,7 @@ import (
 	"github.com/geoingest/geoingest/geomio/internal/core"
 )
 
-// GmlDerivedSchema makes a .gfs file (GDAL's schema of a GML file) that
+// gmlDerivedSchema makes a .gfs file (GDAL's schema of a GML file) that
 // exposes each geometry property of a feature type as a geometry field of
 // its own, for a GML file uploaded without a schema: GDAL 3.6 then sees one
 // geometry per feature (whichever came last), and its .gfs names none.
@@ -28,7 +28,7 @@ import (
 // type's SRS; a feature type GDAL already gives several geometry fields
 // (its registry of known schemas) is left as GDAL reads it. The caller opens the file with GFS_TEMPLATE= the path
 // returned, and removes dir (when not "").
-func GmlDerivedSchema(path string, o core.Options, f Format) (gfs, dir string, err error) {
+func gmlDerivedSchema(path string, o core.Options, f Format) (gfs, dir string, err error) {
 	tempDir := o.TempDir
 	fh, err := os.Open(path)
 	if err != nil {
@@ -39,8 +39,8 @@ func GmlDerivedSchema(path string, o core.Options, f Format) (gfs, dir string, e
 	if err != nil {
 		return "", "", nil // GDAL says what is wrong with it
 	}
-	multi := map[string][]GmlGeomProp{}
-	for _, c := range ScanGMLGeometryProperties(r) {
+	multi := map[string][]gmlGeomProp{}
+	for _, c := range scanGMLGeometryProperties(r) {
 		if len(c.Geoms) > 1 {
 			multi[c.Name] = c.Geoms
 		}
@@ -116,7 +116,7 @@ var (
 // registry, gml_registry.xml), loses its one geometry declaration and gets
 // a GeomPropertyDefn per geometry property. It returns the new .gfs and
 // how many classes it rewrote.
-func addGeomProperties(b []byte, multi map[string][]GmlGeomProp) ([]byte, int) {
+func addGeomProperties(b []byte, multi map[string][]gmlGeomProp) ([]byte, int) {
 	n := 0
 	out := gfsClass.ReplaceAllFunc(b, func(class []byte) []byte {
 		m := gfsElementPath.FindSubmatchIndex(class)

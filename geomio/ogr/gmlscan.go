@@ -11,23 +11,23 @@ import (
 // geometry property that first appears after them is not seen.
 const gmlScanFeatures = 10000
 
-// GmlClass is a feature type of a GML file, as scanGMLGeometryProperties
+// gmlClass is a feature type of a GML file, as scanGMLGeometryProperties
 // saw it: its element's local name and its geometry properties, in the
 // order of their first appearance.
-type GmlClass struct {
+type gmlClass struct {
 	Name  string
-	Geoms []GmlGeomProp
+	Geoms []gmlGeomProp
 }
 
-// GmlGeomProp is a property of a feature whose value is a GML geometry:
+// gmlGeomProp is a property of a feature whose value is a GML geometry:
 // the property element's local name and the OGR type its geometries
 // make (gfsGeometryType).
-type GmlGeomProp struct {
+type gmlGeomProp struct {
 	Name string
 	Type string
 }
 
-// ScanGMLGeometryProperties reads the GML document r (at most
+// scanGMLGeometryProperties reads the GML document r (at most
 // gmlScanFeatures features) and returns its feature types with their
 // geometry properties. A feature is an element directly inside a
 // featureMember, featureMembers or member element (GML 2, GML 3, WFS 2)
@@ -37,14 +37,14 @@ type GmlGeomProp struct {
 // time (constant memory but for one token's text) and stops at the first
 // malformed token, returning what it saw: GDAL, which reads the file
 // next, reports what is wrong with it.
-func ScanGMLGeometryProperties(r io.Reader) []GmlClass {
-	d := xml.NewDecoder(NewRunCapReader(r))
+func scanGMLGeometryProperties(r io.Reader) []gmlClass {
+	d := xml.NewDecoder(newRunCapReader(r))
 	d.Strict = false
-	var classes []GmlClass
+	var classes []gmlClass
 	index := map[string]int{}
 	var stack []string // local names of the open elements above a feature
 	depth := 0         // depth inside the current feature (0: none)
-	var class *GmlClass
+	var class *gmlClass
 	prop := ""
 	features := 0
 	for features < gmlScanFeatures {
@@ -72,7 +72,7 @@ func ScanGMLGeometryProperties(r io.Reader) []GmlClass {
 				if !ok {
 					i = len(classes)
 					index[t.Name.Local] = i
-					classes = append(classes, GmlClass{Name: t.Name.Local})
+					classes = append(classes, gmlClass{Name: t.Name.Local})
 				}
 				class = &classes[i]
 			default:
@@ -97,14 +97,14 @@ func isMemberElement(local string) bool {
 	return local == "featureMember" || local == "featureMembers" || local == "member"
 }
 
-func (c *GmlClass) addGeom(prop, typ string) {
+func (c *gmlClass) addGeom(prop, typ string) {
 	for i := range c.Geoms {
 		if c.Geoms[i].Name == prop {
 			c.Geoms[i].Type = mergeGeometryTypes(c.Geoms[i].Type, typ)
 			return
 		}
 	}
-	c.Geoms = append(c.Geoms, GmlGeomProp{Name: prop, Type: typ})
+	c.Geoms = append(c.Geoms, gmlGeomProp{Name: prop, Type: typ})
 }
 
 // gmlGeometryType returns the OGR geometry type name (as a .gfs file
@@ -145,12 +145,12 @@ func mergeGeometryTypes(a, b string) string {
 	return "Unknown"
 }
 
-// GmlScanRun bounds the bytes of one run of text (between a '<' and a
+// gmlScanRun bounds the bytes of one run of text (between a '<' and a
 // '>', either way) that the geometry-property scan sees: the first half
 // and the last half of a longer run are kept, the middle dropped. The
 // scan looks at element names only, and the XML decoder would otherwise
 // hold a whole text token (one 200 MB attribute) in the worker's memory.
-const GmlScanRun = 8 << 10
+const gmlScanRun = 8 << 10
 
 // runCapReader is r with every run of text longer than gmlScanRun cut to
 // its first and last gmlScanRun/2 bytes.
@@ -164,8 +164,8 @@ type runCapReader struct {
 	err     error
 }
 
-func NewRunCapReader(r io.Reader) *runCapReader {
-	return &runCapReader{r: bufio.NewReaderSize(r, 64<<10), ring: make([]byte, 0, GmlScanRun/2)}
+func newRunCapReader(r io.Reader) *runCapReader {
+	return &runCapReader{r: bufio.NewReaderSize(r, 64<<10), ring: make([]byte, 0, gmlScanRun/2)}
 }
 
 // flushRing moves the kept tail of a cut run to pending, in order.
@@ -211,7 +211,7 @@ func (c *runCapReader) Read(p []byte) (int, error) {
 			continue
 		}
 		c.run++
-		if c.run <= GmlScanRun/2 {
+		if c.run <= gmlScanRun/2 {
 			p[n] = b
 			n++
 			continue

@@ -37,7 +37,7 @@ func gmlSchemaOptions(path string) []string {
 		}
 		return ""
 	}
-	for _, loc := range GmlSchemaLocations(readGMLHead(path)) {
+	for _, loc := range gmlSchemaLocations(readGMLHead(path)) {
 		if p := find(loc); p != "" {
 			return []string{"XSD=" + p}
 		}
@@ -88,11 +88,11 @@ func gmlBody(path string, f io.Reader) (io.Reader, error) {
 	return bufio.NewReaderSize(f, 64<<10), nil
 }
 
-// GmlSchemaLocations returns the local schema files that the first
+// gmlSchemaLocations returns the local schema files that the first
 // xsi:schemaLocation attribute in head names (its namespace and location
 // pairs): the base names of the locations that are neither URLs nor
 // absolute paths and end in .xsd. Nothing else in head is interpreted.
-func GmlSchemaLocations(head []byte) []string {
+func gmlSchemaLocations(head []byte) []string {
 	i := bytes.Index(head, []byte(":schemaLocation"))
 	if i < 0 {
 		return nil

@@ -114,7 +114,7 @@ func OpenReader(path, file string, f Format, opts core.Options, base int64) (_ c
 			path, gunzipped = local, dir
 		}
 		if schema == nil {
-			gfs, dir, err := GmlDerivedSchema(path, opts, f)
+			gfs, dir, err := gmlDerivedSchema(path, opts, f)
 			if err != nil {
 				return nil, fmt.Errorf("%s: schema of its geometry fields: %w", file, err) // the machine's fault (temporary directory)
 			}
