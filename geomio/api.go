@@ -13,8 +13,6 @@ import (
 // shapefile, zip, kml, ogr, geoparquet). These are their names in the
 // package callers use: the same types (aliases), values and functions.
 
-var CSVGeometryColumns = ogr.CSVGeometryColumns
-
 func CheckEncoding(name string) error { return core.CheckEncoding(name) }
 
 var DefaultLimits = core.DefaultLimits
@@ -39,9 +37,6 @@ func SetHints(f HintFunc) { hint.Set(f) }
 
 type Feature = core.Feature
 
-func FeatureLimitError(file string, layer string, index int64, le *LimitError) *Error {
-	return core.FeatureLimitError(file, layer, index, le)
-}
 func FindShapefileSet(mainPath string) (ShapefileSet, error) {
 	return fileset.FindShapefileSet(mainPath)
 }
@@ -58,14 +53,10 @@ const FormatKML = core.FormatKML
 const FormatMapInfo = core.FormatMapInfo
 const FormatShapefile = core.FormatShapefile
 
-var GMLSchemaParts = fileset.GMLSchemaParts
-
-func IsFileSet(name string) bool       { return fileset.IsFileSet(name) }
-func IsInputError(err error) bool      { return core.IsInputError(err) }
-func IsLimitError(err error) bool      { return core.IsLimitError(err) }
-func IsShapefile(name string) bool     { return fileset.IsShapefile(name) }
-func IsShapefilePart(name string) bool { return fileset.IsShapefilePart(name) }
-func IsSidecar(name string) bool       { return fileset.IsSidecar(name) }
+func IsFileSet(name string) bool  { return fileset.IsFileSet(name) }
+func IsInputError(err error) bool { return core.IsInputError(err) }
+func IsLimitError(err error) bool { return core.IsLimitError(err) }
+func IsSidecar(name string) bool  { return fileset.IsSidecar(name) }
 
 type Layer = core.Layer
 
@@ -88,7 +79,6 @@ const LimitZipRatio = core.LimitZipRatio
 
 type Limits = core.Limits
 
-var MapInfoParts = fileset.MapInfoParts
 var OGRSuffixes = ogr.OGRSuffixes
 
 type Options = core.Options
@@ -110,8 +100,6 @@ func SetStem(name string) (string, bool) { return fileset.SetStem(name) }
 var ShapefileParts = fileset.ShapefileParts
 
 type ShapefileSet = fileset.ShapefileSet
-
-var SidecarSuffixes = fileset.SidecarSuffixes
 
 func UnreadLayers(r Reader) []string { return core.UnreadLayers(r) }
 func UnreadTables(r Reader) []string { return core.UnreadTables(r) }
