@@ -17,6 +17,7 @@ import (
 // TestConformanceAzureQueue runs the driver suite against Azurite's Queue
 // service, with a 2 s visibility timeout and a dead-letter queue.
 func TestConformanceAzureQueue(t *testing.T) {
+	t.Parallel()
 	srv := testsrv.Azurite(t)
 	queues := map[queue.Receiver]*sdk.QueueClient{}
 	dlqs := map[queue.Receiver]*sdk.QueueClient{}

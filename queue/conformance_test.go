@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/geoingest/geoingest/internal/testsupport/testpar"
 	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/geoingest/geoingest/queue"
 	sqsqueue "github.com/geoingest/geoingest/queue/sqs"
@@ -19,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The suites wait on visibility timeouts and long polls (about 8 s of
+	// CPU in 90 s of tests): every one at once.
+	testpar.Default(16)
 	code := m.Run()
 	testsrv.Stop()
 	os.Exit(code)
@@ -66,15 +70,14 @@ func requireNone(t *testing.T, r queue.Receiver, d time.Duration) {
 	}
 }
 
-// payloadOf is how the suite reads a delivered message's payload: h.body,
-// else the message body.
-var payloadOf func(t *testing.T, m *queue.Message) string
-
-func bodies(msgs []*queue.Message) []string {
+// bodies returns the delivered messages' payloads, sorted: h.body of
+// each, else its body. (The harness is an argument, not a package
+// variable, so that the drivers' suites may run in parallel.)
+func (h harness) bodies(msgs []*queue.Message) []string {
 	var b []string
 	for _, m := range msgs {
-		if payloadOf != nil {
-			b = append(b, payloadOf(nil, m))
+		if h.body != nil {
+			b = append(b, h.body(nil, m))
 			continue
 		}
 		b = append(b, string(m.Body))
@@ -85,8 +88,7 @@ func bodies(msgs []*queue.Message) []string {
 
 // testConformance is the suite that every driver passes.
 func testConformance(t *testing.T, h harness) {
-	payloadOf = h.body
-	t.Cleanup(func() { payloadOf = nil })
+	bodies := h.bodies
 	t.Run("DeliversEveryMessageOnceThenAckRemoves", func(t *testing.T) {
 		r := h.open(t)
 		var want []string
@@ -205,6 +207,7 @@ func testConformance(t *testing.T, h harness) {
 }
 
 func TestConformanceSQS(t *testing.T) {
+	t.Parallel()
 	srv := testsrv.SQS(t)
 	dlqs := map[queue.Receiver]string{}
 	urls := map[queue.Receiver]string{}
@@ -242,6 +245,7 @@ func TestConformanceSQS(t *testing.T) {
 }
 
 func TestConformanceInbox(t *testing.T) {
+	t.Parallel()
 	testConformance(t, harness{
 		open: func(t *testing.T) queue.Receiver {
 			r, err := queue.NewInbox(t.TempDir(), queue.InboxOptions{Poll: 200 * time.Millisecond})
@@ -275,6 +279,7 @@ func TestConformanceInbox(t *testing.T) {
 // TestInboxChangedFileIsDeliveredAgain: a file rewritten after it was
 // acked is a new message; an unchanged file is not.
 func TestInboxChangedFileIsDeliveredAgain(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r, err := queue.NewInbox(dir, queue.InboxOptions{Poll: 100 * time.Millisecond})
 	require.NoError(t, err)

@@ -82,6 +82,7 @@ func testDeadLetterBox(t *testing.T, r queue.Receiver, send func(name string) st
 }
 
 func TestDeadLetterBoxSQS(t *testing.T) {
+	t.Parallel()
 	srv := testsrv.SQS(t)
 	url := srv.NewQueue(t, "dlbox", 2*time.Second)
 	dlq := srv.NewQueue(t, "dlbox-dlq", 30*time.Second)
@@ -97,6 +98,7 @@ func TestDeadLetterBoxSQS(t *testing.T) {
 }
 
 func TestDeadLetterBoxAzureQueue(t *testing.T) {
+	t.Parallel()
 	srv := testsrv.Azurite(t)
 	q, dlq := srv.NewQueue(t, "dlbox"), srv.NewQueue(t, "dlbox-dlq")
 	r := azq.New(q, azq.Options{Wait: time.Second, Poll: 200 * time.Millisecond, Visibility: 2 * time.Second, DeadLetter: dlq})
@@ -113,6 +115,7 @@ func sqsSend(url, body string) *sqs.SendMessageInput {
 }
 
 func TestDeadLetterBoxInbox(t *testing.T) {
+	t.Parallel()
 	r, err := queue.NewInbox(t.TempDir(), queue.InboxOptions{Poll: 100 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })

@@ -19,6 +19,7 @@ import (
 // queue holds (0, then the messages dead-lettered), and says when it has
 // none; the inbox is not a DeadLetterDepther.
 func TestSQSDeadLetterDepth(t *testing.T) {
+	t.Parallel()
 	srv := testsrv.SQS(t)
 	ctx := context.Background()
 	url := srv.NewQueue(t, "depth", 30*time.Second)

@@ -18,6 +18,7 @@ import (
 // policy (so that delivery attempts are counted), and a dead-letter topic
 // read through a subscription of its own.
 func TestConformancePubSub(t *testing.T) {
+	t.Parallel()
 	srv := testsrv.GCP(t)
 	topics := map[queue.Receiver]string{}
 	dlqSubs := map[queue.Receiver]string{}
