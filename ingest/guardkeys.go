@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"strconv"
+
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 )
 
 // KeysReader is a LayerReader that records the property keys of every
@@ -58,13 +60,13 @@ func (k *KeysReader) Keys() map[string]uint8 {
 // add records the top-level keys of obj, a JSON object; what is not one
 // is ignored (geomio always gives one).
 func (k *KeysReader) add(obj []byte) {
-	i := skipSpace(obj, 0)
+	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return
 	}
 	i++
 	for pos := 0; ; pos++ {
-		i = skipSpace(obj, i)
+		i = jsonscan.SkipSpace(obj, i)
 		if i >= len(obj) || obj[i] != '"' {
 			return // '}' or malformed
 		}
@@ -78,16 +80,17 @@ func (k *KeysReader) add(obj []byte) {
 			}
 		}
 		if hit < 0 {
-			if end, escaped = scanString(obj, i); end < 0 {
+			if end, escaped = jsonscan.StringEnd(obj, i); end < 0 {
 				return
 			}
+			end-- // the closing quote
 		}
 		raw := obj[i+1 : end]
-		i = skipSpace(obj, end+1)
+		i = jsonscan.SkipSpace(obj, end+1)
 		if i >= len(obj) || obj[i] != ':' {
 			return
 		}
-		i = skipSpace(obj, i+1)
+		i = jsonscan.SkipSpace(obj, i+1)
 		if i >= len(obj) {
 			return
 		}
@@ -107,10 +110,10 @@ func (k *KeysReader) add(obj []byte) {
 		if hit < 0 || k.slots[hit].kinds|kind != k.slots[hit].kinds {
 			k.record(pos, raw, escaped, kind)
 		}
-		if i = skipValue(obj, i); i < 0 {
+		if i = jsonscan.SkipValue(obj, i); i < 0 {
 			return
 		}
-		i = skipSpace(obj, i)
+		i = jsonscan.SkipSpace(obj, i)
 		if i >= len(obj) || obj[i] != ',' {
 			return
 		}
@@ -147,66 +150,4 @@ func (k *KeysReader) slot(key string, plain bool) int {
 	k.slots = append(k.slots, keySlot{key: key, plain: plain})
 	k.index[key] = len(k.slots) - 1
 	return len(k.slots) - 1
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// scanString returns the index of the closing quote of the string that
-// opens at b[i], and whether it holds an escape; -1 when unterminated.
-func scanString(b []byte, i int) (int, bool) {
-	escaped := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j, escaped
-		}
-	}
-	return -1, escaped
-}
-
-// skipValue returns the index just past the JSON value at b[i], -1 when
-// it is malformed.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		end, _ := scanString(b, i)
-		if end < 0 {
-			return -1
-		}
-		return end + 1
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, _ := scanString(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	default:
-		for j := i; j < len(b); j++ {
-			if c := b[j]; c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\t' || c == '\r' {
-				return j
-			}
-		}
-		return len(b)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -278,20 +279,21 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 	extrasAt := len(out)
 	out = append(out, `"extras":{`...) // the extras first, moved after the columns at the end
 	n := 0
-	i := skipSpace(props, 0)
+	i := jsonscan.SkipSpace(props, 0)
 	if i >= len(props) || props[i] != '{' {
 		return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 	}
 	i++
 	for {
-		i = skipSpace(props, i)
+		i = jsonscan.SkipSpace(props, i)
 		if i >= len(props) || props[i] != '"' {
 			break // '}' (or malformed: geomio gives JSON objects)
 		}
-		end, escaped := scanString(props, i)
+		end, escaped := jsonscan.StringEnd(props, i)
 		if end < 0 {
 			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 		}
+		end-- // the closing quote
 		rawKey := props[i : end+1]
 		key := props[i+1 : end]
 		var unescaped string
@@ -300,15 +302,15 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 				return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 			}
 		}
-		i = skipSpace(props, end+1)
+		i = jsonscan.SkipSpace(props, end+1)
 		if i >= len(props) || props[i] != ':' {
 			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 		}
-		i = skipSpace(props, i+1)
+		i = jsonscan.SkipSpace(props, i+1)
 		if i >= len(props) {
 			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 		}
-		vend := skipValue(props, i)
+		vend := jsonscan.SkipValue(props, i)
 		if vend < 0 {
 			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 		}
@@ -333,7 +335,7 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 			out = append(out, ':')
 			out = append(out, val...)
 		}
-		i = skipSpace(props, vend)
+		i = jsonscan.SkipSpace(props, vend)
 		if i < len(props) && props[i] == ',' {
 			i++
 		}

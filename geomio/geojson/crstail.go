@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 )
 
 // A FeatureCollection whose crs member is not before its features array

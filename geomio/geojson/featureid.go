@@ -1,6 +1,6 @@
 package geojson
 
-import "github.com/geoingest/geoingest/geomio/internal/jsonscan"
+import "github.com/geoingest/geoingest/geomio/jsonscan"
 
 // featureID is a GeoJSON Feature's "id" member as Feature.ID keeps it: a
 // JSON string or number, copied; nil for null, a missing member or any

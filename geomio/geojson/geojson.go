@@ -12,7 +12,7 @@ import (
 
 	"github.com/geoingest/geoingest/geomio/crs"
 	"github.com/geoingest/geoingest/geomio/internal/core"
-	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"github.com/geoingest/geoingest/geomio/lonlat"
 	"github.com/paulmach/orb/geojson"
 	"github.com/twpayne/go-geom"

@@ -4,7 +4,7 @@ import (
 	"bytes"
 
 	"github.com/geoingest/geoingest/geomio/internal/core"
-	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"github.com/twpayne/go-geom"
 )
 

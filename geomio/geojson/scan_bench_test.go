@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 )
 
 // benchCollection returns the FeatureCollection in $GEOINGEST_BENCH_FC

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 )
 
 // Splitters cut an input into raw features for the pipeline, without

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/jackc/pgx/v5"
 )
@@ -134,15 +135,8 @@ func scalarEnd(v []byte, i int) int {
 		return -1
 	}
 	if v[i] == '"' {
-		for j := i + 1; j < len(v); j++ {
-			switch v[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1
-			}
-		}
-		return -1
+		end, _ := jsonscan.StringEnd(v, i)
+		return end
 	}
 	j := i
 	for j < len(v) && v[j] != ',' && v[j] != '}' {

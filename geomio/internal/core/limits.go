@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"github.com/twpayne/go-geom"
 )
 

@@ -3,7 +3,7 @@ package core
 import (
 	"encoding/binary"
 
-	"github.com/geoingest/geoingest/geomio/internal/jsonscan"
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"github.com/jonas-p/go-shp"
 )
 

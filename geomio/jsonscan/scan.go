@@ -30,6 +30,48 @@ func SkipStringRaw(b []byte, i int) int {
 	}
 }
 
+// StringEnd returns the index past the string whose opening quote is
+// b[i] and whether it holds an escape, or -1 if b ends first. Like
+// SkipStringRaw it does not validate: for a value already known to be
+// JSON (a reader's properties) it finds the end at SWAR speed.
+func StringEnd(b []byte, i int) (int, bool) {
+	escaped := false
+	i++
+	for {
+		if i = NextQuoteOrBackslash(b, i); i >= len(b) {
+			return -1, escaped
+		}
+		if b[i] == '"' {
+			return i + 1, escaped
+		}
+		escaped = true
+		i += 2 // a backslash and the byte it escapes
+	}
+}
+
+// SkipValue returns the index past the JSON value at b[i] (not
+// whitespace), without validating it: a string (SkipStringRaw), an array
+// or object (SkipNested), else a number or literal, which ends at the
+// first comma, closing bracket or whitespace, or at len(b). -1 when a
+// string, array or object is not closed before b ends. For a value
+// already known to be JSON (a reader's properties) it is where the value
+// ends; a scalar of no bytes (b[i] a comma) ends at i.
+func SkipValue(b []byte, i int) int {
+	switch StructClass[b[i]] {
+	case 1:
+		return SkipStringRaw(b, i)
+	case 2:
+		return SkipNested(b, i)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\n', '\t', '\r':
+			return i
+		}
+	}
+	return i
+}
+
 // SkipNested returns the index past the array or object that opens at
 // b[i], or -1 if b ends first. It does not validate: it counts brackets
 // outside strings, so for valid JSON it finds the end of the value.
