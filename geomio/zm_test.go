@@ -1,16 +1,26 @@
 package geomio_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/wkb"
 )
+
+// wkbOf is g as little-endian WKB.
+func wkbOf(t testing.TB, g geom.T) []byte {
+	var buf bytes.Buffer
+	require.NoError(t, wkb.Write(&buf, wkb.NDR, g))
+	return buf.Bytes()
+}
 
 // zmGeoJSON has six features: a polygon with altitudes (decoded by the
 // fast decoder), one without, a GeometryCollection with an altitude
@@ -63,12 +73,13 @@ func TestDroppedZMCounted(t *testing.T) {
 	require.Equal(t, []bool{true, false, true}, flags)
 	require.EqualValues(t, 2, n)
 
+	square := geom.NewPolygonFlat(geom.XYZ, []float64{0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1}, []int{15})
 	flat := geom.NewPolygonFlat(geom.XY, []float64{0, 0, 1, 0, 1, 1, 0, 0}, []int{8})
-	pq := testfiles.GeoParquet(t, filepath.Join(dir, "zm.parquet"), rows(
-		testfiles.GeoParquetRow{Geometry: wkbOf(t, square)}, // XYZ
-		testfiles.GeoParquetRow{Geometry: wkbOf(t, flat)},
-		testfiles.GeoParquetRow{},
-	), testfiles.GeoParquetOptions{})
+	pq := testfiles.GeoParquet(t, filepath.Join(dir, "zm.parquet"), slices.Values([]testfiles.GeoParquetRow{
+		{Geometry: wkbOf(t, square)}, // XYZ
+		{Geometry: wkbOf(t, flat)},
+		{},
+	}), testfiles.GeoParquetOptions{})
 	flags, n = readZM(t, pq)
 	require.Equal(t, []bool{true, false, false}, flags)
 	require.EqualValues(t, 1, n)

@@ -34,7 +34,7 @@ func toGeoParquet(t *testing.T, src, dst string, crs json.RawMessage) string {
 }
 
 func readProjJSON(t *testing.T, name string) json.RawMessage {
-	b, err := os.ReadFile(filepath.Join("../../geomio/testdata/geoparquet", name))
+	b, err := os.ReadFile(filepath.Join("../../geomio/geoparquet/testdata", name))
 	require.NoError(t, err)
 	return b
 }

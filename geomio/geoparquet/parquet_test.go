@@ -1,4 +1,4 @@
-package geomio_test
+package geoparquet_test
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 
 func projJSON(t testing.TB, name string, keepID bool) json.RawMessage {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "geoparquet", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	require.NoError(t, err)
 	if !keepID {
 		// The root's "id" member: without it PROJ must identify the CRS.
@@ -78,10 +78,10 @@ func TestGeoParquetSameAsSource(t *testing.T) {
 		srid      int
 		method    crs.Method
 	}{
-		{name: "no crs is CRS84", src: "../testdata/synthetic/parcels_10k.geojson", srid: 4326, method: crs.Default},
-		{name: "PROJJSON with its EPSG id", src: "../testdata/corpus/bristol_msoa_bng/middlelayersupperoutputareas_bristol_bng.geojson",
+		{name: "no crs is CRS84", src: "../../testdata/synthetic/parcels_10k.geojson", srid: 4326, method: crs.Default},
+		{name: "PROJJSON with its EPSG id", src: "../../testdata/corpus/bristol_msoa_bng/middlelayersupperoutputareas_bristol_bng.geojson",
 			crs: projJSON(t, "epsg27700.projjson", true), srid: 27700, method: crs.Authority},
-		{name: "PROJJSON without id, UTM zone", src: "../testdata/corpus/utm18_polygon_a/a_utm.shp",
+		{name: "PROJJSON without id, UTM zone", src: "../../testdata/corpus/utm18_polygon_a/a_utm.shp",
 			crs: projJSON(t, "epsg26918.projjson", false), srid: 26918, method: crs.Identified},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestGeoParquetRows(t *testing.T) {
 func TestGeoParquetRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	good := fromFile(t, "../testdata/synthetic/parcels_10k.geojson", filepath.Join(dir, "good.parquet"),
+	good := fromFile(t, "../../testdata/synthetic/parcels_10k.geojson", filepath.Join(dir, "good.parquet"),
 		testfiles.GeoParquetOptions{RowGroupRows: 500})
 	require.Equal(t, 10000, good)
 	goodBytes, err := os.ReadFile(filepath.Join(dir, "good.parquet"))
@@ -347,7 +347,7 @@ func TestGeoParquetWriteLarge(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("GEOINGEST_GEOPARQUET_LARGE_ROWS")); err == nil && n > 0 {
 		rowsWanted = n
 	}
-	_, src, err := readAll(t, "../testdata/synthetic/parcels_10k.geojson", geomio.Options{})
+	_, src, err := readAll(t, "../../testdata/synthetic/parcels_10k.geojson", geomio.Options{})
 	require.NoError(t, err)
 	n := testfiles.GeoParquetFrom(t, path, func(yield func(geom.T, []byte) bool) {
 		for i := 0; i < rowsWanted; i++ {
@@ -592,7 +592,7 @@ type nativeDefaultRow struct {
 func TestGeoParquetNativeGeometry(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	projjson, err := os.ReadFile(filepath.Join("testdata", "geoparquet", "epsg27700.projjson"))
+	projjson, err := os.ReadFile(filepath.Join("testdata", "epsg27700.projjson"))
 	require.NoError(t, err)
 	bng := geom.NewPolygonFlat(geom.XY, []float64{358000, 173000, 358100, 173000, 358100, 173100, 358000, 173000}, []int{8})
 	p := filepath.Join(dir, "native.parquet")

@@ -1,4 +1,4 @@
-package geomio_test
+package geoparquet_test
 
 import (
 	"encoding/binary"
