@@ -8,6 +8,8 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/geoingest/geoingest/geomio/jsonscan"
 )
 
 // A feature's identity across versions of its source (docs/changes.md,
@@ -70,11 +72,11 @@ func CanonicalProps(dst, in []byte) ([]byte, error) {
 	c := canonPool.Get().(*canon)
 	defer canonPool.Put(c)
 	c.in, c.keys = in, c.keys[:0]
-	i, out, err := c.value(dst, skipWS(in, 0), 0)
+	i, out, err := c.value(dst, jsonscan.SkipSpace(in, 0), 0)
 	if err != nil {
 		return out, err
 	}
-	if skipWS(in, i) != len(in) {
+	if jsonscan.SkipSpace(in, i) != len(in) {
 		return out, errNotJSON
 	}
 	return out, nil
@@ -118,13 +120,6 @@ var canonPool = sync.Pool{New: func() any { return new(canon) }}
 
 const maxDepth = 64
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
 func (c *canon) value(dst []byte, i, depth int) (int, []byte, error) {
 	in := c.in
 	if i >= len(in) || depth > maxDepth {
@@ -135,7 +130,7 @@ func (c *canon) value(dst []byte, i, depth int) (int, []byte, error) {
 		return c.object(dst, i, depth)
 	case '[':
 		dst = append(dst, '[')
-		i = skipWS(in, i+1)
+		i = jsonscan.SkipSpace(in, i+1)
 		if i < len(in) && in[i] == ']' {
 			return i + 1, append(dst, ']'), nil
 		}
@@ -147,7 +142,7 @@ func (c *canon) value(dst []byte, i, depth int) (int, []byte, error) {
 			if i, dst, err = c.value(dst, i, depth+1); err != nil {
 				return i, dst, err
 			}
-			i = skipWS(in, i)
+			i = jsonscan.SkipSpace(in, i)
 			if i >= len(in) {
 				return i, dst, errNotJSON
 			}
@@ -157,7 +152,7 @@ func (c *canon) value(dst []byte, i, depth int) (int, []byte, error) {
 			if in[i] != ',' {
 				return i, dst, errNotJSON
 			}
-			i = skipWS(in, i+1)
+			i = jsonscan.SkipSpace(in, i+1)
 		}
 	case '"':
 		j := i + 1
@@ -209,7 +204,7 @@ func (c *canon) object(dst []byte, i, depth int) (_ int, _ []byte, err error) {
 	if depth == 0 {
 		vals = c.arena[:0]
 	}
-	i = skipWS(in, i+1)
+	i = jsonscan.SkipSpace(in, i+1)
 	if i < len(in) && in[i] == '}' {
 		return i + 1, append(dst, "{}"...), nil
 	}
@@ -232,18 +227,18 @@ func (c *canon) object(dst []byte, i, depth int) (_ int, _ []byte, err error) {
 			}
 			m.ke = len(c.keys)
 		}
-		i = skipWS(in, j)
+		i = jsonscan.SkipSpace(in, j)
 		if i >= len(in) || in[i] != ':' {
 			return i, dst, c.dropMembers(base, errNotJSON)
 		}
-		i = skipWS(in, i+1)
+		i = jsonscan.SkipSpace(in, i+1)
 		m.vs = len(vals)
 		if i, vals, err = c.value(vals, i, depth+1); err != nil {
 			return i, dst, c.dropMembers(base, err)
 		}
 		m.ve = len(vals)
 		c.mems = append(c.mems, m)
-		i = skipWS(in, i)
+		i = jsonscan.SkipSpace(in, i)
 		if i >= len(in) {
 			return i, dst, c.dropMembers(base, errNotJSON)
 		}
@@ -254,7 +249,7 @@ func (c *canon) object(dst []byte, i, depth int) (_ int, _ []byte, err error) {
 		if in[i] != ',' {
 			return i, dst, c.dropMembers(base, errNotJSON)
 		}
-		i = skipWS(in, i+1)
+		i = jsonscan.SkipSpace(in, i+1)
 	}
 	ms := c.mems[base:]
 	// jsonb's order: shorter keys first, then by bytes; of equal keys the
@@ -618,11 +613,11 @@ func ArrayElement(dst, s []byte) []byte {
 // jsonb keeps it) and returns its value's raw text, and whether it is a
 // string.
 func topMember(props []byte, name string) (val []byte, isStr, found bool) {
-	i := skipWS(props, 0)
+	i := jsonscan.SkipSpace(props, 0)
 	if i >= len(props) || props[i] != '{' {
 		return nil, false, false
 	}
-	i = skipWS(props, i+1)
+	i = jsonscan.SkipSpace(props, i+1)
 	var key []byte
 	for i < len(props) && props[i] == '"' {
 		var j int
@@ -631,73 +626,25 @@ func topMember(props []byte, name string) (val []byte, isStr, found bool) {
 		if err != nil {
 			return nil, false, false
 		}
-		i = skipWS(props, j)
+		i = jsonscan.SkipSpace(props, j)
 		if i >= len(props) || props[i] != ':' {
 			return nil, false, false
 		}
-		i = skipWS(props, i+1)
-		end := skipValue(props, i)
-		if end < 0 {
+		i = jsonscan.SkipSpace(props, i+1)
+		if i >= len(props) {
+			return nil, false, false
+		}
+		end := jsonscan.SkipValue(props, i)
+		if end <= i { // not closed, or no value
 			return nil, false, false
 		}
 		if string(key) == name {
 			val, isStr, found = props[i:end], props[i] == '"', true
 		}
-		i = skipWS(props, end)
+		i = jsonscan.SkipSpace(props, end)
 		if i < len(props) && props[i] == ',' {
-			i = skipWS(props, i+1)
+			i = jsonscan.SkipSpace(props, i+1)
 		}
 	}
 	return val, isStr, found
-}
-
-// skipValue returns the index after the JSON value at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		i++
-		for i < len(b) {
-			switch b[i] {
-			case '\\':
-				i += 2
-			case '"':
-				return i + 1
-			default:
-				i++
-			}
-		}
-		return -1
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				if i = skipValue(b, i); i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	default:
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-			j++
-		}
-		if j == i {
-			return -1
-		}
-		return j
-	}
 }
