@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"go.yaml.in/yaml/v3"
@@ -275,7 +276,13 @@ func (e *CastError) Error() string {
 // *CastError. One pass over props, with no allocation for a field whose
 // name has no escape; the caller reuses out.
 func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
-	vals := make([][]byte, len(m.columns)) // each column's raw value, nil: missing
+	var small [32][]byte
+	vals := small[:0:0] // each column's raw value, nil: missing
+	if len(m.columns) <= len(small) {
+		vals = small[:len(m.columns)]
+	} else {
+		vals = make([][]byte, len(m.columns))
+	}
 	extrasAt := len(out)
 	out = append(out, `"extras":{`...) // the extras first, moved after the columns at the end
 	n := 0
@@ -296,11 +303,16 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 		end-- // the closing quote
 		rawKey := props[i : end+1]
 		key := props[i+1 : end]
-		var unescaped string
+		var cols []int
+		var mapped bool
 		if escaped {
-			if err := json.Unmarshal(rawKey, &unescaped); err != nil {
+			name, err := unescapeKey(rawKey)
+			if err != nil {
 				return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 			}
+			cols, mapped = m.from[name]
+		} else {
+			cols, mapped = m.from[string(key)]
 		}
 		i = jsonscan.SkipSpace(props, end+1)
 		if i >= len(props) || props[i] != ':' {
@@ -315,13 +327,6 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
 		}
 		val := props[i:vend]
-		var cols []int
-		var mapped bool
-		if escaped {
-			cols, mapped = m.from[unescaped]
-		} else {
-			cols, mapped = m.from[string(key)]
-		}
 		if mapped {
 			for _, c := range cols {
 				vals[c] = val
@@ -358,11 +363,22 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 	if len(m.columns) > 0 {
 		out = append(out, ',')
 	}
-	// {columns..., then "extras":{...}}: rotate the extras behind.
-	extras := append([]byte(nil), out[extrasAt:extrasEnd]...)
-	out = append(out[:extrasAt], out[extrasEnd:]...)
-	out = append(out, extras...)
+	// {columns..., then "extras":{...}}: rotate the extras behind, in
+	// place (three reversals).
+	rec := out[extrasAt:]
+	k := extrasEnd - extrasAt
+	slices.Reverse(rec[:k])
+	slices.Reverse(rec[k:])
+	slices.Reverse(rec)
 	return append(out, '}'), nil
+}
+
+// unescapeKey is the field name of rawKey, a JSON string with escapes
+// (on the heap: apart, so that Apply's other keys are not).
+func unescapeKey(rawKey []byte) (string, error) {
+	var name string
+	err := json.Unmarshal(rawKey, &name)
+	return name, err
 }
 
 // index builds m.from: each source field's columns (check, before any
@@ -376,7 +392,7 @@ func (m *Mapping) index() {
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, UTF-8 as it is.
-func appendJSONString(out []byte, s string) []byte {
+func appendJSONString[S string | []byte](out []byte, s S) []byte {
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {

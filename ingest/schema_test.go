@@ -45,6 +45,10 @@ func TestMappingApply(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(out), `{"c0":"0012345","c1":9007199254740993,"c2":123.45,"c3":true,"c4":"2021-03-14","c5":"0012345"`), string(out))
 	require.True(t, strings.HasSuffix(string(out), `"extras":{"EXTRA":"kept"}}`), string(out))
+	out, err = m.Apply(nil, []byte(`{"F\u0031" : 7, "E\"x":1,"F0":" a "}`))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(out), `{"c0":" a ","c1":7,"c2":null,`), string(out))
+	require.True(t, strings.HasSuffix(string(out), `,"c19":null,"extras":{"E\"x":1}}`), string(out))
 	_, err = m.Apply(nil, []byte(`{"F1":"12x"}`))
 	require.EqualError(t, err, `field F1 value "12x" does not cast to c1 int8: not a whole number within int8`)
 	// What the stored columns cannot hold is a cast failure too, not a

@@ -3,7 +3,6 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -17,7 +16,7 @@ import (
 
 // isDecimal reports whether s is a JSON number (-?(0|[1-9]digits)(.digits)?
 // ([eE][-+]?digits)?), which a numeric takes whole.
-func isDecimal(s string) bool {
+func isDecimal[S string | []byte](s S) bool {
 	i := 0
 	if i < len(s) && s[i] == '-' {
 		i++
@@ -58,51 +57,65 @@ func isDecimal(s string) bool {
 }
 
 // cast appends the column's value of raw (present: the field exists) to
-// out as JSON.
+// out as JSON. It reads the value from raw's bytes: no string is made of
+// it, except for a timestamp (time.Parse keeps its value) or a string
+// with escapes. TestCastMatchesReference and FuzzCast hold it to the
+// string-based casts it replaced, output and errors bit for bit.
 func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byte, error) {
 	if !present || len(raw) == 0 || string(raw) == "null" {
 		return append(out, "null"...), nil
 	}
-	var text string
+	var text []byte
 	isString := raw[0] == '"'
 	switch {
 	case isString && len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0:
-		text = string(raw[1 : len(raw)-1]) // no escape: the characters as they are
+		text = raw[1 : len(raw)-1] // no escape: the characters as they are
 		if c.Trim || c.Type != TypeText {
-			text = strings.TrimSpace(text)
+			text = bytes.TrimSpace(text)
 		}
-		if text == "" {
+		if len(text) == 0 {
 			return append(out, "null"...), nil
 		}
 	case isString:
-		if err := json.Unmarshal(raw, &text); err != nil {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
 			return out, c.castErr(raw, "")
 		}
 		if c.Trim || c.Type != TypeText {
-			text = strings.TrimSpace(text)
+			s = strings.TrimSpace(s)
 		}
-		if text == "" {
+		if s == "" {
 			return append(out, "null"...), nil
 		}
+		text = []byte(s)
 	case raw[0] == '{' || raw[0] == '[':
 		return out, c.castErr(raw, ": an object or an array")
 	default:
-		text = string(raw) // a number's literal, true or false
+		text = raw // a number's literal, true or false
 	}
 	switch c.Type {
 	case TypeText:
-		if strings.IndexByte(text, 0) >= 0 {
+		if bytes.IndexByte(text, 0) >= 0 {
 			return out, c.castErr(raw, ": a NUL character, which text cannot hold")
 		}
 		if c.Pad > 0 && len(text) < c.Pad && allDigits(text) {
-			text = strings.Repeat("0", c.Pad-len(text)) + text
+			// Digits need no escape.
+			out = append(out, '"')
+			for range c.Pad - len(text) {
+				out = append(out, '0')
+			}
+			out = append(out, text...)
+			return append(out, '"'), nil
 		}
 		return appendJSONString(out, text), nil
 	case TypeInt8:
-		if _, err := strconv.ParseInt(text, 10, 64); err != nil {
+		if !isInt64(text) {
 			return out, c.castErr(raw, ": not a whole number within int8")
 		}
-		return append(out, strings.TrimLeft(text, "+")...), nil
+		if text[0] == '+' {
+			text = text[1:]
+		}
+		return append(out, text...), nil
 	case TypeNumeric:
 		if !isDecimal(text) {
 			return out, c.castErr(raw, ": not a decimal number")
@@ -112,26 +125,37 @@ func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byt
 		}
 		return append(out, text...), nil
 	case TypeBoolean:
-		switch strings.ToLower(text) {
-		case "true", "t", "yes", "y", "1":
+		switch b, ok := parseBool(text); {
+		case ok && b:
 			return append(out, "true"...), nil
-		case "false", "f", "no", "n", "0":
+		case ok:
 			return append(out, "false"...), nil
 		}
 		return out, c.castErr(raw, ": not a boolean (true/false, yes/no, y/n, t/f, 1/0)")
 	case TypeDate:
 		layout := c.Format
 		if layout == "" {
-			layout = "2006-01-02"
+			layout = dateLayout
 		}
 		if !isString {
 			return out, c.castErr(raw, ": a date is text")
 		}
-		t, err := time.Parse(layout, text)
+		if layout == dateLayout {
+			if !isDate(text) {
+				return out, c.castErr(raw, " with format "+layout)
+			}
+			// time.Parse then Format with this layout give the text back.
+			out = append(out, '"')
+			out = append(out, text...)
+			return append(out, '"'), nil
+		}
+		t, err := time.Parse(layout, string(text))
 		if err != nil {
 			return out, c.castErr(raw, " with format "+layout)
 		}
-		return appendJSONString(out, t.Format("2006-01-02")), nil
+		out = append(out, '"') // a formatted date needs no escape
+		out = t.AppendFormat(out, dateLayout)
+		return append(out, '"'), nil
 	case TypeTimestamptz:
 		layout := c.Format
 		if layout == "" {
@@ -140,13 +164,98 @@ func (c mappedColumn) cast(out []byte, raw json.RawMessage, present bool) ([]byt
 		if !isString {
 			return out, c.castErr(raw, ": a timestamp is text")
 		}
-		t, err := time.Parse(layout, text)
+		t, err := time.Parse(layout, string(text))
 		if err != nil {
 			return out, c.castErr(raw, " with format "+layout)
 		}
-		return appendJSONString(out, t.UTC().Format(time.RFC3339Nano)), nil
+		out = append(out, '"') // RFC 3339 needs no escape
+		out = t.UTC().AppendFormat(out, time.RFC3339Nano)
+		return append(out, '"'), nil
 	}
 	return out, c.castErr(raw, ": unknown type")
+}
+
+// dateLayout is a date column's default format, and the format it is
+// written in.
+const dateLayout = "2006-01-02"
+
+// isInt64 reports whether s is what strconv.ParseInt(s, 10, 64) takes: an
+// optional sign, then decimal digits only, within int64.
+func isInt64(s []byte) bool {
+	neg := false
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if len(s) == 0 {
+		return false
+	}
+	var n uint64
+	for _, d := range s {
+		if d < '0' || d > '9' {
+			return false
+		}
+		if n > (1<<63)/10 { // n*10 > 1<<63: out of range, and no wrap below
+			return false
+		}
+		n = n*10 + uint64(d-'0')
+		if n > 1<<63 {
+			return false
+		}
+	}
+	return n < 1<<63 || neg
+}
+
+// parseBool reads the booleans a boolean column takes, in any case
+// (ASCII: strings.ToLower maps no other letter into these words).
+func parseBool(s []byte) (value, ok bool) {
+	if len(s) > 5 {
+		return false, false
+	}
+	var buf [5]byte
+	for i, c := range s {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	switch string(buf[:len(s)]) {
+	case "true", "t", "yes", "y", "1":
+		return true, true
+	case "false", "f", "no", "n", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// isDate reports whether time.Parse(dateLayout, s) succeeds: four digits
+// of year, two of month (1 to 12), two of day (within the month), with
+// dashes between.
+func isDate(s []byte) bool {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return false
+	}
+	num := func(b []byte) (int, bool) {
+		n := 0
+		for _, d := range b {
+			if d < '0' || d > '9' {
+				return 0, false
+			}
+			n = n*10 + int(d-'0')
+		}
+		return n, true
+	}
+	y, ok1 := num(s[:4])
+	m, ok2 := num(s[5:7])
+	d, ok3 := num(s[8:10])
+	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 {
+		return false
+	}
+	days := [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[m-1]
+	if m == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+		days = 29
+	}
+	return d <= days
 }
 
 // NumericLimit is how many decimal digits a numeric column takes before
@@ -156,29 +265,55 @@ const NumericLimit = 1000
 // numericInRange reports whether the decimal s (isDecimal) has at most
 // NumericLimit digits before its point and after it, its exponent
 // applied.
-func numericInRange(s string) bool {
+func numericInRange[S string | []byte](s S) bool {
 	mant, exp := s, 0
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
-		if err != nil || e > 10*NumericLimit || e < -10*NumericLimit {
+	for i := 0; i < len(s); i++ {
+		if s[i] != 'e' && s[i] != 'E' {
+			continue
+		}
+		e, neg, j := 0, false, i+1
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			neg = s[j] == '-'
+			j++
+		}
+		if j == len(s) {
 			return false
 		}
+		for ; j < len(s); j++ {
+			if s[j] < '0' || s[j] > '9' {
+				return false
+			}
+			if e = e*10 + int(s[j]-'0'); e > 10*NumericLimit {
+				return false
+			}
+		}
+		if neg {
+			e = -e
+		}
 		mant, exp = s[:i], e
+		break
 	}
-	mant = strings.TrimPrefix(mant, "-")
-	intPart, frac := mant, ""
-	if i := strings.IndexByte(mant, '.'); i >= 0 {
-		intPart, frac = mant[:i], mant[i+1:]
+	if len(mant) > 0 && mant[0] == '-' {
+		mant = mant[1:]
 	}
-	intPart = strings.TrimLeft(intPart, "0")
+	intPart, frac := mant, mant[len(mant):]
+	for i := 0; i < len(mant); i++ {
+		if mant[i] == '.' {
+			intPart, frac = mant[:i], mant[i+1:]
+			break
+		}
+	}
+	for len(intPart) > 0 && intPart[0] == '0' {
+		intPart = intPart[1:]
+	}
 	return len(intPart)+exp <= NumericLimit && len(frac)-exp <= NumericLimit
 }
 
-func allDigits(s string) bool {
+func allDigits[S string | []byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
-	return s != ""
+	return len(s) > 0
 }
