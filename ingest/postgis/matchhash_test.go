@@ -213,3 +213,38 @@ func randomValue(r *rand.Rand, depth int) string {
 		return []string{`"R1"`, `" a-2 "`, `"Mikuláš Jäger"`, `"tab\tnl\n"`, `"\u00e9\ud83d\ude00"`, `"q\"b\\s\/"`, `""`, `"\u001f"`}[r.IntN(8)]
 	}
 }
+
+// TestWriterWithoutTheServersHash: a writer whose hash is not the
+// server's (serverHashesAgree found them different: a big-endian server)
+// stores no hash and has the server hash every row of a new version; the
+// match is the same (one change), and every row then stores the server's
+// hashes.
+func TestWriterWithoutTheServersHash(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.store.hashes.Store(hashesDiffer)
+	p := ingest.DefaultParams("parcels")
+	p.Key = []string{"APN"}
+	c := newChain(9, 30)
+	v1 := writeFeats(t, "v1.geojson", c.Parcels)
+	require.NoError(t, b.svc.Run(ctx, version(t, v1, "v1", "01", p)).Err)
+	var hashed int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE geom_hash IS NOT NULL OR props_hash IS NOT NULL)
+		FROM geoingest_store.parcels`).Scan(&hashed))
+	require.Zero(t, hashed, "a full load stores no hash of the writer's")
+
+	fs := append([]feat(nil), c.Parcels...)
+	fs[0].Props = `{"APN":"P-1","use":"com","v":0}`
+	v2 := writeFeats(t, "v2.geojson", fs)
+	res := b.svc.Run(ctx, version(t, v2, "v2", "02", p))
+	require.NoError(t, res.Err)
+	require.Equal(t, ingest.ChangeCounts{Attributes: 1, Unchanged: 29}, res.Changes.Counts)
+	var n, servers int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*),
+		count(*) FILTER (WHERE geom_hash = geoingest_geom_hash(geom) AND props_hash = geoingest_props_hash(properties))
+		FROM geoingest_store.parcels`).Scan(&n, &servers))
+	require.Equal(t, 30, n)
+	require.Equal(t, 1, servers, "the row the diff wrote stores the server's hashes")
+	requireVerified(t, b)
+}
