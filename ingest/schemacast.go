@@ -228,12 +228,18 @@ func parseBool(s []byte) (value, ok bool) {
 	return false, false
 }
 
-// isDate reports whether time.Parse(dateLayout, s) succeeds: four digits
-// of year, two of month (1 to 12), two of day (within the month), with
-// dashes between.
+// isDate reports whether time.Parse(dateLayout, s) succeeds.
 func isDate(s []byte) bool {
+	_, _, _, ok := ParseDate(s)
+	return ok
+}
+
+// ParseDate reads s as time.Parse reads it with the layout 2006-01-02
+// (four digits of year, two of month from 1 to 12, two of day within the
+// month, with dashes between), allocating nothing.
+func ParseDate(s []byte) (year int, month time.Month, day int, ok bool) {
 	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
-		return false
+		return 0, 0, 0, false
 	}
 	num := func(b []byte) (int, bool) {
 		n := 0
@@ -249,13 +255,16 @@ func isDate(s []byte) bool {
 	m, ok2 := num(s[5:7])
 	d, ok3 := num(s[8:10])
 	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 {
-		return false
+		return 0, 0, 0, false
 	}
 	days := [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[m-1]
 	if m == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
 		days = 29
 	}
-	return d <= days
+	if d > days {
+		return 0, 0, 0, false
+	}
+	return y, time.Month(m), d, true
 }
 
 // NumericLimit is how many decimal digits a numeric column takes before

@@ -1,6 +1,7 @@
 package postgis
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -176,7 +177,7 @@ func appendTypedValue(out []byte, typ string, v []byte) []byte {
 			return appendBadFields(out, 1)
 		}
 		s := v[1 : len(v)-1]
-		if strings.IndexByte(string(s), '\\') >= 0 {
+		if bytes.IndexByte(s, '\\') >= 0 {
 			var u string
 			if err := json.Unmarshal(v, &u); err != nil {
 				return appendBadFields(out, 1)
@@ -202,13 +203,17 @@ func appendTypedValue(out []byte, typ string, v []byte) []byte {
 		}
 		return appendBadFields(out[:len(out)-4], 1)
 	case ingest.TypeNumeric:
-		return appendNumeric(out, string(v))
+		return appendNumeric(out, v)
 	case ingest.TypeDate:
-		t, err := time.Parse(`"2006-01-02"`, string(v))
-		if err != nil {
+		// What time.Parse(`"2006-01-02"`, v) takes, read in place.
+		if len(v) != 12 || v[0] != '"' || v[11] != '"' {
 			return appendBadFields(out, 1)
 		}
-		days := floorDiv(t.Unix()-pgEpoch, 86400)
+		y, m, d, ok := ingest.ParseDate(v[1:11])
+		if !ok {
+			return appendBadFields(out, 1)
+		}
+		days := floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()-pgEpoch, 86400)
 		out = be.AppendUint32(out, 4)
 		return be.AppendUint32(out, uint32(int32(days)))
 	case ingest.TypeTimestamptz:
@@ -244,84 +249,120 @@ func floorDiv(a, b int64) int64 {
 // of the same text. Base-10000 digits aligned on the point, weight the
 // power of 10000 of the first, leading and trailing zero digits dropped;
 // the display scale is the digits after the point less the exponent, at
-// least 0 (1.50 keeps 2, 1.5e1 is 15).
-func appendNumeric(out []byte, s string) []byte {
+// least 0 (1.50 keeps 2, 1.5e1 is 15). It allocates nothing: the digits
+// are read in place, with the zeros the alignment adds counted, not
+// written (TestAppendNumericMatchesReference holds it to the version that
+// built them as strings).
+func appendNumeric(out []byte, s []byte) []byte {
 	be := binary.BigEndian
 	neg := false
-	if strings.HasPrefix(s, "-") {
+	if len(s) > 0 && s[0] == '-' {
 		neg, s = true, s[1:]
 	}
 	exp := 0
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
-		if err != nil || e > 10*ingest.NumericLimit || e < -10*ingest.NumericLimit {
+	for i := 0; i < len(s); i++ {
+		if s[i] != 'e' && s[i] != 'E' {
+			continue
+		}
+		// strconv.Atoi of the exponent without its one '+'.
+		e := s[i+1:]
+		if len(e) > 0 && e[0] == '+' {
+			e = e[1:]
+		}
+		eneg := false
+		if len(e) > 0 && (e[0] == '+' || e[0] == '-') {
+			eneg = e[0] == '-'
+			e = e[1:]
+		}
+		if len(e) == 0 {
 			return appendBadFields(out, 1)
 		}
-		s, exp = s[:i], e
+		for _, d := range e {
+			if d < '0' || d > '9' {
+				return appendBadFields(out, 1)
+			}
+			if exp = exp*10 + int(d-'0'); exp > 10*ingest.NumericLimit {
+				return appendBadFields(out, 1)
+			}
+		}
+		if eneg {
+			exp = -exp
+		}
+		s = s[:i]
+		break
 	}
-	intPart, frac := s, ""
-	if i := strings.IndexByte(s, '.'); i >= 0 {
-		intPart, frac = s[:i], s[i+1:]
+	intPart, frac := s, s[len(s):]
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			intPart, frac = s[:i], s[i+1:]
+			break
+		}
 	}
-	if intPart == "" || !allDigitsOrEmpty(intPart) || !allDigitsOrEmpty(frac) {
+	if len(intPart) == 0 || !allDigitsOrEmpty(intPart) || !allDigitsOrEmpty(frac) {
 		return appendBadFields(out, 1)
 	}
-	dscale := len(frac) - exp
-	if dscale < 0 {
-		dscale = 0
-	}
-	// The digits, and the point's place among them.
-	digits := intPart + frac
+	dscale := max(len(frac)-exp, 0)
+	// The digits: front zeros, intPart, frac, back zeros; and the
+	// point's place among them.
+	front, n := 0, len(intPart)+len(frac)
 	point := len(intPart) + exp
 	if point < 0 {
-		digits = strings.Repeat("0", -point) + digits
-		point = 0
+		front, point = -point, 0
 	}
-	if point > len(digits) {
-		digits += strings.Repeat("0", point-len(digits))
-	}
-	if point > ingest.NumericLimit+1 || len(digits)-point > ingest.NumericLimit+10 {
+	back := max(point-(front+n), 0)
+	total := front + n + back
+	if point > ingest.NumericLimit+1 || total-point > ingest.NumericLimit+10 {
 		return appendBadFields(out, 1)
 	}
 	// Pad to whole groups of 4 on both sides of the point.
 	lead := (4 - point%4) % 4
-	digits = strings.Repeat("0", lead) + digits
-	point += lead
-	if r := (len(digits) - point) % 4; r != 0 {
-		digits += strings.Repeat("0", 4-r)
+	front, point, total = front+lead, point+lead, total+lead
+	if r := (total - point) % 4; r != 0 {
+		back, total = back+4-r, total+4-r
+	}
+	digit := func(k int) uint16 {
+		switch k -= front; {
+		case k < 0 || k >= n:
+			return 0
+		case k < len(intPart):
+			return uint16(intPart[k] - '0')
+		default:
+			return uint16(frac[k-len(intPart)] - '0')
+		}
+	}
+	group := func(g int) uint16 {
+		k := 4 * g
+		return digit(k)*1000 + digit(k+1)*100 + digit(k+2)*10 + digit(k+3)
 	}
 	weight := point/4 - 1
-	groups := make([]uint16, 0, len(digits)/4)
-	for i := 0; i < len(digits); i += 4 {
-		g := uint16(digits[i]-'0')*1000 + uint16(digits[i+1]-'0')*100 + uint16(digits[i+2]-'0')*10 + uint16(digits[i+3]-'0')
-		groups = append(groups, g)
-	}
-	for len(groups) > 0 && groups[0] == 0 {
-		groups = groups[1:]
+	first, last := 0, total/4 // the groups kept: [first, last)
+	for first < last && group(first) == 0 {
+		first++
 		weight--
 	}
-	for len(groups) > 0 && groups[len(groups)-1] == 0 {
-		groups = groups[:len(groups)-1]
+	for last > first && group(last-1) == 0 {
+		last--
 	}
+	ngroups := last - first
 	sign := uint16(0)
-	if neg && len(groups) > 0 {
+	if neg && ngroups > 0 {
 		sign = 0x4000
 	}
-	if len(groups) == 0 {
+	if ngroups == 0 {
 		weight = 0
 	}
-	out = be.AppendUint32(out, uint32(8+2*len(groups)))
-	out = be.AppendUint16(out, uint16(len(groups)))
+	out = be.AppendUint32(out, uint32(8+2*ngroups))
+	out = be.AppendUint16(out, uint16(ngroups))
 	out = be.AppendUint16(out, uint16(int16(weight)))
 	out = be.AppendUint16(out, sign)
 	out = be.AppendUint16(out, uint16(dscale))
-	for _, g := range groups {
-		out = be.AppendUint16(out, g)
+	for g := first; g < last; g++ {
+		out = be.AppendUint16(out, group(g))
 	}
 	return out
 }
 
-func allDigitsOrEmpty(s string) bool {
+func allDigitsOrEmpty[S string | []byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return false
