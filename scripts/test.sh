@@ -7,14 +7,35 @@
 # tests (scripts/container-tests.sh: the images, tests on a testcontainers
 # PostGIS under podman, the compose stack; required in CI, skipped with a
 # notice elsewhere when podman cannot run containers).
+#
+# The container tests run beside go test, from when go vet has compiled the
+# packages (the image build reuses them): they spend most of their time
+# waiting (on a fresh machine, on the image builds' downloads; then on
+# containers starting and the stacks' health checks), and so does much of
+# go test. Their log is shown when both have ended, and either failing
+# fails the run. GEOINGEST_CONTAINERS_AFTER=1 runs them after go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$SECONDS
 scripts/setup.sh --test
 export PATH="$(go env GOPATH)/bin:$PATH"
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1; fi
 go vet ./...
+
+containers_pid= containers_log=
+if [ "${GEOINGEST_CONTAINERS_AFTER:-0}" != 1 ]; then
+  containers_log=$(mktemp)
+  # Its own process group (set -m), so that an early exit stops all of it;
+  # its EXIT trap then takes down what it started.
+  set -m
+  scripts/container-tests.sh >"$containers_log" 2>&1 &
+  containers_pid=$!
+  set +m
+  echo "=== container tests: started beside the rest ($((SECONDS - t0)) s; log shown at the end)" >&2
+  trap 'if [ -n "$containers_pid" ]; then kill -TERM -- "-$containers_pid" 2>/dev/null || true; wait "$containers_pid" 2>/dev/null || true; fi; rm -f "$containers_log"' EXIT
+fi
 # The slim build (no GDAL) compiles, and refuses what only GDAL reads.
 go vet -tags geoingest_nogdal ./...
 go test -tags geoingest_nogdal ./geomio -run 'TestSlimBuild|TestShapefile'
@@ -26,5 +47,18 @@ fi
 # The functions the migrations define, as they are now, checked in
 # (migrations/schema/functions.sql): stale when a migration changed one.
 go run ./internal/tools/schemafuncs -check
-go test -timeout 20m "$@" ./...
-scripts/container-tests.sh
+echo "=== go test ($((SECONDS - t0)) s)" >&2
+status=0
+go test -timeout 20m "$@" ./... || status=$?
+echo "=== go test: exit $status ($((SECONDS - t0)) s)" >&2
+cstatus=0
+if [ -n "$containers_pid" ]; then
+  wait "$containers_pid" || cstatus=$?
+  containers_pid=
+  echo "=== container tests (run beside go test): exit $cstatus ($((SECONDS - t0)) s)" >&2
+  cat "$containers_log" >&2
+else
+  scripts/container-tests.sh || cstatus=$?
+fi
+echo "=== done: go test exit $status, container tests exit $cstatus ($((SECONDS - t0)) s)" >&2
+[ "$status" = 0 ] && [ "$cstatus" = 0 ]
