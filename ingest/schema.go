@@ -77,6 +77,7 @@ type Mapping struct {
 
 	columns []mappedColumn   // in the target's column order
 	from    map[string][]int // each source field's columns (Apply)
+	names   [][]byte         // each column's `"name":` in its record (Apply)
 }
 
 // FieldMap is where one column's value comes from.
@@ -353,8 +354,7 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 		if c > 0 {
 			out = append(out, ',')
 		}
-		out = appendJSONString(out, col.Name)
-		out = append(out, ':')
+		out = append(out, m.names[c]...)
 		var err error
 		if out, err = col.cast(out, vals[c], vals[c] != nil); err != nil {
 			return out[:extrasAt], err
@@ -385,8 +385,10 @@ func unescapeKey(rawKey []byte) (string, error) {
 // Apply: jobs share the mapping).
 func (m *Mapping) index() {
 	m.from = make(map[string][]int, len(m.columns))
+	m.names = make([][]byte, len(m.columns))
 	for i, c := range m.columns {
 		m.from[c.From] = append(m.from[c.From], i)
+		m.names[i] = append(appendJSONString(nil, c.Name), ':')
 	}
 }
 
