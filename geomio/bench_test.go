@@ -7,9 +7,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 )
 
 // BenchmarkRead1M reads the large files in $GEOINGEST_BENCH_DIR
@@ -58,15 +58,6 @@ func BenchmarkRead1M(b *testing.B) {
 	}
 }
 
-// cpuTime returns the user and system CPU time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // vmHWM returns the process's peak resident set size in KiB, or 0.
 func vmHWM() int64 {
 	f, err := os.Open("/proc/self/status")
@@ -99,7 +90,7 @@ func BenchmarkReadFiles(b *testing.B) {
 			_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset VmHWM
 			var ms0, ms1 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
-			cpu0 := cpuTime()
+			cpu0 := geomiotest.CPUTime()
 			var n int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -116,7 +107,7 @@ func BenchmarkReadFiles(b *testing.B) {
 				r.Close()
 			}
 			b.StopTimer()
-			cpu := cpuTime() - cpu0
+			cpu := geomiotest.CPUTime() - cpu0
 			runtime.ReadMemStats(&ms1)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/feature")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/feature")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/geomio/crs"
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 )
 
 // fuzzInputDeadline is how long one fuzz input may take to read.
@@ -60,22 +61,13 @@ func fuzzDrain(t *testing.T, path string, opts Options) {
 	}
 }
 
-func addCorpusFiles(f *testing.F, glob string) {
-	matches, _ := filepath.Glob(filepath.Join(corpusDir, glob))
-	for _, m := range matches {
-		if b, err := os.ReadFile(m); err == nil && len(b) < 200<<10 {
-			f.Add(b)
-		}
-	}
-}
-
 // fuzzLimits are small, so that inputs reach every limit's check.
 var fuzzLimits = Limits{MaxUncompressedBytes: 16 << 20, MaxRecordBytes: 1 << 20, MaxEntries: 100,
 	MaxVertices: 1000, MaxPropertyBytes: 1000, MaxProperties: 50, MaxLayers: 3, MaxFeatures: 5000}
 
 func FuzzGeoJSON(f *testing.F) {
-	addCorpusFiles(f, "*/*.json")
-	addCorpusFiles(f, "*/*.geojson")
+	geomiotest.AddCorpusFiles(f, corpusDir, "*/*.json")
+	geomiotest.AddCorpusFiles(f, corpusDir, "*/*.geojson")
 	f.Add([]byte(`{"type":"FeatureCollection","features":[],"crs":{"type":"name","properties":{"name":"EPSG:2154"}}}`))
 	f.Add([]byte(`{"type":"GeometryCollection","geometries":[{"type":"Point","coordinates":[1,2]}]}`))
 	// Over the vertex and property limits, on the fast and the reference
@@ -107,7 +99,7 @@ func FuzzGeoJSONSeq(f *testing.F) {
 // FuzzShapefile fuzzes the .shp bytes against a fixed .dbf with enough
 // records.
 func FuzzShapefile(f *testing.F) {
-	addCorpusFiles(f, "*/*.shp")
+	geomiotest.AddCorpusFiles(f, corpusDir, "*/*.shp")
 	f.Add(polygonSHP(5, 1001, 5)) // a record over the vertex limit
 	dbf := makeDBF(0, []dbfCol{{"ID", 'N', 4, 0}}, func() [][]string {
 		r := make([][]string, 64)
@@ -130,7 +122,7 @@ func FuzzShapefile(f *testing.F) {
 
 // FuzzDBF fuzzes the .dbf bytes (and a .cpg) against a fixed .shp.
 func FuzzDBF(f *testing.F) {
-	addCorpusFiles(f, "*/*.dbf")
+	geomiotest.AddCorpusFiles(f, corpusDir, "*/*.dbf")
 	shpBytes := makeSHP(make([][2]float64, 64))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
@@ -145,7 +137,7 @@ func FuzzDBF(f *testing.F) {
 }
 
 func FuzzZip(f *testing.F) {
-	addCorpusFiles(f, "*/*.zip")
+	geomiotest.AddCorpusFiles(f, corpusDir, "*/*.zip")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(t.TempDir(), "f.zip")
 		if err := os.WriteFile(p, b, 0o600); err != nil {

@@ -3,25 +3,17 @@ package geomio
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio/crs"
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/ewkb"
 )
-
-// writeTemp writes content to a file called name in a fresh temp dir.
-func writeTemp(t testing.TB, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-	return p
-}
 
 // readAll drains r and returns copies of its features (a Feature is valid
 // only until the next Next) and the final error.
@@ -162,7 +154,7 @@ func TestGeoJSON(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := writeTemp(t, tc.file, tc.content)
+			path := geomiotest.WriteTemp(t, tc.file, tc.content)
 			layer, fs, err := openAll(t, path, tc.opts)
 			if tc.wantErr != "" {
 				require.Error(t, err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
 )
@@ -33,7 +34,7 @@ func TestGeoJSONSeq(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := writeTemp(t, tc.file, tc.content)
+			path := geomiotest.WriteTemp(t, tc.file, tc.content)
 			layer, fs, err := openAll(t, path, tc.opts)
 			if tc.wantErr != "" {
 				require.Error(t, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/geoingest/geoingest/geomio/shapefile"
 	"github.com/stretchr/testify/require"
 	"github.com/twpayne/go-geom"
@@ -318,11 +319,11 @@ func TestZip(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	t.Parallel()
 	for _, content := range []string{"", "hello", "\x89PNG\r\n"} {
-		_, _, err := openAll(t, writeTemp(t, "x.bin", content), Options{})
+		_, _, err := openAll(t, geomiotest.WriteTemp(t, "x.bin", content), Options{})
 		require.ErrorContains(t, err, "unsupported format")
 		require.True(t, IsInputError(err))
 	}
-	_, _, err := openAll(t, writeTemp(t, "x.zip", "not a zip"), Options{})
+	_, _, err := openAll(t, geomiotest.WriteTemp(t, "x.zip", "not a zip"), Options{})
 	require.ErrorContains(t, err, "invalid zip")
 }
 

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"os"
 	"testing"
+
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 )
 
 // benchFeatures returns up to n lines of the GeoJSON sequence in
@@ -34,7 +36,7 @@ func BenchmarkFastFeature(b *testing.B) {
 	layer := Layer{Name: "p", SRID: 4326}
 	var d fastDecoder
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := geomiotest.CPUTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		raw := fs[i%len(fs)]
@@ -46,7 +48,7 @@ func BenchmarkFastFeature(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((geomiotest.CPUTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkSlowFeature decodes the same features with the reference

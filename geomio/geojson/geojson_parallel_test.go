@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -295,7 +296,7 @@ func TestParallelEdgeCases(t *testing.T) {
 			if tc.seq {
 				name = "a.geojsonl"
 			}
-			path := writeTemp(t, name, tc.content)
+			path := geomiotest.WriteTemp(t, name, tc.content)
 			want := checkAllTunings(t, path, tc.seq, tc.opts)
 			if tc.wantErr == "" {
 				require.NoError(t, want.err)
@@ -312,7 +313,7 @@ func TestParallelEdgeCases(t *testing.T) {
 func TestParallelClose(t *testing.T) {
 	t.Parallel()
 	content := `{"type":"FeatureCollection","features":[` + strings.Repeat(feat1+",", 5000) + feat2 + `]}`
-	path := writeTemp(t, "a.geojson", content)
+	path := geomiotest.WriteTemp(t, "a.geojson", content)
 	for _, tu := range testTunings {
 		r, err := Open(path, Options{Limits: DefaultLimits})
 		require.NoError(t, err)
@@ -339,7 +340,7 @@ var fuzzTuning = tuning{BufSize: 32, MaxItems: 2, MinParallel: 0, Workers: 2, Cr
 // FuzzGeoJSONParallel: for any input, the new FeatureCollection reader
 // (serially and in parallel) gives what the reference reader gives.
 func FuzzGeoJSONParallel(f *testing.F) {
-	addCorpusFiles(f, "*/*.json")
+	geomiotest.AddCorpusFiles(f, corpusDir, "*/*.json")
 	f.Add([]byte(`{"type":"FeatureCollection","features":[` + feat1 + `,` + feat2 + `],"crs":{"type":"name","properties":{"name":"EPSG:3857"}}}`))
 	f.Add([]byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"s":"]}\"],[{\\"},"geometry":{"type":"MultiPolygon","coordinates":[[[[0,0],[1,0],[1,1],[0,0]],[]],[]]}}]}`))
 	f.Add([]byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"LineString","coordinates":[[1,2,3],[4e-1,5.25E+2]]}},{"type":"Feature","geometry":null}]}`))
@@ -409,13 +410,13 @@ func TestTrailingMember(t *testing.T) {
 		{tail: `,"crs":1} x`, ok: false},
 		{tail: `,"crs" 1}`, ok: false},
 	} {
-		path := writeTemp(t, "a.geojson", feats+tc.tail)
+		path := geomiotest.WriteTemp(t, "a.geojson", feats+tc.tail)
 		raw, ok := trailingMember(path, "crs", 200)
 		require.Equal(t, tc.ok, ok, tc.tail)
 		require.Equal(t, tc.want, string(raw), tc.tail)
 	}
 	// A file no larger than the window is scanned forwards instead.
-	_, ok := trailingMember(writeTemp(t, "a.geojson", `{"features":[],"crs":1}`), "crs", 200)
+	_, ok := trailingMember(geomiotest.WriteTemp(t, "a.geojson", `{"features":[],"crs":1}`), "crs", 200)
 	require.False(t, ok)
 }
 
@@ -431,7 +432,7 @@ func TestCRSAfterLargeMember(t *testing.T) {
 	tu := defaultTuning
 	tu.CrsWindow = 300
 
-	path := writeTemp(t, "a.geojson", feats+`,`+crs+`,"big":"`+strings.Repeat("x", 400)+`"}`)
+	path := geomiotest.WriteTemp(t, "a.geojson", feats+`,`+crs+`,"big":"`+strings.Repeat("x", 400)+`"}`)
 	want := readLegacy(t, path, false, Options{})
 	require.NoError(t, want.err)
 	require.Equal(t, 3857, want.layer.SRID)
@@ -439,7 +440,7 @@ func TestCRSAfterLargeMember(t *testing.T) {
 	require.Error(t, got.err)
 	require.Contains(t, got.err.Error(), "put the crs member before the features array")
 
-	path = writeTemp(t, "a.geojson", feats+`,"big":"`+strings.Repeat("x", 400)+`",`+crs+`}`)
+	path = geomiotest.WriteTemp(t, "a.geojson", feats+`,"big":"`+strings.Repeat("x", 400)+`",`+crs+`}`)
 	want = readLegacy(t, path, false, Options{})
 	require.NoError(t, want.err)
 	requireSame(t, want, readTuned(t, path, false, Options{}, tu))

@@ -2,10 +2,7 @@ package geojson
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,17 +35,6 @@ func FeatureLimitError(file string, layer string, index int64, le *core.LimitErr
 
 // corpusDir is the repository's corpus of real files.
 const corpusDir = "../../testdata/corpus"
-
-// addCorpusFiles adds the corpus's files that match glob (and are small)
-// to f's seeds.
-func addCorpusFiles(f *testing.F, glob string) {
-	matches, _ := filepath.Glob(filepath.Join(corpusDir, glob))
-	for _, m := range matches {
-		if b, err := os.ReadFile(m); err == nil && len(b) < 200<<10 {
-			f.Add(b)
-		}
-	}
-}
 
 // fuzzInputDeadline is how long one fuzz input may take to read.
 const fuzzInputDeadline = 10 * time.Second
@@ -95,14 +81,6 @@ func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) 
 	return r.Layer(), fs, err
 }
 
-// writeTemp writes content to a file name in a fresh temporary folder.
-func writeTemp(t testing.TB, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-	return p
-}
-
 // cloneFeature copies f, which is valid only until the next Next.
 func cloneFeature(f Feature) Feature {
 	f.Properties = bytes.Clone(f.Properties)
@@ -120,12 +98,3 @@ func cloneFeature(f Feature) Feature {
 
 // sq is a valid square, as a GeoJSON geometry.
 const sq = `{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}`
-
-// cpuTime returns the user and system CPU time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}

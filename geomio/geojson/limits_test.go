@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,7 +59,7 @@ func TestLimitsGeoJSON(t *testing.T) {
 		"more than 1000 bytes in one feature, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeTemp(t, "parcels.geojson", `{"type":"FeatureCollection","features":[`+okFeature+`,`+tc.second+`]}`)
+			path := geomiotest.WriteTemp(t, "parcels.geojson", `{"type":"FeatureCollection","features":[`+okFeature+`,`+tc.second+`]}`)
 			for name, tu := range testTunings {
 				r, err := openTuned(path, path, "parcels", 0, Options{Limits: tc.lim.WithDefaults()}, tu)
 				require.NoError(t, err)
@@ -80,10 +81,10 @@ func TestLimitsGeoJSON(t *testing.T) {
 
 func TestLimitsGeoJSONSingleFeature(t *testing.T) {
 	t.Parallel()
-	path := writeTemp(t, "one.geojson", featureJSONText(`{}`, polygonOf(6)))
+	path := geomiotest.WriteTemp(t, "one.geojson", featureJSONText(`{}`, polygonOf(6)))
 	_, _, err := openAll(t, path, Options{Limits: Limits{MaxVertices: 5}})
 	require.EqualError(t, err, path+`: layer "one", feature 0: more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)`)
-	path = writeTemp(t, "one.geojson", featureJSONText(`{"s":"`+strings.Repeat("x", 2*decoderSlack)+`"}`, polygonOf(5)))
+	path = geomiotest.WriteTemp(t, "one.geojson", featureJSONText(`{"s":"`+strings.Repeat("x", 2*decoderSlack)+`"}`, polygonOf(5)))
 	_, _, err = openAll(t, path, Options{Limits: Limits{MaxRecordBytes: 100}})
 	require.ErrorContains(t, err, `layer "one", feature 0: more than 100 bytes in one feature`)
 }
@@ -96,7 +97,7 @@ func TestLimitsGeoJSONSeq(t *testing.T) {
 		limitCase{"vertices, bare geometry", Limits{MaxVertices: 5}, polygonOf(6), "more than 5 vertices"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := writeTemp(t, "parcels.geojsonl", okFeature+"\n"+tc.second+"\n")
+			path := geomiotest.WriteTemp(t, "parcels.geojsonl", okFeature+"\n"+tc.second+"\n")
 			_, fs, err := openAll(t, path, Options{Limits: tc.lim})
 			require.Len(t, fs, 1)
 			require.True(t, IsLimitError(err), "%v", err)
@@ -143,7 +144,7 @@ func TestSplitterBufferBounded(t *testing.T) {
 // the feature limit too, under every tuning as the reference reader.
 func TestLimitsGeoJSONTail(t *testing.T) {
 	t.Parallel()
-	path := writeTemp(t, "tail.geojson", `{"type":"FeatureCollection","features":[`+okFeature+`],"meta":"`+strings.Repeat("x", 3*decoderSlack)+`"}`)
+	path := geomiotest.WriteTemp(t, "tail.geojson", `{"type":"FeatureCollection","features":[`+okFeature+`],"meta":"`+strings.Repeat("x", 3*decoderSlack)+`"}`)
 	want := checkAllTunings(t, path, false, Options{Limits: Limits{MaxRecordBytes: 100}})
 	require.EqualError(t, want.err, path+": upload: a member of more than 100 bytes after the features array, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)")
 }

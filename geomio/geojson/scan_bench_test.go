@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 )
 
@@ -33,14 +34,14 @@ func BenchmarkSkipNested(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(len(data) - start))
-	cpu0 := cpuTime()
+	cpu0 := geomiotest.CPUTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if jsonscan.SkipNested(data, start) < 0 {
 			b.Fatal("features array does not end")
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/float64(len(data)-start), "cpu-ns/byte")
+	b.ReportMetric(float64((geomiotest.CPUTime()-cpu0).Nanoseconds())/float64(b.N)/float64(len(data)-start), "cpu-ns/byte")
 }
 
 // BenchmarkSkipDeep measures the crs pre-scan's loop over the features
@@ -55,14 +56,14 @@ func BenchmarkSkipDeep(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(len(data) - start))
-	cpu0 := cpuTime()
+	cpu0 := geomiotest.CPUTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		depth := 1
 		var inStr, esc bool
 		skipDeep(data, start, &depth, &inStr, &esc)
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/float64(len(data)-start), "cpu-ns/byte")
+	b.ReportMetric(float64((geomiotest.CPUTime()-cpu0).Nanoseconds())/float64(b.N)/float64(len(data)-start), "cpu-ns/byte")
 }
 
 // skipNestedBytewise is skipNested with byte-at-a-time loops, for
@@ -115,12 +116,12 @@ func BenchmarkSkipNestedBytewise(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(len(data) - start))
-	cpu0 := cpuTime()
+	cpu0 := geomiotest.CPUTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if skipNestedBytewise(data, start) < 0 {
 			b.Fatal("features array does not end")
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/float64(len(data)-start), "cpu-ns/byte")
+	b.ReportMetric(float64((geomiotest.CPUTime()-cpu0).Nanoseconds())/float64(b.N)/float64(len(data)-start), "cpu-ns/byte")
 }

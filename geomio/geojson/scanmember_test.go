@@ -3,6 +3,7 @@ package geojson
 import (
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,7 +16,7 @@ func TestScanTopLevelMember(t *testing.T) {
 		{`{"features":[{"crs":2}],"b":"crs","crs":"EPSG:1"}`, `"EPSG:1"`},
 		{`{"features":[],"c\"rs":3}`, ``},
 	} {
-		got, err := scanTopLevelMember(writeTemp(t, "a.json", tc.content), "crs", 1024)
+		got, err := scanTopLevelMember(geomiotest.WriteTemp(t, "a.json", tc.content), "crs", 1024)
 		require.NoError(t, err)
 		require.Equal(t, tc.want, string(got), tc.content)
 	}
