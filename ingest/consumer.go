@@ -72,7 +72,9 @@ type Consumer struct {
 	preclaimed sync.Map
 }
 
-// Stopping reports whether Run has stopped receiving (shutting down).
+// Stopping reports whether Run is shutting down: true from the moment its
+// context is done (or it went idle), while a receive in progress ends and
+// jobs in flight finish, so /readyz answers 503 at once.
 func (c *Consumer) Stopping() bool { return c.stopping.Load() }
 
 // Run receives and handles messages with at most Workers at once until ctx
@@ -121,7 +123,10 @@ func (c *Consumer) run(ctx context.Context) {
 	// that does not answer).
 	recvCtx, cancelRecv := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRecv()
-	stopRecvCut := context.AfterFunc(ctx, func() { time.AfterFunc(max(c.Grace, time.Second), cancelRecv) })
+	stopRecvCut := context.AfterFunc(ctx, func() {
+		c.stopping.Store(true)
+		time.AfterFunc(max(c.Grace, time.Second), cancelRecv)
+	})
 	defer stopRecvCut()
 receive:
 	for ctx.Err() == nil {

@@ -32,6 +32,10 @@ func TestServeStopGivesBackItsLastReceive(t *testing.T) {
 	eventually(t, 60*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
 	time.Sleep(time.Second) // its long poll is waiting on the empty queue
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
+	// Send once the shutdown has begun (/readyz 503), not merely once the
+	// signal is sent: a message received before serve has seen its signal
+	// is an ordinary delivery, handled and acked like any other.
+	eventually(t, 30*time.Second, "serve unready after SIGTERM", func() bool { return readyz(addr) == http.StatusServiceUnavailable })
 	sendBody(t, c.sqs.Client, c.queueURL, `{"Records":[]}`)
 	select {
 	case <-w.exited:
