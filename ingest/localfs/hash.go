@@ -15,21 +15,56 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 )
 
-// hashFiles returns the SHA-256 of the files' bytes; for several files, of
-// each file's extension and hash in turn, so that the token covers every
-// part. The parts are hashed at once (a shapefile's .shp and .dbf are
-// both large).
-func hashFiles(paths []string) (string, error) {
-	sums := make([]string, len(paths))
+// part is one file of a source as Source read it: its SHA-256, and its
+// fileID from before the hashing, with whether that ID can vouch for the
+// bytes at fetch (settled: not racy, and given by fstat at all).
+type part struct {
+	path    string
+	sum     string
+	id      fileID
+	settled bool
+}
+
+// hashParts hashes the files (the parts at once: a shapefile's .shp and
+// .dbf are both large) and returns them with the version token: the
+// SHA-256 of the file's bytes; for several files, of each file's
+// extension and hash in turn, so that the token covers every part.
+func hashParts(paths []string) ([]part, string, error) {
+	parts := make([]part, len(paths))
 	err := eachPart(len(paths), func(i int) error {
-		sum, err := hashFile(paths[i], nil)
-		sums[i] = sum
+		var err error
+		parts[i], err = hashPart(paths[i])
 		return err
 	})
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return combineHashes(paths, sums), nil
+	sums := make([]string, len(parts))
+	for i, p := range parts {
+		sums[i] = p.sum
+	}
+	return parts, combineHashes(paths, sums), nil
+}
+
+// hashPart hashes one file, its fileID read first (and the clock before
+// that): a write during the hashing or after it moves the ctime from the
+// one recorded, unless the file is racy, which then is not settled.
+func hashPart(path string) (part, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return part{}, ingest.Permanentf("%s: %w", path, err)
+	}
+	defer f.Close()
+	t0 := now()
+	id, ok, err := statID(f)
+	if err != nil {
+		return part{}, ingest.Transientf("%s: %w", path, err)
+	}
+	sum, err := hashOpen(f, path, nil)
+	if err != nil {
+		return part{}, err
+	}
+	return part{path: path, sum: sum, id: id, settled: ok && id.settled(t0)}, nil
 }
 
 // combineHashes is hashFiles's token from each part's own SHA-256.
@@ -78,17 +113,22 @@ const (
 	hashChunks = 4
 )
 
-// hashFile hashes path, copying it to w on the way when w is not nil. The
-// reads, the hashing and the writes run on goroutines of their own over a
-// few rotating buffers, so that a copy costs about the longest of the
-// three rather than their sum.
+// hashFile hashes path, copying it to w on the way when w is not nil
+// (hashOpen).
 func hashFile(path string, w io.Writer) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", ingest.Permanentf("%s: %w", path, err)
 	}
 	defer f.Close()
+	return hashOpen(f, path, w)
+}
 
+// hashOpen hashes the open file f (named path) from where it is, copying
+// it to w on the way when w is not nil. The reads, the hashing and the
+// writes run on goroutines of their own over a few rotating buffers, so
+// that a copy costs about the longest of the three rather than their sum.
+func hashOpen(f *os.File, path string, w io.Writer) (string, error) {
 	free := make(chan []byte, hashChunks)
 	for range hashChunks {
 		free <- make([]byte, hashChunk)

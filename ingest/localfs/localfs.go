@@ -1,8 +1,22 @@
 // Package localfs is the local file system as a store of uploads: the
 // inbox, a local backfill, `geoingest ingest FILE`. It implements
 // ingest.FileSource (a file, or a shapefile set, pinned by the SHA-256 of
-// its bytes, copied into a job's directory and hashed on the way, ordered
-// by modification time) and lists a directory for a backfill.
+// its bytes, copied into a job's directory, ordered by modification time)
+// and lists a directory for a backfill.
+//
+// A file is hashed once, by Source, for its version token. The fetch
+// proves its copy is that version without hashing it again when it can:
+// Source records each part's identity from fstat (device, inode, size,
+// modification and change times in nanoseconds) before hashing it, and
+// the fetch copies the part only if fstat gives the same identity before
+// and after the copy. Any write moves the change time, which no user can
+// set back, to the current time; so a file whose times were at least
+// racyWindow (2 s) older than Source's look is proven unchanged by an
+// equal identity. A racy file (touched within that window: a write in the
+// same timestamp tick would not move its times), a changed identity, or a
+// system with no fstat identity is hashed again as it is copied, and a
+// copy whose hash is not the token is refused (Transient). Either way a
+// file changed after Source is never ingested under the old token.
 package localfs
 
 import (
@@ -27,11 +41,11 @@ func Source(path string) (ingest.Source, ingest.Fetcher, error) {
 		return ingest.Source{}, nil, ingest.Permanentf("%s: %w", path, err)
 	}
 	abs = filepath.Clean(abs)
-	parts, err := localParts(abs)
+	paths, err := localParts(abs)
 	if err != nil {
 		return ingest.Source{}, nil, err
 	}
-	token, err := hashFiles(parts)
+	parts, token, err := hashParts(paths)
 	if err != nil {
 		return ingest.Source{}, nil, err
 	}
@@ -40,7 +54,7 @@ func Source(path string) (ingest.Source, ingest.Fetcher, error) {
 		return ingest.Source{}, nil, ingest.Permanentf("%s: %w", path, err)
 	}
 	src := ingest.Source{Bucket: ingest.LocalBucket, Key: abs, VersionToken: token, Order: ingest.OrderFromTime(st.ModTime())}
-	return src, &localFetcher{parts: parts, token: token}, nil
+	return src, &localFetcher{parts: parts, token: token, rehashed: make([]bool, len(parts))}, nil
 }
 
 // Files is the ingest.FileSource of the local file system.
@@ -96,34 +110,39 @@ func localParts(abs string) ([]string, error) {
 }
 
 type localFetcher struct {
-	parts []string
+	parts []part
 	token string
+	// rehashed[i]: the last Fetch hashed part i again (its identity could
+	// not vouch for it); for tests.
+	rehashed []bool
 }
 
-// Fetch copies the file (or shapefile set, its parts at once) into dir,
-// hashing it on the way, and fails with a Transient error if it changed
-// since its key was made.
+// Fetch copies the file (or shapefile set, its parts at once) into dir and
+// fails with a Transient error if it changed since its key was made: a
+// settled part whose fstat identity is unchanged before and after its
+// copy is that version; any other part is hashed on the way (the package
+// doc).
 func (l *localFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, error) {
-	// The token is computed from the bytes as they were copied: what the
-	// copy holds is what was hashed, so reading the copies again to hash
-	// them would add a pass over the data and no assurance.
 	copies := make([]string, len(l.parts))
 	sums := make([]string, len(l.parts))
 	sizes := make([]int64, len(l.parts))
 	err := eachPart(len(l.parts), func(i int) error {
 		p := l.parts[i]
-		dst := filepath.Join(dir, filepath.Base(p))
+		dst := filepath.Join(dir, filepath.Base(p.path))
+		copies[i] = dst
+		f, err := os.Open(p.path)
+		if err != nil {
+			return ingest.Permanentf("%s: %w", p.path, err)
+		}
+		defer f.Close()
 		out, err := os.Create(dst)
 		if err != nil {
 			return ingest.Transientf("%s: %w", dst, err)
 		}
-		cw := &countingWriter{w: out}
-		sum, err := hashFile(p, cw)
-		sizes[i] = cw.n
+		sums[i], sizes[i], l.rehashed[i], err = copyPart(f, out, p)
 		if cerr := out.Close(); err == nil && cerr != nil {
 			err = ingest.Transientf("%s: %w", dst, cerr)
 		}
-		copies[i], sums[i] = dst, sum
 		return err
 	})
 	if err != nil {
@@ -131,13 +150,41 @@ func (l *localFetcher) Fetch(ctx context.Context, dir string) (ingest.Fetched, e
 	}
 	token := combineHashes(copies, sums)
 	if token != l.token {
-		return ingest.Fetched{}, ingest.Transientf("%s: file changed while being ingested; run it again as a new version", l.parts[0])
+		return ingest.Fetched{}, changedErr(l.parts[0].path)
 	}
 	var size int64
 	for _, n := range sizes {
 		size += n
 	}
-	return ingest.Fetched{Path: filepath.Join(dir, filepath.Base(l.parts[0])), ContentHash: token, Size: size}, nil
+	return ingest.Fetched{Path: filepath.Join(dir, filepath.Base(l.parts[0].path)), ContentHash: token, Size: size}, nil
+}
+
+func changedErr(path string) error {
+	return ingest.Transientf("%s: file changed while being ingested; run it again as a new version", path)
+}
+
+// copyPart copies f (part p, open) to out and returns the SHA-256 of what
+// it copied: Source's, when p is settled and f's identity is p's before
+// and after a plain copy (which the kernel may do without the bytes
+// passing through this process); else the hash of the bytes as they
+// were copied (rehashed).
+func copyPart(f, out *os.File, p part) (sum string, size int64, rehashed bool, _ error) {
+	if p.settled {
+		if id, ok, err := statID(f); err == nil && ok && id == p.id {
+			n, err := io.Copy(out, f)
+			if err != nil {
+				return "", n, false, ingest.Transientf("%s: %w", p.path, err)
+			}
+			after, ok, err := statID(f)
+			if err != nil || !ok || after != p.id || n != p.id.size {
+				return "", n, false, changedErr(p.path)
+			}
+			return p.sum, n, false, nil
+		}
+	}
+	cw := &countingWriter{w: out}
+	sum, err := hashOpen(f, p.path, cw)
+	return sum, cw.n, true, err
 }
 
 // countingWriter counts the bytes written through it.
