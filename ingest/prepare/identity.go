@@ -71,6 +71,11 @@ var errNotJSON = errors.New("not JSON that jsonb takes")
 func CanonicalProps(dst, in []byte) ([]byte, error) {
 	c := canonPool.Get().(*canon)
 	defer canonPool.Put(c)
+	return c.canonical(dst, in)
+}
+
+// canonical is CanonicalProps with c.
+func (c *canon) canonical(dst, in []byte) ([]byte, error) {
 	c.in, c.keys = in, c.keys[:0]
 	i, out, err := c.value(dst, jsonscan.SkipSpace(in, 0), 0)
 	if err != nil {
@@ -88,6 +93,8 @@ type canon struct {
 	tmp   []byte
 	arena []byte
 	keys  []byte // the keys that needed unescaping, unescaped
+	idx   []int32
+	memo  keyOrder
 }
 
 func keyLess(a, b []byte) bool {
@@ -253,35 +260,28 @@ func (c *canon) object(dst []byte, i, depth int) (_ int, _ []byte, err error) {
 	}
 	ms := c.mems[base:]
 	// jsonb's order: shorter keys first, then by bytes; of equal keys the
-	// last one written is kept.
-	for a := 1; a < len(ms); a++ { // an insertion sort (stable): objects are small
-		ka := c.key(&ms[a])
-		if !keyLess(ka, c.key(&ms[a-1])) {
-			continue // in order already: the usual case for sorted input
+	// last one written is kept. The top object's order is remembered: the
+	// next feature's object most often has the same keys in the same
+	// order, and then takes it at the cost of comparing its keys.
+	var order []int32
+	if depth == 0 && c.sameKeys(ms) {
+		order = c.memo.order
+	} else {
+		order = c.sortMembers(ms)
+		if depth == 0 {
+			c.remember(ms, order)
 		}
-		m := ms[a]
-		b := a
-		for ; b > 0 && keyLess(ka, c.key(&ms[b-1])); b-- {
-			ms[b] = ms[b-1]
-		}
-		ms[b] = m
 	}
 	dst = append(dst, '{')
-	first := true
-	for k := range ms {
-		m := &ms[k]
-		key := c.key(m)
-		if k+1 < len(ms) && bytes.Equal(c.key(&ms[k+1]), key) {
-			continue // a later value of the same key wins
-		}
-		if !first {
+	for k, o := range order {
+		m := &ms[o]
+		if k > 0 {
 			dst = append(dst, ", "...)
 		}
-		first = false
 		if m.plain {
-			dst = append(append(append(dst, '"'), key...), '"')
+			dst = append(append(append(dst, '"'), c.in[m.ks:m.ke]...), '"')
 		} else {
-			dst = escapeJSON(dst, key)
+			dst = escapeJSON(dst, c.keys[m.ks:m.ke])
 		}
 		dst = append(dst, ": "...)
 		dst = append(dst, vals[m.vs:m.ve]...)
@@ -290,6 +290,75 @@ func (c *canon) object(dst []byte, i, depth int) (_ int, _ []byte, err error) {
 		c.arena = vals[:0]
 	}
 	return i, append(dst, '}'), c.dropMembers(base, nil)
+}
+
+// keyOrder is the top object's member order as object last worked it
+// out: its keys in the order written (keys, ends), and the members to
+// write, by index, in jsonb's order (a repeated key's last member only).
+type keyOrder struct {
+	keys  []byte
+	ends  []int32
+	order []int32
+}
+
+// sameKeys reports whether ms have the keys of the remembered object, in
+// the same order.
+func (c *canon) sameKeys(ms []member) bool {
+	if len(ms) != len(c.memo.ends) || len(ms) == 0 {
+		return false
+	}
+	start := int32(0)
+	for k := range ms {
+		end := c.memo.ends[k]
+		if !bytes.Equal(c.key(&ms[k]), c.memo.keys[start:end]) {
+			return false
+		}
+		start = end
+	}
+	return true
+}
+
+// remember keeps ms's keys and order for sameKeys.
+func (c *canon) remember(ms []member, order []int32) {
+	c.memo.keys, c.memo.ends = c.memo.keys[:0], c.memo.ends[:0]
+	for k := range ms {
+		c.memo.keys = append(c.memo.keys, c.key(&ms[k])...)
+		c.memo.ends = append(c.memo.ends, int32(len(c.memo.keys)))
+	}
+	c.memo.order = append(c.memo.order[:0], order...)
+}
+
+// sortMembers returns the indices of the members to write, in jsonb's
+// order: sorted by key (keyLess), of equal keys the last one written
+// only. The slice is c's scratch, valid until the next call.
+func (c *canon) sortMembers(ms []member) []int32 {
+	idx := c.idx[:0]
+	for k := range ms {
+		idx = append(idx, int32(k))
+	}
+	// An insertion sort (stable): objects are small, and most often in
+	// order already.
+	for a := 1; a < len(idx); a++ {
+		ka := c.key(&ms[idx[a]])
+		if !keyLess(ka, c.key(&ms[idx[a-1]])) {
+			continue
+		}
+		v := idx[a]
+		b := a
+		for ; b > 0 && keyLess(ka, c.key(&ms[idx[b-1]])); b-- {
+			idx[b] = idx[b-1]
+		}
+		idx[b] = v
+	}
+	out := idx[:0]
+	for k, o := range idx {
+		if k+1 < len(idx) && bytes.Equal(c.key(&ms[idx[k+1]]), c.key(&ms[o])) {
+			continue // a later value of the same key wins
+		}
+		out = append(out, o)
+	}
+	c.idx = idx
+	return out
 }
 
 // dropMembers forgets the members collected past base (an object's, once
