@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"go.yaml.in/yaml/v3"
@@ -274,9 +273,38 @@ func (e *CastError) Error() string {
 // mapping's record, appended to out: the columns in order (null when the
 // field is missing, null or an empty text), then "extras" with the fields
 // not mapped, in the file's order. A value that does not cast is a
-// *CastError. One pass over props, with no allocation for a field whose
-// name has no escape; the caller reuses out.
+// *CastError. One pass over props; the caller reuses out. A stream of
+// features is mapped cheaper by one Applier.
 func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
+	return m.Applier().Apply(out, props)
+}
+
+// An Applier maps a stream of features' attributes with one mapping
+// (Apply), in one goroutine. It remembers which columns each key took in
+// the feature before, by its place: a file's features most often have
+// the same keys in the same order, and a key then costs a comparison of
+// its bytes rather than a lookup by name. It writes the extras apart, with
+// no allocation once warm for a field whose name has no escape.
+type Applier struct {
+	m      *Mapping
+	prev   []appliedKey
+	extras []byte
+}
+
+// appliedKey is the key at one place of the feature before: its raw JSON
+// text and its columns (mapped false: an extra).
+type appliedKey struct {
+	raw    []byte
+	cols   []int
+	mapped bool
+}
+
+// Applier returns a new Applier of m.
+func (m *Mapping) Applier() *Applier { return &Applier{m: m} }
+
+// Apply is Mapping.Apply.
+func (a *Applier) Apply(out, props []byte) ([]byte, error) {
+	m := a.m
 	var small [32][]byte
 	vals := small[:0:0] // each column's raw value, nil: missing
 	if len(m.columns) <= len(small) {
@@ -284,48 +312,57 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 	} else {
 		vals = make([][]byte, len(m.columns))
 	}
-	extrasAt := len(out)
-	out = append(out, `"extras":{`...) // the extras first, moved after the columns at the end
+	start := len(out)
+	extras := a.extras[:0]
 	n := 0
 	i := jsonscan.SkipSpace(props, 0)
 	if i >= len(props) || props[i] != '{' {
-		return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+		return out, notObject()
 	}
 	i++
-	for {
+	for k := 0; ; k++ {
 		i = jsonscan.SkipSpace(props, i)
 		if i >= len(props) || props[i] != '"' {
 			break // '}' (or malformed: geomio gives JSON objects)
 		}
 		end, escaped := jsonscan.StringEnd(props, i)
 		if end < 0 {
-			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+			return out, notObject()
 		}
 		end-- // the closing quote
 		rawKey := props[i : end+1]
-		key := props[i+1 : end]
 		var cols []int
 		var mapped bool
-		if escaped {
-			name, err := unescapeKey(rawKey)
-			if err != nil {
-				return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
-			}
-			cols, mapped = m.from[name]
+		if k < len(a.prev) && bytes.Equal(a.prev[k].raw, rawKey) {
+			cols, mapped = a.prev[k].cols, a.prev[k].mapped
 		} else {
-			cols, mapped = m.from[string(key)]
+			if escaped {
+				name, err := unescapeKey(rawKey)
+				if err != nil {
+					return out, notObject()
+				}
+				cols, mapped = m.from[name]
+			} else {
+				cols, mapped = m.from[string(props[i+1:end])]
+			}
+			if k == len(a.prev) {
+				a.prev = append(a.prev, appliedKey{})
+			}
+			if k < len(a.prev) {
+				a.prev[k] = appliedKey{raw: append(a.prev[k].raw[:0], rawKey...), cols: cols, mapped: mapped}
+			}
 		}
 		i = jsonscan.SkipSpace(props, end+1)
 		if i >= len(props) || props[i] != ':' {
-			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+			return out, notObject()
 		}
 		i = jsonscan.SkipSpace(props, i+1)
 		if i >= len(props) {
-			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+			return out, notObject()
 		}
 		vend := jsonscan.SkipValue(props, i)
 		if vend < 0 {
-			return out[:extrasAt], &CastError{Why: ": attributes are not a JSON object"}
+			return out, notObject()
 		}
 		val := props[i:vend]
 		if mapped {
@@ -334,44 +371,35 @@ func (m *Mapping) Apply(out, props []byte) ([]byte, error) {
 			}
 		} else {
 			if n > 0 {
-				out = append(out, ',')
+				extras = append(extras, ',')
 			}
 			n++
-			out = append(out, rawKey...)
-			out = append(out, ':')
-			out = append(out, val...)
+			extras = append(extras, rawKey...)
+			extras = append(extras, ':')
+			extras = append(extras, val...)
 		}
 		i = jsonscan.SkipSpace(props, vend)
 		if i < len(props) && props[i] == ',' {
 			i++
 		}
 	}
-	out = append(out, '}')
-	extrasEnd := len(out)
-	// The columns, after the extras for now.
+	a.extras = extras
 	out = append(out, '{')
 	for c, col := range m.columns {
-		if c > 0 {
-			out = append(out, ',')
-		}
 		out = append(out, m.names[c]...)
 		var err error
 		if out, err = col.cast(out, vals[c], vals[c] != nil); err != nil {
-			return out[:extrasAt], err
+			return out[:start], err
 		}
-	}
-	if len(m.columns) > 0 {
 		out = append(out, ',')
 	}
-	// {columns..., then "extras":{...}}: rotate the extras behind, in
-	// place (three reversals).
-	rec := out[extrasAt:]
-	k := extrasEnd - extrasAt
-	slices.Reverse(rec[:k])
-	slices.Reverse(rec[k:])
-	slices.Reverse(rec)
-	return append(out, '}'), nil
+	out = append(out, `"extras":{`...)
+	out = append(out, extras...)
+	return append(out, '}', '}'), nil
 }
+
+// notObject is Apply's error for attributes that are not a JSON object.
+func notObject() error { return &CastError{Why: ": attributes are not a JSON object"} }
 
 // unescapeKey is the field name of rawKey, a JSON string with escapes
 // (on the heap: apart, so that Apply's other keys are not).

@@ -75,16 +75,54 @@ func TestMappingApply(t *testing.T) {
 	require.Equal(t, "m", p.Map()["mapping"].(map[string]any)["name"])
 }
 
-// BenchmarkMappingApply is the mapping's cost per feature of 20 columns.
+// BenchmarkMappingApply is the mapping's cost per feature of 20 columns,
+// by one Applier over a stream (as a job maps).
 func BenchmarkMappingApply(b *testing.B) {
-	m := schema20(b).Mapping("m")
+	a := schema20(b).Mapping("m").Applier()
 	props := props20()
 	var out []byte
 	b.SetBytes(int64(len(props)))
 	for i := 0; i < b.N; i++ {
 		var err error
-		if out, err = m.Apply(out[:0], props); err != nil {
+		if out, err = a.Apply(out[:0], props); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestApplierRemembersKeys: one Applier, which remembers each key's
+// columns by its place from the feature before, maps each of a run of
+// features (the same keys with other values, other orders, escaped names,
+// fewer and more keys, a value that does not cast, attributes that are not
+// an object) as a new one does.
+func TestApplierRemembersKeys(t *testing.T) {
+	m := schema20(t).Mapping("m")
+	base := string(props20())
+	runs := []string{
+		base,
+		strings.Replace(base, `"0012345"`, `"42"`, 1),
+		`{"F1":7,"F0":" a ","EXTRA":1}`,
+		`{"F0":" a ","F1":7,"EXTRA":1}`,
+		`{"F\u0030":" b ","F1":8,"EXTRA":2}`,
+		`{"F0":" c ","F\u0031":9,"E\"x":3}`,
+		`{"F0":" c ","F1":"12x"}`,
+		`{"F0":" d ","F1":10}`,
+		`{"F0":" d "}`,
+		`{"EXTRA":1,"F0":"e","F1":11,"F2":"1.5","MORE":[1,{"a":2}]}`,
+		`[1]`,
+		`{"EXTRA":1,"F0":"e","F1":11,"F2":"1.5","MORE":null}`,
+		base,
+		`{}`,
+		base,
+	}
+	a := m.Applier()
+	var out []byte
+	for n, p := range runs {
+		var err error
+		out, err = a.Apply(out[:0], []byte(p))
+		want, wantErr := m.Apply(nil, []byte(p))
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || string(out) != string(want) {
+			t.Errorf("feature %d %s: %s, %v; a new Applier gives %s, %v", n, p, out, err, want, wantErr)
 		}
 	}
 }

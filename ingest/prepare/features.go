@@ -57,6 +57,7 @@ type Features struct {
 	// mapping is the job's typed-schema mapping (nil: none), mapped the
 	// record of the current feature (reused).
 	mapping *ingest.Mapping
+	applier *ingest.Applier // mapping's, for this stream
 	mapped  []byte
 
 	// Invalid holds the indexes of the features the workers found
@@ -135,7 +136,11 @@ type ObserverWorker interface {
 // New returns the Features of r under the policies of p, with known
 // deciding which SRIDs can be written.
 func New(ctx context.Context, r geomio.Reader, p ingest.Params, known KnownSRID) *Features {
-	return &Features{ctx: ctx, r: r, p: p, known: known, mapping: p.TheMapping()}
+	f := &Features{ctx: ctx, r: r, p: p, known: known, mapping: p.TheMapping()}
+	if f.mapping != nil {
+		f.applier = f.mapping.Applier()
+	}
+	return f
 }
 
 // Extent is the bounding box (xmin, ymin, xmax, ymax) of the features
@@ -229,7 +234,7 @@ func (f *Features) next(direct bool) bool {
 		if f.mapping != nil {
 			// The typed schema's record (ingest/schema.go); a value that
 			// does not cast goes to the quarantine, never to NULL.
-			out, err := f.mapping.Apply(f.mapped[:0], props)
+			out, err := f.applier.Apply(f.mapped[:0], props)
 			f.mapped = out
 			if err != nil {
 				if !f.skip(&ft, ingest.RuleCast, err.Error()+" (mapping "+f.mapping.Name+")") {
