@@ -177,6 +177,12 @@ func vertices(g geom.T) int64 {
 // measures their values. Props that are not a valid JSON object are not
 // its business (readers produce valid ones) and pass.
 func (l *Limits) checkProperties(props []byte) *LimitError {
+	// Text too short to break either limit is not scanned: n members take
+	// at least 5n+1 bytes ({"":0,"":0}), and no value is longer than
+	// the whole.
+	if int64(len(props)) <= l.MaxPropertyBytes && len(props) < 5*l.MaxProperties+6 {
+		return nil
+	}
 	var s jsonscan.JsonSkipper
 	i := jsonscan.SkipSpace(props, 0)
 	if i >= len(props) || props[i] != '{' {
