@@ -32,16 +32,19 @@
 #            and the floor of reading the file once (geoingest inspect); the
 #            diff's client CPU is the floor of reading and hashing it. Prints peak RSS. DIFF_PCT ("1 100": each
 #            in turn, in one run). Not in the default cases.
-#   typed    a fresh load of BASE_N parcels (GeoJSON lines) with 21 fields,
-#            20 of them mapped by a typed schema to 20 stored columns (9
-#            text, 4 int8, 3 numeric, 2 boolean, a date, a timestamptz; one
-#            field left to extras). geoingest: `schema apply`, then `ingest
-#            --schema --mapping`; ogr2ogr: --config PG_USE_COPY YES into the
-#            columns it types from the same file (String, Integer(64), Real,
-#            Boolean, Date, DateTime); raw COPY limit: binary \copy of
-#            geoingest's rows with their typed columns into an empty table
-#            shaped like the typed feature table, then the GiST build. Not
-#            in the default cases.
+#   typed    a fresh load of BASE_N parcels (GeoJSON lines, and a shapefile
+#            made from them by ogr2ogr) with 21 fields, 20 of them mapped by
+#            a typed schema to 20 stored columns (9 text, 4 int8, 3 numeric,
+#            2 boolean, a date, a timestamptz; one field left to extras).
+#            geoingest: `schema apply`, then `ingest --schema --mapping`
+#            (the shapefile's mapping reads its laundered names and
+#            ogr2ogr's date-time text); ogr2ogr: --config PG_USE_COPY YES
+#            into the columns it types from the same file (String,
+#            Integer(64), Real, Boolean, Date, DateTime); raw COPY limit:
+#            binary \copy of geoingest's rows with their typed columns into
+#            an empty table shaped like the typed feature table, then the
+#            GiST build. TYPED_FORMATS ("geojsonl shp"). Not in the default
+#            cases.
 #   small    SMALL_JOBS small GeoJSON files (1-3 parcels each) in an inbox,
 #            served by 1, 2, 4 and 8 `geoingest serve --inbox` processes
 #            (PROCS) on one fresh database: every process delivers every
@@ -508,28 +511,38 @@ mappings:
       sold_on: {from: sold_on}
       updated_at: {from: updated}
 YAML
+  # The shapefile's mapping: the DBF's laundered name, and the date-time
+  # as ogr2ogr writes it into a text field.
+  sed -n '/^  - name: county$/,$p' "$td/schema.yaml" | sed -e 's/name: county$/name: county_shp/' -e 's/from: assessed_value/from: assessed_v/' \
+    -e 's|from: updated}|from: updated, format: "2006/01/02 15:04:05-07"}|' >> "$td/schema.yaml"
+  if [[ " ${TYPED_FORMATS:-geojsonl shp} " == *" shp "* && ! -f "$td/parcels.shp" ]]; then
+    ogr2ogr -f "ESRI Shapefile" "$td/parcels.shp" "$td/parcels.geojsonl" -nlt MULTIPOLYGON -lco ENCODING=UTF-8 -mapFieldType DateTime=String 2>/dev/null
+  fi
   typedcols="job_ref, feature_index, layer, properties, geom, area_m2, parcel_id, owner_name, land_use, assessed, built_year, apn_code, county, zoning, city, street, zip, units, rooms, owner_id, area_ft, tax, vacant, homestead, sold_on, updated_at"
-  header "Fresh load of $base_n parcels (GeoJSON lines) under a 20-column typed mapping into an empty database (raw COPY limit: binary COPY of geoingest's rows with their typed columns into an empty table shaped like the typed feature table, then the GiST build; ogr2ogr into the columns it types)"
-  : > "$work/typed.txt"
+  header "Fresh load of $base_n parcels (GeoJSON lines; a shapefile) under a 20-column typed mapping into an empty database (raw COPY limit: binary COPY of geoingest's rows with their typed columns into an empty table shaped like the typed feature table, then the GiST build; ogr2ogr into the columns it types)"
+  for f in ${TYPED_FORMATS:-geojsonl shp}; do
+  mapping=county; [ "$f" = shp ] && mapping=county_shp
+  : > "$work/typed-$f.txt"
   for r in $(seq "$rounds"); do
     freshdb bench_typed
     "$work/geoingest" schema apply --database-url "$(dburl bench_typed)" --schema "$td/schema.yaml" >/dev/null
-    ingest bench_typed "$td/parcels.geojsonl" "typed-$r" --schema "$td/schema.yaml" --mapping county; gt=$T; gm=$RSS; gc=$CPU; gcs="client $CCPU + server $SCPU"
+    ingest bench_typed "$td/parcels.$f" "typed-$f-$r" --schema "$td/schema.yaml" --mapping "$mapping"; gt=$T; gm=$RSS; gc=$CPU; gcs="client $CCPU + server $SCPU"
     [ "$(sql bench_typed -c "SELECT count(*) FROM geoingest_typed_parcels WHERE updated_at IS NOT NULL AND extras ? 'note'")" = "$base_n" ] ||
       { echo "bench: the typed columns were not written" >&2; exit 1; }
     sql bench_typed -c "\\copy (SELECT $typedcols FROM geoingest_store.parcels) TO '$work/rows.bin' (FORMAT binary)"
     freshdb bench_typed
-    ogr bench_typed "$td/parcels.geojsonl" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU
+    ogr bench_typed "$td/parcels.$f" ogr_parcels -overwrite; ot=$T; om=$RSS; oc=$CPU
     [ -n "${TYPED_SHOW_OGR:-}" ] && sql bench_typed -c "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'ogr_parcels'" >&2
     freshdb bench_typed
     "$work/geoingest" schema apply --database-url "$(dburl bench_typed)" --schema "$td/schema.yaml" >/dev/null
     timed "${psqlcmd[@]}" "$(dburl bench_typed)" -c "CREATE TABLE raw (LIKE geoingest_store.parcels INCLUDING DEFAULTS INCLUDING GENERATED)" \
       -c "\\copy raw ($typedcols) FROM '$work/rows.bin' (FORMAT binary)" \
       -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T; rc=$CPU
-    echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/typed.txt"
-    echo "#   typed round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU: ${gcs}), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
+    echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/typed-$f.txt"
+    echo "#   typed $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU: ${gcs}), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
   done
-  summary "typed fresh $base_n (GeoJSON lines, 20 columns)" "$work/typed.txt"
+  summary "typed fresh $base_n ($f, 20 columns)" "$work/typed-$f.txt"
+  done
   ;;
 *) echo "bench: unknown case $c" >&2; exit 2 ;;
 esac
