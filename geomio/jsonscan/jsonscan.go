@@ -50,9 +50,7 @@ func ScanString(b []byte, i int) (int, bool) {
 	i++
 	esc := false
 	for {
-		for i < len(b) && !strClass[b[i]] {
-			i++
-		}
+		i = NextStringSpecial(b, i)
 		if i >= len(b) {
 			return -1, esc
 		}

@@ -51,3 +51,69 @@ func TestSkipValue(t *testing.T) {
 		t.Errorf("an unclosed string ends at %d", end)
 	}
 }
+
+// TestNextStringSpecial: the word-at-a-time search finds the byte the
+// byte-at-a-time one finds, for every special byte at every place in
+// every alignment, among ordinary bytes of every kind (ASCII, UTF-8,
+// bytes just above each special one).
+func TestNextStringSpecial(t *testing.T) {
+	slow := func(b []byte, i int) int {
+		for i < len(b) && !strClass[b[i]] {
+			i++
+		}
+		return i
+	}
+	fill := []byte("a\x20\x21\x23\x5b\x5d\x7f\x80\x9f\xa0\xc3\xa9\xff\x60\xdc")
+	for n := 0; n <= 40; n++ {
+		for _, f := range fill {
+			b := make([]byte, n)
+			for k := range b {
+				b[k] = f
+			}
+			for start := 0; start <= n; start++ {
+				if got, want := NextStringSpecial(b, start), slow(b, start); got != want {
+					t.Fatalf("%x from %d: %d, want %d", b, start, got, want)
+				}
+			}
+			for at := 0; at < n; at++ {
+				for sp := 0; sp < 0x100; sp++ {
+					if !strClass[sp] {
+						continue
+					}
+					c := append([]byte(nil), b...)
+					c[at] = byte(sp)
+					if at+1 < n {
+						c[at+1] = 0 // a second special byte after it
+					}
+					for _, start := range []int{0, at} {
+						if got, want := NextStringSpecial(c, start), slow(c, start); got != want {
+							t.Fatalf("%x from %d: %d, want %d", c, start, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkScanString: the strings of a parcel's properties (the typed
+// case of bench-write-gate.sh), keys and values.
+func BenchmarkScanString(b *testing.B) {
+	props := []byte(`{"parcel_id":"BE-0000-0000-2","owner":"Mikuláš und Aleksandra Jäger","land_use":"R1","apn_code":"1","county":"06037","zoning":" Z-1 ","city":"City 1","street":"1 Main St","zip":"00001","homestead":"Y","sold_on":"1951-02-02","updated":"2024-02-02T01:01:01Z","note":"n1"}`)
+	var at []int
+	for i := 0; i < len(props); i++ {
+		if props[i] == '"' {
+			at = append(at, i)
+			i, _ = ScanString(props, i)
+			i--
+		}
+	}
+	b.SetBytes(int64(len(props)))
+	for b.Loop() {
+		for _, i := range at {
+			if j, _ := ScanString(props, i); j < 0 {
+				b.Fatal("not a string")
+			}
+		}
+	}
+}

@@ -53,3 +53,23 @@ func NextQuoteOrBackslash(b []byte, i int) int {
 	}
 	return i
 }
+
+// NextStringSpecial returns the index of the first byte of b at or after
+// i that a JSON string may not hold as it is (a quote, a backslash, a
+// control character), or len(b). Bytes from 0x80 up are not special.
+func NextStringSpecial(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		// A byte below 0x20 borrows in w - 0x20...: its high bit is set
+		// after the subtraction and was clear before. The lowest flagged
+		// byte of each term is exact (a borrow only moves up).
+		m := zeroByte(w^0x2222222222222222) | zeroByte(w^0x5C5C5C5C5C5C5C5C) | ((w - 0x2020202020202020) &^ w & swarHi)
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(b) && !strClass[b[i]] {
+		i++
+	}
+	return i
+}
