@@ -49,11 +49,13 @@ func currentRows(t *testing.T, b *bundle) (rows []string, count int64, area floa
 // With rewrite (and own), every version is written whole into the job's
 // own table (Store.DiffRewriteAbove) rather than changed in place.
 func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool) {
-	b, empty := setup(t), setup(t)
+	b, empty, full := setup(t), setup(t), setup(t)
 	if own {
 		b.store.OwnPartitionBytes = 1
 		empty.store.OwnPartitionBytes = 1
+		full.store.OwnPartitionBytes = 1
 	}
+	full.store.FullReplace = true
 	if rewrite {
 		b.store.DiffRewriteAbove = -1
 	}
@@ -75,6 +77,17 @@ func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool)
 		res := b.svc.Run(ctx, version(t, path, fmt.Sprint("v", v), fmt.Sprintf("%04d", v), p))
 		require.NoError(t, res.Err, "version %d", v)
 		require.Equal(t, ingest.Written, res.Outcome)
+		// The changelog: the same counts, kind by kind and rule by rule,
+		// as the full replace's match (geoingest_match_core), which
+		// stores every pair.
+		fres := full.svc.Run(ctx, version(t, path, fmt.Sprint("v", v), fmt.Sprintf("%04d", v), p))
+		require.NoError(t, fres.Err, "version %d (full replace)", v)
+		require.Equal(t, fres.Changes == nil, res.Changes == nil, "version %d: changes recorded", v)
+		if res.Changes != nil {
+			require.Equal(t, fres.Changes.Counts, res.Changes.Counts, "version %d: the change counts are the full replace's", v)
+			require.Equal(t, fres.Changes.Matched, res.Changes.Matched, "version %d: the match counts are the full replace's", v)
+			require.Equal(t, fres.Changes.DuplicateKeys, res.Changes.DuplicateKeys, "version %d: the duplicate keys", v)
+		}
 		if v > 1 {
 			var ref int64
 			require.NoError(t, b.pool.QueryRow(ctx, `SELECT j.job_ref FROM jobs j JOIN sources s ON s.current_job_id = j.job_id`).Scan(&ref))

@@ -540,6 +540,7 @@ CREATE OR REPLACE FUNCTION public.geoingest_diff_changes(job_id text, ot text, i
 AS $function$
 DECLARE
     npairs bigint;
+    kept   bigint;
 BEGIN
     -- 3. Overlap, mutual best among the rest (as 0028), when both sides
     -- have some left.
@@ -597,6 +598,11 @@ BEGIN
     SELECT count(*), count(*) FILTER (WHERE p.how = 'key'), count(*) FILTER (WHERE p.how = 'content'),
            count(*) FILTER (WHERE p.how = 'overlap')
     INTO npairs, r.by_key, r.by_content, r.by_overlap FROM pg_temp.geoingest_match_pairs p;
+    -- The unchanged key pairs that geoingest_diff_plan counted and did not
+    -- store (0045).
+    SELECT coalesce(sum(k.n), 0) INTO kept FROM pg_temp.geoingest_match_kept k;
+    npairs := npairs + kept;
+    r.by_key := r.by_key + kept;
     r.unchanged := npairs - (SELECT count(*) FROM pg_temp.geoingest_match_changed);
     r.added := (SELECT count(*) FROM pg_temp.geoingest_match_added);
     r.removed := (SELECT count(*) FROM pg_temp.geoingest_match_removed);
@@ -621,6 +627,7 @@ DECLARE
     kx    text := 'NULL::text';
     npairs bigint := 0;
     nold   bigint;
+    kept   bigint := 0;
 BEGIN
     duplicate_keys := 0;
     IF keyed THEN
@@ -631,7 +638,8 @@ BEGIN
     END IF;
     DROP TABLE IF EXISTS pg_temp.geoingest_match_old, pg_temp.geoingest_match_pairs, pg_temp.geoingest_match_changed,
                          pg_temp.geoingest_match_added, pg_temp.geoingest_match_removed,
-                         pg_temp.geoingest_match_dupk;
+                         pg_temp.geoingest_match_dupk, pg_temp.geoingest_match_dupc, pg_temp.geoingest_match_rest,
+                         pg_temp.geoingest_match_kept;
     EXECUTE format('CREATE TEMP TABLE geoingest_match_old ON COMMIT DROP AS
                     SELECT o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, %s AS k,
                            CASE WHEN o.geom_hash < geoingest_hash_form_end() THEN o.geom_hash
@@ -640,60 +648,140 @@ BEGIN
                                 ELSE geoingest_props_hash(o.properties) END AS ph
                     FROM %s o WHERE o.job_ref = $1', kx, ot) USING old_ref, sig, key_fields;
     CREATE TEMP TABLE geoingest_match_pairs (fi bigint, rid tid, fid bigint, how text, gchg boolean, pchg boolean) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_match_kept (n bigint) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_match_dupk (k text, n bigint) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_match_added (fi bigint) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_match_removed (rid tid, fid bigint) ON COMMIT DROP;
     ANALYZE pg_temp.geoingest_version;
     ANALYZE pg_temp.geoingest_match_old;
-
-    -- 1. The key, where unique on both sides.
-    IF keyed THEN
-        UPDATE pg_temp.geoingest_match_old o SET k = NULL
-        WHERE o.k IN (SELECT d.k FROM pg_temp.geoingest_match_old d WHERE d.k IS NOT NULL GROUP BY d.k HAVING count(*) > 1);
-        -- The new rows whose key is not unique, with how many have it.
-        CREATE TEMP TABLE geoingest_match_dupk ON COMMIT DROP AS
-        SELECT h.match_key AS k, count(*) AS n FROM pg_temp.geoingest_version h
-        WHERE h.match_key IS NOT NULL AND h.match_key <> sig GROUP BY h.match_key HAVING count(*) > 1;
-        SELECT coalesce(sum(d.n), 0) INTO duplicate_keys FROM pg_temp.geoingest_match_dupk d;
-        INSERT INTO pg_temp.geoingest_match_pairs
-        SELECT h.feature_index, o.rid, o.fid, 'key', h.geom_hash IS DISTINCT FROM o.gh, h.props_hash IS DISTINCT FROM o.ph
-        FROM pg_temp.geoingest_version h JOIN pg_temp.geoingest_match_old o ON o.k = h.match_key
-        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_dupk d WHERE d.k = h.match_key);
-        GET DIAGNOSTICS npairs = ROW_COUNT;
-    END IF;
-
-    -- 2. Identical content, paired in order among equals: only when both
-    -- sides have rows left (a keyed version whose keys all matched has
-    -- none).
     SELECT count(*) INTO total FROM pg_temp.geoingest_version;
     SELECT count(*) INTO nold FROM pg_temp.geoingest_match_old;
-    IF npairs < total AND npairs < nold THEN
-    INSERT INTO pg_temp.geoingest_match_pairs
-    WITH n AS (SELECT h.feature_index AS fi, h.geom_hash AS gh, h.props_hash AS ph,
-                      row_number() OVER (PARTITION BY h.geom_hash, h.props_hash ORDER BY h.feature_index) AS i
-               FROM pg_temp.geoingest_version h
-               WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = h.feature_index)),
-         o AS (SELECT m.rid, m.fid, m.gh, m.ph, row_number() OVER (PARTITION BY m.gh, m.ph ORDER BY m.fid) AS i
-               FROM pg_temp.geoingest_match_old m
-               WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid))
-    SELECT n.fi, o.rid, o.fid, 'content', false, false FROM n JOIN o USING (gh, ph, i);
-    SELECT count(*) INTO npairs FROM pg_temp.geoingest_match_pairs;
+
+    IF keyed THEN
+        -- 1. The key, where unique on both sides: one FULL JOIN by key,
+        -- which keeps only what is not an unchanged pair
+        -- (geoingest_match_rest: the changed pairs, and the rows of either
+        -- side it left, for the rules below) and counts the unchanged
+        -- pairs (kept). Storing a row for each pair was most of a
+        -- version's match where few features changed; they are stored
+        -- only when a version is written whole into a table of its own
+        -- (geoingest_diff_rewrite_list). Where no key repeats on one side
+        -- and is found on the other, every row of either side is in the
+        -- join once: the version's rows are kept plus the new rows in
+        -- rest, and the old ones likewise. Where both sums hold, that is
+        -- so (a repeated key found on the other side puts some row in the
+        -- join twice and breaks one of them), so the pairs are the ones
+        -- that the key's rule makes, with no aggregate of a million keys
+        -- to find the repeated ones first; a key repeated among the
+        -- version's rows that the join left is counted among those few.
+        CREATE TEMP TABLE geoingest_match_rest (fi bigint, hk text, rid tid, fid bigint,
+                                                hgh uuid, hph uuid, ogh uuid, oph uuid) ON COMMIT DROP;
+        WITH j AS (SELECT h.feature_index AS fi, h.match_key AS hk, o.rid, o.fid,
+                          h.geom_hash AS hgh, h.props_hash AS hph, o.gh AS ogh, o.ph AS oph
+                   FROM pg_temp.geoingest_version h FULL JOIN pg_temp.geoingest_match_old o ON o.k = h.match_key),
+             w AS (INSERT INTO pg_temp.geoingest_match_rest
+                   SELECT * FROM j
+                   WHERE j.fi IS NULL OR j.rid IS NULL OR j.hgh IS DISTINCT FROM j.ogh OR j.hph IS DISTINCT FROM j.oph)
+        SELECT count(*) INTO kept FROM j
+        WHERE j.fi IS NOT NULL AND j.rid IS NOT NULL AND NOT j.hgh IS DISTINCT FROM j.ogh AND NOT j.hph IS DISTINCT FROM j.oph;
+        IF kept + (SELECT count(*) FROM pg_temp.geoingest_match_rest r WHERE r.fi IS NOT NULL) = total
+           AND kept + (SELECT count(*) FROM pg_temp.geoingest_match_rest r WHERE r.rid IS NOT NULL) = nold THEN
+            INSERT INTO pg_temp.geoingest_match_dupk
+            SELECT r.hk, count(*) FROM pg_temp.geoingest_match_rest r
+            WHERE r.rid IS NULL AND r.hk IS NOT NULL AND r.hk <> sig GROUP BY r.hk HAVING count(*) > 1;
+        ELSE
+            -- A key repeats on one side and is found on the other: the
+            -- keys that repeat are found first, by an aggregate of a
+            -- 64-bit hash of each key, then counted exactly, by their
+            -- text, among the rows whose hash repeats; the old rows'
+            -- are left out of the join, as are the new rows'.
+            TRUNCATE pg_temp.geoingest_match_rest;
+            CREATE TEMP TABLE geoingest_match_dupc ON COMMIT DROP AS
+            SELECT hashtextextended(d.k, 0) AS kh FROM pg_temp.geoingest_match_old d
+            WHERE d.k IS NOT NULL GROUP BY 1 HAVING count(*) > 1;
+            IF EXISTS (SELECT FROM pg_temp.geoingest_match_dupc) THEN
+                UPDATE pg_temp.geoingest_match_old o SET k = NULL
+                WHERE o.k IN (SELECT d.k FROM pg_temp.geoingest_match_old d
+                              WHERE hashtextextended(d.k, 0) IN (SELECT c.kh FROM pg_temp.geoingest_match_dupc c)
+                              GROUP BY d.k HAVING count(*) > 1);
+            END IF;
+            TRUNCATE pg_temp.geoingest_match_dupc;
+            INSERT INTO pg_temp.geoingest_match_dupc
+            SELECT hashtextextended(h.match_key, 0) FROM pg_temp.geoingest_version h
+            WHERE h.match_key IS NOT NULL AND h.match_key <> sig GROUP BY 1 HAVING count(*) > 1;
+            IF EXISTS (SELECT FROM pg_temp.geoingest_match_dupc) THEN
+                INSERT INTO pg_temp.geoingest_match_dupk
+                SELECT h.match_key, count(*) FROM pg_temp.geoingest_version h
+                WHERE h.match_key IS NOT NULL AND h.match_key <> sig
+                  AND hashtextextended(h.match_key, 0) IN (SELECT c.kh FROM pg_temp.geoingest_match_dupc c)
+                GROUP BY h.match_key HAVING count(*) > 1;
+            END IF;
+            ANALYZE pg_temp.geoingest_match_dupk;
+            INSERT INTO pg_temp.geoingest_match_rest
+            SELECT h.fi, h.k, o.rid, o.fid, h.gh, h.ph, o.gh, o.ph
+            FROM (SELECT v.feature_index AS fi, v.geom_hash AS gh, v.props_hash AS ph,
+                         CASE WHEN EXISTS (SELECT FROM pg_temp.geoingest_match_dupk d WHERE d.k = v.match_key)
+                              THEN NULL ELSE v.match_key END AS k
+                  FROM pg_temp.geoingest_version v) h
+            FULL JOIN pg_temp.geoingest_match_old o ON o.k = h.k
+            WHERE h.fi IS NULL OR o.rid IS NULL OR h.gh IS DISTINCT FROM o.gh OR h.ph IS DISTINCT FROM o.ph;
+            kept := total - (SELECT count(*) FROM pg_temp.geoingest_match_rest r WHERE r.fi IS NOT NULL);
+        END IF;
+        SELECT coalesce(sum(d.n), 0) INTO duplicate_keys FROM pg_temp.geoingest_match_dupk d;
+        INSERT INTO pg_temp.geoingest_match_pairs
+        SELECT r.fi, r.rid, r.fid, 'key', r.hgh IS DISTINCT FROM r.ogh, r.hph IS DISTINCT FROM r.oph
+        FROM pg_temp.geoingest_match_rest r WHERE r.fi IS NOT NULL AND r.rid IS NOT NULL;
+
+        -- 2. Identical content, paired in order among equals, among the
+        -- rows the key left.
+        IF EXISTS (SELECT FROM pg_temp.geoingest_match_rest r WHERE r.rid IS NULL)
+           AND EXISTS (SELECT FROM pg_temp.geoingest_match_rest r WHERE r.fi IS NULL) THEN
+        INSERT INTO pg_temp.geoingest_match_pairs
+        WITH n AS (SELECT r.fi, r.hgh AS gh, r.hph AS ph,
+                          row_number() OVER (PARTITION BY r.hgh, r.hph ORDER BY r.fi) AS i
+                   FROM pg_temp.geoingest_match_rest r WHERE r.rid IS NULL),
+             o AS (SELECT r.rid, r.fid, r.ogh AS gh, r.oph AS ph,
+                          row_number() OVER (PARTITION BY r.ogh, r.oph ORDER BY r.fid) AS i
+                   FROM pg_temp.geoingest_match_rest r WHERE r.fi IS NULL)
+        SELECT n.fi, o.rid, o.fid, 'content', false, false FROM n JOIN o USING (gh, ph, i);
+        END IF;
+        ANALYZE pg_temp.geoingest_match_pairs;
+        INSERT INTO pg_temp.geoingest_match_added
+        SELECT r.fi FROM pg_temp.geoingest_match_rest r
+        WHERE r.rid IS NULL AND NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = r.fi);
+        INSERT INTO pg_temp.geoingest_match_removed
+        SELECT r.rid, r.fid FROM pg_temp.geoingest_match_rest r
+        WHERE r.fi IS NULL AND NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = r.rid);
+    ELSE
+        -- 2. Identical content, paired in order among equals.
+        IF total > 0 AND nold > 0 THEN
+        INSERT INTO pg_temp.geoingest_match_pairs
+        WITH n AS (SELECT h.feature_index AS fi, h.geom_hash AS gh, h.props_hash AS ph,
+                          row_number() OVER (PARTITION BY h.geom_hash, h.props_hash ORDER BY h.feature_index) AS i
+                   FROM pg_temp.geoingest_version h),
+             o AS (SELECT m.rid, m.fid, m.gh, m.ph, row_number() OVER (PARTITION BY m.gh, m.ph ORDER BY m.fid) AS i
+                   FROM pg_temp.geoingest_match_old m)
+        SELECT n.fi, o.rid, o.fid, 'content', false, false FROM n JOIN o USING (gh, ph, i);
+        SELECT count(*) INTO npairs FROM pg_temp.geoingest_match_pairs;
+        END IF;
+        IF total > npairs THEN
+            INSERT INTO pg_temp.geoingest_match_added
+            SELECT h.feature_index FROM pg_temp.geoingest_version h
+            WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = h.feature_index);
+        END IF;
+        IF nold > npairs THEN
+            INSERT INTO pg_temp.geoingest_match_removed
+            SELECT m.rid, m.fid FROM pg_temp.geoingest_match_old m
+            WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid);
+        END IF;
     END IF;
+    INSERT INTO pg_temp.geoingest_match_kept VALUES (kept);
 
     -- What is left to do, in small tables: the changed pairs, the new
     -- rows and the old rows still unmatched (the overlap rule's, then added
     -- and removed).
     CREATE TEMP TABLE geoingest_match_changed ON COMMIT DROP AS
     SELECT * FROM pg_temp.geoingest_match_pairs p WHERE p.gchg OR p.pchg;
-    CREATE TEMP TABLE geoingest_match_added (fi bigint) ON COMMIT DROP;
-    CREATE TEMP TABLE geoingest_match_removed (rid tid, fid bigint) ON COMMIT DROP;
-    IF total > npairs THEN
-        INSERT INTO pg_temp.geoingest_match_added
-        SELECT h.feature_index FROM pg_temp.geoingest_version h
-        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.fi = h.feature_index);
-    END IF;
-    IF nold > npairs THEN
-        INSERT INTO pg_temp.geoingest_match_removed
-        SELECT m.rid, m.fid FROM pg_temp.geoingest_match_old m
-        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_pairs p WHERE p.rid = m.rid);
-    END IF;
     ANALYZE pg_temp.geoingest_match_changed;
     ANALYZE pg_temp.geoingest_match_added;
     ANALYZE pg_temp.geoingest_match_removed;
@@ -712,6 +800,22 @@ AS $function$
 DECLARE
     n bigint;
 BEGIN
+    -- Every row written here needs the feature id the match gave it: the
+    -- unchanged key pairs, which geoingest_diff_plan only counted, are
+    -- stored now (the same join, the same keys left out).
+    IF EXISTS (SELECT FROM pg_temp.geoingest_match_kept k WHERE k.n > 0) THEN
+        INSERT INTO pg_temp.geoingest_match_pairs
+        SELECT h.feature_index, o.rid, o.fid, 'key', false, false
+        FROM pg_temp.geoingest_version h JOIN pg_temp.geoingest_match_old o ON o.k = h.match_key
+        WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_dupk d WHERE d.k = h.match_key)
+          AND NOT h.geom_hash IS DISTINCT FROM o.gh AND NOT h.props_hash IS DISTINCT FROM o.ph;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        IF n <> (SELECT sum(k.n) FROM pg_temp.geoingest_match_kept k) THEN
+            RAISE EXCEPTION 'geoingest_diff_rewrite_list: % unchanged key pairs, the plan counted %',
+                n, (SELECT sum(k.n) FROM pg_temp.geoingest_match_kept k);
+        END IF;
+        UPDATE pg_temp.geoingest_match_kept SET n = 0;
+    END IF;
     DROP TABLE IF EXISTS pg_temp.geoingest_rewrite;
     CREATE TEMP TABLE geoingest_rewrite ON COMMIT DROP AS
     SELECT h.spool_off, h.spool_len, p.fid
