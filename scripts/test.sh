@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: installs what the tests need if missing,
-# checks formatting, vet, that the sqlc-generated code and the functions'
-# schema file are current, then
+# checks formatting and vet, then runs (beside go test) the slim build's
+# checks and that the sqlc-generated code and the functions' schema file
+# are current, and
 # runs every test against real servers (a private PostGIS cluster, fauxqs,
 # an S3 server) that the tests start themselves, and then the container
 # tests (scripts/container-tests.sh: the images, tests on a testcontainers
@@ -17,8 +18,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
+# The modules download beside setup.sh (on a fresh machine, minutes of
+# apt): go vet would otherwise fetch them first (1.2 GB; about 20 s here).
+# A failure is not fatal here: go vet fetches what is missing, and says why.
+mods_pid=
+if command -v go >/dev/null; then go mod download >/dev/null 2>&1 & mods_pid=$!; fi
 scripts/setup.sh --test
 export PATH="$(go env GOPATH)/bin:$PATH"
+[ -z "$mods_pid" ] || wait "$mods_pid" || true
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1; fi
@@ -36,25 +43,41 @@ if [ "${GEOINGEST_CONTAINERS_AFTER:-0}" != 1 ]; then
   echo "=== container tests: started beside the rest ($((SECONDS - t0)) s; log shown at the end)" >&2
   trap 'if [ -n "$containers_pid" ]; then kill -TERM -- "-$containers_pid" 2>/dev/null || true; wait "$containers_pid" 2>/dev/null || true; fi; rm -f "$containers_log"' EXIT
 fi
-# The slim build (no GDAL) compiles, and refuses what only GDAL reads.
-go vet -tags geoingest_nogdal ./...
-go test -tags geoingest_nogdal ./geomio -run 'TestSlimBuild|TestShapefile'
-if ! sqlc diff >/dev/null 2>&1; then
-  echo "sqlc-generated code is stale: run 'sqlc generate' and commit the result" >&2
-  sqlc diff >&2 || true
-  exit 1
-fi
-# The functions the migrations define, as they are now, checked in
-# (migrations/schema/functions.sql): stale when a migration changed one.
-go run ./internal/tools/schemafuncs -check
+# The other checks run beside go test, not ahead of it: go test's longest
+# package is the run's critical path. Their output is shown when go test
+# has ended, and a failure fails the run.
+checks_log=$(mktemp)
+(
+  set -e
+  # The slim build (no GDAL) compiles, and refuses what only GDAL reads.
+  go vet -tags geoingest_nogdal ./...
+  go test -vet=off -tags geoingest_nogdal ./geomio -run 'TestSlimBuild|TestShapefile'
+  if ! sqlc diff >/dev/null 2>&1; then
+    echo "sqlc-generated code is stale: run 'sqlc generate' and commit the result" >&2
+    sqlc diff >&2 || true
+    exit 1
+  fi
+  # The functions the migrations define, as they are now, checked in
+  # (migrations/schema/functions.sql): stale when a migration changed one.
+  go run ./internal/tools/schemafuncs -check
+) >"$checks_log" 2>&1 &
+checks_pid=$!
 echo "=== go test ($((SECONDS - t0)) s)" >&2
 # go test runs -p (GOMAXPROCS) packages at a time, starting them in the
 # order given: the three longest first (minutes each, mostly waiting), so
 # that the short ones fill in beside them rather than ahead of them, and
-# no long package starts last.
+# no long package starts last. -vet=off: go vet ./... above ran every
+# check go test's own vet would (and more), on the same packages and
+# their tests; go test's vet, whose narrower set of checks is another
+# cache key, would analyse every dependency (std included) again.
 status=0
-go test -timeout 20m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... || status=$?
+go test -vet=off -timeout 20m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... || status=$?
 echo "=== go test: exit $status ($((SECONDS - t0)) s)" >&2
+kstatus=0
+wait "$checks_pid" || kstatus=$?
+echo "=== slim build, sqlc and schema checks (run beside go test): exit $kstatus" >&2
+cat "$checks_log" >&2; rm -f "$checks_log"
+[ "$kstatus" = 0 ] || status=$kstatus
 cstatus=0
 if [ -n "$containers_pid" ]; then
   wait "$containers_pid" || cstatus=$?
