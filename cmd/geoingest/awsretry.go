@@ -43,15 +43,16 @@ func (a awsFlags) validate() error {
 	return nil
 }
 
-// loadAWSConfig is config.LoadDefaultConfig with the retry policy of a.
-func loadAWSConfig(ctx context.Context, a awsFlags) (aws.Config, error) {
+// loadAWSConfig is config.LoadDefaultConfig with the retry policy of a and
+// the AWS environment read through m.Getenv (awsEnvOptions).
+func (m *Main) loadAWSConfig(ctx context.Context, a awsFlags) (aws.Config, error) {
 	if err := a.validate(); err != nil {
 		return aws.Config{}, err
 	}
-	return config.LoadDefaultConfig(ctx, config.WithRetryer(func() aws.Retryer {
+	return config.LoadDefaultConfig(ctx, append(m.awsEnvOptions(), config.WithRetryer(func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = a.maxAttempts
 			o.MaxBackoff = a.maxBackoff
 		})
-	}))
+	}))...)
 }

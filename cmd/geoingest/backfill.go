@@ -116,7 +116,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		defer release()
 		bf.Objects, list, *bucket = objs, lister, name
 	} else {
-		awsCfg, err := config.LoadDefaultConfig(ctx)
+		awsCfg, err := config.LoadDefaultConfig(ctx, m.awsEnvOptions()...)
 		if err != nil {
 			return fmt.Errorf("aws config: %w", err)
 		}

@@ -94,10 +94,11 @@ func TestIngestPolicyReplaceIfMatch(t *testing.T) {
 // have the keys live events would give them (versionId tokens), so a gap
 // fill after live ingest finds them committed.
 func TestBackfillCommandS3(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	st := testsrv.S3(t)
 	sq := testsrv.SQS(t)
-	testsrv.Env(t, sq.URL, st.URL)
+	awsEnv := testsrv.EnvOf(t, sq.URL, st.URL)
 	const bucket = "archive"
 	st.NewBucket(t, bucket, true)
 	dir := t.TempDir()
@@ -107,7 +108,7 @@ func TestBackfillCommandS3(t *testing.T) {
 		objs = append(objs, upload(t, st.Client, bucket, fmt.Sprintf("parcels/p%03d.geojson", i), filepath.Join(dir, "parcels", fmt.Sprintf("p%03d.geojson", i)), i+1))
 	}
 	upload(t, st.Client, bucket, "elsewhere/x.geojson", filepath.Join(dir, "parcels", "p000.geojson"), 9)
-	env := map[string]string{"DATABASE_URL": db}
+	env := with(awsEnv, "DATABASE_URL", db)
 	code, out, errOut := run(t, env, "backfill", "--bucket", bucket, "--prefix", "parcels/", "--route", "parcels/=parcels")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "3 listed, 0 filtered, 3 written")

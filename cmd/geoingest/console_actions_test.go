@@ -86,10 +86,11 @@ type apiDeadLetter struct {
 //     (attempt 2) and is dead-lettered again with its reason. Two
 //     retries of it at once re-drive no dead letter twice.
 func TestServeConsoleRetryAndDeadLetters(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	sq := testsrv.SQS(t)
 	st := testsrv.S3(t)
-	testsrv.Env(t, sq.URL, st.URL)
+	awsEnv := testsrv.EnvOf(t, sq.URL, st.URL)
 	const bucket = "uploads"
 	st.NewBucket(t, bucket, true)
 	qURL := sq.NewQueue(t, "retry-events", 30*time.Second)
@@ -102,7 +103,7 @@ func TestServeConsoleRetryAndDeadLetters(t *testing.T) {
 	sendBody(t, sq.Client, qURL, "not an event <script>alert(1)</script>")
 	// A copy that finds the claim held comes back when the lease (3 s) ends.
 	args := []string{"--queue-url", qURL, "--dlq-url", dlqURL, "--database-url", db, "--wait", "1s", "--backoff", "1s", "--visibility", "10s", "--lease", "3s"}
-	srv := startServe(t, nil, append(args, "--max-features", "2")...)
+	srv := startServe(t, awsEnv, append(args, "--max-features", "2")...)
 	eventually(t, 60*time.Second, "two jobs failed and three messages dead-lettered", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM claims WHERE state = 'FAILED'`) == 2 &&
 			srv.metric(t, "geoingest_messages_dead_lettered_total") == 3
@@ -113,14 +114,14 @@ func TestServeConsoleRetryAndDeadLetters(t *testing.T) {
 	require.Contains(t, queryText(t, db, `SELECT last_error FROM claims WHERE job_id = $1`, fiveJob), "max-features")
 
 	// The CLI lists them, with the job each names.
-	cli := map[string]string{"GEOINGEST_QUEUE_URL": qURL, "GEOINGEST_DLQ_URL": dlqURL, "DATABASE_URL": db}
+	cli := with(awsEnv, "GEOINGEST_QUEUE_URL", qURL, "GEOINGEST_DLQ_URL", dlqURL, "DATABASE_URL", db)
 	code, out, errOut := run(t, cli, "deadletters", "list")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, fiveJob)
 	require.Contains(t, out, badJob)
 	require.Equal(t, 4, len(strings.Split(strings.TrimSpace(out), "\n")), out)
 
-	srv = startServe(t, nil, append(args, "--console-token", "read-token", "--console-operator-token", "op-token")...)
+	srv = startServe(t, awsEnv, append(args, "--console-token", "read-token", "--console-operator-token", "op-token")...)
 	base := strings.TrimSuffix(srv.metrics, "/metrics")
 	reader := consoleClient{t, base, "Bearer read-token"}
 	op := consoleClient{t, base, "Bearer op-token"}

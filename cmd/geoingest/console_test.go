@@ -474,15 +474,16 @@ func TestConsoleLeastPrivilege(t *testing.T) {
 // once an unparseable upload is dead-lettered) and the failed job with
 // its reason.
 func TestServeConsoleDeadLetterDepth(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	sq := testsrv.SQS(t)
 	st := testsrv.S3(t)
-	testsrv.Env(t, sq.URL, st.URL)
+	awsEnv := testsrv.EnvOf(t, sq.URL, st.URL)
 	const bucket = "uploads"
 	st.NewBucket(t, bucket, true)
 	qURL := sq.NewQueue(t, "console-events", 30*time.Second)
 	dlqURL := sq.NewQueue(t, "console-dlq", 30*time.Second)
-	srv := startServe(t, nil, "--queue-url", qURL, "--dlq-url", dlqURL, "--database-url", db, "--wait", "1s")
+	srv := startServe(t, awsEnv, "--queue-url", qURL, "--dlq-url", dlqURL, "--database-url", db, "--wait", "1s")
 	base := strings.TrimSuffix(srv.metrics, "/metrics")
 	depth := func() *float64 {
 		var ov struct {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
 	"github.com/geoingest/geoingest/queue"
@@ -147,11 +146,11 @@ func (m *Main) deadLetterBox(ctx context.Context, awsf awsFlags, queueURL, dlqUR
 		}
 		return azqueue.New(q, azqueue.Options{DeadLetter: dlq}), nil
 	}
-	cfg, err := loadAWSConfig(ctx, awsf)
+	cfg, err := m.loadAWSConfig(ctx, awsf)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	return sqsqueue.New(sqs.NewFromConfig(cfg), queueURL, sqsqueue.Options{DeadLetterURL: dlqURL}), nil
+	return sqsqueue.New(m.newSQSClient(cfg), queueURL, sqsqueue.Options{DeadLetterURL: dlqURL}), nil
 }
 
 // oneLine is s on one line, for a table.

@@ -82,7 +82,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 		if err := awsf.validate(); err != nil {
 			return err
 		}
-		awsCfg, err := loadAWSConfig(ctx, awsf)
+		awsCfg, err := m.loadAWSConfig(ctx, awsf)
 		if err != nil {
 			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)
 		}

@@ -273,15 +273,15 @@ func TestInspectRoute(t *testing.T) {
 // default for its key and the job key is the one serve would give its
 // version.
 func TestInspectS3(t *testing.T) {
+	t.Parallel()
 	srv := testsrv.S3(t)
-	testsrv.Env(t, "", srv.URL)
 	srv.NewBucket(t, "uploads", true)
 	pq := toGeoParquet(t, bristolBNG, filepath.Join(t.TempDir(), "bristol.parquet"), readProjJSON(t, "epsg27700.projjson"))
 	body, err := os.ReadFile(pq)
 	require.NoError(t, err)
 	put, err := srv.Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: ptr("uploads"), Key: ptr("parcels/bristol.parquet"), Body: bytes.NewReader(body)})
 	require.NoError(t, err)
-	env := map[string]string{"AWS_ENDPOINT_URL_S3": srv.URL}
+	env := testsrv.EnvOf(t, "", srv.URL)
 	code, r, errOut := inspectJSON(t, env, "s3://uploads/parcels/bristol.parquet")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "s3://uploads/parcels/bristol.parquet", r.Source)
@@ -381,8 +381,8 @@ func TestInspectREADMEExample(t *testing.T) {
 // MapInfo .mif or a shapefile whose required part is not in the bucket,
 // a missing key, a missing bucket, wrong credentials, none at all.
 func TestInspectS3Versitygw(t *testing.T) {
+	t.Parallel()
 	srv := testsrv.VersitygwIAM(t)
-	testsrv.Env(t, "", srv.URL)
 	srv.NewBucket(t, "uploads", true)
 	ctx := context.Background()
 	putFile := func(key string, body []byte) *s3.PutObjectOutput {
@@ -394,7 +394,7 @@ func TestInspectS3Versitygw(t *testing.T) {
 	geojson, err := os.ReadFile(bristolBNG)
 	require.NoError(t, err)
 	put := putFile("parcels/bristol.geojson", geojson)
-	env := map[string]string{"AWS_ENDPOINT_URL_S3": srv.URL}
+	env := testsrv.EnvOf(t, "", srv.URL)
 	code, r, errOut := inspectJSON(t, env, "--check", "s3://uploads/parcels/bristol.geojson")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, *put.VersionId, r.VersionToken)
@@ -424,18 +424,16 @@ func TestInspectS3Versitygw(t *testing.T) {
 		require.Contains(t, errOut, tc.want)
 	}
 
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-	code, _, errOut = run(t, env, "inspect", "s3://uploads/parcels/bristol.geojson")
+	code, _, errOut = run(t, with(env, "AWS_SECRET_ACCESS_KEY", "wrong"), "inspect", "s3://uploads/parcels/bristol.geojson")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "access denied (HTTP 403)")
 
+	none := with(env, "AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"),
+		"AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"), "AWS_EC2_METADATA_DISABLED", "true")
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
-		t.Setenv(k, "")
+		delete(none, k)
 	}
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	code, _, errOut = run(t, env, "inspect", "s3://uploads/parcels/bristol.geojson")
+	code, _, errOut = run(t, none, "inspect", "s3://uploads/parcels/bristol.geojson")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 }

@@ -34,6 +34,18 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m, testsrv.Stop, hatest.StopShared, func() { os.RemoveAll(dir) })
 }
 
+// with returns a copy of env with the pairs kv (key, value, ...) set.
+func with(env map[string]string, kv ...string) map[string]string {
+	out := make(map[string]string, len(env)+len(kv)/2)
+	for k, v := range env {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
 // run drives Main in-process and returns the exit status, stdout and stderr.
 func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()

@@ -281,11 +281,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		}
 		defer release()
 	} else if c.queueURL != "" {
-		awsCfg, err := loadAWSConfig(ctx, awsf)
+		awsCfg, err := m.loadAWSConfig(ctx, awsf)
 		if err != nil {
 			return fmt.Errorf("aws config (check AWS_PROFILE, AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE): %w", err)
 		}
-		s3Client, sqsClient := m.newS3Client(awsCfg, c.s3PathStyle), sqs.NewFromConfig(awsCfg)
+		s3Client, sqsClient := m.newS3Client(awsCfg, c.s3PathStyle), m.newSQSClient(awsCfg)
 		if err := runStartChecks(ctx, m.Log, c.startTimeout,
 			awsStartChecks(awsCfg, sqsClient, s3Client, c.queueURL, c.dlqURL, routes)); err != nil {
 			return fmt.Errorf("start-up: %w", err)
@@ -412,8 +412,21 @@ func summary(m *ingest.Metrics) string {
 func (m *Main) newS3Client(awsCfg aws.Config, pathStyle string) *s3.Client {
 	ps := pathStyle == "true" || (pathStyle == "auto" && m.Getenv("AWS_ENDPOINT_URL_S3") != "")
 	return s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if u := m.awsEndpoint("S3"); u != nil {
+			o.BaseEndpoint = u
+		}
 		o.UsePathStyle = ps
 		o.DisableLogOutputChecksumValidationSkipped = true // local servers send none
+	})
+}
+
+// newSQSClient returns an SQS client on the AWS configuration, at the
+// endpoint m.Getenv configures (awsEndpoint).
+func (m *Main) newSQSClient(awsCfg aws.Config) *sqs.Client {
+	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		if u := m.awsEndpoint("SQS"); u != nil {
+			o.BaseEndpoint = u
+		}
 	})
 }
 

@@ -209,10 +209,11 @@ func sendBody(t *testing.T, c *sqs.Client, queueURL, body string) {
 // duplicates, and dead-letters the unparseable object with its reason and
 // a FAILED job.
 func TestServeSQSEndToEnd(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	sq := testsrv.SQS(t)
 	st := testsrv.S3(t)
-	testsrv.Env(t, sq.URL, st.URL)
+	awsEnv := testsrv.EnvOf(t, sq.URL, st.URL)
 	const bucket = "uploads"
 	st.NewBucket(t, bucket, true)
 	qURL := sq.NewQueue(t, "events", 30*time.Second)
@@ -243,7 +244,7 @@ func TestServeSQSEndToEnd(t *testing.T) {
 			sendBody(t, sq.Client, qURL, m)
 		}
 	}
-	srv := startServe(t, nil, "--queue-url", qURL, "--dlq-url", dlqURL, "--workers", "4", "--database-url", db,
+	srv := startServe(t, awsEnv, "--queue-url", qURL, "--dlq-url", dlqURL, "--workers", "4", "--database-url", db,
 		"--visibility", "6s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3",
 		"--lease", "3s") // a copy that finds a claim held comes back when the lease ends
 	eventually(t, 25*time.Second, "the first two rounds of events", func() bool {
@@ -316,10 +317,11 @@ func TestServeSQSEndToEnd(t *testing.T) {
 // nothing is committed, the message is given back at once, and the next
 // serve commits it exactly once.
 func TestServeSIGTERMLosesNothing(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	sq := testsrv.SQS(t)
 	st := testsrv.S3(t)
-	testsrv.Env(t, sq.URL, st.URL)
+	awsEnv := testsrv.EnvOf(t, sq.URL, st.URL)
 	st.NewBucket(t, "uploads", false)
 	qURL := sq.NewQueue(t, "long", 30*time.Second)
 	o := upload(t, st.Client, "uploads", "parcels/parcels_10k.geojson", "../../testdata/synthetic/parcels_10k.geojson", 1)
@@ -334,7 +336,7 @@ func TestServeSIGTERMLosesNothing(t *testing.T) {
 		}
 		return false
 	})
-	srv := startServeMainCtx(t, held, NewMain(), nil, args...)
+	srv := startServeMainCtx(t, held, NewMain(), awsEnv, args...)
 	eventually(t, 20*time.Second, "the job to be claimed", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM claims WHERE state = 'CLAIMED'`) == 1
 	})
@@ -353,7 +355,7 @@ func TestServeSIGTERMLosesNothing(t *testing.T) {
 		}
 		return false
 	})
-	srv2 := startServeMainCtx(t, slow, NewMain(), nil, append(args, "--visibility", "600ms")...)
+	srv2 := startServeMainCtx(t, slow, NewMain(), awsEnv, append(args, "--visibility", "600ms")...)
 	eventually(t, 25*time.Second, "the job to be committed", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) == 1
 	})

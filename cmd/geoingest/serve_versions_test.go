@@ -47,10 +47,11 @@ func removal(bucket string, o object, seq int) string {
 // generation until the delete retires it; the late old version never comes
 // back.
 func TestServeVersionsAndDeletes(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	sq := testsrv.SQS(t)
 	st := testsrv.S3(t)
-	testsrv.Env(t, sq.URL, st.URL)
+	awsEnv := testsrv.EnvOf(t, sq.URL, st.URL)
 	const bucket = "versions"
 	st.NewBucket(t, bucket, true)
 	qURL := sq.NewQueue(t, "versions", 30*time.Second)
@@ -59,7 +60,7 @@ func TestServeVersionsAndDeletes(t *testing.T) {
 	v2 := upload(t, st.Client, bucket, "parcels/county.geojson", squaresFile(t, 5), 2)
 	require.NotEqual(t, v1.versionID, v2.versionID)
 
-	srv := startServe(t, nil, "--queue-url", qURL, "--workers", "2", "--database-url", db,
+	srv := startServe(t, awsEnv, "--queue-url", qURL, "--workers", "2", "--database-url", db,
 		"--wait", "1s", "--route", "parcels/=parcels+deletes")
 	// current returns how many generations hold rows, and how many rows.
 	current := func() (int64, int64) {

@@ -129,13 +129,14 @@ func sqsDepth(t *testing.T, c *sqs.Client, queueURL string) int {
 // reason. Then a second version of one object replaces the first, and a
 // late copy of the first version's notification changes nothing.
 func TestServeVersitygwEndToEnd(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDB(t)
 	sq := testsrv.SQS(t)
 	qURL := sq.NewQueue(t, "vgw-events", 30*time.Second)
 	dlqURL := sq.NewQueue(t, "vgw-events-dlq", 30*time.Second)
 	br := newVgwBridge(t, sq.Client, qURL, 2)
 	st := testsrv.Versitygw(t, br.url) // POSTs its s3:TestEvent to the bridge while starting
-	testsrv.Env(t, sq.URL, st.URL)
+	awsEnv := testsrv.EnvOf(t, sq.URL, st.URL)
 	const bucket = "uploads"
 	st.NewBucket(t, bucket, true)
 
@@ -165,7 +166,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 	require.NotEmpty(t, evA[0].Sequencer, "versitygw's events carry a sequencer")
 	require.Equal(t, a.size, evA[0].Size)
 
-	srv := startServe(t, nil, "--queue-url", qURL, "--dlq-url", dlqURL, "--workers", "4", "--database-url", db,
+	srv := startServe(t, awsEnv, "--queue-url", qURL, "--dlq-url", dlqURL, "--workers", "4", "--database-url", db,
 		"--visibility", "6s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3",
 		"--lease", "3s", // a copy that finds a claim held comes back when the lease ends
 		// The second version is another file altogether (the guards would

@@ -53,19 +53,33 @@ func unavailable(t testing.TB, format string, args ...any) {
 // Env sets the AWS environment variables that point a client made with
 // config.LoadDefaultConfig at the test servers, for the rest of the test.
 // sqsURL or s3URL may be empty.
+// (t.Setenv: the test cannot run in parallel; EnvOf can.)
 func Env(t testing.TB, sqsURL, s3URL string) {
-	t.Setenv("AWS_REGION", Region)
-	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	for k, v := range EnvOf(t, sqsURL, s3URL) {
+		t.Setenv(k, v)
+	}
+}
+
+// EnvOf is Env's variables as a map, for a client that reads its
+// environment through a function (geoingest's Main.Getenv) rather than from
+// the process, so that tests using it can run in parallel. Add to it what
+// else the client reads.
+func EnvOf(t testing.TB, sqsURL, s3URL string) map[string]string {
+	env := map[string]string{
+		"AWS_REGION":                  Region,
+		"AWS_ACCESS_KEY_ID":           AccessKey,
+		"AWS_SECRET_ACCESS_KEY":       SecretKey,
+		"AWS_EC2_METADATA_DISABLED":   "true",
+		"AWS_CONFIG_FILE":             filepath.Join(t.TempDir(), "none"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
+	}
 	if sqsURL != "" {
-		t.Setenv("AWS_ENDPOINT_URL_SQS", sqsURL)
+		env["AWS_ENDPOINT_URL_SQS"] = sqsURL
 	}
 	if s3URL != "" {
-		t.Setenv("AWS_ENDPOINT_URL_S3", s3URL)
+		env["AWS_ENDPOINT_URL_S3"] = s3URL
 	}
+	return env
 }
 
 func awsConfig() aws.Config {
