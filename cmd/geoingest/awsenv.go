@@ -16,14 +16,15 @@ import (
 // variables: with Getenv = os.Getenv (the binary) the configuration is the
 // one the SDK alone would make, and an in-process Main with its own
 // environment (the tests, side by side) gets that one. What they do not
-// name (AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE, ...) the SDK still
-// reads from the process.
+// name (AWS_PROFILE, AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE, ...) the
+// SDK still reads from the process: a profile given as an option would
+// rank above a web identity, where the variable ranks below it.
 
 // awsEnvOptions are the LoadOptions of m.Getenv's AWS_REGION,
 // AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, AWS_EC2_METADATA_DISABLED
-// and static keys. The keys count as the SDK counts them: both
-// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY set (with AWS_SESSION_TOKEN),
-// and no profile named (a named profile wins over keys in the SDK).
+// and static keys. The keys win as the SDK's environment keys do (over a
+// web identity, and over the profile AWS_PROFILE names): both
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY set, with AWS_SESSION_TOKEN.
 func (m *Main) awsEnvOptions() []func(*config.LoadOptions) error {
 	var opts []func(*config.LoadOptions) error
 	if r := m.Getenv("AWS_REGION"); r != "" {
@@ -39,7 +40,7 @@ func (m *Main) awsEnvOptions() []func(*config.LoadOptions) error {
 		opts = append(opts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	id, secret := m.Getenv("AWS_ACCESS_KEY_ID"), m.Getenv("AWS_SECRET_ACCESS_KEY")
-	if id != "" && secret != "" && m.Getenv("AWS_PROFILE") == "" && m.Getenv("AWS_DEFAULT_PROFILE") == "" {
+	if id != "" && secret != "" {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(id, secret, m.Getenv("AWS_SESSION_TOKEN"))))
 	}
