@@ -118,12 +118,17 @@ func TestServeStartsDuringAFailover(t *testing.T) {
 	l.Close()
 	w := c.serve(t, nil, "--database-url", proxy.URL, "--metrics-addr", addr, "--start-timeout", "60s")
 	time.Sleep(4 * time.Second)
+	// Its retry is said however long a loaded machine takes to start
+	// serve (a fixed 4 s wait for the line raced that start), and serve is
+	// still running once it has said it.
+	eventually(t, 30*time.Second, "serve to say it retries the database", func() bool {
+		return strings.Contains(w.stderr.String(), "database not reachable at start-up; retrying")
+	})
 	select {
 	case <-w.exited:
 		t.Fatalf("serve exited while the database was unreachable:\n%s", w.stderr.String())
 	default:
 	}
-	require.Contains(t, w.stderr.String(), "database not reachable at start-up; retrying")
 	proxy.Restore()
 	eventually(t, 30*time.Second, "serve ready once the database answers", func() bool { return readyz(addr) == http.StatusOK })
 	o := upload(t, c.s3.Client, c.bucket, "parcels/after.geojson", squaresFile(t, 3), 1)
