@@ -78,8 +78,15 @@ func TestServeDiskFull(t *testing.T) {
 	eventually(t, 60*time.Second, "both uploads failing on the full disk", func() bool {
 		return metricOf(t, addr, "geoingest_disk_full_total") >= 2
 	})
-	// Both messages are now given back for 5 s: no job runs.
-	time.Sleep(300 * time.Millisecond)
+	// Both messages are now given back for 5 s: no job runs. The count
+	// comes first in an attempt's failure, then its log line, the claim's
+	// release and (as the job returns) its files' removal: wait for those
+	// (a fixed 300 ms raced them on a loaded machine), within the 5 s.
+	eventually(t, 3*time.Second, "the second attempt's claim released and its files removed", func() bool {
+		left, err := os.ReadDir(work)
+		require.NoError(t, err)
+		return len(left) == 0 && queryInt(t, c.db, `SELECT count(*) FROM claims WHERE state = 'CLAIMED' AND lease_until > now()`) == 0
+	})
 	left, err := os.ReadDir(work)
 	require.NoError(t, err)
 	require.Empty(t, left, "the partial download and extraction are removed")
