@@ -216,8 +216,16 @@ func (s *stealer) steal(ctx context.Context, n notification) int {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond) // the victim logs just after its commit
-	if logged(victimLog, "stolen lease", victim.jobID) {
+	// The victim logs the stolen lease just after its commit: look for the
+	// line for up to 5 s (a fixed 200 ms could miss it on a loaded machine,
+	// and the steal then counted as failed, leaving fewer targets).
+	stolen := false
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if stolen = logged(victimLog, "stolen lease", victim.jobID); stolen || time.Now().After(deadline) {
+			break
+		}
+	}
+	if stolen {
 		s.stolen.Add(1)
 		note("job %s: serve pid %d was writing it when another serve took its claim (after %d copies); it logged the stolen lease at commit",
 			victim.jobID[:12], pid, sent)
