@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The container part of the tests (scripts/test.sh runs it after go test):
+# The container part of the tests (scripts/test.sh runs it beside go test):
 #   1. scripts/images.sh builds the images from Debian packages;
 #   2. podman's Docker-compatible API (podman system service) serves
 #      testcontainers-go, and the store's tests (ingest/store_test.go),

@@ -13,7 +13,10 @@
 # packages (the image build reuses them): they spend most of their time
 # waiting (on a fresh machine, on the image builds' downloads; then on
 # containers starting and the stacks' health checks), and so does much of
-# go test. Their log is shown when both have ended, and either failing
+# go test. They do not start beside go vet: its compiles keep both cores
+# busy, and the images' apt installs would slow it (in a cold run go vet
+# is on the critical path; go test's waits leave room). Their log is shown
+# when both have ended, and either failing
 # fails the run. GEOINGEST_CONTAINERS_AFTER=1 runs them after go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
