@@ -35,6 +35,7 @@ const (
 	HookDuringDiff     = "during-diff"     // a new version is staged and checked, its diff against the current generation not applied
 	HookDuringRewrite  = "during-rewrite"  // a mostly changed version is streamed into its own table, its changes not recorded
 	HookBeforeCommit   = "before-commit"   // features and ledger written, COMMIT not sent
+	HookDuringRetire   = "during-retire"   // a generation retired whole is in the history (its partition detached, or its rows copied), COMMIT not sent
 	HookBeforeAck      = "before-ack"      // committed, the message not yet acked
 	HookAfterAck       = "after-ack"       // the ack is done, the worker has not returned from it
 

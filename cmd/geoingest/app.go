@@ -76,6 +76,7 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	// A new version of a source writes only what changed, unless this
 	// asks for the full replace (docs/changes.md; benchmarks compare both).
 	store.FullReplace = m.Getenv("GEOINGEST_FULL_REPLACE") == "1"
+	store.HistoryCopy = m.Getenv("GEOINGEST_HISTORY_COPY") == "1"
 	// The share of a version's rows, added or changed, above which a
 	// version with a table of its own is written straight into it
 	// (Store.DiffRewriteAbove; negative: always), for tests and benchmarks.

@@ -24,11 +24,15 @@ import (
 // retired_by alone and with no foreign key); and, for the comparison with validity
 // ranges on the rows (docs/design.md), what stamping every row of the
 // generation retired costs instead (ranges: an UPDATE of each row, a new
-// tuple, as setting its valid_to would be). And BenchmarkExpiredTiles
-// below.
+// tuple, as setting its valid_to would be); and as the write gate
+// retires a generation with a partition of its own since migration 0045
+// (detach: the partition detached and kept as the history, no row copied;
+// retirewhole.go). The generation has a partition of its own. And
+// BenchmarkExpiredTiles below.
 func BenchmarkHistoryCapture(b *testing.B) {
 	ctx := context.Background()
 	svc := setupBench(b)
+	svc.Store.(*Store).OwnPartitionBytes = 1
 	n := benchN(20000)
 	dir := b.TempDir()
 	big, small := filepath.Join(dir, "big.geojson"), filepath.Join(dir, "small.geojson")
@@ -51,7 +55,7 @@ func BenchmarkHistoryCapture(b *testing.B) {
 	}
 	pool := svc.Store.(*Store).pool
 	sizes := retire(b, pool, jobs[0], jobs[1], "bulk")
-	for _, mode := range []string{"off", "row", "bulk", "ranges"} {
+	for _, mode := range []string{"off", "row", "bulk", "ranges", "detach"} {
 		b.Run("history="+mode, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				retire(b, pool, jobs[0], jobs[1], mode)
@@ -79,7 +83,7 @@ func retire(b *testing.B, pool *pgxpool.Pool, victim, namer, mode string) (sizes
 		b.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if mode == "row" || mode == "bulk" {
+	if mode == "row" || mode == "bulk" || mode == "detach" {
 		if _, err := tx.Exec(ctx, `SELECT set_config('geoingest.history_job', $1, true), set_config('geoingest.history_ref', (SELECT job_ref FROM jobs WHERE job_id = $1)::text, true)`, namer); err != nil {
 			b.Fatal(err)
 		}
@@ -90,6 +94,16 @@ func retire(b *testing.B, pool *pgxpool.Pool, victim, namer, mode string) (sizes
 	}
 	if mode == "bulk" {
 		stmt = `SELECT geoingest_drop_job_features('parcels', (SELECT job_ref FROM jobs WHERE job_id = $1))`
+	}
+	if mode == "detach" {
+		var detached bool
+		if err := tx.QueryRow(ctx, `SELECT geoingest_retire_whole('parcels', (SELECT job_ref FROM jobs WHERE job_id = $1))`, victim).Scan(&detached); err != nil {
+			b.Fatal(err)
+		}
+		if !detached {
+			b.Fatal("the generation was not detached")
+		}
+		return sizes
 	}
 	if _, err := tx.Exec(ctx, stmt, victim); err != nil {
 		b.Fatal(err)

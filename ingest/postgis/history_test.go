@@ -28,7 +28,9 @@ func historyDigest(t *testing.T, b *bundle, query string, args ...any) (string, 
 // oldest versions' ledger rows, a time of theirs is refused, and the
 // later times still answer right. With own, every version has a table of
 // its own and is written whole into it (the old generation retired whole,
-// migration 0036), not changed in place.
+// migration 0036), not changed in place: the generations retired whole
+// are kept as their detached tables (migration 0045), and prune drops
+// those of the jobs it removes.
 func TestFeaturesAsOf(t *testing.T) {
 	t.Parallel()
 	for _, own := range []bool{false, true} {
@@ -103,6 +105,17 @@ func featuresAsOf(t *testing.T, own bool) {
 	}
 	_, n := historyDigest(t, b, asOf, before)
 	require.Zero(t, n, "nothing before the first version")
+	var kept, copied int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM geoingest_retired_tables), (SELECT count(*) FROM feature_history)`).Scan(&kept, &copied))
+	if own {
+		// v1, v2, v3 and v4 retired whole (the rewrites, the full replace
+		// and the delete), each kept as its table when no other session
+		// held a snapshot (none here).
+		require.EqualValues(t, 4, kept, "the generations retired whole are kept as their tables")
+		require.Zero(t, copied, "no row copied")
+	} else {
+		require.Zero(t, kept, "no table of its own to keep")
+	}
 	// Every source at once: the same rows.
 	d, _ := historyDigest(t, b, `SELECT feature_id, properties, geom FROM geoingest_features_as_of('parcels', $1)`, states[1].at)
 	require.Equal(t, states[1].digest, d)
@@ -133,6 +146,15 @@ func featuresAsOf(t *testing.T, own bool) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM feature_history h WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = h.retired_by))
 		+ (SELECT count(*) FROM feature_changes c WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = c.job_id))`).Scan(&orphans))
 	require.Zero(t, orphans, "no change record or history row outlives its job (migration 0039)")
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM geoingest_retired_tables r WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = r.retired_by))
+		+ abs((SELECT count(*) FROM geoingest_retired_tables) - (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		                                                       WHERE n.nspname = 'geoingest_store' AND c.relname LIKE '%\_retired\_%'))`).Scan(&orphans))
+	require.Zero(t, orphans, "prune dropped the tables kept as the history of the jobs it removed, and only those (migration 0045)")
+	if own {
+		var left int64
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM geoingest_retired_tables`).Scan(&left))
+		require.Less(t, left, kept, "prune removed some of the tables kept")
+	}
 }
 
 func queryStrings(t *testing.T, b *bundle, q string) []string {

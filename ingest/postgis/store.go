@@ -44,6 +44,12 @@ type Store struct {
 	// 0026, instead of writing only what changed (diffwrite.go): for
 	// benchmarks and as a way back. Set it before the first Write.
 	FullReplace bool
+
+	// HistoryCopy makes a generation retired whole always copied into
+	// feature_history, as before migration 0045, never kept as its
+	// detached partition (retirewhole.go): for benchmarks and as a way
+	// back.
+	HistoryCopy bool
 	// DiffRewriteAbove is the fraction of a new version's rows that are
 	// added or changed above which a version with a table of its own is
 	// written whole into it, the unchanged rows copied on the server,

@@ -62,6 +62,7 @@ func (s *Store) writeGate(ctx context.Context, job ingest.Job, owner, contentHas
 		return dup, err
 	}
 	g.actor = owner
+	g.wholeAtCommit = true // commitGate runs retireWhole (retirewhole.go)
 	defer g.rollback(ctx)
 	res, err := body(ctx, g)
 	if err != nil {
@@ -223,9 +224,14 @@ type gate struct {
 	// version is a diff write's spool (diffspool.go): the version's rows,
 	// which it sends whole only as needed, and their extent.
 	version *versionSpool
-	actor   string     // who writes (the claim's owner) or decides (pending.go)
-	attach  string     // the target its own table is to be attached to, last (attach.go)
-	typed   *typedCols // the typed columns the job writes (typed.go); nil: none
+	actor   string // who writes (the claim's owner) or decides (pending.go)
+	attach  string // the target its own table is to be attached to, last (attach.go)
+	// whole is the generations retired whole, to be retired at the
+	// gate's end (retirewhole.go), when wholeAtCommit: the gate's commit
+	// is commitGate's.
+	whole         []string
+	wholeAtCommit bool
+	typed         *typedCols // the typed columns the job writes (typed.go); nil: none
 
 	tally *reportcells.Tally // the job's report cells, computed as it streams; may be nil
 	cells *pendingCells      // the tally's cells once the rows are final
@@ -315,6 +321,12 @@ func (s *Store) commitGate(ctx context.Context, g *gate, job ingest.Job, owner s
 		}
 	}
 	ingest.HookAt(ctx, ingest.HookBeforeCommit, ingest.HookWhere{Owner: owner, Job: job.ID})
+	if len(g.whole) > 0 {
+		if err := s.retireWhole(ctx, g); err != nil {
+			return err
+		}
+		ingest.HookAt(ctx, ingest.HookDuringRetire, ingest.HookWhere{Owner: owner, Job: job.ID})
+	}
 	if g.attach != "" {
 		if err := s.attachOwnPartition(ctx, g, g.attach); err != nil {
 			return err
@@ -359,7 +371,9 @@ func (g *gate) setCurrent(ctx context.Context, jobID pgtype.Text) error {
 // partition, which the compactor drops later, or its rows of the shared
 // one) and gives its job status.
 func (g *gate) retireCurrent(ctx context.Context, jobID, status string) error {
-	if err := g.q.DropJobFeatures(ctx, jobID); err != nil {
+	if g.wholeAtCommit {
+		g.retireLater(jobID) // at the gate's end, kept whole when it can be (retirewhole.go)
+	} else if err := g.q.DropJobFeatures(ctx, jobID); err != nil {
 		return fmt.Errorf("remove features of %s: %w", jobID, err)
 	}
 	return g.q.SetJobStatus(ctx, db.SetJobStatusParams{JobID: jobID, Status: status})

@@ -1022,15 +1022,17 @@ BEGIN
         WITH later AS (SELECT c.job_id, c.seq FROM job_changes c
                        WHERE c.source_bucket = s.source_bucket AND c.source_key = s.source_key AND c.target_table = target
                          AND c.pipeline_version = s.pipeline_version AND c.seq > j.seq AND (cut IS NULL OR c.seq < cut)),
-             touch AS (SELECT h.feature_id AS fid, l.seq, h.ctid AS hid FROM later l JOIN feature_history h ON h.retired_by = l.job_id
-                       WHERE h.target_table = target
+             hist AS MATERIALIZED (SELECT l.seq AS hseq, row_number() OVER () AS hid, h.feature_id AS hfid, h.layer AS hlayer,
+                                          h.feature_index AS hindex, h.properties AS hprops, h.geom AS hgeom, h.area_m2 AS harea
+                                   FROM later l CROSS JOIN LATERAL geoingest_history_rows(l.job_id, target) h),
+             touch AS (SELECT h.hfid AS fid, h.hseq AS seq, h.hid FROM hist h
                        UNION ALL
-                       SELECT fc.feature_id, l.seq, NULL::tid FROM later l JOIN feature_changes fc ON fc.job_id = l.job_id
+                       SELECT fc.feature_id, l.seq, NULL::bigint FROM later l JOIN feature_changes fc ON fc.job_id = l.job_id
                        WHERE fc.kind = 'added'),
              first AS (SELECT DISTINCT ON (t.fid) t.fid, t.hid FROM touch t ORDER BY t.fid, t.seq, t.hid NULLS LAST)
-        SELECT s.source_bucket, s.source_key, s.pipeline_version, j.job_id, h.feature_id, h.layer, h.feature_index,
-               h.properties, h.geom::geometry, h.area_m2
-        FROM first f JOIN feature_history h ON h.ctid = f.hid
+        SELECT s.source_bucket, s.source_key, s.pipeline_version, j.job_id, h.hfid, h.hlayer, h.hindex,
+               h.hprops, h.hgeom, h.harea
+        FROM first f JOIN hist h ON h.hid = f.hid
         UNION ALL
         SELECT s.source_bucket, s.source_key, s.pipeline_version, j.job_id, cur.feature_id, cur.layer, cur.feature_index,
                cur.properties, cur.geom, cur.area_m2
@@ -1356,6 +1358,39 @@ AS $function$
     SELECT lpad(to_hex(h), 32, '0')::uuid
 $function$;
 
+-- public.geoingest_history()
+CREATE OR REPLACE FUNCTION public.geoingest_history()
+ RETURNS TABLE(retired_by text, target_table text, feature_id bigint, layer text, feature_index bigint, properties jsonb, geom geometry, area_m2 double precision)
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT x.retired_by, x.target, h.*
+    FROM (SELECT DISTINCT f.retired_by, f.target_table AS target FROM feature_history f
+          UNION SELECT r.retired_by, r.target FROM geoingest_retired_tables r) x
+    CROSS JOIN LATERAL geoingest_history_rows(x.retired_by, x.target) h
+$function$;
+
+-- public.geoingest_history_rows(job text, target text)
+CREATE OR REPLACE FUNCTION public.geoingest_history_rows(job text, target text)
+ RETURNS TABLE(feature_id bigint, layer text, feature_index bigint, properties jsonb, geom geometry, area_m2 double precision)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
+AS $function$
+DECLARE
+    t text;
+BEGIN
+    RETURN QUERY SELECT h.feature_id, h.layer, h.feature_index, h.properties, h.geom::geometry, h.area_m2
+                 FROM feature_history h WHERE h.retired_by = geoingest_history_rows.job AND h.target_table = geoingest_history_rows.target;
+    FOR t IN SELECT r.table_name FROM geoingest_retired_tables r
+             WHERE r.retired_by = geoingest_history_rows.job AND r.target = geoingest_history_rows.target LOOP
+        RETURN QUERY EXECUTE format('SELECT coalesce(o.feature_id, o.id)::bigint, o.layer, o.feature_index::bigint, o.properties,
+                                            o.geom::geometry, o.area_m2::double precision
+                                     FROM geoingest_store.%I o', t);
+    END LOOP;
+END
+$function$;
+
 -- public.geoingest_incoming_extent(OUT min_x double precision, OUT min_y double precision, OUT max_x double precision, OUT max_y double precision)
 CREATE OR REPLACE FUNCTION public.geoingest_incoming_extent(OUT min_x double precision, OUT min_y double precision, OUT max_x double precision, OUT max_y double precision)
  RETURNS record
@@ -1578,9 +1613,14 @@ CREATE OR REPLACE FUNCTION public.geoingest_jobs_deleted()
  SECURITY DEFINER
  SET search_path TO 'public', 'pg_temp'
 AS $function$
+DECLARE
+    t text;
 BEGIN
     DELETE FROM feature_changes c USING gone g WHERE c.job_id = g.job_id;
     DELETE FROM feature_history h USING gone g WHERE h.retired_by = g.job_id;
+    FOR t IN DELETE FROM geoingest_retired_tables r USING gone g WHERE r.retired_by = g.job_id RETURNING r.table_name LOOP
+        EXECUTE format('DROP TABLE IF EXISTS geoingest_store.%I', t);
+    END LOOP;
     RETURN NULL;
 END
 $function$;
@@ -2430,11 +2470,10 @@ BEGIN
         WHERE fc.job_id = $1 AND fc.kind IN ('added', 'geometry', 'geometry+attributes')
         UNION ALL
         -- the rows it retired, as the history kept them
-        SELECT h.geom::geometry, h.area_m2, -1
-        FROM feature_history h
-        JOIN feature_changes fc ON fc.job_id = h.retired_by AND fc.feature_id = h.feature_id
-        WHERE h.retired_by = $1 AND h.target_table = 'parcels'
-          AND fc.kind IN ('removed', 'geometry', 'geometry+attributes')
+        SELECT h.geom, h.area_m2, -1
+        FROM geoingest_history_rows($1, 'parcels') h
+        JOIN feature_changes fc ON fc.job_id = $1 AND fc.feature_id = h.feature_id
+        WHERE fc.kind IN ('removed', 'geometry', 'geometry+attributes')
     ) x;
     IF cardinality(geoms) <> want THEN
         RETURN; -- a row is missing: computed whole instead
@@ -2487,6 +2526,46 @@ BEGIN
             ST_SetSRID(cov, 4326), extract(epoch FROM clock_timestamp() - t0))
     ON CONFLICT DO NOTHING;
     RETURN ov;
+END
+$function$;
+
+-- public.geoingest_retire_whole(target text, job_ref bigint)
+CREATE OR REPLACE FUNCTION public.geoingest_retire_whole(target text, job_ref bigint)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
+AS $function$
+DECLARE
+    t   text := geoingest_job_table(target, job_ref);
+    r   text := target || '_retired_' || job_ref;
+    job text := current_setting('geoingest.history_job', true);
+    old record;
+BEGIN
+    IF job IS NULL OR job = '' OR job_ref <= 0
+       OR job_ref = nullif(current_setting('geoingest.history_ref', true), '')::bigint
+       OR NOT EXISTS (SELECT FROM pg_inherits i
+                      WHERE i.inhrelid = to_regclass(format('geoingest_store.%I', t))
+                        AND i.inhparent = format('geoingest_store.%I', target)::regclass) THEN
+        RETURN false;
+    END IF;
+    SELECT j.job_id, j.feature_count INTO old FROM jobs j WHERE j.job_ref = geoingest_retire_whole.job_ref;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('LOCK TABLE ONLY geoingest_store.%I IN ACCESS EXCLUSIVE MODE', target);
+    PERFORM pg_stat_clear_snapshot();
+    IF EXISTS (SELECT FROM pg_stat_activity a
+               WHERE a.pid <> pg_backend_pid() AND a.backend_xmin IS NOT NULL
+                 AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
+                 AND (a.datname = current_database() OR a.backend_type = 'walsender')) THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('ALTER TABLE geoingest_store.%I DETACH PARTITION geoingest_store.%I', target, t);
+    EXECUTE format('ALTER TABLE geoingest_store.%I RENAME TO %I', t, r);
+    INSERT INTO geoingest_retired_tables (table_name, target, job_ref, job_id, retired_by, rows)
+    VALUES (r, target, job_ref, old.job_id, job, old.feature_count);
+    RETURN true;
 END
 $function$;
 

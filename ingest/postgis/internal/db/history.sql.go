@@ -125,6 +125,21 @@ func (q *Queries) FeaturesAsOf(ctx context.Context, arg FeaturesAsOfParams) ([]F
 	return items, nil
 }
 
+const retireWhole = `-- name: RetireWhole :one
+SELECT geoingest_retire_whole(j.target_table, j.job_ref)::boolean AS detached
+FROM jobs j WHERE j.job_id = $1
+`
+
+// RetireWhole detaches a job's own partition and keeps it as the history
+// of the job the gate named, or returns false having changed nothing
+// (migration 0045: geoingest_retire_whole).
+func (q *Queries) RetireWhole(ctx context.Context, jobID string) (bool, error) {
+	row := q.db.QueryRow(ctx, retireWhole, jobID)
+	var detached bool
+	err := row.Scan(&detached)
+	return detached, err
+}
+
 const setHistoryJob = `-- name: SetHistoryJob :exec
 SELECT set_config('geoingest.history_job', $1::text, true),
        set_config('geoingest.history_ref', coalesce((SELECT job_ref FROM jobs WHERE job_id = $1::text), 0)::text, true)

@@ -203,6 +203,16 @@ type GeoingestQuarantine struct {
 	Geom         interface{}
 }
 
+type GeoingestRetiredTable struct {
+	TableName string
+	Target    string
+	JobRef    int64
+	JobID     string
+	RetiredBy string
+	Rows      pgtype.Int8
+	RetiredAt pgtype.Timestamptz
+}
+
 type GeoingestStaging struct {
 	FeatureIndex int64
 	Layer        string

@@ -20,3 +20,10 @@ SELECT h.source_bucket::text AS source_bucket, h.source_key::text AS source_key,
        count(*)::bigint AS features, coalesce(sum(h.area_m2), 0)::float8 AS area_m2
 FROM geoingest_features_as_of(@target_table::text, @at::timestamptz, sqlc.narg(bucket)::text, sqlc.narg(key)::text) h
 GROUP BY 1, 2, 3 ORDER BY 1, 2;
+
+-- name: RetireWhole :one
+-- RetireWhole detaches a job's own partition and keeps it as the history
+-- of the job the gate named, or returns false having changed nothing
+-- (migration 0045: geoingest_retire_whole).
+SELECT geoingest_retire_whole(j.target_table, j.job_ref)::boolean AS detached
+FROM jobs j WHERE j.job_id = @job_id;
