@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,9 @@ import (
 // TestHistoryCommandAsOf: `geoingest history SOURCE --as-of T` gives the
 // source as it was at T: between two versions, the first one's features
 // (with their feature ids and attributes); after the second, the second's.
+// `report area --as-of T` is the report made at T, and so is the JSON
+// API's /api/report/area?as_of=T; without as_of the API's report is the
+// current one.
 func TestHistoryCommandAsOf(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -98,4 +102,26 @@ func TestHistoryCommandAsOf(t *testing.T) {
 	}
 	code, _, errOut = run(t, env, "report", "area", "--as-of", t1, "--format", "svg")
 	require.Equal(t, 2, code, "a report as of a time has no map: %s", errOut)
+
+	// The same in the JSON API.
+	base := startConsole(t, env)
+	var api, cur report
+	getJSON(t, base+"/api/report/area?as_of="+url.QueryEscape(t1), 200, &api)
+	require.Equal(t, got.AsOf.UTC(), api.AsOf.UTC())
+	require.True(t, api.Reconciled)
+	require.Equal(t, got.Total, api.Total)
+	require.Equal(t, got.Rows, api.Rows)
+	getJSON(t, base+"/api/report/area", 200, &cur)
+	require.Nil(t, cur.AsOf)
+	require.EqualValues(t, 45, cur.Total["parcels"], "without as_of: the current report")
+	var e map[string]string
+	getJSON(t, base+"/api/report/area?as_of=yesterday", 400, &e)
+	require.Contains(t, e["error"], "as_of")
+	getJSON(t, base+"/api/report/area?method=nearest", 400, &e)
+	// Before the retained history (prune removed the first version's
+	// ledger row): refused, as the command refuses it.
+	code, _, errOut = run(t, env, "prune", "--keep-superseded", "0", "--prune-min-age", "0s")
+	require.Equal(t, 0, code, errOut)
+	getJSON(t, base+"/api/report/area?as_of="+url.QueryEscape(t1), 400, &e)
+	require.Contains(t, e["error"], "retained history")
 }

@@ -2,6 +2,7 @@ package postgis
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -19,11 +20,19 @@ var _ ingest.HistoryReader = (*Store)(nil)
 
 func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
 
+// asOfErr classifies an error of a read as of a time: a time the history
+// cannot answer (before the retained versions, or a gap in them: a
+// data_exception of geoingest_features_as_of) is permanent, the caller's
+// to change, not a failure of the database.
+func asOfErr(err error) error {
+	return classify(fmt.Errorf("as of a time: %w", err))
+}
+
 // FeaturesAsOf returns target's features as they were at time at.
 func (s *Store) FeaturesAsOf(ctx context.Context, target string, at time.Time, bucket, key string) ([]ingest.FeatureAsOf, error) {
 	rows, err := s.q.FeaturesAsOf(ctx, db.FeaturesAsOfParams{TargetTable: target, At: tstz(at), Bucket: optText(bucket), Key: optText(key)})
 	if err != nil {
-		return nil, normaliseErr(err)
+		return nil, asOfErr(err)
 	}
 	out := make([]ingest.FeatureAsOf, len(rows))
 	for i, r := range rows {
@@ -37,7 +46,7 @@ func (s *Store) FeaturesAsOf(ctx context.Context, target string, at time.Time, b
 func (s *Store) AreaAsOf(ctx context.Context, target string, at time.Time, bucket, key string) ([]ingest.SourceAsOf, error) {
 	rows, err := s.q.AreaAsOf(ctx, db.AreaAsOfParams{TargetTable: target, At: tstz(at), Bucket: optText(bucket), Key: optText(key)})
 	if err != nil {
-		return nil, normaliseErr(err)
+		return nil, asOfErr(err)
 	}
 	out := make([]ingest.SourceAsOf, len(rows))
 	for i, r := range rows {

@@ -95,14 +95,14 @@ func areaAsOf(ctx context.Context, qt *db.Queries, q ingest.AreaQuery, r *ingest
 	rows, err := qt.AreaReportAsOf(ctx, db.AreaReportAsOfParams{At: tstz(at), AdminKey: q.AdminKey,
 		PipelineVersion: r.PipelineVersion, Intersection: q.Method == ingest.MethodIntersection})
 	if err != nil {
-		return normaliseErr(err)
+		return asOfErr(err)
 	}
 	for _, row := range rows {
 		r.Rows = append(r.Rows, ingest.AreaRow{AdminUnit: row.AdminUnit, Parcels: row.Parcels, AreaM2: row.AreaM2, AreaHa: row.AreaHa})
 	}
 	total, err := qt.ReportTotalAsOf(ctx, db.ReportTotalAsOfParams{At: tstz(at), PipelineVersion: r.PipelineVersion})
 	if err != nil {
-		return normaliseErr(err)
+		return asOfErr(err)
 	}
 	r.Total = ingest.AreaRow{AdminUnit: "total", Parcels: total.Parcels, AreaM2: total.AreaM2, AreaHa: total.AreaM2 / 1e4}
 	if n := len(r.Rows); n > 0 && r.Rows[n-1].AdminUnit == ingest.UnassignedUnit {

@@ -28,6 +28,11 @@
 //	GET /quarantine/{job_id}                    a job's quarantined features
 //	GET /api/quarantine                         the jobs, as JSON
 //	GET /api/jobs/{job_id}/quarantine           a page of them; ?format=csv|geojson: all, as a file
+//	GET /api/jobs/{job_id}/changes              the job's change record and changed features (changes.go)
+//	GET /api/jobs/{job_id}/tiles                the tiles its changes expire
+//	GET /api/changes        ?source=&since=: a source's change records
+//	GET /api/changes/feed   ?after=CURSOR&limit=: the change feed
+//	GET /api/report/area    ?as_of=&method=&admin_key=&pipeline_version=: the area report, now or as of a time (report.go)
 //
 // Reading needs Options.Token (when set) or the operator token; acting
 // needs Options.OperatorToken, and is protected from cross-site request
@@ -59,7 +64,8 @@ type Reports interface {
 type Options struct {
 	// Reader is what the console reads. Required.
 	Reader ingest.ConsoleReader
-	// Reports draws the map; nil for no map.
+	// Reports draws the map and answers /api/report/area; nil for
+	// neither.
 	Reports Reports
 	// AdminKey is the admin units' property that names them on the map
 	// (default "name").
@@ -144,6 +150,7 @@ func New(o Options) *Handler {
 	h.mux.HandleFunc("GET /api/jobs/{job_id}/tiles", h.apiJobTiles)
 	h.mux.HandleFunc("GET /api/changes", h.apiSourceChanges)
 	h.mux.HandleFunc("GET /api/changes/feed", h.apiChangeFeed)
+	h.mux.HandleFunc("GET /api/report/area", h.apiReportArea)
 	h.mux.HandleFunc("GET /deadletters", h.deadLettersPage)
 	h.mux.HandleFunc("GET /api/deadletters", h.apiDeadLetters)
 	h.mux.HandleFunc("POST /deadletters/{id}/{action}", h.deadLetterForm)
