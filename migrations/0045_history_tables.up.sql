@@ -46,43 +46,49 @@ CREATE INDEX geoingest_retired_tables_by_idx ON geoingest_retired_tables (retire
 
 -- geoingest_retire_whole detaches the own partition of the generation of
 -- job_ref from target and keeps it as the history of the job the write
--- gate named (geoingest.history_job), returning true; or returns false,
+-- gate named (geoingest.history_job), returning NULL; or returns why not,
 -- having changed nothing: no job named, the generation in the shared
 -- partition or not attached, or another backend holding a snapshot (see
--- above; the target is then locked: the caller rolls back to a savepoint).
--- The caller sets lock_timeout.
-CREATE FUNCTION geoingest_retire_whole(target text, job_ref bigint) RETURNS boolean
+-- above; the target is then locked: the caller rolls back to a
+-- savepoint). The caller sets lock_timeout.
+CREATE FUNCTION geoingest_retire_whole(target text, job_ref bigint) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
-    t   text := geoingest_job_table(target, job_ref);
-    r   text := target || '_retired_' || job_ref;
-    job text := current_setting('geoingest.history_job', true);
-    old record;
+    t    text := geoingest_job_table(target, job_ref);
+    r    text := target || '_retired_' || job_ref;
+    job  text := current_setting('geoingest.history_job', true);
+    old  record;
+    busy text;
 BEGIN
-    IF job IS NULL OR job = '' OR job_ref <= 0
-       OR job_ref = nullif(current_setting('geoingest.history_ref', true), '')::bigint
+    IF job IS NULL OR job = '' THEN
+        RETURN 'no job named as retiring it';
+    END IF;
+    IF job_ref <= 0 OR job_ref = nullif(current_setting('geoingest.history_ref', true), '')::bigint
        OR NOT EXISTS (SELECT FROM pg_inherits i
                       WHERE i.inhrelid = to_regclass(format('geoingest_store.%I', t))
                         AND i.inhparent = format('geoingest_store.%I', target)::regclass) THEN
-        RETURN false;
+        RETURN 'no partition of its own';
     END IF;
     SELECT j.job_id, j.feature_count INTO old FROM jobs j WHERE j.job_ref = geoingest_retire_whole.job_ref;
     IF NOT FOUND THEN
-        RETURN false;
+        RETURN 'no ledger row';
     END IF;
     EXECUTE format('LOCK TABLE ONLY geoingest_store.%I IN ACCESS EXCLUSIVE MODE', target);
     PERFORM pg_stat_clear_snapshot();
-    IF EXISTS (SELECT FROM pg_stat_activity a
-               WHERE a.pid <> pg_backend_pid() AND a.backend_xmin IS NOT NULL
-                 AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
-                 AND (a.datname = current_database() OR a.backend_type = 'walsender')) THEN
-        RETURN false;
+    SELECT string_agg(format('pid %s (%s, %s: %s)', a.pid, a.backend_type, coalesce(a.state, ''), left(coalesce(a.query, ''), 60)), '; ')
+    INTO busy
+    FROM pg_stat_activity a
+    WHERE a.pid <> pg_backend_pid() AND a.backend_xmin IS NOT NULL
+      AND a.backend_type IS DISTINCT FROM 'autovacuum worker'
+      AND (a.datname = current_database() OR a.backend_type = 'walsender');
+    IF busy IS NOT NULL THEN
+        RETURN 'another session holds a snapshot: ' || busy;
     END IF;
     EXECUTE format('ALTER TABLE geoingest_store.%I DETACH PARTITION geoingest_store.%I', target, t);
     EXECUTE format('ALTER TABLE geoingest_store.%I RENAME TO %I', t, r);
     INSERT INTO geoingest_retired_tables (table_name, target, job_ref, job_id, retired_by, rows)
     VALUES (r, target, job_ref, old.job_id, job, old.feature_count);
-    RETURN true;
+    RETURN NULL;
 END
 $$;
 

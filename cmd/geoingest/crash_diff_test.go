@@ -60,7 +60,7 @@ func TestServeCrashDuringDiff(t *testing.T) {
 			require.EqualValues(t, 0, queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE status = 'replaced'`))
 			require.EqualValues(t, 1, queryInt(t, c.db, `SELECT count(*) FROM job_changes`))
 			require.EqualValues(t, ids, queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels`))
-			require.EqualValues(t, 0, queryInt(t, c.db, `SELECT count(*) FROM feature_history`), "nothing of the uncommitted version in the history")
+			require.EqualValues(t, 0, queryInt(t, c.db, `SELECT count(*) FROM geoingest_history()`), "nothing of the uncommitted version in the history")
 			retired := queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM parcels WHERE (properties->>'i')::int < 8`)
 
 			b := c.serve(t, env, args...)
@@ -83,10 +83,10 @@ func TestServeCrashDuringDiff(t *testing.T) {
 			if rewrite {
 				n, sum = 40, ids
 			}
-			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(*) FROM feature_history`))
-			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(DISTINCT feature_id) FROM feature_history`))
-			require.EqualValues(t, sum, queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM feature_history`))
-			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(*) FROM feature_history h JOIN job_changes c ON c.job_id = h.retired_by
+			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(*) FROM geoingest_history()`))
+			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(DISTINCT feature_id) FROM geoingest_history()`))
+			require.EqualValues(t, sum, queryInt(t, c.db, `SELECT sum(feature_id)::bigint FROM geoingest_history()`))
+			require.EqualValues(t, n, queryInt(t, c.db, `SELECT count(*) FROM geoingest_history() h JOIN job_changes c ON c.job_id = h.retired_by
 				WHERE c.base_job_id IS NOT NULL AND NOT h.properties ? 'sold' AND (h.properties->>'i')::int < $1`, n))
 			code, out, errOut := run(t, map[string]string{"DATABASE_URL": c.db}, "verify")
 			require.Equal(t, 0, code, out+errOut)

@@ -53,18 +53,20 @@ func (s *Store) retireWhole(ctx context.Context, g *gate) (err error) {
 		}
 	}()
 	for _, jobID := range g.whole {
-		detached := false
+		why := "GEOINGEST_HISTORY_COPY=1"
 		if !s.HistoryCopy {
-			if detached, err = s.detachWithin(ctx, g, jobID); err != nil {
+			if why, err = s.detachWithin(ctx, g, jobID); err != nil {
 				return fmt.Errorf("retire %s: %w", jobID, err)
 			}
 		}
-		if !detached {
+		if why != "" {
 			if err := g.q.DropJobFeatures(ctx, jobID); err != nil {
 				return fmt.Errorf("remove features of %s: %w", jobID, err)
 			}
+			s.log.Info("generation retired whole: its rows copied into the history, its partition not kept", "job", jobID, "why", why)
+		} else {
+			s.log.Debug("generation retired whole: its partition kept as the history", "job", jobID)
 		}
-		s.log.Debug("generation retired whole into the history", "job", jobID, "detached", detached)
 	}
 	g.whole = nil
 	return nil
@@ -72,42 +74,43 @@ func (s *Store) retireWhole(ctx context.Context, g *gate) (err error) {
 
 // detachWithin tries geoingest_retire_whole in a savepoint, each attempt
 // under a short lock_timeout (as the attach's), until it has the target's
-// lock or retireWholeWait has passed. A false answer (no detach possible)
-// or no lock in time rolls the savepoint back, releasing the lock.
-func (s *Store) detachWithin(ctx context.Context, g *gate, jobID string) (bool, error) {
+// lock or retireWholeWait has passed, and returns "" when it detached, or
+// why not. A refusal or no lock in time rolls the savepoint back,
+// releasing the lock.
+func (s *Store) detachWithin(ctx context.Context, g *gate, jobID string) (string, error) {
 	start := time.Now()
 	wait := attachAttemptMin
 	for {
 		sp, err := g.tx.Begin(ctx)
 		if err != nil {
-			return false, err
+			return "", err
 		}
 		q := g.q.WithTx(sp)
-		detached, err := func() (bool, error) {
+		why, err := func() (string, error) {
 			if err := q.SetLockTimeout(ctx, fmt.Sprintf("%dms", wait.Milliseconds())); err != nil {
-				return false, err
+				return "", err
 			}
 			return q.RetireWhole(ctx, jobID)
 		}()
-		if err == nil && detached {
-			return true, sp.Commit(ctx)
+		if err == nil && why == "" {
+			return "", sp.Commit(ctx)
 		}
 		if rerr := sp.Rollback(context.WithoutCancel(ctx)); rerr != nil {
-			return false, rerr
+			return "", rerr
 		}
 		if err == nil {
-			return false, nil // no detach possible now: copied instead
+			return why, nil // no detach possible now: copied instead
 		}
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
-			return false, err
+			return "", err
 		}
 		if time.Since(start) >= retireWholeWait {
-			return false, nil
+			return fmt.Sprintf("the target's lock not had in %s", retireWholeWait), nil
 		}
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(wait + rand.N(2*wait)):
 		}
 		wait = min(2*wait, attachAttemptMax)

@@ -123,14 +123,14 @@ func checkChanges(ctx context.Context, pool *pgxpool.Pool, h *changeHook) (found
 		wrong = append(wrong, fmt.Sprintf("%d of %d change records never delivered", undelivered, len(jobs)))
 	}
 
-	historyRows := q(`SELECT count(*) FROM feature_history`)
-	dup := q(`SELECT count(*) FROM (SELECT 1 FROM feature_history GROUP BY retired_by, feature_id HAVING count(*) > 1) d`)
-	orphan := q(`SELECT count(*) FROM feature_history h WHERE NOT EXISTS (SELECT 1 FROM job_changes c WHERE c.job_id = h.retired_by)`)
+	historyRows := q(`SELECT count(*) FROM geoingest_history()`)
+	dup := q(`SELECT count(*) FROM (SELECT 1 FROM geoingest_history() GROUP BY retired_by, feature_id HAVING count(*) > 1) d`)
+	orphan := q(`SELECT count(*) FROM geoingest_history() h WHERE NOT EXISTS (SELECT 1 FROM job_changes c WHERE c.job_id = h.retired_by)`)
 	// A version retires its base's rows that it does not keep in place:
 	// all of them when it rewrites the generation or retires it, the
 	// changed and removed ones when it changes it in place.
 	badCount := q(`SELECT count(*) FROM job_changes c JOIN jobs b ON b.job_id = c.base_job_id,
-		LATERAL (SELECT count(*) AS n FROM feature_history h WHERE h.retired_by = c.job_id) h
+		LATERAL (SELECT count(*) AS n FROM geoingest_history_rows(c.job_id, c.target_table) h) h
 		WHERE h.n NOT IN (b.feature_count, b.feature_count - c.unchanged)`)
 	checked := q(`SELECT count(*) FROM job_changes c JOIN jobs b ON b.job_id = c.base_job_id`)
 	if dup != 0 || orphan != 0 || badCount != 0 {

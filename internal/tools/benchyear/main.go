@@ -850,11 +850,14 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 		return err
 	}
 	// The history (migration 0033's feature_history, if this schema has
-	// it) and the change records.
+	// it, and 0045's tables kept whole, which are in geoingest_store) and
+	// the change records.
 	if err := pool.QueryRow(ctx, `
 		SELECT (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		         WHERE n.nspname = 'geoingest_store' AND c.relkind = 'r'),
-		       coalesce(pg_total_relation_size(to_regclass('feature_history')), 0),
+		         WHERE n.nspname = 'geoingest_store' AND c.relkind = 'r' AND c.relname NOT LIKE '%\_retired\_%'),
+		       coalesce(pg_total_relation_size(to_regclass('feature_history')), 0)
+		         + (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		            WHERE n.nspname = 'geoingest_store' AND c.relkind = 'r' AND c.relname LIKE '%\_retired\_%'),
 		       coalesce(pg_total_relation_size(to_regclass('feature_changes')), 0) + coalesce(pg_total_relation_size(to_regclass('job_changes')), 0)
 		         + coalesce(pg_total_relation_size(to_regclass('feature_lineage')), 0)`).
 		Scan(&res.StoreBytes, &res.HistoryBytes, &res.ChangelogBytes); err != nil {
@@ -867,6 +870,14 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 			        / greatest(coalesce(sum(pg_column_size(h.*)), 0), 1) * pg_total_relation_size('feature_history'))::bigint
 			FROM feature_history h JOIN jobs j ON j.job_id = h.retired_by`).Scan(&res.TwinHistoryBytes); err != nil {
 			return err
+		}
+		// And the twin's tables kept whole.
+		var kept int64
+		if err := pool.QueryRow(ctx, `
+			SELECT coalesce(sum(pg_total_relation_size(format('geoingest_store.%I', r.table_name)::regclass)), 0)::bigint
+			FROM geoingest_retired_tables r JOIN jobs j ON j.job_id = r.retired_by
+			WHERE j.source_key = 'probe-full/county.geojson'`).Scan(&kept); err == nil {
+			res.TwinHistoryBytes += kept
 		}
 	}
 	res.Bloat, res.SharedBloat = bloat(ctx, pool)

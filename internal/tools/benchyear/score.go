@@ -166,8 +166,8 @@ func explainMiss(ctx context.Context, pool *pgxpool.Pool, job, apn string, oldID
 	err := pool.QueryRow(ctx, `
 		SELECT coalesce((SELECT string_agg(kind || ' ' || feature_id, ', ') FROM feature_changes WHERE job_id = $1 AND feature_id = $3), 'nothing'),
 		       coalesce((SELECT ST_Area(ST_Intersection(h.geom, p.geom)) / nullif(ST_Area(ST_Union(h.geom, p.geom)), 0)
-		        FROM feature_history h, geoingest_current_parcels p
-		        WHERE h.retired_by = $1 AND h.feature_id = $3 AND p.job_id = $1 AND p.properties->>'parcel_id' = $2 LIMIT 1), -1)`,
+		        FROM geoingest_history_rows($1, 'parcels') h, geoingest_current_parcels p
+		        WHERE h.feature_id = $3 AND p.job_id = $1 AND p.properties->>'parcel_id' = $2 LIMIT 1), -1)`,
 		job, apn, oldID).Scan(&kinds, &iou)
 	if err != nil {
 		return fmt.Sprintf("%s: %v", apn, err)

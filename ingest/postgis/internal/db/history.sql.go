@@ -126,18 +126,18 @@ func (q *Queries) FeaturesAsOf(ctx context.Context, arg FeaturesAsOfParams) ([]F
 }
 
 const retireWhole = `-- name: RetireWhole :one
-SELECT geoingest_retire_whole(j.target_table, j.job_ref)::boolean AS detached
+SELECT coalesce(geoingest_retire_whole(j.target_table, j.job_ref), '')::text AS not_detached
 FROM jobs j WHERE j.job_id = $1
 `
 
 // RetireWhole detaches a job's own partition and keeps it as the history
-// of the job the gate named, or returns false having changed nothing
-// (migration 0045: geoingest_retire_whole).
-func (q *Queries) RetireWhole(ctx context.Context, jobID string) (bool, error) {
+// of the job the gate named (”), or returns why not, having changed
+// nothing (migration 0045: geoingest_retire_whole).
+func (q *Queries) RetireWhole(ctx context.Context, jobID string) (string, error) {
 	row := q.db.QueryRow(ctx, retireWhole, jobID)
-	var detached bool
-	err := row.Scan(&detached)
-	return detached, err
+	var not_detached string
+	err := row.Scan(&not_detached)
+	return not_detached, err
 }
 
 const setHistoryJob = `-- name: SetHistoryJob :exec

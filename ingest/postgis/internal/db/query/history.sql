@@ -23,7 +23,7 @@ GROUP BY 1, 2, 3 ORDER BY 1, 2;
 
 -- name: RetireWhole :one
 -- RetireWhole detaches a job's own partition and keeps it as the history
--- of the job the gate named, or returns false having changed nothing
--- (migration 0045: geoingest_retire_whole).
-SELECT geoingest_retire_whole(j.target_table, j.job_ref)::boolean AS detached
+-- of the job the gate named (''), or returns why not, having changed
+-- nothing (migration 0045: geoingest_retire_whole).
+SELECT coalesce(geoingest_retire_whole(j.target_table, j.job_ref), '')::text AS not_detached
 FROM jobs j WHERE j.job_id = @job_id;
