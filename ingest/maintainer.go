@@ -60,6 +60,13 @@ type Maintainer struct {
 	Pruner     Pruner
 	PruneEvery time.Duration
 	Retention  RetentionPolicy
+	// Hashes rewrites the match hashes of a form older than the store's
+	// (HashUpgrader) in small batches, at Start and then every HashEvery
+	// (hashupgrade.go); HashBatch rows a batch (default
+	// DefaultHashBatch).
+	Hashes    HashUpgrader
+	HashEvery time.Duration
+	HashBatch int
 	// Log receives the rounds' results (nil: discarded).
 	Log *slog.Logger
 
@@ -73,6 +80,9 @@ type Maintainer struct {
 	folded     map[string]bool
 	foldedRows map[string]int64
 	analyzedAt map[string]time.Time
+	// hashDone are the generations hashRound walked since hashReset.
+	hashDone  map[string]bool
+	hashReset time.Time
 }
 
 // noteFolded records the tables r folded into.
@@ -183,6 +193,11 @@ func (m *Maintainer) Start(ctx context.Context) {
 	}
 	if m.Pruner != nil {
 		m.goEvery(ctx, m.PruneEvery, nil, m.pruneRound)
+	}
+	if m.Hashes != nil && m.HashEvery > 0 {
+		first := make(chan struct{}, 1)
+		first <- struct{}{} // a first round at once
+		m.goEvery(ctx, m.HashEvery, first, m.hashRound)
 	}
 }
 

@@ -160,6 +160,7 @@ END
 $$;
 
 
+DROP FUNCTION geoingest_upgrade_match_hashes(text, tid, int);
 DROP FUNCTION geoingest_history();
 DROP FUNCTION geoingest_history_rows(text, text);
 DROP FUNCTION geoingest_retire_whole(text, bigint);

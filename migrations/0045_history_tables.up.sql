@@ -1,6 +1,8 @@
 -- geoingest schema, version 45: a generation retired whole keeps its
 -- table as history instead of copying its rows (docs/design.md, "History:
--- why rows copied beside the current ones"; docs/changes.md, "History").
+-- why rows copied beside the current ones"; docs/changes.md, "History");
+-- and the match hashes stored before 0044 are rewritten in the background
+-- (geoingest_upgrade_match_hashes, at the end).
 --
 -- A source deleted, or a generation replaced whole (a full replace, a
 -- version written into a table of its own), retired every row of its
@@ -275,6 +277,56 @@ BEGIN
 END
 $$;
 
+-- geoingest_upgrade_match_hashes: the match hashes stored before 0044
+-- (MD5) are recomputed by the server at every later version of their
+-- source, as are those never stored (a source whose geometry the server
+-- transforms), until a version rewrites the row (0044): some 2.6 s per
+-- 1,000,000 rows and version. The maintainer rewrites them to 0044's form
+-- in the background, a batch at a time (ingest.Maintainer's Hashes):
+-- this function reads the n rows of current job job_id after ctid after
+-- (in ctid order; NULL: from the start), rewrites the hashes among them
+-- that are not of 0044's form (each to the value the match would compute
+-- for it: the same function), and returns how many it rewrote and the
+-- last ctid read (NULL: the job's rows are all read). A stored value of
+-- 0044's form is never changed, so a batch is idempotent, and each is
+-- its own transaction: killed, it is rolled back. It takes the source's
+-- row lock without waiting, as the compactor does (a write gate holds it
+-- while it matches the old generation's rows by ctid, which an UPDATE
+-- moves): busy is true, and nothing done, when a gate holds it.
+CREATE FUNCTION geoingest_upgrade_match_hashes(job_id text, after tid, n int, OUT rewritten bigint, OUT scanned_to tid, OUT busy boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    j  record;
+    t  text;
+BEGIN
+    rewritten := 0;
+    busy := false;
+    SELECT jb.job_ref, jb.target_table INTO j
+    FROM jobs jb JOIN sources s ON s.current_job_id = jb.job_id
+    WHERE jb.job_id = geoingest_upgrade_match_hashes.job_id AND jb.status = 'current'
+    FOR UPDATE OF s SKIP LOCKED;
+    IF NOT FOUND THEN
+        busy := EXISTS (SELECT FROM jobs jb JOIN sources s ON s.current_job_id = jb.job_id
+                        WHERE jb.job_id = geoingest_upgrade_match_hashes.job_id AND jb.status = 'current');
+        RETURN;
+    END IF;
+    t := geoingest_job_table(j.target_table, j.job_ref);
+    EXECUTE format('WITH c AS (SELECT o.ctid AS rid FROM geoingest_store.%1$I o
+                               WHERE o.job_ref = $1 AND o.ctid > $2 ORDER BY o.ctid LIMIT $3),
+                         u AS (UPDATE geoingest_store.%1$I o
+                               SET geom_hash = CASE WHEN o.geom_hash IS NULL OR o.geom_hash >= $4
+                                                    THEN geoingest_geom_hash(o.geom) ELSE o.geom_hash END,
+                                   props_hash = CASE WHEN o.props_hash IS NULL OR o.props_hash >= $4
+                                                     THEN geoingest_props_hash(o.properties) ELSE o.props_hash END
+                               FROM c
+                               WHERE o.ctid = c.rid AND o.geom IS NOT NULL
+                                 AND (o.geom_hash IS NULL OR o.geom_hash >= $4 OR o.props_hash IS NULL OR o.props_hash >= $4)
+                               RETURNING 1)
+                    SELECT (SELECT count(*) FROM u), CASE WHEN (SELECT count(*) FROM c) < $3 THEN NULL ELSE (SELECT max(c.rid) FROM c) END', t)
+        INTO rewritten, scanned_to USING j.job_ref, coalesce(after, '(0,0)'::tid), n, geoingest_hash_form_end();
+END
+$$;
+
 -- Rights: the history's functions read geoingest_store, which only the
 -- writer may use, and retire_whole changes it: they run with the owner's
 -- rights (CREATE OR REPLACE reset jobs_deleted's). The analyst may read
@@ -284,6 +336,14 @@ BEGIN
     EXECUTE format('ALTER FUNCTION geoingest_retire_whole(text, bigint) SECURITY DEFINER SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION geoingest_history_rows(text, text) SECURITY DEFINER SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION geoingest_jobs_deleted() SECURITY DEFINER SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION geoingest_upgrade_match_hashes(text, tid, int) SECURITY DEFINER SET search_path = %I, pg_temp', current_schema());
+    REVOKE EXECUTE ON FUNCTION geoingest_upgrade_match_hashes(text, tid, int) FROM PUBLIC;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
+        REVOKE EXECUTE ON FUNCTION geoingest_upgrade_match_hashes(text, tid, int) FROM geoingest_analyst;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_writer') THEN
+        GRANT EXECUTE ON FUNCTION geoingest_upgrade_match_hashes(text, tid, int) TO geoingest_writer;
+    END IF;
     REVOKE EXECUTE ON FUNCTION geoingest_retire_whole(text, bigint) FROM PUBLIC;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
         REVOKE EXECUTE ON FUNCTION geoingest_retire_whole(text, bigint) FROM geoingest_analyst;

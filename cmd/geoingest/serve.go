@@ -87,6 +87,10 @@ type serveConfig struct {
 	// compactReindex is the compactor's index rebuild factor
 	// (ingest.CompactOptions.ReindexFactor); 0 turns rebuilding off.
 	compactReindex float64
+	// rehashEvery is how often serve walks the current rows to rewrite
+	// the match hashes of an older form (ingest.Maintainer's Hashes); 0
+	// turns it off.
+	rehashEvery time.Duration
 	// pruneInterval is how often serve applies the retention policy
 	// (0: never); retention is its policy.
 	pruneInterval time.Duration
@@ -182,6 +186,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.reportRefresh, "report-refresh", m.envDuration("GEOINGEST_REPORT_REFRESH", time.Minute), "report assignments are stored in the background after each committed job and at least this often (catching a worker killed between a commit and its refresh); 0: each job stores its own before its ack (env GEOINGEST_REPORT_REFRESH)")
 	fs.DurationVar(&c.compactEvery, "compact-every", m.envDuration("GEOINGEST_COMPACT_EVERY", time.Minute), "fold the oldest own partitions into the shared ones in the background, after each written job and at least this often, so that spatial queries visit a few partitions; 0: off (run `geoingest compact` from cron instead) (env GEOINGEST_COMPACT_EVERY)")
 	fs.DurationVar(&c.analyzeEvery, "analyze-every", m.envDuration("GEOINGEST_ANALYZE_EVERY", time.Hour), "after a compaction round, ANALYZE a feature table it folded into as a whole (autovacuum never does; without it a new connection's first query plans slower) once the rows folded since the last are a tenth of the table, at most this often; 0: never (env GEOINGEST_ANALYZE_EVERY)")
+	fs.DurationVar(&c.rehashEvery, "rehash-every", m.envDuration("GEOINGEST_REHASH_EVERY", 24*time.Hour), "at start and then this often, rewrite in the background, a small batch at a time, the match hashes that the server would otherwise recompute at every new version of their source (stored before schema version 44, or never stored); 0: off (env GEOINGEST_REHASH_EVERY)")
 	fs.IntVar(&c.compactKeep, "compact-keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep), "own partitions (of jobs of 8 MiB or more) each feature table keeps before the compactor folds the oldest; 0 folds each soon after its commit (env GEOINGEST_COMPACT_KEEP)")
 	fs.Float64Var(&c.compactReindex, "compact-reindex-factor", m.envFloat("GEOINGEST_COMPACT_REINDEX_FACTOR", ingest.DefaultReindexFactor), reindexFactorUsage+" (env GEOINGEST_COMPACT_REINDEX_FACTOR)")
 	fs.BoolVar(&c.console, "console", m.envBool("GEOINGEST_CONSOLE", true), "serve the read-only operator's console (pages and /api/) on --metrics-addr (env GEOINGEST_CONSOLE)")
@@ -329,11 +334,13 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	factor, _ := reindexFactor(c.compactReindex) // checked with the other flags
 	// The work beside the jobs: the report refresh, the compactor and the
 	// prune, from the consumer's start to its end.
+	hashes, _ := a.store.(ingest.HashUpgrader) // the PostGIS store's
 	cons.Maintainer = &ingest.Maintainer{
 		Refresher: a.store, RefreshEvery: c.reportRefresh,
 		Compactor: a.compactor, CompactEvery: c.compactEvery, AnalyzeEvery: c.analyzeEvery,
 		CompactOptions: ingest.CompactOptions{Keep: c.compactKeep, ReindexFactor: factor},
 		Pruner:         a.store, PruneEvery: c.pruneInterval, Retention: c.retention,
+		Hashes: hashes, HashEvery: c.rehashEvery,
 		Log: m.Log,
 	}
 

@@ -125,6 +125,41 @@ func (q *Queries) FeaturesAsOf(ctx context.Context, arg FeaturesAsOfParams) ([]F
 	return items, nil
 }
 
+const hashUpgradeJobs = `-- name: HashUpgradeJobs :many
+SELECT j.job_id, j.target_table, j.job_ref
+FROM jobs j JOIN sources s ON s.current_job_id = j.job_id
+WHERE j.status = 'current'
+ORDER BY j.job_ref
+`
+
+type HashUpgradeJobsRow struct {
+	JobID       string
+	TargetTable string
+	JobRef      int64
+}
+
+// HashUpgradeJobs is the current jobs, whose rows may hold match hashes
+// of a form before migration 0044 (geoingest_upgrade_match_hashes).
+func (q *Queries) HashUpgradeJobs(ctx context.Context) ([]HashUpgradeJobsRow, error) {
+	rows, err := q.db.Query(ctx, hashUpgradeJobs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []HashUpgradeJobsRow
+	for rows.Next() {
+		var i HashUpgradeJobsRow
+		if err := rows.Scan(&i.JobID, &i.TargetTable, &i.JobRef); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const retireWhole = `-- name: RetireWhole :one
 SELECT coalesce(geoingest_retire_whole(j.target_table, j.job_ref), '')::text AS not_detached
 FROM jobs j WHERE j.job_id = $1
@@ -151,4 +186,32 @@ SELECT set_config('geoingest.history_job', $1::text, true),
 func (q *Queries) SetHistoryJob(ctx context.Context, jobID string) error {
 	_, err := q.db.Exec(ctx, setHistoryJob, jobID)
 	return err
+}
+
+const upgradeMatchHashes = `-- name: UpgradeMatchHashes :one
+SELECT u.rewritten::bigint AS rewritten, coalesce(u.scanned_to::text, '')::text AS next, u.busy::boolean AS busy
+FROM geoingest_upgrade_match_hashes($1::text, nullif($2::text, '')::tid, $3::int) u
+`
+
+type UpgradeMatchHashesParams struct {
+	JobID string
+	After string
+	N     int32
+}
+
+type UpgradeMatchHashesRow struct {
+	Rewritten int64
+	Next      string
+	Busy      bool
+}
+
+// UpgradeMatchHashes rewrites the old-form match hashes among the n rows
+// of a current job after a ctid (” from the start), and returns how many,
+// the last ctid read (” at the end), and whether a write gate held the
+// source (nothing done) (migration 0045).
+func (q *Queries) UpgradeMatchHashes(ctx context.Context, arg UpgradeMatchHashesParams) (UpgradeMatchHashesRow, error) {
+	row := q.db.QueryRow(ctx, upgradeMatchHashes, arg.JobID, arg.After, arg.N)
+	var i UpgradeMatchHashesRow
+	err := row.Scan(&i.Rewritten, &i.Next, &i.Busy)
+	return i, err
 }

@@ -27,3 +27,19 @@ GROUP BY 1, 2, 3 ORDER BY 1, 2;
 -- nothing (migration 0045: geoingest_retire_whole).
 SELECT coalesce(geoingest_retire_whole(j.target_table, j.job_ref), '')::text AS not_detached
 FROM jobs j WHERE j.job_id = @job_id;
+
+-- name: HashUpgradeJobs :many
+-- HashUpgradeJobs is the current jobs, whose rows may hold match hashes
+-- of a form before migration 0044 (geoingest_upgrade_match_hashes).
+SELECT j.job_id, j.target_table, j.job_ref
+FROM jobs j JOIN sources s ON s.current_job_id = j.job_id
+WHERE j.status = 'current'
+ORDER BY j.job_ref;
+
+-- name: UpgradeMatchHashes :one
+-- UpgradeMatchHashes rewrites the old-form match hashes among the n rows
+-- of a current job after a ctid ('' from the start), and returns how many,
+-- the last ctid read ('' at the end), and whether a write gate held the
+-- source (nothing done) (migration 0045).
+SELECT u.rewritten::bigint AS rewritten, coalesce(u.scanned_to::text, '')::text AS next, u.busy::boolean AS busy
+FROM geoingest_upgrade_match_hashes(@job_id::text, nullif(@after::text, '')::tid, @n::int) u;

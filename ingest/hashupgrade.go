@@ -1,0 +1,112 @@
+package ingest
+
+import (
+	"context"
+	"time"
+)
+
+// HashUpgrader rewrites, a batch at a time, the match hashes of current
+// rows that are not of the current form: those stored before the PostGIS
+// store's migration 0044 (MD5), and those never stored, which the server
+// otherwise recomputes at every later version of their source
+// (postgis.Store).
+type HashUpgrader interface {
+	// HashUpgradeJobs lists the current generations, each with a key
+	// that stays the same while its rows do (the target and its storage).
+	HashUpgradeJobs(ctx context.Context) ([]HashUpgradeJob, error)
+	// UpgradeHashes reads at most n rows of a current job after cursor
+	// ("" from the start) and rewrites the hashes among them that need
+	// it, in one transaction of its own.
+	UpgradeHashes(ctx context.Context, job string, cursor string, n int) (HashBatch, error)
+}
+
+// HashUpgradeJob is a current generation to walk.
+type HashUpgradeJob struct {
+	JobID string
+	// Key names the generation's rows: the same after a version changed
+	// them in place (they keep their storage), another when a version
+	// wrote them anew.
+	Key string
+}
+
+// HashBatch is one UpgradeHashes batch.
+type HashBatch struct {
+	Rewritten int64
+	// Next is the cursor of the next batch; "" when the job's rows are
+	// all read.
+	Next string
+	// Busy: a write gate held the job's source; nothing was done, the
+	// next round tries again.
+	Busy bool
+}
+
+// DefaultHashBatch is Maintainer.HashBatch's default: rows a batch reads.
+const DefaultHashBatch = 5000
+
+// hashRound walks every current generation not walked yet (m.hashDone),
+// batch after batch, resting between two batches as long as the last
+// one took (so at most half of one connection's time, and a writer of the
+// source waits for at most one batch), until every one is walked or ctx
+// ends. A generation whose source a writer holds is left for the next
+// round. The walked ones are forgotten every HashEvery, so that rows
+// written since without a hash are found too.
+func (m *Maintainer) hashRound(ctx context.Context) {
+	m.mu.Lock()
+	if m.hashDone == nil || time.Since(m.hashReset) >= m.HashEvery {
+		m.hashDone, m.hashReset = map[string]bool{}, time.Now()
+	}
+	m.mu.Unlock()
+	jobs, err := m.Hashes.HashUpgradeJobs(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.Log.Warn("the match hashes' upgrade could not list the generations; the next round tries again", "error", err.Error())
+		}
+		return
+	}
+	n := m.HashBatch
+	if n <= 0 {
+		n = DefaultHashBatch
+	}
+	start := time.Now()
+	var rewritten, walked int64
+	for _, j := range jobs {
+		m.mu.Lock()
+		done := m.hashDone[j.Key]
+		m.mu.Unlock()
+		if done {
+			continue
+		}
+		cursor := ""
+		for {
+			t0 := time.Now()
+			b, err := m.Hashes.UpgradeHashes(ctx, j.JobID, cursor, n)
+			if err != nil {
+				if ctx.Err() == nil {
+					m.Log.Warn("a batch of the match hashes' upgrade failed; the next round tries again", "job", j.JobID, "error", err.Error())
+				}
+				return
+			}
+			if b.Busy {
+				break // a writer holds the source: the next round
+			}
+			rewritten += b.Rewritten
+			if b.Next == "" {
+				walked++
+				m.mu.Lock()
+				m.hashDone[j.Key] = true
+				m.mu.Unlock()
+				break
+			}
+			cursor = b.Next
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(max(time.Since(t0), time.Millisecond)):
+			}
+		}
+	}
+	if rewritten > 0 {
+		m.Log.Info("match hashes rewritten to the current form", "rows", rewritten, "generations", walked,
+			"seconds", time.Since(start).Seconds())
+	}
+}

@@ -1,0 +1,153 @@
+package postgis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/localfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMaintainerUpgradesMatchHashes: rows whose match hashes predate
+// migration 0044 (MD5, as TestMatchAcrossTheHashUpgrade makes them) or
+// were never stored are rewritten to 0044's form by the maintainer, a
+// batch at a time: a batch leaves a source that a write gate holds alone
+// at once (nothing done, no wait); a batch reads its rows after the
+// cursor; a walk stopped part-way and started again finishes; a second
+// walk rewrites nothing; every row then holds the server's own hashes,
+// and the next version records exactly its one change, verify clean.
+func TestMaintainerUpgradesMatchHashes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	p := ingest.DefaultParams("parcels")
+	p.Key = []string{"APN"}
+	c := newChain(11, 30)
+	require.NoError(t, b.svc.Run(ctx, version(t, writeFeats(t, "v1.geojson", c.Parcels), "v1", "01", p)).Err)
+	_, err := b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET geom_hash = md5(ST_AsEWKB(geom))::uuid, props_hash = md5(properties::text)::uuid`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET geom_hash = NULL, props_hash = NULL WHERE feature_index < 3`)
+	require.NoError(t, err)
+	count := func(q string) (n int) {
+		require.NoError(t, b.pool.QueryRow(ctx, q).Scan(&n))
+		return n
+	}
+	stale := func() int {
+		return count(`SELECT count(*) FROM geoingest_store.parcels WHERE geom_hash IS NULL OR geom_hash >= geoingest_hash_form_end()
+			OR props_hash IS NULL OR props_hash >= geoingest_hash_form_end()`)
+	}
+	require.Equal(t, 30, stale())
+	var job string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT current_job_id FROM sources`).Scan(&job))
+
+	// A write gate holds the source.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM sources FOR UPDATE`)
+	require.NoError(t, err)
+	t0 := time.Now()
+	r, err := b.store.UpgradeHashes(ctx, job, "", 10)
+	require.NoError(t, err)
+	require.True(t, r.Busy)
+	require.Zero(t, r.Rewritten)
+	require.Less(t, time.Since(t0), 5*time.Second, "no wait for the writer")
+	require.NoError(t, tx.Rollback(ctx))
+
+	// One batch: its 7 rows.
+	r, err = b.store.UpgradeHashes(ctx, job, "", 7)
+	require.NoError(t, err)
+	require.False(t, r.Busy)
+	require.EqualValues(t, 7, r.Rewritten)
+	require.NotEmpty(t, r.Next)
+	require.Equal(t, 23, stale())
+
+	// The maintainer, stopped part-way and started again.
+	m := &ingest.Maintainer{Hashes: b.store, HashEvery: time.Hour, HashBatch: 4}
+	m.Start(ctx)
+	time.Sleep(5 * time.Millisecond)
+	m.Stop()
+	m = &ingest.Maintainer{Hashes: b.store, HashEvery: time.Hour, HashBatch: 4}
+	m.Start(ctx)
+	require.Eventually(t, func() bool { return stale() == 0 }, time.Minute, 20*time.Millisecond)
+	m.Stop()
+	require.Equal(t, 30, count(`SELECT count(*) FROM geoingest_store.parcels
+		WHERE geom_hash = geoingest_geom_hash(geom) AND props_hash = geoingest_props_hash(properties)`), "the server's own hashes")
+
+	// Idempotent: a second walk rewrites nothing.
+	var again int64
+	for cur := ""; ; {
+		r, err := b.store.UpgradeHashes(ctx, job, cur, 4)
+		require.NoError(t, err)
+		again += r.Rewritten
+		if cur = r.Next; cur == "" {
+			break
+		}
+	}
+	require.Zero(t, again)
+
+	fs := append([]feat(nil), c.Parcels...)
+	fs[0].Props = `{"APN":"P-1","use":"com","v":0}`
+	res := b.svc.Run(ctx, version(t, writeFeats(t, "v2.geojson", fs), "v2", "02", p))
+	require.NoError(t, res.Err)
+	require.Equal(t, ingest.ChangeCounts{Attributes: 1, Unchanged: 29}, res.Changes.Counts)
+	requireVerified(t, b)
+}
+
+// BenchmarkMatchHashUpgrade: what the maintainer's rewrite of
+// GEOINGEST_BENCH_N (default 20,000) parcels' MD5 match hashes costs
+// (walk, in batches of DefaultHashBatch), against what the server spends
+// hashing those rows again at every later version without it (rehash).
+func BenchmarkMatchHashUpgrade(b *testing.B) {
+	ctx := context.Background()
+	svc := setupBench(b)
+	n := benchN(20000)
+	path := b.TempDir() + "/big.geojson"
+	writeBenchParcels(b, path, n, false)
+	src, f, err := localfs.Files{}.Source(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	j, err := ingest.NewJob(src, ingest.DefaultParams("parcels"), f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if r := svc.Run(ctx, j); r.Err != nil {
+		b.Fatal(r.Err)
+	}
+	job := j.ID
+	pool := svc.Store.(*Store).pool
+	st := svc.Store.(*Store)
+	b.Run("rehash", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := pool.Exec(ctx, `SELECT count(geoingest_geom_hash(geom)), count(geoingest_props_hash(properties)) FROM geoingest_store.parcels`); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1e6/float64(n), "s/1M-rows")
+	})
+	b.Run("walk", func(b *testing.B) {
+		var spent time.Duration
+		for i := 0; i < b.N; i++ {
+			if _, err := pool.Exec(ctx, `UPDATE geoingest_store.parcels SET geom_hash = md5(ST_AsEWKB(geom))::uuid, props_hash = md5(properties::text)::uuid`); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, `VACUUM geoingest_store.parcels`); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			for cur := ""; ; {
+				r, err := st.UpgradeHashes(ctx, job, cur, ingest.DefaultHashBatch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if cur = r.Next; cur == "" {
+					break
+				}
+			}
+			spent += time.Since(start)
+		}
+		b.ReportMetric(spent.Seconds()/float64(b.N)*1e6/float64(n), "s/1M-rows")
+	})
+}
