@@ -26,6 +26,10 @@ func (s *Store) CheckAdmin(ctx context.Context, adminKey, version string) (*inge
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	qt := s.q.WithTx(tx)
+	// The locks first, the snapshot after them (retirewhole.go).
+	if err := qt.LockFeatureViews(ctx); err != nil {
+		return nil, ingest.Transientf("admin check: %w", err)
+	}
 	if version == "" {
 		if version, err = qt.NewestPipelineVersion(ctx); err != nil {
 			return nil, ingest.Transientf("admin check: %w", err)

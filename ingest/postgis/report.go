@@ -27,6 +27,10 @@ func (s *Store) AreaReport(ctx context.Context, q ingest.AreaQuery) (*ingest.Rep
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	qt := s.q.WithTx(tx)
+	// The locks first, the snapshot after them (retirewhole.go).
+	if err := qt.LockFeatureViews(ctx); err != nil {
+		return nil, ingest.Transientf("area report: %w", err)
+	}
 	r := &ingest.Report{Method: q.Method, AdminKey: q.AdminKey, PipelineVersion: q.PipelineVersion, GeneratedAt: time.Now().UTC()}
 	if r.PipelineVersion == "" {
 		if r.PipelineVersion, err = qt.NewestPipelineVersion(ctx); err != nil {

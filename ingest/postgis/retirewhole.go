@@ -23,7 +23,12 @@ import (
 // (see the migration); otherwise, or when the lock is not had within
 // retireWholeWait, the rows are copied and deleted as before
 // (geoingest_drop_job_features), without the lock. Either way the history
-// holds the same rows, exactly once with the job.
+// holds the same rows, exactly once with the job. What the check cannot
+// see: a repeatable-read transaction that takes its snapshot between the
+// check and the commit, then reads the target. The store's own
+// repeatable-read readers (the area report, the admin check) lock the
+// feature tables before their first snapshot (LockFeatureViews), so
+// theirs is taken after the commit.
 
 // retireWholeWait bounds the attempts to take the target's lock for a
 // detach; past it the generation is copied instead, which needs no lock.

@@ -160,6 +160,21 @@ func (q *Queries) HashUpgradeJobs(ctx context.Context) ([]HashUpgradeJobsRow, er
 	return items, nil
 }
 
+const lockFeatureViews = `-- name: LockFeatureViews :exec
+LOCK TABLE parcels, admin_units IN ACCESS SHARE MODE
+`
+
+// LockFeatureViews takes ACCESS SHARE on the feature tables (through
+// their views, which the analyst may read) before a repeatable-read
+// transaction's first snapshot: LOCK takes none, so the snapshot is
+// taken after any write gate holding them commits, and such a reader
+// never has a snapshot older than a generation kept whole by a detach
+// (migration 0045) that it then reads without it.
+func (q *Queries) LockFeatureViews(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, lockFeatureViews)
+	return err
+}
+
 const retireWhole = `-- name: RetireWhole :one
 SELECT coalesce(geoingest_retire_whole(j.target_table, j.job_ref), '')::text AS not_detached
 FROM jobs j WHERE j.job_id = $1

@@ -43,3 +43,12 @@ ORDER BY j.job_ref;
 -- source (nothing done) (migration 0045).
 SELECT u.rewritten::bigint AS rewritten, coalesce(u.scanned_to::text, '')::text AS next, u.busy::boolean AS busy
 FROM geoingest_upgrade_match_hashes(@job_id::text, nullif(@after::text, '')::tid, @n::int) u;
+
+-- name: LockFeatureViews :exec
+-- LockFeatureViews takes ACCESS SHARE on the feature tables (through
+-- their views, which the analyst may read) before a repeatable-read
+-- transaction's first snapshot: LOCK takes none, so the snapshot is
+-- taken after any write gate holding them commits, and such a reader
+-- never has a snapshot older than a generation kept whole by a detach
+-- (migration 0045) that it then reads without it.
+LOCK TABLE parcels, admin_units IN ACCESS SHARE MODE;
