@@ -12,7 +12,7 @@ import (
 // TestServeCrashDuringRetire kills a `geoingest serve` worker with SIGKILL
 // while it deletes a source whose generation has a partition of its own:
 // with that generation in the history (its partition detached and kept,
-// migration 0045, or its rows copied when another session held a
+// migration 0046, or its rows copied when another session held a
 // snapshot), before COMMIT (during-retire). The generation stays current,
 // whole and attached, with nothing in the history and no table kept; a
 // second worker then applies the delete exactly once: no rows left, the

@@ -318,7 +318,7 @@ func requireCatalogLeastPrivilege(t *testing.T, d *leastPrivilegeDB) {
 	// pin its search_path, and the analyst may not run it, unless it is
 	// STABLE (PostgreSQL refuses a write in it): a read of what only the
 	// owner may name, as a view is (geoingest_history_rows, migration
-	// 0045).
+	// 0046).
 	fns, err := conn.Query(ctx, `
 		SELECT p.oid::regprocedure::text, p.prosecdef AND p.provolatile = 'v', p.prosecdef,
 		       has_function_privilege($2, p.oid, 'EXECUTE'), has_function_privilege($3, p.oid, 'EXECUTE'),

@@ -8,7 +8,7 @@ import (
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 )
 
-// The match hashes' upgrade (migration 0045,
+// The match hashes' upgrade (migration 0046,
 // geoingest_upgrade_match_hashes): the rows stored before 0044 keep MD5
 // match hashes, and the rows of a source whose geometry the server
 // transforms store none; the server recomputes both at every later

@@ -25,7 +25,7 @@ import (
 // ranges on the rows (docs/design.md), what stamping every row of the
 // generation retired costs instead (ranges: an UPDATE of each row, a new
 // tuple, as setting its valid_to would be); and as the write gate
-// retires a generation with a partition of its own since migration 0045
+// retires a generation with a partition of its own since migration 0046
 // (detach: the partition detached and kept as the history, no row copied;
 // retirewhole.go). The generation has a partition of its own. And
 // BenchmarkExpiredTiles below.

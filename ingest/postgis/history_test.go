@@ -29,7 +29,7 @@ func historyDigest(t *testing.T, b *bundle, query string, args ...any) (string, 
 // later times still answer right. With own, every version has a table of
 // its own and is written whole into it (the old generation retired whole,
 // migration 0036), not changed in place: the generations retired whole
-// are kept as their detached tables (migration 0045), and prune drops
+// are kept as their detached tables (migration 0046), and prune drops
 // those of the jobs it removes.
 func TestFeaturesAsOf(t *testing.T) {
 	t.Parallel()
@@ -149,7 +149,7 @@ func featuresAsOf(t *testing.T, own bool) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM geoingest_retired_tables r WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_id = r.retired_by))
 		+ abs((SELECT count(*) FROM geoingest_retired_tables) - (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		                                                       WHERE n.nspname = 'geoingest_store' AND c.relname LIKE '%\_retired\_%'))`).Scan(&orphans))
-	require.Zero(t, orphans, "prune dropped the tables kept as the history of the jobs it removed, and only those (migration 0045)")
+	require.Zero(t, orphans, "prune dropped the tables kept as the history of the jobs it removed, and only those (migration 0046)")
 	if own {
 		var left int64
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM geoingest_retired_tables`).Scan(&left))

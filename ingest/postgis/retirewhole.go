@@ -13,7 +13,7 @@ import (
 // A generation retired whole (a source deleted, a generation replaced by
 // a version written into a table of its own) is history (history.go).
 // When it has a partition of its own, the write gate keeps that partition
-// as its history instead of copying its rows (migration 0045:
+// as its history instead of copying its rows (migration 0046:
 // geoingest_retire_whole detaches and renames it, catalog changes only),
 // at the gate's end, beside the attach and under the same ACCESS
 // EXCLUSIVE lock on the target held to COMMIT (attach.go).

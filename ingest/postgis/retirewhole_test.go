@@ -12,7 +12,7 @@ import (
 
 // TestDeleteKeepsTheGenerationWhole: deleting a source whose generation
 // has a partition of its own keeps that partition as the history
-// (migration 0045), no row copied, unless another session holds a
+// (migration 0046), no row copied, unless another session holds a
 // snapshot that could still read it: then the rows are copied, as
 // before, and that snapshot sees the deleted generation once. Either way
 // the rows as of a time before the delete are the generation's, and

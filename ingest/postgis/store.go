@@ -46,7 +46,7 @@ type Store struct {
 	FullReplace bool
 
 	// HistoryCopy makes a generation retired whole always copied into
-	// feature_history, as before migration 0045, never kept as its
+	// feature_history, as before migration 0046, never kept as its
 	// detached partition (retirewhole.go): for benchmarks and as a way
 	// back.
 	HistoryCopy bool

@@ -850,7 +850,7 @@ func dbStats(ctx context.Context, pool *pgxpool.Pool, res *month) error {
 		return err
 	}
 	// The history (migration 0033's feature_history, if this schema has
-	// it, and 0045's tables kept whole, which are in geoingest_store) and
+	// it, and 0046's tables kept whole, which are in geoingest_store) and
 	// the change records.
 	if err := pool.QueryRow(ctx, `
 		SELECT (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -24,7 +24,7 @@ GROUP BY 1, 2, 3 ORDER BY 1, 2;
 -- name: RetireWhole :one
 -- RetireWhole detaches a job's own partition and keeps it as the history
 -- of the job the gate named (''), or returns why not, having changed
--- nothing (migration 0045: geoingest_retire_whole).
+-- nothing (migration 0046: geoingest_retire_whole).
 SELECT coalesce(geoingest_retire_whole(j.target_table, j.job_ref), '')::text AS not_detached
 FROM jobs j WHERE j.job_id = @job_id;
 
@@ -40,7 +40,7 @@ ORDER BY j.job_ref;
 -- UpgradeMatchHashes rewrites the old-form match hashes among the n rows
 -- of a current job after a ctid ('' from the start), and returns how many,
 -- the last ctid read ('' at the end), and whether a write gate held the
--- source (nothing done) (migration 0045).
+-- source (nothing done) (migration 0046).
 SELECT u.rewritten::bigint AS rewritten, coalesce(u.scanned_to::text, '')::text AS next, u.busy::boolean AS busy
 FROM geoingest_upgrade_match_hashes(@job_id::text, nullif(@after::text, '')::tid, @n::int) u;
 
@@ -50,5 +50,5 @@ FROM geoingest_upgrade_match_hashes(@job_id::text, nullif(@after::text, '')::tid
 -- transaction's first snapshot: LOCK takes none, so the snapshot is
 -- taken after any write gate holding them commits, and such a reader
 -- never has a snapshot older than a generation kept whole by a detach
--- (migration 0045) that it then reads without it.
+-- (migration 0046) that it then reads without it.
 LOCK TABLE parcels, admin_units IN ACCESS SHARE MODE;

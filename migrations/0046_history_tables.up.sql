@@ -1,4 +1,4 @@
--- geoingest schema, version 45: a generation retired whole keeps its
+-- geoingest schema, version 46: a generation retired whole keeps its
 -- table as history instead of copying its rows (docs/design.md, "History:
 -- why rows copied beside the current ones"; docs/changes.md, "History");
 -- and the match hashes stored before 0044 are rewritten in the background

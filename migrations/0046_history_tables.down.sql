@@ -1,4 +1,4 @@
--- Undoes 0045: the tables kept whole as history go back to copies in
+-- Undoes 0046: the tables kept whole as history go back to copies in
 -- feature_history, and the functions read feature_history alone again.
 DO $$
 DECLARE
