@@ -169,7 +169,7 @@ LOCK TABLE parcels, admin_units IN ACCESS SHARE MODE
 // transaction's first snapshot: LOCK takes none, so the snapshot is
 // taken after any write gate holding them commits, and such a reader
 // never has a snapshot older than a generation kept whole by a detach
-// (migration 0045) that it then reads without it.
+// (migration 0046) that it then reads without it.
 func (q *Queries) LockFeatureViews(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, lockFeatureViews)
 	return err
@@ -182,7 +182,7 @@ FROM jobs j WHERE j.job_id = $1
 
 // RetireWhole detaches a job's own partition and keeps it as the history
 // of the job the gate named (”), or returns why not, having changed
-// nothing (migration 0045: geoingest_retire_whole).
+// nothing (migration 0046: geoingest_retire_whole).
 func (q *Queries) RetireWhole(ctx context.Context, jobID string) (string, error) {
 	row := q.db.QueryRow(ctx, retireWhole, jobID)
 	var not_detached string
@@ -223,7 +223,7 @@ type UpgradeMatchHashesRow struct {
 // UpgradeMatchHashes rewrites the old-form match hashes among the n rows
 // of a current job after a ctid (” from the start), and returns how many,
 // the last ctid read (” at the end), and whether a write gate held the
-// source (nothing done) (migration 0045).
+// source (nothing done) (migration 0046).
 func (q *Queries) UpgradeMatchHashes(ctx context.Context, arg UpgradeMatchHashesParams) (UpgradeMatchHashesRow, error) {
 	row := q.db.QueryRow(ctx, upgradeMatchHashes, arg.JobID, arg.After, arg.N)
 	var i UpgradeMatchHashesRow
