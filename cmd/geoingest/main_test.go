@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testpar"
 	"github.com/geoingest/geoingest/internal/testsupport/testsrv"
 	"github.com/geoingest/geoingest/postgistest/hatest"
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic("go build: " + err.Error() + "\n" + string(out))
 	}
+	// Most tests wait (serve's leases and visibility timeouts, child
+	// processes, failovers) rather than compute: the package uses about
+	// 0.8 of a core at -parallel 2, so four at once.
+	testpar.Default(4)
 	pgtest.Main(m, testsrv.Stop, hatest.StopShared, func() { os.RemoveAll(dir) })
 }
 
