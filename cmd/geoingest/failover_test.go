@@ -41,8 +41,15 @@ func TestServeFollowsThePrimary(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
+	// A visibility of 60 s (renewed every 20 s) rather than 10 s: the
+	// failovers cut jobs, whose messages come back by nack (--backoff),
+	// never by a lapsed visibility. A 10 s visibility could lapse on a
+	// loaded machine while a job still ran; the copy delivered then finds
+	// the claim held by a live attempt and is kept back until that lease
+	// ends (5 min), after the job has committed, which is not what this
+	// test is about.
 	w := c.serve(t, nil, "--metrics-addr", addr, "--workers", "3",
-		"--visibility", "10s", "--backoff", "1s", "--backoff-max", "4s")
+		"--visibility", "60s", "--backoff", "1s", "--backoff-max", "4s")
 	eventually(t, 60*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
 	inFlight := func() bool {
 		return queryInt(t, c.db, `SELECT count(*) FROM claims WHERE state = 'CLAIMED' AND lease_until > now()`) > 0
