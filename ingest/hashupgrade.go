@@ -11,22 +11,12 @@ import (
 // otherwise recomputes at every later version of their source
 // (postgis.Store).
 type HashUpgrader interface {
-	// HashUpgradeJobs lists the current generations, each with a key
-	// that stays the same while its rows do (the target and its storage).
-	HashUpgradeJobs(ctx context.Context) ([]HashUpgradeJob, error)
+	// HashUpgradeJobs lists the current generations, by job id.
+	HashUpgradeJobs(ctx context.Context) ([]string, error)
 	// UpgradeHashes reads at most n rows of a current job after cursor
 	// ("" from the start) and rewrites the hashes among them that need
 	// it, in one transaction of its own.
 	UpgradeHashes(ctx context.Context, job string, cursor string, n int) (HashBatch, error)
-}
-
-// HashUpgradeJob is a current generation to walk.
-type HashUpgradeJob struct {
-	JobID string
-	// Key names the generation's rows: the same after a version changed
-	// them in place (they keep their storage), another when a version
-	// wrote them anew.
-	Key string
 }
 
 // HashBatch is one UpgradeHashes batch.
@@ -43,19 +33,15 @@ type HashBatch struct {
 // DefaultHashBatch is Maintainer.HashBatch's default: rows a batch reads.
 const DefaultHashBatch = 5000
 
-// hashRound walks every current generation not walked yet (m.hashDone),
-// batch after batch, resting between two batches as long as the last
-// one took (so at most half of one connection's time, and a writer of the
-// source waits for at most one batch), until every one is walked or ctx
-// ends. A generation whose source a writer holds is left for the next
-// round. The walked ones are forgotten every HashEvery, so that rows
-// written since without a hash are found too.
+// hashRound walks every current generation, batch after batch, resting
+// between two batches as long as the last one took (so at most half of
+// one connection's time, and a writer of the source waits for at most one
+// batch), until every one is walked or ctx ends. A generation whose source
+// a writer holds is left for the next round. Every round walks them all
+// again: a version changes a generation's rows in place, and rows written
+// since the last round without a hash (a geometry the server transforms)
+// are found only so.
 func (m *Maintainer) hashRound(ctx context.Context) {
-	m.mu.Lock()
-	if m.hashDone == nil || time.Since(m.hashReset) >= m.HashEvery {
-		m.hashDone, m.hashReset = map[string]bool{}, time.Now()
-	}
-	m.mu.Unlock()
 	jobs, err := m.Hashes.HashUpgradeJobs(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -70,19 +56,13 @@ func (m *Maintainer) hashRound(ctx context.Context) {
 	start := time.Now()
 	var rewritten, walked int64
 	for _, j := range jobs {
-		m.mu.Lock()
-		done := m.hashDone[j.Key]
-		m.mu.Unlock()
-		if done {
-			continue
-		}
 		cursor := ""
 		for {
 			t0 := time.Now()
-			b, err := m.Hashes.UpgradeHashes(ctx, j.JobID, cursor, n)
+			b, err := m.Hashes.UpgradeHashes(ctx, j, cursor, n)
 			if err != nil {
 				if ctx.Err() == nil {
-					m.Log.Warn("a batch of the match hashes' upgrade failed; the next round tries again", "job", j.JobID, "error", err.Error())
+					m.Log.Warn("a batch of the match hashes' upgrade failed; the next round tries again", "job", j, "error", err.Error())
 				}
 				return
 			}
@@ -92,9 +72,6 @@ func (m *Maintainer) hashRound(ctx context.Context) {
 			rewritten += b.Rewritten
 			if b.Next == "" {
 				walked++
-				m.mu.Lock()
-				m.hashDone[j.Key] = true
-				m.mu.Unlock()
 				break
 			}
 			cursor = b.Next

@@ -80,9 +80,6 @@ type Maintainer struct {
 	folded     map[string]bool
 	foldedRows map[string]int64
 	analyzedAt map[string]time.Time
-	// hashDone are the generations hashRound walked since hashReset.
-	hashDone  map[string]bool
-	hashReset time.Time
 }
 
 // noteFolded records the tables r folded into.

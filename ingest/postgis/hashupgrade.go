@@ -2,7 +2,6 @@ package postgis
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
@@ -17,19 +16,9 @@ import (
 
 var _ ingest.HashUpgrader = (*Store)(nil)
 
-// HashUpgradeJobs lists the current generations; a generation's key is
-// its target and job_ref, which its rows keep when a version changes
-// them in place.
-func (s *Store) HashUpgradeJobs(ctx context.Context) ([]ingest.HashUpgradeJob, error) {
-	rows, err := s.q.HashUpgradeJobs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ingest.HashUpgradeJob, len(rows))
-	for i, r := range rows {
-		out[i] = ingest.HashUpgradeJob{JobID: r.JobID, Key: fmt.Sprintf("%s/%d", r.TargetTable, r.JobRef)}
-	}
-	return out, nil
+// HashUpgradeJobs lists the current generations' job ids.
+func (s *Store) HashUpgradeJobs(ctx context.Context) ([]string, error) {
+	return s.q.HashUpgradeJobs(ctx)
 }
 
 // UpgradeHashes is one batch (geoingest_upgrade_match_hashes).

@@ -126,33 +126,27 @@ func (q *Queries) FeaturesAsOf(ctx context.Context, arg FeaturesAsOfParams) ([]F
 }
 
 const hashUpgradeJobs = `-- name: HashUpgradeJobs :many
-SELECT j.job_id, j.target_table, j.job_ref
+SELECT j.job_id
 FROM jobs j JOIN sources s ON s.current_job_id = j.job_id
 WHERE j.status = 'current'
 ORDER BY j.job_ref
 `
 
-type HashUpgradeJobsRow struct {
-	JobID       string
-	TargetTable string
-	JobRef      int64
-}
-
 // HashUpgradeJobs is the current jobs, whose rows may hold match hashes
 // of a form before migration 0044 (geoingest_upgrade_match_hashes).
-func (q *Queries) HashUpgradeJobs(ctx context.Context) ([]HashUpgradeJobsRow, error) {
+func (q *Queries) HashUpgradeJobs(ctx context.Context) ([]string, error) {
 	rows, err := q.db.Query(ctx, hashUpgradeJobs)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []HashUpgradeJobsRow
+	var items []string
 	for rows.Next() {
-		var i HashUpgradeJobsRow
-		if err := rows.Scan(&i.JobID, &i.TargetTable, &i.JobRef); err != nil {
+		var job_id string
+		if err := rows.Scan(&job_id); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, job_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ FROM jobs j WHERE j.job_id = @job_id;
 -- name: HashUpgradeJobs :many
 -- HashUpgradeJobs is the current jobs, whose rows may hold match hashes
 -- of a form before migration 0044 (geoingest_upgrade_match_hashes).
-SELECT j.job_id, j.target_table, j.job_ref
+SELECT j.job_id
 FROM jobs j JOIN sources s ON s.current_job_id = j.job_id
 WHERE j.status = 'current'
 ORDER BY j.job_ref;
