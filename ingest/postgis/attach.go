@@ -51,57 +51,82 @@ func (s *Store) attachWait() time.Duration {
 }
 
 // attachOwnPartition attaches the gate's own table to target, taking the
-// target's ACCESS EXCLUSIVE lock with bounded waits (see above). It
-// must be the gate's last statement. The lock_timeout of its attempts is
-// put back once it has attached: COMMIT takes locks too (a transaction
-// that sent a pg_notify, changes.go, takes the cluster's notification
-// queue lock there), and a commit cut by a lock timeout meant for the
-// attach would fail the job.
-func (s *Store) attachOwnPartition(ctx context.Context, g *gate, target string) (err error) {
-	prev, err := g.q.LockTimeout(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err == nil {
-			err = g.q.SetLockTimeout(ctx, prev)
+// target's ACCESS EXCLUSIVE lock with bounded waits (see above,
+// underLockAttempts). It must be the gate's last statement.
+func (s *Store) attachOwnPartition(ctx context.Context, g *gate, target string) error {
+	tries, err := g.underLockAttempts(ctx, s.attachWait(), func(q *db.Queries) error {
+		return q.AttachJobTable(ctx, db.AttachJobTableParams{TargetTable: target, JobRef: g.ref})
+	})
+	switch {
+	case err == nil:
+		if tries.attempts > 1 {
+			s.log.Info("own partition attached after waiting for the readers of its target",
+				"target", target, "attempts", tries.attempts, "seconds", time.Since(tries.start).Seconds())
 		}
-	}()
-	return s.attachWithin(ctx, g, target)
+		return nil
+	case errors.Is(err, errLockNotHad):
+		return ingest.Transientf("attach own partition: %s was never free of other transactions for %s in %s (%d attempts): a long query or an open transaction holds it",
+			target, tries.last, time.Since(tries.start).Round(time.Millisecond), tries.attempts)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return err
+	default:
+		return fmt.Errorf("attach own partition: %w", err)
+	}
 }
 
-// attachWithin is attachOwnPartition's attempts.
-func (s *Store) attachWithin(ctx context.Context, g *gate, target string) error {
-	start := time.Now()
-	wait := attachAttemptMin
-	for attempt := 1; ; attempt++ {
+// errLockNotHad: underLockAttempts' attempts found the lock taken until
+// their time was up.
+var errLockNotHad = errors.New("lock not had in time")
+
+// lockTries is what underLockAttempts did: when it began, how many
+// attempts, and the lock_timeout of the last.
+type lockTries struct {
+	start    time.Time
+	attempts int
+	last     time.Duration
+}
+
+// underLockAttempts runs fn (which takes a lock of the target: an attach,
+// a detach) in a savepoint of the gate's transaction (attempt), each
+// attempt under a lock_timeout from attachAttemptMin doubling to
+// attachAttemptMax, with a pause of one to three times that between two
+// (the readers queued behind the attempt pass), while fn fails for want
+// of the lock (lock_not_available), until limit has passed: then
+// errLockNotHad. Any other error of fn is returned as it is, its savepoint
+// rolled back. The session's lock_timeout is put back once fn has
+// succeeded: COMMIT takes locks too (a transaction that sent a pg_notify,
+// changes.go, takes the cluster's notification queue lock there), and a
+// commit cut by a lock timeout meant for an attempt would fail the job.
+func (g *gate) underLockAttempts(ctx context.Context, limit time.Duration, fn func(q *db.Queries) error) (lockTries, error) {
+	tries := lockTries{start: time.Now(), last: attachAttemptMin}
+	prev, err := g.q.LockTimeout(ctx)
+	if err != nil {
+		return tries, err
+	}
+	for {
+		tries.attempts++
 		err := g.attempt(ctx, func(q *db.Queries) error {
-			if err := q.SetLockTimeout(ctx, fmt.Sprintf("%dms", wait.Milliseconds())); err != nil {
+			if err := q.SetLockTimeout(ctx, fmt.Sprintf("%dms", tries.last.Milliseconds())); err != nil {
 				return err
 			}
-			return q.AttachJobTable(ctx, db.AttachJobTableParams{TargetTable: target, JobRef: g.ref})
+			return fn(q)
 		})
 		if err == nil {
-			if attempt > 1 {
-				s.log.Info("own partition attached after waiting for the readers of its target",
-					"target", target, "attempts", attempt, "seconds", time.Since(start).Seconds())
-			}
-			return nil
+			return tries, g.q.SetLockTimeout(ctx, prev)
 		}
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
-			return fmt.Errorf("attach own partition: %w", err)
+			return tries, err
 		}
-		if time.Since(start) >= s.attachWait() {
-			return ingest.Transientf("attach own partition: %s was never free of other transactions for %s in %s (%d attempts): a long query or an open transaction holds it",
-				target, wait, time.Since(start).Round(time.Millisecond), attempt)
+		if time.Since(tries.start) >= limit {
+			return tries, errLockNotHad
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait + rand.N(2*wait)): // the readers queued behind the attempt pass
+			return tries, ctx.Err()
+		case <-time.After(tries.last + rand.N(2*tries.last)):
 		}
-		wait = min(2*wait, attachAttemptMax)
+		tries.last = min(2*tries.last, attachAttemptMax)
 	}
 }
 

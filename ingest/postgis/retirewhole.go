@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 )
 
 // A generation retired whole (a source deleted, a generation replaced by
@@ -44,23 +43,12 @@ func (g *gate) retireLater(jobID string) {
 // retireWhole retires the generations retireLater marked, each by a
 // detach when it can, else by the copy. It must run after the gate's
 // last statement but the attach.
-func (s *Store) retireWhole(ctx context.Context, g *gate) (err error) {
-	if len(g.whole) == 0 {
-		return nil
-	}
-	prev, err := g.q.LockTimeout(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err == nil {
-			err = g.q.SetLockTimeout(ctx, prev)
-		}
-	}()
+func (s *Store) retireWhole(ctx context.Context, g *gate) error {
 	for _, jobID := range g.whole {
 		why := "GEOINGEST_HISTORY_COPY=1"
 		if !s.HistoryCopy {
-			if why, err = s.detachWithin(ctx, g, jobID); err != nil {
+			var err error
+			if why, err = s.detach(ctx, g, jobID); err != nil {
 				return fmt.Errorf("retire %s: %w", jobID, err)
 			}
 		}
@@ -77,47 +65,31 @@ func (s *Store) retireWhole(ctx context.Context, g *gate) (err error) {
 	return nil
 }
 
-// detachWithin tries geoingest_retire_whole in a savepoint, each attempt
-// under a short lock_timeout (as the attach's), until it has the target's
-// lock or retireWholeWait has passed, and returns "" when it detached, or
-// why not. A refusal or no lock in time rolls the savepoint back,
-// releasing the lock.
-func (s *Store) detachWithin(ctx context.Context, g *gate, jobID string) (string, error) {
-	start := time.Now()
-	wait := attachAttemptMin
-	for {
-		sp, err := g.tx.Begin(ctx)
-		if err != nil {
-			return "", err
+// errNotDetached: geoingest_retire_whole said why it would not detach.
+var errNotDetached = errors.New("not detached")
+
+// detach runs geoingest_retire_whole with the attach's bounded lock
+// attempts (underLockAttempts) for at most retireWholeWait, and returns
+// "" when it detached, or why not. A refusal or no lock in time rolls its
+// savepoint back, releasing the lock.
+func (s *Store) detach(ctx context.Context, g *gate, jobID string) (string, error) {
+	var why string
+	_, err := g.underLockAttempts(ctx, retireWholeWait, func(q *db.Queries) error {
+		w, err := q.RetireWhole(ctx, jobID)
+		if err == nil && w != "" {
+			why = w
+			return errNotDetached
 		}
-		q := g.q.WithTx(sp)
-		why, err := func() (string, error) {
-			if err := q.SetLockTimeout(ctx, fmt.Sprintf("%dms", wait.Milliseconds())); err != nil {
-				return "", err
-			}
-			return q.RetireWhole(ctx, jobID)
-		}()
-		if err == nil && why == "" {
-			return "", sp.Commit(ctx)
-		}
-		if rerr := sp.Rollback(context.WithoutCancel(ctx)); rerr != nil {
-			return "", rerr
-		}
-		if err == nil {
-			return why, nil // no detach possible now: copied instead
-		}
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
-			return "", err
-		}
-		if time.Since(start) >= retireWholeWait {
-			return fmt.Sprintf("the target's lock not had in %s", retireWholeWait), nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(wait + rand.N(2*wait)):
-		}
-		wait = min(2*wait, attachAttemptMax)
+		return err
+	})
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.Is(err, errNotDetached):
+		return why, nil // no detach possible now: copied instead
+	case errors.Is(err, errLockNotHad):
+		return fmt.Sprintf("the target's lock not had in %s", retireWholeWait), nil
+	default:
+		return "", err
 	}
 }
