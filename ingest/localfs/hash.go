@@ -67,7 +67,7 @@ func hashPart(path string) (part, error) {
 	return part{path: path, sum: sum, id: id, settled: ok && id.settled(t0)}, nil
 }
 
-// combineHashes is hashFiles's token from each part's own SHA-256.
+// combineHashes is hashParts's token from each part's own SHA-256.
 func combineHashes(paths, sums []string) string {
 	if len(paths) == 1 {
 		return sums[0]
@@ -106,23 +106,12 @@ func eachPart(n int, fn func(i int) error) error {
 	return nil
 }
 
-// hashChunk is the size of hashFile's reads; hashChunks of them are in
+// hashChunk is the size of hashOpen's reads; hashChunks of them are in
 // flight at most.
 const (
 	hashChunk  = 256 << 10
 	hashChunks = 4
 )
-
-// hashFile hashes path, copying it to w on the way when w is not nil
-// (hashOpen).
-func hashFile(path string, w io.Writer) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", ingest.Permanentf("%s: %w", path, err)
-	}
-	defer f.Close()
-	return hashOpen(f, path, w)
-}
 
 // hashOpen hashes the open file f (named path) from where it is, copying
 // it to w on the way when w is not nil. The reads, the hashing and the

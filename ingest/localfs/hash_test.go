@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,4 +60,15 @@ func TestHashFileWriteError(t *testing.T) {
 	require.ErrorContains(t, err, "disk full")
 	_, err = hashFile(filepath.Join(t.TempDir(), "missing"), nil)
 	require.Error(t, err)
+}
+
+// hashFile opens path and hashes it with hashOpen, copying it to w on the
+// way when w is not nil.
+func hashFile(path string, w io.Writer) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ingest.Permanentf("%s: %w", path, err)
+	}
+	defer f.Close()
+	return hashOpen(f, path, w)
 }
