@@ -1,10 +1,16 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,6 +66,70 @@ func TestServeCrashHoldingPendingVersion(t *testing.T) {
 	require.Contains(t, out, "already")
 	require.EqualValues(t, 5, queryInt(t, c.db, `SELECT count(*) FROM parcels`))
 	require.EqualValues(t, 1, queryInt(t, c.db, `SELECT count(*) FROM geoingest_guard_events WHERE action = 'approved'`))
+	code, out, errOut = run(t, env, "verify")
+	require.Equal(t, 0, code, out+errOut)
+}
+
+// TestApproveKilledDuringRetire: `geoingest pending approve` is killed
+// with SIGKILL when the generation it replaces is in the history (its
+// partition detached and kept, or its rows copied) and COMMIT is not
+// sent (during-retire). The version stays pending, the replaced
+// generation current, whole and attached, nothing in the history; the
+// approval run again applies it once: the generation in the history
+// once, the rows as of a time before the approval still its own, verify
+// clean.
+func TestApproveKilledDuringRetire(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_HOME": t.TempDir(), "GEOINGEST_OWN_PARTITION_BYTES": "1"}
+	path := filepath.Join(t.TempDir(), "county.geojson")
+	copyFile := func(from string) {
+		b, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+	}
+	copyFile(squaresFile(t, 40))
+	code, out, errOut := run(t, env, "ingest", "--no-compact", path)
+	require.Equal(t, 0, code, out+errOut)
+	copyFile(squaresFile(t, 5)) // the next version of the source: held
+	code, out, errOut = run(t, env, "ingest", "--no-compact", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	pending := queryString(t, db, `SELECT job_id FROM jobs WHERE status = 'pending'`)
+	ids := queryInt(t, db, `SELECT sum(feature_id)::bigint FROM parcels`)
+	attached := queryInt(t, db, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'geoingest_store.parcels'::regclass`)
+	time.Sleep(50 * time.Millisecond)
+	before := time.Now().UTC()
+	time.Sleep(50 * time.Millisecond)
+
+	cmd := exec.Command(binary, "pending", "approve", pending, "--reason", "the county split", "--database-url", db, "--log-level", "info")
+	cmd.Env = append(os.Environ(), "GEOINGEST_HOME="+env["GEOINGEST_HOME"], "GEOINGEST_TEST_PAUSE_AT=",
+		"GEOINGEST_TEST_CRASH_AT="+ingest.HookDuringRetire)
+	var outA testfiles.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &outA, &outA
+	err := cmd.Run()
+	require.Error(t, err, outA.String())
+	require.Contains(t, err.Error(), "killed", outA.String())
+	t.Logf("approval killed with the generation %s", map[bool]string{true: "copied (another session held a snapshot)",
+		false: "detached"}[strings.Contains(outA.String(), "not kept")])
+	require.Equal(t, pending, queryString(t, db, `SELECT job_id FROM jobs WHERE status = 'pending'`), "still pending")
+	require.EqualValues(t, 40, queryInt(t, db, `SELECT count(*) FROM parcels`), "the replaced generation, whole")
+	require.Equal(t, ids, queryInt(t, db, `SELECT sum(feature_id)::bigint FROM parcels`))
+	require.Equal(t, attached, queryInt(t, db, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'geoingest_store.parcels'::regclass`), "its partition attached")
+	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM geoingest_history()`), "nothing in the history")
+	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM geoingest_retired_tables`))
+	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM geoingest_guard_events WHERE action = 'approved'`))
+
+	code, out, errOut = run(t, env, "pending", "approve", pending, "--reason", "the county split")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = run(t, env, "pending", "approve", pending, "--reason", "again")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "already")
+	require.EqualValues(t, 5, queryInt(t, db, `SELECT count(*) FROM parcels`))
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT count(*) FROM geoingest_guard_events WHERE action = 'approved'`))
+	require.EqualValues(t, 40, queryInt(t, db, `SELECT count(*) FROM geoingest_history()`), "the replaced generation in the history, once")
+	require.Equal(t, ids, queryInt(t, db, `SELECT sum(feature_id)::bigint FROM geoingest_history()`))
+	require.EqualValues(t, 40, queryInt(t, db, `SELECT count(*) FROM geoingest_features_as_of('parcels', '`+before.Format(time.RFC3339Nano)+`')`),
+		"as of a time before the approval: the replaced generation")
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
 }

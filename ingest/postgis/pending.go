@@ -310,7 +310,8 @@ func (s *Store) Decide(ctx context.Context, jobID string, d ingest.Decision) (_ 
 		return ingest.DecisionResult{}, ingest.Transientf("read ledger: %w", err)
 	}
 	g := &gate{tx: tx, q: q, order: j.OrderToken, ref: j.JobRef, actor: d.Actor, srcKey: db.EnsureSourceParams{
-		SourceBucket: j.SourceBucket, SourceKey: j.SourceKey, TargetTable: j.TargetTable, PipelineVersion: j.PipelineVersion}}
+		SourceBucket: j.SourceBucket, SourceKey: j.SourceKey, TargetTable: j.TargetTable, PipelineVersion: j.PipelineVersion},
+		wholeAtCommit: true} // the generation an approval replaces is retired as a write's is (retirewhole.go)
 	if g.src, err = q.LockSource(ctx, db.LockSourceParams(g.srcKey)); err != nil {
 		return ingest.DecisionResult{}, fmt.Errorf("lock source: %w", err)
 	}
@@ -377,6 +378,15 @@ func (s *Store) Decide(ctx context.Context, jobID string, d ingest.Decision) (_ 
 		return res, fmt.Errorf("pending version %s was decided concurrently", jobID) // the source lock rules it out
 	}
 	if action == "approved" {
+		// The replaced generation into the history (its partition kept
+		// whole when it can be, else its rows copied), then the approved
+		// one attached: the write gate's end (commitGate).
+		if len(g.whole) > 0 {
+			if err := s.retireWhole(ctx, g); err != nil {
+				return res, err
+			}
+			ingest.HookAt(ctx, ingest.HookDuringRetire, ingest.HookWhere{Owner: d.Actor, Job: jobID})
+		}
 		if err := s.attachOwnPartition(ctx, g, j.TargetTable); err != nil {
 			return res, err
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // A generation retired whole (a source deleted, a generation replaced by
-// a version written into a table of its own) is history (history.go).
+// a version written into a table of its own, or by a pending version
+// approved) is history (history.go).
 // When it has a partition of its own, the write gate keeps that partition
 // as its history instead of copying its rows (migration 0046:
 // geoingest_retire_whole detaches and renames it, catalog changes only),
@@ -34,8 +35,8 @@ import (
 const retireWholeWait = 2 * time.Second
 
 // retireLater marks jobID's generation to be retired at the gate's end
-// (retireWhole). Only a gate whose commit runs retireWhole (writeGate's)
-// may defer.
+// (retireWhole). Only a gate whose commit runs retireWhole (writeGate's,
+// Decide's) may defer.
 func (g *gate) retireLater(jobID string) {
 	g.whole = append(g.whole, jobID)
 }

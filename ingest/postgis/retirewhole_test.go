@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -108,5 +109,79 @@ func TestDeleteKeepsTheGenerationWhole(t *testing.T) {
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 			WHERE n.nspname = 'geoingest_store' AND c.relname LIKE 'parcels\_retired\_%'`).Scan(&tables))
 		require.Zero(t, tables, "the table kept goes with the ledger row of the job that retired it")
+	}
+}
+
+// TestApprovalKeepsTheGenerationWhole: approving a pending version
+// retires the generation it replaces as a write does (retirewhole.go):
+// alone, that generation's partition is kept as the history, no row
+// copied; beside an old snapshot that could still read it, its rows are
+// copied, and that snapshot sees it once. Either way the rows as of a
+// time before the approval are the replaced generation's, after it the
+// approved one's, and verify is clean.
+func TestApprovalKeepsTheGenerationWhole(t *testing.T) {
+	t.Parallel()
+	full := parcelsFile(t, "full.geojson", 200, 13, apn)
+	truncated := parcelsFile(t, "truncated.geojson", 10, 13, apn)
+	for _, beside := range []bool{false, true} {
+		t.Run(map[bool]string{false: "alone", true: "beside-a-snapshot"}[beside], func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := context.Background()
+			b.store.OwnPartitionBytes = 1
+			p := ingest.DefaultParams("parcels")
+			const asOf = `SELECT feature_id, properties, geom FROM geoingest_features_as_of('parcels', $1, 'b', 'parcels/x.geojson')`
+			v1 := version(t, full, "v1", "01", p)
+			require.Equal(t, ingest.Written, b.svc.Run(ctx, v1).Outcome)
+			d1, n1 := historyDigest(t, b, `SELECT feature_id, properties, geom FROM geoingest_current_parcels`)
+			require.EqualValues(t, 200, n1)
+			v2 := version(t, truncated, "v2", "02", p)
+			require.Equal(t, ingest.Pending, b.svc.Run(ctx, v2).Outcome)
+			time.Sleep(20 * time.Millisecond)
+			before := time.Now()
+			time.Sleep(20 * time.Millisecond)
+			var old pgx.Tx
+			if beside {
+				old = oldSnapshot(t, b)
+			}
+
+			r, err := b.svc.Decide(ctx, v2.ID, ingest.Decision{Approve: true, Actor: "op", Reason: "the county sold 190 parcels"})
+			require.NoError(t, err)
+			require.Equal(t, "approved", r.Action)
+			require.Equal(t, v1.ID, r.Replaced)
+			var kept, copied int64
+			if beside {
+				// The approved rows were committed at the hold, before
+				// this snapshot: attached, they are in its parcels too.
+				all, _ := featureRows(t, old)
+				require.EqualValues(t, 200+10, all)
+				var replaced int64
+				require.NoError(t, old.QueryRow(ctx, `SELECT count(*) FROM parcels p JOIN jobs j ON j.job_ref = p.job_ref
+					WHERE j.job_id = $1`, v1.ID).Scan(&replaced))
+				require.EqualValues(t, 200, replaced, "the old snapshot sees the replaced generation once")
+				require.NoError(t, old.Commit(ctx))
+			}
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM geoingest_retired_tables),
+				(SELECT count(*) FROM feature_history)`).Scan(&kept, &copied))
+			if beside {
+				require.Zero(t, kept, "not detached beside a snapshot that could read it")
+				require.EqualValues(t, 200, copied, "copied instead")
+			} else {
+				require.EqualValues(t, 1, kept, "the replaced generation's partition is kept as the history")
+				require.Zero(t, copied, "no row copied")
+			}
+			n, cur := current(t, b.pool)
+			require.EqualValues(t, 10, n)
+			require.Equal(t, v2.ID, cur)
+			d, n := historyDigest(t, b, asOf, before)
+			require.Equal(t, n1, n, "as of a time before the approval: the replaced generation")
+			require.Equal(t, d1, d)
+			d2, n2 := historyDigest(t, b, `SELECT feature_id, properties, geom FROM geoingest_current_parcels`)
+			d, n = historyDigest(t, b, asOf, time.Now())
+			require.EqualValues(t, 10, n2)
+			require.Equal(t, n2, n, "after it: the approved one")
+			require.Equal(t, d2, d)
+			requireVerifyClean(t, b)
+		})
 	}
 }

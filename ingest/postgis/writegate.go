@@ -228,7 +228,7 @@ type gate struct {
 	attach  string // the target its own table is to be attached to, last (attach.go)
 	// whole is the generations retired whole, to be retired at the
 	// gate's end (retirewhole.go), when wholeAtCommit: the gate's commit
-	// is commitGate's.
+	// is commitGate's, or an approval's (Decide, pending.go).
 	whole         []string
 	wholeAtCommit bool
 	typed         *typedCols // the typed columns the job writes (typed.go); nil: none
