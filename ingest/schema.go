@@ -107,7 +107,7 @@ var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // tables' (the typed columns are stored beside them).
 var reservedColumns = map[string]bool{"id": true, "job_id": true, "job_ref": true, "feature_index": true, "layer": true,
 	"properties": true, "geom": true, "area_m2": true, "feature_id": true, "pipeline_version": true, ExtrasKey: true,
-	"match_key": true, "geom_hash": true, "props_hash": true}
+	"match_key": true, "geom_hash": true, "props_hash": true, "raw_hash": true}
 
 // LoadSchema reads and checks a schema file.
 func LoadSchema(path string) (*Schema, error) {

@@ -438,9 +438,9 @@ BEGIN
             INTO del USING old_ref, coalesce(hjob, ''), target;
         PERFORM set_config('geoingest.history_job', coalesce(hjob, ''), true);
         EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                    match_key, geom_hash, props_hash%s)
+                                                    match_key, geom_hash, props_hash, raw_hash%s)
                                    SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, x.fid,
-                                          i.match_key, i.geom_hash, i.props_hash%s
+                                          i.match_key, i.geom_hash, i.props_hash, i.raw_hash%s
                                    FROM (SELECT p.fi, p.fid FROM pg_temp.geoingest_match_changed p
                                          UNION ALL SELECT a.fi, NULL FROM pg_temp.geoingest_match_added a) x
                                    JOIN pg_temp.geoingest_incoming i ON i.feature_index = x.fi
@@ -450,18 +450,18 @@ BEGIN
         -- A new table: the rows sent and the unchanged ones.
         nt := format('geoingest_store.%I', geoingest_job_table(target, new_ref));
         EXECUTE format('WITH a AS (INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                    match_key, geom_hash, props_hash%s)
+                                                    match_key, geom_hash, props_hash, raw_hash%s)
                                    SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, x.fid,
-                                          i.match_key, i.geom_hash, i.props_hash%s
+                                          i.match_key, i.geom_hash, i.props_hash, i.raw_hash%s
                                    FROM (SELECT p.fi, p.fid FROM pg_temp.geoingest_match_changed p
                                          UNION ALL SELECT a.fi, NULL FROM pg_temp.geoingest_match_added a) x
                                    JOIN pg_temp.geoingest_incoming i ON i.feature_index = x.fi
                                    RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
                         SELECT coalesce(sum(a.h), 0) FROM a', nt, tn, ti) INTO ins USING new_ref;
         EXECUTE format('WITH k AS (INSERT INTO %1$s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                    match_key, geom_hash, props_hash%3$s)
+                                                    match_key, geom_hash, props_hash, raw_hash%3$s)
                                    SELECT t.id, $1, t.feature_index, t.layer, t.properties, t.geom, t.area_m2, t.feature_id,
-                                          t.match_key, t.geom_hash, t.props_hash%4$s
+                                          t.match_key, t.geom_hash, t.props_hash, t.raw_hash%4$s
                                    FROM pg_temp.geoingest_match_pairs p JOIN %2$s t ON t.ctid = p.rid
                                    WHERE NOT EXISTS (SELECT FROM pg_temp.geoingest_match_changed c WHERE c.rid = p.rid)
                                    RETURNING geoingest_row_hash(feature_index, properties, geom) AS h)
@@ -506,9 +506,9 @@ BEGIN
     r.xid := pg_current_xact_id();
 
     EXECUTE format('INSERT INTO %s (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                    match_key, geom_hash, props_hash%s)
+                                    match_key, geom_hash, props_hash, raw_hash%s)
                     SELECT i.id, $1, i.feature_index, i.layer, i.properties, i.geom, i.area_m2, p.fid,
-                           i.match_key, i.geom_hash, i.props_hash%s
+                           i.match_key, i.geom_hash, i.props_hash, i.raw_hash%s
                     FROM pg_temp.geoingest_incoming i LEFT JOIN pg_temp.geoingest_match_pairs p ON p.fi = i.feature_index', nt, tn, ti)
         USING new_ref;
     ANALYZE pg_temp.geoingest_match_pairs;
@@ -1109,7 +1109,7 @@ BEGIN
     repaired := 0;
     collapsed := 0;
     IF server_check THEN
-        WITH m AS (UPDATE pg_temp.geoingest_incoming i SET area_m2 = ST_Area(i.geom::geography)
+        WITH m AS (UPDATE pg_temp.geoingest_incoming i SET area_m2 = ST_Area(i.geom::geography), raw_hash = NULL
                    WHERE i.area_m2 IS NULL RETURNING i.feature_index, i.geom)
         SELECT array_agg(m.feature_index) FILTER (WHERE NOT ST_IsValid(m.geom)) INTO found FROM m;
         bad := bad || coalesce(found, '{}');
@@ -1123,7 +1123,7 @@ BEGIN
         END IF;
         WITH r AS (SELECT i.id, ST_Multi(ST_CollectionExtract(ST_MakeValid(i.geom), 3)) AS g
                    FROM pg_temp.geoingest_incoming i WHERE i.feature_index = ANY(bad)),
-             up AS (UPDATE pg_temp.geoingest_incoming i SET (geom, area_m2) = (r.g, ST_Area(r.g::geography))
+             up AS (UPDATE pg_temp.geoingest_incoming i SET (geom, area_m2, raw_hash) = (r.g, ST_Area(r.g::geography), NULL)
                     FROM r WHERE i.id = r.id AND NOT ST_IsEmpty(r.g) RETURNING 1),
              gone AS (DELETE FROM pg_temp.geoingest_incoming i USING r WHERE i.id = r.id AND ST_IsEmpty(r.g)
                       RETURNING i.feature_index, i.layer, i.properties, i.geom),
@@ -1171,7 +1171,7 @@ BEGIN
     repaired := 0;
     collapsed := 0;
     IF server_check THEN
-        EXECUTE format('WITH m AS (UPDATE %s SET area_m2 = ST_Area(geom::geography)
+        EXECUTE format('WITH m AS (UPDATE %s SET area_m2 = ST_Area(geom::geography), raw_hash = NULL
                                    WHERE job_ref = $1 AND area_m2 IS NULL
                                    RETURNING feature_index, geom)
                         SELECT array_agg(feature_index) FILTER (WHERE NOT ST_IsValid(geom)) FROM m', t)
@@ -1187,7 +1187,7 @@ BEGIN
             RAISE EXCEPTION 'feature %: invalid geometry: %', first.feature_index, first.reason
                 USING ERRCODE = 'data_exception';
         END IF;
-        EXECUTE format('UPDATE %s SET (geom, area_m2) = (SELECT v.g, ST_Area(v.g::geography)
+        EXECUTE format('UPDATE %s SET (geom, area_m2, raw_hash) = (SELECT v.g, ST_Area(v.g::geography), NULL::bigint
                                                          FROM (SELECT ST_Multi(ST_CollectionExtract(ST_MakeValid(geom), 3))) v(g))
                         WHERE job_ref = $1 AND feature_index = ANY($2)', t) USING job_ref, bad;
         GET DIAGNOSTICS repaired = ROW_COUNT;
@@ -1220,7 +1220,7 @@ BEGIN
     repaired := 0;
     collapsed := 0;
     IF server_check THEN
-        EXECUTE format('WITH m AS (UPDATE %s SET area_m2 = ST_Area(geom::geography)
+        EXECUTE format('WITH m AS (UPDATE %s SET area_m2 = ST_Area(geom::geography), raw_hash = NULL
                                    WHERE job_ref = $1 AND area_m2 IS NULL
                                    RETURNING feature_index, geom)
                         SELECT array_agg(feature_index) FILTER (WHERE NOT ST_IsValid(geom)) FROM m', t)
@@ -1238,7 +1238,7 @@ BEGIN
         END IF;
         EXECUTE format('WITH r AS (SELECT id, ST_Multi(ST_CollectionExtract(ST_MakeValid(geom), 3)) AS g
                                    FROM %1$s WHERE job_ref = $1 AND feature_index = ANY($2)),
-                             up AS (UPDATE %1$s t SET (geom, area_m2) = (r.g, ST_Area(r.g::geography))
+                             up AS (UPDATE %1$s t SET (geom, area_m2, raw_hash) = (r.g, ST_Area(r.g::geography), NULL)
                                     FROM r WHERE t.job_ref = $1 AND t.id = r.id AND NOT ST_IsEmpty(r.g)
                                     RETURNING 1),
                              gone AS (DELETE FROM %1$s t USING r WHERE t.job_ref = $1 AND t.id = r.id AND ST_IsEmpty(r.g)
@@ -1292,9 +1292,9 @@ BEGIN
     new_ref := -nextval('geoingest_job_ref_seq');
     tn := geoingest_typed_list(j.target_table, NULL);
     EXECUTE format('WITH ins AS (INSERT INTO geoingest_store.%1$I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                                 match_key, geom_hash, props_hash%2$s)
+                                                                 match_key, geom_hash, props_hash, raw_hash%2$s)
                                  SELECT id, $1, feature_index, layer, properties, geom, area_m2, feature_id,
-                                        match_key, geom_hash, props_hash%2$s FROM geoingest_store.%3$I
+                                        match_key, geom_hash, props_hash, raw_hash%2$s FROM geoingest_store.%3$I
                                  RETURNING feature_index, properties, geom, area_m2)
                     SELECT count(*), coalesce(sum(area_m2), 0), coalesce(sum(geoingest_row_hash(feature_index, properties, geom)), 0)::text
                     FROM ins', shared, tn, own)
@@ -1960,9 +1960,9 @@ BEGIN
         RAISE EXCEPTION 'pending version: new ref % is not positive', new_ref;
     END IF;
     EXECUTE format('INSERT INTO geoingest_store.%1$I (id, job_ref, feature_index, layer, properties, geom, area_m2,
-                                                    match_key, geom_hash, props_hash%2$s)
+                                                    match_key, geom_hash, props_hash, raw_hash%2$s)
                     SELECT id, $1, feature_index, layer, properties, geom, area_m2,
-                           match_key, geom_hash, props_hash%2$s FROM pg_temp.geoingest_incoming',
+                           match_key, geom_hash, props_hash, raw_hash%2$s FROM pg_temp.geoingest_incoming',
                    geoingest_job_table(target, new_ref), geoingest_typed_list(target, NULL))
         USING new_ref;
     GET DIAGNOSTICS n = ROW_COUNT;
@@ -1991,11 +1991,11 @@ BEGIN
                    own, geoingest_job_table(target, -1), new_ref);
     EXECUTE format('WITH moved AS (DELETE FROM geoingest_store.%1$I WHERE job_ref = $1
                                    RETURNING id, feature_index, layer, properties, geom, area_m2, feature_id,
-                                             match_key, geom_hash, props_hash%3$s)
+                                             match_key, geom_hash, props_hash, raw_hash%3$s)
                     INSERT INTO geoingest_store.%2$I (id, job_ref, feature_index, layer, properties, geom, area_m2, feature_id,
-                                                    match_key, geom_hash, props_hash%3$s)
+                                                    match_key, geom_hash, props_hash, raw_hash%3$s)
                     SELECT id, $2, feature_index, layer, properties, geom, area_m2, feature_id,
-                           match_key, geom_hash, props_hash%3$s FROM moved',
+                           match_key, geom_hash, props_hash, raw_hash%3$s FROM moved',
                    geoingest_job_table(target, -1), own, geoingest_typed_list(target, NULL))
         USING old_ref, new_ref;
     EXECUTE format('CREATE INDEX ON geoingest_store.%I USING gist (geom)', own);

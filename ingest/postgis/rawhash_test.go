@@ -1,0 +1,102 @@
+package postgis
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRawHashIsCarriedOrCleared: a stored row's raw_hash (migration 0047)
+// stands for the row's content, so every server path that copies a row
+// unchanged carries it (a diff's kept rows, compaction) and every path
+// that changes a row's content on the server clears it (the area
+// measured, the geometry repaired). A raw hash left on a changed row would
+// let a later version's identical bytes pass as unchanged.
+func TestRawHashIsCarriedOrCleared(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	rawOf := func(where string, args ...any) map[string]*int64 {
+		t.Helper()
+		rows, err := b.pool.Query(ctx, `SELECT properties->>'APN', raw_hash FROM geoingest_store.parcels WHERE `+where, args...)
+		require.NoError(t, err)
+		out := map[string]*int64{}
+		for rows.Next() {
+			var k string
+			var h *int64
+			require.NoError(t, rows.Scan(&k, &h))
+			out[k] = h
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+
+	// A diff: the kept rows keep theirs, the changed row is the new one.
+	p := ingest.DefaultParams("parcels")
+	p.Key = []string{"APN"}
+	c := newChain(11, 40)
+	v1 := writeFeats(t, "v1.geojson", c.Parcels)
+	require.NoError(t, b.svc.Run(ctx, version(t, v1, "v1", "01", p)).Err)
+	_, err := b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET raw_hash = 1000 + feature_index`)
+	require.NoError(t, err)
+	fs := slices.Clone(c.Parcels)
+	fs[3].Props = `{"APN":"P-4","use":"com","v":0}`
+	res := b.svc.Run(ctx, version(t, writeFeats(t, "v2.geojson", fs), "v2", "02", p))
+	require.NoError(t, res.Err)
+	require.EqualValues(t, 1, res.Changes.Counts.Attributes)
+	got := rawOf(`job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`, res.JobID)
+	require.Len(t, got, 40)
+	for k, h := range got {
+		if k == "P-4" {
+			require.Nil(t, h, "the changed row is the version's, with the raw hash its writer gave it (none)")
+			continue
+		}
+		require.NotNil(t, h, "%s is kept: its raw hash too", k)
+	}
+
+	// Compaction folds an own partition into the shared one: carried.
+	_, ids := ownSources(t, b, t.TempDir(), 1, 5)
+	_, err = b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET raw_hash = 7 WHERE job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`, ids[0])
+	require.NoError(t, err)
+	var moved int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT moved FROM geoingest_fold_job($1)`, ids[0]).Scan(&moved))
+	require.EqualValues(t, 5, moved)
+	var n, seven int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE raw_hash = 7) FROM geoingest_store.parcels
+	                                         WHERE job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`, ids[0]).Scan(&n, &seven))
+	require.EqualValues(t, 5, n)
+	require.EqualValues(t, 5, seven, "compaction copies the rows unchanged, their raw hashes too")
+
+	// The server measures and repairs: cleared. A bow tie sent with a raw
+	// hash and no area, and a valid square with both.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT geoingest_create_incoming('parcels')`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO pg_temp.geoingest_incoming (job_ref, feature_index, layer, properties, geom, area_m2, raw_hash) VALUES
+	    (-1, 0, '', '{"APN":"bow"}', ST_Multi('SRID=4326;POLYGON((0 0,1 1,1 0,0 1,0 0))'::geometry), NULL, 5),
+	    (-1, 1, '', '{"APN":"measured"}', ST_Multi('SRID=4326;POLYGON((0 0,1 0,1 1,0 1,0 0))'::geometry), NULL, 6),
+	    (-1, 2, '', '{"APN":"ok"}', ST_Multi('SRID=4326;POLYGON((0 0,1 0,1 1,0 1,0 0))'::geometry), 1.5, 8)`)
+	require.NoError(t, err)
+	var repaired int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT repaired FROM geoingest_finish_incoming(true, '{}', true, '')`).Scan(&repaired))
+	require.EqualValues(t, 1, repaired)
+	rows, err := tx.Query(ctx, `SELECT properties->>'APN', raw_hash FROM pg_temp.geoingest_incoming`)
+	require.NoError(t, err)
+	inc := map[string]*int64{}
+	for rows.Next() {
+		var k string
+		var h *int64
+		require.NoError(t, rows.Scan(&k, &h))
+		inc[k] = h
+	}
+	require.NoError(t, rows.Err())
+	require.Nil(t, inc["bow"], "repaired by the server")
+	require.Nil(t, inc["measured"], "measured by the server")
+	require.NotNil(t, inc["ok"])
+	require.EqualValues(t, 8, *inc["ok"], "untouched")
+}
