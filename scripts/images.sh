@@ -9,12 +9,11 @@
 #                                           debootstrap from the machine's apt mirror and
 #                                           imported with `podman import` (or BASE_IMAGE,
 #                                           e.g. docker.io/library/debian:bookworm-slim)
-#   localhost/geoingest/golang:<go version>-<suite>-<recipe hash>
-#                                           the builder: the base, gcc and pkg-config, and
-#                                           this machine's Go toolchain copied in
 #   localhost/geoingest/postgis:15-3        PostgreSQL 15 + PostGIS 3 from Debian, with the
 #                                           env interface of the postgis/postgis image
-#   localhost/geoingest/geoingest:dev       the Dockerfile at the repository root
+#   localhost/geoingest/geoingest:dev       the Dockerfile at the repository root, its
+#                                           runtime stages on the base, with the binaries
+#                                           built on this machine (deploy/images/binaries.sh)
 #   localhost/geoingest/geoingest-slim:dev  its "slim" target: built without GDAL
 #   localhost/geoingest/stack:dev           its "stack" target: the compose stack's init
 #                                           and S3-to-SQS bridge, the Google Cloud emulators
@@ -27,10 +26,25 @@
 #                                           machine, on Debian's Node.js
 #
 # An image that exists is not rebuilt unless REBUILD=1 (geoingest's image is
-# always rebuilt: the build reuses its layers and Go caches, so an unchanged
-# tree takes seconds). The debootstrap tarball is kept in
-# $GEOINGEST_IMAGE_CACHE (default /var/cache/geoingest), so even a wiped
-# image store re-imports it without a download.
+# always rebuilt: its binaries are built with this machine's Go build cache
+# and its layers are reused, so an unchanged tree takes seconds). The
+# debootstrap tarball is kept in $GEOINGEST_IMAGE_CACHE (default
+# /var/cache/geoingest), so even a wiped image store re-imports it without a
+# download.
+#
+# geoingest's binaries are built on this machine, not in a Go builder image:
+# it has the toolchain, GDAL's and PROJ's headers (scripts/setup.sh) and the
+# build cache its tests fill, and, when it runs Debian 12 as the base does,
+# the same glibc and library sonames (each image runs its binary once to
+# prove it). On another system they are built in a builder image made from
+# the base and this machine's Go toolchain (deploy/images/golang.Containerfile),
+# as `docker build .` does in Docker Hub's golang image.
+#
+# Builds that run beside the tests (scripts/test.sh) are best run with
+# `nice`: they wait mostly on downloads and the disk. GEOINGEST_GO_READY=FILE
+# makes geoingest's wait for FILE before it compiles (scripts/test.sh
+# creates it when go vet has compiled every package, which the build then
+# reuses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,6 +70,9 @@ prometheus_image=localhost/geoingest/prometheus:2.42
 
 log() { echo "images: $*" >&2; }
 have() { [ "${REBUILD:-0}" != 1 ] && $cli image inspect "$1" >/dev/null 2>&1; }
+# host_is_suite: this machine runs the base's Debian release, so binaries
+# linked here find the same shared libraries in the base.
+host_is_suite() { [ "$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")" = "$suite" ] && [ "${GEOINGEST_BUILD_IN_IMAGE:-0}" != 1 ]; }
 timed() { local t0=$SECONDS; "$@"; log "$1 done in $((SECONDS - t0)) s"; }
 # build IMAGE CONTEXT [ARGS...]: docker format, so that HEALTHCHECK is kept.
 build() {
@@ -98,6 +115,7 @@ image_base() {
 
 image_builder() {
   [ -n "${GO_IMAGE:-}" ] && { log "builder: using $GO_IMAGE"; return; }
+  host_is_suite && { log "builder: none needed (this machine is Debian $suite: geoingest's binaries are built here)"; return; }
   have "$builder" && { log "builder: $builder exists"; return; }
   local goroot; goroot=$(go env GOROOT)
   log "builder: $builder (the base, gcc, and Go $goversion from $goroot)"
@@ -116,21 +134,31 @@ image_postgis() {
 }
 
 image_geoingest() {
-  log "geoingest: $geoingest_image and $stack_image from ./Dockerfile"
-  local args=(--build-arg "GO_IMAGE=$builder" --build-arg "RUNTIME_IMAGE=$base")
-  if [ "$cli" = podman ]; then
-    # The build uses this machine's module cache (filled here first) and
-    # build cache, mounted at paths that keep the compiler's inputs equal to
-    # this machine's (no -trimpath): the packages `go vet` and `go test`
-    # compiled here are reused, and nothing is downloaded in the build.
-    local modcache gocache; modcache=$(go env GOMODCACHE) gocache=$(go env GOCACHE)
-    go list -deps ./cmd/geoingest ./deploy/stack >/dev/null
-    args+=(-v "$modcache:$modcache" -v "$gocache:/host-gocache"
-      --build-arg GOPROXY=off --build-arg "GOMODCACHE=$modcache" --build-arg GOCACHE=/host-gocache --build-arg BUILDFLAGS=)
+  log "geoingest: $geoingest_image, $slim_image and $stack_image from ./Dockerfile"
+  local args=(-f Dockerfile --build-arg "RUNTIME_IMAGE=$base") ctx=. ready=${GEOINGEST_GO_READY:-} t0
+  if host_is_suite; then
+    if [ -n "$ready" ] && [ ! -e "$ready" ]; then
+      log "geoingest: waiting for $ready (go vet's compiles) before building"
+      while [ ! -e "$ready" ]; do sleep 1; done
+    fi
+    ctx=$(mktemp -d); t0=$SECONDS
+    deploy/images/binaries.sh "$ctx/bin"
+    log "geoingest: binaries built on this machine in $((SECONDS - t0)) s ($(du -sh "$ctx/bin" | cut -f1))"
+    args+=(--build-arg BINARIES=prebuilt)
+  else
+    args+=(--build-arg "GO_IMAGE=$builder")
   fi
-  build "$geoingest_image" . "${args[@]}"
-  build "$stack_image" . "${args[@]}" --target stack
-  build "$slim_image" . "${args[@]}" --target slim
+  build "$geoingest_image" "$ctx" "${args[@]}"
+  build "$slim_image" "$ctx" "${args[@]}" --target slim
+  build "$stack_image" "$ctx" "${args[@]}" --target stack
+  [ "$ctx" = . ] || rm -rf "$ctx"
+  # Each binary runs once in its image: a shared library missing from the
+  # runtime stage fails here, not in a deployment.
+  local run=($cli run --rm --network none --no-healthcheck --entrypoint) out
+  out=$("${run[@]}" geoingest "$geoingest_image" -h 2>&1) || { echo "$out" >&2; return 1; }
+  out=$("${run[@]}" geoingest "$slim_image" -h 2>&1) || { echo "$out" >&2; return 1; }
+  out=$("${run[@]}" geoingest-stack "$stack_image" -h 2>&1 || true) # -h: exit 1
+  if grep -q 'error while loading shared libraries' <<<"$out"; then echo "$out" >&2; return 1; fi
   local size='{{.Size}}'
   log "geoingest: $geoingest_image is $($cli image inspect --format "$size" "$geoingest_image" | awk '{printf "%.0f MB", $1/1e6}'), user $($cli image inspect --format '{{.Config.User}}' "$geoingest_image"); the slim build (no GDAL) $slim_image is $($cli image inspect --format "$size" "$slim_image" | awk '{printf "%.0f MB", $1/1e6}')"
 }
