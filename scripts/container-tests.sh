@@ -26,16 +26,23 @@ skip_or_fail() {
 [ "$(id -u)" = 0 ] || skip_or_fail "they need root (rootful podman, debootstrap)"
 command -v podman >/dev/null || skip_or_fail "podman is not installed (scripts/setup.sh --test installs it)"
 
+# The images build at the lowest CPU priority: beside go vet and go test
+# (scripts/test.sh), they wait mostly on downloads and the disk, and take
+# only the CPU the tests leave.
+lowprio=(nice -n 19)
+command -v ionice >/dev/null && lowprio+=(ionice -c 3)
 step "images"
-scripts/images.sh base || skip_or_fail "no base image (debootstrap or podman import failed)"
+"${lowprio[@]}" scripts/images.sh base || skip_or_fail "no base image (debootstrap or podman import failed)"
 if ! out=$(podman run --rm --network none localhost/geoingest/debian:bookworm true 2>&1); then
   skip_or_fail "podman cannot run a container here: $out"
 fi
-scripts/images.sh all
+"${lowprio[@]}" scripts/images.sh all
 podman images --filter reference='localhost/geoingest/*' --format '{{.Repository}}:{{.Tag}} {{.Size}}' >&2
 
-# podman's Docker API for testcontainers-go, unless one answers already.
-sock=/run/podman/podman.sock
+# podman's Docker API for testcontainers-go, unless one answers already
+# (GEOINGEST_PODMAN_SOCK: another path, for a run on a podman store of its
+# own, CONTAINERS_STORAGE_CONF, beside another's).
+sock=${GEOINGEST_PODMAN_SOCK:-/run/podman/podman.sock}
 export DOCKER_HOST=unix://$sock TESTCONTAINERS_RYUK_DISABLED=true
 service_pid=
 if ! curl -sf --unix-socket "$sock" http://d/_ping >/dev/null 2>&1; then
