@@ -74,6 +74,9 @@ type Backfill struct {
 	// Progress, when set, is called with the running totals after each
 	// object (from one goroutine at a time).
 	Progress func(BackfillStats)
+	// Written, when set, is called with the id of each job written (from
+	// one goroutine at a time).
+	Written func(job string)
 }
 
 // Run lists with list and runs the jobs. It returns the totals, and an
@@ -114,6 +117,9 @@ func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(Back
 					switch res.Outcome {
 					case Written:
 						s.Written++
+						if b.Written != nil {
+							b.Written(res.JobID)
+						}
 					case AlreadyPresent:
 						s.AlreadyPresent++
 					case Held:

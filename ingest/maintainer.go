@@ -63,7 +63,9 @@ type Maintainer struct {
 	// Hashes rewrites the match hashes of a form older than the store's
 	// (HashUpgrader) in small batches, at Start and then every HashEvery
 	// (hashupgrade.go); HashBatch rows a batch (default
-	// DefaultHashBatch).
+	// DefaultHashBatch). The batch commands set no HashEvery: they walk,
+	// at their end (FinishHashes), the generations of the jobs they name
+	// to WrittenJob.
 	Hashes    HashUpgrader
 	HashEvery time.Duration
 	HashBatch int
@@ -71,6 +73,7 @@ type Maintainer struct {
 	Log *slog.Logger
 
 	refreshKick, compactKick chan struct{}
+	written                  []string // WrittenJob's jobs, for FinishHashes (under mu)
 	stop                     context.CancelFunc
 	running                  sync.WaitGroup
 	// folded are the tables any round folded into (FinishCompaction
@@ -234,6 +237,20 @@ func (m *Maintainer) Committed() {
 func (m *Maintainer) Written() {
 	if m != nil {
 		kick(m.compactKick)
+	}
+}
+
+// WrittenJob is Written, and keeps job for FinishHashes when Hashes is
+// set: a batch command's jobs. It never blocks.
+func (m *Maintainer) WrittenJob(job string) {
+	if m == nil {
+		return
+	}
+	m.Written()
+	if m.Hashes != nil {
+		m.mu.Lock()
+		m.written = append(m.written, job)
+		m.mu.Unlock()
 	}
 }
 

@@ -128,17 +128,11 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	bar := newProgressBar(m.Stderr, !*quiet)
 	compaction := bcf.start(ctx, m, a)
-	var written int64
-	bf.Progress = func(s ingest.BackfillStats) {
-		if s.Written > written && compaction != nil {
-			compaction.Written()
-		}
-		written = s.Written
-		bar.update(s)
-	}
+	bf.Progress = bar.update
+	bf.Written = compaction.WrittenJob
 	stats, err := bf.Run(ctx, list)
 	bar.finish(stats)
-	finishBatchCompaction(ctx, m, "backfill", &bcf, compaction)
+	finishBatchCompaction(ctx, m, "backfill", &bcf, compaction, *quiet)
 	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d pending, %d already present, %d superseded, %d failed, %d in progress elsewhere\n",
 		where, pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written, stats.Pending,
 		stats.AlreadyPresent, stats.Superseded, stats.Failed, stats.Held)

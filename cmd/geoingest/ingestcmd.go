@@ -107,15 +107,15 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 
 	compaction := bcf.start(ctx, m, a)
-	defer finishBatchCompaction(ctx, m, "ingest", &bcf, compaction)
+	defer finishBatchCompaction(ctx, m, "ingest", &bcf, compaction, *quiet)
 
 	failed, pending := 0, 0
 	for it := range sources {
 		path := it.Path
 		res := ingestFile(ctx, svc, it)
 		progress.clear()
-		if res.Outcome == ingest.Written && compaction != nil {
-			compaction.Written()
+		if res.Outcome == ingest.Written {
+			compaction.WrittenJob(res.JobID)
 		}
 		if res.Outcome == ingest.Failed || res.Outcome == ingest.Held {
 			failed++ // a held claim is not done: its worker may have died

@@ -29,3 +29,9 @@ func (s *Store) UpgradeHashes(ctx context.Context, job, cursor string, n int) (i
 	}
 	return ingest.HashBatch{Rewritten: r.Rewritten, Next: r.Next, Busy: r.Busy}, nil
 }
+
+// HashesStale reports whether a current job holds a row whose match
+// hashes UpgradeHashes would rewrite.
+func (s *Store) HashesStale(ctx context.Context, job string) (bool, error) {
+	return s.q.HashesStale(ctx, job)
+}
