@@ -18,10 +18,12 @@ type ReportRefresher interface {
 
 // Maintainer is the one owner of the work beside the jobs that keeps the
 // database fast to read and bounded: the report refresh, the compactor and
-// the prune. serve's consumer runs one with all three (Consumer.Maintainer);
-// the batch commands (ingest, backfill) run one with the compactor alone and
-// end it with FinishCompaction, so that reads after a batch load are as fast
-// as after serve's, without a separate `geoingest compact`.
+// the prune, and the match hashes' upgrade. serve's consumer runs one with
+// all four (Consumer.Maintainer); the batch commands (ingest, backfill) run
+// one with the compactor and end it with FinishCompaction, so that reads
+// after a batch load are as fast as after serve's, without a separate
+// `geoingest compact`, and then FinishHashes over the generations they
+// wrote.
 //
 // Each part runs on its own: a failed round is logged at WARN and the next
 // one tries again, and nothing a reader sees depends on when a round runs.
