@@ -232,6 +232,7 @@ type GeoingestStoreAdminUnit struct {
 	MatchKey     pgtype.Text
 	GeomHash     pgtype.UUID
 	PropsHash    pgtype.UUID
+	RawHash      pgtype.Int8
 }
 
 type GeoingestStoreParcel struct {
@@ -246,6 +247,7 @@ type GeoingestStoreParcel struct {
 	MatchKey     pgtype.Text
 	GeomHash     pgtype.UUID
 	PropsHash    pgtype.UUID
+	RawHash      pgtype.Int8
 }
 
 // The typed columns stored in each feature table, in order (geoingest schema apply; migration 0036).
