@@ -329,11 +329,14 @@ func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
 	d.Lim = r.opts.Limits
 	for j, sp := range b.spans {
 		idx := b.first + int64(j)
-		f, err := r.decodeElement(d, b.buf[sp.start:sp.end], idx, b.base+int64(sp.start), b.base+int64(sp.end))
+		raw := b.buf[sp.start:sp.end]
+		h := d.rawHasher(r.opts.Limits).Sum(raw) // before decoding, which may reuse raw
+		f, err := r.decodeElement(d, raw, idx, b.base+int64(sp.start), b.base+int64(sp.end))
 		if err != nil {
 			b.ferr = err
 			return
 		}
+		f.RawHash = h
 		b.feats = append(b.feats, f)
 	}
 }

@@ -23,9 +23,10 @@ import (
 // A fastDecoder holds scratch buffers; it is not safe for concurrent use.
 type fastDecoder struct {
 	skip jsonscan.JsonSkipper
-	Flat []float64 // coordinates of the geometry being parsed
-	ends []int     // end (in flat) of each ring or line
-	regs []int     // end (in ends) of each polygon
+	raw  *core.RawHasher // the features' raw hashes (rawHasher)
+	Flat []float64       // coordinates of the geometry being parsed
+	ends []int           // end (in flat) of each ring or line
+	regs []int           // end (in ends) of each polygon
 
 	// lim are the reader's limits (zero: none): parsing stops at the
 	// position after MaxVertices, over then the limit's error. (The
@@ -583,4 +584,13 @@ func (d *fastDecoder) takeFlat() []float64 {
 		return f
 	}
 	return append([]float64(nil), d.Flat...)
+}
+
+// rawHasher is d's hasher of raw features under the limits l, which are
+// one reader's for the decoder's life.
+func (d *fastDecoder) rawHasher(l core.Limits) *core.RawHasher {
+	if d.raw == nil {
+		d.raw = core.NewRawHasher(l)
+	}
+	return d.raw
 }

@@ -110,6 +110,7 @@ func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
 	for j, sp := range b.spans {
 		idx := b.first + int64(j)
 		rec := b.buf[sp.start:sp.end]
+		h := d.rawHasher(r.opts.Limits).Sum(rec) // before decoding, which may reuse rec
 		var f core.Feature
 		var err error
 		if g, props, ok := d.Feature(rec, true); d.Over != nil {
@@ -129,6 +130,7 @@ func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
 			b.ferr = r.errAt(idx, b.base+int64(sp.start), err)
 			return
 		}
+		f.RawHash = h
 		b.feats = append(b.feats, f)
 	}
 }

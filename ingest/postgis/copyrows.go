@@ -163,7 +163,7 @@ func featureColumns(typed *typedCols) string {
 
 // featureCols are the columns of every feature table's tuple, less the
 // closing parenthesis (featureColumns).
-const featureCols = " (job_ref, feature_index, layer, properties, geom, area_m2, match_key, geom_hash, props_hash"
+const featureCols = " (job_ref, feature_index, layer, properties, geom, area_m2, match_key, geom_hash, props_hash, raw_hash"
 
 // staged is copyRows's typed columns for the staging table's tuple.
 var staged = &typedCols{}
@@ -219,10 +219,11 @@ var pgCopySignature = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x
 // (featureCols): job_ref, feature_index, layer, properties (jsonb), geom
 // (EWKB), area_m2, which is NULL for an unmeasured feature (the server
 // measures and checks the rows with no area, see
-// geoingest_finish_job_table), and the match columns (migration 0029)
+// geoingest_finish_job_table), the match columns (migration 0029)
 // for the source's key fields key (matchColumns; their hashes when
-// hashes), then the typed columns of typed from the feature's record
-// (typed.go).
+// hashes), raw_hash (the feature's salted raw hash, prepare/rawhash.go;
+// NULL when it has none or the server must see the row), then the typed
+// columns of typed from the feature's record (typed.go).
 func featureTuple(ref int64, key []string, typed *typedCols, hashes bool) prepare.RowEncoder {
 	sig := keySignature(key)
 	return func(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
@@ -232,7 +233,7 @@ func featureTuple(ref int64, key []string, typed *typedCols, hashes bool) prepar
 }
 
 // featureFields is the count of the fields of featureCols.
-const featureFields = 9
+const featureFields = 10
 
 // appendFeature appends featureTuple's tuple of f for the key fields key
 // (sig their keySignature) and the typed columns typed (the match hashes
@@ -253,6 +254,14 @@ func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepare
 	match = len(out)
 	out, must = matchColumns(out, f, p, key, sig, hashes)
 	end = len(out)
+	// The raw hash (migration 0047) stands for the row as written here: a
+	// row the server must see (measure, check, repair, hash) has none.
+	if must || f.Raw == 0 {
+		out = be.AppendUint32(out, math.MaxUint32)
+	} else {
+		out = be.AppendUint32(out, 8)
+		out = be.AppendUint64(out, f.Raw)
+	}
 	return typed.appendTyped(out, f.Props), match, end, must
 }
 

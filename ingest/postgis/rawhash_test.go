@@ -1,11 +1,15 @@
 package postgis
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/internal/testsupport/parcelchain"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,11 +54,12 @@ func TestRawHashIsCarriedOrCleared(t *testing.T) {
 	got := rawOf(`job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`, res.JobID)
 	require.Len(t, got, 40)
 	for k, h := range got {
+		require.NotNil(t, h, k)
 		if k == "P-4" {
-			require.Nil(t, h, "the changed row is the version's, with the raw hash its writer gave it (none)")
+			require.False(t, *h >= 1000 && *h < 1100, "the changed row is the version's, with the raw hash its writer gave it")
 			continue
 		}
-		require.NotNil(t, h, "%s is kept: its raw hash too", k)
+		require.True(t, *h >= 1000 && *h < 1100, "%s is kept: its raw hash too", k)
 	}
 
 	// Compaction folds an own partition into the shared one: carried.
@@ -99,4 +104,63 @@ func TestRawHashIsCarriedOrCleared(t *testing.T) {
 	require.Nil(t, inc["measured"], "measured by the server")
 	require.NotNil(t, inc["ok"])
 	require.EqualValues(t, 8, *inc["ok"], "untouched")
+}
+
+// TestRawHashIsStored: a GeoJSON feature's row stores its salted raw hash
+// (prepare/rawhash.go): the same bytes under the same options give the
+// same hash in another source; a crs member (here at the collection's
+// end, where crstail.go finds it) or another key gives another, though
+// the bytes of every feature are the same; a row the server repairs has
+// none.
+func TestRawHashIsStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	fs := []feat{sq(0, `{"APN":"A"}`), sq(1, `{"APN":"B"}`), sq(2, `{"APN":"C"}`), sq(3, `{"APN":"D"}`)}
+	fs[3].Bow = true // invalid: repaired by the server
+	plain := parcelchain.GeoJSON(fs)
+	withCRS := append(bytes.TrimSuffix(slices.Clone(plain), []byte("}")),
+		[]byte(`,"crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:OGC:1.3:CRS84"}}}`)...)
+	load := func(bucket string, data []byte, key []string) map[string]*int64 {
+		t.Helper()
+		dir := t.TempDir()
+		path := filepath.Join(dir, "x.geojson")
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+		p := ingest.DefaultParams("parcels")
+		p.Key = key
+		p.Invalid = ingest.PolicyRepair
+		job, err := ingest.NewJob(ingest.Source{Bucket: bucket, Key: "parcels/x.geojson", VersionToken: "v1",
+			Order: ingest.OrderFromSequencer("01")}, p, fileFetcher{path})
+		require.NoError(t, err)
+		res := b.svc.Run(ctx, job)
+		require.NoError(t, res.Err)
+		rows, err := b.pool.Query(ctx, `SELECT properties->>'APN', raw_hash FROM geoingest_store.parcels
+		                                  WHERE job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1)`, res.JobID)
+		require.NoError(t, err)
+		out := map[string]*int64{}
+		for rows.Next() {
+			var k string
+			var h *int64
+			require.NoError(t, rows.Scan(&k, &h))
+			out[k] = h
+		}
+		require.NoError(t, rows.Err())
+		require.Len(t, out, 4)
+		return out
+	}
+	apn := []string{"APN"}
+	one, two := load("b1", plain, apn), load("b2", plain, apn)
+	crs, unkeyed := load("b3", withCRS, apn), load("b4", plain, nil)
+	for _, k := range []string{"A", "B", "C"} {
+		require.NotNil(t, one[k], k)
+		require.Equal(t, *one[k], *two[k], "%s: the same bytes under the same options", k)
+		require.NotNil(t, crs[k], k)
+		require.NotEqual(t, *one[k], *crs[k], "%s: the same bytes under a crs member", k)
+		require.NotNil(t, unkeyed[k], k)
+		require.NotEqual(t, *one[k], *unkeyed[k], "%s: the same bytes under another key", k)
+	}
+	for _, m := range []map[string]*int64{one, two, crs, unkeyed} {
+		require.Nil(t, m["D"], "repaired by the server: no raw hash")
+	}
+	require.NotEqual(t, *one["A"], *one["B"])
 }

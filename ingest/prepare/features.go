@@ -26,6 +26,9 @@ type Feature struct {
 	Layer string
 	Props []byte // JSON object, "{}" when the feature has none
 	Geom  *geom.MultiPolygon
+	// Raw is the feature's salted raw hash (rawhash.go), 0 when its
+	// reader gave none.
+	Raw uint64
 }
 
 // KnownSRID reports whether the database can store geometries in srid.
@@ -59,6 +62,11 @@ type Features struct {
 	mapping *ingest.Mapping
 	applier *ingest.Applier // mapping's, for this stream
 	mapped  []byte
+
+	// salt is the raw-hash salt of the layer saltLayer (RawSalt).
+	salt      uint64
+	saltLayer string
+	salted    bool
 
 	// Invalid holds the indexes of the features the workers found
 	// invalid (ST_IsValid false), in input order. ServerCheck is set when
@@ -246,6 +254,9 @@ func (f *Features) next(direct bool) bool {
 			props = out
 		}
 		f.row = Feature{Index: ft.Index, Layer: ft.Layer, Props: props, Geom: mp}
+		if ft.RawHash != 0 {
+			f.row.Raw = rawHash(ft.RawHash, f.saltOf(ft.Layer))
+		}
 		if direct && srid != 4326 {
 			f.switched, f.pending = true, true
 			return false
@@ -276,4 +287,13 @@ func geomTypeName(g geom.T) string {
 	default:
 		return fmt.Sprintf("%T", g)
 	}
+}
+
+// saltOf is the raw-hash salt of the reader's current layer, named layer
+// (computed once a layer).
+func (f *Features) saltOf(layer string) uint64 {
+	if !f.salted || f.saltLayer != layer {
+		f.salt, f.saltLayer, f.salted = RawSalt(f.p, f.r.Layer()), layer, true
+	}
+	return f.salt
 }

@@ -48,6 +48,14 @@ type Feature struct {
 	// format has no such member. It is not stored: ingest makes it the
 	// property "@id" when a source's key names it (ingest.FeatureIDKey).
 	ID []byte
+	// RawHash is a 64-bit hash (RawHash) of the feature's bytes in the
+	// file exactly as the reader delimited them, before decoding, under
+	// the reader's limits; 0 when the reader does not delimit a feature's
+	// bytes (every format but GeoJSON's streamed FeatureCollections and
+	// sequences). Equal bytes under equal limits give equal hashes; what
+	// else decides the feature (the layer's CRS, the caller's options) is
+	// not in it: a caller salts it (ingest/prepare).
+	RawHash uint64
 }
 
 // Layer describes what a reader has found out about its layer. It is

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"github.com/twpayne/go-geom"
 )
@@ -345,4 +347,31 @@ func (l Limits) WithDefaults() Limits {
 		l.ReadMemory = DefaultLimits.ReadMemory
 	}
 	return l
+}
+
+// RawSeed is the seed of the raw hashes (Feature.RawHash) of a reader
+// with limits l: a feature within some limits may not be within others,
+// so its bytes under other limits hash otherwise.
+func (l Limits) RawSeed() uint64 {
+	return xxhash.Sum64String(fmt.Sprintf("geoingest raw 1 %+v", l))
+}
+
+// RawHasher hashes features' raw bytes under one seed (RawSeed).
+type RawHasher struct {
+	seed uint64
+	d    xxhash.Digest
+}
+
+// NewRawHasher is a RawHasher for the limits l.
+func NewRawHasher(l Limits) *RawHasher { return &RawHasher{seed: l.RawSeed()} }
+
+// Sum is the raw hash of b: xxhash64 seeded with the limits' seed, never
+// 0 (0 is "none").
+func (h *RawHasher) Sum(b []byte) uint64 {
+	h.d.ResetWithSeed(h.seed)
+	_, _ = h.d.Write(b)
+	if s := h.d.Sum64(); s != 0 {
+		return s
+	}
+	return 1
 }

@@ -1,0 +1,64 @@
+package geojson
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rawHashes reads path (a FeatureCollection, or a sequence when seq) and
+// returns each feature's RawHash.
+func rawHashes(t *testing.T, path string, seq bool, lim Limits, tune tuning) []uint64 {
+	t.Helper()
+	opts := Options{Limits: lim}
+	var r Reader
+	var err error
+	if seq {
+		r, err = OpenSeq(path, opts)
+	} else {
+		r, err = openTuned(path, filepath.Base(path), "x", 0, opts, tune)
+	}
+	require.NoError(t, err)
+	defer r.Close()
+	var out []uint64
+	for r.Next() {
+		out = append(out, r.Feature().RawHash)
+	}
+	require.NoError(t, r.Err())
+	return out
+}
+
+// TestRawHashIsTheFeaturesBytes: a streamed feature's RawHash is its bytes'
+// (so the same in a collection and a sequence, in every batch and worker
+// layout), differs with the bytes, with one byte of whitespace too, and with
+// the limits it was read under; never 0.
+func TestRawHashIsTheFeaturesBytes(t *testing.T) {
+	a := `{"type":"Feature","properties":{"k":1},"geometry":{"type":"Point","coordinates":[1,2]}}`
+	b := `{"type":"Feature","properties":{"k":2},"geometry":{"type":"Point","coordinates":[1,2]}}`
+	c := `{"type":"Feature","properties":{"k":1}, "geometry":{"type":"Point","coordinates":[1,2]}}`
+	feats := []string{a, b, a, c}
+	dir := t.TempDir()
+	coll := filepath.Join(dir, "c.geojson")
+	require.NoError(t, os.WriteFile(coll, []byte(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`]}`), 0o644))
+	seqf := filepath.Join(dir, "s.geojsonl")
+	require.NoError(t, os.WriteFile(seqf, []byte(strings.Join(feats, "\n")+"\n"), 0o644))
+
+	h := rawHashes(t, coll, false, DefaultLimits, defaultTuning)
+	require.Len(t, h, 4)
+	for _, x := range h {
+		require.NotZero(t, x)
+	}
+	require.Equal(t, h[0], h[2], "the same bytes")
+	require.NotEqual(t, h[0], h[1])
+	require.NotEqual(t, h[0], h[3], "one byte of whitespace is another feature's bytes")
+	tiny := tuning{BufSize: 64, MaxItems: 1, MinParallel: 1, Workers: 3, CrsWindow: crsWindow}
+	require.Equal(t, h, rawHashes(t, coll, false, DefaultLimits, tiny), "whatever the batches and workers")
+	require.Equal(t, h, rawHashes(t, seqf, true, DefaultLimits, defaultTuning), "a sequence's records are the same bytes")
+	lower := DefaultLimits
+	lower.MaxVertices = 10
+	other := rawHashes(t, coll, false, lower, defaultTuning)
+	require.NotEqual(t, h[0], other[0], "under other limits")
+}
