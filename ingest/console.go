@@ -11,9 +11,11 @@ import (
 )
 
 // ConsoleReader is the one read model of jobs: what the operator's
-// console and `geoingest jobs` read: jobs, one job's record, sources,
-// claims in progress and an overview, all read-only. postgis.Console is
-// the implementation (and the Store's Ledger reads through it).
+// console, `geoingest jobs` and `geoingest verify` read: jobs, one job's
+// record, sources, claims in progress, an overview, and the ledger's
+// reconciliation against the feature tables, all read-only.
+// postgis.Console is the implementation (and the Store's Ledger reads
+// through it).
 //
 // Errors: an error of the database is Transient; a query the caller got
 // wrong (an unknown state, a cursor that does not parse) is Permanent;
@@ -33,6 +35,15 @@ type ConsoleReader interface {
 	// ConsoleOverview counts jobs by state and tells when the report
 	// assignments were last refreshed.
 	ConsoleOverview(ctx context.Context) (Overview, error)
+	// Verify checks the ledger against the feature tables and the stored
+	// report assignments. It only reads; inconsistencies are Problems in
+	// the result with a nil error.
+	Verify(ctx context.Context) (*Verification, error)
+	// VerifyScope is Verify restricted to scope (the incremental mode):
+	// the same checks, of the sources and claims in scope only, at a cost
+	// that follows their number and size. A zero scope is Verify. Rows
+	// whose job_ref no ledger job has are found only by the full check.
+	VerifyScope(ctx context.Context, scope VerifyScope) (*Verification, error)
 }
 
 // The states of a job as the console shows them. A claim that is not

@@ -231,20 +231,12 @@ type Ledger interface {
 	// job is not in the ledger; Permanent when it cannot be rebuilt.
 	LedgerJob(ctx context.Context, jobID string, files FileSource) (Job, error)
 	// ConsoleReader is the one read model of jobs and sources: lists,
-	// one job's record, claims in flight, the overview. The console and
-	// `geoingest jobs` read through it.
+	// one job's record, claims in flight, the overview, and the
+	// reconciliation of the ledger (Verify, VerifyScope). The console,
+	// `geoingest jobs` and `geoingest verify` read through it.
 	ConsoleReader
 	// Summary reports each feature table's current rows, jobs and area.
 	Summary(ctx context.Context) ([]TableSummary, error)
-	// Verify checks the ledger against the feature tables and the stored
-	// report assignments. It only reads; inconsistencies are Problems in
-	// the result with a nil error.
-	Verify(ctx context.Context) (*Verification, error)
-	// VerifyScope is Verify restricted to scope (the incremental mode):
-	// the same checks, of the sources and claims in scope only, at a cost
-	// that follows their number and size. A zero scope is Verify. Rows
-	// whose job_ref no ledger job has are found only by the full check.
-	VerifyScope(ctx context.Context, scope VerifyScope) (*Verification, error)
 }
 
 // ClaimResult is the outcome of the claim gate.

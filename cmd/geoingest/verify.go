@@ -12,8 +12,8 @@ func init() {
 	register(&command{name: "verify", summary: "reconcile ledger, claims, sources and feature tables (exit 1 on any mismatch)", run: runVerify})
 }
 
-// runVerify runs ingest.Store.Verify (or, with --since or --source, its
-// incremental mode VerifyScope) and prints what it checked. Exit
+// runVerify runs ingest.ConsoleReader.Verify (or, with --since or
+// --source, its incremental mode VerifyScope) and prints what it checked. Exit
 // status 0 when the database is consistent; 1 when it is not (each
 // problem and then the offending jobs are listed on stdout) or when the
 // database could not be read; 2 for bad arguments.
@@ -44,7 +44,10 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer a.Close()
-	v, err := a.store.VerifyScope(ctx, scope)
+	// The one read model of jobs, as `jobs` and the console read, on the
+	// primary: verify checks what was written.
+	var reader ingest.ConsoleReader = a.store
+	v, err := reader.VerifyScope(ctx, scope)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,10 @@ import (
 )
 
 // Console is the ingest.ConsoleReader of a geoingest database: the
-// operator's console reads through it, and nothing else. It only reads,
-// so a connection as geoingest_analyst is enough.
+// operator's console, `geoingest jobs` and `geoingest verify` (verify.go,
+// verifyscope.go, pending_verify.go) read through it. It only reads, so
+// a connection as geoingest_analyst is enough (verify names what that
+// role may not check).
 type Console struct {
 	q *db.Queries
 }

@@ -14,8 +14,8 @@ import (
 // own table, never attached, holds the rows its ledger row counts, and it
 // is not its source's current generation. Readers never see them, so
 // they count in no other check.
-func (s *Store) verifyPending(ctx context.Context, v *ingest.Verification) error {
-	ps, err := s.q.PendingJobs(ctx)
+func (c *Console) verifyPending(ctx context.Context, v *ingest.Verification) error {
+	ps, err := c.q.PendingJobs(ctx)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
 		return nil // a schema before migration 0027: no guards, nothing pending
@@ -28,7 +28,7 @@ func (s *Store) verifyPending(ctx context.Context, v *ingest.Verification) error
 		if p.CurrentJobID == p.JobID {
 			v.Add(p.JobID, "pending generation", "pending, yet its source's current generation")
 		}
-		r, err := s.q.PendingRows(ctx, db.PendingRowsParams{TargetTable: p.TargetTable, JobRef: p.JobRef})
+		r, err := c.q.PendingRows(ctx, db.PendingRowsParams{TargetTable: p.TargetTable, JobRef: p.JobRef})
 		if err != nil {
 			return ingest.Transientf("verify pending %s: %w", p.JobID, err)
 		}
@@ -47,8 +47,8 @@ func (s *Store) verifyPending(ctx context.Context, v *ingest.Verification) error
 // the number of features its ledger row records as quarantined, which is
 // the number its policies left out (skipped_null + skipped_type), so that
 // the features landed plus quarantined are the file's.
-func (s *Store) verifyQuarantine(ctx context.Context, v *ingest.Verification) error {
-	n, err := s.q.VerifyQuarantineTotal(ctx)
+func (c *Console) verifyQuarantine(ctx context.Context, v *ingest.Verification) error {
+	n, err := c.q.VerifyQuarantineTotal(ctx)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
 		return nil // a schema before migration 0030
@@ -57,7 +57,7 @@ func (s *Store) verifyQuarantine(ctx context.Context, v *ingest.Verification) er
 		return ingest.Transientf("verify quarantine: %w", err)
 	}
 	v.Quarantined = n
-	rows, err := s.q.VerifyQuarantine(ctx)
+	rows, err := c.q.VerifyQuarantine(ctx)
 	if err != nil {
 		return ingest.Transientf("verify quarantine: %w", err)
 	}

@@ -14,11 +14,13 @@ import (
 // Store is the ingest.Store of PostGIS, every role of it, one file each:
 // the claims (claims.go, claimbatch.go), the write gate (writegate.go,
 // copyrows.go), the CRS registry (crs.go), the reports (report*.go,
-// admincheck.go) and the ledger's reads (jobs.go, replay.go, verify.go).
+// admincheck.go) and the ledger's reads (jobs.go, replay.go; the read
+// model of jobs, Console, with verify.go).
 // All SQL it runs is compiled by sqlc from internal/db/query.
 type Store struct {
 	// Console is the one read model of jobs (ingest.ConsoleReader) on
-	// the Store's pool: the Ledger's reads of jobs and sources.
+	// the Store's pool: the Ledger's reads of jobs and sources, and
+	// verify's (verify.go).
 	*Console
 
 	pool    *pgxpool.Pool

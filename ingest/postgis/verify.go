@@ -41,16 +41,16 @@ import (
 //
 // It only reads. Inconsistencies come back as Problems with a nil error;
 // the error is Transient when the database could not be read.
-func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
+func (c *Console) Verify(ctx context.Context) (*ingest.Verification, error) {
 	v := &ingest.Verification{}
-	counts, err := s.q.VerifyCounts(ctx)
+	counts, err := c.q.VerifyCounts(ctx)
 	if err != nil {
 		return nil, ingest.Transientf("verify: %w", err)
 	}
 	v.Jobs, v.CurrentJobs, v.Sources, v.Claims = counts.Jobs, counts.CurrentJobs, counts.Sources, counts.Claims
 	v.Parcels, v.AdminUnits = counts.Parcels, counts.AdminUnits
 
-	jobs, err := s.q.VerifyCurrentJobs(ctx, db.VerifyCurrentJobsParams{RelTol: geodesic.RelTolerance, AbsTol: geodesic.AbsTolerance})
+	jobs, err := c.q.VerifyCurrentJobs(ctx, db.VerifyCurrentJobsParams{RelTol: geodesic.RelTolerance, AbsTol: geodesic.AbsTolerance})
 	if err != nil {
 		return nil, ingest.Transientf("verify jobs: %w", err)
 	}
@@ -58,7 +58,7 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 		checkCurrentJob(v, currentJob(j))
 	}
 
-	stray, err := s.q.VerifyStrayFeatures(ctx)
+	stray, err := c.q.VerifyStrayFeatures(ctx)
 	if err != nil {
 		return nil, ingest.Transientf("verify features: %w", err)
 	}
@@ -70,13 +70,13 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 		v.Add(f.JobID, "stray features", fmt.Sprintf("%d rows in %s %s", f.N, f.TargetTable, why))
 	}
 
-	if err := s.verifyPending(ctx, v); err != nil { // pending_verify.go
+	if err := c.verifyPending(ctx, v); err != nil { // pending_verify.go
 		return nil, err
 	}
-	if err := s.verifyQuarantine(ctx, v); err != nil {
+	if err := c.verifyQuarantine(ctx, v); err != nil {
 		return nil, err
 	}
-	typed, err := s.q.VerifyTyped(ctx)
+	typed, err := c.q.VerifyTyped(ctx)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42883":
@@ -91,7 +91,7 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 	for _, r := range typed {
 		v.Add(r.JobID, "typed columns", fmt.Sprintf("%d rows in %s whose typed columns are not their records' values (migration 0036)", r.N, r.TargetTable))
 	}
-	srcs, err := s.q.VerifySources(ctx)
+	srcs, err := c.q.VerifySources(ctx)
 	if err != nil {
 		return nil, ingest.Transientf("verify sources: %w", err)
 	}
@@ -100,7 +100,7 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 			sourceURL(r.SourceBucket, r.SourceKey), r.TargetTable, r.PipelineVersion))
 	}
 
-	claims, err := s.q.VerifyClaims(ctx)
+	claims, err := c.q.VerifyClaims(ctx)
 	if err != nil {
 		return nil, ingest.Transientf("verify claims: %w", err)
 	}
@@ -115,7 +115,7 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 			v.Add(c.JobID, "claims", "COMMITTED claim without a ledger row")
 		}
 	}
-	if err := s.verifyAssignments(ctx, v); err != nil {
+	if err := c.verifyAssignments(ctx, v); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(v.Problems, func(i, j int) bool { return v.Problems[i].JobID < v.Problems[j].JobID })
@@ -125,8 +125,8 @@ func (s *Store) Verify(ctx context.Context) (*ingest.Verification, error) {
 // verifyAssignments adds a "report assignment" problem for every current
 // parcel job whose stored assignment disagrees with the ledger, and lists
 // the jobs with none stored yet in v.PendingAssignments.
-func (s *Store) verifyAssignments(ctx context.Context, v *ingest.Verification) error {
-	rows, err := s.q.VerifyReportAssignments(ctx)
+func (c *Console) verifyAssignments(ctx context.Context, v *ingest.Verification) error {
+	rows, err := c.q.VerifyReportAssignments(ctx)
 	if err != nil {
 		return ingest.Transientf("verify report assignments: %w", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// VerifyScope is Verify's incremental mode (ingest.Ledger.VerifyScope): the
+// VerifyScope is Verify's incremental mode (ingest.ConsoleReader.VerifyScope): the
 // checks of Verify, for the sources and claims in scope only (see
 // query/verify.sql for what the scope holds):
 //
@@ -29,16 +29,16 @@ import (
 // has (the full check's stray scan finds them), and a job that changed
 // without its source, claim or ledger row changing (a row edited by hand
 // in an old job: the full check, run less often, finds those).
-func (s *Store) VerifyScope(ctx context.Context, scope ingest.VerifyScope) (*ingest.Verification, error) {
+func (c *Console) VerifyScope(ctx context.Context, scope ingest.VerifyScope) (*ingest.Verification, error) {
 	if scope.IsZero() {
-		return s.Verify(ctx)
+		return c.Verify(ctx)
 	}
 	since := pgtype.Timestamptz{Time: scope.Since, Valid: true}
 	if scope.Since.IsZero() {
 		since = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	}
 	v := &ingest.Verification{Scope: scope}
-	jobs, err := s.q.VerifyScopeJobs(ctx, db.VerifyScopeJobsParams{
+	jobs, err := c.q.VerifyScopeJobs(ctx, db.VerifyScopeJobsParams{
 		RelTol: geodesic.RelTolerance, AbsTol: geodesic.AbsTolerance, Since: since, Prefix: scope.Source})
 	if err != nil {
 		return nil, ingest.Transientf("verify jobs: %w", err)
@@ -87,7 +87,7 @@ func (s *Store) VerifyScope(ctx context.Context, scope ingest.VerifyScope) (*ing
 	}
 	v.Sources = int64(len(srcs))
 
-	bad, err := s.q.VerifyScopeSources(ctx, db.VerifyScopeSourcesParams{Since: since, Prefix: scope.Source})
+	bad, err := c.q.VerifyScopeSources(ctx, db.VerifyScopeSourcesParams{Since: since, Prefix: scope.Source})
 	if err != nil {
 		return nil, ingest.Transientf("verify sources: %w", err)
 	}
@@ -96,7 +96,7 @@ func (s *Store) VerifyScope(ctx context.Context, scope ingest.VerifyScope) (*ing
 			sourceURL(r.SourceBucket, r.SourceKey), r.TargetTable, r.PipelineVersion))
 	}
 
-	rows, err := s.q.VerifyScopeReportAssignments(ctx, db.VerifyScopeReportAssignmentsParams{Since: since, Prefix: scope.Source})
+	rows, err := c.q.VerifyScopeReportAssignments(ctx, db.VerifyScopeReportAssignmentsParams{Since: since, Prefix: scope.Source})
 	if err != nil {
 		return nil, ingest.Transientf("verify report assignments: %w", err)
 	}

@@ -84,7 +84,7 @@ type VerifyScopeJobsRow struct {
 	OtherCount     int64
 }
 
-// verify's incremental mode (Store.VerifyScope): the checks of the full
+// verify's incremental mode (Console.VerifyScope): the checks of the full
 // verify (report.sql, report_assignments.sql), restricted to what changed
 // since a time and/or to the sources whose key starts with a prefix. The
 // scope is:
