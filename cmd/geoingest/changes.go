@@ -32,7 +32,7 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	var d dbFlags
 	m.addDBFlags(fs, &d)
 	job := fs.String("job", "", "the job whose changes to print")
-	since := fs.String("since", "", "with SOURCE: only records since DURATION ago (e.g. 720h) or since an RFC 3339 TIMESTAMP")
+	since := fs.String("since", "", "with SOURCE: only records since DURATION ago (e.g. 720h), since a DATE (2026-01-31, midnight UTC) or since an RFC 3339 TIMESTAMP")
 	format := fs.String("format", "table", "table, csv, json or geojson (the changed features' boxes, new where there is one)")
 	follow := fs.Bool("follow", false, "print the change feed as it grows, one JSON record per line")
 	after := fs.String("after", "", "with --follow: resume after this cursor")
@@ -74,7 +74,7 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	tz.MaxTiles, tz.Buffer = *maxTiles, *buffer
 	var from time.Time
 	if *since != "" {
-		t, err := parseSince(*since, time.Now())
+		t, err := ingest.ParseSince(*since, time.Now())
 		if err != nil {
 			fmt.Fprintf(m.Stderr, "geoingest changes: --since: %v\n", err)
 			return errUsage

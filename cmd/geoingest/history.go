@@ -25,7 +25,7 @@ func runHistory(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("history", "[SOURCE] --as-of TIME [flags]")
 	var d dbFlags
 	m.addDBFlags(fs, &d)
-	asOf := fs.String("as-of", "", "the time: RFC 3339 (2026-01-31T00:00:00Z) or a DURATION ago (720h)")
+	asOf := fs.String("as-of", "", "the time: RFC 3339 (2026-01-31T00:00:00Z), a DATE (2026-01-31, midnight UTC) or a DURATION ago (720h)")
 	target := fs.String("target", "parcels", "parcels or admin_units")
 	format := fs.String("format", "table", "table, csv, json (counts and features) or geojson (the features)")
 	if err := parse(fs, args); err != nil {
@@ -41,7 +41,7 @@ func runHistory(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	at, err := parseSince(*asOf, time.Now())
+	at, err := ingest.ParseSince(*asOf, time.Now())
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "geoingest history: --as-of: %v\n", err)
 		return errUsage

@@ -76,7 +76,7 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 	version := fs.String("pipeline-version", "", "pipeline version to count (default: the newest with a current generation)")
 	format := fs.String("format", "table", "output: "+strings.Join(reportFormats, ", ")+" (svg: a choropleth map of the units)")
 	noRefresh := fs.Bool("no-refresh", false, "do not refresh the report assignments first")
-	asOf := fs.String("as-of", "", "the report as it was at a time, from the history: RFC 3339 (2026-01-31T00:00:00Z) or a DURATION ago (720h); no map")
+	asOf := fs.String("as-of", "", "the report as it was at a time, from the history: RFC 3339 (2026-01-31T00:00:00Z), a DATE (2026-01-31, midnight UTC) or a DURATION ago (720h); no map")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 	}
 	q := ingest.AreaQuery{Method: *method, AdminKey: *adminKey, PipelineVersion: *version, Shapes: *format == "svg"}
 	if *asOf != "" {
-		at, err := parseSince(*asOf, time.Now())
+		at, err := ingest.ParseSince(*asOf, time.Now())
 		if err != nil {
 			fmt.Fprintf(m.Stderr, "geoingest report: --as-of: %v\n", err)
 			return errUsage

@@ -21,7 +21,7 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("verify", "[flags]")
 	var d dbFlags
 	m.addDBFlags(fs, &d)
-	since := fs.String("since", "", "incremental: only what changed since DURATION ago (e.g. 10m) or since an RFC 3339 TIMESTAMP")
+	since := fs.String("since", "", "incremental: only what changed since DURATION ago (e.g. 10m), since a DATE (2026-01-31, midnight UTC) or since an RFC 3339 TIMESTAMP")
 	source := fs.String("source", "", "incremental: only the sources whose key starts with this prefix")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -32,7 +32,7 @@ func runVerify(ctx context.Context, m *Main, args []string) error {
 	}
 	scope := ingest.VerifyScope{Source: *source}
 	if *since != "" {
-		t, err := parseSince(*since, time.Now())
+		t, err := ingest.ParseSince(*since, time.Now())
 		if err != nil {
 			fmt.Fprintf(m.Stderr, "geoingest verify: --since: %v\n", err)
 			return errUsage
@@ -95,20 +95,4 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// parseSince reads --since: a duration back from now (10m, 1h30m) or an
-// RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q: a duration back from now must not be negative", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither a duration (10m, 2h) nor an RFC 3339 time (2026-01-02T15:04:05Z)", s)
-	}
-	return t, nil
 }

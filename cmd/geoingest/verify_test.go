@@ -90,3 +90,35 @@ func TestVerifySinceCommand(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "neither a duration")
 }
+
+// TestSinceTakesADate: the commands' --since and --as-of take a date
+// (midnight UTC), as the console API's since and as_of do: verify
+// --since a date before the job checks it, a date after it nothing;
+// history --as-of a date after the job has its rows, before it none.
+func TestSinceTakesADate(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": url}
+	code, out, errOut := run(t, env, "ingest", squaresFile(t, 3))
+	require.Equal(t, 0, code, out+errOut)
+
+	code, out, errOut = run(t, env, "verify", "--since", "2000-01-01")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "incremental: changed since 2000-01-01T00:00:00Z")
+	require.Contains(t, out, "checked 1 jobs (1 current)")
+
+	tomorrow := time.Now().UTC().Add(24 * time.Hour).Format(time.DateOnly)
+	code, out, errOut = run(t, env, "verify", "--since", tomorrow)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "checked 0 jobs")
+
+	// history --as-of a date: tomorrow's rows are the job's three, those
+	// of 2000 none.
+	code, out, errOut = run(t, env, "history", "--as-of", tomorrow, "--format", "csv")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "sq3.geojson,")
+	require.Contains(t, out, ",3,")
+	code, out, errOut = run(t, env, "history", "--as-of", "2000-01-01", "--format", "csv")
+	require.Equal(t, 0, code, out+errOut)
+	require.Equal(t, "source,job,features,area_m2\n", out)
+}

@@ -29,23 +29,18 @@ func jobQuery(v url.Values, now time.Time) (ingest.JobQuery, error) {
 	return q, q.Validate()
 }
 
-// parseSince reads a since filter: "" (none), an RFC 3339 time, a date
-// (YYYY-MM-DD, midnight UTC) or a duration back from now (90m, 24h).
+// parseSince reads a since filter: "" (none), or a time back as every
+// command's --since reads it (ingest.ParseSince: an RFC 3339 time, a
+// date, or a duration back from now).
 func parseSince(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	t, err := ingest.ParseSince(s, now)
+	if err != nil {
+		return time.Time{}, ingest.Permanentf("since %v", err)
 	}
-	if t, err := time.Parse("2006-01-02", s); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, ingest.Permanentf("since %q: want an RFC 3339 time, a date (2006-01-02) or a duration back from now (24h)", s)
+	return t, nil
 }
 
 func parseLimit(s string) (int, error) {
