@@ -340,3 +340,33 @@ func manySmallBombEntries(shp, dbf string, n int) [][2]string {
 
 // esriWGS84 is the .prj ArcGIS writes for EPSG:4326.
 const esriWGS84 = `GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`
+
+// TestShapefileRawHash: a shapefile feature's RawHash is its .shp record's
+// and .dbf record's bytes under the DBF's fields and encoding: equal
+// records hash equal, another point or another attribute otherwise, and so
+// does the same record under another field width or another .cpg.
+func TestShapefileRawHash(t *testing.T) {
+	t.Parallel()
+	hashes := func(shpb, dbfb []byte, extra map[string]string) []uint64 {
+		t.Helper()
+		_, fs, err := openAll(t, writeSet(t, t.TempDir(), "h", shpb, dbfb, extra), Options{})
+		require.NoError(t, err)
+		var out []uint64
+		for _, f := range fs {
+			require.NotZero(t, f.RawHash)
+			out = append(out, f.RawHash)
+		}
+		return out
+	}
+	cols := []dbfCol{{"NAME", 'C', 10, 0}}
+	pts := makeSHP([][2]float64{{1, 2}, {3, 4}, {1, 2}, {1, 2}})
+	h := hashes(pts, makeDBF(0x57, cols, [][]string{{"a"}, {"a"}, {"a"}, {"b"}}), nil)
+	require.Equal(t, h[0], h[2], "the same records")
+	require.NotEqual(t, h[0], h[1], "another point")
+	require.NotEqual(t, h[0], h[3], "another attribute")
+	wide := hashes(pts, makeDBF(0x57, []dbfCol{{"NAME", 'C', 11, 0}}, [][]string{{"a"}, {"a"}, {"a"}, {"b"}}), nil)
+	require.NotEqual(t, h[0], wide[0], "another field width")
+	cpg := hashes(pts, makeDBF(0x57, cols, [][]string{{"a"}, {"a"}, {"a"}, {"b"}}), map[string]string{".CPG": "UTF-8"})
+	require.NotEqual(t, h[0], cpg[0], "another encoding")
+	require.Equal(t, h, hashes(pts, makeDBF(0x57, cols, [][]string{{"a"}, {"a"}, {"a"}, {"b"}}), nil), "read again")
+}

@@ -266,3 +266,15 @@ func trimNUL(b []byte) []byte {
 	}
 	return b
 }
+
+// describe is what d reads every record with, as text: the encoding,
+// whether a .cpg or the header named it, the record length and each
+// field's name, type, length, decimals and offset.
+func (d *dbfReader) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dbf %q %t %d", d.encName, d.unnamed, d.recLen)
+	for _, f := range d.fields {
+		fmt.Fprintf(&b, " %q %c %d %d %d", f.name, f.typ, f.length, f.decimals, f.offset)
+	}
+	return b.String()
+}

@@ -56,6 +56,8 @@ type ShpReader struct {
 	// trusted beyond it (the header's file length is not used at all).
 	shpSize int64
 	rec     []byte
+	cur     []byte // the last .shp record's content (in rec)
+	raw     *core.RawHasher
 	shapes  ShapeDecoder
 	recNo   int
 	base    int64 // Index of the first feature (for multi-layer streams)
@@ -147,6 +149,10 @@ func OpenSet(s shpSidecars, file, name string, opts core.Options, base int64) (_
 		return nil, err
 	}
 	r.layer.Encoding = r.dbf.encName
+	// A record's raw hash is its .shp content's and .dbf record's, under
+	// the fields and encoding the .dbf is read with (the .prj is the
+	// layer's CRS, which the caller salts with).
+	r.raw = core.NewRawHasher(opts.Limits, r.dbf.describe())
 	return r, nil
 }
 
@@ -180,7 +186,8 @@ func (r *ShpReader) Next() bool {
 		if g != nil {
 			g = core.SetSRID(g, r.layer.SRID)
 		}
-		r.feat = core.Feature{Index: r.idx, Layer: r.layer.Name, Geom: g, Properties: props, DroppedZM: g != nil && r.recZM}
+		r.feat = core.Feature{Index: r.idx, Layer: r.layer.Name, Geom: g, Properties: props, DroppedZM: g != nil && r.recZM,
+			RawHash: r.raw.Sum2(r.cur, r.dbf.rec)}
 		r.idx++
 		return true
 	}
@@ -226,6 +233,7 @@ func (r *ShpReader) nextShape() (g geom.T, err error) {
 	}
 	r.shpOff += 8 + n
 	r.recNo++
+	r.cur = rec
 	r.recZM = n >= 4 && core.ShapeHasZM(shp.ShapeType(binary.LittleEndian.Uint32(rec)))
 	g, err = r.shapes.Decode(rec)
 	if le := core.AsFeatureLimit(r.file, r.layer.Name, r.idx, err); le != nil {

@@ -164,3 +164,60 @@ func TestRawHashIsStored(t *testing.T) {
 	}
 	require.NotEqual(t, *one["A"], *one["B"])
 }
+
+// TestShapefileRawHashIsStored: a shapefile's rows store their raw hashes,
+// the same for the same set in another source (another directory), another when only the .prj
+// differs (the same CRS in other words), or when there is none and the
+// job gives the SRID: the CRS as the file gives it is in the salt.
+func TestShapefileRawHashIsStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	load := func(prj string, srid int) []*int64 {
+		t.Helper()
+		dir := t.TempDir()
+		for _, ext := range []string{".shp", ".shx", ".dbf"} {
+			data, err := os.ReadFile(filepath.Join(corpusDir, "six_counties", "six_counties"+ext))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "x"+ext), data, 0o644))
+		}
+		if prj != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "x.prj"), []byte(prj), 0o644))
+		}
+		p := ingest.DefaultParams("parcels")
+		p.SourceSRID = srid
+		res := b.svc.Run(ctx, localJob(t, filepath.Join(dir, "x.shp"), p))
+		require.NoError(t, res.Err)
+		rows, err := b.pool.Query(ctx, `SELECT raw_hash FROM geoingest_store.parcels
+		                                  WHERE job_ref = (SELECT job_ref FROM jobs WHERE job_id = $1) ORDER BY feature_index`, res.JobID)
+		require.NoError(t, err)
+		var out []*int64
+		for rows.Next() {
+			var h *int64
+			require.NoError(t, rows.Scan(&h))
+			out = append(out, h)
+		}
+		require.NoError(t, rows.Err())
+		require.NotEmpty(t, out)
+		return out
+	}
+	esri, err := os.ReadFile(filepath.Join(corpusDir, "six_counties", "six_counties.prj"))
+	require.NoError(t, err)
+	epsg := `GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],AUTHORITY["EPSG","6326"]],PRIMEM["Greenwich",0,AUTHORITY["EPSG","8901"]],UNIT["degree",0.0174532925199433,AUTHORITY["EPSG","9122"]],AUTHORITY["EPSG","4326"]]`
+	one, two := load(string(esri), 0), load(string(esri), 0)
+	other, none := load(epsg, 0), load("", 4326)
+	require.Equal(t, len(one), len(other))
+	valid := 0
+	for i := range one {
+		if one[i] == nil {
+			continue // a row the server measured or repaired
+		}
+		valid++
+		require.Equal(t, *one[i], *two[i], "feature %d: the same set", i)
+		require.NotNil(t, other[i])
+		require.NotEqual(t, *one[i], *other[i], "feature %d: another .prj", i)
+		require.NotNil(t, none[i])
+		require.NotEqual(t, *one[i], *none[i], "feature %d: no .prj", i)
+	}
+	require.Positive(t, valid)
+}

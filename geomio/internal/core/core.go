@@ -48,13 +48,16 @@ type Feature struct {
 	// format has no such member. It is not stored: ingest makes it the
 	// property "@id" when a source's key names it (ingest.FeatureIDKey).
 	ID []byte
-	// RawHash is a 64-bit hash (RawHash) of the feature's bytes in the
+	// RawHash is a 64-bit hash (RawHasher) of the feature's bytes in the
 	// file exactly as the reader delimited them, before decoding, under
-	// the reader's limits; 0 when the reader does not delimit a feature's
-	// bytes (every format but GeoJSON's streamed FeatureCollections and
-	// sequences). Equal bytes under equal limits give equal hashes; what
-	// else decides the feature (the layer's CRS, the caller's options) is
-	// not in it: a caller salts it (ingest/prepare).
+	// the reader's limits and what else it reads every feature with (a
+	// shapefile's .shp record content and .dbf record, under the DBF's
+	// field descriptors and encoding); 0 when the reader does not delimit
+	// a feature's bytes (every format but GeoJSON's streamed
+	// FeatureCollections and sequences, and shapefiles). Equal bytes
+	// under equal limits give equal hashes; what else decides the feature
+	// (the layer's CRS, the caller's options) is not in it: a caller
+	// salts it (ingest/prepare).
 	RawHash uint64
 }
 

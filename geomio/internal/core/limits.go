@@ -350,10 +350,12 @@ func (l Limits) WithDefaults() Limits {
 }
 
 // RawSeed is the seed of the raw hashes (Feature.RawHash) of a reader
-// with limits l: a feature within some limits may not be within others,
-// so its bytes under other limits hash otherwise.
-func (l Limits) RawSeed() uint64 {
-	return xxhash.Sum64String(fmt.Sprintf("geoingest raw 1 %+v", l))
+// with limits l and what else its reader reads every feature with
+// (extra: a DBF's field descriptors and encoding): a feature within some
+// limits may not be within others, so its bytes under other limits hash
+// otherwise.
+func (l Limits) RawSeed(extra ...string) uint64 {
+	return xxhash.Sum64String(fmt.Sprintf("geoingest raw 1 %+v %q", l, extra))
 }
 
 // RawHasher hashes features' raw bytes under one seed (RawSeed).
@@ -362,13 +364,30 @@ type RawHasher struct {
 	d    xxhash.Digest
 }
 
-// NewRawHasher is a RawHasher for the limits l.
-func NewRawHasher(l Limits) *RawHasher { return &RawHasher{seed: l.RawSeed()} }
+// NewRawHasher is a RawHasher for the limits l and extra (RawSeed).
+func NewRawHasher(l Limits, extra ...string) *RawHasher { return &RawHasher{seed: l.RawSeed(extra...)} }
 
 // Sum is the raw hash of b: xxhash64 seeded with the limits' seed, never
 // 0 (0 is "none").
 func (h *RawHasher) Sum(b []byte) uint64 {
 	h.d.ResetWithSeed(h.seed)
+	_, _ = h.d.Write(b)
+	if s := h.d.Sum64(); s != 0 {
+		return s
+	}
+	return 1
+}
+
+// Sum2 is the raw hash of a feature whose bytes are in two parts (a
+// shapefile's .shp record and its .dbf record): a's length, a, then b.
+func (h *RawHasher) Sum2(a, b []byte) uint64 {
+	h.d.ResetWithSeed(h.seed)
+	var n [8]byte
+	for i := range n {
+		n[i] = byte(uint64(len(a)) >> (8 * i))
+	}
+	_, _ = h.d.Write(n[:])
+	_, _ = h.d.Write(a)
 	_, _ = h.d.Write(b)
 	if s := h.d.Sum64(); s != 0 {
 		return s
