@@ -2,6 +2,8 @@ package geojson
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,13 +58,15 @@ func readAll(t testing.TB, r Reader) ([]Feature, error) {
 }
 
 // openAll opens path as geomio.Open opens a GeoJSON file (a sequence
-// when its name ends in .geojsonl): with the default limits filled in
-// and every feature checked against them; then drains and closes it.
+// when its text starts with the RFC 8142 record separator, or when its
+// name ends in .geojsonl, .geojsons, .ndjson, .geojsonseq or .jsonl):
+// with the default limits filled in and every feature checked against
+// them; then drains and closes it.
 func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) {
 	t.Helper()
 	opts.Limits = opts.Limits.WithDefaults()
 	var r Reader
-	if strings.HasSuffix(path, ".geojsonl") {
+	if isSeq(t, path) {
 		sr, err := OpenSeq(path, opts)
 		if err != nil {
 			return Layer{}, nil, err
@@ -79,6 +83,21 @@ func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) 
 	defer func() { require.NoError(t, r.Close()) }()
 	fs, err := readAll(t, r)
 	return r.Layer(), fs, err
+}
+
+// isSeq is geomio.Open's choice of a GeoJSON sequence (open.go).
+func isSeq(t testing.TB, path string) bool {
+	head, err := os.ReadFile(path)
+	require.NoError(t, err)
+	text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte{0xEF, 0xBB, 0xBF}), " \t\r\n")
+	if len(text) > 0 && text[0] == 0x1E {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".geojsonl", ".geojsons", ".ndjson", ".geojsonseq", ".jsonl":
+		return len(text) > 0 && text[0] == '{'
+	}
+	return false
 }
 
 // cloneFeature copies f, which is valid only until the next Next.

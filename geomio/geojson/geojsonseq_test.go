@@ -1,4 +1,4 @@
-package geomio
+package geojson
 
 import (
 	"strconv"
