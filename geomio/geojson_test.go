@@ -1,54 +1,12 @@
 package geomio
 
 import (
-	"bytes"
 	"path/filepath"
 	"testing"
 
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
 	"github.com/stretchr/testify/require"
-	"github.com/twpayne/go-geom/encoding/ewkb"
 )
-
-// readAll drains r and returns copies of its features (a Feature is valid
-// only until the next Next) and the final error.
-func readAll(t testing.TB, r Reader) ([]Feature, error) {
-	t.Helper()
-	var fs []Feature
-	for r.Next() {
-		fs = append(fs, cloneFeature(r.Feature()))
-	}
-	return fs, r.Err()
-}
-
-// cloneFeature returns a copy of f that shares no memory with the reader.
-func cloneFeature(f Feature) Feature {
-	f.Properties = bytes.Clone(f.Properties)
-	if f.Geom != nil {
-		b, err := ewkb.Marshal(f.Geom, ewkb.NDR)
-		if err != nil {
-			panic(err)
-		}
-		if f.Geom, err = ewkb.Unmarshal(b); err != nil {
-			panic(err)
-		}
-	}
-	return f
-}
-
-// openAll opens path, drains it and closes it.
-func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) {
-	t.Helper()
-	r, err := Open(path, opts)
-	if err != nil {
-		return Layer{}, nil, err
-	}
-	defer func() { require.NoError(t, r.Close()) }()
-	fs, err := readAll(t, r)
-	return r.Layer(), fs, err
-}
-
-const sq = `{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}`
 
 // TestZipGeoJSON: a zip holding GeoJSON (counties.zip with
 // counties.geojson, in a folder) is read like a zipped shapefile: its

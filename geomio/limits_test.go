@@ -1,8 +1,6 @@
 package geomio
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -33,95 +31,6 @@ func featureJSONText(props, geometry string) string {
 }
 
 var okFeature = featureJSONText(`{"id":1}`, polygonOf(5))
-
-// polygonSHP is a .shp of polygons, one record per entry of sizes: a ring
-// of that many points (the first closing the ring).
-func polygonSHP(sizes ...int) []byte {
-	var b bytes.Buffer
-	h := make([]byte, 100)
-	binary.BigEndian.PutUint32(h[0:], 9994)
-	binary.LittleEndian.PutUint32(h[28:], 1000)
-	binary.LittleEndian.PutUint32(h[32:], 5)
-	b.Write(h)
-	for i, n := range sizes {
-		content := 44 + 4 + 16*n
-		rec := make([]byte, 8+content)
-		binary.BigEndian.PutUint32(rec[0:], uint32(i+1))
-		binary.BigEndian.PutUint32(rec[4:], uint32(content/2))
-		c := rec[8:]
-		binary.LittleEndian.PutUint32(c[0:], 5)
-		binary.LittleEndian.PutUint32(c[36:], 1)
-		binary.LittleEndian.PutUint32(c[40:], uint32(n))
-		for j := 0; j < n; j++ {
-			a := -2 * math.Pi * float64(j%(n-1)) / float64(n-1) // clockwise: an outer ring
-			binary.LittleEndian.PutUint64(c[48+16*j:], math.Float64bits(math.Cos(a)))
-			binary.LittleEndian.PutUint64(c[56+16*j:], math.Float64bits(math.Sin(a)))
-		}
-		b.Write(rec)
-	}
-	out := b.Bytes()
-	binary.BigEndian.PutUint32(out[24:], uint32(len(out)/2))
-	return out
-}
-
-func TestLimitsShapefile(t *testing.T) {
-	t.Parallel()
-	cols := []dbfCol{{"ID", 'N', 4, 0}, {"NAME", 'C', 20, 0}, {"CODE", 'C', 4, 0}}
-	dbf := makeDBF(0, cols, [][]string{{"1", "short", "a"}, {"2", "a rather long name", "b"}})
-	for _, tc := range []struct {
-		name string
-		lim  Limits
-		shp  []byte
-		want string
-	}{
-		{"vertices", Limits{MaxVertices: 5}, polygonSHP(5, 6), "more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)"},
-		{"feature bytes", Limits{MaxRecordBytes: 44 + 4 + 16*5}, polygonSHP(5, 6), "more than 128 bytes in one feature, over the limit (raise it with --max-feature-bytes"},
-		{"property bytes", Limits{MaxPropertyBytes: 10}, polygonSHP(5, 5), "a property value of more than 10 bytes, over the limit"},
-		{"properties", Limits{MaxProperties: 2}, polygonSHP(5, 5), "more than 2 properties"},
-		{"features", Limits{MaxFeatures: 1}, polygonSHP(5, 5), "more than 1 features in the upload"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			lim := tc.lim
-			if tc.name == "properties" {
-				// The first record is under it only with fewer fields:
-				// every record has all three, so feature 0 is refused.
-				lim.MaxProperties = 2
-			}
-			path := writeSet(t, t.TempDir(), "parcels", tc.shp, dbf, nil)
-			_, fs, err := openAll(t, path, Options{Limits: lim})
-			require.True(t, IsLimitError(err), "%v", err)
-			idx := 1
-			if tc.name == "properties" {
-				idx = 0
-			}
-			require.Len(t, fs, idx)
-			require.Contains(t, err.Error(), fmt.Sprintf(`%s: layer "parcels", feature %d: %s`, path, idx, tc.want))
-			_, fs, err = openAll(t, path, Options{})
-			require.NoError(t, err)
-			require.Len(t, fs, 2)
-		})
-	}
-}
-
-// TestLimitsShapefileDeclared: a record's declared sizes are checked
-// against the file and the limits before the record is read.
-func TestLimitsShapefileDeclared(t *testing.T) {
-	t.Parallel()
-	dbf := makeDBF(0, []dbfCol{{"ID", 'N', 4, 0}}, [][]string{{"1"}})
-	shp := polygonSHP(5)
-	lying := bytes.Clone(shp)
-	binary.BigEndian.PutUint32(lying[104:], math.MaxUint32-100) // content length: about 8 GiB
-	binary.BigEndian.PutUint32(lying[24:], math.MaxUint32)      // file length: 8 GiB
-	path := writeSet(t, t.TempDir(), "lying", lying, dbf, nil)
-	_, _, err := openAll(t, path, Options{})
-	require.ErrorContains(t, err, "record 0 at byte 100: truncated: content length 8589934390, but the file has 128 bytes left")
-	// A point count over the limit that the record could hold is the
-	// limit's, reported before the record's points are read.
-	many := polygonSHP(1000)
-	path = writeSet(t, t.TempDir(), "many", many, dbf, nil)
-	_, _, err = openAll(t, path, Options{Limits: Limits{MaxVertices: 999}})
-	require.ErrorContains(t, err, `layer "many", feature 0: more than 999 vertices`)
-}
 
 func TestLimitsZip(t *testing.T) {
 	t.Parallel()
