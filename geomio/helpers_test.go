@@ -10,10 +10,12 @@ import (
 // The helpers geomio's root tests share with the per-format packages'
 // (geomio/internal/geomiotest).
 var (
-	readAll      = geomiotest.ReadAll
-	cloneFeature = geomiotest.CloneFeature
-	makeSHP      = geomiotest.MakeSHP
-	polygonSHP   = geomiotest.PolygonSHP
+	readAll         = geomiotest.ReadAll
+	cloneFeature    = geomiotest.CloneFeature
+	makeSHP         = geomiotest.MakeSHP
+	polygonSHP      = geomiotest.PolygonSHP
+	polygonOf       = geomiotest.PolygonOf
+	featureJSONText = geomiotest.FeatureJSONText
 )
 
 // dbfCol is a column of makeDBF's table.

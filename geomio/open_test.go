@@ -19,3 +19,14 @@ func TestOpenJSONArray(t *testing.T) {
 	require.Contains(t, err.Error(), "unsupported format")
 	require.Contains(t, err.Error(), path)
 }
+
+func TestUnsupported(t *testing.T) {
+	t.Parallel()
+	for _, content := range []string{"", "hello", "\x89PNG\r\n"} {
+		_, _, err := openAll(t, geomiotest.WriteTemp(t, "x.bin", content), Options{})
+		require.ErrorContains(t, err, "unsupported format")
+		require.True(t, IsInputError(err))
+	}
+	_, _, err := openAll(t, geomiotest.WriteTemp(t, "x.zip", "not a zip"), Options{})
+	require.ErrorContains(t, err, "invalid zip")
+}

@@ -3,6 +3,7 @@ package geomiotest
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -162,3 +163,25 @@ func WriteSet(t testing.TB, dir, stem string, shpBytes, dbfBytes []byte, extra m
 
 // ESRIWGS84 is the .prj ArcGIS writes for EPSG:4326.
 const ESRIWGS84 = `GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`
+
+// ring returns a closed GeoJSON ring of n vertices (n >= 4).
+func ring(n int) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 0; i < n-1; i++ {
+		a := 2 * math.Pi * float64(i) / float64(n-1)
+		fmt.Fprintf(&b, "[%.6f,%.6f],", math.Cos(a), math.Sin(a))
+	}
+	b.WriteString("[1.000000,0.000000]]")
+	return b.String()
+}
+
+// PolygonOf is a GeoJSON polygon of one ring of n vertices (n >= 4).
+func PolygonOf(n int) string {
+	return `{"type":"Polygon","coordinates":[` + ring(n) + `]}`
+}
+
+// FeatureJSONText is a GeoJSON feature of props and geometry.
+func FeatureJSONText(props, geometry string) string {
+	return `{"type":"Feature","properties":` + props + `,"geometry":` + geometry + `}`
+}
