@@ -1,13 +1,6 @@
 package geomio
 
-import (
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-
-	"github.com/stretchr/testify/require"
-)
+import ()
 
 // kmlDocs are KML documents for the comparisons with GDAL: the layer
 // rules (root placemarks, nested and unnamed folders, a lone placemark),
@@ -65,46 +58,4 @@ var kmlDocs = map[string]string{
 	"latin1.kml": "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<kml xmlns=\"http://www.opengis.net/kml/2.2\"><Document><Folder><name>caf\xe9s</name>" +
 		"<Placemark><name>Zo\xeb</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></Folder>" +
 		"<Folder><name>second</name><Placemark><name>b</name><Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 2,0 2,2 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon></Placemark></Folder></Document></kml>",
-}
-
-// TestKMLErrorsNameWhere: a KML over a bound or broken fails with an
-// *Error that names the file, the layer and the placemark, whichever pass
-// finds it; a limit is a LimitError that says how to raise it.
-func TestKMLErrorsNameWhere(t *testing.T) {
-	dir := t.TempDir()
-	poly := `<Polygon><outerBoundaryIs><LinearRing><coordinates>0,0 1,0 1,1 0,0</coordinates></LinearRing></outerBoundaryIs></Polygon>`
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(`<kml><Document><Folder><name>parcels</name>`+body+`</Folder></Document></kml>`), 0o644))
-		return p
-	}
-	// Found while reading: the feature's Index.
-	p := write("vertices.kml", `<Placemark>`+poly+`</Placemark><Placemark><LineString><coordinates>`+strings.Repeat("1,2 ", 11)+`</coordinates></LineString></Placemark>`)
-	_, err := readAllKML(p, Options{Limits: Limits{MaxVertices: 10}})
-	require.ErrorContains(t, err, p+`: layer "parcels", feature 1, line 1: more than 10 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)`)
-	require.True(t, IsLimitError(err))
-	// Found by the first pass: the placemark's position in its layer.
-	p = write("token.kml", `<Placemark>`+poly+`</Placemark><Placemark><description>`+strings.Repeat("x", 2000)+`</description></Placemark>`)
-	_, err = readAllKML(p, Options{Limits: Limits{MaxRecordBytes: 1000}})
-	require.ErrorContains(t, err, p+`: layer "parcels", placemark 1 of the layer, line 1: more than 1000 bytes in one XML token`)
-	require.True(t, IsLimitError(err))
-	// Broken XML: the line.
-	p = write("broken.kml", "<Placemark>\n"+poly+"\n</Placemark><Placemark><name>x</nam></Placemark>")
-	_, err = readAllKML(p, Options{})
-	require.ErrorContains(t, err, p+": invalid KML at ")
-	require.ErrorContains(t, err, "line 3")
-	require.True(t, IsInputError(err))
-}
-
-func readAllKML(p string, opts Options) (int, error) {
-	r, err := Open(p, opts)
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close()
-	n := 0
-	for r.Next() {
-		n++
-	}
-	return n, r.Err()
 }
