@@ -50,3 +50,22 @@ func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) 
 }
 
 const sq = `{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}`
+
+// The GDAL helpers the root's comparisons share with geomio/ogr's tests.
+var (
+	requireOGR2OGR = geomiotest.RequireOGR2OGR
+	ogr2ogr        = geomiotest.OGR2OGR
+	zipDir         = geomiotest.ZipDir
+)
+
+// readOGR reads every feature of path as Open opens it
+// (geomiotest.ReadOGR).
+func readOGR(t *testing.T, path string, opts Options) ([]Feature, []Layer, error) {
+	t.Helper()
+	return geomiotest.ReadOGR(t, Open, path, opts)
+}
+
+const (
+	srcCounties = corpusDir + "/six_counties/six_counties.shp"                                     // EPSG:4326, 6 polygons
+	srcBristol  = corpusDir + "/bristol_msoa_bng/middlelayersupperoutputareas_bristol_bng.geojson" // EPSG:27700
+)

@@ -1,13 +1,23 @@
 //go:build cgo && !geoingest_nogdal
 
-package geomio
+package fileset_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/geoingest/geoingest/geomio"
 	"github.com/stretchr/testify/require"
+)
+
+// TestMapInfoSetParts reads as geomio.Open does (the set's parts found
+// through this package's rules), under geomio's names.
+type Options = geomio.Options
+
+var (
+	Open         = geomio.Open
+	IsInputError = geomio.IsInputError
 )
 
 const setPartsMIF = `Version 300

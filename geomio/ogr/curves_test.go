@@ -1,6 +1,6 @@
 //go:build cgo && !geoingest_nogdal
 
-package geomio
+package ogr_test
 
 import (
 	"encoding/json"

@@ -1,6 +1,6 @@
 //go:build cgo && !geoingest_nogdal
 
-package geomio
+package ogr_test
 
 import (
 	"bytes"
@@ -207,7 +207,7 @@ func TestGMLNeverFetchesSchema(t *testing.T) {
 // (geometry) and a reference point (referencePoint), in ETRS89 / UTM 32N
 // (geomio/ogr's test data, whose scan of it is tested there).
 var inspireParcels = func() string {
-	b, err := os.ReadFile("ogr/testdata/inspire_parcels.gml")
+	b, err := os.ReadFile("testdata/inspire_parcels.gml")
 	if err != nil {
 		panic(err)
 	}
