@@ -54,7 +54,7 @@ checks_log=$(mktemp)
   set -e
   # The slim build (no GDAL) compiles, and refuses what only GDAL reads.
   go vet -tags geoingest_nogdal ./...
-  go test -vet=off -tags geoingest_nogdal ./geomio -run 'TestSlimBuild|TestShapefile'
+  go test -vet=off -tags geoingest_nogdal ./geomio ./geomio/shapefile -run 'TestSlimBuild|TestShapefile'
   if ! sqlc diff >/dev/null 2>&1; then
     echo "sqlc-generated code is stale: run 'sqlc generate' and commit the result" >&2
     sqlc diff >&2 || true
