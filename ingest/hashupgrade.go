@@ -13,9 +13,10 @@ import (
 type HashUpgrader interface {
 	// HashUpgradeJobs lists the current generations, by job id.
 	HashUpgradeJobs(ctx context.Context) ([]string, error)
-	// HashesStale reports whether job is current and holds a row that
-	// UpgradeHashes would rewrite; it reads the job's rows once at most.
-	HashesStale(ctx context.Context, job string) (bool, error)
+	// HashesOld reports whether job is current and holds a match hash of
+	// a form older than the store's (not one never stored); it reads the
+	// job's rows once at most.
+	HashesOld(ctx context.Context, job string) (bool, error)
 	// UpgradeHashes reads at most n rows of a current job after cursor
 	// ("" from the start) and rewrites the hashes among them that need
 	// it, in one transaction of its own.
@@ -78,14 +79,17 @@ func (m *Maintainer) hashRound(ctx context.Context) {
 
 // FinishHashes is a batch command's match hashes' upgrade, after its
 // jobs: it walks the generations of the jobs it wrote (WrittenJob) that
-// are still current and hold a hash to rewrite (HashesStale), batch after
-// batch without resting (the command's user waits for it; a writer of
-// the source still waits for at most one batch), calling progress after
-// each batch when it is not nil. A generation whose source a writer holds
-// is left to serve's rounds or the next command. The generations it
-// wrote are the only ones a command walks: a database's older rows are
-// serve's (its --rehash-every rounds), not a surprise at the end of a
-// load.
+// are still current and hold a hash of an older form (HashesOld: rows a
+// version kept in place from a generation stored before the current
+// form), batch after batch without resting (the command's user waits for
+// it; a writer of the source still waits for at most one batch), calling
+// progress after each batch when it is not nil. A generation whose source
+// a writer holds is left to serve's rounds or the next command. The
+// generations it wrote are the only ones a command walks: a database's
+// other rows are serve's (its --rehash-every rounds), not a surprise at
+// the end of a load; and so are hashes never stored (rows the server
+// transformed), which every fresh load of a reprojected file would
+// otherwise pay to rewrite.
 func (m *Maintainer) FinishHashes(ctx context.Context, progress func(HashProgress)) (HashProgress, error) {
 	if m == nil || m.Hashes == nil {
 		return HashProgress{}, nil
@@ -96,20 +100,20 @@ func (m *Maintainer) FinishHashes(ctx context.Context, progress func(HashProgres
 	jobs := m.written
 	m.written = nil
 	m.mu.Unlock()
-	var stale []string
+	var old []string
 	for _, j := range jobs {
-		s, err := m.Hashes.HashesStale(ctx, j)
+		s, err := m.Hashes.HashesOld(ctx, j)
 		if err != nil {
 			return HashProgress{Duration: time.Since(start)}, err
 		}
 		if s {
-			stale = append(stale, j)
+			old = append(old, j)
 		}
 	}
-	if len(stale) == 0 {
+	if len(old) == 0 {
 		return HashProgress{Duration: time.Since(start)}, nil
 	}
-	p, err := m.walkHashes(ctx, stale, false, progress)
+	p, err := m.walkHashes(ctx, old, false, progress)
 	p.Duration = time.Since(start)
 	if err == nil && p.Rewritten > 0 {
 		m.Log.Info("match hashes rewritten to the current form", "rows", p.Rewritten, "generations", p.Walked,

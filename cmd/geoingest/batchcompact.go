@@ -25,7 +25,7 @@ func (m *Main) addBatchCompactFlags(fs *flag.FlagSet, b *batchCompactFlags) {
 	fs.IntVar(&b.keep, "compact-keep", m.envInt("GEOINGEST_COMPACT_KEEP", ingest.DefaultCompactKeep),
 		"own partitions (of jobs of 8 MiB or more) each feature table keeps; the compactor folds the older ones into the shared partition while the jobs run and before the exit, as serve does (a table whose rows are all in one own partition is left as it is: a read visits one table) (env GEOINGEST_COMPACT_KEEP)")
 	fs.BoolVar(&b.off, "no-compact", false, "do not compact: leave the own partitions to serve or geoingest compact (until then a read visits one partition per large source)")
-	fs.BoolVar(&b.noRehash, "no-rehash", false, "do not rewrite, after the jobs, the match hashes of the generations they wrote that the server would otherwise recompute at every later version (rows kept from a version stored before schema version 44, or transformed by the server): leave them to serve's --rehash-every rounds")
+	fs.BoolVar(&b.noRehash, "no-rehash", false, "do not rewrite, after the jobs, the old (pre-schema-44) match hashes that the generations they wrote kept from an older version, which the server would otherwise recompute at every later version: leave them to serve's --rehash-every rounds")
 }
 
 // options are the compactor's options of the command's last rounds

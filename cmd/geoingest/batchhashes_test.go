@@ -18,7 +18,9 @@ import (
 // place, with their old hashes) through `ingest --no-rehash` leaves them;
 // the next version through `ingest` rewrites its generation's and says
 // so on stderr, and leaves source b's; `backfill` of b's next version
-// rewrites b's. Verify is clean.
+// rewrites b's. A fresh load of a file the server reprojects, whose
+// hashes are never stored, is not walked: that rewrite is serve's.
+// Verify is clean.
 func TestBatchRewritesMatchHashes(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -65,6 +67,12 @@ func TestBatchRewritesMatchHashes(t *testing.T) {
 	require.Zero(t, stale("b.geojson"))
 	require.Zero(t, queryInt(t, db, `SELECT count(*) FROM geoingest_store.parcels
 		WHERE geom_hash <> geoingest_geom_hash(geom) OR props_hash <> geoingest_props_hash(properties)`), "the server's own hashes")
+
+	code, out, errOut = run(t, env, "ingest", bristolMSOA)
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, errOut, "match hashes")
+	require.EqualValues(t, 72, queryInt(t, db, `SELECT count(*) FROM geoingest_store.parcels WHERE geom_hash IS NULL`),
+		"a reprojected load's hashes, never stored, are left to serve")
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
 }

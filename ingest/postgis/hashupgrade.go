@@ -30,8 +30,8 @@ func (s *Store) UpgradeHashes(ctx context.Context, job, cursor string, n int) (i
 	return ingest.HashBatch{Rewritten: r.Rewritten, Next: r.Next, Busy: r.Busy}, nil
 }
 
-// HashesStale reports whether a current job holds a row whose match
-// hashes UpgradeHashes would rewrite.
-func (s *Store) HashesStale(ctx context.Context, job string) (bool, error) {
-	return s.q.HashesStale(ctx, job)
+// HashesOld reports whether a current job holds a row whose match hashes
+// are of a form before migration 0044.
+func (s *Store) HashesOld(ctx context.Context, job string) (bool, error) {
+	return s.q.HashesOld(ctx, job)
 }

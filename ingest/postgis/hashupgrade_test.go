@@ -125,9 +125,9 @@ func BenchmarkMatchHashUpgrade(b *testing.B) {
 		// What a batch command pays at its end for a generation it wrote
 		// that holds nothing to rewrite (FinishHashes): one read of its rows.
 		for i := 0; i < b.N; i++ {
-			stale, err := st.HashesStale(ctx, job)
-			if err != nil || stale {
-				b.Fatal(stale, err)
+			old, err := st.HashesOld(ctx, job)
+			if err != nil || old {
+				b.Fatal(old, err)
 			}
 		}
 		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1e6/float64(n), "s/1M-rows")

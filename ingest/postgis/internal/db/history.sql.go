@@ -154,30 +154,29 @@ func (q *Queries) HashUpgradeJobs(ctx context.Context) ([]string, error) {
 	return items, nil
 }
 
-const hashesStale = `-- name: HashesStale :one
+const hashesOld = `-- name: HashesOld :one
 SELECT (EXISTS (SELECT FROM geoingest_store.parcels o
                 WHERE o.job_ref = (SELECT j.job_ref FROM jobs j JOIN sources s ON s.current_job_id = j.job_id
                                    WHERE j.job_id = $1::text AND j.status = 'current' AND j.target_table = 'parcels')
                   AND o.geom IS NOT NULL
-                  AND (o.geom_hash IS NULL OR o.geom_hash >= geoingest_hash_form_end()
-                       OR o.props_hash IS NULL OR o.props_hash >= geoingest_hash_form_end()))
+                  AND (o.geom_hash >= geoingest_hash_form_end() OR o.props_hash >= geoingest_hash_form_end()))
      OR EXISTS (SELECT FROM geoingest_store.admin_units o
                 WHERE o.job_ref = (SELECT j.job_ref FROM jobs j JOIN sources s ON s.current_job_id = j.job_id
                                    WHERE j.job_id = $1::text AND j.status = 'current' AND j.target_table = 'admin_units')
                   AND o.geom IS NOT NULL
-                  AND (o.geom_hash IS NULL OR o.geom_hash >= geoingest_hash_form_end()
-                       OR o.props_hash IS NULL OR o.props_hash >= geoingest_hash_form_end())))::boolean AS stale
+                  AND (o.geom_hash >= geoingest_hash_form_end() OR o.props_hash >= geoingest_hash_form_end())))::boolean AS old
 `
 
-// HashesStale is whether a current job's rows hold a match hash that
-// geoingest_upgrade_match_hashes would rewrite (of a form before migration
-// 0044, or none): one read of its rows at most, by its job_ref (the
-// partition pruned at run time), stopping at the first such row.
-func (q *Queries) HashesStale(ctx context.Context, jobID string) (bool, error) {
-	row := q.db.QueryRow(ctx, hashesStale, jobID)
-	var stale bool
-	err := row.Scan(&stale)
-	return stale, err
+// HashesOld is whether a current job's rows hold a match hash of a form
+// before migration 0044 (MD5), which geoingest_upgrade_match_hashes
+// rewrites: one read of its rows at most, by its job_ref (the partition
+// pruned at run time), stopping at the first such row. Hashes never
+// stored (NULL: rows the server transformed) are not looked for.
+func (q *Queries) HashesOld(ctx context.Context, jobID string) (bool, error) {
+	row := q.db.QueryRow(ctx, hashesOld, jobID)
+	var old bool
+	err := row.Scan(&old)
+	return old, err
 }
 
 const lockFeatureViews = `-- name: LockFeatureViews :exec
