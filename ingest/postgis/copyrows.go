@@ -244,7 +244,7 @@ func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepare
 	out = be.AppendUint16(out, uint16(featureFields+typed.n()))
 	out = be.AppendUint32(out, 8)
 	out = be.AppendUint64(out, uint64(ref))
-	out = commonFields(out, f, p)
+	out, ph, canonical := canonicalFields(out, f, p)
 	if !p.Measured {
 		out = be.AppendUint32(out, math.MaxUint32) // -1: NULL
 	} else {
@@ -252,7 +252,7 @@ func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepare
 		out = be.AppendUint64(out, math.Float64bits(p.Area))
 	}
 	match = len(out)
-	out, must = matchColumns(out, f, p, key, sig, hashes)
+	out, must = matchColumns(out, f, p, key, sig, hashes, ph, canonical)
 	end = len(out)
 	// The raw hash (migration 0047) stands for the row as written here: a
 	// row the server must see (measure, check, repair, hash) has none.
@@ -274,8 +274,10 @@ func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepare
 // NULL hashes, which the server computes when a match needs them; must
 // reports either. Without hashes (the server's hash is not the writer's,
 // serverHashesAgree) both hashes are NULL and the server must see every
-// row.
-func matchColumns(out []byte, f *prepare.Feature, p *prepare.Prepared, key []string, sig []byte, hashes bool) (_ []byte, must bool) {
+// row. ph is the properties hash, of their canonical text when canonical
+// (canonicalFields): otherwise they are not JSON that the writer reads as
+// jsonb does.
+func matchColumns(out []byte, f *prepare.Feature, p *prepare.Prepared, key []string, sig []byte, hashes bool, ph [16]byte, canonical bool) (_ []byte, must bool) {
 	be := binary.BigEndian
 	if len(key) == 0 {
 		out = be.AppendUint32(out, math.MaxUint32)
@@ -298,11 +300,7 @@ func matchColumns(out []byte, f *prepare.Feature, p *prepare.Prepared, key []str
 		out = be.AppendUint32(out, 16)
 		out = append(out, gh[:]...)
 	}
-	// The properties' canonical text is built past the end of out (its
-	// spare capacity), then dropped: out itself is unchanged by it.
-	ph, scratch, ok := prepare.PropsHash(out[len(out):], f.Props)
-	_ = scratch
-	if !ok {
+	if !canonical {
 		return be.AppendUint32(out, math.MaxUint32), true
 	}
 	out = be.AppendUint32(out, 16)
@@ -331,6 +329,34 @@ func keySignature(key []string) []byte {
 func stagedTuple(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
 	out = binary.BigEndian.AppendUint16(out, 4)
 	return commonFields(out, f, p)
+}
+
+// canonicalFields appends commonFields' fields, the properties as their
+// canonical text (prepare.CanonicalProps: what jsonb_out prints for them,
+// keys unique and in jsonb's order) when it can, with the hash of that
+// text: the server then reads the same jsonb value, but finds its keys
+// sorted already, and no white space or escapes to drop; a 21-key object
+// went into jsonb with a sort of its keys at every row. Properties that
+// the canonicaliser does not read as jsonb does (canonical false) go as
+// they came, for the server to read, or refuse, as it always has.
+func canonicalFields(out []byte, f *prepare.Feature, p *prepare.Prepared) (_ []byte, ph [16]byte, canonical bool) {
+	be := binary.BigEndian
+	out = be.AppendUint32(out, 8)
+	out = be.AppendUint64(out, uint64(f.Index))
+	out = be.AppendUint32(out, uint32(len(f.Layer)))
+	out = append(out, f.Layer...)
+	at := len(out)
+	out = be.AppendUint32(out, 0)
+	out = append(out, 1) // jsonb binary format version
+	if c, err := prepare.CanonicalProps(out, f.Props); err == nil {
+		out = c
+		ph, canonical = prepare.CanonicalHash(out[at+5:]), true
+	} else {
+		out = append(out[:at+5], f.Props...)
+	}
+	be.PutUint32(out[at:], uint32(len(out)-at-4))
+	out = be.AppendUint32(out, uint32(len(p.EWKB)))
+	return append(out, p.EWKB...), ph, canonical
 }
 
 // commonFields appends feature_index, layer, properties and the geometry.

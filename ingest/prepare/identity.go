@@ -51,8 +51,12 @@ func PropsHash(scratch, props []byte) (sum [16]byte, _ []byte, ok bool) {
 	if err != nil {
 		return sum, c, false
 	}
-	return hashUUID(HashBytes(c)), c, true
+	return CanonicalHash(c), c, true
 }
+
+// CanonicalHash is the properties hash of properties' canonical text c
+// (CanonicalProps).
+func CanonicalHash(c []byte) [16]byte { return hashUUID(HashBytes(c)) }
 
 // hashUUID is a 64-bit hash as the match columns store it: 8 zero bytes,
 // then the hash big-endian.
