@@ -44,6 +44,17 @@ func (g *gate) matchGeneration(ctx context.Context, job ingest.Job) (*ingest.Cha
 		}
 		oldRef = ref
 	}
+	if base == "" && g.extent != nil && g.rows > 0 {
+		// A source's first version, whose rows the workers measured:
+		// recorded without a pass over them.
+		b := *g.extent // ST_Extent's box is exact, not the rows' float boxes
+		bbox, err := g.q.RecordFirstVersion(ctx, db.RecordFirstVersionParams{TargetTable: job.Params.Target, JobID: job.ID,
+			Added: g.rows, MinX: b[0], MinY: b[1], MaxX: b[2], MaxY: b[3]})
+		if err != nil {
+			return nil, fmt.Errorf("record changes: %w", normaliseErr(err))
+		}
+		return g.changesOf(ctx, job, base, db.MatchGenerationRow{Added: g.rows, Bbox: bbox})
+	}
 	m, err := g.q.MatchGeneration(ctx, db.MatchGenerationParams{TargetTable: job.Params.Target, JobID: job.ID,
 		BaseJobID: base, NewRef: g.ref, OldRef: oldRef, KeyFields: key, MinIou: minIoU})
 	if err != nil {

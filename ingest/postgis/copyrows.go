@@ -107,6 +107,7 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 			target, rows.SkippedNull, rows.SkippedType, collapsed)
 	}
 	res.Features, res.AreaM2 = written, area
+	g.rows = written
 	if repaired == 0 && collapsed == 0 {
 		g.cells = finishCells(g.tally, written)
 	}

@@ -285,6 +285,46 @@ func (q *Queries) NotifyChanges(ctx context.Context, payload string) error {
 	return err
 }
 
+const recordFirstVersion = `-- name: RecordFirstVersion :one
+INSERT INTO job_changes (job_id, target_table, source_bucket, source_key, base_job_id, added, bbox)
+SELECT j.job_id, $1::text, j.source_bucket, j.source_key, NULL, $2::bigint,
+       ST_MakeBox2D(ST_Point($3::float8, $4::float8), ST_Point($5::float8, $6::float8))::geometry
+FROM jobs j WHERE j.job_id = $7::text
+RETURNING coalesce(ST_AsGeoJSON(bbox::geometry, 7), '')::text AS bbox
+`
+
+type RecordFirstVersionParams struct {
+	TargetTable string
+	Added       int64
+	MinX        float64
+	MinY        float64
+	MaxX        float64
+	MaxY        float64
+	JobID       string
+}
+
+// RecordFirstVersion records the changes of a source's first version
+// whose rows the writer measured (copyFeatures: @added features, the
+// box of their coordinates @min_x..@max_y, which is ST_Extent's: exact,
+// not the rows' stored float boxes): every feature added, what
+// geoingest_match_generation records for a version with no generation to
+// match (migration 0025), the box cast to a geometry as it casts
+// ST_Extent's, without that function's pass over the rows.
+func (q *Queries) RecordFirstVersion(ctx context.Context, arg RecordFirstVersionParams) (string, error) {
+	row := q.db.QueryRow(ctx, recordFirstVersion,
+		arg.TargetTable,
+		arg.Added,
+		arg.MinX,
+		arg.MinY,
+		arg.MaxX,
+		arg.MaxY,
+		arg.JobID,
+	)
+	var bbox string
+	err := row.Scan(&bbox)
+	return bbox, err
+}
+
 const recordRetire = `-- name: RecordRetire :one
 SELECT m.removed::bigint AS removed, coalesce(ST_AsGeoJSON(m.bbox::geometry, 7), '')::text AS bbox
 FROM geoingest_record_retire($1::text, $2::text, $3::text, $4::bigint) m

@@ -16,6 +16,20 @@ FROM geoingest_match_generation(@target_table::text, @job_id::text, @base_job_id
                                 @new_ref::bigint, @old_ref::bigint,
                                 @key_fields::text[], @min_iou::float8) m;
 
+-- name: RecordFirstVersion :one
+-- RecordFirstVersion records the changes of a source's first version
+-- whose rows the writer measured (copyFeatures: @added features, the
+-- box of their coordinates @min_x..@max_y, which is ST_Extent's: exact,
+-- not the rows' stored float boxes): every feature added, what
+-- geoingest_match_generation records for a version with no generation to
+-- match (migration 0025), the box cast to a geometry as it casts
+-- ST_Extent's, without that function's pass over the rows.
+INSERT INTO job_changes (job_id, target_table, source_bucket, source_key, base_job_id, added, bbox)
+SELECT j.job_id, @target_table::text, j.source_bucket, j.source_key, NULL, @added::bigint,
+       ST_MakeBox2D(ST_Point(@min_x::float8, @min_y::float8), ST_Point(@max_x::float8, @max_y::float8))::geometry
+FROM jobs j WHERE j.job_id = @job_id::text
+RETURNING coalesce(ST_AsGeoJSON(bbox::geometry, 7), '')::text AS bbox;
+
 -- name: RecordRetire :one
 -- RecordRetire records a delete job's changes: the retired generation's
 -- features removed (migration 0025).
