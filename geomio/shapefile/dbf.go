@@ -204,16 +204,18 @@ func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, err
 		}
 		return core.AppendJSONString(out, s), nil
 	case 'N', 'F':
-		s := strings.TrimSpace(string(trimNUL(raw)))
-		if s == "" || strings.Trim(s, "*") == "" || s == "-" || s == "." {
+		// Trimmed and parsed as bytes: no string is made of a valid
+		// number (a record has many).
+		s := bytes.TrimSpace(trimNUL(raw))
+		if len(s) == 0 || allStars(s) || (len(s) == 1 && (s[0] == '-' || s[0] == '.')) {
 			return append(out, "null"...), nil
 		}
 		if f.typ == 'N' && f.decimals == 0 {
-			if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+			if v, ok := parseInt64(s); ok {
 				return strconv.AppendInt(out, v, 10), nil
 			}
 		}
-		v, err := strconv.ParseFloat(s, 64)
+		v, err := parseFloat(s)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("invalid number %q", s)
 		}
@@ -248,12 +250,66 @@ func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, err
 }
 
 // trimRightSpaceNUL is bytes.TrimRight(b, " \x00") without building a
-// character set on every call (a text field is trimmed per record).
+// character set on every call (a text field is trimmed per record): a
+// text field is mostly padding, so it drops 8 bytes of spaces and NULs at
+// a time (a word whose every byte is 0x20 or 0x00 has no other bit set),
+// then the rest one by one.
 func trimRightSpaceNUL(b []byte) []byte {
+	for len(b) >= 8 && binary.LittleEndian.Uint64(b[len(b)-8:])&^0x2020202020202020 == 0 {
+		b = b[:len(b)-8]
+	}
 	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == 0) {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// allStars reports whether b is all '*' (a number field's overflow).
+func allStars(b []byte) bool {
+	for _, c := range b {
+		if c != '*' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseInt64 is strconv.ParseInt(string(b), 10, 64) without the string:
+// an optional sign, then decimal digits, in range.
+func parseInt64(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg, b = b[0] == '-', b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	for len(b) > 1 && b[0] == '0' { // leading zeros count for nothing
+		b = b[1:]
+	}
+	if len(b) > 19 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0') // 19 digits cannot overflow a uint64
+	}
+	switch {
+	case !neg && u <= math.MaxInt64:
+		return int64(u), true
+	case neg && u <= 1<<63:
+		return -int64(u), true // -(1<<63) wraps to itself: MinInt64
+	}
+	return 0, false
+}
+
+// parseFloat is strconv.ParseFloat(string(b), 64); the string, which does
+// not outlive the call, is made on the stack for a field's few bytes.
+func parseFloat(b []byte) (float64, error) {
+	return strconv.ParseFloat(string(b), 64)
 }
 
 // trimNUL is bytes.Trim(b, "\x00"), likewise.

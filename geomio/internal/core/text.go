@@ -71,9 +71,17 @@ func EncodingByName(name string) (encoding.Encoding, string, error) {
 func AppendJSONString[T string | []byte](out []byte, s T) []byte {
 	const hex = "0123456789abcdef"
 	out = append(out, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+	for i := 0; i < len(s); {
+		// The run of bytes that need no escape goes in one append.
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		out = append(out, s[i:j]...)
+		if j == len(s) {
+			break
+		}
+		switch c := s[j]; {
 		case c == '"' || c == '\\':
 			out = append(out, '\\', c)
 		case c == '\n':
@@ -82,11 +90,10 @@ func AppendJSONString[T string | []byte](out []byte, s T) []byte {
 			out = append(out, '\\', 'r')
 		case c == '\t':
 			out = append(out, '\\', 't')
-		case c < 0x20:
+		default: // c < 0x20
 			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		default:
-			out = append(out, c)
 		}
+		i = j + 1
 	}
 	return append(out, '"')
 }
