@@ -79,11 +79,14 @@ func vmHWM() int64 {
 // (colon-separated; parcelgen output, for example) to the end and reports
 // ns, allocations and bytes allocated per feature, and the process's peak
 // RSS. Run it with -cpuprofile to see where decoding spends its time.
+// GEOINGEST_BENCH_RAW_ONLY=1 reads with Options.RawHashOnly (the
+// prefilter's first pass: each feature's raw hash, nothing decoded).
 func BenchmarkReadFiles(b *testing.B) {
 	files := os.Getenv("GEOINGEST_BENCH_FILES")
 	if files == "" {
 		b.Skip("set GEOINGEST_BENCH_FILES to colon-separated files to read")
 	}
+	rawOnly := os.Getenv("GEOINGEST_BENCH_RAW_ONLY") == "1"
 	for _, path := range filepath.SplitList(files) {
 		b.Run(filepath.Base(path), func(b *testing.B) {
 			runtime.GC()
@@ -94,7 +97,7 @@ func BenchmarkReadFiles(b *testing.B) {
 			var n int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				r, err := Open(path, Options{})
+				r, err := Open(path, Options{RawHashOnly: rawOnly})
 				if err != nil {
 					b.Fatal(err)
 				}

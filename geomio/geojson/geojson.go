@@ -305,7 +305,11 @@ func (r *geojsonReader) startPipe() error {
 	}
 	s.in.Limit = int(min(r.opts.Limits.MaxRecordBytes+decoderSlack+1, 1<<62))
 	s.in.FileSize = off + size
-	r.pipe = newPipeline(s.split, r.decodeBatch, r.Tune.decoders(size))
+	workers := r.Tune.decoders(size)
+	if r.opts.RawHashOnly {
+		workers = 0 // hashing is no work to hand out
+	}
+	r.pipe = newPipeline(s.split, r.decodeBatch, workers)
 	return nil
 }
 
@@ -331,6 +335,10 @@ func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
 		idx := b.first + int64(j)
 		raw := b.buf[sp.start:sp.end]
 		h := d.rawHasher(r.opts.Limits).Sum(raw) // before decoding, which may reuse raw
+		if r.opts.RawHashOnly {
+			b.feats = append(b.feats, core.Feature{Index: idx, Layer: r.layer.Name, RawHash: h})
+			continue
+		}
 		f, err := r.decodeElement(d, raw, idx, b.base+int64(sp.start), b.base+int64(sp.end))
 		if err != nil {
 			b.ferr = err

@@ -94,7 +94,11 @@ func (r *seqReader) startPipe() {
 	}
 	s.in.Limit = int(min(r.opts.Limits.MaxRecordBytes+1, 1<<62))
 	s.in.FileSize = r.offset + size
-	r.pipe = newPipeline(s.split, r.decodeBatch, r.Tune.decoders(size))
+	workers := r.Tune.decoders(size)
+	if r.opts.RawHashOnly {
+		workers = 0 // hashing is no work to hand out
+	}
+	r.pipe = newPipeline(s.split, r.decodeBatch, workers)
 }
 
 // errAt is the error for feature idx, whose record starts at file
@@ -111,6 +115,10 @@ func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
 		idx := b.first + int64(j)
 		rec := b.buf[sp.start:sp.end]
 		h := d.rawHasher(r.opts.Limits).Sum(rec) // before decoding, which may reuse rec
+		if r.opts.RawHashOnly {
+			b.feats = append(b.feats, core.Feature{Index: idx, Layer: r.layer.Name, RawHash: h})
+			continue
+		}
 		var f core.Feature
 		var err error
 		if g, props, ok := d.Feature(rec, true); d.Over != nil {

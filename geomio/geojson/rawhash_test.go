@@ -12,8 +12,13 @@ import (
 // rawHashes reads path (a FeatureCollection, or a sequence when seq) and
 // returns each feature's RawHash.
 func rawHashes(t *testing.T, path string, seq bool, lim Limits, tune tuning) []uint64 {
+	return rawHashesOf(t, path, seq, Options{Limits: lim}, tune)
+}
+
+// rawHashesOf is rawHashes under opts; with opts.RawHashOnly it checks
+// that no feature was decoded and the indexes run from 0.
+func rawHashesOf(t *testing.T, path string, seq bool, opts Options, tune tuning) []uint64 {
 	t.Helper()
-	opts := Options{Limits: lim}
 	var r Reader
 	var err error
 	if seq {
@@ -25,7 +30,13 @@ func rawHashes(t *testing.T, path string, seq bool, lim Limits, tune tuning) []u
 	defer r.Close()
 	var out []uint64
 	for r.Next() {
-		out = append(out, r.Feature().RawHash)
+		f := r.Feature()
+		if opts.RawHashOnly {
+			require.Nil(t, f.Geom)
+			require.Nil(t, f.Properties)
+			require.EqualValues(t, len(out), f.Index)
+		}
+		out = append(out, f.RawHash)
 	}
 	require.NoError(t, r.Err())
 	return out
@@ -61,4 +72,29 @@ func TestRawHashIsTheFeaturesBytes(t *testing.T) {
 	lower.MaxVertices = 10
 	other := rawHashes(t, coll, false, lower, defaultTuning)
 	require.NotEqual(t, h[0], other[0], "under other limits")
+}
+
+// TestRawHashOnly: with Options.RawHashOnly the readers yield the same
+// raw hashes, in the same order, without decoding a feature (a first pass
+// of the prefilter), a feature that would not decode included.
+func TestRawHashOnly(t *testing.T) {
+	a := `{"type":"Feature","properties":{"k":1},"geometry":{"type":"Point","coordinates":[1,2]}}`
+	b := `{"type":"Feature","properties":{"k":2},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}}`
+	feats := []string{a, b, a}
+	dir := t.TempDir()
+	coll := filepath.Join(dir, "c.geojson")
+	require.NoError(t, os.WriteFile(coll, []byte(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`]}`), 0o644))
+	seqf := filepath.Join(dir, "s.geojsonl")
+	require.NoError(t, os.WriteFile(seqf, []byte(strings.Join(feats, "\n")+"\n"), 0o644))
+	only := Options{Limits: DefaultLimits, RawHashOnly: true}
+	tiny := tuning{BufSize: 64, MaxItems: 1, MinParallel: 1, Workers: 3, CrsWindow: crsWindow}
+	for _, tune := range []tuning{defaultTuning, tiny} {
+		require.Equal(t, rawHashes(t, coll, false, DefaultLimits, tune), rawHashesOf(t, coll, false, only, tune))
+	}
+	require.Equal(t, rawHashes(t, seqf, true, DefaultLimits, defaultTuning), rawHashesOf(t, seqf, true, only, defaultTuning))
+
+	// A feature that only decoding finds wrong passes the hash-only read.
+	bad := filepath.Join(dir, "bad.geojson")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"FeatureCollection","features":[`+a+`,{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":"x"}}]}`), 0o644))
+	require.Len(t, rawHashesOf(t, bad, false, only, defaultTuning), 2)
 }

@@ -170,13 +170,18 @@ func (r *ShpReader) Next() bool {
 			r.err = err
 			return false
 		}
-		g, err := r.nextShape()
+		g, err := r.nextShape(!r.opts.RawHashOnly)
 		if err != nil {
 			r.err = err
 			return false
 		}
 		if deleted {
 			continue // GDAL skips deleted records too
+		}
+		if r.opts.RawHashOnly {
+			r.feat = core.Feature{Index: r.idx, Layer: r.layer.Name, RawHash: r.raw.Sum2(r.cur, r.dbf.rec)}
+			r.idx++
+			return true
 		}
 		props, err := r.dbf.Properties()
 		if err != nil {
@@ -193,8 +198,9 @@ func (r *ShpReader) Next() bool {
 	}
 }
 
-// nextShape reads and decodes the next .shp record, never panicking.
-func (r *ShpReader) nextShape() (g geom.T, err error) {
+// nextShape reads the next .shp record (r.cur) and, when decode, decodes
+// it, never panicking.
+func (r *ShpReader) nextShape(decode bool) (g geom.T, err error) {
 	off := r.shpOff
 	defer func() {
 		if p := recover(); p != nil {
@@ -235,6 +241,9 @@ func (r *ShpReader) nextShape() (g geom.T, err error) {
 	r.recNo++
 	r.cur = rec
 	r.recZM = n >= 4 && core.ShapeHasZM(shp.ShapeType(binary.LittleEndian.Uint32(rec)))
+	if !decode {
+		return nil, nil
+	}
 	g, err = r.shapes.Decode(rec)
 	if le := core.AsFeatureLimit(r.file, r.layer.Name, r.idx, err); le != nil {
 		return nil, le

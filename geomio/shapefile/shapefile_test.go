@@ -228,4 +228,22 @@ func TestShapefileRawHash(t *testing.T) {
 	cpg := hashes(pts, makeDBF(0x57, cols, [][]string{{"a"}, {"a"}, {"a"}, {"b"}}), map[string]string{".CPG": "UTF-8"})
 	require.NotEqual(t, h[0], cpg[0], "another encoding")
 	require.Equal(t, h, hashes(pts, makeDBF(0x57, cols, [][]string{{"a"}, {"a"}, {"a"}, {"b"}}), nil), "read again")
+
+	// Options.RawHashOnly: the same hashes, nothing decoded; a deleted
+	// record is skipped as it is when decoding.
+	dbfb := makeDBF(0x57, cols, [][]string{{"a"}, {"a"}, {"a"}, {"b"}})
+	dbfb[len(dbfb)-1-(1+10)*2] = '*' // the third record deleted (before the 0x1A terminator)
+	path := writeSet(t, t.TempDir(), "d", pts, dbfb, nil)
+	_, full, err := openAll(t, path, Options{})
+	require.NoError(t, err)
+	_, only, err := openAll(t, path, Options{RawHashOnly: true})
+	require.NoError(t, err)
+	require.Len(t, full, 3)
+	require.Len(t, only, 3)
+	for i := range full {
+		require.Equal(t, full[i].RawHash, only[i].RawHash)
+		require.Equal(t, full[i].Index, only[i].Index)
+		require.Nil(t, only[i].Geom)
+		require.Nil(t, only[i].Properties)
+	}
 }

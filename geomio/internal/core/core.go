@@ -203,6 +203,15 @@ type Options struct {
 	// is killed and the read fails with the context's error. nil: never.
 	Context context.Context
 
+	// RawHashOnly makes the readers that hash each feature's raw bytes
+	// (Feature.RawHash: GeoJSON's streamed collections and sequences,
+	// shapefiles) yield each feature's Index, Layer and RawHash only,
+	// without decoding it: Geom and Properties are nil, and what only
+	// decoding finds wrong with a feature goes unseen. The other readers
+	// decode as usual. It is the first pass of a version's raw-bytes
+	// prefilter: which features need decoding at all.
+	RawHashOnly bool
+
 	// zip is set by the zip reader for the datasets it holds (WithArchive).
 	zip *Archive
 	// resolved are the CRSs resolved for this file's layers so far
