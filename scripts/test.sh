@@ -9,15 +9,16 @@
 # PostGIS under podman, the compose stack; required in CI, skipped with a
 # notice elsewhere when podman cannot run containers).
 #
-# The container tests run beside go test, from when go vet has compiled the
-# packages (the image build reuses them): they spend most of their time
-# waiting (on a fresh machine, on the image builds' downloads; then on
-# containers starting and the stacks' health checks), and so does much of
-# go test. They do not start beside go vet: its compiles keep both cores
-# busy, and the images' apt installs would slow it (in a cold run go vet
-# is on the critical path; go test's waits leave room). Their log is shown
-# when both have ended, and either failing
-# fails the run. GEOINGEST_CONTAINERS_AFTER=1 runs them after go test.
+# The container tests run beside go vet and go test: they spend most of
+# their time waiting (on a fresh machine, on the debootstrap and the image
+# builds' downloads; then on containers starting and the stacks' health
+# checks), and so does much of go test. Their image builds run at the
+# lowest CPU priority, so that go vet's compiles (on a fresh machine, the
+# critical path) keep both cores; geoingest's own image waits for go vet
+# (GEOINGEST_GO_READY), whose compiled packages its build reuses, and so do
+# their go tests. Their log is shown when go test has ended, and either
+# failing fails the run. GEOINGEST_CONTAINERS_AFTER=1 runs them after go
+# test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -30,28 +31,34 @@ scripts/setup.sh --test
 export PATH="$(go env GOPATH)/bin:$PATH"
 [ -z "$mods_pid" ] || wait "$mods_pid" || true
 
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-if [ -n "$unformatted" ]; then echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1; fi
-go vet ./...
-
-containers_pid= containers_log=
+containers_pid= containers_log= go_ready=
 if [ "${GEOINGEST_CONTAINERS_AFTER:-0}" != 1 ]; then
-  containers_log=$(mktemp)
+  containers_log=$(mktemp) go_ready=$(mktemp -u)
   # Its own process group (set -m), so that an early exit stops all of it;
   # its EXIT trap then takes down what it started.
   set -m
-  scripts/container-tests.sh >"$containers_log" 2>&1 &
+  GEOINGEST_GO_READY=$go_ready scripts/container-tests.sh >"$containers_log" 2>&1 &
   containers_pid=$!
   set +m
   echo "=== container tests: started beside the rest ($((SECONDS - t0)) s; log shown at the end)" >&2
-  trap 'if [ -n "$containers_pid" ]; then kill -TERM -- "-$containers_pid" 2>/dev/null || true; wait "$containers_pid" 2>/dev/null || true; fi; rm -f "$containers_log"' EXIT
+  trap 'if [ -n "$containers_pid" ]; then kill -TERM -- "-$containers_pid" 2>/dev/null || true; wait "$containers_pid" 2>/dev/null || true; fi; rm -f "$containers_log" "$go_ready"' EXIT
 fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1; fi
+go vet ./...
+echo "=== go vet: done ($((SECONDS - t0)) s)" >&2
+[ -z "$go_ready" ] || touch "$go_ready"
 # The other checks run beside go test, not ahead of it: go test's longest
-# package is the run's critical path. Their output is shown when go test
-# has ended, and a failure fails the run.
+# package is the run's critical path. They run at a lower CPU priority (on
+# a fresh machine the slim build's vet compiles much of the tree again,
+# while go test compiles and links its binaries), in the CPU go test's
+# waits leave. Their output is shown when go test has ended, and a failure
+# fails the run.
 checks_log=$(mktemp)
 (
   set -e
+  renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
   # The slim build (no GDAL) compiles, and refuses what only GDAL reads.
   go vet -tags geoingest_nogdal ./...
   go test -vet=off -tags geoingest_nogdal ./geomio ./geomio/shapefile -run 'TestSlimBuild|TestShapefile'
