@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's second command: installs what the tests need if missing,
-# checks formatting and vet, then runs (beside go test) the slim build's
+# checks formatting, then runs (beside go test) go vet, the slim build's
 # checks and that the sqlc-generated code and the functions' schema file
 # are current, and
 # runs every test against real servers (a private PostGIS cluster, fauxqs,
@@ -9,11 +9,11 @@
 # PostGIS under podman, the compose stack; required in CI, skipped with a
 # notice elsewhere when podman cannot run containers).
 #
-# The container tests run beside go vet and go test: they spend most of
+# The container tests run beside go test from the start: they spend most of
 # their time waiting (on a fresh machine, on the debootstrap and the image
 # builds' downloads; then on containers starting and the stacks' health
 # checks), and so does much of go test. Their image builds run at the
-# lowest CPU priority, so that go vet's compiles (on a fresh machine, the
+# lowest CPU priority, so that go test's compiles (on a fresh machine, the
 # critical path) keep both cores; geoingest's own image waits for go vet
 # (GEOINGEST_GO_READY), whose compiled packages its build reuses, and so do
 # their go tests. Their log is shown when go test has ended, and either
@@ -46,19 +46,20 @@ fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1; fi
-go vet ./...
-echo "=== go vet: done ($((SECONDS - t0)) s)" >&2
-[ -z "$go_ready" ] || touch "$go_ready"
-# The other checks run beside go test, not ahead of it: go test's longest
-# package is the run's critical path. They run at a lower CPU priority (on
-# a fresh machine the slim build's vet compiles much of the tree again,
-# while go test compiles and links its binaries), in the CPU go test's
-# waits leave. Their output is shown when go test has ended, and a failure
-# fails the run.
+# go vet and the other checks run beside go test, not ahead of it: go
+# test's longest package is the run's critical path, and its tests mostly
+# wait. They run at a lower CPU priority, in the CPU go test leaves: go test
+# compiles the packages first (on a fresh machine, every dependency) and
+# go vet then reuses them, adding only its analyses (of every dependency
+# too: its facts). Their output is shown when go test has ended, and a
+# failure fails the run.
 checks_log=$(mktemp)
 (
   set -e
   renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
+  go vet ./...
+  echo "=== go vet: done ($((SECONDS - t0)) s)"
+  [ -z "$go_ready" ] || touch "$go_ready"
   # The slim build (no GDAL) compiles, and refuses what only GDAL reads.
   go vet -tags geoingest_nogdal ./...
   go test -vet=off -tags geoingest_nogdal ./geomio ./geomio/shapefile -run 'TestSlimBuild|TestShapefile'
@@ -73,19 +74,22 @@ checks_log=$(mktemp)
 ) >"$checks_log" 2>&1 &
 checks_pid=$!
 echo "=== go test ($((SECONDS - t0)) s)" >&2
-# go test runs -p (GOMAXPROCS) packages at a time, starting them in the
-# order given: the three longest first (minutes each, mostly waiting), so
-# that the short ones fill in beside them rather than ahead of them, and
-# no long package starts last. -vet=off: go vet ./... above ran every
-# check go test's own vet would (and more), on the same packages and
-# their tests; go test's vet, whose narrower set of checks is another
-# cache key, would analyse every dependency (std included) again.
+# go test runs -p packages at a time, starting them in the order given:
+# the three longest first (minutes each, mostly waiting), so that the
+# short ones fill in beside them rather than ahead of them, and no long
+# package starts last. -p 3 (the default is GOMAXPROCS, 2 here): the three
+# run at once, since their tests mostly wait. -vet=off: go vet ./... beside
+# runs every check go test's own vet would (and more), on the same
+# packages and their tests; go test's vet, whose narrower set of checks is
+# another cache key, would analyse every dependency (std included) again.
 status=0
-go test -vet=off -timeout 20m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... || status=$?
+go test -p 3 -vet=off -timeout 20m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... || status=$?
 echo "=== go test: exit $status ($((SECONDS - t0)) s)" >&2
 kstatus=0
 wait "$checks_pid" || kstatus=$?
-echo "=== slim build, sqlc and schema checks (run beside go test): exit $kstatus" >&2
+# (go vet failed: the container tests waiting for it go on.)
+[ -z "$go_ready" ] || touch "$go_ready"
+echo "=== go vet, the slim build, sqlc and schema checks (run beside go test): exit $kstatus" >&2
 cat "$checks_log" >&2; rm -f "$checks_log"
 [ "$kstatus" = 0 ] || status=$kstatus
 cstatus=0
