@@ -26,11 +26,11 @@ skip_or_fail() {
 [ "$(id -u)" = 0 ] || skip_or_fail "they need root (rootful podman, debootstrap)"
 command -v podman >/dev/null || skip_or_fail "podman is not installed (scripts/setup.sh --test installs it)"
 
-# The images build at the lowest CPU priority: beside go vet and go test
-# (scripts/test.sh), they wait mostly on downloads and the disk, and take
-# only the CPU the tests leave.
-lowprio=(nice -n 19)
-command -v ionice >/dev/null && lowprio+=(ionice -c 3)
+# The images build at a lower CPU priority: beside go test (scripts/test.sh)
+# they wait mostly on downloads and the disk, and take mostly the CPU the
+# tests leave. (Not the lowest: on a machine busy with more than the tests,
+# nice 19 starved a debootstrap for 14 minutes.)
+lowprio=(nice -n 10)
 step "images"
 "${lowprio[@]}" scripts/images.sh base || skip_or_fail "no base image (debootstrap or podman import failed)"
 if ! out=$(podman run --rm --network none localhost/geoingest/debian:bookworm true 2>&1); then

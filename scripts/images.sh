@@ -40,11 +40,9 @@
 # the base and this machine's Go toolchain (deploy/images/golang.Containerfile),
 # as `docker build .` does in Docker Hub's golang image.
 #
-# Builds that run beside the tests (scripts/test.sh) are best run with
-# `nice`: they wait mostly on downloads and the disk. GEOINGEST_GO_READY=FILE
-# makes geoingest's wait for FILE before it compiles (scripts/test.sh
-# creates it when go vet has compiled every package, which the build then
-# reuses).
+# Builds that run beside the tests (scripts/container-tests.sh beside
+# scripts/test.sh's go test) are best run with `nice`: they wait mostly on
+# downloads and the disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -135,12 +133,8 @@ image_postgis() {
 
 image_geoingest() {
   log "geoingest: $geoingest_image, $slim_image and $stack_image from ./Dockerfile"
-  local args=(-f Dockerfile --build-arg "RUNTIME_IMAGE=$base") ctx=. ready=${GEOINGEST_GO_READY:-} t0
+  local args=(-f Dockerfile --build-arg "RUNTIME_IMAGE=$base") ctx=. t0
   if host_is_suite; then
-    if [ -n "$ready" ] && [ ! -e "$ready" ]; then
-      log "geoingest: waiting for $ready (go vet's compiles) before building"
-      while [ ! -e "$ready" ]; do sleep 1; done
-    fi
     ctx=$(mktemp -d); t0=$SECONDS
     deploy/images/binaries.sh "$ctx/bin"
     log "geoingest: binaries built on this machine in $((SECONDS - t0)) s ($(du -sh "$ctx/bin" | cut -f1))"

@@ -12,13 +12,12 @@
 # The container tests run beside go test from the start: they spend most of
 # their time waiting (on a fresh machine, on the debootstrap and the image
 # builds' downloads; then on containers starting and the stacks' health
-# checks), and so does much of go test. Their image builds run at the
-# lowest CPU priority, so that go test's compiles (on a fresh machine, the
-# critical path) keep both cores; geoingest's own image waits for go vet
-# (GEOINGEST_GO_READY), whose compiled packages its build reuses, and so do
-# their go tests. Their log is shown when go test has ended, and either
-# failing fails the run. GEOINGEST_CONTAINERS_AFTER=1 runs them after go
-# test.
+# checks), and so does much of go test. Their image builds run at a lower
+# CPU priority, so that go test's compiles (on a fresh machine, the
+# critical path) keep the cores; geoingest's binaries, built on this
+# machine for its image, then reuse the packages go test compiled. Their
+# log is shown when go test has ended, and either failing fails the run.
+# GEOINGEST_CONTAINERS_AFTER=1 runs them after go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -31,17 +30,17 @@ scripts/setup.sh --test
 export PATH="$(go env GOPATH)/bin:$PATH"
 [ -z "$mods_pid" ] || wait "$mods_pid" || true
 
-containers_pid= containers_log= go_ready=
+containers_pid= containers_log=
 if [ "${GEOINGEST_CONTAINERS_AFTER:-0}" != 1 ]; then
-  containers_log=$(mktemp) go_ready=$(mktemp -u)
+  containers_log=$(mktemp)
   # Its own process group (set -m), so that an early exit stops all of it;
   # its EXIT trap then takes down what it started.
   set -m
-  GEOINGEST_GO_READY=$go_ready scripts/container-tests.sh >"$containers_log" 2>&1 &
+  scripts/container-tests.sh >"$containers_log" 2>&1 &
   containers_pid=$!
   set +m
   echo "=== container tests: started beside the rest ($((SECONDS - t0)) s; log shown at the end)" >&2
-  trap 'if [ -n "$containers_pid" ]; then kill -TERM -- "-$containers_pid" 2>/dev/null || true; wait "$containers_pid" 2>/dev/null || true; fi; rm -f "$containers_log" "$go_ready"' EXIT
+  trap 'if [ -n "$containers_pid" ]; then kill -TERM -- "-$containers_pid" 2>/dev/null || true; wait "$containers_pid" 2>/dev/null || true; fi; rm -f "$containers_log"' EXIT
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -59,7 +58,6 @@ checks_log=$(mktemp)
   renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
   go vet ./...
   echo "=== go vet: done ($((SECONDS - t0)) s)"
-  [ -z "$go_ready" ] || touch "$go_ready"
   # The slim build (no GDAL) compiles, and refuses what only GDAL reads.
   go vet -tags geoingest_nogdal ./...
   go test -vet=off -tags geoingest_nogdal ./geomio ./geomio/shapefile -run 'TestSlimBuild|TestShapefile'
@@ -87,8 +85,6 @@ go test -p 3 -vet=off -timeout 20m "$@" ./cmd/geoingest ./ingest/postgis ./inter
 echo "=== go test: exit $status ($((SECONDS - t0)) s)" >&2
 kstatus=0
 wait "$checks_pid" || kstatus=$?
-# (go vet failed: the container tests waiting for it go on.)
-[ -z "$go_ready" ] || touch "$go_ready"
 echo "=== go vet, the slim build, sqlc and schema checks (run beside go test): exit $kstatus" >&2
 cat "$checks_log" >&2; rm -f "$checks_log"
 [ "$kstatus" = 0 ] || status=$kstatus
