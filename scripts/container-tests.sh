@@ -26,17 +26,12 @@ skip_or_fail() {
 [ "$(id -u)" = 0 ] || skip_or_fail "they need root (rootful podman, debootstrap)"
 command -v podman >/dev/null || skip_or_fail "podman is not installed (scripts/setup.sh --test installs it)"
 
-# The images build at a lower CPU priority: beside go test (scripts/test.sh)
-# they wait mostly on downloads and the disk, and take mostly the CPU the
-# tests leave. (Not the lowest: on a machine busy with more than the tests,
-# nice 19 starved a debootstrap for 14 minutes.)
-lowprio=(nice -n 10)
 step "images"
-"${lowprio[@]}" scripts/images.sh base || skip_or_fail "no base image (debootstrap or podman import failed)"
+scripts/images.sh base || skip_or_fail "no base image (debootstrap or podman import failed)"
 if ! out=$(podman run --rm --network none localhost/geoingest/debian:bookworm true 2>&1); then
   skip_or_fail "podman cannot run a container here: $out"
 fi
-"${lowprio[@]}" scripts/images.sh all
+scripts/images.sh all
 podman images --filter reference='localhost/geoingest/*' --format '{{.Repository}}:{{.Tag}} {{.Size}}' >&2
 
 # podman's Docker API for testcontainers-go, unless one answers already

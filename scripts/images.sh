@@ -40,9 +40,11 @@
 # the base and this machine's Go toolchain (deploy/images/golang.Containerfile),
 # as `docker build .` does in Docker Hub's golang image.
 #
-# Builds that run beside the tests (scripts/container-tests.sh beside
-# scripts/test.sh's go test) are best run with `nice`: they wait mostly on
-# downloads and the disk.
+# The binaries build at nice 10: beside scripts/test.sh's go test, they
+# would otherwise compile what go test is compiling, at the same priority.
+# The rest is not niced: debootstrap and apt wait mostly on downloads and
+# the disk, one package after another, and at nice 10 or 19 on a machine
+# busy with more than the tests a debootstrap took 13 to 14 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -136,7 +138,7 @@ image_geoingest() {
   local args=(-f Dockerfile --build-arg "RUNTIME_IMAGE=$base") ctx=. t0
   if host_is_suite; then
     ctx=$(mktemp -d); t0=$SECONDS
-    deploy/images/binaries.sh "$ctx/bin"
+    nice -n 10 deploy/images/binaries.sh "$ctx/bin"
     log "geoingest: binaries built on this machine in $((SECONDS - t0)) s ($(du -sh "$ctx/bin" | cut -f1))"
     args+=(--build-arg BINARIES=prebuilt)
   else

@@ -12,11 +12,10 @@
 # The container tests run beside go test from the start: they spend most of
 # their time waiting (on a fresh machine, on the debootstrap and the image
 # builds' downloads; then on containers starting and the stacks' health
-# checks), and so does much of go test. Their image builds run at a lower
-# CPU priority, so that go test's compiles (on a fresh machine, the
-# critical path) keep the cores; geoingest's binaries, built on this
-# machine for its image, then reuse the packages go test compiled. Their
-# log is shown when go test has ended, and either failing fails the run.
+# checks), and so does much of go test. geoingest's binaries, built on
+# this machine for its image at a lower CPU priority, reuse the packages go
+# test compiled. Their log is shown when go test has ended, and either
+# failing fails the run.
 # GEOINGEST_CONTAINERS_AFTER=1 runs them after go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
