@@ -18,13 +18,29 @@ import (
 // cursor; a walk stopped part-way and started again finishes; a second
 // walk rewrites nothing; every row then holds the server's own hashes,
 // and the next version records exactly its one change, verify clean.
+//
+// Both storages: a generation in the shared partition (30 rows, walked
+// by its job_ref index, a batch its n rows) and one in a partition of
+// its own (400 rows, walked by ranges of blocks since 0048, a batch the
+// blocks that hold about n rows; a cursor of 0046's form, the last row
+// read, resumes after that row).
 func TestMaintainerUpgradesMatchHashes(t *testing.T) {
 	t.Parallel()
+	t.Run("shared", func(t *testing.T) { t.Parallel(); testMaintainerUpgradesMatchHashes(t, false) })
+	t.Run("own", func(t *testing.T) { t.Parallel(); testMaintainerUpgradesMatchHashes(t, true) })
+}
+
+func testMaintainerUpgradesMatchHashes(t *testing.T, own bool) {
 	b := setup(t)
 	ctx := context.Background()
 	p := ingest.DefaultParams("parcels")
 	p.Key = []string{"APN"}
-	c := newChain(11, 30)
+	total := 30
+	if own {
+		total = 400
+		b.store.OwnPartitionBytes = 1
+	}
+	c := newChain(11, total)
 	require.NoError(t, b.svc.Run(ctx, version(t, writeFeats(t, "v1.geojson", c.Parcels), "v1", "01", p)).Err)
 	_, err := b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET geom_hash = md5(ST_AsEWKB(geom))::uuid, props_hash = md5(properties::text)::uuid`)
 	require.NoError(t, err)
@@ -38,9 +54,11 @@ func TestMaintainerUpgradesMatchHashes(t *testing.T) {
 		return count(`SELECT count(*) FROM geoingest_store.parcels WHERE geom_hash IS NULL OR geom_hash >= geoingest_hash_form_end()
 			OR props_hash IS NULL OR props_hash >= geoingest_hash_form_end()`)
 	}
-	require.Equal(t, 30, stale())
+	require.Equal(t, total, stale())
 	var job string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT current_job_id FROM sources`).Scan(&job))
+	var ref int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT j.job_id, j.job_ref FROM sources s JOIN jobs j ON j.job_id = s.current_job_id`).Scan(&job, &ref))
+	require.Equal(t, own, ref > 0, "the generation's storage")
 
 	// A write gate holds the source.
 	tx, err := b.pool.Begin(ctx)
@@ -55,13 +73,54 @@ func TestMaintainerUpgradesMatchHashes(t *testing.T) {
 	require.Less(t, time.Since(t0), 5*time.Second, "no wait for the writer")
 	require.NoError(t, tx.Rollback(ctx))
 
-	// One batch: its 7 rows.
-	r, err = b.store.UpgradeHashes(ctx, job, "", 7)
-	require.NoError(t, err)
-	require.False(t, r.Busy)
-	require.EqualValues(t, 7, r.Rewritten)
-	require.NotEmpty(t, r.Next)
-	require.Equal(t, 23, stale())
+	if !own {
+		// One batch: its 7 rows.
+		r, err = b.store.UpgradeHashes(ctx, job, "", 7)
+		require.NoError(t, err)
+		require.False(t, r.Busy)
+		require.EqualValues(t, 7, r.Rewritten)
+		require.NotEmpty(t, r.Next)
+		require.Equal(t, 23, stale())
+	} else {
+		// A batch reads the rows of its blocks, not the table's: walked in
+		// batches of 7 rows, the first batch that finds stale rows (the
+		// first blocks may hold only the dead versions the UPDATE above
+		// left) rewrites some, not all.
+		cur := ""
+		for {
+			r, err = b.store.UpgradeHashes(ctx, job, cur, 7)
+			require.NoError(t, err)
+			require.False(t, r.Busy)
+			require.NotEmpty(t, r.Next, "the walk ended without rewriting")
+			cur = r.Next
+			if r.Rewritten > 0 {
+				break
+			}
+		}
+		require.Less(t, r.Rewritten, int64(total/2), "one batch reads some blocks, not the table")
+		require.Equal(t, total-int(r.Rewritten), stale())
+		// A cursor of 0046's form, the last row read (here a stale row half
+		// way): the stale rows up to it are left for another walk, all
+		// after it rewritten.
+		var cursor string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT ctid::text FROM geoingest_store.parcels
+			WHERE geom_hash IS NULL OR geom_hash >= geoingest_hash_form_end() OR props_hash IS NULL OR props_hash >= geoingest_hash_form_end()
+			ORDER BY ctid OFFSET $1 LIMIT 1`, stale()/2).Scan(&cursor))
+		before := count(`SELECT count(*) FROM geoingest_store.parcels WHERE ctid <= '` + cursor + `'
+			AND (geom_hash IS NULL OR geom_hash >= geoingest_hash_form_end() OR props_hash IS NULL OR props_hash >= geoingest_hash_form_end())`)
+		require.Positive(t, before, "stale rows up to the cursor")
+		prior := stale()
+		var rewritten int64
+		for cur := cursor; cur != ""; {
+			r, err := b.store.UpgradeHashes(ctx, job, cur, 1000)
+			require.NoError(t, err)
+			rewritten += r.Rewritten
+			cur = r.Next
+		}
+		require.Equal(t, before, stale(), "the rows up to the cursor are left")
+		require.EqualValues(t, prior-before, rewritten, "every stale row after the cursor, once")
+		require.Positive(t, rewritten)
+	}
 
 	// The maintainer, stopped part-way and started again.
 	m := &ingest.Maintainer{Hashes: b.store, HashEvery: time.Hour, HashBatch: 4}
@@ -72,7 +131,7 @@ func TestMaintainerUpgradesMatchHashes(t *testing.T) {
 	m.Start(ctx)
 	require.Eventually(t, func() bool { return stale() == 0 }, time.Minute, 20*time.Millisecond)
 	m.Stop()
-	require.Equal(t, 30, count(`SELECT count(*) FROM geoingest_store.parcels
+	require.Equal(t, total, count(`SELECT count(*) FROM geoingest_store.parcels
 		WHERE geom_hash = geoingest_geom_hash(geom) AND props_hash = geoingest_props_hash(properties)`), "the server's own hashes")
 
 	// Idempotent: a second walk rewrites nothing.
@@ -91,7 +150,7 @@ func TestMaintainerUpgradesMatchHashes(t *testing.T) {
 	fs[0].Props = `{"APN":"P-1","use":"com","v":0}`
 	res := b.svc.Run(ctx, version(t, writeFeats(t, "v2.geojson", fs), "v2", "02", p))
 	require.NoError(t, res.Err)
-	require.Equal(t, ingest.ChangeCounts{Attributes: 1, Unchanged: 29}, res.Changes.Counts)
+	require.Equal(t, ingest.ChangeCounts{Attributes: 1, Unchanged: int64(total - 1)}, res.Changes.Counts)
 	requireVerified(t, b)
 }
 

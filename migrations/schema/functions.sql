@@ -2694,8 +2694,13 @@ CREATE OR REPLACE FUNCTION public.geoingest_upgrade_match_hashes(job_id text, af
  SET search_path TO 'public', 'pg_temp'
 AS $function$
 DECLARE
-    j  record;
-    t  text;
+    j       record;
+    t       text;
+    startb  bigint;
+    k       bigint;
+    nblocks bigint;
+    per     double precision;
+    upto    tid;
 BEGIN
     rewritten := 0;
     busy := false;
@@ -2709,19 +2714,38 @@ BEGIN
         RETURN;
     END IF;
     t := geoingest_job_table(j.target_table, j.job_ref);
-    EXECUTE format('WITH c AS (SELECT o.ctid AS rid FROM geoingest_store.%1$I o
-                               WHERE o.job_ref = $1 AND o.ctid > $2 ORDER BY o.ctid LIMIT $3),
-                         u AS (UPDATE geoingest_store.%1$I o
-                               SET geom_hash = CASE WHEN o.geom_hash IS NULL OR o.geom_hash >= $4
-                                                    THEN geoingest_geom_hash(o.geom) ELSE o.geom_hash END,
-                                   props_hash = CASE WHEN o.props_hash IS NULL OR o.props_hash >= $4
-                                                     THEN geoingest_props_hash(o.properties) ELSE o.props_hash END
-                               FROM c
-                               WHERE o.ctid = c.rid AND o.geom IS NOT NULL
-                                 AND (o.geom_hash IS NULL OR o.geom_hash >= $4 OR o.props_hash IS NULL OR o.props_hash >= $4)
-                               RETURNING 1)
-                    SELECT (SELECT count(*) FROM u), CASE WHEN (SELECT count(*) FROM c) < $3 THEN NULL ELSE (SELECT max(c.rid) FROM c) END', t)
-        INTO rewritten, scanned_to USING j.job_ref, coalesce(after, '(0,0)'::tid), n, geoingest_hash_form_end();
+    IF j.job_ref <= 0 THEN
+        EXECUTE format('WITH c AS (SELECT o.ctid AS rid FROM geoingest_store.%1$I o
+                                   WHERE o.job_ref = $1 AND o.ctid > $2 ORDER BY o.ctid LIMIT $3),
+                             u AS (UPDATE geoingest_store.%1$I o
+                                   SET geom_hash = CASE WHEN o.geom_hash IS NULL OR o.geom_hash >= $4
+                                                        THEN geoingest_geom_hash(o.geom) ELSE o.geom_hash END,
+                                       props_hash = CASE WHEN o.props_hash IS NULL OR o.props_hash >= $4
+                                                         THEN geoingest_props_hash(o.properties) ELSE o.props_hash END
+                                   FROM c
+                                   WHERE o.ctid = c.rid AND o.geom IS NOT NULL
+                                     AND (o.geom_hash IS NULL OR o.geom_hash >= $4 OR o.props_hash IS NULL OR o.props_hash >= $4)
+                                   RETURNING 1)
+                        SELECT (SELECT count(*) FROM u), CASE WHEN (SELECT count(*) FROM c) < $3 THEN NULL ELSE (SELECT max(c.rid) FROM c) END', t)
+            INTO rewritten, scanned_to USING j.job_ref, coalesce(after, '(0,0)'::tid), n, geoingest_hash_form_end();
+        RETURN;
+    END IF;
+    nblocks := pg_relation_size(format('geoingest_store.%I', t)::regclass) / current_setting('block_size')::bigint;
+    SELECT CASE WHEN c.relpages > 0 AND c.reltuples > 0 THEN c.reltuples / c.relpages END INTO per
+    FROM pg_class c WHERE c.oid = format('geoingest_store.%I', t)::regclass;
+    k := greatest(1, ceil(n / coalesce(per, 16))::bigint);
+    startb := coalesce((after::text::point)[0]::bigint, 0);
+    upto := format('(%s,0)', startb + k)::tid;
+    EXECUTE format('UPDATE geoingest_store.%1$I o
+                    SET geom_hash = CASE WHEN o.geom_hash IS NULL OR o.geom_hash >= $3
+                                         THEN geoingest_geom_hash(o.geom) ELSE o.geom_hash END,
+                        props_hash = CASE WHEN o.props_hash IS NULL OR o.props_hash >= $3
+                                          THEN geoingest_props_hash(o.properties) ELSE o.props_hash END
+                    WHERE o.ctid > $1 AND o.ctid < $2 AND o.job_ref = $4 AND o.geom IS NOT NULL
+                      AND (o.geom_hash IS NULL OR o.geom_hash >= $3 OR o.props_hash IS NULL OR o.props_hash >= $3)', t)
+        USING coalesce(after, '(0,0)'::tid), upto, geoingest_hash_form_end(), j.job_ref;
+    GET DIAGNOSTICS rewritten = ROW_COUNT;
+    scanned_to := CASE WHEN startb + k >= nblocks THEN NULL ELSE upto END;
 END
 $function$;
 
