@@ -121,16 +121,22 @@ func (p *Proxy) conn(c, s net.Conn) {
 		if err != nil {
 			return
 		}
-		if _, err := s.Write(frame(typ, body)); err != nil {
-			return
-		}
 		if typ == 'Q' && isCommit(body) && p.armed.CompareAndSwap(true, false) {
+			// The client is cut before its COMMIT goes on: cut after, the
+			// relay could pass the server's answer on first (a race a
+			// loaded machine lost: the test's commit was acknowledged).
 			mu.Lock()
 			cut = true
 			c.Close() // the client hears nothing more
 			mu.Unlock()
+			if _, err := s.Write(frame(typ, body)); err != nil {
+				return
+			}
 			p.lost.Add(1)
 			<-answered // ReadyForQuery: the COMMIT has been executed
+			return
+		}
+		if _, err := s.Write(frame(typ, body)); err != nil {
 			return
 		}
 	}
