@@ -27,6 +27,19 @@ func TestServeFollowsThePrimary(t *testing.T) {
 	hc := hatest.Shared(t, hatest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// A failure shows the formation's history: a job committed and then
+	// missing after the crash's promotion would point at a primary that
+	// was not waiting for its standby (wait_primary) when it was killed.
+	began := time.Now()
+	t.Cleanup(func() {
+		ev, err := hc.Events(context.Background(), began)
+		switch {
+		case t.Failed():
+			t.Logf("the monitor's events since the test began (err %v):\n%s", err, ev)
+		case err != nil:
+			t.Errorf("the monitor's events: %v", err)
+		}
+	})
 	c := newCrashEnv(t, "failover")
 	c.db = hc.URL()
 	big := "../../testdata/synthetic/parcels_10k.geojson"
@@ -78,6 +91,9 @@ func TestServeFollowsThePrimary(t *testing.T) {
 		sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
 	}
 	eventually(t, 60*time.Second, "jobs in flight", inFlight)
+	if st, err := hc.States(ctx); err == nil {
+		t.Logf("the formation before the crash: %+v", st)
+	}
 	at = time.Now()
 	killed, err := hc.KillPrimary(ctx)
 	require.NoError(t, err)

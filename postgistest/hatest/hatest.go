@@ -357,6 +357,27 @@ func (c *Cluster) States(ctx context.Context) ([]State, error) {
 	return out, rows.Err()
 }
 
+// Events is the monitor's event log since a time, one line an event
+// (time, node, reported and goal states, replication state, LSN, what
+// happened): what a failed test shows of the formation's history, e.g.
+// whether the primary was in wait_primary (commits not waiting for the
+// standby) when it was killed.
+func (c *Cluster) Events(ctx context.Context, since time.Time) (string, error) {
+	conn, err := pgx.Connect(ctx, c.adminURL(c.Monitor, "pg_auto_failover"))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `SELECT to_char(eventtime, 'HH24:MI:SS.MS') || ' ' || nodename || ' ' || reportedstate::text || ' -> ' || goalstate::text
+			|| ' rep=' || coalesce(reportedrepstate::text, '') || ' lsn=' || coalesce(reportedlsn::text, '') || ': ' || coalesce(description, '')
+		FROM pgautofailover.event WHERE eventtime >= $1 ORDER BY eventid`, since)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}
+
 // waitStates waits until the monitor reports the formation settled: every
 // node's reported state is its goal, the first one is want ("single" or
 // "primary") and the others "secondary".
