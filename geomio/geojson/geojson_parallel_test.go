@@ -45,7 +45,7 @@ var testTunings = map[string]tuning{
 func drainReader(r Reader) readResult {
 	var res readResult
 	for r.Next() {
-		res.feats = append(res.feats, cloneFeature(r.Feature()))
+		res.feats = append(res.feats, geomiotest.CloneFeature(r.Feature()))
 	}
 	res.err = r.Err()
 	res.layer = r.Layer()

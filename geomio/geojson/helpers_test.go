@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/geomio/internal/core"
+	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/stretchr/testify/require"
-	"github.com/twpayne/go-geom/encoding/ewkb"
 )
 
 // The names geomio's callers know these types by, for the tests.
@@ -46,17 +46,6 @@ func IsLimitError(err error) bool { return core.IsLimitError(err) }
 
 const LimitVertices = core.LimitVertices
 
-// readAll drains r and returns copies of its features (a Feature is valid
-// only until the next Next) and the final error.
-func readAll(t testing.TB, r Reader) ([]Feature, error) {
-	t.Helper()
-	var fs []Feature
-	for r.Next() {
-		fs = append(fs, cloneFeature(r.Feature()))
-	}
-	return fs, r.Err()
-}
-
 // openAll opens path as geomio.Open opens a GeoJSON file (a sequence
 // when its text starts with the RFC 8142 record separator, or when its
 // name ends in .geojsonl, .geojsons, .ndjson, .geojsonseq or .jsonl):
@@ -81,7 +70,7 @@ func openAll(t testing.TB, path string, opts Options) (Layer, []Feature, error) 
 	}
 	r = core.WithLimits(r, path, opts.Limits)
 	defer func() { require.NoError(t, r.Close()) }()
-	fs, err := readAll(t, r)
+	fs, err := geomiotest.ReadAll(t, r)
 	return r.Layer(), fs, err
 }
 
@@ -98,21 +87,6 @@ func isSeq(t testing.TB, path string) bool {
 		return len(text) > 0 && text[0] == '{'
 	}
 	return false
-}
-
-// cloneFeature copies f, which is valid only until the next Next.
-func cloneFeature(f Feature) Feature {
-	f.Properties = bytes.Clone(f.Properties)
-	if f.Geom != nil {
-		b, err := ewkb.Marshal(f.Geom, ewkb.NDR)
-		if err != nil {
-			panic(err)
-		}
-		if f.Geom, err = ewkb.Unmarshal(b); err != nil {
-			panic(err)
-		}
-	}
-	return f
 }
 
 // sq is a valid square, as a GeoJSON geometry.

@@ -1,8 +1,6 @@
 package geojson
 
 import (
-	"fmt"
-	"math"
 	"strings"
 	"testing"
 
@@ -10,26 +8,6 @@ import (
 	"github.com/geoingest/geoingest/geomio/internal/geomiotest"
 	"github.com/stretchr/testify/require"
 )
-
-// ring returns a closed GeoJSON ring of n vertices (n >= 4).
-func ring(n int) string {
-	var b strings.Builder
-	b.WriteString("[")
-	for i := 0; i < n-1; i++ {
-		a := 2 * math.Pi * float64(i) / float64(n-1)
-		fmt.Fprintf(&b, "[%.6f,%.6f],", math.Cos(a), math.Sin(a))
-	}
-	b.WriteString("[1.000000,0.000000]]")
-	return b.String()
-}
-
-func polygonOf(n int) string {
-	return `{"type":"Polygon","coordinates":[` + ring(n) + `]}`
-}
-
-func featureJSONText(props, geometry string) string {
-	return `{"type":"Feature","properties":` + props + `,"geometry":` + geometry + `}`
-}
 
 // limitCase is one feature over one limit, after a feature under all of
 // them: the error must name the feature (index 1) and the limit.
@@ -40,22 +18,22 @@ type limitCase struct {
 	want   string // what the error says after `layer "L", feature 1: `
 }
 
-var okFeature = featureJSONText(`{"id":1}`, polygonOf(5))
+var okFeature = geomiotest.FeatureJSONText(`{"id":1}`, geomiotest.PolygonOf(5))
 
 var geojsonLimitCases = []limitCase{
-	{"vertices", Limits{MaxVertices: 5}, featureJSONText(`{"id":2}`, polygonOf(6)), "more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)"},
-	{"vertices, reference path", Limits{MaxVertices: 5}, featureJSONText(`{"id":2}`, `{"type":"GeometryCollection","geometries":[`+polygonOf(4)+`,`+polygonOf(4)+`]}`), "more than 5 vertices"},
-	{"vertices, duplicate member", Limits{MaxVertices: 5}, `{"type":"Feature","properties":{},"properties":{},"geometry":` + polygonOf(6) + `}`, "more than 5 vertices"},
-	{"property bytes", Limits{MaxPropertyBytes: 10}, featureJSONText(`{"id":2,"name":"abcdefghijklmnop"}`, polygonOf(5)), "a property value of more than 10 bytes, over the limit (raise it with --max-property-bytes or GEOINGEST_MAX_PROPERTY_BYTES)"},
-	{"property bytes, nested", Limits{MaxPropertyBytes: 10}, featureJSONText(`{"id":2, "o": {"a": [1, 2, 3, 4, 5]}}`, polygonOf(5)), "a property value of more than 10 bytes"},
-	{"properties", Limits{MaxProperties: 2}, featureJSONText(`{"a":1,"b":2,"c":3}`, polygonOf(5)), "more than 2 properties, over the limit (raise it with --max-properties or GEOINGEST_MAX_PROPERTIES)"},
-	{"features", Limits{MaxFeatures: 1}, featureJSONText(`{"id":2}`, polygonOf(5)), "more than 1 features in the upload, over the limit (raise it with --max-features or GEOINGEST_MAX_FEATURES)"},
+	{"vertices", Limits{MaxVertices: 5}, geomiotest.FeatureJSONText(`{"id":2}`, geomiotest.PolygonOf(6)), "more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)"},
+	{"vertices, reference path", Limits{MaxVertices: 5}, geomiotest.FeatureJSONText(`{"id":2}`, `{"type":"GeometryCollection","geometries":[`+geomiotest.PolygonOf(4)+`,`+geomiotest.PolygonOf(4)+`]}`), "more than 5 vertices"},
+	{"vertices, duplicate member", Limits{MaxVertices: 5}, `{"type":"Feature","properties":{},"properties":{},"geometry":` + geomiotest.PolygonOf(6) + `}`, "more than 5 vertices"},
+	{"property bytes", Limits{MaxPropertyBytes: 10}, geomiotest.FeatureJSONText(`{"id":2,"name":"abcdefghijklmnop"}`, geomiotest.PolygonOf(5)), "a property value of more than 10 bytes, over the limit (raise it with --max-property-bytes or GEOINGEST_MAX_PROPERTY_BYTES)"},
+	{"property bytes, nested", Limits{MaxPropertyBytes: 10}, geomiotest.FeatureJSONText(`{"id":2, "o": {"a": [1, 2, 3, 4, 5]}}`, geomiotest.PolygonOf(5)), "a property value of more than 10 bytes"},
+	{"properties", Limits{MaxProperties: 2}, geomiotest.FeatureJSONText(`{"a":1,"b":2,"c":3}`, geomiotest.PolygonOf(5)), "more than 2 properties, over the limit (raise it with --max-properties or GEOINGEST_MAX_PROPERTIES)"},
+	{"features", Limits{MaxFeatures: 1}, geomiotest.FeatureJSONText(`{"id":2}`, geomiotest.PolygonOf(5)), "more than 1 features in the upload, over the limit (raise it with --max-features or GEOINGEST_MAX_FEATURES)"},
 }
 
 func TestLimitsGeoJSON(t *testing.T) {
 	t.Parallel()
 	cases := append(geojsonLimitCases, limitCase{"feature bytes", Limits{MaxRecordBytes: 1000},
-		featureJSONText(`{"s":"`+strings.Repeat("x", 2*decoderSlack)+`"}`, polygonOf(5)),
+		geomiotest.FeatureJSONText(`{"s":"`+strings.Repeat("x", 2*decoderSlack)+`"}`, geomiotest.PolygonOf(5)),
 		"more than 1000 bytes in one feature, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,7 +41,7 @@ func TestLimitsGeoJSON(t *testing.T) {
 			for name, tu := range testTunings {
 				r, err := openTuned(path, path, "parcels", 0, Options{Limits: tc.lim.WithDefaults()}, tu)
 				require.NoError(t, err)
-				fs, err := readAll(t, core.WithLimits(r, path, tc.lim.WithDefaults()))
+				fs, err := geomiotest.ReadAll(t, core.WithLimits(r, path, tc.lim.WithDefaults()))
 				r.Close()
 				require.Len(t, fs, 1, name)
 				require.True(t, IsInputError(err), "%s: %v", name, err)
@@ -81,10 +59,10 @@ func TestLimitsGeoJSON(t *testing.T) {
 
 func TestLimitsGeoJSONSingleFeature(t *testing.T) {
 	t.Parallel()
-	path := geomiotest.WriteTemp(t, "one.geojson", featureJSONText(`{}`, polygonOf(6)))
+	path := geomiotest.WriteTemp(t, "one.geojson", geomiotest.FeatureJSONText(`{}`, geomiotest.PolygonOf(6)))
 	_, _, err := openAll(t, path, Options{Limits: Limits{MaxVertices: 5}})
 	require.EqualError(t, err, path+`: layer "one", feature 0: more than 5 vertices, over the limit (raise it with --max-vertices or GEOINGEST_MAX_VERTICES)`)
-	path = geomiotest.WriteTemp(t, "one.geojson", featureJSONText(`{"s":"`+strings.Repeat("x", 2*decoderSlack)+`"}`, polygonOf(5)))
+	path = geomiotest.WriteTemp(t, "one.geojson", geomiotest.FeatureJSONText(`{"s":"`+strings.Repeat("x", 2*decoderSlack)+`"}`, geomiotest.PolygonOf(5)))
 	_, _, err = openAll(t, path, Options{Limits: Limits{MaxRecordBytes: 100}})
 	require.ErrorContains(t, err, `layer "one", feature 0: more than 100 bytes in one feature`)
 }
@@ -92,9 +70,9 @@ func TestLimitsGeoJSONSingleFeature(t *testing.T) {
 func TestLimitsGeoJSONSeq(t *testing.T) {
 	t.Parallel()
 	cases := append(geojsonLimitCases, limitCase{"feature bytes", Limits{MaxRecordBytes: 1000},
-		featureJSONText(`{"s":"`+strings.Repeat("x", 1000)+`"}`, polygonOf(5)),
+		geomiotest.FeatureJSONText(`{"s":"`+strings.Repeat("x", 1000)+`"}`, geomiotest.PolygonOf(5)),
 		"more than 1000 bytes in one feature, over the limit (raise it with --max-feature-bytes or GEOINGEST_MAX_FEATURE_BYTES)"},
-		limitCase{"vertices, bare geometry", Limits{MaxVertices: 5}, polygonOf(6), "more than 5 vertices"})
+		limitCase{"vertices, bare geometry", Limits{MaxVertices: 5}, geomiotest.PolygonOf(6), "more than 5 vertices"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := geomiotest.WriteTemp(t, "parcels.geojsonl", okFeature+"\n"+tc.second+"\n")
@@ -114,12 +92,12 @@ func TestLimitsGeoJSONSeq(t *testing.T) {
 func TestFastDecoderStopsAtLimits(t *testing.T) {
 	t.Parallel()
 	d := fastDecoder{Lim: Limits{MaxVertices: 5}.WithDefaults()}
-	_, _, ok := d.Feature([]byte(featureJSONText(`{}`, polygonOf(1000))), false)
+	_, _, ok := d.Feature([]byte(geomiotest.FeatureJSONText(`{}`, geomiotest.PolygonOf(1000))), false)
 	require.False(t, ok)
 	require.NotNil(t, d.Over)
 	require.Equal(t, LimitVertices, d.Over.Limit)
 	require.LessOrEqual(t, len(d.Flat), 12, "parsed past the limit")
-	_, _, ok = d.Feature([]byte(featureJSONText(`{"a":1}`, polygonOf(5))), false)
+	_, _, ok = d.Feature([]byte(geomiotest.FeatureJSONText(`{"a":1}`, geomiotest.PolygonOf(5))), false)
 	require.True(t, ok)
 	require.Nil(t, d.Over)
 }
