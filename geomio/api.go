@@ -83,6 +83,9 @@ var OGRSuffixes = ogr.OGRSuffixes
 
 type Options = core.Options
 
+// SkipSet is the features a reader reads past (Options.Skip).
+type SkipSet = core.SkipSet
+
 func ParseWKB(b []byte) (geom.T, error) { return core.ParseWKB(b) }
 
 type Reader = core.Reader

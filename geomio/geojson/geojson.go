@@ -269,18 +269,23 @@ func (r *geojsonReader) Next() bool {
 			return false
 		}
 	}
-	f, ok, err := r.pipe.Next()
-	if !ok {
-		r.streaming = false
-		r.done = true
-		if err != nil {
-			r.err = err
+	for {
+		f, ok, err := r.pipe.Next()
+		if !ok {
+			r.streaming = false
+			r.done = true
+			if err != nil {
+				r.err = err
+			}
+			return false
 		}
-		return false
+		r.idx = f.Index + 1
+		if f.Skipped {
+			continue // in opts.Skip: read past (decodeBatch)
+		}
+		r.feat = f
+		return true
 	}
-	r.feat = f
-	r.idx = f.Index + 1
-	return true
 }
 
 // startPipe starts decoding the features array, which starts at the
@@ -309,6 +314,7 @@ func (r *geojsonReader) startPipe() error {
 	if r.opts.RawHashOnly {
 		workers = 0 // hashing is no work to hand out
 	}
+	r.opts.Skip.Start()
 	r.pipe = newPipeline(s.split, r.decodeBatch, workers)
 	return nil
 }
@@ -337,6 +343,10 @@ func (r *geojsonReader) decodeBatch(d *fastDecoder, b *batch) {
 		h := d.rawHasher(r.opts.Limits).Sum(raw) // before decoding, which may reuse raw
 		if r.opts.RawHashOnly {
 			b.feats = append(b.feats, core.Feature{Index: idx, Layer: r.layer.Name, RawHash: h})
+			continue
+		}
+		if r.opts.Skip.Has(idx) {
+			b.feats = append(b.feats, core.Feature{Index: idx, Layer: r.layer.Name, RawHash: h, Skipped: true})
 			continue
 		}
 		f, err := r.decodeElement(d, raw, idx, b.base+int64(sp.start), b.base+int64(sp.end))

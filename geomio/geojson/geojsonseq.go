@@ -62,17 +62,22 @@ func (r *seqReader) Next() bool {
 	if r.pipe == nil {
 		r.startPipe()
 	}
-	f, ok, err := r.pipe.Next()
-	if !ok {
-		r.done = true
-		if err != nil {
-			r.err = err
+	for {
+		f, ok, err := r.pipe.Next()
+		if !ok {
+			r.done = true
+			if err != nil {
+				r.err = err
+			}
+			return false
 		}
-		return false
+		r.idx = f.Index + 1
+		if f.Skipped {
+			continue // in opts.Skip: read past (decodeBatch)
+		}
+		r.feat = f
+		return true
 	}
-	r.feat = f
-	r.idx = f.Index + 1
-	return true
 }
 
 // startPipe starts splitting the file into records (from offset, past a
@@ -98,6 +103,7 @@ func (r *seqReader) startPipe() {
 	if r.opts.RawHashOnly {
 		workers = 0 // hashing is no work to hand out
 	}
+	r.opts.Skip.Start()
 	r.pipe = newPipeline(s.split, r.decodeBatch, workers)
 }
 
@@ -117,6 +123,10 @@ func (r *seqReader) decodeBatch(d *fastDecoder, b *batch) {
 		h := d.rawHasher(r.opts.Limits).Sum(rec) // before decoding, which may reuse rec
 		if r.opts.RawHashOnly {
 			b.feats = append(b.feats, core.Feature{Index: idx, Layer: r.layer.Name, RawHash: h})
+			continue
+		}
+		if r.opts.Skip.Has(idx) {
+			b.feats = append(b.feats, core.Feature{Index: idx, Layer: r.layer.Name, RawHash: h, Skipped: true})
 			continue
 		}
 		var f core.Feature

@@ -19,6 +19,7 @@ type (
 	Feature = core.Feature
 	Reader  = core.Reader
 	Options = core.Options
+	SkipSet = core.SkipSet
 	Limits  = core.Limits
 	Error   = core.Error
 )

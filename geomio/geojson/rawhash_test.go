@@ -98,3 +98,52 @@ func TestRawHashOnly(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"FeatureCollection","features":[`+a+`,{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":"x"}}]}`), 0o644))
 	require.Len(t, rawHashesOf(t, bad, false, only, defaultTuning), 2)
 }
+
+// TestSkip: with Options.Skip the readers yield every feature but the
+// skipped ones, with the indexes and hashes of a full read, in every batch
+// and worker layout, the last feature skipped included; a skipped feature
+// is not decoded (one that would not decode passes); the set is closed
+// once the read begins.
+func TestSkip(t *testing.T) {
+	a := `{"type":"Feature","properties":{"k":1},"geometry":{"type":"Point","coordinates":[1,2]}}`
+	b := `{"type":"Feature","properties":{"k":2},"geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}}`
+	bad := `{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":"x"}}`
+	feats := []string{a, bad, b, a, b, bad}
+	dir := t.TempDir()
+	coll := filepath.Join(dir, "c.geojson")
+	require.NoError(t, os.WriteFile(coll, []byte(`{"type":"FeatureCollection","features":[`+strings.Join(feats, ",")+`]}`), 0o644))
+	seqf := filepath.Join(dir, "s.geojsonl")
+	require.NoError(t, os.WriteFile(seqf, []byte(strings.Join(feats, "\n")+"\n"), 0o644))
+	only := Options{Limits: DefaultLimits, RawHashOnly: true}
+	all := rawHashesOf(t, coll, false, only, defaultTuning)
+	tiny := tuning{BufSize: 64, MaxItems: 1, MinParallel: 1, Workers: 3, CrsWindow: crsWindow}
+	for _, seq := range []bool{false, true} {
+		for _, tune := range []tuning{defaultTuning, tiny} {
+			skip := &SkipSet{}
+			for _, i := range []int64{1, 3, 5} {
+				require.True(t, skip.Add(i))
+			}
+			var r Reader
+			var err error
+			opts := Options{Limits: DefaultLimits, Skip: skip}
+			if seq {
+				r, err = OpenSeq(seqf, opts)
+			} else {
+				r, err = openTuned(coll, "c.geojson", "x", 0, opts, tune)
+			}
+			require.NoError(t, err)
+			var idx []int64
+			for r.Next() {
+				f := r.Feature()
+				require.NotNil(t, f.Geom)
+				require.Equal(t, all[f.Index], f.RawHash)
+				idx = append(idx, f.Index)
+			}
+			require.NoError(t, r.Err(), "the features that would not decode are skipped")
+			require.Equal(t, []int64{0, 2, 4}, idx)
+			require.False(t, skip.Add(0), "the read began: the set is closed")
+			require.True(t, skip.Started())
+			r.Close()
+		}
+	}
+}

@@ -160,6 +160,7 @@ func (r *ShpReader) Next() bool {
 	if r.err != nil || r.done {
 		return false
 	}
+	r.opts.Skip.Start()
 	for {
 		deleted, err := r.dbf.Next()
 		if err == io.EOF {
@@ -170,7 +171,8 @@ func (r *ShpReader) Next() bool {
 			r.err = err
 			return false
 		}
-		g, err := r.nextShape(!r.opts.RawHashOnly)
+		skip := !deleted && r.opts.Skip.Has(r.idx)
+		g, err := r.nextShape(!r.opts.RawHashOnly && !skip)
 		if err != nil {
 			r.err = err
 			return false
@@ -182,6 +184,10 @@ func (r *ShpReader) Next() bool {
 			r.feat = core.Feature{Index: r.idx, Layer: r.layer.Name, RawHash: r.raw.Sum2(r.cur, r.dbf.rec)}
 			r.idx++
 			return true
+		}
+		if skip {
+			r.idx++ // in opts.Skip: read past, neither decoded nor yielded
+			continue
 		}
 		props, err := r.dbf.Properties()
 		if err != nil {

@@ -247,3 +247,28 @@ func TestShapefileRawHash(t *testing.T) {
 		require.Nil(t, only[i].Properties)
 	}
 }
+
+// TestShapefileSkip: with Options.Skip the reader yields every record but
+// the skipped ones, with the indexes, hashes and attributes a full read
+// gives them (past a deleted record).
+func TestShapefileSkip(t *testing.T) {
+	t.Parallel()
+	cols := []dbfCol{{"NAME", 'C', 10, 0}}
+	pts := makeSHP([][2]float64{{1, 2}, {3, 4}, {5, 6}, {7, 8}})
+	dbfb := makeDBF(0x57, cols, [][]string{{"a"}, {"b"}, {"c"}, {"d"}})
+	dbfb[len(dbfb)-1-(1+10)*3] = '*' // the second record deleted
+	path := writeSet(t, t.TempDir(), "s", pts, dbfb, nil)
+	_, full, err := openAll(t, path, Options{})
+	require.NoError(t, err)
+	require.Len(t, full, 3)
+	skip := &SkipSet{}
+	require.True(t, skip.Add(1))
+	_, got, err := openAll(t, path, Options{Skip: skip})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, full[0].Index, got[0].Index)
+	require.Equal(t, full[2].Index, got[1].Index)
+	require.Equal(t, full[2].RawHash, got[1].RawHash)
+	require.Equal(t, full[2].Properties, got[1].Properties)
+	require.False(t, skip.Add(2), "the read began: the set is closed")
+}

@@ -59,6 +59,9 @@ type Feature struct {
 	// (the layer's CRS, the caller's options) is not in it: a caller
 	// salts it (ingest/prepare).
 	RawHash uint64
+	// Skipped marks a feature in Options.Skip between a reader's stages;
+	// readers never yield one.
+	Skipped bool
 }
 
 // Layer describes what a reader has found out about its layer. It is
@@ -211,6 +214,11 @@ type Options struct {
 	// decode as usual. It is the first pass of a version's raw-bytes
 	// prefilter: which features need decoding at all.
 	RawHashOnly bool
+
+	// Skip, when set, is the features the readers that hash raw bytes
+	// (see RawHashOnly) read past without decoding or yielding them (the
+	// prefilter's second pass, SkipSet). The other readers ignore it.
+	Skip *SkipSet
 
 	// zip is set by the zip reader for the datasets it holds (WithArchive).
 	zip *Archive
