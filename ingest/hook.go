@@ -27,17 +27,18 @@ import (
 // The strings are the names the environment uses
 // (GEOINGEST_TEST_CRASH_AT=before-commit).
 const (
-	HookBeforeClaim    = "before-claim"    // the message is received, nothing claimed
-	HookAfterClaim     = "after-claim"     // the claim is won, nothing downloaded
-	HookDuringDownload = "during-download" // part of the object is on local disk
-	HookBeforeWrite    = "before-write"    // downloaded and opened, the write gate not entered
-	HookDuringCopy     = "during-copy"     // the write-gate transaction's COPY is streaming
-	HookDuringDiff     = "during-diff"     // a new version is staged and checked, its diff against the current generation not applied
-	HookDuringRewrite  = "during-rewrite"  // a mostly changed version is streamed into its own table, its changes not recorded
-	HookBeforeCommit   = "before-commit"   // features and ledger written, COMMIT not sent
-	HookDuringRetire   = "during-retire"   // a generation retired whole is in the history (its partition detached, or its rows copied), COMMIT not sent
-	HookBeforeAck      = "before-ack"      // committed, the message not yet acked
-	HookAfterAck       = "after-ack"       // the ack is done, the worker has not returned from it
+	HookBeforeClaim     = "before-claim"     // the message is received, nothing claimed
+	HookAfterClaim      = "after-claim"      // the claim is won, nothing downloaded
+	HookDuringDownload  = "during-download"  // part of the object is on local disk
+	HookBeforeWrite     = "before-write"     // downloaded and opened, the write gate not entered
+	HookDuringCopy      = "during-copy"      // the write-gate transaction's COPY is streaming
+	HookDuringPrefilter = "during-prefilter" // a new version's features kept by their bytes are found and listed, its second read not begun
+	HookDuringDiff      = "during-diff"      // a new version is staged and checked, its diff against the current generation not applied
+	HookDuringRewrite   = "during-rewrite"   // a mostly changed version is streamed into its own table, its changes not recorded
+	HookBeforeCommit    = "before-commit"    // features and ledger written, COMMIT not sent
+	HookDuringRetire    = "during-retire"    // a generation retired whole is in the history (its partition detached, or its rows copied), COMMIT not sent
+	HookBeforeAck       = "before-ack"       // committed, the message not yet acked
+	HookAfterAck        = "after-ack"        // the ack is done, the worker has not returned from it
 
 	// HookBeforeFoldCommit is reached by the compactor when a job's rows
 	// are copied into the shared partition, its ledger row re-pointed and

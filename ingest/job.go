@@ -54,6 +54,9 @@ type Fetched struct {
 	// included. The write gate sizes the job's storage by it (a large
 	// input gets a partition of its own).
 	Size int64
+	// Prefilter, set by the Service (never a Fetcher), lets the write gate
+	// skip the features whose bytes are a stored row's (Prefilter).
+	Prefilter *Prefilter
 }
 
 // Fetcher downloads a job's input. Fetch writes into dir, which the caller

@@ -206,7 +206,7 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 	}
 	s.Metrics.Downloads.Inc()
 
-	r, err := geomio.Open(fetched.Path, geomio.Options{
+	opts := geomio.Options{
 		SourceSRID:      job.Params.SourceSRID,
 		RegisterCRS:     s.Store.RegisterCRS,
 		DefaultEncoding: job.Params.DefaultEncoding,
@@ -215,7 +215,22 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 		GeometryField:   job.Params.GeometryField,
 		TempDir:         dir,
 		Context:         ctx,
-	})
+	}
+	// The write gate may fill the reader's skip set before it reads
+	// (Prefilter), after a first read of its own.
+	skip := &geomio.SkipSet{}
+	fetched.Prefilter = &Prefilter{Skip: skip, Open: func(rawOnly bool) (geomio.Reader, error) {
+		o := opts
+		o.RawHashOnly = rawOnly
+		r, err := geomio.Open(fetched.Path, o)
+		if err == nil && namesFeatureID(job.Params) {
+			r = featureIDReader{r}
+		}
+		return r, err
+	}}
+	withSkip := opts
+	withSkip.Skip = skip
+	r, err := geomio.Open(fetched.Path, withSkip)
 	if err != nil {
 		return s.fail(ctx, log, res, job, NameSource(err, dir, job.Source))
 	}

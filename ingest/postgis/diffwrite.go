@@ -44,7 +44,7 @@ import (
 // a mix; a kill at any point rolls everything back.
 
 // writeDiff is Write's body for a source with a current generation.
-func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest.LayerReader, res *ingest.WriteResult) error {
+func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r *ingest.KeysReader, pf *ingest.Prefilter, res *ingest.WriteResult) error {
 	target := job.Params.Target
 	base := g.src.CurrentJobID.String
 	oldRef, err := g.q.JobRefOf(ctx, base)
@@ -70,10 +70,27 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	if err != nil {
 		return err
 	}
+	// The features kept by their bytes: listed in the version, and
+	// skipped by the reader (prefilter.go).
+	pre, err := s.prefilter(ctx, g, job, pf, oldRef, key, hashes)
+	if err != nil {
+		return err
+	}
+	g.pre = pre
 	rows, spool := s.prepareRows(ctx, g, job, r) // quarantine.go
 	defer spool.close()
 	if err := copyVersion(ctx, g.tx, sp, oldRef, key, g.typed, hashes, rows); err != nil {
 		return err
+	}
+	if pre != nil {
+		if err := s.checkLayers(pre, job, r); err != nil {
+			return err
+		}
+		if rows.Switched() {
+			// Not expected: every layer was in EPSG:4326 at the first read.
+			s.prefilterOff.Store(true)
+			return errPrefilterDisagrees
+		}
 	}
 	if rows.Switched() {
 		// A feature in another CRS: it and the rest are staged and
@@ -115,6 +132,9 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 		fin.Written, fin.AreaM2 = sum.Written, sum.AreaM2
 	} else {
 		fin.Written, fin.AreaM2 = sp.rows, sp.area
+		if pre != nil {
+			fin.Written, fin.AreaM2 = fin.Written+pre.kept, fin.AreaM2+pre.area
+		}
 	}
 	fin.FeaturesChecksum = "0"
 	if err := s.recordWritten(ctx, g, job, r, rows, spool, db.FinishJobTableRow(fin), res); err != nil {
@@ -124,7 +144,19 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	// The guards, before anything is applied (pending.go): a version they
 	// hold is kept whole, out of sight, and nothing below happens.
 	g.version = sp
-	if _, err := s.guard(ctx, g, job, g.keys.Keys(), res, true); err != nil || g.held {
+	keys := g.keys.Keys()
+	if pre != nil {
+		if _, ok := rows.Extent(); !ok && g.extent == nil && fin.Repaired == 0 {
+			// Every feature kept: their extent is the version's.
+			box := pre.extent
+			g.extent = &box
+		}
+		pre.grow(sp, g.extent)
+		if keys, err = s.versionKeys(ctx, g, pf, keys); err != nil {
+			return err
+		}
+	}
+	if _, err := s.guard(ctx, g, job, keys, res, true); err != nil || g.held {
 		return err
 	}
 
@@ -141,7 +173,7 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	// rather than into the old one's.
 	var m db.DiffApplyRow
 	newRef := oldRef
-	if g.ref > 0 && float64(plan.ToWrite) > s.diffRewriteAbove()*float64(plan.Total) {
+	if g.ref > 0 && pre == nil && float64(plan.ToWrite) > s.diffRewriteAbove()*float64(plan.Total) {
 		table, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: g.ref})
 		if err != nil {
 			return fmt.Errorf("job table: %w", err)
@@ -160,6 +192,13 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r ingest
 	} else {
 		if _, err := sendSpooled(ctx, g, sp, "write"); err != nil {
 			return err
+		}
+		if pre != nil {
+			// Kept features the match did not pair unchanged (repeated
+			// keys or contents): from their rows.
+			if _, err := g.q.PrefilterSend(ctx, db.PrefilterSendParams{TargetTable: target, OldRef: oldRef, EveryOne: false}); err != nil {
+				return fmt.Errorf("prefilter: %w", normaliseErr(err))
+			}
 		}
 		if m, err = g.q.DiffApply(ctx, db.DiffApplyParams{JobID: job.ID, BaseJobID: base, TargetTable: target,
 			OldRef: oldRef, MinIou: minIoU, DuplicateKeys: plan.DuplicateKeys, NewRef: newRef}); err != nil {

@@ -40,6 +40,24 @@ func currentRows(t *testing.T, b *bundle) (rows []string, count int64, area floa
 	return rows, count, area, checksum
 }
 
+// jobFacts is what the ledger records of a source's current job beside
+// its rows: the guards' stats (extent and property keys), the counters,
+// and the layers' CRS records.
+func jobFacts(t *testing.T, b *bundle) string {
+	t.Helper()
+	var s string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+		SELECT concat_ws(' | ', st.min_x, st.min_y, st.max_x, st.max_y, st.keys::text,
+		                 j.skipped_null, j.skipped_type, j.skipped_cast, j.repaired_invalid, j.linearised_curves, j.dropped_zm,
+		                 j.encoding, j.quarantined,
+		                 (SELECT string_agg(concat_ws(',', c.layer, c.method, c.srid, c.epsg, c.source_text, c.geometry_field,
+		                                              c.linearised_curves, c.dropped_zm), ';' ORDER BY c.layer)
+		                  FROM job_crs c WHERE c.job_id = j.job_id))
+		FROM jobs j JOIN sources s ON s.current_job_id = j.job_id AND s.source_key = 'parcels/x.geojson'
+		LEFT JOIN geoingest_job_stats st ON st.job_id = j.job_id`).Scan(&s))
+	return s
+}
+
 // runChain applies versions of a chain through the write gate's diff and
 // checks the oracle after each: the current rows equal, feature for
 // feature, a full load of that version into an empty database, and so do
@@ -47,9 +65,13 @@ func currentRows(t *testing.T, b *bundle) (rows []string, count int64, area floa
 // kept by key keeps its feature_id.
 //
 // With rewrite (and own), every version is written whole into the job's
-// own table (Store.DiffRewriteAbove) rather than changed in place.
+// own table (Store.DiffRewriteAbove) rather than changed in place. The
+// prefilter is on (prefilter.go): the versions changed in place keep most
+// features by their bytes (checked), and the job's stats, counters and
+// layers are the full load's too.
 func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool) {
 	b, empty, full := setup(t), setup(t), setup(t)
+	b.store.Prefilter = true
 	if own {
 		b.store.OwnPartitionBytes = 1
 		empty.store.OwnPartitionBytes = 1
@@ -70,7 +92,9 @@ func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool)
 		if v > 1 {
 			fs = c.Version()
 		}
-		path := writeFeats(t, fmt.Sprintf("v%d.geojson", v), fs)
+		// Every version under one name, as a bucket's object is: the
+		// layer's name is the file's, and in its rows.
+		path := writeFeats(t, "x.geojson", fs)
 		ids := featureIDs(t, b, "APN")
 		var refBefore int64
 		_ = b.pool.QueryRow(ctx, `SELECT j.job_ref FROM jobs j JOIN sources s ON s.current_job_id = j.job_id`).Scan(&refBefore)
@@ -102,6 +126,7 @@ func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool)
 		require.Equal(t, wc, gc, "version %d: the ledger's count", v)
 		require.InEpsilon(t, wa, ga, 1e-9, "version %d: the ledger's area", v)
 		require.Equal(t, ws, gs, "version %d: the ledger's checksum", v)
+		require.Equal(t, jobFacts(t, empty), jobFacts(t, b), "version %d: the job's stats, counters and layers", v)
 		requireVerified(t, b)
 		if keyed && v > 1 {
 			now := featureIDs(t, b, "APN")
@@ -110,6 +135,9 @@ func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool)
 					require.Equal(t, old, id, "version %d: %s keeps its feature id", v, k)
 				}
 			}
+		}
+		if v > 1 && !rewrite {
+			require.Positive(t, b.store.prefilterKept.Swap(0), "version %d: features kept by their bytes", v)
 		}
 		_, err := empty.pool.Exec(ctx, `TRUNCATE jobs, claims, sources, job_changes, feature_changes, feature_lineage CASCADE`)
 		require.NoError(t, err)

@@ -98,6 +98,14 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 			if _, err := sendSpooled(ctx, g, g.version, "all"); err != nil {
 				return false, fmt.Errorf("hold pending version: %w", err)
 			}
+			if g.pre != nil {
+				// The features kept by their bytes, from their rows
+				// (prefilter.go).
+				if _, err := g.q.PrefilterSend(ctx, db.PrefilterSendParams{TargetTable: target,
+					OldRef: g.pre.oldRef, EveryOne: true}); err != nil {
+					return false, fmt.Errorf("hold pending version: %w", normaliseErr(err))
+				}
+			}
 		}
 		ref = newJobRef(true)
 		if _, err := g.q.CreateJobTable(ctx, db.CreateJobTableParams{TargetTable: target, JobRef: ref}); err != nil {

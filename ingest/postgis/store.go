@@ -52,6 +52,10 @@ type Store struct {
 	// detached partition (retirewhole.go): for benchmarks and as a way
 	// back.
 	HistoryCopy bool
+	// Prefilter turns on the raw-bytes prefilter of a new version
+	// (prefilter.go): the features whose bytes are a current row's are
+	// neither parsed nor sent. Set it before the first Write.
+	Prefilter bool
 	// DiffRewriteAbove is the fraction of a new version's rows that are
 	// added or changed above which a version with a table of its own is
 	// written whole into it, the unchanged rows copied on the server,
@@ -75,6 +79,10 @@ type Store struct {
 	// hashes is whether the server's match hashes are the writer's
 	// (hashprobe.go): hashesUnknown until asked.
 	hashes atomic.Int32
+	// prefilterOff is set when a prefiltered version's two reads
+	// disagreed (prefilter.go): every version is read whole from then on.
+	prefilterOff  atomic.Bool
+	prefilterKept atomic.Int64 // features kept by the prefilter, for tests
 }
 
 // Store implements ingest.Store.

@@ -128,7 +128,7 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 			}
 			// Only what changed is written (diffwrite.go), unless the
 			// guards hold the version (pending.go: g.held).
-			if err := s.writeDiff(ctx, g, job, keys, &res); err != nil {
+			if err := s.writeDiff(ctx, g, job, keys, in.Prefilter, &res); err != nil {
 				return ingest.WriteResult{}, err
 			}
 		} else {
@@ -153,7 +153,7 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 				}
 			}
 		}
-		if err := recordJobCRS(ctx, g.q, job.ID, r); err != nil { // the CRS of each layer read (crs.go)
+		if err := recordJobCRS(ctx, g.q, job.ID, g.pre.layersOf(r)); err != nil { // the CRS of each layer read (crs.go)
 			return ingest.WriteResult{}, fmt.Errorf("record job crs: %w", err)
 		}
 		if g.held {
@@ -225,8 +225,11 @@ type gate struct {
 	// version is a diff write's spool (diffspool.go): the version's rows,
 	// which it sends whole only as needed, and their extent.
 	version *versionSpool
-	actor   string // who writes (the claim's owner) or decides (pending.go)
-	attach  string // the target its own table is to be attached to, last (attach.go)
+	// pre is what a diff write's prefilter kept (prefilter.go); nil: the
+	// version was read whole.
+	pre    *prefiltered
+	actor  string // who writes (the claim's owner) or decides (pending.go)
+	attach string // the target its own table is to be attached to, last (attach.go)
 	// whole is the generations retired whole, to be retired at the
 	// gate's end (retirewhole.go), when wholeAtCommit: the gate's commit
 	// is commitGate's, or an approval's (Decide, pending.go).

@@ -115,3 +115,8 @@ var buildID = sync.OnceValue(func() string {
 	}
 	return b.String()
 })
+
+// SaltedRawHash is the raw hash a row of a feature stores (Feature.Raw),
+// from the reader's hash of its bytes and its layer's salt (RawSalt): the
+// prefilter's first read computes it without preparing the feature.
+func SaltedRawHash(fileHash, salt uint64) uint64 { return rawHash(fileHash, salt) }

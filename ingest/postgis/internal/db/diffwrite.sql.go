@@ -373,6 +373,137 @@ func (q *Queries) InsertStagedIncoming(ctx context.Context, arg InsertStagedInco
 	return inserted, err
 }
 
+const prefilterCreate = `-- name: PrefilterCreate :exec
+SELECT geoingest_prefilter_create()
+`
+
+// PrefilterCreate creates the temporary table a version's raw hashes are
+// copied into (migration 0049, the raw-bytes prefilter).
+func (q *Queries) PrefilterCreate(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, prefilterCreate)
+	return err
+}
+
+const prefilterDedupe = `-- name: PrefilterDedupe :one
+SELECT geoingest_prefilter_dedupe()::bigint AS removed
+`
+
+// PrefilterDedupe keeps one row for each kept feature found more than once.
+func (q *Queries) PrefilterDedupe(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, prefilterDedupe)
+	var removed int64
+	err := row.Scan(&removed)
+	return removed, err
+}
+
+const prefilterKeep = `-- name: PrefilterKeep :one
+SELECT k.kept::bigint AS kept, coalesce(k.area_m2, 0)::float8 AS area_m2,
+       coalesce(k.min_x, 'NaN')::float8 AS min_x, coalesce(k.min_y, 'NaN')::float8 AS min_y,
+       coalesce(k.max_x, 'NaN')::float8 AS max_x, coalesce(k.max_y, 'NaN')::float8 AS max_y
+FROM geoingest_prefilter_keep($1::text, $2::bigint) k
+`
+
+type PrefilterKeepParams struct {
+	TargetTable string
+	OldRef      int64
+}
+
+type PrefilterKeepRow struct {
+	Kept   int64
+	AreaM2 float64
+	MinX   float64
+	MinY   float64
+	MaxX   float64
+	MaxY   float64
+}
+
+// PrefilterKeep lists the kept features in the version's match columns;
+// their count, area and extent.
+func (q *Queries) PrefilterKeep(ctx context.Context, arg PrefilterKeepParams) (PrefilterKeepRow, error) {
+	row := q.db.QueryRow(ctx, prefilterKeep, arg.TargetTable, arg.OldRef)
+	var i PrefilterKeepRow
+	err := row.Scan(
+		&i.Kept,
+		&i.AreaM2,
+		&i.MinX,
+		&i.MinY,
+		&i.MaxX,
+		&i.MaxY,
+	)
+	return i, err
+}
+
+const prefilterKept = `-- name: PrefilterKept :many
+SELECT k::bigint AS fi FROM geoingest_prefilter_kept() k
+`
+
+// PrefilterKept lists the indexes of the features kept by their bytes.
+func (q *Queries) PrefilterKept(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, prefilterKept)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var fi int64
+		if err := rows.Scan(&fi); err != nil {
+			return nil, err
+		}
+		items = append(items, fi)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const prefilterMatch = `-- name: PrefilterMatch :one
+SELECT m.total::bigint AS total, m.kept::bigint AS kept
+FROM geoingest_prefilter_match($1::text, $2::bigint, $3::text[]) m
+`
+
+type PrefilterMatchParams struct {
+	TargetTable string
+	OldRef      int64
+	KeyFields   []string
+}
+
+type PrefilterMatchRow struct {
+	Total int64
+	Kept  int64
+}
+
+// PrefilterMatch finds the version's features whose raw hash is a row's of
+// the generation of old_ref (geoingest_prefilter_match): how many hashes
+// were copied, and how many (feature, row) pairs were found.
+func (q *Queries) PrefilterMatch(ctx context.Context, arg PrefilterMatchParams) (PrefilterMatchRow, error) {
+	row := q.db.QueryRow(ctx, prefilterMatch, arg.TargetTable, arg.OldRef, arg.KeyFields)
+	var i PrefilterMatchRow
+	err := row.Scan(&i.Total, &i.Kept)
+	return i, err
+}
+
+const prefilterSend = `-- name: PrefilterSend :one
+SELECT geoingest_prefilter_send($1::text, $2::bigint, $3::boolean)::bigint AS sent
+`
+
+type PrefilterSendParams struct {
+	TargetTable string
+	OldRef      int64
+	EveryOne    bool
+}
+
+// PrefilterSend copies kept features from their rows into
+// geoingest_incoming: all of them (every_one), or those the match added or
+// changed.
+func (q *Queries) PrefilterSend(ctx context.Context, arg PrefilterSendParams) (int64, error) {
+	row := q.db.QueryRow(ctx, prefilterSend, arg.TargetTable, arg.OldRef, arg.EveryOne)
+	var sent int64
+	err := row.Scan(&sent)
+	return sent, err
+}
+
 const setJobChecksum = `-- name: SetJobChecksum :exec
 UPDATE jobs SET features_checksum = $1 WHERE job_id = $2
 `
@@ -405,6 +536,60 @@ type SetJobRefParams struct {
 func (q *Queries) SetJobRef(ctx context.Context, arg SetJobRefParams) error {
 	_, err := q.db.Exec(ctx, setJobRef, arg.JobRef, arg.JobID)
 	return err
+}
+
+const sourceDroppedCoordinates = `-- name: SourceDroppedCoordinates :one
+SELECT EXISTS (SELECT FROM jobs j WHERE j.source_bucket = $1 AND j.source_key = $2
+               AND j.target_table = $3 AND (j.dropped_zm > 0 OR j.linearised_curves > 0)) AS dropped
+`
+
+type SourceDroppedCoordinatesParams struct {
+	SourceBucket string
+	SourceKey    string
+	TargetTable  string
+}
+
+// SourceDroppedCoordinates reports whether a version of a source ever had
+// curves linearised or Z/M coordinates dropped.
+func (q *Queries) SourceDroppedCoordinates(ctx context.Context, arg SourceDroppedCoordinatesParams) (bool, error) {
+	row := q.db.QueryRow(ctx, sourceDroppedCoordinates, arg.SourceBucket, arg.SourceKey, arg.TargetTable)
+	var dropped bool
+	err := row.Scan(&dropped)
+	return dropped, err
+}
+
+const sourceJobKeys = `-- name: SourceJobKeys :many
+SELECT s.keys FROM geoingest_job_stats s JOIN jobs j ON j.job_id = s.job_id
+WHERE j.source_bucket = $1 AND j.source_key = $2 AND j.target_table = $3
+`
+
+type SourceJobKeysParams struct {
+	SourceBucket string
+	SourceKey    string
+	TargetTable  string
+}
+
+// SourceJobKeys is the property keys recorded for each version of a
+// source (geoingest_job_stats): every row of the source was read by one of
+// them.
+func (q *Queries) SourceJobKeys(ctx context.Context, arg SourceJobKeysParams) ([][]byte, error) {
+	rows, err := q.db.Query(ctx, sourceJobKeys, arg.SourceBucket, arg.SourceKey, arg.TargetTable)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items [][]byte
+	for rows.Next() {
+		var keys []byte
+		if err := rows.Scan(&keys); err != nil {
+			return nil, err
+		}
+		items = append(items, keys)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const spooled = `-- name: Spooled :many

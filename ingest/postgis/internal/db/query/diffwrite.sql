@@ -108,3 +108,50 @@ FROM geoingest_diff_apply_direct(@job_id::text, @base_job_id::text, @target_tabl
 -- HashProbe is the server's hash of a fixed text (migration 0044), which
 -- the writer compares with its own twin's (serverHashesAgree).
 SELECT geoingest_hash_probe()::bigint AS probe;
+
+-- name: PrefilterCreate :exec
+-- PrefilterCreate creates the temporary table a version's raw hashes are
+-- copied into (migration 0049, the raw-bytes prefilter).
+SELECT geoingest_prefilter_create();
+
+-- name: PrefilterMatch :one
+-- PrefilterMatch finds the version's features whose raw hash is a row's of
+-- the generation of old_ref (geoingest_prefilter_match): how many hashes
+-- were copied, and how many (feature, row) pairs were found.
+SELECT m.total::bigint AS total, m.kept::bigint AS kept
+FROM geoingest_prefilter_match(@target_table::text, @old_ref::bigint, @key_fields::text[]) m;
+
+-- name: PrefilterKept :many
+-- PrefilterKept lists the indexes of the features kept by their bytes.
+SELECT k::bigint AS fi FROM geoingest_prefilter_kept() k;
+
+-- name: PrefilterDedupe :one
+-- PrefilterDedupe keeps one row for each kept feature found more than once.
+SELECT geoingest_prefilter_dedupe()::bigint AS removed;
+
+-- name: PrefilterKeep :one
+-- PrefilterKeep lists the kept features in the version's match columns;
+-- their count, area and extent.
+SELECT k.kept::bigint AS kept, coalesce(k.area_m2, 0)::float8 AS area_m2,
+       coalesce(k.min_x, 'NaN')::float8 AS min_x, coalesce(k.min_y, 'NaN')::float8 AS min_y,
+       coalesce(k.max_x, 'NaN')::float8 AS max_x, coalesce(k.max_y, 'NaN')::float8 AS max_y
+FROM geoingest_prefilter_keep(@target_table::text, @old_ref::bigint) k;
+
+-- name: PrefilterSend :one
+-- PrefilterSend copies kept features from their rows into
+-- geoingest_incoming: all of them (every_one), or those the match added or
+-- changed.
+SELECT geoingest_prefilter_send(@target_table::text, @old_ref::bigint, @every_one::boolean)::bigint AS sent;
+
+-- name: SourceJobKeys :many
+-- SourceJobKeys is the property keys recorded for each version of a
+-- source (geoingest_job_stats): every row of the source was read by one of
+-- them.
+SELECT s.keys FROM geoingest_job_stats s JOIN jobs j ON j.job_id = s.job_id
+WHERE j.source_bucket = @source_bucket AND j.source_key = @source_key AND j.target_table = @target_table;
+
+-- name: SourceDroppedCoordinates :one
+-- SourceDroppedCoordinates reports whether a version of a source ever had
+-- curves linearised or Z/M coordinates dropped.
+SELECT EXISTS (SELECT FROM jobs j WHERE j.source_bucket = @source_bucket AND j.source_key = @source_key
+               AND j.target_table = @target_table AND (j.dropped_zm > 0 OR j.linearised_curves > 0)) AS dropped;
