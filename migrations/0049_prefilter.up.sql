@@ -124,15 +124,26 @@ BEGIN
     IF NOT EXISTS (SELECT FROM pg_temp.geoingest_kept) THEN
         RETURN 0;
     END IF;
-    EXECUTE format('INSERT INTO pg_temp.geoingest_incoming (job_ref, feature_index, layer, properties, geom, area_m2,
-                                                             match_key, geom_hash, props_hash, raw_hash)
-                    SELECT $1, k.fi, o.layer, o.properties, o.geom, o.area_m2, o.match_key, o.geom_hash, o.props_hash, o.raw_hash
-                    FROM pg_temp.geoingest_kept k JOIN %s o ON o.ctid = k.rid
-                    WHERE o.job_ref = $1
-                      AND CASE WHEN $2 THEN NOT EXISTS (SELECT FROM pg_temp.geoingest_incoming i WHERE i.feature_index = k.fi)
-                               ELSE k.fi IN (SELECT c.fi FROM pg_temp.geoingest_match_changed c
-                                             UNION ALL SELECT a.fi FROM pg_temp.geoingest_match_added a) END', ot)
-    USING old_ref, every_one;
+    -- The match's tables exist only once it ran: each case is its own
+    -- statement.
+    IF every_one THEN
+        EXECUTE format('INSERT INTO pg_temp.geoingest_incoming (job_ref, feature_index, layer, properties, geom, area_m2,
+                                                                 match_key, geom_hash, props_hash, raw_hash)
+                        SELECT $1, k.fi, o.layer, o.properties, o.geom, o.area_m2, o.match_key, o.geom_hash, o.props_hash, o.raw_hash
+                        FROM pg_temp.geoingest_kept k JOIN %s o ON o.ctid = k.rid
+                        WHERE o.job_ref = $1
+                          AND NOT EXISTS (SELECT FROM pg_temp.geoingest_incoming i WHERE i.feature_index = k.fi)', ot)
+        USING old_ref;
+    ELSE
+        EXECUTE format('INSERT INTO pg_temp.geoingest_incoming (job_ref, feature_index, layer, properties, geom, area_m2,
+                                                                 match_key, geom_hash, props_hash, raw_hash)
+                        SELECT $1, k.fi, o.layer, o.properties, o.geom, o.area_m2, o.match_key, o.geom_hash, o.props_hash, o.raw_hash
+                        FROM pg_temp.geoingest_kept k JOIN %s o ON o.ctid = k.rid
+                        WHERE o.job_ref = $1
+                          AND k.fi IN (SELECT c.fi FROM pg_temp.geoingest_match_changed c
+                                       UNION ALL SELECT a.fi FROM pg_temp.geoingest_match_added a)', ot)
+        USING old_ref;
+    END IF;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
