@@ -24,6 +24,12 @@ type Metrics struct {
 	VisibilityExtensions prometheus.Counter
 	DiskFull             prometheus.Counter
 	ReceiveFailures      prometheus.Counter
+	// ReplicaWait and ReplicaWaitsFailed are the durable
+	// acknowledgement's (durability.go, serve --ack-replicas): how long
+	// a job's commit took to be flushed by enough standbys, and the
+	// deliveries given back because it was not in time.
+	ReplicaWait        prometheus.Histogram
+	ReplicaWaitsFailed prometheus.Counter
 }
 
 // NewMetrics creates the instruments and registers them with reg, which
@@ -59,6 +65,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "geoingest_receive_failures_total", Help: "Receives from the queue (or scans of the inbox) that failed; retried at most 5 s apart."}),
 		DiskFull: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoingest_disk_full_total", Help: "Job attempts that failed because the work directory's file system was full (ENOSPC, EDQUOT) while downloading or extracting: transient, retried."}),
+		ReplicaWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "geoingest_ack_replicas_wait_seconds", Help: "With --ack-replicas: the wait, after a job's commit and before its ack, until enough standbys had flushed it.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 3, 11)}),
+		ReplicaWaitsFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoingest_ack_replicas_not_confirmed_total", Help: "With --ack-replicas: deliveries whose commit was not seen on enough standbys in time (or whose session died waiting): not acked, given back for retry."}),
 	}
 	for _, r := range []string{"won", "duplicate", "held"} {
 		m.Claims.WithLabelValues(r)
@@ -72,7 +83,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.EventsReceived, m.EventsFiltered, m.Claims, m.WriteGate, m.LeasesStolen,
 			m.PayloadMismatches, m.JobsFailed, m.DeadLettered, m.FeaturesWritten, m.Downloads,
-			m.JobDuration, m.VisibilityExtensions, m.DiskFull, m.ReceiveFailures)
+			m.JobDuration, m.VisibilityExtensions, m.DiskFull, m.ReceiveFailures, m.ReplicaWait, m.ReplicaWaitsFailed)
 	}
 	return m
 }

@@ -64,6 +64,12 @@ type Service struct {
 	// NoReportRefresh turns off the refresh of the report assignments
 	// after each committed write or delete (see Store.RefreshReports).
 	NoReportRefresh bool
+	// Durable, when set, is the durable acknowledgement (durability.go):
+	// a duplicate stopped at the claim gate waits for its commit to be
+	// on the standbys (AwaitReplicas) before it is reported done. The
+	// write gate's own wait is the Store's (Durability.RequireReplicas):
+	// set both, as serve --ack-replicas does.
+	Durable Durability
 }
 
 // TrimMemoryMinSize is the input size from which a job calls
@@ -155,6 +161,13 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 		s.Metrics.Claims.WithLabelValues("duplicate").Inc()
 		res.Outcome = AlreadyPresent
 		log.Info("duplicate stopped at the claim gate", "outcome", res.Outcome)
+		if s.Durable != nil {
+			// The first delivery may have committed and then not seen its
+			// commit on the standbys: this one must not ack before they have it.
+			if err := s.Durable.AwaitReplicas(ctx, job.ID); err != nil {
+				return s.notDurable(ctx, log, res, err)
+			}
+		}
 		return res
 	case ClaimHeld:
 		s.Metrics.Claims.WithLabelValues("held").Inc()
@@ -174,6 +187,9 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 
 	if job.Delete {
 		wr, err := s.Store.Retire(ctx, job, s.Owner)
+		if nr, ok := errors.AsType[*NotReplicatedError](err); ok {
+			return s.notDurable(ctx, log, s.report(log, res, nr.Result, start), err)
+		}
 		if err != nil {
 			return s.fail(ctx, log, res, job, err)
 		}
@@ -196,6 +212,9 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 		// never be read, and the newer version's event ingests that one.
 		log.Info("the object changed since the event: this version is superseded", "error", err.Error())
 		wr, err := s.Store.RecordSuperseded(ctx, job, s.Owner)
+		if nr, ok := errors.AsType[*NotReplicatedError](err); ok {
+			return s.notDurable(ctx, log, s.report(log, res, nr.Result, start), err)
+		}
 		if err != nil {
 			return s.fail(ctx, log, res, job, err)
 		}
@@ -254,6 +273,11 @@ func (s *Service) run(ctx context.Context, job Job, claimed *ClaimStatus) (out R
 	}
 	pr := LogLayers(prog)
 	wr, err := s.Store.Write(ctx, job, s.Owner, pr, fetched)
+	if nr, ok := errors.AsType[*NotReplicatedError](err); ok {
+		// Committed (or a duplicate), but not seen on the standbys: said
+		// and counted as what the gate did, then given back unacked.
+		return s.notDurable(ctx, log, s.report(log, res, nr.Result, start), err)
+	}
 	if err != nil {
 		return s.fail(ctx, log, res, job, NameSource(err, dir, job.Source))
 	}
@@ -311,6 +335,27 @@ func (s *Service) report(log *slog.Logger, res Result, wr WriteResult, start tim
 		log.Info("job written", "outcome", Written, "features", wr.Features, "area_m2", wr.AreaM2,
 			"replaced", wr.Replaced, "seconds", time.Since(start).Seconds())
 	}
+	return res
+}
+
+// notDurable ends a delivery whose job the write gate committed (or found
+// committed) but whose commit was not seen on the standbys the durable
+// acknowledgement waits for (durability.go): the job is not acked, and
+// its message is given back as a transient retry. Its claim is COMMITTED
+// (or, a failover having lost the commit, whatever the new primary holds),
+// so nothing is released or recorded FAILED.
+func (s *Service) notDurable(ctx context.Context, log *slog.Logger, res Result, err error) Result {
+	if nr, ok := errors.AsType[*NotReplicatedError](err); ok {
+		s.Metrics.ReplicaWaitsFailed.Inc()
+		log.Warn("commit not yet on the standbys; message given back", "want", nr.Want, "have", nr.Have,
+			"lsn", nr.LSN, "waited", nr.Waited.Round(time.Millisecond).String(), "error", nr.Err.Error())
+	} else {
+		log.Warn("duplicate not acked: its commit could not be checked on this server; message given back", "error", err.Error())
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("interrupted: %w", err)
+	}
+	res.Outcome, res.Err = Failed, &Error{Kind: Transient, Err: err}
 	return res
 }
 

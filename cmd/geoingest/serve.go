@@ -95,6 +95,11 @@ type serveConfig struct {
 	// (0: never); retention is its policy.
 	pruneInterval time.Duration
 	retention     ingest.RetentionPolicy
+	// ackReplicas is the durable acknowledgement (ingest/durability.go):
+	// a message is acked once this many standbys have flushed its job's
+	// commit (0: at the commit), waiting at most ackReplicasTimeout.
+	ackReplicas        int
+	ackReplicasTimeout time.Duration
 }
 
 // envInt returns the environment variable's value as an int, or def when
@@ -173,6 +178,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&c.grace, "grace", m.envDuration("GEOINGEST_GRACE", 30*time.Second), "on SIGTERM, how long in-flight jobs may run before they are cancelled and their messages given back (env GEOINGEST_GRACE)")
 	fs.DurationVar(&c.backoffBase, "backoff", m.envDuration("GEOINGEST_BACKOFF", 5*time.Second), "first retry delay after a transient failure, doubled per receive (env GEOINGEST_BACKOFF)")
 	fs.DurationVar(&c.backoffMax, "backoff-max", m.envDuration("GEOINGEST_BACKOFF_MAX", 15*time.Minute), "longest retry delay (env GEOINGEST_BACKOFF_MAX)")
+	fs.IntVar(&c.ackReplicas, "ack-replicas", m.envInt("GEOINGEST_ACK_REPLICAS", 0), "ack a message only once this many standbys streaming from the primary have flushed its job's commit (read from pg_stat_replication by the session that committed), so that a failover cannot lose an acked job even while the primary does not wait for its standbys (an asynchronous standby; pg_auto_failover's wait_primary); a job not seen there within --ack-replicas-timeout stays committed and its message is given back for retry; needs pg_read_all_stats; 0: ack at the commit (env GEOINGEST_ACK_REPLICAS; docs/failover.md)")
+	fs.DurationVar(&c.ackReplicasTimeout, "ack-replicas-timeout", m.envDuration("GEOINGEST_ACK_REPLICAS_TIMEOUT", ingest.DefaultReplicaTimeout), "with --ack-replicas, how long a delivery waits for the standbys before its message is given back (env GEOINGEST_ACK_REPLICAS_TIMEOUT)")
 	fs.DurationVar(&c.lease, "lease", m.envDuration("GEOINGEST_LEASE", 5*time.Minute), "claim lease; heartbeats extend it every lease/3 (env GEOINGEST_LEASE)")
 	fs.DurationVar(&c.wait, "wait", m.envDuration("GEOINGEST_WAIT", 20*time.Second), "SQS long-poll wait, at most 20s (env GEOINGEST_WAIT)")
 	fs.DurationVar(&c.poll, "poll", m.envDuration("GEOINGEST_POLL", 500*time.Millisecond), "inbox scan interval (env GEOINGEST_POLL)")
@@ -225,6 +232,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	if c.readerSpares < 0 {
 		return fmt.Errorf("--reader-spares must be 0 or more")
+	}
+	if c.ackReplicas < 0 || c.ackReplicasTimeout <= 0 {
+		return fmt.Errorf("--ack-replicas must be 0 or more, --ack-replicas-timeout more than 0")
 	}
 	if c.queueURL != "" && c.inbox != "" {
 		return fmt.Errorf("give --queue-url or --inbox, not both")
@@ -328,6 +338,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	cons.Service.Lease = c.lease
 	cons.Service.TempDir = c.workDir
 	cons.Service.Limits = limits
+	if err := requireReplicas(ctx, m, a, &c); err != nil {
+		return err
+	}
 	// The report assignments are stored by the consumer in the
 	// background, not by each job before its message is acked.
 	cons.Service.NoReportRefresh = c.reportRefresh > 0
@@ -390,6 +403,37 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	stopHooks()
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, summary(a.metrics))
+	return nil
+}
+
+// requireReplicas turns on the durable acknowledgement (--ack-replicas):
+// the store's write gate and the service's duplicates wait for the
+// standbys. It refuses a role that cannot read the standbys' positions
+// (no job would ever be acked) and warns when fewer standbys stream now
+// than the jobs wait for.
+func requireReplicas(ctx context.Context, m *Main, a *app, c *serveConfig) error {
+	if c.ackReplicas == 0 {
+		return nil
+	}
+	d, ok := a.store.(ingest.Durability)
+	if !ok {
+		return fmt.Errorf("--ack-replicas: this store cannot wait for standbys")
+	}
+	canRead, streaming, err := d.ReplicationStatus(ctx)
+	if err != nil {
+		return fmt.Errorf("start-up: --ack-replicas: %w", err)
+	}
+	if !canRead {
+		return fmt.Errorf("start-up: --ack-replicas %d: this database role may not read the standbys' positions (pg_stat_replication.flush_lsn), so no job would ever be acked: as an administrator, GRANT pg_read_all_stats (or pg_monitor) TO the role geoingest connects as, or run with --ack-replicas 0", c.ackReplicas)
+	}
+	if streaming < c.ackReplicas {
+		m.Log.Warn("--ack-replicas: fewer standbys stream from the primary than each job waits for: jobs commit, but their messages are given back (and retried) until enough standbys stream",
+			"ack_replicas", c.ackReplicas, "streaming", streaming)
+	}
+	d.RequireReplicas(ingest.ReplicaWait{Replicas: c.ackReplicas, Timeout: c.ackReplicasTimeout})
+	a.svc.Durable = d
+	m.Log.Info("durable acknowledgement: a message is acked once its job's commit is on the standbys",
+		"ack_replicas", c.ackReplicas, "timeout", c.ackReplicasTimeout.String(), "streaming", streaming)
 	return nil
 }
 

@@ -76,6 +76,10 @@ type Store struct {
 
 	cells clientCells
 
+	// replicas is the durable acknowledgement's wait (RequireReplicas,
+	// replicawait.go); Replicas 0: off.
+	replicas ingest.ReplicaWait
+
 	// hashes is whether the server's match hashes are the writer's
 	// (hashprobe.go): hashesUnknown until asked.
 	hashes atomic.Int32

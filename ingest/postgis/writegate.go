@@ -2,6 +2,7 @@ package postgis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/geoingest/geoingest/ingest/reportcells"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The write gate is one transaction per job, run by writeGate:
@@ -54,10 +56,28 @@ type gateBody func(ctx context.Context, g *gate) (ingest.WriteResult, error)
 
 // writeGate runs body in the write gate of job (see the top of this
 // file): contentHash is recorded in the ledger row and compared on a
-// duplicate, ownPartition gives the job a partition of its own.
-func (s *Store) writeGate(ctx context.Context, job ingest.Job, owner, contentHash string, ownPartition bool, body gateBody) (_ ingest.WriteResult, err error) {
+// duplicate, ownPartition gives the job a partition of its own. The gate
+// runs on a connection of its own, kept past the transaction's end: with
+// the durable acknowledgement on (RequireReplicas), the same session then
+// waits for the standbys (replicawait.go), and a failed wait returns the
+// gate's result with a *ingest.NotReplicatedError.
+func (s *Store) writeGate(ctx context.Context, job ingest.Job, owner, contentHash string, ownPartition bool, body gateBody) (ingest.WriteResult, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return ingest.WriteResult{}, ingest.Transientf("begin: %w", err)
+	}
+	defer conn.Release() // a connection left in a failed transaction is closed, not reused
+	res, err := s.gateOn(ctx, conn, job, owner, contentHash, ownPartition, body)
+	if err != nil {
+		return res, err
+	}
+	return res, s.awaitOn(ctx, conn, res)
+}
+
+// gateOn is the write gate's transaction on conn.
+func (s *Store) gateOn(ctx context.Context, conn *pgxpool.Conn, job ingest.Job, owner, contentHash string, ownPartition bool, body gateBody) (_ ingest.WriteResult, err error) {
 	defer func() { err = classify(err) }() // a data exception is permanent (error.go)
-	g, dup, err := s.openGate(ctx, job, contentHash, newJobRef(ownPartition))
+	g, dup, err := s.openGate(ctx, conn, job, contentHash, newJobRef(ownPartition))
 	if err != nil || g == nil {
 		return dup, err
 	}
@@ -162,7 +182,7 @@ func (s *Store) Write(ctx context.Context, job ingest.Job, owner string, r inges
 		cells = g.cells
 		return res, g.setCurrent(ctx, pgtype.Text{String: job.ID, Valid: true})
 	})
-	if err == nil && res.Outcome == ingest.Written {
+	if _, unconfirmed := errors.AsType[*ingest.NotReplicatedError](err); (err == nil || unconfirmed) && res.Outcome == ingest.Written {
 		s.keepCells(job.ID, cells) // committed: the refresh may store them
 	}
 	return res, err
@@ -241,18 +261,18 @@ type gate struct {
 	cells *pendingCells      // the tally's cells once the rows are final
 }
 
-// openGate begins the write-gate transaction: the ledger insert ON
+// openGate begins the write-gate transaction on conn: the ledger insert ON
 // CONFLICT (job_id) DO NOTHING first (with ref as the job's job_ref),
 // then the source's row lock. When the job is in the ledger already it
 // returns a nil gate and the rejection's result (AlreadyPresent), or a
 // payload-mismatch error.
-func (s *Store) openGate(ctx context.Context, job ingest.Job, contentHash string, ref int64) (*gate, ingest.WriteResult, error) {
+func (s *Store) openGate(ctx context.Context, conn *pgxpool.Conn, job ingest.Job, contentHash string, ref int64) (*gate, ingest.WriteResult, error) {
 	p := job.Params
 	params, err := ingest.CanonicalJSON(job.ParamsMap())
 	if err != nil {
 		return nil, ingest.WriteResult{}, &ingest.Error{Kind: ingest.Permanent, Err: err}
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return nil, ingest.WriteResult{}, ingest.Transientf("begin: %w", err)
 	}
@@ -270,7 +290,7 @@ func (s *Store) openGate(ctx context.Context, job ingest.Job, contentHash string
 	}
 	if n == 0 {
 		_ = tx.Rollback(ctx)
-		res, err := s.alreadyPresent(ctx, job, contentHash)
+		res, err := s.alreadyPresent(ctx, db.New(conn), job, contentHash) // the session's server's ledger row
 		return nil, res, err
 	}
 	g := &gate{tx: tx, q: q, order: job.Source.Order, ref: ref, srcKey: db.EnsureSourceParams{
@@ -293,8 +313,8 @@ func (s *Store) openGate(ctx context.Context, job ingest.Job, contentHash string
 
 // alreadyPresent handles a write-gate rejection: a duplicate, unless the
 // payload differs.
-func (s *Store) alreadyPresent(ctx context.Context, job ingest.Job, contentHash string) (ingest.WriteResult, error) {
-	prev, err := s.q.GetJob(ctx, job.ID)
+func (s *Store) alreadyPresent(ctx context.Context, q *db.Queries, job ingest.Job, contentHash string) (ingest.WriteResult, error) {
+	prev, err := q.GetJob(ctx, job.ID)
 	if err != nil {
 		return ingest.WriteResult{}, ingest.Transientf("read ledger: %w", err)
 	}

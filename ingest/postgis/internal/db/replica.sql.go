@@ -9,6 +9,25 @@ import (
 	"context"
 )
 
+const ledgerJobAt = `-- name: LedgerJobAt :one
+SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = $1) AS committed,
+       pg_current_wal_lsn()::text AS lsn
+`
+
+type LedgerJobAtRow struct {
+	Committed bool
+	Lsn       string
+}
+
+// LedgerJobAt reads, in one statement, whether job_id is in this
+// server's ledger and the WAL position then (WALPosition).
+func (q *Queries) LedgerJobAt(ctx context.Context, jobID string) (LedgerJobAtRow, error) {
+	row := q.db.QueryRow(ctx, ledgerJobAt, jobID)
+	var i LedgerJobAtRow
+	err := row.Scan(&i.Committed, &i.Lsn)
+	return i, err
+}
+
 const replicaLag = `-- name: ReplicaLag :one
 SELECT pg_is_in_recovery() AS in_recovery,
        CASE
@@ -36,4 +55,61 @@ func (q *Queries) ReplicaLag(ctx context.Context) (ReplicaLagRow, error) {
 	var i ReplicaLagRow
 	err := row.Scan(&i.InRecovery, &i.LagSeconds, &i.UnreplayedBytes)
 	return i, err
+}
+
+const replicationStatus = `-- name: ReplicationStatus :one
+SELECT (current_setting('is_superuser')::bool
+        OR pg_has_role('pg_read_all_stats', 'USAGE'))::bool AS can_read,
+       (SELECT count(*) FROM pg_stat_get_wal_senders() AS s WHERE s.state = 'streaming')::int AS streaming
+`
+
+type ReplicationStatusRow struct {
+	CanRead   bool
+	Streaming int32
+}
+
+// ReplicationStatus is what serve --ack-replicas checks at start: whether
+// this role may read the standbys' positions (a superuser, or a member
+// of pg_read_all_stats) and how many standbys stream from this server
+// now.
+func (q *Queries) ReplicationStatus(ctx context.Context) (ReplicationStatusRow, error) {
+	row := q.db.QueryRow(ctx, replicationStatus)
+	var i ReplicationStatusRow
+	err := row.Scan(&i.CanRead, &i.Streaming)
+	return i, err
+}
+
+const standbysFlushed = `-- name: StandbysFlushed :one
+SELECT count(*)::int AS standbys FROM pg_stat_get_wal_senders() AS s
+WHERE s.flush_lsn >= $1::text::pg_lsn
+`
+
+// StandbysFlushed counts the standbys streaming from this server that
+// have flushed its WAL up to lsn. Reading flush_lsn takes
+// pg_read_all_stats (or pg_monitor): without it the column is NULL and
+// no standby counts (CanReadReplication).
+// (pg_stat_get_wal_senders() is the function behind the view
+// pg_stat_replication.)
+func (q *Queries) StandbysFlushed(ctx context.Context, lsn string) (int32, error) {
+	row := q.db.QueryRow(ctx, standbysFlushed, lsn)
+	var standbys int32
+	err := row.Scan(&standbys)
+	return standbys, err
+}
+
+const wALPosition = `-- name: WALPosition :one
+
+SELECT pg_current_wal_lsn()::text AS lsn
+`
+
+// The durable acknowledgement (replicawait.go): positions in this
+// server's WAL and the standbys streaming from it.
+// WALPosition is this server's WAL write position: every commit that
+// returned to its session (synchronous_commit on or remote_*) or that a
+// session can see is before it. An error on a standby.
+func (q *Queries) WALPosition(ctx context.Context) (string, error) {
+	row := q.db.QueryRow(ctx, wALPosition)
+	var lsn string
+	err := row.Scan(&lsn)
+	return lsn, err
 }
