@@ -21,7 +21,10 @@ import (
 // operator action, the jobs the failovers cut are retried within seconds
 // (not after their 5-minute lease: a claim its own cut attempt could not
 // release is taken back at once), and every job ends committed exactly
-// once: verify clean, nothing dead-lettered, no permanent failure.
+// once: verify clean, nothing dead-lettered, no permanent failure. serve
+// runs with --ack-replicas 1: no job is acked before the standby has its
+// commit, so that a failover while the primary does not wait for the
+// standby (wait_primary) cannot lose an acked job.
 func TestServeFollowsThePrimary(t *testing.T) {
 	t.Parallel()
 	hc := hatest.Shared(t, hatest.Options{})
@@ -106,6 +109,11 @@ func TestServeFollowsThePrimary(t *testing.T) {
 	primary, err = hc.WaitPrimary(ctx, killed)
 	require.NoError(t, err)
 	promoted := time.Since(at)
+	// With --ack-replicas 1 a job committed on the new primary is acked
+	// once a standby has it: the killed node rejoins as its standby (a
+	// machine restarted), as an operator's would.
+	require.NoError(t, hc.Rejoin(ctx, killed))
+	rejoined := time.Since(at)
 	var said time.Time
 	eventually(t, 120*time.Second, "every job committed and the queue drained", func() bool {
 		current, depth := queryInt(t, c.db, `SELECT count(*) FROM jobs WHERE status = 'current'`), sqsDepth(t, c.sqs.Client, c.queueURL)
@@ -116,8 +124,8 @@ func TestServeFollowsThePrimary(t *testing.T) {
 		}
 		return current == int64(len(objs)) && depth == 0
 	})
-	t.Logf("crash: %s promoted %.1fs after the SIGKILL; every job committed %.1fs after it (lease 5m)",
-		primary.Name, promoted.Seconds(), time.Since(at).Seconds())
+	t.Logf("crash: %s promoted %.1fs after the SIGKILL, %s rejoined as its standby after %.1fs; every job committed and acked %.1fs after it (lease 5m)",
+		primary.Name, promoted.Seconds(), killed.Name, rejoined.Seconds(), time.Since(at).Seconds())
 	require.Less(t, time.Since(at), 3*time.Minute, "no job waited for its lease")
 
 	transient := metricOf(t, addr, `geoingest_jobs_failed_total{kind="transient"}`)
@@ -136,7 +144,6 @@ func TestServeFollowsThePrimary(t *testing.T) {
 	code, vout, verr := run(t, map[string]string{"DATABASE_URL": c.db}, "verify")
 	require.Equal(t, 0, code, vout+verr)
 	require.Zero(t, sqsDepth(t, c.sqs.Client, c.dlqURL), "nothing dead-lettered")
-	require.NoError(t, hc.Rejoin(ctx, killed))
 }
 
 // TestServeStartsDuringAFailover: a serve started while no server accepts
