@@ -17,6 +17,7 @@ import (
 	"github.com/geoingest/geoingest/postgistest/hatest"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // BenchmarkReplication is what a synchronous standby costs the write
@@ -27,7 +28,18 @@ import (
 //     synchronous_commit = local (the commit waits for no standby: the
 //     same server and WAL stream as ha-sync, without the wait);
 //   - ha-sync: the same primary as configured by pg_auto_failover, each
-//     commit waiting for the synchronous standby to flush it.
+//     commit waiting for the synchronous standby to flush it;
+//   - ha-sync-ack1: ha-sync with the durable acknowledgement
+//     (RequireReplicas 1, serve --ack-replicas 1): after the commit the
+//     session reads its position and polls pg_stat_replication; the
+//     standby has it already, so the wait is one query;
+//   - ha-local-commit-ack1: ha-local-commit with the durable
+//     acknowledgement: a primary that does not wait for its standby (an
+//     asynchronous one, pg_auto_failover's wait_primary), whose job waits
+//     for the replication before its ack.
+//
+// Each reports ack-wait-ms, the mean wait of the durable acknowledgement
+// per job (geoingest_ack_replicas_wait_seconds).
 //
 // Small jobs (10 features: the commit's round trip dominates) and large
 // ones (GEOINGEST_BENCH_N features, default 20000). Skipped without
@@ -45,10 +57,15 @@ func BenchmarkReplication(b *testing.B) {
 	writeBenchParcels(b, small, 10, false)
 	writeBenchParcels(b, large, n, false)
 	c := hatest.Start(b, hatest.Options{})
-	servers := []struct{ name, url, commit string }{
-		{"standalone", pgtest.NewDB(b), ""},
-		{"ha-local-commit", c.URL(), "local"},
-		{"ha-sync", c.URL(), ""},
+	servers := []struct {
+		name, url, commit string
+		ack               int
+	}{
+		{"standalone", pgtest.NewDB(b), "", 0},
+		{"ha-local-commit", c.URL(), "local", 0},
+		{"ha-sync", c.URL(), "", 0},
+		{"ha-sync-ack1", c.URL(), "", 1},
+		{"ha-local-commit-ack1", c.URL(), "local", 1},
 	}
 	for _, size := range []struct {
 		name     string
@@ -69,8 +86,14 @@ func BenchmarkReplication(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer pool.Close()
-				svc := newTestService(pool, ingest.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+				metrics := ingest.NewMetrics(prometheus.NewRegistry())
+				svc := newTestService(pool, metrics, slog.New(slog.NewTextHandler(io.Discard, nil)))
 				svc.NoReportRefresh = true
+				if srv.ack > 0 {
+					store := svc.Store.(*Store)
+					store.RequireReplicas(ingest.ReplicaWait{Replicas: srv.ack})
+					svc.Durable = store
+				}
 				ctx := context.Background()
 				run := time.Now().UnixNano() // b.N's rounds share the database
 				b.ResetTimer()
@@ -91,6 +114,13 @@ func BenchmarkReplication(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 				b.ReportMetric(float64(size.features)*float64(b.N)/b.Elapsed().Seconds(), "features/s")
+				if srv.ack > 0 {
+					var m dto.Metric
+					if err := metrics.ReplicaWait.Write(&m); err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(1000*m.GetHistogram().GetSampleSum()/float64(b.N), "ack-wait-ms")
+				}
 			})
 		}
 	}
