@@ -289,7 +289,15 @@ type Applier struct {
 	m      *Mapping
 	prev   []appliedKey
 	extras []byte
+	spans  []int32 // the last record's (Spans), nil after a failure
+	spanAt []int32 // spans' buffer
 }
+
+// Spans is where the last record Apply wrote has its values, as [start,
+// end) pairs of offsets from the record's first byte: each column's, in
+// the mapping's column order (Columns), then the extras object's. It is
+// valid until the next Apply, nil after one that failed.
+func (a *Applier) Spans() []int32 { return a.spans }
 
 // appliedKey is the key at one place of the feature before: its raw JSON
 // text and its columns (mapped false: an extra).
@@ -313,6 +321,7 @@ func (a *Applier) Apply(out, props []byte) ([]byte, error) {
 		vals = make([][]byte, len(m.columns))
 	}
 	start := len(out)
+	a.spans = nil
 	extras := a.extras[:0]
 	n := 0
 	i := jsonscan.SkipSpace(props, 0)
@@ -384,18 +393,26 @@ func (a *Applier) Apply(out, props []byte) ([]byte, error) {
 		}
 	}
 	a.extras = extras
+	spans := a.spanAt[:0]
 	out = append(out, '{')
 	for c, col := range m.columns {
 		out = append(out, m.names[c]...)
+		vs := len(out) - start
 		var err error
 		if out, err = col.cast(out, vals[c], vals[c] != nil); err != nil {
 			return out[:start], err
 		}
+		spans = append(spans, int32(vs), int32(len(out)-start))
 		out = append(out, ',')
 	}
-	out = append(out, `"extras":{`...)
+	out = append(out, `"extras":`...)
+	vs := len(out) - start
+	out = append(out, '{')
 	out = append(out, extras...)
-	return append(out, '}', '}'), nil
+	out = append(out, '}')
+	a.spanAt = append(spans, int32(vs), int32(len(out)-start))
+	a.spans = a.spanAt
+	return append(out, '}'), nil
 }
 
 // notObject is Apply's error for attributes that are not a JSON object.

@@ -245,7 +245,11 @@ func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepare
 	out = be.AppendUint16(out, uint16(featureFields+typed.n()))
 	out = be.AppendUint32(out, 8)
 	out = be.AppendUint64(out, uint64(ref))
-	out, ph, canonical := canonicalFields(out, f, p)
+	// A mapped record's values are found once, for its canonical text and
+	// its typed columns (typed.go).
+	var buf [66]int32
+	sp := typed.spans(f, buf[:0])
+	out, ph, canonical := canonicalFields(out, f, p, typed, sp)
 	if !p.Measured {
 		out = be.AppendUint32(out, math.MaxUint32) // -1: NULL
 	} else {
@@ -262,6 +266,9 @@ func appendFeature(out []byte, ref int64, f *prepare.Feature, p *prepare.Prepare
 	} else {
 		out = be.AppendUint32(out, 8)
 		out = be.AppendUint64(out, f.Raw)
+	}
+	if sp != nil {
+		return typed.appendTypedSpans(out, f.Props, sp), match, end, must
 	}
 	return typed.appendTyped(out, f.Props), match, end, must
 }
@@ -339,8 +346,11 @@ func stagedTuple(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {
 // sorted already, and no white space or escapes to drop; a 21-key object
 // went into jsonb with a sort of its keys at every row. Properties that
 // the canonicaliser does not read as jsonb does (canonical false) go as
-// they came, for the server to read, or refuse, as it always has.
-func canonicalFields(out []byte, f *prepare.Feature, p *prepare.Prepared) (_ []byte, ph [16]byte, canonical bool) {
+// they came, for the server to read, or refuse, as it always has. A
+// mapped record whose values were found (sp, typedCols.spans) is written member by
+// member in its known key order (typedCols.canonicalRecord), the same
+// bytes.
+func canonicalFields(out []byte, f *prepare.Feature, p *prepare.Prepared, typed *typedCols, sp []int32) (_ []byte, ph [16]byte, canonical bool) {
 	be := binary.BigEndian
 	out = be.AppendUint32(out, 8)
 	out = be.AppendUint64(out, uint64(f.Index))
@@ -349,7 +359,15 @@ func canonicalFields(out []byte, f *prepare.Feature, p *prepare.Prepared) (_ []b
 	at := len(out)
 	out = be.AppendUint32(out, 0)
 	out = append(out, 1) // jsonb binary format version
-	if c, err := prepare.CanonicalProps(out, f.Props); err == nil {
+	var c []byte
+	err := errNoSpans
+	if sp != nil {
+		c, err = typed.canonicalRecord(out, f.Props, sp)
+	}
+	if err != nil {
+		c, err = prepare.CanonicalProps(out[:at+5], f.Props)
+	}
+	if err == nil {
 		out = c
 		ph, canonical = prepare.CanonicalHash(out[at+5:]), true
 	} else {
@@ -359,6 +377,9 @@ func canonicalFields(out []byte, f *prepare.Feature, p *prepare.Prepared) (_ []b
 	out = be.AppendUint32(out, uint32(len(p.EWKB)))
 	return append(out, p.EWKB...), ph, canonical
 }
+
+// errNoSpans: a record's values were not found (canonicalFields).
+var errNoSpans = errors.New("no spans")
 
 // commonFields appends feature_index, layer, properties and the geometry.
 func commonFields(out []byte, f *prepare.Feature, p *prepare.Prepared) []byte {

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"github.com/geoingest/geoingest/ingest"
+	"github.com/geoingest/geoingest/ingest/prepare"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -34,6 +36,42 @@ import (
 type typedCols struct {
 	cols []ingest.Column
 	list string // ", "col1", "col2"": the COPY's column list's tail
+
+	// The record's members in jsonb's key order (canonicalRecord): the
+	// index of a column in cols, or len(cols) for the extras; and each
+	// one's `"name": ` as the canonical text writes it.
+	corder []int
+	ckeys  [][]byte
+}
+
+// newTypedCols returns the typedCols of cols, with the record's
+// canonical key order worked out once.
+func newTypedCols(cols []ingest.Column) *typedCols {
+	t := &typedCols{cols: cols}
+	names := make([]string, 0, len(cols)+1)
+	for _, c := range cols {
+		names = append(names, c.Name)
+	}
+	names = append(names, ingest.ExtrasKey)
+	t.corder = make([]int, len(names))
+	for i := range t.corder {
+		t.corder[i] = i
+	}
+	// jsonb's order of an object's keys: shorter first, then by bytes.
+	// The names are distinct (the schema's check; extras is reserved).
+	sort.SliceStable(t.corder, func(a, b int) bool {
+		x, y := names[t.corder[a]], names[t.corder[b]]
+		if len(x) != len(y) {
+			return len(x) < len(y)
+		}
+		return x < y
+	})
+	t.ckeys = make([][]byte, len(names))
+	for i, n := range names {
+		// Names are [a-z0-9_]: no escape.
+		t.ckeys[i] = []byte(`"` + n + `": `)
+	}
+	return t
 }
 
 // typedColumns returns the typed columns of job (nil when it has no
@@ -58,7 +96,7 @@ func (s *Store) typedColumns(ctx context.Context, g *gate, job ingest.Job) (*typ
 	for _, c := range stored {
 		types[c.Name] = c.Type
 	}
-	t := &typedCols{cols: cols}
+	t := newTypedCols(cols)
 	var b strings.Builder
 	for _, c := range cols {
 		switch st, ok := types[c.Name]; {
@@ -125,6 +163,84 @@ func (t *typedCols) appendTyped(out, record []byte) []byte {
 		}
 		out = appendTypedValue(out, c.Type, record[i:end])
 		i = end
+	}
+	return out
+}
+
+// spans returns where the values of f's record are (prepare.Feature's
+// Spans): each column's in t.cols' order, then the extras object's, as
+// [start, end) pairs of offsets in f.Props. They are the ones Apply gave,
+// or else found here in buf (a record as Apply writes it:
+// {"col":value,...,"extras":{...}}, no white space); nil when t has no
+// canonical order or the record is not that (never, from Apply), and the
+// callers then read it as they did before (appendTyped,
+// prepare.CanonicalProps).
+func (t *typedCols) spans(f *prepare.Feature, buf []int32) []int32 {
+	if t == nil || t.corder == nil {
+		return nil
+	}
+	n := len(t.cols) + 1
+	if len(f.Spans) == 2*n {
+		return f.Spans
+	}
+	record := f.Props
+	if len(record) == 0 || record[0] != '{' {
+		return nil
+	}
+	at := buf[:0]
+	i := 1
+	for k := 0; k < n; k++ {
+		name, last := ingest.ExtrasKey, k == n-1
+		if !last {
+			name = t.cols[k].Name
+		}
+		if k > 0 {
+			if i >= len(record) || record[i] != ',' {
+				return nil
+			}
+			i++
+		}
+		if i+len(name)+3 > len(record) || record[i] != '"' || string(record[i+1:i+1+len(name)]) != name ||
+			record[i+1+len(name)] != '"' || record[i+2+len(name)] != ':' {
+			return nil
+		}
+		i += len(name) + 3
+		var end int
+		if last {
+			if i >= len(record) || record[i] != '{' {
+				return nil
+			}
+			end = jsonscan.SkipValue(record, i)
+		} else {
+			end = scalarEnd(record, i)
+		}
+		if end < 0 {
+			return nil
+		}
+		at = append(at, int32(i), int32(end))
+		i = end
+	}
+	if i != len(record)-1 || record[i] != '}' {
+		return nil
+	}
+	return at
+}
+
+// canonicalRecord appends the canonical text of record
+// (prepare.CanonicalProps: what jsonb_out prints) from its spans sp: its
+// members written in t's precomputed key order, each value
+// canonicalised where it stands (prepare.CanonicalObject). The bytes are
+// CanonicalProps' for the record (TestTypedTupleAsBefore), without its
+// scan of every key and its sort; an error is where CanonicalProps fails
+// too, and the caller then does as it does for that.
+func (t *typedCols) canonicalRecord(out, record []byte, sp []int32) ([]byte, error) {
+	return prepare.CanonicalObject(out, record, t.ckeys, t.corder, sp)
+}
+
+// appendTypedSpans is appendTyped of a record whose spans are sp.
+func (t *typedCols) appendTypedSpans(out, record []byte, sp []int32) []byte {
+	for k, c := range t.cols {
+		out = appendTypedValue(out, c.Type, record[sp[2*k]:sp[2*k+1]])
 	}
 	return out
 }

@@ -67,6 +67,7 @@ type batch struct {
 	// (a reader's Feature is valid until its next Next), in a few slices
 	// reused from batch to batch instead of some five allocations a row.
 	props []byte
+	spans []int32
 	flat  []float64
 	ends  []int
 	endss [][]int
@@ -79,6 +80,11 @@ func (b *batch) keep(row Feature) {
 	n := len(b.props)
 	b.props = append(b.props, row.Props...)
 	row.Props = b.props[n:len(b.props):len(b.props)]
+	if row.Spans != nil {
+		n = len(b.spans)
+		b.spans = append(b.spans, row.Spans...)
+		row.Spans = b.spans[n:len(b.spans):len(b.spans)]
+	}
 
 	src := row.Geom
 	n = len(b.flat)
@@ -100,7 +106,7 @@ func (b *batch) keep(row Feature) {
 func (b *batch) reset() {
 	clear(b.rows) // drop the references to the geometries
 	b.rows, b.out, b.invalid = b.rows[:0], trim(b.out), b.invalid[:0]
-	b.props, b.flat, b.ends = trim(b.props), trim(b.flat), trim(b.ends)
+	b.props, b.spans, b.flat, b.ends = trim(b.props), trim(b.spans), trim(b.flat), trim(b.ends)
 	clear(b.endss)
 	b.endss = b.endss[:0]
 	b.serverCheck, b.err, b.bbox = false, nil, bbox{}

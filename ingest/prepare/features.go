@@ -25,6 +25,10 @@ type Feature struct {
 	Index int64
 	Layer string
 	Props []byte // JSON object, "{}" when the feature has none
+	// Spans, for a record of the job's typed-schema mapping, is where its
+	// values are in Props (ingest.Applier.Spans): each column's, then the
+	// extras object's; nil for a feature with no mapping.
+	Spans []int32
 	Geom  *geom.MultiPolygon
 	// Raw is the feature's salted raw hash (rawhash.go), 0 when its
 	// reader gave none.
@@ -254,6 +258,9 @@ func (f *Features) next(direct bool) bool {
 			props = out
 		}
 		f.row = Feature{Index: ft.Index, Layer: ft.Layer, Props: props, Geom: mp}
+		if f.mapping != nil {
+			f.row.Spans = f.applier.Spans()
+		}
 		if ft.RawHash != 0 {
 			f.row.Raw = rawHash(ft.RawHash, f.saltOf(ft.Layer))
 		}

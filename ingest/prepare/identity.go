@@ -78,6 +78,36 @@ func CanonicalProps(dst, in []byte) ([]byte, error) {
 	return c.canonical(dst, in)
 }
 
+// CanonicalObject appends to dst the canonical text (CanonicalProps) of
+// the JSON object in whose members the caller knows: member m's value is
+// in[spans[2*m]:spans[2*m+1]] and its key, written as the canonical text
+// writes it (`"key": `), keys[m]; order lists the members in jsonb's key
+// order, each key once. It writes the object member by member and gets
+// CanonicalProps' bytes without its scan of every key and its sort. An
+// error is where CanonicalProps fails on the object too.
+func CanonicalObject(dst, in []byte, keys [][]byte, order []int, spans []int32) ([]byte, error) {
+	c := canonPool.Get().(*canon)
+	defer canonPool.Put(c)
+	c.in, c.keys = in, c.keys[:0]
+	dst = append(dst, '{')
+	for k, m := range order {
+		if k > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = append(dst, keys[m]...)
+		// A member's value is at depth 1, as object writes it.
+		i, out, err := c.value(dst, int(spans[2*m]), 1)
+		if err != nil {
+			return out, err
+		}
+		if i != int(spans[2*m+1]) {
+			return out, errNotJSON
+		}
+		dst = out
+	}
+	return append(dst, '}'), nil
+}
+
 // canonical is CanonicalProps with c.
 func (c *canon) canonical(dst, in []byte) ([]byte, error) {
 	c.in, c.keys = in, c.keys[:0]
