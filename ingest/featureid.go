@@ -32,7 +32,9 @@ type featureIDReader struct {
 
 func (r featureIDReader) Feature() geomio.Feature {
 	f := r.Reader.Feature()
-	f.Properties = withFeatureID(f.Properties, f.ID)
+	if len(f.ID) > 0 {
+		f.Properties, f.Members = withFeatureID(f.Properties, f.ID), nil
+	}
 	return f
 }
 

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/geoingest/geoingest/geomio/jsonscan"
@@ -43,8 +44,58 @@ func (k *KeysReader) Next() bool {
 	if !k.LayerReader.Next() {
 		return false
 	}
-	k.add(k.LayerReader.Feature().Properties)
+	f := k.LayerReader.Feature()
+	if len(f.Members) > 0 {
+		k.addMembers(f.Properties, f.Members)
+	} else {
+		k.add(f.Properties)
+	}
 	return true
+}
+
+// addMembers is add of obj whose members are where members says
+// (geomio.Feature.Members: "key":value, no white space), read from
+// there instead of scanned (TestKeysReaderMembersAsScanned).
+func (k *KeysReader) addMembers(obj []byte, members []int32) {
+	if len(members)%3 != 0 {
+		k.add(obj)
+		return
+	}
+	for pos := 0; 3*pos < len(members); pos++ {
+		ks, vs, ve := int(members[3*pos]), int(members[3*pos+1]), int(members[3*pos+2])
+		if ks < 0 || ks+3 > vs || ve <= vs || ve > len(obj) || obj[ks] != '"' || obj[vs-2] != '"' || obj[vs-1] != ':' {
+			k.add(obj)
+			return
+		}
+		end := vs - 2 // the closing quote
+		hit := -1
+		if pos < len(k.last) {
+			if s := &k.slots[k.last[pos]]; s.plain && ks+1+len(s.key) == end && string(obj[ks+1:end]) == s.key {
+				hit = k.last[pos]
+			}
+		}
+		escaped := hit < 0 && bytes.IndexByte(obj[ks+1:end], '\\') >= 0
+		kind := valueKind(obj[vs])
+		if hit < 0 || k.slots[hit].kinds|kind != k.slots[hit].kinds {
+			k.record(pos, obj[ks+1:end], escaped, kind)
+		}
+	}
+}
+
+// valueKind is the kind (VersionStats.Keys) of a JSON value starting
+// with c.
+func valueKind(c byte) uint8 {
+	switch {
+	case c == '"':
+		return KeyString
+	case c == 't' || c == 'f':
+		return KeyBool
+	case c == 'n':
+		return 0
+	case c == '{' || c == '[':
+		return KeyComplex
+	}
+	return KeyNumber
 }
 
 // Keys returns the keys recorded so far, each with the kinds of its
@@ -94,19 +145,7 @@ func (k *KeysReader) add(obj []byte) {
 		if i >= len(obj) {
 			return
 		}
-		var kind uint8
-		switch c := obj[i]; {
-		case c == '"':
-			kind = KeyString
-		case c == 't' || c == 'f':
-			kind = KeyBool
-		case c == 'n':
-			kind = 0
-		case c == '{' || c == '[':
-			kind = KeyComplex
-		default:
-			kind = KeyNumber
-		}
+		kind := valueKind(obj[i])
 		if hit < 0 || k.slots[hit].kinds|kind != k.slots[hit].kinds {
 			k.record(pos, raw, escaped, kind)
 		}

@@ -312,6 +312,19 @@ func (m *Mapping) Applier() *Applier { return &Applier{m: m} }
 
 // Apply is Mapping.Apply.
 func (a *Applier) Apply(out, props []byte) ([]byte, error) {
+	return a.ApplyMembers(out, props, nil)
+}
+
+// ApplyMembers is Apply of props whose members are where members says
+// (geomio.Feature.Members: the key's opening quote, the value's start and
+// end, for each; the reader's contract): it takes each member from there
+// instead of scanning props for it. A key that is not where members says
+// has props scanned, as nil members do. TestApplyMembersAsApply holds the
+// two to the same records, spans and errors.
+func (a *Applier) ApplyMembers(out, props []byte, members []int32) ([]byte, error) {
+	if len(members)%3 != 0 {
+		members = nil
+	}
 	m := a.m
 	var small [32][]byte
 	vals := small[:0:0] // each column's raw value, nil: missing
@@ -330,16 +343,33 @@ func (a *Applier) Apply(out, props []byte) ([]byte, error) {
 	}
 	i++
 	for k := 0; ; k++ {
-		i = jsonscan.SkipSpace(props, i)
-		if i >= len(props) || props[i] != '"' {
-			break // '}' (or malformed: geomio gives JSON objects)
+		var rawKey, val []byte
+		var end int
+		var escaped bool
+		if members != nil {
+			// The member where the reader wrote it: "key":value.
+			if 3*k >= len(members) {
+				break
+			}
+			ks, vs, ve := int(members[3*k]), int(members[3*k+1]), int(members[3*k+2])
+			if ks < 0 || ks+2 > vs-1 || ve < vs || ve > len(props) || props[ks] != '"' || props[vs-2] != '"' || props[vs-1] != ':' {
+				return a.ApplyMembers(out[:start], props, nil)
+			}
+			rawKey, val, end = props[ks:vs-1], props[vs:ve], vs-2
+			escaped = bytes.IndexByte(rawKey, '\\') >= 0
+			i = ks
+		} else {
+			i = jsonscan.SkipSpace(props, i)
+			if i >= len(props) || props[i] != '"' {
+				break // '}' (or malformed: geomio gives JSON objects)
+			}
+			end, escaped = jsonscan.StringEnd(props, i)
+			if end < 0 {
+				return out, notObject()
+			}
+			end-- // the closing quote
+			rawKey = props[i : end+1]
 		}
-		end, escaped := jsonscan.StringEnd(props, i)
-		if end < 0 {
-			return out, notObject()
-		}
-		end-- // the closing quote
-		rawKey := props[i : end+1]
 		var cols []int
 		var mapped bool
 		if k < len(a.prev) && bytes.Equal(a.prev[k].raw, rawKey) {
@@ -361,19 +391,21 @@ func (a *Applier) Apply(out, props []byte) ([]byte, error) {
 				a.prev[k] = appliedKey{raw: append(a.prev[k].raw[:0], rawKey...), cols: cols, mapped: mapped}
 			}
 		}
-		i = jsonscan.SkipSpace(props, end+1)
-		if i >= len(props) || props[i] != ':' {
-			return out, notObject()
+		vend := 0
+		if members == nil {
+			i = jsonscan.SkipSpace(props, end+1)
+			if i >= len(props) || props[i] != ':' {
+				return out, notObject()
+			}
+			i = jsonscan.SkipSpace(props, i+1)
+			if i >= len(props) {
+				return out, notObject()
+			}
+			if vend = jsonscan.SkipValue(props, i); vend < 0 {
+				return out, notObject()
+			}
+			val = props[i:vend]
 		}
-		i = jsonscan.SkipSpace(props, i+1)
-		if i >= len(props) {
-			return out, notObject()
-		}
-		vend := jsonscan.SkipValue(props, i)
-		if vend < 0 {
-			return out, notObject()
-		}
-		val := props[i:vend]
 		if mapped {
 			for _, c := range cols {
 				vals[c] = val
@@ -387,9 +419,11 @@ func (a *Applier) Apply(out, props []byte) ([]byte, error) {
 			extras = append(extras, ':')
 			extras = append(extras, val...)
 		}
-		i = jsonscan.SkipSpace(props, vend)
-		if i < len(props) && props[i] == ',' {
-			i++
+		if members == nil {
+			i = jsonscan.SkipSpace(props, vend)
+			if i < len(props) && props[i] == ',' {
+				i++
+			}
 		}
 	}
 	a.extras = extras

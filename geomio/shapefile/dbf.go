@@ -46,6 +46,7 @@ type dbfReader struct {
 	dec      *encoding.Decoder
 	nameJSON [][]byte // field names, JSON-quoted
 	props    []byte   // properties' buffer, reused record after record
+	members  []int32  // where props' members are (core.Feature.Members)
 }
 
 // ldidCodePages maps the DBF language driver id (header byte 29) to a code
@@ -163,14 +164,18 @@ func (d *dbfReader) Next() (deleted bool, err error) {
 // its next Next).
 func (d *dbfReader) Properties() ([]byte, error) {
 	out := append(d.props[:0], '{')
+	members := d.members[:0]
 	for i, f := range d.fields {
 		if i > 0 {
 			out = append(out, ',')
 		}
+		ks := len(out)
 		out = append(out, d.nameJSON[i]...)
 		out = append(out, ':')
+		vs := len(out)
 		var err error
 		out, err = d.appendValue(out, f, d.rec[f.offset:f.offset+f.length])
+		members = append(members, int32(ks), int32(vs), int32(len(out)))
 		if err != nil {
 			code := ""
 			if d.unnamed {
@@ -183,9 +188,13 @@ func (d *dbfReader) Properties() ([]byte, error) {
 		}
 	}
 	out = append(out, '}')
-	d.props = out
+	d.props, d.members = out, members
 	return out, nil
 }
+
+// Members is where the members of the record Properties last rendered
+// are (core.Feature.Members), valid as its bytes are.
+func (d *dbfReader) Members() []int32 { return d.members }
 
 func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, error) {
 	switch f.typ {

@@ -198,7 +198,7 @@ func (r *ShpReader) Next() bool {
 			g = core.SetSRID(g, r.layer.SRID)
 		}
 		r.feat = core.Feature{Index: r.idx, Layer: r.layer.Name, Geom: g, Properties: props, DroppedZM: g != nil && r.recZM,
-			RawHash: r.raw.Sum2(r.cur, r.dbf.rec)}
+			RawHash: r.raw.Sum2(r.cur, r.dbf.rec), Members: r.dbf.Members()}
 		r.idx++
 		return true
 	}

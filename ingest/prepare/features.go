@@ -246,7 +246,11 @@ func (f *Features) next(direct bool) bool {
 		if f.mapping != nil {
 			// The typed schema's record (ingest/schema.go); a value that
 			// does not cast goes to the quarantine, never to NULL.
-			out, err := f.applier.Apply(f.mapped[:0], props)
+			var members []int32
+			if len(ft.Properties) > 0 {
+				members = ft.Members
+			}
+			out, err := f.applier.ApplyMembers(f.mapped[:0], props, members)
 			f.mapped = out
 			if err != nil {
 				if !f.skip(&ft, ingest.RuleCast, err.Error()+" (mapping "+f.mapping.Name+")") {

@@ -62,6 +62,13 @@ type Feature struct {
 	// Skipped marks a feature in Options.Skip between a reader's stages;
 	// readers never yield one.
 	Skipped bool
+	// Members, when the reader wrote Properties itself with no white space
+	// (a DBF record's), says where its members are, three offsets in
+	// Properties each, in order: the key's opening quote, the value's first
+	// byte (after the ':') and the byte after the value; nil when the
+	// reader does not say, and a caller scans Properties. A caller that
+	// changes Properties drops it.
+	Members []int32
 }
 
 // Layer describes what a reader has found out about its layer. It is
