@@ -356,7 +356,6 @@ func (a *Applier) ApplyMembers(out, props []byte, members []int32) ([]byte, erro
 				return a.ApplyMembers(out[:start], props, nil)
 			}
 			rawKey, val, end = props[ks:vs-1], props[vs:ve], vs-2
-			escaped = bytes.IndexByte(rawKey, '\\') >= 0
 			i = ks
 		} else {
 			i = jsonscan.SkipSpace(props, i)
@@ -375,6 +374,9 @@ func (a *Applier) ApplyMembers(out, props []byte, members []int32) ([]byte, erro
 		if k < len(a.prev) && bytes.Equal(a.prev[k].raw, rawKey) {
 			cols, mapped = a.prev[k].cols, a.prev[k].mapped
 		} else {
+			if members != nil {
+				escaped = bytes.IndexByte(rawKey, '\\') >= 0
+			}
 			if escaped {
 				name, err := unescapeKey(rawKey)
 				if err != nil {

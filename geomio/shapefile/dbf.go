@@ -224,6 +224,9 @@ func (d *dbfReader) appendValue(out []byte, f dbfField, raw []byte) ([]byte, err
 				return strconv.AppendInt(out, v, 10), nil
 			}
 		}
+		if o, ok := appendShortDecimal(out, s); ok {
+			return o, nil
+		}
 		v, err := parseFloat(s)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("invalid number %q", s)
@@ -313,6 +316,96 @@ func parseInt64(b []byte) (int64, bool) {
 		return -int64(u), true // -(1<<63) wraps to itself: MinInt64
 	}
 	return 0, false
+}
+
+// appendShortDecimal appends what strconv.AppendFloat(out,
+// ParseFloat(s), 'g', -1, 64) appends for s, a plain decimal
+// (-?digits[.digits]) of at most 15 significant digits whose value v is
+// zero or 1e-4 <= |v| < 1e6, without the float: a decimal of at most 15
+// significant digits is the shortest one that reads back as its float
+// (float64 holds 15 decimal digits), and in that range 'g' writes it with
+// no exponent. ok is false for any other s, which the caller converts.
+// FuzzDBFValueAsBefore holds it to the conversion.
+func appendShortDecimal(out, s []byte) ([]byte, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	intEnd := 0
+	for intEnd < len(s) && s[intEnd] >= '0' && s[intEnd] <= '9' {
+		intEnd++
+	}
+	if intEnd == 0 {
+		return out, false
+	}
+	frac := s[intEnd:]
+	if len(frac) > 0 {
+		if frac[0] != '.' || len(frac) == 1 {
+			return out, false
+		}
+		frac = frac[1:]
+		for _, c := range frac {
+			if c < '0' || c > '9' {
+				return out, false
+			}
+		}
+	}
+	intPart := s[:intEnd]
+	// The significant digits: intPart's without its leading zeros, then
+	// frac's; dp is where the point falls among them.
+	for len(intPart) > 0 && intPart[0] == '0' {
+		intPart = intPart[1:]
+	}
+	dp := len(intPart)
+	lead := 0 // frac's zeros before its first digit, when intPart is zero
+	if dp == 0 {
+		for lead < len(frac) && frac[lead] == '0' {
+			lead++
+		}
+	}
+	last := len(frac) // frac's digits up to its last non-zero one
+	for last > 0 && frac[last-1] == '0' {
+		last--
+	}
+	if last < lead {
+		last = lead
+	}
+	nd := dp + last - lead
+	if dp == 0 {
+		dp = -lead
+	} else if last == 0 {
+		// An integer: its own trailing zeros are not significant.
+		t := len(intPart)
+		for t > 0 && intPart[t-1] == '0' {
+			t--
+		}
+		nd = t
+	}
+	if nd == 0 { // zero, signed as ParseFloat reads it
+		if neg {
+			return append(out, '-', '0'), true
+		}
+		return append(out, '0'), true
+	}
+	if nd > 15 || dp-1 < -4 || dp-1 >= 6 {
+		return out, false
+	}
+	if neg {
+		out = append(out, '-')
+	}
+	if dp <= 0 {
+		out = append(out, '0', '.')
+		for range -dp {
+			out = append(out, '0')
+		}
+		return append(out, frac[lead:last]...), true
+	}
+	out = append(out, intPart...)
+	if last > 0 {
+		out = append(out, '.')
+		out = append(out, frac[:last]...)
+	}
+	return out, true
 }
 
 // parseFloat is strconv.ParseFloat(string(b), 64); the string, which does

@@ -74,7 +74,10 @@ func refJSONString(out, s []byte) []byte {
 func FuzzDBFValueAsBefore(f *testing.F) {
 	for _, s := range []string{"", " ", "ab  \x00 \x00     ", "   \x00\x00\x00\x00\x00\x00\x00\x00\x00", "a\"b\\c\n\t\x01 \x7f é   ",
 		"  42", "-0", "+5", "+", "0000000000000000000012", "00009007199254740993", "-9223372036854775808", "9223372036854775808",
-		"12345678901234567890", "1.5e3\x00", "**", "*1", " - ", "\u00a012\u00a0", "0x10", "1_000", "Inf", "1e400", "\xff"} {
+		"12345678901234567890", "1.5e3\x00", "**", "*1", " - ", "\u00a012\u00a0", "0x10", "1_000", "Inf", "1e400", "\xff",
+		"0.0001", "0.00009999", "-0.00010", "999999.5", "999999.9999999999", "1000000.0", "100000", "123456789012345.6",
+		"12345.6789012345", "12345.67890123456", "0.1", "-0.000", "00.50", "5.", ".5", "-.5", "12.3400", "1200", "1200.000",
+		"0.000000", "9007199254740993.0", "0.30000000000000004"} {
 		f.Add([]byte(s), byte('C'), 0)
 		f.Add([]byte(s), byte('N'), 0)
 		f.Add([]byte(s), byte('N'), 2)
@@ -139,4 +142,59 @@ func FuzzJSONStringAsBefore(f *testing.F) {
 			t.Fatalf("%q (string): got %s, want %s", s, got, want)
 		}
 	})
+}
+
+// TestShortDecimalAsFloat: for random plain decimals of every length,
+// sign, leading and trailing zeros, the number field's JSON is the
+// float's ('g', shortest) that it was before, byte for byte.
+func TestShortDecimalAsFloat(t *testing.T) {
+	d := &dbfReader{}
+	x := uint64(1)
+	rnd := func(n int) int {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(n))
+	}
+	fast := 0
+	for range 300000 {
+		var b []byte
+		if rnd(3) == 0 {
+			b = append(b, '-')
+		}
+		for range rnd(3) {
+			b = append(b, '0')
+		}
+		for range rnd(10) {
+			b = append(b, byte('0'+rnd(10)))
+		}
+		if len(b) == 0 || b[len(b)-1] == '-' || rnd(4) != 0 {
+			b = append(b, byte('0'+rnd(10)))
+		}
+		if rnd(4) != 0 {
+			b = append(b, '.')
+			for range rnd(3) {
+				b = append(b, '0')
+			}
+			for range 1 + rnd(12) {
+				b = append(b, byte('0'+rnd(10)))
+			}
+			for range rnd(3) {
+				b = append(b, '0')
+			}
+		}
+		if _, ok := appendShortDecimal(nil, b); ok {
+			fast++
+		}
+		for _, f := range []dbfField{{typ: 'N', decimals: 4, length: len(b)}, {typ: 'F', length: len(b)}} {
+			want, wantErr := refAppendValue(nil, f, b)
+			got, err := d.appendValue(nil, f, b)
+			if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+				t.Fatalf("%q: got %s, %v; want %s, %v", b, got, err, want, wantErr)
+			}
+		}
+	}
+	if fast < 100000 {
+		t.Fatalf("only %d decimals took the short path", fast)
+	}
 }
