@@ -130,6 +130,10 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r *inges
 			return normaliseErr(err)
 		}
 		fin.Written, fin.AreaM2 = sum.Written, sum.AreaM2
+		if pre != nil {
+			// The kept features left out of the version (prefilter.go).
+			fin.Written, fin.AreaM2 = fin.Written+pre.bypassed, fin.AreaM2+pre.bypassedArea
+		}
 	} else {
 		fin.Written, fin.AreaM2 = sp.rows, sp.area
 		if pre != nil {
@@ -161,7 +165,7 @@ func (s *Store) writeDiff(ctx context.Context, g *gate, job ingest.Job, r *inges
 	}
 
 	ingest.HookAt(ctx, ingest.HookDuringDiff, ingest.HookWhere{Job: job.ID})
-	plan, err := g.q.DiffPlan(ctx, db.DiffPlanParams{TargetTable: target, OldRef: oldRef, KeyFields: key})
+	plan, err := g.q.DiffPlan(ctx, db.DiffPlanParams{TargetTable: target, OldRef: oldRef, KeyFields: key, SkipKept: pre != nil})
 	if err != nil {
 		return fmt.Errorf("match the version: %w", normaliseErr(err))
 	}

@@ -25,10 +25,14 @@ import (
 //     RawHashOnly: delimited and hashed, not decoded), salted as the
 //     prepare stage salts them, and copied into pg_temp.geoingest_raw;
 //  2. one join with the current generation's rows finds the features kept
-//     by their bytes, and their match columns are copied from the rows
-//     into the version's (geoingest_version): the match sees the whole
-//     version, exactly as a full read would list it, so its pairs,
-//     duplicate keys, feature ids and counts are a full read's;
+//     by their bytes. Their match columns are copied from the rows into
+//     the version's (geoingest_version), so that the match sees the whole
+//     version, exactly as a full read would list it, and its pairs,
+//     duplicate keys, feature ids and counts are a full read's; except,
+//     for a keyed source, those whose row has a key (migration 0050):
+//     they stay out of the match, rows and features, and are counted as
+//     unchanged key pairs, which they are when their key is found once on
+//     each side; the match checks that, and puts them all back otherwise;
 //  3. the job's reader skips them (geomio.Options.Skip, filled before it
 //     reads anything): only the other features are parsed, prepared,
 //     spooled and, as needed, sent;
@@ -59,12 +63,16 @@ import (
 
 // prefiltered is what the prefilter kept of a version.
 type prefiltered struct {
-	kept   int64   // features kept by their bytes
-	area   float64 // their rows' area
-	extent [4]float64
-	salts  map[string]uint64 // each layer's salt, by name, as the first read found it
-	oldRef int64             // the generation its rows are in
-	layers []geomio.Layer    // the layers the first read found, in order
+	kept int64   // features kept by their bytes
+	area float64 // their rows' area
+	// bypassed of them are left out of the version and the match
+	// (migration 0050: a keyed source's), with their area.
+	bypassed     int64
+	bypassedArea float64
+	extent       [4]float64
+	salts        map[string]uint64 // each layer's salt, by name, as the first read found it
+	oldRef       int64             // the generation its rows are in
+	layers       []geomio.Layer    // the layers the first read found, in order
 }
 
 // layersOf is r's layers with those whose every feature was kept (which
@@ -202,6 +210,7 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 		return nil, fmt.Errorf("prefilter: %d features kept, %d skipped", k.Kept, pf.Skip.Len())
 	}
 	pre.kept, pre.area = k.Kept, k.AreaM2
+	pre.bypassed, pre.bypassedArea = k.Bypassed, k.BypassedArea
 	pre.extent = [4]float64{k.MinX, k.MinY, k.MaxX, k.MaxY}
 	s.prefilterKept.Add(k.Kept)
 	s.log.Debug("prefilter", "job", job.ID, "features", m.Total, "kept", k.Kept)

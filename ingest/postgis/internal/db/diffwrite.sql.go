@@ -222,13 +222,14 @@ func (q *Queries) DiffApplyDirect(ctx context.Context, arg DiffApplyDirectParams
 
 const diffPlan = `-- name: DiffPlan :one
 SELECT p.total::bigint AS total, p.to_write::bigint AS to_write, p.duplicate_keys::bigint AS duplicate_keys
-FROM geoingest_diff_plan($1::text, $2::bigint, $3::text[]) p
+FROM geoingest_diff_plan($1::text, $2::bigint, $3::text[], $4::boolean) p
 `
 
 type DiffPlanParams struct {
 	TargetTable string
 	OldRef      int64
 	KeyFields   []string
+	SkipKept    bool
 }
 
 type DiffPlanRow struct {
@@ -238,9 +239,16 @@ type DiffPlanRow struct {
 }
 
 // DiffPlan matches the version's match columns with the generation of
-// old_ref by key and by content (geoingest_diff_plan).
+// old_ref by key and by content (geoingest_diff_plan); with skip_kept, the
+// pairs kept by their bytes that the prefilter left out of the version
+// stay out of the match, counted as unchanged key pairs (migration 0050).
 func (q *Queries) DiffPlan(ctx context.Context, arg DiffPlanParams) (DiffPlanRow, error) {
-	row := q.db.QueryRow(ctx, diffPlan, arg.TargetTable, arg.OldRef, arg.KeyFields)
+	row := q.db.QueryRow(ctx, diffPlan,
+		arg.TargetTable,
+		arg.OldRef,
+		arg.KeyFields,
+		arg.SkipKept,
+	)
 	var i DiffPlanRow
 	err := row.Scan(&i.Total, &i.ToWrite, &i.DuplicateKeys)
 	return i, err
@@ -399,7 +407,8 @@ func (q *Queries) PrefilterDedupe(ctx context.Context) (int64, error) {
 const prefilterKeep = `-- name: PrefilterKeep :one
 SELECT k.kept::bigint AS kept, coalesce(k.area_m2, 0)::float8 AS area_m2,
        coalesce(k.min_x, 'NaN')::float8 AS min_x, coalesce(k.min_y, 'NaN')::float8 AS min_y,
-       coalesce(k.max_x, 'NaN')::float8 AS max_x, coalesce(k.max_y, 'NaN')::float8 AS max_y
+       coalesce(k.max_x, 'NaN')::float8 AS max_x, coalesce(k.max_y, 'NaN')::float8 AS max_y,
+       k.bypassed::bigint AS bypassed, k.bypassed_area::float8 AS bypassed_area
 FROM geoingest_prefilter_keep($1::text, $2::bigint) k
 `
 
@@ -409,16 +418,19 @@ type PrefilterKeepParams struct {
 }
 
 type PrefilterKeepRow struct {
-	Kept   int64
-	AreaM2 float64
-	MinX   float64
-	MinY   float64
-	MaxX   float64
-	MaxY   float64
+	Kept         int64
+	AreaM2       float64
+	MinX         float64
+	MinY         float64
+	MaxX         float64
+	MaxY         float64
+	Bypassed     int64
+	BypassedArea float64
 }
 
-// PrefilterKeep lists the kept features in the version's match columns;
-// their count, area and extent.
+// PrefilterKeep lists the kept features in the version's match columns,
+// but those with a key (left out of the match, migration 0050); the count,
+// area and extent of all, the count and area of those left out.
 func (q *Queries) PrefilterKeep(ctx context.Context, arg PrefilterKeepParams) (PrefilterKeepRow, error) {
 	row := q.db.QueryRow(ctx, prefilterKeep, arg.TargetTable, arg.OldRef)
 	var i PrefilterKeepRow
@@ -429,6 +441,8 @@ func (q *Queries) PrefilterKeep(ctx context.Context, arg PrefilterKeepParams) (P
 		&i.MinY,
 		&i.MaxX,
 		&i.MaxY,
+		&i.Bypassed,
+		&i.BypassedArea,
 	)
 	return i, err
 }

@@ -60,9 +60,11 @@ SELECT v.written::bigint AS written, v.area_m2::float8 AS area_m2 FROM geoingest
 
 -- name: DiffPlan :one
 -- DiffPlan matches the version's match columns with the generation of
--- old_ref by key and by content (geoingest_diff_plan).
+-- old_ref by key and by content (geoingest_diff_plan); with skip_kept, the
+-- pairs kept by their bytes that the prefilter left out of the version
+-- stay out of the match, counted as unchanged key pairs (migration 0050).
 SELECT p.total::bigint AS total, p.to_write::bigint AS to_write, p.duplicate_keys::bigint AS duplicate_keys
-FROM geoingest_diff_plan(@target_table::text, @old_ref::bigint, @key_fields::text[]) p;
+FROM geoingest_diff_plan(@target_table::text, @old_ref::bigint, @key_fields::text[], @skip_kept::boolean) p;
 
 -- name: DiffApply :one
 -- DiffApply finishes the match, records the changes and writes only what
@@ -130,11 +132,13 @@ SELECT k::bigint AS fi FROM geoingest_prefilter_kept() k;
 SELECT geoingest_prefilter_dedupe()::bigint AS removed;
 
 -- name: PrefilterKeep :one
--- PrefilterKeep lists the kept features in the version's match columns;
--- their count, area and extent.
+-- PrefilterKeep lists the kept features in the version's match columns,
+-- but those with a key (left out of the match, migration 0050); the count,
+-- area and extent of all, the count and area of those left out.
 SELECT k.kept::bigint AS kept, coalesce(k.area_m2, 0)::float8 AS area_m2,
        coalesce(k.min_x, 'NaN')::float8 AS min_x, coalesce(k.min_y, 'NaN')::float8 AS min_y,
-       coalesce(k.max_x, 'NaN')::float8 AS max_x, coalesce(k.max_y, 'NaN')::float8 AS max_y
+       coalesce(k.max_x, 'NaN')::float8 AS max_x, coalesce(k.max_y, 'NaN')::float8 AS max_y,
+       k.bypassed::bigint AS bypassed, k.bypassed_area::float8 AS bypassed_area
 FROM geoingest_prefilter_keep(@target_table::text, @old_ref::bigint) k;
 
 -- name: PrefilterSend :one
