@@ -26,7 +26,7 @@ BEGIN
 END
 $function$;
 
-DROP FUNCTION geoingest_prefilter_keep(text, bigint);
+DROP FUNCTION geoingest_prefilter_keep(text, bigint, double precision[]);
 
 CREATE OR REPLACE FUNCTION geoingest_prefilter_keep(target text, old_ref bigint, OUT kept bigint, OUT area_m2 double precision,
                                                     OUT min_x double precision, OUT min_y double precision,

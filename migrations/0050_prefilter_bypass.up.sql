@@ -44,8 +44,10 @@ DROP FUNCTION geoingest_prefilter_keep(text, bigint);
 -- geoingest_prefilter_keep lists the kept features that do not stand for
 -- themselves (0050) in the version's match columns; it returns the count,
 -- area and extent of every kept feature, and the count and area of those
--- left out of the version.
-CREATE OR REPLACE FUNCTION geoingest_prefilter_keep(target text, old_ref bigint, OUT kept bigint, OUT area_m2 double precision,
+-- left out of the version. The extent is found from the edges of the
+-- generation's (base_box, its version's as recorded) where it can be.
+CREATE OR REPLACE FUNCTION geoingest_prefilter_keep(target text, old_ref bigint, base_box double precision[],
+                                                    OUT kept bigint, OUT area_m2 double precision,
                                                     OUT min_x double precision, OUT min_y double precision,
                                                     OUT max_x double precision, OUT max_y double precision,
                                                     OUT bypassed bigint, OUT bypassed_area double precision)
@@ -55,13 +57,46 @@ CREATE OR REPLACE FUNCTION geoingest_prefilter_keep(target text, old_ref bigint,
  SET jit TO 'off'
 AS $function$
 DECLARE
-    ot text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
+    ot    text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
+    edge  tid[];
+    c     record;
+    found boolean[] := '{f,f,f,f}';
 BEGIN
     INSERT INTO pg_temp.geoingest_version (feature_index, match_key, geom_hash, props_hash, area_m2, must, spool_off, spool_len)
     SELECT k.fi, k.match_key, k.geom_hash, k.props_hash, k.area_m2, false, NULL, NULL FROM pg_temp.geoingest_kept k
     WHERE NOT k.bypass;
     SELECT count(*), sum(k.area_m2), count(*) FILTER (WHERE k.bypass), coalesce(sum(k.area_m2) FILTER (WHERE k.bypass), 0)
     INTO kept, area_m2, bypassed, bypassed_area FROM pg_temp.geoingest_kept k;
+    IF cardinality(base_box) = 4 THEN
+        -- The kept rows are some of the generation's, whose extent is
+        -- base_box (as its version recorded it): a side that a kept row
+        -- attains is theirs. The rows on its edges are few (the GiST
+        -- index finds them); only a side none of them attains takes a
+        -- pass over every kept row.
+        EXECUTE format('SELECT array_agg(o.ctid) FROM %s o
+                        WHERE o.job_ref = $1
+                          AND (o.geom && ST_MakeEnvelope($2[1], $2[2], $2[1], $2[4], 4326)
+                               OR o.geom && ST_MakeEnvelope($2[3], $2[2], $2[3], $2[4], 4326)
+                               OR o.geom && ST_MakeEnvelope($2[1], $2[2], $2[3], $2[2], 4326)
+                               OR o.geom && ST_MakeEnvelope($2[1], $2[4], $2[3], $2[4], 4326))', ot)
+        INTO edge USING old_ref, base_box;
+        IF edge IS NOT NULL THEN
+            FOR c IN EXECUTE format('SELECT ST_XMin(b) AS x0, ST_YMin(b) AS y0, ST_XMax(b) AS x1, ST_YMax(b) AS y1
+                                     FROM (SELECT o.geom::box3d AS b FROM %s o
+                                           WHERE o.job_ref = $1 AND o.ctid = ANY ($2)
+                                             AND o.ctid IN (SELECT k.rid FROM pg_temp.geoingest_kept k)) x', ot)
+                     USING old_ref, edge LOOP
+                found[1] := found[1] OR c.x0 = base_box[1];
+                found[2] := found[2] OR c.y0 = base_box[2];
+                found[3] := found[3] OR c.x1 = base_box[3];
+                found[4] := found[4] OR c.y1 = base_box[4];
+            END LOOP;
+        END IF;
+        IF found[1] AND found[2] AND found[3] AND found[4] THEN
+            min_x := base_box[1]; min_y := base_box[2]; max_x := base_box[3]; max_y := base_box[4];
+            RETURN;
+        END IF;
+    END IF;
     EXECUTE format('SELECT min(ST_XMin(b)), min(ST_YMin(b)), max(ST_XMax(b)), max(ST_YMax(b))
                     FROM (SELECT o.geom::box3d AS b FROM pg_temp.geoingest_kept k JOIN %s o ON o.ctid = k.rid
                           WHERE o.job_ref = $1) x', ot)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
 	"github.com/geoingest/geoingest/ingest/prepare"
+	"github.com/jackc/pgx/v5"
 )
 
 // The raw-bytes prefilter of a diff write (migration 0049, docs/design.md
@@ -202,7 +204,15 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 			return nil, fmt.Errorf("prefilter: %w", err)
 		}
 	}
-	k, err := g.q.PrefilterKeep(ctx, db.PrefilterKeepParams{TargetTable: job.Params.Target, OldRef: oldRef})
+	// The generation's extent as its version recorded it (the guards'):
+	// the kept rows' is found from its edges (migration 0050).
+	var box []float64
+	if st, err := g.q.JobStats(ctx, g.src.CurrentJobID.String); err == nil && st.MinX.Valid && st.MinY.Valid && st.MaxX.Valid && st.MaxY.Valid {
+		box = []float64{st.MinX.Float64, st.MinY.Float64, st.MaxX.Float64, st.MaxY.Float64}
+	} else if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("prefilter: %w", err)
+	}
+	k, err := g.q.PrefilterKeep(ctx, db.PrefilterKeepParams{TargetTable: job.Params.Target, OldRef: oldRef, BaseBox: box})
 	if err != nil {
 		return nil, fmt.Errorf("prefilter: keep: %w", normaliseErr(err))
 	}

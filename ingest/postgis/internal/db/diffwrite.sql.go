@@ -409,12 +409,13 @@ SELECT k.kept::bigint AS kept, coalesce(k.area_m2, 0)::float8 AS area_m2,
        coalesce(k.min_x, 'NaN')::float8 AS min_x, coalesce(k.min_y, 'NaN')::float8 AS min_y,
        coalesce(k.max_x, 'NaN')::float8 AS max_x, coalesce(k.max_y, 'NaN')::float8 AS max_y,
        k.bypassed::bigint AS bypassed, k.bypassed_area::float8 AS bypassed_area
-FROM geoingest_prefilter_keep($1::text, $2::bigint) k
+FROM geoingest_prefilter_keep($1::text, $2::bigint, $3::float8[]) k
 `
 
 type PrefilterKeepParams struct {
 	TargetTable string
 	OldRef      int64
+	BaseBox     []float64
 }
 
 type PrefilterKeepRow struct {
@@ -432,7 +433,7 @@ type PrefilterKeepRow struct {
 // but those with a key (left out of the match, migration 0050); the count,
 // area and extent of all, the count and area of those left out.
 func (q *Queries) PrefilterKeep(ctx context.Context, arg PrefilterKeepParams) (PrefilterKeepRow, error) {
-	row := q.db.QueryRow(ctx, prefilterKeep, arg.TargetTable, arg.OldRef)
+	row := q.db.QueryRow(ctx, prefilterKeep, arg.TargetTable, arg.OldRef, arg.BaseBox)
 	var i PrefilterKeepRow
 	err := row.Scan(
 		&i.Kept,

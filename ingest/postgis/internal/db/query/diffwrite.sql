@@ -139,7 +139,7 @@ SELECT k.kept::bigint AS kept, coalesce(k.area_m2, 0)::float8 AS area_m2,
        coalesce(k.min_x, 'NaN')::float8 AS min_x, coalesce(k.min_y, 'NaN')::float8 AS min_y,
        coalesce(k.max_x, 'NaN')::float8 AS max_x, coalesce(k.max_y, 'NaN')::float8 AS max_y,
        k.bypassed::bigint AS bypassed, k.bypassed_area::float8 AS bypassed_area
-FROM geoingest_prefilter_keep(@target_table::text, @old_ref::bigint) k;
+FROM geoingest_prefilter_keep(@target_table::text, @old_ref::bigint, @base_box::float8[]) k;
 
 -- name: PrefilterSend :one
 -- PrefilterSend copies kept features from their rows into
