@@ -58,7 +58,6 @@ CREATE OR REPLACE FUNCTION geoingest_prefilter_keep(target text, old_ref bigint,
 AS $function$
 DECLARE
     ot    text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
-    edge  tid[];
     c     record;
     found boolean[] := '{f,f,f,f}';
 BEGIN
@@ -73,25 +72,24 @@ BEGIN
         -- attains is theirs. The rows on its edges are few (the GiST
         -- index finds them); only a side none of them attains takes a
         -- pass over every kept row.
-        EXECUTE format('SELECT array_agg(o.ctid) FROM %s o
+        DROP TABLE IF EXISTS pg_temp.geoingest_kept_edge;
+        EXECUTE format('CREATE TEMP TABLE geoingest_kept_edge ON COMMIT DROP AS
+                        SELECT o.ctid AS rid, o.geom::box3d AS b FROM %s o
                         WHERE o.job_ref = $1
                           AND (o.geom && ST_MakeEnvelope($2[1], $2[2], $2[1], $2[4], 4326)
                                OR o.geom && ST_MakeEnvelope($2[3], $2[2], $2[3], $2[4], 4326)
                                OR o.geom && ST_MakeEnvelope($2[1], $2[2], $2[3], $2[2], 4326)
                                OR o.geom && ST_MakeEnvelope($2[1], $2[4], $2[3], $2[4], 4326))', ot)
-        INTO edge USING old_ref, base_box;
-        IF edge IS NOT NULL THEN
-            FOR c IN EXECUTE format('SELECT ST_XMin(b) AS x0, ST_YMin(b) AS y0, ST_XMax(b) AS x1, ST_YMax(b) AS y1
-                                     FROM (SELECT o.geom::box3d AS b FROM %s o
-                                           WHERE o.job_ref = $1 AND o.ctid = ANY ($2)
-                                             AND o.ctid IN (SELECT k.rid FROM pg_temp.geoingest_kept k)) x', ot)
-                     USING old_ref, edge LOOP
-                found[1] := found[1] OR c.x0 = base_box[1];
-                found[2] := found[2] OR c.y0 = base_box[2];
-                found[3] := found[3] OR c.x1 = base_box[3];
-                found[4] := found[4] OR c.y1 = base_box[4];
-            END LOOP;
-        END IF;
+        USING old_ref, base_box;
+        ANALYZE pg_temp.geoingest_kept_edge;
+        -- The edge rows hashed, the kept ones scanned once.
+        FOR c IN SELECT ST_XMin(e.b) AS x0, ST_YMin(e.b) AS y0, ST_XMax(e.b) AS x1, ST_YMax(e.b) AS y1
+                 FROM pg_temp.geoingest_kept k JOIN pg_temp.geoingest_kept_edge e ON e.rid = k.rid LOOP
+            found[1] := found[1] OR c.x0 = base_box[1];
+            found[2] := found[2] OR c.y0 = base_box[2];
+            found[3] := found[3] OR c.x1 = base_box[3];
+            found[4] := found[4] OR c.y1 = base_box[4];
+        END LOOP;
         IF found[1] AND found[2] AND found[3] AND found[4] THEN
             min_x := base_box[1]; min_y := base_box[2]; max_x := base_box[3]; max_y := base_box[4];
             RETURN;
