@@ -132,8 +132,10 @@ func TestServeFollowsThePrimary(t *testing.T) {
 	reclaimed := metricOf(t, addr, `geoingest_claims_total{result="reclaimed"}`)
 	require.Zero(t, metricOf(t, addr, `geoingest_jobs_failed_total{kind="permanent"}`), "a failover is never a permanent failure")
 	require.Zero(t, metricOf(t, addr, "geoingest_messages_dead_lettered_total"))
-	t.Logf("transient failures %v, own dead attempts taken back %v, held %v", transient, reclaimed,
-		metricOf(t, addr, `geoingest_claims_total{result="held"}`))
+	t.Logf("transient failures %v, own dead attempts taken back %v, held %v; --ack-replicas: %v deliveries not confirmed (given back), %v waits of %.1f ms on average",
+		transient, reclaimed, metricOf(t, addr, `geoingest_claims_total{result="held"}`),
+		metricOf(t, addr, "geoingest_ack_replicas_not_confirmed_total"), metricOf(t, addr, "geoingest_ack_replicas_wait_seconds_count"),
+		1000*metricOf(t, addr, "geoingest_ack_replicas_wait_seconds_sum")/max(metricOf(t, addr, "geoingest_ack_replicas_wait_seconds_count"), 1))
 	out := w.stop(t)
 	require.False(t, strings.Contains(out, "panic"), out)
 
