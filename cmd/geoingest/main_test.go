@@ -28,7 +28,10 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "geoingest")
 	// The test build honours internal/testhook's fault-injection variables.
-	out, err := exec.Command("go", "build", "-tags", "geoingest_testhooks", "-o", binary, ".").CombinedOutput()
+	// Without a symbol table or DWARF (-s -w, as go test links its own
+	// binaries): no test reads them, and the link takes about half the CPU
+	// (7.4 s against 4.0 s).
+	out, err := exec.Command("go", "build", "-tags", "geoingest_testhooks", "-ldflags=-s -w", "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		panic("go build: " + err.Error() + "\n" + string(out))
 	}

@@ -33,7 +33,7 @@ var (
 func hookedBinary() (string, error) {
 	hooksOnce.Do(func() {
 		hooksBinary = filepath.Join(filepath.Dir(binary), "geoingest-testhooks")
-		out, err := exec.Command("go", "build", "-tags", "geoingest_testhooks", "-o", hooksBinary,
+		out, err := exec.Command("go", "build", "-tags", "geoingest_testhooks", "-ldflags=-s -w", "-o", hooksBinary,
 			"github.com/geoingest/geoingest/cmd/geoingest").CombinedOutput()
 		if err != nil {
 			hooksErr = err
