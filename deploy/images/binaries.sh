@@ -9,7 +9,9 @@
 # result to the same Dockerfile's runtime stages (BINARIES=prebuilt).
 set -eu
 out=$1; shift
-export CGO_ENABLED=1 GOFLAGS=-buildvcs=false
+# GOFLAGS is added to, not replaced: scripts/test.sh's (-gcflags) make
+# these builds reuse the packages its go test compiled.
+export CGO_ENABLED=1 GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false"
 go build "$@" -ldflags='-s -w' -o "$out/geoingest" ./cmd/geoingest
 go build "$@" -tags geoingest_nogdal -ldflags='-s -w' -o "$out/geoingest-slim" ./cmd/geoingest
 go build "$@" -ldflags='-s -w' -o "$out/geoingest-stack" ./deploy/stack
