@@ -539,7 +539,7 @@ YAML
       -c "\\copy raw ($typedcols) FROM '$work/rows.bin' (FORMAT binary)" \
       -c "CREATE INDEX ON raw USING gist (geom)"; rt=$T; rc=$CPU
     echo "$gt $ot $rt $gm $om $gc $oc $rc" >> "$work/typed-$f.txt"
-    echo "#   typed $f round $r: geoingest ${gt} s (${gm} MB, ${gc} s CPU: ${gcs}), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
+    echo "#   typed $f round $r (load $(cut -d' ' -f1-3 /proc/loadavg)): geoingest ${gt} s (${gm} MB, ${gc} s CPU: ${gcs}), ogr2ogr ${ot} s (${om} MB, ${oc} s CPU), raw COPY + GiST ${rt} s (${rc} s CPU)" >&2
   done
   summary "typed fresh $base_n ($f, 20 columns)" "$work/typed-$f.txt"
   done
