@@ -90,11 +90,17 @@ for c in ogr2ogr psql; do command -v $c >/dev/null || { echo "bench: $c not foun
 # folio on a fault in it, and the file the linker has just written sits in
 # the page cache in folios of up to 2 MB, which adds some 10 MB of its
 # pages to the process's RSS (docs/benchmarks.md, "Memory").
+# The copy has a name of this run's own: a GEOINGEST_BIN named like it
+# was left in place, and the run measured the binary before it.
+installbin() {
+  cp "$1" "$work/.geoingest.$$" && mv -f "$work/.geoingest.$$" "$work/geoingest" ||
+    { echo "bench: cannot install $1 as $work/geoingest" >&2; exit 1; }
+}
 if [ -n "${GEOINGEST_BIN:-}" ]; then
-  cp "$GEOINGEST_BIN" "$work/geoingest.new" && mv -f "$work/geoingest.new" "$work/geoingest"
+  installbin "$GEOINGEST_BIN"
 else
   go build -o "$work/geoingest.built" ./cmd/geoingest
-  cp "$work/geoingest.built" "$work/geoingest.new" && mv -f "$work/geoingest.new" "$work/geoingest"
+  installbin "$work/geoingest.built"
 fi
 [ -z "${RSS_BY_MAPPING:-}" ] || go build -o "$work/rssmap" ./internal/tools/rssmap
 if [ ! -x "$work/parcelgen" ]; then
@@ -193,7 +199,7 @@ bymapping() {
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 
-echo "# bench-write-gate: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+dirty'), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "# bench-write-gate: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+dirty')${GEOINGEST_BIN:+ (measuring $GEOINGEST_BIN)}, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "# machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(awk '/MemTotal/ {printf "%.1f GB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); $(ogr2ogr --version | cut -d, -f1); $(psql -V | cut -d' ' -f3- ); $(go version | cut -d' ' -f3)"
 echo "# rounds $rounds, base $base_n, append $append_n"
 
