@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/geoingest/geoingest/geomio"
+
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 )
 
@@ -23,6 +25,25 @@ type KeysReader struct {
 	index map[string]int // a key's place in slots
 	slots []keySlot      // every key recorded, with its kinds
 	last  []int          // the slots of the previous feature's keys, in order
+
+	// found is where the current feature's members are, as its scan
+	// found them (geomio.Feature.Members), when whole: the scan reached
+	// the object's end, and every member was "key":value with no white
+	// space. Feature gives them to the feature, so that its mapping
+	// (Applier.ApplyMembers) does not scan the object again.
+	found []int32
+	whole bool
+}
+
+// Feature is the reader's feature, with where its properties' members are
+// (Members) when its reader did not say and the scan of its keys found
+// them.
+func (k *KeysReader) Feature() geomio.Feature {
+	f := k.LayerReader.Feature()
+	if f.Members == nil && k.whole {
+		f.Members = k.found
+	}
+	return f
 }
 
 // keySlot is a key and the kinds of its values recorded so far. plain:
@@ -45,6 +66,7 @@ func (k *KeysReader) Next() bool {
 		return false
 	}
 	f := k.LayerReader.Feature()
+	k.whole = false
 	if len(f.Members) > 0 {
 		k.addMembers(f.Properties, f.Members)
 	} else {
@@ -111,6 +133,8 @@ func (k *KeysReader) Keys() map[string]uint8 {
 // add records the top-level keys of obj, a JSON object; what is not one
 // is ignored (geomio always gives one).
 func (k *KeysReader) add(obj []byte) {
+	k.found, k.whole = k.found[:0], false
+	plain := true // every member so far is "key":value
 	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return
@@ -119,8 +143,10 @@ func (k *KeysReader) add(obj []byte) {
 	for pos := 0; ; pos++ {
 		i = jsonscan.SkipSpace(obj, i)
 		if i >= len(obj) || obj[i] != '"' {
+			k.whole = plain && pos == 0 && i < len(obj) && obj[i] == '}'
 			return // '}' or malformed
 		}
+		ks := i
 		// The key: the one in this place in the feature before, or scanned.
 		hit, end, escaped := -1, -1, false
 		if pos < len(k.last) {
@@ -141,8 +167,10 @@ func (k *KeysReader) add(obj []byte) {
 		if i >= len(obj) || obj[i] != ':' {
 			return
 		}
-		i = jsonscan.SkipSpace(obj, i+1)
-		if i >= len(obj) {
+		plain = plain && i == end+1
+		vs := jsonscan.SkipSpace(obj, i+1)
+		plain = plain && vs == i+1
+		if i = vs; i >= len(obj) {
 			return
 		}
 		kind := valueKind(obj[i])
@@ -152,8 +180,10 @@ func (k *KeysReader) add(obj []byte) {
 		if i = jsonscan.SkipValue(obj, i); i < 0 {
 			return
 		}
+		k.found = append(k.found, int32(ks), int32(vs), int32(i))
 		i = jsonscan.SkipSpace(obj, i)
 		if i >= len(obj) || obj[i] != ',' {
+			k.whole = plain && i < len(obj) && obj[i] == '}'
 			return
 		}
 		i++

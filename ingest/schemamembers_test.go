@@ -83,3 +83,25 @@ func TestKeysReaderMembersAsScanned(t *testing.T) {
 	}
 	require.NotEmpty(t, scan.Keys())
 }
+
+// TestKeysReaderFindsMembers: the scan of a feature's keys finds where
+// its members are, as a reader that writes them says it (Members), and
+// gives them only when every member is "key":value with no white space.
+func TestKeysReaderFindsMembers(t *testing.T) {
+	k := NewKeysReader(nil)
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 5000 {
+		keys, vals := randomMembers(r)
+		obj, members := membersObject(keys, vals)
+		k.add(obj)
+		require.True(t, k.whole, "%s", obj)
+		require.Equal(t, fmt.Sprint(members), fmt.Sprint(k.found), "%s", obj)
+		if len(keys) > 0 {
+			spaced := append([]string(nil), vals...)
+			spaced[r.IntN(len(spaced))] = " " + spaced[0]
+			obj, _ = membersObject(keys, spaced)
+			k.add(obj)
+			require.False(t, k.whole, "%s", obj)
+		}
+	}
+}

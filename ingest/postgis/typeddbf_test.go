@@ -137,6 +137,15 @@ func (r noMembers) Feature() geomio.Feature {
 
 func (r noMembers) Layers() []geomio.Layer { return []geomio.Layer{r.Layer()} }
 
+// noMembersLR is noMembers of a LayerReader.
+type noMembersLR struct{ ingest.LayerReader }
+
+func (r noMembersLR) Feature() geomio.Feature {
+	f := r.LayerReader.Feature()
+	f.Members = nil
+	return f
+}
+
 // withMembers is the reader as it is.
 type withMembers struct{ geomio.Reader }
 
@@ -163,7 +172,11 @@ func runTyped(t *testing.T, path string, p ingest.Params, members bool) typedRun
 	keys := ingest.NewKeysReader(lr)
 	var run typedRun
 	seen := &seenMembers{LayerReader: keys, seen: &run.members}
-	rows := prepare.New(context.Background(), seen, p, func(context.Context, int) (bool, error) { return true, nil })
+	var in ingest.LayerReader = seen
+	if !members {
+		in = noMembersLR{seen} // nor those the keys' scan found
+	}
+	rows := prepare.New(context.Background(), in, p, func(context.Context, int) (bool, error) { return true, nil })
 	rows.Quarantine = func(s *prepare.Skipped) error {
 		run.quarantine = append(run.quarantine, fmt.Sprintf("%d %s %s %s", s.Index, s.Rule, s.Reason, s.Props))
 		return nil
@@ -231,8 +244,63 @@ func TestTypedShapefileAsBefore(t *testing.T) {
 	path := filepath.Join(dir, "p.shp")
 
 	old, now := runTyped(t, path, p, false), runTyped(t, path, p, true)
-	require.False(t, old.members)
 	require.True(t, now.members, "the DBF reader gives no members: the test reads nothing new")
+	require.Greater(t, old.cast, int64(100), "too few cast failures to test the quarantine")
+	require.Less(t, old.cast, int64(n-100), "too few rows written to test them")
+	require.Equal(t, old.cast, now.cast)
+	require.Equal(t, old.quarantine, now.quarantine)
+	require.Equal(t, old.keys, now.keys)
+	require.True(t, bytes.Equal(old.tuples, now.tuples), "the tuples differ")
+}
+
+// TestTypedGeoJSONAsBefore: GeoJSON's properties, whose members the drift
+// guard's scan of their keys finds and gives the mapping, map to the same
+// tuples, quarantine and keys as when the mapping scans them again;
+// properties with white space between a key and its value are scanned
+// again (the members are not given).
+func TestTypedGeoJSONAsBefore(t *testing.T) {
+	vals := map[string][]string{
+		"APN":      {`"00042"`, `7`, `""`, `"  123  "`, `"x1"`, `null`},
+		"ZIP":      {`"42"`, `"12345"`, `""`, `"x1"`, `1`},
+		"OWNER":    {`4000000000`, `-12`, `null`, `"007"`, `2147483648`, `1.5`},
+		"TAX":      {`12.34`, `-0.5`, `null`, `1e3`, `"1.25"`, `0.10`},
+		"SOLD":     {`"2024-02-29"`, `null`, `"2023-02-29"`, `"1999-12-31"`},
+		"VAC":      {`true`, `false`, `"?"`, `"y"`, `0`},
+		"UPD":      {`"2024/01/02 03:04:05+00"`, `""`, `"garbage"`, `"1999/12/31 23:59:59-08"`},
+		"UNITS":    {`3`, `" 4 "`, `null`, `1.5`, `"x"`},
+		"NOTE":     {`"say \"hi\""`, `"a\\b"`, `[1,{"b":2}]`, `"\u00e9t\u00e9"`, `{}`},
+		`k\u00e9y`: {`1`, `"v"`}, // an escaped key, to the extras
+	}
+	names := []string{"APN", "ZIP", "OWNER", "TAX", "SOLD", "VAC", "UPD", "UNITS", "NOTE", `k\u00e9y`}
+	var b bytes.Buffer
+	n := 600
+	for i := range n {
+		b.WriteString(`{"type":"Feature","properties":{`)
+		for j, k := range names {
+			if j > 0 {
+				b.WriteString([]string{",", ",", ", "}[(i+j)%3])
+			}
+			vs := vals[k]
+			sep := ":"
+			if i%7 == 0 && j == 3 {
+				sep = ": " // white space: scanned again
+			}
+			fmt.Fprintf(&b, `"%s"%s%s`, k, sep, vs[(i/(j+1))%len(vs)])
+		}
+		x := float64(i) / 1000
+		fmt.Fprintf(&b, `},"geometry":{"type":"Polygon","coordinates":[[[%g,40],[%g,40.0005],[%g,40.0005],[%g,40],[%g,40]]]}}`+"\n",
+			x, x, x+0.0005, x+0.0005, x)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.geojsonl")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+	s, err := ingest.ParseSchema([]byte(dbfSchema))
+	require.NoError(t, err)
+	p := ingest.DefaultParams("parcels")
+	p.Schema, p.Mapping = s, "dbf"
+
+	old, now := runTyped(t, path, p, false), runTyped(t, path, p, true)
+	require.True(t, now.members, "the keys' scan gives no members: the test reads nothing new")
 	require.Greater(t, old.cast, int64(100), "too few cast failures to test the quarantine")
 	require.Less(t, old.cast, int64(n-100), "too few rows written to test them")
 	require.Equal(t, old.cast, now.cast)
