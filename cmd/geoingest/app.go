@@ -77,9 +77,10 @@ func (m *Main) open(ctx context.Context, d *dbFlags, reg prometheus.Registerer) 
 	// asks for the full replace (docs/changes.md; benchmarks compare both).
 	store.FullReplace = m.Getenv("GEOINGEST_FULL_REPLACE") == "1"
 	store.HistoryCopy = m.Getenv("GEOINGEST_HISTORY_COPY") == "1"
-	// The raw-bytes prefilter of a new version (Store.Prefilter): the
-	// features whose bytes are a current row's are not parsed.
-	store.Prefilter = m.Getenv("GEOINGEST_PREFILTER") == "1"
+	// The raw-bytes prefilter of a new version (Store.NoPrefilter): the
+	// features whose bytes are a current row's are not parsed, unless
+	// this turns it off.
+	store.NoPrefilter = m.Getenv("GEOINGEST_PREFILTER") == "0"
 	// The share of a version's rows, added or changed, above which a
 	// version with a table of its own is written straight into it
 	// (Store.DiffRewriteAbove; negative: always), for tests and benchmarks.

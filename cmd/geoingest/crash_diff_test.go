@@ -24,10 +24,10 @@ import (
 // retired rows in the history exactly once, as the first version had it.
 // during-rewrite: the same with every version written straight into a
 // table of its own (the whole first generation retired into the history).
-// during-prefilter: the same with the raw-bytes prefilter on, killed once
-// the features kept by their bytes are listed and the reader's skip set
-// filled, before the second read (the other points run with it on too,
-// but during-rewrite, which it does not take).
+// during-prefilter: killed once the raw-bytes prefilter (on by default)
+// has listed the features kept by their bytes and filled the reader's skip
+// set, before the second read (the other points run with it too, but
+// during-rewrite, which it does not take).
 func TestServeCrashDuringDiff(t *testing.T) {
 	t.Parallel()
 	const lease, visibility = 3 * time.Second, 2 * time.Second
@@ -40,7 +40,7 @@ func TestServeCrashDuringDiff(t *testing.T) {
 			// written straight into it from the spool, the old generation
 			// retired whole (into the history: its 40 rows).
 			rewrite := point == ingest.HookDuringRewrite
-			env := []string{"GEOINGEST_PREFILTER=1"}
+			var env []string
 			if rewrite {
 				env = []string{"GEOINGEST_OWN_PARTITION_BYTES=1", "GEOINGEST_DIFF_REWRITE_ABOVE=-1"}
 			}

@@ -71,7 +71,6 @@ func jobFacts(t *testing.T, b *bundle) string {
 // layers are the full load's too.
 func runChain(t *testing.T, seed uint64, versions int, keyed, own, rewrite bool) {
 	b, empty, full := setup(t), setup(t), setup(t)
-	b.store.Prefilter = true
 	if own {
 		b.store.OwnPartitionBytes = 1
 		empty.store.OwnPartitionBytes = 1

@@ -50,7 +50,7 @@ import (
 // stored row was read by one of them), else the whole file's, read again.
 //
 // The version is read whole, as without the prefilter, when: the store's
-// Prefilter is off; the reader began before the gate (its skip set is
+// NoPrefilter is set; the reader began before the gate (its skip set is
 // closed); the job has a typed mapping (the drift keys of its rows cannot
 // be had from them) or computes its report cells as it streams; the
 // writer's hashes do not agree with the server's; a version of the source
@@ -112,8 +112,8 @@ func (k keptLayers) Layers() []geomio.Layer {
 // prefilter runs the prefilter's first read and its join (see above),
 // and fills pf.Skip; nil when the version is to be read whole.
 func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *ingest.Prefilter, oldRef int64, key []string, hashes bool) (*prefiltered, error) {
-	if !s.Prefilter || s.prefilterOff.Load() || pf == nil || pf.Skip == nil || pf.Open == nil || pf.Skip.Started() ||
-		g.typed != nil || g.tally != nil || !hashes {
+	if s.NoPrefilter || s.prefilterOff.Load() || pf == nil || pf.Skip == nil || pf.Open == nil || pf.Skip.Started() ||
+		g.typed != nil || g.tally != nil || !hashes || (g.ref > 0 && s.diffRewriteAbove() < 0) {
 		return nil, nil
 	}
 	dropped, err := g.q.SourceDroppedCoordinates(ctx, db.SourceDroppedCoordinatesParams{
@@ -129,8 +129,8 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 		return nil, nil // the second read reports it
 	}
 	defer r.Close()
-	if !r.Next() || r.Feature().RawHash == 0 {
-		return nil, nil // no features, or a format without raw hashes
+	if !r.Next() || r.Feature().RawHash == 0 || r.Layer().SRID != 4326 {
+		return nil, nil // no features, a format without raw hashes, or transformed by the server
 	}
 	if err := g.q.PrefilterCreate(ctx); err != nil {
 		return nil, fmt.Errorf("prefilter: %w", err)
@@ -150,7 +150,7 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 				l := r.Layer()
 				if l.SRID != 4326 {
 					ok = false // transformed by the server: read whole
-					return nil
+					break
 				}
 				layer, salt = f.Layer, prepare.RawSalt(job.Params, l)
 				if _, seen := pre.salts[layer]; !seen {

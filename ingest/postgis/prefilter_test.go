@@ -22,7 +22,6 @@ type prefilterPair struct {
 
 func newPrefilterPair(t *testing.T) *prefilterPair {
 	b, empty := setup(t), setup(t)
-	b.store.Prefilter = true
 	return &prefilterPair{b: b, empty: empty}
 }
 

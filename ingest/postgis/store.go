@@ -52,10 +52,12 @@ type Store struct {
 	// detached partition (retirewhole.go): for benchmarks and as a way
 	// back.
 	HistoryCopy bool
-	// Prefilter turns on the raw-bytes prefilter of a new version
-	// (prefilter.go): the features whose bytes are a current row's are
-	// neither parsed nor sent. Set it before the first Write.
-	Prefilter bool
+	// NoPrefilter turns off the raw-bytes prefilter of a new version
+	// (prefilter.go: the features whose bytes are a current row's are
+	// neither parsed nor sent): every version is read whole, as before
+	// migration 0049. For benchmarks and as a way back; set it before the
+	// first Write.
+	NoPrefilter bool
 	// DiffRewriteAbove is the fraction of a new version's rows that are
 	// added or changed above which a version with a table of its own is
 	// written whole into it, the unchanged rows copied on the server,
