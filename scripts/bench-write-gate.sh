@@ -26,7 +26,8 @@
 #   diff     a new version of a BASE_N-feature keyed source (--key parcel_id)
 #            with DIFF_PCT % of its features changed (an attribute; for a
 #            fifth of them a vertex too), GeoJSON lines and shapefile: the
-#            write of only what changed (the default) against a full replace
+#            write of only what changed (the default, with the raw-bytes prefilter;
+#            GEOINGEST_PREFILTER=0 measures without it) against a full replace
 #            of the same version (GEOINGEST_FULL_REPLACE=1) and a fresh load
 #            of it into an empty database (the floor of any full replace),
 #            and the floor of reading the file once (geoingest inspect); the
