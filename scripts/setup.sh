@@ -83,10 +83,67 @@ if [ "$want_podman" = 1 ]; then
     command -v "$p" >/dev/null || [ -x "/usr/sbin/$p" ] || apt_pkgs+=("$p")
   done
 fi
+# The test tools that need nothing apt brings install beside it: on a fresh
+# machine apt takes minutes (mostly downloading and unpacking), and so do
+# these (npm's downloads; the Go tools' compiles, on the CPU apt leaves).
+# Each logs to a file of its own, shown if it fails. npm's start after apt
+# when apt is what brings npm.
+bg_pids=() bg_names=() bg_logs=()
+bg() { # NAME CMD...: runs CMD in the background
+  local name=$1 log
+  shift
+  log=$(mktemp)
+  "$@" >"$log" 2>&1 &
+  bg_pids+=("$!") bg_names+=("$name") bg_logs+=("$log")
+}
+bg_wait() { # waits for every bg; fails if any did, with its log
+  local i rc=0
+  for i in "${!bg_pids[@]}"; do
+    if ! wait "${bg_pids[$i]}"; then
+      echo "setup: ${bg_names[$i]} failed:" >&2
+      cat "${bg_logs[$i]}" >&2
+      rc=1
+    fi
+    rm -f "${bg_logs[$i]}"
+  done
+  bg_pids=() bg_names=() bg_logs=()
+  return $rc
+}
+cache="${GEOINGEST_TEST_CACHE:-$HOME/.cache/geoingest-test}"
+npm_done=0
+npm_tools() { # fauxqs, then Azurite: one node_modules, one npm at a time
+  mkdir -p "$cache"
+  if [ ! -x "$cache/node_modules/.bin/fauxqs" ]; then
+    echo "setup: installing fauxqs@1.9.2 into $cache" >&2
+    npm install --silent --no-audit --no-fund --prefix "$cache" fauxqs@1.9.2 >/dev/null
+  fi
+  if ! grep -qs '"version": "3.37.0"' "$cache/node_modules/azurite/package.json"; then
+    echo "setup: installing azurite@3.37.0 (Blob and Queue emulator) into $cache" >&2
+    npm install --silent --no-audit --no-fund --prefix "$cache" azurite@3.37.0 >/dev/null
+  fi
+}
+if [ "$want_test" = 1 ]; then
+  gobin="$(go env GOPATH)/bin"
+  if [ ! -x "$gobin/sqlc" ]; then
+    echo "setup: installing sqlc v1.31.1 (beside apt)" >&2
+    bg sqlc env GOFLAGS= GOBIN="$gobin" go install github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+  fi
+  if [ ! -x "$gobin/versitygw" ] && ! command -v versitygw >/dev/null; then
+    echo "setup: installing versitygw v1.8.0 into $gobin (beside apt)" >&2
+    bg versitygw env GOFLAGS= GOBIN="$gobin" go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+  fi
+  if command -v npm >/dev/null; then
+    bg "npm install" npm_tools
+    npm_done=1
+  fi
+fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${apt_pkgs[*]}" >&2
   sudo_cmd apt-get update -qq
   sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_pkgs[@]}" >/dev/null
+fi
+if [ "$want_test" = 1 ] && [ "$npm_done" = 0 ]; then
+  npm_tools # npm came with apt
 fi
 # Debian's package starts a cluster of its own on port 5432; geoingest does
 # not use it (it runs a private cluster on a Unix socket), so leave it be.
@@ -109,24 +166,4 @@ default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]"
   fi
 fi
 
-if [ "$want_test" = 1 ]; then
-  cache="${GEOINGEST_TEST_CACHE:-$HOME/.cache/geoingest-test}"
-  mkdir -p "$cache"
-  if [ ! -x "$cache/node_modules/.bin/fauxqs" ]; then
-    echo "setup: installing fauxqs@1.9.2 into $cache" >&2
-    npm install --silent --no-audit --no-fund --prefix "$cache" fauxqs@1.9.2 >/dev/null
-  fi
-  if ! grep -qs '"version": "3.37.0"' "$cache/node_modules/azurite/package.json"; then
-    echo "setup: installing azurite@3.37.0 (Blob and Queue emulator) into $cache" >&2
-    npm install --silent --no-audit --no-fund --prefix "$cache" azurite@3.37.0 >/dev/null
-  fi
-  gobin="$(go env GOPATH)/bin"
-  if [ ! -x "$gobin/sqlc" ]; then
-    echo "setup: installing sqlc v1.31.1" >&2
-    GOFLAGS= GOBIN="$gobin" go install github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
-  fi
-  if [ ! -x "$gobin/versitygw" ] && ! command -v versitygw >/dev/null; then
-    echo "setup: installing versitygw v1.8.0 into $gobin" >&2
-    GOFLAGS= GOBIN="$gobin" go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
-  fi
-fi
+bg_wait
