@@ -43,6 +43,9 @@ var (
 	azuriteSrv  *AzureServer
 	azuriteErr  error
 	azuriteCmd  *exec.Cmd
+	// azuriteExited delivers azuriteCmd's Wait (a goroutine waits on it
+	// from its start, so that a start that fails is seen at once).
+	azuriteExited <-chan error
 )
 
 // Azurite returns the test binary's Azurite, started on first use (and
@@ -110,7 +113,9 @@ func startAzurite() (*AzureServer, error) {
 		QueueURL: fmt.Sprintf("http://127.0.0.1:%d/%s", queuePort, AzureAccount)}
 	s.ConnectionString = fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;BlobEndpoint=%s;QueueEndpoint=%s;",
 		AzureAccount, AzureKey, s.BlobURL, s.QueueURL)
-	deadline := time.Now().Add(60 * time.Second)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(startTimeout)
 	for _, u := range []string{s.BlobURL, s.QueueURL} {
 		for {
 			resp, err := http.Get(u + "?comp=list")
@@ -118,15 +123,20 @@ func startAzurite() (*AzureServer, error) {
 				resp.Body.Close()
 				break
 			}
+			select {
+			case werr := <-exited:
+				return nil, fmt.Errorf("azurite exited while starting (%v):\n%s", werr, logBuf.String())
+			default:
+			}
 			if time.Now().After(deadline) {
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				_ = cmd.Wait()
-				return nil, fmt.Errorf("azurite did not answer at %s: %w\n%s", u, err, logBuf.String())
+				<-exited
+				return nil, fmt.Errorf("azurite did not answer at %s within %s: %w\n%s", u, startTimeout, err, logBuf.String())
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	azuriteCmd = cmd
+	azuriteCmd, azuriteExited = cmd, exited
 	if s.Blob, err = azblob.NewClientFromConnectionString(s.ConnectionString, nil); err != nil {
 		return nil, err
 	}
@@ -139,7 +149,7 @@ func startAzurite() (*AzureServer, error) {
 func stopAzurite() {
 	if azuriteCmd != nil && azuriteCmd.Process != nil {
 		_ = syscall.Kill(-azuriteCmd.Process.Pid, syscall.SIGKILL)
-		_ = azuriteCmd.Wait()
+		<-azuriteExited
 		azuriteCmd = nil
 	}
 }

@@ -273,11 +273,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// startTimeout is how long a test server may take to answer after it
+// starts. A server that exits fails at once; one that is slow is waited
+// for: on a fresh 2-core machine running the whole suite (load 20-30),
+// Azurite's Node.js start alone took 54-87 s, for 5 s of CPU.
+const startTimeout = 3 * time.Minute
+
 // waitHealthy polls url/health until it answers 200 OK. It gives up after
-// 30 s, or as soon as exited (the server process's Wait result; nil if not
-// watched) delivers.
+// startTimeout, or as soon as exited (the server process's Wait result;
+// nil if not watched) delivers.
 func waitHealthy(url string, exited <-chan error) error {
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(startTimeout)
 	for {
 		resp, err := http.Get(url + "/health")
 		if err == nil {
@@ -293,7 +299,7 @@ func waitHealthy(url string, exited <-chan error) error {
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("did not answer on %s within 30s: %v", url, err)
+			return fmt.Errorf("did not answer on %s within %s: %v", url, startTimeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
