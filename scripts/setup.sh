@@ -111,16 +111,21 @@ bg_wait() { # waits for every bg; fails if any did, with its log
 }
 cache="${GEOINGEST_TEST_CACHE:-$HOME/.cache/geoingest-test}"
 npm_done=0
+want_fauxqs() { [ ! -x "$cache/node_modules/.bin/fauxqs" ]; }
+want_azurite() { ! grep -qs '"version": "3.37.0"' "$cache/node_modules/azurite/package.json"; }
 npm_tools() { # fauxqs, then Azurite: one node_modules, one npm at a time
   mkdir -p "$cache"
-  if [ ! -x "$cache/node_modules/.bin/fauxqs" ]; then
-    echo "setup: installing fauxqs@1.9.2 into $cache" >&2
+  if want_fauxqs; then
     npm install --silent --no-audit --no-fund --prefix "$cache" fauxqs@1.9.2 >/dev/null
   fi
-  if ! grep -qs '"version": "3.37.0"' "$cache/node_modules/azurite/package.json"; then
-    echo "setup: installing azurite@3.37.0 (Blob and Queue emulator) into $cache" >&2
+  if want_azurite; then
     npm install --silent --no-audit --no-fund --prefix "$cache" azurite@3.37.0 >/dev/null
   fi
+}
+npm_say() { # what npm_tools is about to install, if anything
+  want_fauxqs && echo "setup: installing fauxqs@1.9.2 into $cache$1" >&2
+  want_azurite && echo "setup: installing azurite@3.37.0 (Blob and Queue emulator) into $cache$1" >&2
+  true
 }
 if [ "$want_test" = 1 ]; then
   gobin="$(go env GOPATH)/bin"
@@ -133,6 +138,7 @@ if [ "$want_test" = 1 ]; then
     bg versitygw env GOFLAGS= GOBIN="$gobin" go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
   fi
   if command -v npm >/dev/null; then
+    npm_say " (beside apt)"
     bg "npm install" npm_tools
     npm_done=1
   fi
@@ -143,6 +149,7 @@ if [ ${#apt_pkgs[@]} -gt 0 ]; then
   sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_pkgs[@]}" >/dev/null
 fi
 if [ "$want_test" = 1 ] && [ "$npm_done" = 0 ]; then
+  npm_say ""
   npm_tools # npm came with apt
 fi
 # Debian's package starts a cluster of its own on port 5432; geoingest does
