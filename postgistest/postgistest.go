@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/internal/pgcluster"
+	"github.com/geoingest/geoingest/internal/testsupport/reaper"
 	"github.com/geoingest/geoingest/migrations"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -274,13 +275,18 @@ func startCluster(ctx context.Context) (url, desc string, stop func(), err error
 		os.RemoveAll(dir)
 		return "", "", nil, err
 	}
+	// A test process that dies without stop (a -timeout panic, a
+	// SIGKILL) leaves no server running.
+	unwatch := reaper.Watch(dir)
 	c, err := pgcluster.Start(ctx, dir+"/pgdata", nil)
 	if err != nil {
 		os.RemoveAll(dir)
+		unwatch()
 		return "", "", nil, fmt.Errorf("postgistest: private cluster: %w", err)
 	}
 	return c.URL("postgres"), "a private cluster in " + c.Dir, func() {
 		_ = c.Stop(context.Background())
 		os.RemoveAll(dir)
+		unwatch()
 	}, nil
 }

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/geoingest/geoingest/internal/pgcluster"
+	"github.com/geoingest/geoingest/internal/testsupport/reaper"
 	"github.com/geoingest/geoingest/migrations"
 	"github.com/jackc/pgx/v5"
 )
@@ -86,6 +87,8 @@ type Cluster struct {
 	hurried time.Time
 	// db is the database the URLs name (Database when "").
 	db string
+	// unwatch ends the reaper's watch of Dir (Stop stopped everything).
+	unwatch func()
 }
 
 // Start starts a formation for the test and stops it (removing its
@@ -123,7 +126,9 @@ func StartCluster(ctx context.Context, o Options, logf func(string, ...any)) (*C
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir, bin: bin, log: logf}
+	// A test process that dies without Stop (a -timeout panic, a
+	// SIGKILL) leaves no keeper or server running.
+	c := &Cluster{Dir: dir, bin: bin, log: logf, unwatch: reaper.Watch(dir)}
 	if err := c.setOwner(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -574,6 +579,9 @@ func (c *Cluster) Stop() {
 		c.stopNode(c.Monitor)
 	}
 	os.RemoveAll(c.Dir)
+	if c.unwatch != nil {
+		c.unwatch()
+	}
 }
 
 func (c *Cluster) stopNode(n *Node) {
