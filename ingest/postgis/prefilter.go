@@ -26,18 +26,25 @@ import (
 //  1. the file is read once more for the hashes only (geomio's
 //     RawHashOnly: delimited and hashed, not decoded), salted as the
 //     prepare stage salts them, and copied into pg_temp.geoingest_raw;
-//  2. one join with the current generation's rows finds the features kept
-//     by their bytes. Their match columns are copied from the rows into
+//  2. one pass over the current generation's rows, joined with those
+//     hashes (a FULL JOIN, migration 0051), finds the features kept by
+//     their bytes and lists, at once, the match's old side: the rows not
+//     kept. The kept features' match columns are copied from the rows into
 //     the version's (geoingest_version), so that the match sees the whole
 //     version, exactly as a full read would list it, and its pairs,
 //     duplicate keys, feature ids and counts are a full read's; except,
-//     for a keyed source, those whose row has a key (migration 0050):
-//     they stay out of the match, rows and features, and are counted as
-//     unchanged key pairs, which they are when their key is found once on
-//     each side; the match checks that, and puts them all back otherwise;
-//  3. the job's reader skips them (geomio.Options.Skip, filled before it
-//     reads anything): only the other features are parsed, prepared,
-//     spooled and, as needed, sent;
+//     for a keyed source, those whose row has a key (0050, the bypass
+//     pairs): they stay out of the match, rows and features, and are
+//     counted as unchanged key pairs, which they are when their key is
+//     found once on each side. That is checked by a 64-bit hash of the
+//     keys (a collision only puts a pair back): among the pairs and the
+//     rows not kept in the same pass, among the version's listed rows by
+//     the match (geoingest_diff_plan); a pair whose key is found again
+//     goes back into the match, from its row;
+//  3. the job's reader skips the kept features (geomio.Options.Skip,
+//     filled before it reads anything: all the indexes copied but the
+//     ones not kept, when those are fewer): only the other features are
+//     parsed, prepared, spooled and, as needed, sent;
 //  4. where the version needs a kept feature whole (a held version, kept
 //     whole; a kept feature that the match does not pair unchanged, which
 //     only repeated keys or contents can cause), it is copied from its
@@ -137,6 +144,7 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 	}
 	pre := &prefiltered{salts: map[string]uint64{}, oldRef: oldRef}
 	ok := true
+	var sent geomio.SkipSet // the indexes whose hashes were copied
 	_, err = copyData(ctx, g.tx, "COPY pg_temp.geoingest_raw (fi, raw) FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
 		if _, err := w.Write(pgCopySignature); err != nil {
 			return err
@@ -169,6 +177,7 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 			if _, err := w.Write(b); err != nil {
 				return err
 			}
+			sent.Add(f.Index)
 		}
 		if _, err := w.Write([]byte{0xff, 0xff}); err != nil {
 			return err
@@ -188,20 +197,27 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 	if m.Kept == 0 || (g.ref > 0 && float64(m.Total-m.Kept) > s.diffRewriteAbove()*float64(m.Total)) {
 		return nil, nil
 	}
-	kept, err := g.q.PrefilterKept(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("prefilter: %w", err)
-	}
-	if pf.Skip.Started() {
-		return nil, nil
-	}
-	for _, fi := range kept {
-		pf.Skip.Add(fi)
-	}
-	if pf.Skip.Len() < int64(len(kept)) {
-		// A feature's bytes are several rows' (of one content): one each.
-		if _, err := g.q.PrefilterDedupe(ctx); err != nil {
+	// The reader skips the kept features: listed as all those sent but
+	// the ones not kept where these are fewer (most of a version is kept,
+	// and a set bit costs nothing on the wire).
+	if m.Total-m.Kept < m.Kept {
+		unkept, err := g.q.PrefilterUnkept(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("prefilter: %w", err)
+		}
+		if pf.Skip.Started() || !pf.Skip.AddAllBut(&sent, unkept) {
+			return nil, nil
+		}
+	} else {
+		kept, err := g.q.PrefilterKept(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("prefilter: %w", err)
+		}
+		if pf.Skip.Started() {
+			return nil, nil
+		}
+		for _, fi := range kept {
+			pf.Skip.Add(fi)
 		}
 	}
 	// The generation's extent as its version recorded it (the guards'):

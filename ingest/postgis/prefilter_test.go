@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -178,4 +179,116 @@ func TestPrefilterHeldVersion(t *testing.T) {
 	require.NoError(t, err)
 	pp.seq = 2
 	pp.requireOracle(t, path, p)
+}
+
+// lineage is, for each current parcel of b (by its content, sorted), the
+// content of the row of before whose feature id it has ("new" if none):
+// the match's pairs, told apart from the ids a database gives.
+func lineage(t *testing.T, b *bundle, before map[int64]string) []string {
+	t.Helper()
+	now := fidContents(t, b)
+	var out []string
+	for id, c := range now {
+		p, ok := before[id]
+		if !ok {
+			p = "new"
+		}
+		out = append(out, c+" <- "+p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fidContents maps each current parcel's feature id to its content.
+func fidContents(t *testing.T, b *bundle) map[int64]string {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `
+		SELECT p.feature_id, p.properties::text || ' ' || md5(ST_AsEWKB(p.geom)) FROM geoingest_current_parcels p`)
+	require.NoError(t, err)
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var c string
+		require.NoError(t, rows.Scan(&id, &c))
+		out[id] = c
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestPrefilterBypassEdges: a keyed source's pairs kept by their bytes,
+// where their keys are found again (a key repeated among the kept rows,
+// placeholder keys, bytes repeated in the file, a kept row's key taken by
+// a parsed feature), in versions mostly kept (the reader skips all but the
+// features listed as not kept) and mostly not (it skips those listed as
+// kept): the match gives the very pairs, feature ids, changelog counts and
+// duplicate keys of the same store without the prefilter, and the rows
+// and ledger of a full load.
+func TestPrefilterBypassEdges(t *testing.T) {
+	t.Parallel()
+	pp := newPrefilterPair(t)
+	pp.noGuards = true
+	whole := setup(t)
+	whole.store.NoPrefilter = true
+	ctx := context.Background()
+	p := ingest.DefaultParams("parcels")
+	p.Key = []string{"APN"}
+	s := square
+	base := func(changed map[int]string) []string {
+		var fs []string
+		for i := 0; i < 30; i++ {
+			props := fmt.Sprintf(`{"APN":"A-%d","v":0}`, i)
+			if c, ok := changed[i]; ok {
+				props = c
+			}
+			fs = append(fs, s(i, props))
+		}
+		return fs
+	}
+	d1 := s(30, `{"APN":"A-1","n":30}`) // A-1 again, other bytes
+	p1, p2 := s(31, `{"APN":"-99","n":31}`), s(32, `{"APN":"-99","n":32}`)
+	r := s(33, `{"APN":"R"}`)
+	m := s(34, `{"APN":"M"}`)
+	x := s(35, `{"n":35}`) // no key
+	versions := [][]string{
+		append(base(nil), d1, p1, p2, r, m, x),
+		// s3 changed, s29 gone; d1 (A-1 twice among the kept rows), p1 and
+		// p2 (-99), r twice (the same bytes), m and a new M, x kept; y new.
+		append(base(map[int]string{3: `{"APN":"A-3","v":1}`})[:29], d1, p1, p2, r, r, m, s(36, `{"APN":"M","n":36}`), x,
+			s(37, `{"APN":"Y"}`)),
+		// Back to the first; then most features changed.
+		append(base(nil), d1, p1, p2, r, m, x),
+		append(base(map[int]string{0: `{"APN":"A-0","v":3}`, 1: `{"APN":"A-1","v":3}`, 2: `{"APN":"A-2","v":3}`,
+			4: `{"APN":"A-4","v":3}`, 5: `{"APN":"A-5","v":3}`, 6: `{"APN":"A-6","v":3}`, 7: `{"APN":"A-7","v":3}`,
+			8: `{"APN":"A-8","v":3}`, 9: `{"APN":"A-9","v":3}`, 10: `{"APN":"A-10","v":3}`, 11: `{"APN":"A-11","v":3}`,
+			12: `{"APN":"A-12","v":3}`, 13: `{"APN":"A-13","v":3}`, 14: `{"APN":"A-14","v":3}`, 15: `{"APN":"A-15","v":3}`,
+			16: `{"APN":"A-16","v":3}`, 17: `{"APN":"A-17","v":3}`, 18: `{"APN":"A-18","v":3}`, 19: `{"APN":"A-19","v":3}`,
+			20: `{"APN":"A-20","v":3}`, 21: `{"APN":"A-21","v":3}`, 22: `{"APN":"A-22","v":3}`, 23: `{"APN":"A-23","v":3}`,
+			24: `{"APN":"A-24","v":3}`}), d1, p1, p2, r, r, m, x),
+	}
+	for v, fs := range versions {
+		text := collection("", fs...)
+		beforeP, beforeW := fidContents(t, pp.b), fidContents(t, whole)
+		path := filepath.Join(t.TempDir(), "x.geojson")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		wj := version(t, path, fmt.Sprint("v", v+1), fmt.Sprintf("%04d", v+1), p)
+		wj.Guards.Off = true
+		wres := whole.svc.Run(ctx, wj)
+		require.NoError(t, wres.Err, "version %d without the prefilter", v+1)
+		kept := pp.step(t, text, p)
+		if v > 0 {
+			require.Positive(t, kept, "version %d: kept by their bytes", v+1)
+		}
+		require.Equal(t, lineage(t, whole, beforeW), lineage(t, pp.b, beforeP), "version %d: the pairs (feature ids)", v+1)
+		if v == 0 {
+			continue
+		}
+		var got, want string
+		q := `SELECT concat_ws(' ', c.added, c.removed, c.geometry, c.attributes, c.unchanged, c.by_key, c.by_content,
+		                       c.by_overlap, c.duplicate_keys, c.lineage)
+		      FROM job_changes c JOIN sources s ON s.current_job_id = c.job_id`
+		require.NoError(t, pp.b.pool.QueryRow(ctx, q).Scan(&got))
+		require.NoError(t, whole.pool.QueryRow(ctx, q).Scan(&want))
+		require.Equal(t, want, got, "version %d: the changelog's counts", v+1)
+	}
 }

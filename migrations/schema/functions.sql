@@ -806,7 +806,7 @@ DECLARE
     nold   bigint;
     kept   bigint := 0;
     nbypass bigint := 0;
-    excl   text := '';
+    listed boolean := false;
 BEGIN
     duplicate_keys := 0;
     IF keyed THEN
@@ -815,52 +815,64 @@ BEGIN
         kx := format('nullif(CASE WHEN starts_with(o.match_key, $2) THEN o.match_key ELSE $2 || %s END, $2)',
                      geoingest_match_key_expr(key_fields, 'o.properties', 3));
     END IF;
-    DROP TABLE IF EXISTS pg_temp.geoingest_match_old, pg_temp.geoingest_match_pairs, pg_temp.geoingest_match_changed,
+    DROP TABLE IF EXISTS pg_temp.geoingest_match_pairs, pg_temp.geoingest_match_changed,
                          pg_temp.geoingest_match_added, pg_temp.geoingest_match_removed,
                          pg_temp.geoingest_match_dupk, pg_temp.geoingest_match_dupc, pg_temp.geoingest_match_rest,
                          pg_temp.geoingest_match_kept;
-    IF skip_kept AND keyed THEN
-        -- The pairs kept by their bytes that stand for themselves (0050):
-        -- left out of the match.
-        excl := ' AND NOT EXISTS (SELECT FROM pg_temp.geoingest_kept kk WHERE kk.bypass AND kk.rid = o.ctid)';
-    END IF;
-    EXECUTE format('CREATE TEMP TABLE geoingest_match_old ON COMMIT DROP AS
-                    SELECT o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, %s AS k,
-                           CASE WHEN o.geom_hash < geoingest_hash_form_end() THEN o.geom_hash
-                                ELSE geoingest_geom_hash(o.geom) END AS gh,
-                           CASE WHEN o.props_hash < geoingest_hash_form_end() THEN o.props_hash
-                                ELSE geoingest_props_hash(o.properties) END AS ph
-                    FROM %s o WHERE o.job_ref = $1%s', kx, ot, excl) USING old_ref, sig, key_fields;
-    IF excl <> '' THEN
-        -- A pair kept by its bytes is the key's pair when its key is found
-        -- once in the version and once among the rows: no other row of
-        -- either side has it (the rows left in the match, the version's
-        -- other rows), nor another such pair (by a 64-bit hash of the
-        -- keys: a collision only puts a pair back). The others go back into
-        -- the match, with the match columns their rows hold, the ones the
-        -- writer would have given them; a pair that shares its key with
-        -- one put back is put back too (the same hash), so the keys of
-        -- those left out are found nowhere else.
-        DROP TABLE IF EXISTS pg_temp.geoingest_kept_back;
-        CREATE TEMP TABLE geoingest_kept_back ON COMMIT DROP AS
-        SELECT k.fi FROM pg_temp.geoingest_kept k
-        WHERE k.bypass
-          AND (k.match_key IN (SELECT o.k FROM pg_temp.geoingest_match_old o WHERE o.k IS NOT NULL
-                               UNION ALL
-                               SELECT v.match_key FROM pg_temp.geoingest_version v WHERE v.match_key IS NOT NULL)
-               OR hashtextextended(k.match_key, 0) IN (SELECT hashtextextended(d.match_key, 0) FROM pg_temp.geoingest_kept d
-                                                       WHERE d.bypass GROUP BY 1 HAVING count(*) > 1));
-        IF EXISTS (SELECT FROM pg_temp.geoingest_kept_back) THEN
-            UPDATE pg_temp.geoingest_kept k SET bypass = false FROM pg_temp.geoingest_kept_back b WHERE b.fi = k.fi;
-            INSERT INTO pg_temp.geoingest_version (feature_index, match_key, geom_hash, props_hash, area_m2, must, spool_off, spool_len)
-            SELECT k.fi, k.match_key, k.geom_hash, k.props_hash, k.area_m2, false, NULL, NULL
-            FROM pg_temp.geoingest_kept k JOIN pg_temp.geoingest_kept_back b ON b.fi = k.fi;
-            -- Each row once: features of the same bytes may have one.
-            INSERT INTO pg_temp.geoingest_match_old (rid, fid, k, gh, ph)
-            SELECT DISTINCT k.rid, k.fid, k.match_key, k.geom_hash, k.props_hash
-            FROM pg_temp.geoingest_kept k JOIN pg_temp.geoingest_kept_back b ON b.fi = k.fi;
+    IF skip_kept THEN
+        -- The old side was listed by the prefilter's one pass over the
+        -- generation (geoingest_prefilter_match): every row but those of
+        -- the bypass pairs (0051).
+        IF to_regclass('pg_temp.geoingest_match_old') IS NULL OR to_regclass('pg_temp.geoingest_bypass') IS NULL THEN
+            RAISE EXCEPTION 'geoingest_diff_plan: skip_kept without the prefilter''s tables';
         END IF;
-        SELECT count(*) INTO nbypass FROM pg_temp.geoingest_kept k WHERE k.bypass;
+        IF keyed AND EXISTS (SELECT FROM pg_temp.geoingest_bypass) THEN
+            -- A bypass pair is the key's pair when its key is found once in
+            -- the version and once among the rows: the rows' side and
+            -- repeats among the pairs were checked by the prefilter; a pair
+            -- whose key (by a 64-bit hash: a collision only puts a pair
+            -- back) is one of the version's listed rows' goes back into the
+            -- match, with the match columns its row holds, the ones the
+            -- writer would have given it.
+            DROP TABLE IF EXISTS pg_temp.geoingest_kept_back;
+            CREATE TEMP TABLE geoingest_kept_back (fi bigint, rid tid, fid bigint, match_key text, geom_hash uuid,
+                                                   props_hash uuid, area_m2 double precision) ON COMMIT DROP;
+            EXECUTE format('WITH d AS (DELETE FROM pg_temp.geoingest_bypass b
+                                       WHERE b.kh IN (SELECT hashtextextended(v.match_key, 0) FROM pg_temp.geoingest_version v
+                                                      WHERE v.match_key IS NOT NULL AND v.match_key <> $2)
+                                       RETURNING b.fi, b.rid)
+                            INSERT INTO pg_temp.geoingest_kept_back
+                            SELECT d.fi, d.rid, coalesce(o.feature_id, o.id), o.match_key, o.geom_hash, o.props_hash, o.area_m2
+                            FROM d JOIN %s o ON o.ctid = d.rid
+                            WHERE o.job_ref = $1', ot) USING old_ref, sig;
+            IF EXISTS (SELECT FROM pg_temp.geoingest_kept_back) THEN
+                INSERT INTO pg_temp.geoingest_kept SELECT * FROM pg_temp.geoingest_kept_back;
+                INSERT INTO pg_temp.geoingest_version (feature_index, match_key, geom_hash, props_hash, area_m2, must, spool_off, spool_len)
+                SELECT b.fi, b.match_key, b.geom_hash, b.props_hash, b.area_m2, false, NULL, NULL FROM pg_temp.geoingest_kept_back b;
+                -- A bypass pair's row is no other pair's.
+                INSERT INTO pg_temp.geoingest_match_old (rid, fid, k, gh, ph)
+                SELECT b.rid, b.fid, b.match_key, b.geom_hash, b.props_hash FROM pg_temp.geoingest_kept_back b;
+            END IF;
+            SELECT count(*) INTO nbypass FROM pg_temp.geoingest_bypass;
+        END IF;
+    ELSE
+        IF to_regclass('pg_temp.geoingest_match_old_of') IS NOT NULL THEN
+            -- The prefilter kept nothing and listed every row of the
+            -- generation as the match lists it (0051): taken as it is, once.
+            EXECUTE 'SELECT EXISTS (SELECT FROM pg_temp.geoingest_match_old_of m WHERE m.old_ref = $1 AND m.key_fields = $2)'
+            INTO listed USING old_ref, coalesce(key_fields, '{}');
+            DROP TABLE pg_temp.geoingest_match_old_of;
+        END IF;
+    END IF;
+    IF NOT skip_kept AND NOT listed THEN
+        DROP TABLE IF EXISTS pg_temp.geoingest_match_old;
+        EXECUTE format('CREATE TEMP TABLE geoingest_match_old ON COMMIT DROP AS
+                        SELECT o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, %s AS k,
+                               CASE WHEN o.geom_hash < geoingest_hash_form_end() THEN o.geom_hash
+                                    ELSE geoingest_geom_hash(o.geom) END AS gh,
+                               CASE WHEN o.props_hash < geoingest_hash_form_end() THEN o.props_hash
+                                    ELSE geoingest_props_hash(o.properties) END AS ph
+                        FROM %s o WHERE o.job_ref = $1', kx, ot) USING old_ref, sig, key_fields;
     END IF;
     CREATE TEMP TABLE geoingest_match_pairs (fi bigint, rid tid, fid bigint, how text, gchg boolean, pchg boolean) ON COMMIT DROP;
     CREATE TEMP TABLE geoingest_match_kept (n bigint) ON COMMIT DROP;
@@ -2242,24 +2254,9 @@ CREATE OR REPLACE FUNCTION public.geoingest_prefilter_create()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    DROP TABLE IF EXISTS pg_temp.geoingest_raw, pg_temp.geoingest_kept;
+    DROP TABLE IF EXISTS pg_temp.geoingest_raw, pg_temp.geoingest_kept, pg_temp.geoingest_bypass,
+                         pg_temp.geoingest_unkept, pg_temp.geoingest_bypass_n;
     CREATE TEMP TABLE geoingest_raw (fi bigint, raw bigint) ON COMMIT DROP;
-END
-$function$;
-
--- public.geoingest_prefilter_dedupe()
-CREATE OR REPLACE FUNCTION public.geoingest_prefilter_dedupe()
- RETURNS bigint
- LANGUAGE plpgsql
- SET work_mem TO '64MB'
-AS $function$
-DECLARE
-    n bigint;
-BEGIN
-    DELETE FROM pg_temp.geoingest_kept k
-    WHERE k.ctid NOT IN (SELECT min(d.ctid) FROM pg_temp.geoingest_kept d GROUP BY d.fi);
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
 END
 $function$;
 
@@ -2276,10 +2273,10 @@ DECLARE
     found boolean[] := '{f,f,f,f}';
 BEGIN
     INSERT INTO pg_temp.geoingest_version (feature_index, match_key, geom_hash, props_hash, area_m2, must, spool_off, spool_len)
-    SELECT k.fi, k.match_key, k.geom_hash, k.props_hash, k.area_m2, false, NULL, NULL FROM pg_temp.geoingest_kept k
-    WHERE NOT k.bypass;
-    SELECT count(*), sum(k.area_m2), count(*) FILTER (WHERE k.bypass), coalesce(sum(k.area_m2) FILTER (WHERE k.bypass), 0)
-    INTO kept, area_m2, bypassed, bypassed_area FROM pg_temp.geoingest_kept k;
+    SELECT k.fi, k.match_key, k.geom_hash, k.props_hash, k.area_m2, false, NULL, NULL FROM pg_temp.geoingest_kept k;
+    GET DIAGNOSTICS kept = ROW_COUNT;
+    SELECT b.n, b.area_m2 INTO bypassed, bypassed_area FROM pg_temp.geoingest_bypass_n b;
+    SELECT kept + bypassed, coalesce(sum(k.area_m2), 0) + bypassed_area INTO kept, area_m2 FROM pg_temp.geoingest_kept k;
     IF cardinality(base_box) = 4 THEN
         -- The kept rows are some of the generation's, whose extent is
         -- base_box (as its version recorded it): a side that a kept row
@@ -2298,7 +2295,8 @@ BEGIN
         ANALYZE pg_temp.geoingest_kept_edge;
         -- The edge rows hashed, the kept ones scanned once.
         FOR c IN SELECT ST_XMin(e.b) AS x0, ST_YMin(e.b) AS y0, ST_XMax(e.b) AS x1, ST_YMax(e.b) AS y1
-                 FROM pg_temp.geoingest_kept k JOIN pg_temp.geoingest_kept_edge e ON e.rid = k.rid LOOP
+                 FROM (SELECT k.rid FROM pg_temp.geoingest_kept k UNION ALL SELECT b.rid FROM pg_temp.geoingest_bypass b) k
+                 JOIN pg_temp.geoingest_kept_edge e ON e.rid = k.rid LOOP
             found[1] := found[1] OR c.x0 = base_box[1];
             found[2] := found[2] OR c.y0 = base_box[2];
             found[3] := found[3] OR c.x1 = base_box[3];
@@ -2310,7 +2308,9 @@ BEGIN
         END IF;
     END IF;
     EXECUTE format('SELECT min(ST_XMin(b)), min(ST_YMin(b)), max(ST_XMax(b)), max(ST_YMax(b))
-                    FROM (SELECT o.geom::box3d AS b FROM pg_temp.geoingest_kept k JOIN %s o ON o.ctid = k.rid
+                    FROM (SELECT o.geom::box3d AS b
+                          FROM (SELECT k.rid FROM pg_temp.geoingest_kept k UNION ALL SELECT b.rid FROM pg_temp.geoingest_bypass b) k
+                          JOIN %s o ON o.ctid = k.rid
                           WHERE o.job_ref = $1) x', ot)
     INTO min_x, min_y, max_x, max_y USING old_ref;
 END
@@ -2322,7 +2322,7 @@ CREATE OR REPLACE FUNCTION public.geoingest_prefilter_kept()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    RETURN QUERY SELECT k.fi FROM pg_temp.geoingest_kept k;
+    RETURN QUERY SELECT k.fi FROM pg_temp.geoingest_kept k UNION ALL SELECT b.fi FROM pg_temp.geoingest_bypass b;
 END
 $function$;
 
@@ -2330,25 +2330,111 @@ $function$;
 CREATE OR REPLACE FUNCTION public.geoingest_prefilter_match(target text, old_ref bigint, key_fields text[], OUT total bigint, OUT kept bigint)
  RETURNS record
  LANGUAGE plpgsql
- SET work_mem TO '64MB'
+ SET work_mem TO '256MB'
  SET jit TO 'off'
 AS $function$
 DECLARE
-    ot    text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
-    keyed boolean := cardinality(coalesce(key_fields, '{}')) > 0;
-    sig   text := key_fields::text || ':';
+    ot      text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
+    keyed   boolean := cardinality(coalesce(key_fields, '{}')) > 0;
+    sig     text := key_fields::text || ':';
+    kx      text := 'NULL::text';
+    npairs  bigint;
+    nunkept bigint;
+    nbypass bigint;
+    barea   double precision;
+    moved   bigint := 0;
+    marea   double precision := 0;
 BEGIN
-    DROP TABLE IF EXISTS pg_temp.geoingest_kept;
+    IF keyed THEN
+        -- As geoingest_diff_plan computes an old row's key.
+        kx := format('nullif(CASE WHEN starts_with(o.match_key, $2) THEN o.match_key ELSE $2 || %s END, $2)',
+                     geoingest_match_key_expr(key_fields, 'o.properties', 3));
+    END IF;
+    DROP TABLE IF EXISTS pg_temp.geoingest_kept, pg_temp.geoingest_bypass, pg_temp.geoingest_unkept,
+                         pg_temp.geoingest_bypass_n, pg_temp.geoingest_bypass_rep, pg_temp.geoingest_match_old,
+                         pg_temp.geoingest_match_old_of;
+    CREATE TEMP TABLE geoingest_kept (fi bigint, rid tid, fid bigint, match_key text, geom_hash uuid, props_hash uuid,
+                                      area_m2 double precision) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_bypass (fi bigint, rid tid, kh bigint) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_unkept (fi bigint) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_bypass_n (n bigint, area_m2 double precision) ON COMMIT DROP;
+    CREATE TEMP TABLE geoingest_match_old (rid tid, fid bigint, k text, gh uuid, ph uuid) ON COMMIT DROP;
     ANALYZE pg_temp.geoingest_raw;
-    EXECUTE format('CREATE TEMP TABLE geoingest_kept ON COMMIT DROP AS
-                    SELECT r.fi, o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, o.match_key, o.geom_hash, o.props_hash,
-                           o.area_m2, $2 AND o.match_key IS NOT NULL AND o.match_key <> $3 AS bypass
-                    FROM pg_temp.geoingest_raw r JOIN %s o ON o.raw_hash = r.raw
-                    WHERE o.job_ref = $1 AND o.geom_hash < geoingest_hash_form_end()
-                      AND o.props_hash < geoingest_hash_form_end()
-                      AND (NOT $2 OR starts_with(o.match_key, $3))', ot) USING old_ref, keyed, sig;
+    -- One pass: each old row with the features of its raw hash (a row is
+    -- taken only when the writer would give the feature its very match
+    -- columns: hashes in the current form and, keyed, its key under the
+    -- same fields), each feature with none once. c: 0 an old row not
+    -- kept, 1 a kept pair in the match, 2 a bypass pair, 3 a feature not
+    -- kept. Only what each needs is kept of it.
+    EXECUTE format('
+        WITH o AS (SELECT o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, o.match_key, %2$s AS k,
+                          CASE WHEN o.geom_hash < geoingest_hash_form_end() THEN o.geom_hash
+                               ELSE geoingest_geom_hash(o.geom) END AS gh,
+                          CASE WHEN o.props_hash < geoingest_hash_form_end() THEN o.props_hash
+                               ELSE geoingest_props_hash(o.properties) END AS ph,
+                          o.area_m2,
+                          CASE WHEN o.geom_hash < geoingest_hash_form_end() AND o.props_hash < geoingest_hash_form_end()
+                                    AND (NOT $4 OR starts_with(o.match_key, $2)) THEN o.raw_hash END AS rh,
+                          $4 AND o.match_key IS NOT NULL AND o.match_key <> $2 AS byp
+                   FROM %1$s o WHERE o.job_ref = $1),
+             j AS (SELECT r.fi, o.rid,
+                          CASE WHEN r.fi IS NULL THEN 0 WHEN o.rid IS NULL THEN 3 WHEN o.byp THEN 2 ELSE 1 END AS c,
+                          CASE WHEN r.fi IS NULL OR NOT o.byp THEN o.fid END AS fid,
+                          CASE WHEN r.fi IS NULL THEN o.k WHEN NOT o.byp THEN o.match_key END AS k,
+                          CASE WHEN r.fi IS NULL OR NOT o.byp THEN o.gh END AS gh,
+                          CASE WHEN r.fi IS NULL OR NOT o.byp THEN o.ph END AS ph,
+                          CASE WHEN r.fi IS NOT NULL AND o.byp THEN hashtextextended(o.match_key, 0) END AS kh,
+                          CASE WHEN r.fi IS NOT NULL THEN o.area_m2 END AS area
+                   FROM o FULL JOIN pg_temp.geoingest_raw r ON r.raw = o.rh),
+             a AS (INSERT INTO pg_temp.geoingest_match_old SELECT j.rid, j.fid, j.k, j.gh, j.ph FROM j WHERE j.c = 0),
+             b AS (INSERT INTO pg_temp.geoingest_kept SELECT j.fi, j.rid, j.fid, j.k, j.gh, j.ph, j.area FROM j WHERE j.c = 1),
+             d AS (INSERT INTO pg_temp.geoingest_bypass SELECT j.fi, j.rid, j.kh FROM j WHERE j.c = 2),
+             e AS (INSERT INTO pg_temp.geoingest_unkept SELECT j.fi FROM j WHERE j.c = 3)
+        SELECT count(*) FILTER (WHERE j.c = 3), count(*) FILTER (WHERE j.c IN (1, 2)),
+               count(*) FILTER (WHERE j.c = 2), coalesce(sum(j.area) FILTER (WHERE j.c = 2), 0)
+        FROM j', ot, kx) INTO nunkept, npairs, nbypass, barea USING old_ref, sig, key_fields, keyed;
     SELECT count(*) INTO total FROM pg_temp.geoingest_raw;
-    SELECT count(*) INTO kept FROM pg_temp.geoingest_kept;
+    kept := total - nunkept;
+    IF nbypass > 0 THEN
+        -- The keys found more than once among the bypass pairs and the old
+        -- rows left in the match (by a 64-bit hash: a collision only puts
+        -- a pair back): their pairs go back into the match, from their rows.
+        CREATE TEMP TABLE geoingest_bypass_rep ON COMMIT DROP AS
+        SELECT x.kh FROM (SELECT b.kh FROM pg_temp.geoingest_bypass b
+                          UNION ALL
+                          SELECT hashtextextended(m.k, 0) FROM pg_temp.geoingest_match_old m WHERE m.k IS NOT NULL) x
+        GROUP BY x.kh HAVING count(*) > 1;
+        IF EXISTS (SELECT FROM pg_temp.geoingest_bypass_rep) THEN
+            EXECUTE format('WITH d AS (DELETE FROM pg_temp.geoingest_bypass b
+                                       WHERE b.kh IN (SELECT r.kh FROM pg_temp.geoingest_bypass_rep r)
+                                       RETURNING b.fi, b.rid),
+                                 i AS (INSERT INTO pg_temp.geoingest_kept
+                                       SELECT d.fi, d.rid, coalesce(o.feature_id, o.id), o.match_key, o.geom_hash, o.props_hash, o.area_m2
+                                       FROM d JOIN %s o ON o.ctid = d.rid
+                                       WHERE o.job_ref = $1
+                                       RETURNING area_m2)
+                            SELECT count(*), coalesce(sum(i.area_m2), 0) FROM i', ot) INTO moved, marea USING old_ref;
+        END IF;
+    END IF;
+    INSERT INTO pg_temp.geoingest_bypass_n VALUES (nbypass - moved, barea - marea);
+    -- The kept pairs' rows in the match, each once (bytes repeated in the
+    -- file pair one row with several features), with the key the match
+    -- computes for them (none where the row's key is the empty one).
+    INSERT INTO pg_temp.geoingest_match_old (rid, fid, k, gh, ph)
+    SELECT DISTINCT k.rid, k.fid, CASE WHEN keyed THEN nullif(k.match_key, sig) END, k.geom_hash, k.props_hash
+    FROM pg_temp.geoingest_kept k;
+    IF npairs = 0 THEN
+        -- Nothing kept: the version is read whole (prefilter.go), and the
+        -- match's old side is every row, as listed here; the match takes
+        -- it rather than read the generation again.
+        CREATE TEMP TABLE geoingest_match_old_of ON COMMIT DROP AS SELECT old_ref AS old_ref, coalesce(key_fields, '{}') AS key_fields;
+    END IF;
+    IF npairs > kept THEN
+        -- A feature's bytes are several rows' (of one content, so never a
+        -- bypass pair: their key repeats): one of them stands for it.
+        DELETE FROM pg_temp.geoingest_kept k
+        WHERE k.ctid NOT IN (SELECT min(d.ctid) FROM pg_temp.geoingest_kept d GROUP BY d.fi);
+    END IF;
 END
 $function$;
 
@@ -2363,7 +2449,7 @@ DECLARE
     ot text := format('geoingest_store.%I', geoingest_job_table(target, old_ref));
     n  bigint;
 BEGIN
-    IF NOT EXISTS (SELECT FROM pg_temp.geoingest_kept) THEN
+    IF NOT EXISTS (SELECT FROM pg_temp.geoingest_kept) AND NOT EXISTS (SELECT FROM pg_temp.geoingest_bypass) THEN
         RETURN 0;
     END IF;
     -- The match's tables exist only once it ran: each case is its own
@@ -2372,7 +2458,9 @@ BEGIN
         EXECUTE format('INSERT INTO pg_temp.geoingest_incoming (job_ref, feature_index, layer, properties, geom, area_m2,
                                                                  match_key, geom_hash, props_hash, raw_hash)
                         SELECT $1, k.fi, o.layer, o.properties, o.geom, o.area_m2, o.match_key, o.geom_hash, o.props_hash, o.raw_hash
-                        FROM pg_temp.geoingest_kept k JOIN %s o ON o.ctid = k.rid
+                        FROM (SELECT k.fi, k.rid FROM pg_temp.geoingest_kept k
+                              UNION ALL SELECT b.fi, b.rid FROM pg_temp.geoingest_bypass b) k
+                        JOIN %s o ON o.ctid = k.rid
                         WHERE o.job_ref = $1
                           AND NOT EXISTS (SELECT FROM pg_temp.geoingest_incoming i WHERE i.feature_index = k.fi)', ot)
         USING old_ref;
@@ -2388,6 +2476,16 @@ BEGIN
     END IF;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
+END
+$function$;
+
+-- public.geoingest_prefilter_unkept()
+CREATE OR REPLACE FUNCTION public.geoingest_prefilter_unkept()
+ RETURNS SETOF bigint
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    RETURN QUERY SELECT u.fi FROM pg_temp.geoingest_unkept u;
 END
 $function$;
 

@@ -1,6 +1,9 @@
 package core
 
-import "sync/atomic"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // SkipSet is a set of feature indexes that a reader (GeoJSON's streamed
 // collections and sequences, shapefiles: the readers that give
@@ -35,6 +38,33 @@ func (s *SkipSet) Add(i int64) bool {
 		s.n++
 	}
 	s.bits[w] |= 1 << (uint(i) & 63)
+	return true
+}
+
+// AddAllBut puts in the set every index of all but those in but (a
+// prefilter that keeps most of a version lists the few it did not keep,
+// rather than every one it kept); false (and nothing added) when the
+// reader has begun. all is not changed.
+func (s *SkipSet) AddAllBut(all *SkipSet, but []int64) bool {
+	if s.begun.Load() {
+		return false
+	}
+	add := append([]uint64(nil), all.bits...)
+	for _, i := range but {
+		if w := int(i >> 6); i >= 0 && w < len(add) {
+			add[w] &^= 1 << (uint(i) & 63)
+		}
+	}
+	if len(s.bits) < len(add) {
+		s.bits = append(s.bits, make([]uint64, len(add)-len(s.bits))...)
+	}
+	s.n = 0
+	for w := range s.bits {
+		if w < len(add) {
+			s.bits[w] |= add[w]
+		}
+		s.n += int64(bits.OnesCount64(s.bits[w]))
+	}
 	return true
 }
 

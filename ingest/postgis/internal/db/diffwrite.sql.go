@@ -392,18 +392,6 @@ func (q *Queries) PrefilterCreate(ctx context.Context) error {
 	return err
 }
 
-const prefilterDedupe = `-- name: PrefilterDedupe :one
-SELECT geoingest_prefilter_dedupe()::bigint AS removed
-`
-
-// PrefilterDedupe keeps one row for each kept feature found more than once.
-func (q *Queries) PrefilterDedupe(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, prefilterDedupe)
-	var removed int64
-	err := row.Scan(&removed)
-	return removed, err
-}
-
 const prefilterKeep = `-- name: PrefilterKeep :one
 SELECT k.kept::bigint AS kept, coalesce(k.area_m2, 0)::float8 AS area_m2,
        coalesce(k.min_x, 'NaN')::float8 AS min_x, coalesce(k.min_y, 'NaN')::float8 AS min_y,
@@ -430,7 +418,7 @@ type PrefilterKeepRow struct {
 }
 
 // PrefilterKeep lists the kept features in the version's match columns,
-// but those with a key (left out of the match, migration 0050); the count,
+// but the bypass pairs (left out of the match, migrations 0050, 0051); the count,
 // area and extent of all, the count and area of those left out.
 func (q *Queries) PrefilterKeep(ctx context.Context, arg PrefilterKeepParams) (PrefilterKeepRow, error) {
 	row := q.db.QueryRow(ctx, prefilterKeep, arg.TargetTable, arg.OldRef, arg.BaseBox)
@@ -490,8 +478,9 @@ type PrefilterMatchRow struct {
 }
 
 // PrefilterMatch finds the version's features whose raw hash is a row's of
-// the generation of old_ref (geoingest_prefilter_match): how many hashes
-// were copied, and how many (feature, row) pairs were found.
+// the generation of old_ref (geoingest_prefilter_match, one pass over its
+// rows, which also lists the match's old side: migration 0051): how many
+// hashes were copied, and how many of those features were found.
 func (q *Queries) PrefilterMatch(ctx context.Context, arg PrefilterMatchParams) (PrefilterMatchRow, error) {
 	row := q.db.QueryRow(ctx, prefilterMatch, arg.TargetTable, arg.OldRef, arg.KeyFields)
 	var i PrefilterMatchRow
@@ -517,6 +506,33 @@ func (q *Queries) PrefilterSend(ctx context.Context, arg PrefilterSendParams) (i
 	var sent int64
 	err := row.Scan(&sent)
 	return sent, err
+}
+
+const prefilterUnkept = `-- name: PrefilterUnkept :many
+SELECT k::bigint AS fi FROM geoingest_prefilter_unkept() k
+`
+
+// PrefilterUnkept lists the indexes of the features whose raw hashes were
+// copied and that were not kept (migration 0051): the reader skips all the
+// others, when these are fewer.
+func (q *Queries) PrefilterUnkept(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, prefilterUnkept)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var fi int64
+		if err := rows.Scan(&fi); err != nil {
+			return nil, err
+		}
+		items = append(items, fi)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const setJobChecksum = `-- name: SetJobChecksum :exec

@@ -118,8 +118,9 @@ SELECT geoingest_prefilter_create();
 
 -- name: PrefilterMatch :one
 -- PrefilterMatch finds the version's features whose raw hash is a row's of
--- the generation of old_ref (geoingest_prefilter_match): how many hashes
--- were copied, and how many (feature, row) pairs were found.
+-- the generation of old_ref (geoingest_prefilter_match, one pass over its
+-- rows, which also lists the match's old side: migration 0051): how many
+-- hashes were copied, and how many of those features were found.
 SELECT m.total::bigint AS total, m.kept::bigint AS kept
 FROM geoingest_prefilter_match(@target_table::text, @old_ref::bigint, @key_fields::text[]) m;
 
@@ -127,13 +128,15 @@ FROM geoingest_prefilter_match(@target_table::text, @old_ref::bigint, @key_field
 -- PrefilterKept lists the indexes of the features kept by their bytes.
 SELECT k::bigint AS fi FROM geoingest_prefilter_kept() k;
 
--- name: PrefilterDedupe :one
--- PrefilterDedupe keeps one row for each kept feature found more than once.
-SELECT geoingest_prefilter_dedupe()::bigint AS removed;
+-- name: PrefilterUnkept :many
+-- PrefilterUnkept lists the indexes of the features whose raw hashes were
+-- copied and that were not kept (migration 0051): the reader skips all the
+-- others, when these are fewer.
+SELECT k::bigint AS fi FROM geoingest_prefilter_unkept() k;
 
 -- name: PrefilterKeep :one
 -- PrefilterKeep lists the kept features in the version's match columns,
--- but those with a key (left out of the match, migration 0050); the count,
+-- but the bypass pairs (left out of the match, migrations 0050, 0051); the count,
 -- area and extent of all, the count and area of those left out.
 SELECT k.kept::bigint AS kept, coalesce(k.area_m2, 0)::float8 AS area_m2,
        coalesce(k.min_x, 'NaN')::float8 AS min_x, coalesce(k.min_y, 'NaN')::float8 AS min_y,
