@@ -101,9 +101,9 @@ echo "=== go test ($((SECONDS - t0)) s)" >&2
 # another cache key, would analyse every dependency (std included) again.
 # -timeout 40m: a package's whole run. ingest/postgis and cmd/geoingest
 # take 4-7 min here on a warm machine, and passed 20 min on a fresh one
-# while the images built beside them (load 20-40); a binary killed by its
-# timeout leaves the clusters its tests started running, which slows every
-# package after it.
+# while the images built beside them (load 20-40). A binary killed by its
+# timeout runs no cleanup; internal/testsupport/reaper then stops the
+# clusters its tests started.
 status=0
 go test -p 3 -vet=off -timeout 40m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... || status=$?
 echo "=== go test: exit $status ($((SECONDS - t0)) s)" >&2
