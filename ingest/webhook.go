@@ -153,6 +153,31 @@ func (w *Webhook) Run(ctx context.Context) error {
 	return nil
 }
 
+// Drain is a last pass over the feed, for a process that stops because
+// it has nothing left to do (serve --until-idle): it delivers the records
+// after the subscriber's cursor, each POSTed once more at most, and
+// returns when the feed is read to its end, a POST is refused (that
+// record and the rest stay for the next deliverer: the cursor is
+// durable), another process holds the subscriber, or ctx ends.
+func (w *Webhook) Drain(ctx context.Context) error {
+	w.defaults()
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = w.Subscribers.ReleaseSubscriber(rctx, w.Name, w.Holder)
+	}()
+	for {
+		cursor, ok, err := w.Subscribers.TakeSubscriber(ctx, w.Name, w.Holder, w.Lease)
+		if err != nil || !ok {
+			return err
+		}
+		n, err := w.deliverBatchAttempts(ctx, cursor, 1)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
 func (w *Webhook) wait(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -167,6 +192,12 @@ func (w *Webhook) wait(ctx context.Context, d time.Duration) {
 // the cursor past each once delivered (or not for this URL). It returns
 // how many records it read.
 func (w *Webhook) deliverBatch(ctx context.Context, cursor string) (int, error) {
+	return w.deliverBatchAttempts(ctx, cursor, 0)
+}
+
+// deliverBatchAttempts is deliverBatch with each POST tried at most
+// attempts times (0: until delivered or ctx ends).
+func (w *Webhook) deliverBatchAttempts(ctx context.Context, cursor string, attempts int) (int, error) {
 	recs, err := w.Feed.ChangeFeed(ctx, cursor, 100)
 	if err != nil {
 		return 0, err
@@ -185,7 +216,7 @@ func (w *Webhook) deliverBatch(ctx context.Context, cursor string) (int, error) 
 			if err != nil {
 				return 0, err
 			}
-			if err := w.post(ctx, c, body); err != nil {
+			if err := w.post(ctx, c, body, attempts); err != nil {
 				return 0, err
 			}
 			HookAt(ctx, HookWebhookAfterPost, HookWhere{Owner: w.Holder, Job: c.Job})
@@ -214,9 +245,10 @@ func (w *Webhook) payload(ctx context.Context, c Changes, zoom *TileZoom) ([]byt
 	return json.Marshal(p)
 }
 
-// post POSTs body until the URL answers 2xx or ctx ends, renewing the
-// lease between attempts.
-func (w *Webhook) post(ctx context.Context, c Changes, body []byte) error {
+// post POSTs body until the URL answers 2xx, ctx ends or, when attempts
+// is above 0, that many attempts were refused, renewing the lease
+// between attempts.
+func (w *Webhook) post(ctx context.Context, c Changes, body []byte, attempts int) error {
 	backoff := Backoff{Base: w.Backoff, Max: w.MaxBackoff}
 	for attempt := 1; ; attempt++ {
 		status, err := w.postOnce(ctx, c.Job, attempt, body)
@@ -226,13 +258,16 @@ func (w *Webhook) post(ctx context.Context, c Changes, body []byte) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := backoff.Delay(attempt)
 		reason := ""
 		if err != nil {
 			reason = err.Error()
 		} else {
 			reason = "HTTP " + strconv.Itoa(status)
 		}
+		if attempts > 0 && attempt >= attempts {
+			return fmt.Errorf("job %s not delivered after %d attempts (kept for the next deliverer): %s", c.Job, attempt, reason)
+		}
+		wait := backoff.Delay(attempt)
 		w.Log.Warn("webhook: not delivered, retrying", "webhook", w.Name, "job", c.Job, "attempt", attempt, "retry_in", wait.String(), "error", reason)
 		w.wait(ctx, wait)
 		if held, err := w.Subscribers.SaveSubscriberCursor(ctx, w.Name, w.Holder, "", 0, w.Lease); err == nil && !held {

@@ -400,7 +400,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	cons.Run(ctx)
-	stopHooks()
+	stopHooks(ctx.Err() == nil) // idle (--until-idle), not a signal: a last webhook pass
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, summary(a.metrics))
 	return nil

@@ -190,3 +190,27 @@ func TestWebhookDeliversEveryChangeRecordOnce(t *testing.T) {
 	}
 	require.EqualValues(t, 2, queryInt(t, db, `SELECT delivered FROM change_subscribers`))
 }
+
+// TestServeIdleStopDeliversWebhooks: `serve --until-idle` that stops
+// before its deliverer's next poll (2 s) still delivers what it committed:
+// the idle stop makes a last webhook pass. Without it, the record waits in
+// the feed for the next process.
+func TestServeIdleStopDeliversWebhooks(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	recv, hook := newHookReceiver(t, []byte("k"))
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_WEBHOOK_SECRET": "k"}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grid.geojson"), idVersion([]int{1, 2, 3}, false, nil, nil), 0o644))
+	code, out, errOut := run(t, env, "serve", "--inbox", dir, "--metrics-addr", "", "--route", "=parcels?key=@id",
+		"--webhook", hook, "--poll", "50ms", "--settle", "100ms", "--until-idle", "200ms")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "1 written")
+	job := ""
+	for k := range queryPairs(t, db, `SELECT job_id, 0::bigint FROM job_changes`) {
+		job = k
+	}
+	require.NotEmpty(t, job)
+	require.Equal(t, map[string]int{job: 1}, recv.delivered(), "delivered before serve returned")
+	require.EqualValues(t, 1, queryInt(t, db, `SELECT delivered FROM change_subscribers`))
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 )
@@ -37,8 +38,11 @@ func webhookHolder() string {
 
 // startWebhooks starts one deliverer per distinct webhook URL of routes
 // (and defaultURL, for the routes that name none), each a durable
-// consumer of the change feed (ingest.Webhook). stop ends them and waits.
-func startWebhooks(ctx context.Context, m *Main, store any, routes []ingest.Route, defaultURL string, secret []byte) (stop func(), err error) {
+// consumer of the change feed (ingest.Webhook). stop ends them and waits;
+// with drain (serve stopping because it is idle, not on a signal), each
+// then makes a last pass (ingest.Webhook.Drain, within drainTimeout), so
+// that a batch run ends with what it committed delivered or tried.
+func startWebhooks(ctx context.Context, m *Main, store any, routes []ingest.Route, defaultURL string, secret []byte) (stop func(drain bool), err error) {
 	urls := map[string]bool{}
 	if defaultURL != "" {
 		if _, err := ingest.ParseWebhookURL(defaultURL); err != nil {
@@ -52,7 +56,7 @@ func startWebhooks(ctx context.Context, m *Main, store any, routes []ingest.Rout
 		}
 	}
 	if len(urls) == 0 {
-		return func() {}, nil
+		return func(bool) {}, nil
 	}
 	feed, ok1 := store.(ingest.ChangeLog)
 	subs, ok2 := store.(ingest.Subscribers)
@@ -63,14 +67,32 @@ func startWebhooks(ctx context.Context, m *Main, store any, routes []ingest.Rout
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	holder := webhookHolder()
+	var hooks []*ingest.Webhook
 	for u := range urls {
 		w := &ingest.Webhook{URL: u, Secret: secret, Select: ingest.WebhookSelect(routes, u, defaultURL),
 			Feed: feed, Tiles: tiles, Subscribers: subs, Holder: holder, Log: m.Log}
+		hooks = append(hooks, w)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_ = w.Run(ctx)
 		}()
 	}
-	return func() { cancel(); wg.Wait() }, nil
+	return func(drain bool) {
+		cancel()
+		wg.Wait()
+		if !drain {
+			return
+		}
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+		defer dcancel()
+		for _, w := range hooks {
+			if err := w.Drain(dctx); err != nil {
+				m.Log.Warn("webhook: the last pass before stopping left records for the next deliverer", "webhook", w.Name, "error", err.Error())
+			}
+		}
+	}, nil
 }
+
+// drainTimeout bounds the webhooks' last pass when serve stops idle.
+const drainTimeout = 30 * time.Second
