@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -132,14 +133,16 @@ func (c *crashEnv) committed(t *testing.T) bool {
 // worker is SIGKILLed in the middle of a job (paused mid-COPY, its lease
 // and the message's visibility still being renewed). With serve's default
 // relation between the two (the lease, 5m, five times the visibility,
-// 60s; here 10s and 2s), the message comes back to a second worker while
+// 60s; here 20s and 2s), the message comes back to a second worker while
 // the dead worker's lease is still live. That delivery finds the claim
 // held: it is not a duplicate, and must be given back until the lease
 // expires, when the next delivery takes the job over and commits it,
 // exactly once. Before the fix it was acked and the upload was lost.
 func TestServeKilledWorkerJobCommitsOnce(t *testing.T) {
 	t.Parallel()
-	const lease, visibility = 10 * time.Second, 2 * time.Second
+	// The lease leaves B, once serving, 18 s or more to meet it after the
+	// kill, under a loaded CI machine too (B waits at most the visibility).
+	const lease, visibility = 20 * time.Second, 2 * time.Second
 	c := newCrashEnv(t, "killed")
 	o := upload(t, c.s3.Client, c.bucket, "parcels/county.geojson", squaresFile(t, 50), 1)
 	sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))
@@ -152,6 +155,11 @@ func TestServeKilledWorkerJobCommitsOnce(t *testing.T) {
 		return err == nil
 	})
 	b := c.serve(t, nil, args...)
+	// B must be receiving before A dies: a process start slowed by a
+	// loaded machine would otherwise meet the lease already ended.
+	eventually(t, 60*time.Second, "worker B to be serving", func() bool {
+		return strings.Contains(b.stderr.String(), "msg=serving")
+	})
 	// Let A renew its lease and the message's visibility at least once.
 	time.Sleep(visibility)
 	a.kill()
