@@ -99,13 +99,15 @@ echo "=== go test ($((SECONDS - t0)) s)" >&2
 # runs every check go test's own vet would (and more), on the same
 # packages and their tests; go test's vet, whose narrower set of checks is
 # another cache key, would analyse every dependency (std included) again.
-# -timeout 40m: a package's whole run. ingest/postgis and cmd/geoingest
-# take 4-7 min here on a warm machine, and passed 20 min on a fresh one
-# while the images built beside them (load 20-40). A binary killed by its
+# -timeout 70m: a package's whole run, short of CI's 90 min so that a
+# hung package still prints its goroutines. ingest/postgis and
+# cmd/geoingest take 4-7 min on a warm machine, and 33-35 min on a VM
+# whose every new page and process costs 10-20x (load 24-33, the images
+# building beside them). A binary killed by its
 # timeout runs no cleanup; internal/testsupport/reaper then stops the
 # clusters its tests started.
 status=0
-go test -p 3 -vet=off -timeout 40m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... || status=$?
+go test -p 3 -vet=off -timeout 70m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... || status=$?
 echo "=== go test: exit $status ($((SECONDS - t0)) s)" >&2
 kstatus=0
 wait "$checks_pid" || kstatus=$?
