@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -35,12 +34,9 @@ func TestServeAcksOnlyWhatTheStandbyHas(t *testing.T) {
 	c := newCrashEnv(t, "ackreplicas")
 	c.db = hc.URL()
 	standby := hc.ReadURL()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	w := c.serve(t, nil, "--metrics-addr", addr, "--ack-replicas", "1", "--ack-replicas-timeout", "2s",
+	w := c.serve(t, nil, "--metrics-addr", "127.0.0.1:0", "--ack-replicas", "1", "--ack-replicas-timeout", "2s",
 		"--visibility", "30s", "--backoff", "1s", "--backoff-max", "2s")
+	addr := w.httpAddr(t)
 	eventually(t, 60*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
 
 	// A healthy standby: the job is acked once the standby has it.

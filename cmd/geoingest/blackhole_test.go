@@ -66,12 +66,9 @@ func TestServeLeavesAVanishedPrimary(t *testing.T) {
 	proxy := newDBProxy(t, c.db)
 	port := proxy.ln.Addr().(*net.TCPAddr).Port
 	url := proxy.URL + " connect_timeout=2 tcp_user_timeout=3000 keepalives_idle=1 keepalives_interval=1 keepalives_count=2"
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	w := c.serve(t, nil, "--database-url", url, "--metrics-addr", addr, "--workers", "1",
+	w := c.serve(t, nil, "--database-url", url, "--metrics-addr", "127.0.0.1:0", "--workers", "1",
 		"--visibility", "10s", "--backoff", "1s", "--backoff-max", "2s")
+	addr := w.httpAddr(t)
 	eventually(t, 60*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
 
 	o := upload(t, c.s3.Client, c.bucket, "parcels/big.geojson", "../../testdata/synthetic/parcels_10k.geojson", 1)

@@ -75,6 +75,25 @@ func (c *crashEnv) serve(t *testing.T, extraEnv []string, args ...string) *worke
 	return w
 }
 
+// httpAddr waits for the worker, started with --metrics-addr
+// 127.0.0.1:0, to log the address its HTTP server listens on, and returns
+// it. (A port found free and closed before the start could be taken by
+// another test's server first.)
+func (w *worker) httpAddr(t *testing.T) string {
+	t.Helper()
+	addr := ""
+	eventually(t, 2*time.Minute, "serve's HTTP address in its log", func() bool {
+		select {
+		case <-w.exited:
+			t.Fatalf("serve exited before it listened:\n%s", w.stderr.String())
+		default:
+		}
+		addr = listenAddr(w.stderr.String())
+		return addr != ""
+	})
+	return addr
+}
+
 // kill SIGKILLs the worker and waits for it to be gone.
 func (w *worker) kill() {
 	_ = w.cmd.Process.Signal(syscall.SIGKILL)

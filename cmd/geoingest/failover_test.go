@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -53,10 +52,6 @@ func TestServeFollowsThePrimary(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		objs = append(objs, upload(t, c.s3.Client, c.bucket, fmt.Sprintf("parcels/small%d.geojson", i), squaresFile(t, 10+i), 10+i))
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
 	// A visibility of 60 s (renewed every 20 s) rather than 10 s: the
 	// failovers cut jobs, whose messages come back by nack (--backoff),
 	// never by a lapsed visibility. A 10 s visibility could lapse on a
@@ -70,8 +65,9 @@ func TestServeFollowsThePrimary(t *testing.T) {
 	// just before the planned failover: a job committed then exists only
 	// on the primary that the failover demotes and rewinds (CI lost two
 	// acked jobs so). Its message must come back, not be acked.
-	w := c.serve(t, nil, "--metrics-addr", addr, "--workers", "3", "--ack-replicas", "1",
+	w := c.serve(t, nil, "--metrics-addr", "127.0.0.1:0", "--workers", "3", "--ack-replicas", "1",
 		"--visibility", "60s", "--backoff", "1s", "--backoff-max", "4s")
+	addr := w.httpAddr(t)
 	eventually(t, 60*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
 	inFlight := func() bool {
 		return queryInt(t, c.db, `SELECT count(*) FROM claims WHERE state = 'CLAIMED' AND lease_until > now()`) > 0
@@ -157,11 +153,7 @@ func TestServeStartsDuringAFailover(t *testing.T) {
 	c := newCrashEnv(t, "startfailover")
 	proxy := newDBProxy(t, c.db)
 	proxy.Cut()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	w := c.serve(t, nil, "--database-url", proxy.URL, "--metrics-addr", addr, "--start-timeout", "60s")
+	w := c.serve(t, nil, "--database-url", proxy.URL, "--metrics-addr", "127.0.0.1:0", "--start-timeout", "60s")
 	time.Sleep(4 * time.Second)
 	// Its retry is said however long a loaded machine takes to start
 	// serve (a fixed 4 s wait for the line raced that start), and serve is
@@ -175,6 +167,7 @@ func TestServeStartsDuringAFailover(t *testing.T) {
 	default:
 	}
 	proxy.Restore()
+	addr := w.httpAddr(t) // serve listens once the database is open
 	eventually(t, 30*time.Second, "serve ready once the database answers", func() bool { return readyz(addr) == http.StatusOK })
 	o := upload(t, c.s3.Client, c.bucket, "parcels/after.geojson", squaresFile(t, 3), 1)
 	sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))

@@ -155,12 +155,9 @@ func TestServeDatabaseOutage(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		objs = append(objs, upload(t, c.s3.Client, c.bucket, fmt.Sprintf("parcels/small%d.geojson", i), squaresFile(t, 10+i), 10+i))
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	w := c.serve(t, nil, "--database-url", proxy.URL, "--metrics-addr", addr, "--workers", "3",
+	w := c.serve(t, nil, "--database-url", proxy.URL, "--metrics-addr", "127.0.0.1:0", "--workers", "3",
 		"--lease", "5s", "--visibility", "3s", "--backoff", "1s", "--backoff-max", "4s")
+	addr := w.httpAddr(t)
 	eventually(t, 60*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
 	for _, o := range objs[:3] {
 		sendBody(t, c.sqs.Client, c.queueURL, notification(c.bucket, o))

@@ -6,11 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,26 +52,32 @@ func startServeMain(t *testing.T, m *Main, env map[string]string, args ...string
 // parent of serve's context.
 func startServeMainCtx(t *testing.T, parent context.Context, m *Main, env map[string]string, args ...string) *serving {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	s := &serving{done: make(chan int, 1), stderr: &testfiles.SyncBuffer{}, metrics: "http://" + addr + "/metrics"}
+	s := &serving{done: make(chan int, 1), stderr: &testfiles.SyncBuffer{}}
 	ctx, cancel := context.WithCancel(parent)
 	s.cancel = cancel
 	m.Stdout, m.Stderr = &testfiles.SyncBuffer{}, s.stderr
 	m.Getenv = func(k string) string { return env[k] }
+	// Port 0: serve binds a port of the kernel's choice and logs it. A
+	// port found free and closed again could be taken by another test's
+	// server before serve binds it.
 	go func() {
-		s.done <- m.Run(ctx, append([]string{"serve", "--metrics-addr", addr, "--log-level", "info"}, args...))
+		s.done <- m.Run(ctx, append([]string{"serve", "--metrics-addr", "127.0.0.1:0", "--log-level", "info"}, args...))
 	}()
 	t.Cleanup(func() { s.stop(t) })
 	// Ready once /readyz answers 200.
-	eventually(t, 60*time.Second, "serve to become ready", func() bool {
+	addr := ""
+	eventually(t, 2*time.Minute, "serve to become ready", func() bool {
 		select {
 		case code := <-s.done:
 			s.done <- code
 			t.Fatalf("serve exited with %d:\n%s", code, s.stderr.String())
 		default:
+		}
+		if addr == "" {
+			if addr = listenAddr(s.stderr.String()); addr == "" {
+				return false
+			}
+			s.metrics = "http://" + addr + "/metrics"
 		}
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
@@ -117,6 +123,18 @@ func (s *serving) metric(t *testing.T, sample string) float64 {
 	}
 	return 0
 }
+
+// listenAddr is the address serve's log says its HTTP server listens on
+// ("" before it says so).
+func listenAddr(log string) string {
+	m := listenAddrRE.FindStringSubmatch(log)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+var listenAddrRE = regexp.MustCompile(`msg="serving /metrics[^"]*" addr=(\S+)`)
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

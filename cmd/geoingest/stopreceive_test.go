@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,13 +24,15 @@ import (
 func TestServeStopGivesBackItsLastReceive(t *testing.T) {
 	t.Parallel()
 	c := newCrashEnv(t, "stopreceive")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	w := c.serve(t, nil, "--metrics-addr", addr, "--wait", "4s", "--visibility", "60s")
-	eventually(t, 60*time.Second, "serve ready", func() bool { return readyz(addr) == http.StatusOK })
-	time.Sleep(time.Second) // its long poll is waiting on the empty queue
+	w := c.serve(t, nil, "--metrics-addr", "127.0.0.1:0", "--wait", "4s", "--visibility", "60s")
+	addr := ""
+	eventually(t, 2*time.Minute, "serve receiving", func() bool {
+		addr = listenAddr(w.stderr.String())
+		return addr != "" && strings.Contains(w.stderr.String(), "msg=serving") && readyz(addr) == http.StatusOK
+	})
+	// Its long poll (4 s) is waiting on the empty queue: it began as serve
+	// logged that it serves, however slowly a loaded machine started it.
+	time.Sleep(time.Second)
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
 	// Send once the shutdown has begun (/readyz 503), not merely once the
 	// signal is sent: a message received before serve has seen its signal

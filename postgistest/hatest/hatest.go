@@ -91,6 +91,11 @@ type Cluster struct {
 	unwatch func()
 }
 
+// startTimeout bounds a formation's start: a monitor, a primary and a
+// standby's base backup. A loaded CI machine (load 30 on 2 cores) once
+// took over 5 minutes to bring the standby to secondary.
+const startTimeout = 12 * time.Minute
+
 // Start starts a formation for the test and stops it (removing its
 // directory) when the test ends. It skips the test when pg_autoctl is
 // not installed, and fails it when the formation does not come up.
@@ -99,7 +104,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	if _, err := exec.LookPath("pg_autoctl"); err != nil {
 		t.Skip("hatest: pg_autoctl not found: " + InstallHint)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	c, err := StartCluster(ctx, o, t.Logf)
 	if err != nil {

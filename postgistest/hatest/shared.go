@@ -62,7 +62,7 @@ func Shared(t testing.TB, o Options) *Cluster {
 	shared.mu.Unlock()
 
 	sc.use.Lock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if sc.c == nil && sc.err == nil {
 		sc.c, sc.err = StartCluster(ctx, o, func(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args...) })
