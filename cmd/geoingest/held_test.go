@@ -47,7 +47,9 @@ func TestServeInboxHeldClaim(t *testing.T) {
 	b, err := os.ReadFile(squaresFile(t, 7))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(p, b, 0o644))
-	job, until := holdClaim(t, db, p, 4*time.Second)
+	// A lease that outlasts serve's start on a loaded machine (a 4 s one
+	// had ended before serve first saw the file).
+	job, until := holdClaim(t, db, p, 15*time.Second)
 
 	code, out, errOut := run(t, map[string]string{"DATABASE_URL": db}, "serve", "--inbox", dir, "--metrics-addr", "",
 		"--poll", "100ms", "--settle", "300ms", "--until-idle", "1s", "--log-level", "info")

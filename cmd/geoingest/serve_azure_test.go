@@ -70,14 +70,16 @@ func TestServeAzureEndToEnd(t *testing.T) {
 	qURL := "azqueue://" + testsrv.AzureAccount + "/" + queueName(q)
 	dlqURL := "azqueue://" + testsrv.AzureAccount + "/" + queueName(dlq)
 	srv := startServe(t, env, "--queue-url", qURL, "--dlq-url", dlqURL, "--workers", "4", "--database-url", db,
-		"--visibility", "6s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3", "--lease", "3s",
+		"--visibility", "20s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3", "--lease", "10s",
 		"--route", "parcels/=parcels?guards=off", "--route", "admin/=admin_units+deletes") // the second version shrinks on purpose
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("serve's log:\n%s", srv.stderr.String())
 		}
 	})
-	eventually(t, 60*time.Second, "both copies of every event, acked or dead-lettered", func() bool {
+	// The lease (10 s) outlasts a job on a loaded machine: at 3 s a job
+	// that took 4.2 s lost it, and its copy counted a fourth duplicate.
+	eventually(t, 3*time.Minute, "both copies of every event, acked or dead-lettered", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 2*events &&
 			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 2 &&
 			queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) >= goodJobs &&
@@ -115,14 +117,14 @@ func TestServeAzureEndToEnd(t *testing.T) {
 	firstEvent := br.Sent()[0]
 	a2Tag := azurePut(t, up, container, "parcels/city a+b.geojson", "../../testdata/corpus/mixed_feature_geojson/mixed_feature.json")
 	require.NotEqual(t, aTag, a2Tag)
-	eventually(t, 30*time.Second, "the second version to become current", func() bool {
+	eventually(t, 2*time.Minute, "the second version to become current", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current' AND version_token = $1`, a2Tag) == 1
 	})
 	require.NoError(t, br.Send(context.Background(), firstEvent))
 	// A delete on the route that mirrors deletes retires the admin source.
 	_, err = up.DeleteBlob(context.Background(), container, "admin/admin.geojson", nil)
 	require.NoError(t, err)
-	eventually(t, 30*time.Second, "the late copy and the delete's two copies, received", func() bool {
+	eventually(t, 2*time.Minute, "the late copy and the delete's two copies, received", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 2*events+2+1+2 &&
 			queryInt(t, db, `SELECT count(*) FROM sources WHERE source_key = 'admin/admin.geojson' AND current_job_id IS NULL`) == 1
 	})

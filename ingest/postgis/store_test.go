@@ -334,7 +334,10 @@ func TestHeartbeatKeepsLease(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	slow := newTestService(b.pool, b.metrics, b.svc.Log)
-	slow.Lease = 600 * time.Millisecond
+	// A lease of 3 s, renewed every second: at 600 ms a loaded CI machine
+	// (load 30) delayed a renewal past the lease, and the other worker
+	// took the job over, as a lapsed lease allows.
+	slow.Lease = 3 * time.Second
 	inWrite := make(chan struct{})
 	release := make(chan struct{})
 	sctx := hooked(ctx, slow.Owner, false, func() {
@@ -345,8 +348,8 @@ func TestHeartbeatKeepsLease(t *testing.T) {
 	go func() { done <- slow.Run(sctx, localJob(t, epinay, ingest.DefaultParams("parcels"))) }()
 	<-inWrite
 	other := newTestService(b.pool, b.metrics, b.svc.Log)
-	for i := 0; i < 6; i++ { // 1.8 s: three lease periods
-		time.Sleep(300 * time.Millisecond)
+	for i := 0; i < 6; i++ { // 9 s: three lease periods
+		time.Sleep(1500 * time.Millisecond)
 		res := other.Run(ctx, localJob(t, epinay, ingest.DefaultParams("parcels")))
 		require.Equal(t, ingest.Held, res.Outcome, "attempt %d", i)
 		// Retried once what is left of the live lease has passed.
