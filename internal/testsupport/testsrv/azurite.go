@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -48,11 +49,29 @@ var (
 	azuriteExited <-chan error
 )
 
-// Azurite returns the test binary's Azurite, started on first use (and
-// installed from npm into CacheDir when missing) and stopped by Stop.
+// AzuriteEnv names an Azurite that every test binary shares instead of
+// starting its own: its blob and queue endpoints, space-separated
+// ("http://127.0.0.1:P/devstoreaccount1 http://127.0.0.1:Q/devstoreaccount1").
+// scripts/test.sh starts one before go test, so that Node.js's start
+// (a minute or more on a loaded 2-core machine) is paid once, early,
+// not by each of the packages that use it while they run. The names the
+// tests make are unique across processes (Unique).
+const AzuriteEnv = "GEOINGEST_TEST_AZURITE"
+
+// Azurite returns the test binary's Azurite: the shared one AzuriteEnv
+// names, or one of its own started on first use (and installed from npm
+// into CacheDir when missing) and stopped by Stop.
 func Azurite(t testing.TB) *AzureServer {
 	t.Helper()
-	azuriteOnce.Do(func() { azuriteSrv, azuriteErr = startAzurite() })
+	azuriteOnce.Do(func() {
+		if v := os.Getenv(AzuriteEnv); v != "" {
+			if azuriteSrv, azuriteErr = sharedAzurite(v); azuriteErr == nil {
+				return
+			}
+			fmt.Fprintf(os.Stderr, "testsrv: %v; starting an Azurite of this test binary's own\n", azuriteErr)
+		}
+		azuriteSrv, azuriteErr = startAzurite()
+	})
 	if azuriteErr != nil {
 		t.Fatalf("testsrv: Azurite: %v (needs node and npm, or azurite@%s installed under %s)", azuriteErr, AzuriteVersion, CacheDir())
 	}
@@ -83,6 +102,59 @@ func azuriteCLI() (string, error) {
 	return cli, nil
 }
 
+// sharedAzurite is the Azurite AzuriteEnv names, once it answers (it may
+// still be starting).
+func sharedAzurite(v string) (*AzureServer, error) {
+	f := strings.Fields(v)
+	if len(f) != 2 {
+		return nil, fmt.Errorf("%s=%q: want the blob and queue endpoints, space-separated", AzuriteEnv, v)
+	}
+	s := &AzureServer{BlobURL: f[0], QueueURL: f[1]}
+	if err := waitAzurite(s, nil, nil); err != nil {
+		return nil, fmt.Errorf("the shared Azurite (%s): %w", AzuriteEnv, err)
+	}
+	return s, s.clients()
+}
+
+func (s *AzureServer) clients() (err error) {
+	s.ConnectionString = fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;BlobEndpoint=%s;QueueEndpoint=%s;",
+		AzureAccount, AzureKey, s.BlobURL, s.QueueURL)
+	if s.Blob, err = azblob.NewClientFromConnectionString(s.ConnectionString, nil); err != nil {
+		return err
+	}
+	s.Queues, err = azqueue.NewServiceClientFromConnectionString(s.ConnectionString, nil)
+	return err
+}
+
+// waitAzurite waits up to startTimeout for both endpoints to answer;
+// exited (may be nil) reports the process's end, log its output.
+func waitAzurite(s *AzureServer, exited <-chan error, log *bytes.Buffer) error {
+	deadline := time.Now().Add(startTimeout)
+	for _, u := range []string{s.BlobURL, s.QueueURL} {
+		for {
+			resp, err := http.Get(u + "?comp=list")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			select {
+			case werr := <-exited:
+				return fmt.Errorf("azurite exited while starting (%v):\n%s", werr, log.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				out := ""
+				if log != nil {
+					out = log.String()
+				}
+				return fmt.Errorf("azurite did not answer at %s within %s: %w\n%s", u, startTimeout, err, out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
 func startAzurite() (*AzureServer, error) {
 	cli, err := azuriteCLI()
 	if err != nil {
@@ -111,39 +183,18 @@ func startAzurite() (*AzureServer, error) {
 	}
 	s := &AzureServer{BlobURL: fmt.Sprintf("http://127.0.0.1:%d/%s", blobPort, AzureAccount),
 		QueueURL: fmt.Sprintf("http://127.0.0.1:%d/%s", queuePort, AzureAccount)}
-	s.ConnectionString = fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;BlobEndpoint=%s;QueueEndpoint=%s;",
-		AzureAccount, AzureKey, s.BlobURL, s.QueueURL)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(startTimeout)
-	for _, u := range []string{s.BlobURL, s.QueueURL} {
-		for {
-			resp, err := http.Get(u + "?comp=list")
-			if err == nil {
-				resp.Body.Close()
-				break
-			}
-			select {
-			case werr := <-exited:
-				return nil, fmt.Errorf("azurite exited while starting (%v):\n%s", werr, logBuf.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-exited
-				return nil, fmt.Errorf("azurite did not answer at %s within %s: %w\n%s", u, startTimeout, err, logBuf.String())
-			}
-			time.Sleep(200 * time.Millisecond)
+	if err := waitAzurite(s, exited, &logBuf); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
 		}
+		return nil, err
 	}
 	azuriteCmd, azuriteExited = cmd, exited
-	if s.Blob, err = azblob.NewClientFromConnectionString(s.ConnectionString, nil); err != nil {
-		return nil, err
-	}
-	if s.Queues, err = azqueue.NewServiceClientFromConnectionString(s.ConnectionString, nil); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s, s.clients()
 }
 
 func stopAzurite() {
