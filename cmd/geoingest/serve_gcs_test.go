@@ -45,7 +45,7 @@ type gcsTap struct {
 
 func (tp *gcsTap) drain(t *testing.T, atLeast int) {
 	t.Helper()
-	eventually(t, 15*time.Second, "the bucket's notifications", func() bool {
+	eventually(t, 2*time.Minute, "the bucket's notifications", func() bool {
 		msgs, err := tp.r.Receive(context.Background(), 10)
 		require.NoError(t, err)
 		for _, m := range msgs {
@@ -105,20 +105,20 @@ func TestServeGCSEndToEnd(t *testing.T) {
 	tap.drain(t, events)
 
 	srv := startServe(t, nil, "--queue-url", "pubsub://"+sub, "--dlq-url", "pubsub://"+dlq, "--workers", "4",
-		"--database-url", db, "--visibility", "10s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3", "--lease", "3s",
+		"--database-url", db, "--visibility", "10s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3", "--lease", "10s",
 		"--route", "parcels/=parcels?guards=off", "--route", "admin/=admin_units") // the second version shrinks on purpose
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("serve's log:\n%s", srv.stderr.String())
 		}
 	})
-	eventually(t, 30*time.Second, "every notification acked or dead-lettered", func() bool {
+	eventually(t, 2*time.Minute, "every notification acked or dead-lettered", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= events &&
 			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 1 &&
 			queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) >= goodJobs
 	})
 	tap.republish(t, tap.seen...) // a second delivery of every notification
-	eventually(t, 30*time.Second, "the second copies, acked or dead-lettered", func() bool {
+	eventually(t, 2*time.Minute, "the second copies, acked or dead-lettered", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 2*events &&
 			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 2 &&
 			// a copy that found its claim held comes back after the lease
@@ -142,7 +142,7 @@ func TestServeGCSEndToEnd(t *testing.T) {
 	// The dead letters carry the reason.
 	d := pubsubqueue.New(g.Pubsub, dlqSub, pubsubqueue.Options{Wait: time.Second})
 	var reasons []string
-	eventually(t, 10*time.Second, "the dead letters", func() bool {
+	eventually(t, 2*time.Minute, "the dead letters", func() bool {
 		msgs, err := d.Receive(context.Background(), 10)
 		require.NoError(t, err)
 		for _, m := range msgs {
@@ -160,12 +160,12 @@ func TestServeGCSEndToEnd(t *testing.T) {
 	// notification changes nothing.
 	a2 := gcsPut(t, g, bucket, a.Key, "../../testdata/corpus/mixed_feature_geojson/mixed_feature.json")
 	require.NotEqual(t, a.VersionID, a2.VersionID)
-	eventually(t, 30*time.Second, "the second generation to become current", func() bool {
+	eventually(t, 2*time.Minute, "the second generation to become current", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current' AND version_token = $1`, a2.VersionID) == 1
 	})
 	tap.drain(t, events+2) // its finalize, and the first generation's delete (replaced: filtered)
 	tap.republish(t, tap.find(t, a.Key, a.VersionID))
-	eventually(t, 20*time.Second, "the late copy, received", func() bool {
+	eventually(t, 2*time.Minute, "the late copy, received", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 2*events+3
 	})
 	time.Sleep(time.Second)

@@ -264,8 +264,10 @@ func TestServeSQSEndToEnd(t *testing.T) {
 	}
 	srv := startServe(t, awsEnv, "--queue-url", qURL, "--dlq-url", dlqURL, "--workers", "4", "--database-url", db,
 		"--visibility", "6s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3",
-		"--lease", "3s") // a copy that finds a claim held comes back when the lease ends
-	eventually(t, 25*time.Second, "the first two rounds of events", func() bool {
+		// A copy that finds a claim held comes back when the lease ends; 10 s
+		// outlasts a job on a loaded machine (at 3 s one lost its lease).
+		"--lease", "10s")
+	eventually(t, 2*time.Minute, "the first two rounds of events", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 2*eventsPerRound &&
 			queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) >= goodJobs
 	})
@@ -280,7 +282,7 @@ func TestServeSQSEndToEnd(t *testing.T) {
 			srv.metric(t, `geoingest_claims_total{result="duplicate"}`) + srv.metric(t, `geoingest_write_gate_total{result="already_present"}`),
 			srv.metric(t, "geoingest_messages_dead_lettered_total")
 	}
-	eventually(t, 20*time.Second, "the third round", func() bool {
+	eventually(t, 2*time.Minute, "the third round", func() bool {
 		w, d, dl := settled()
 		return srv.metric(t, "geoingest_events_received_total") >= 3*eventsPerRound && w+d+dl >= 3*(goodJobs+1) &&
 			sqsDepth(t, sq.Client, qURL) == 0 // messages given back for a held claim came back and settled

@@ -151,7 +151,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 
 	// versitygw sends its notifications asynchronously after each PUT.
 	const goodJobs, eventsPerRound = 3, 8 // a, admin, shp; 7 uploads and the test event
-	eventually(t, 10*time.Second, "versitygw's notifications", func() bool {
+	eventually(t, 2*time.Minute, "versitygw's notifications", func() bool {
 		raw, _ := br.received()
 		return len(raw) >= eventsPerRound
 	})
@@ -168,7 +168,9 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 
 	srv := startServe(t, awsEnv, "--queue-url", qURL, "--dlq-url", dlqURL, "--workers", "4", "--database-url", db,
 		"--visibility", "6s", "--wait", "1s", "--backoff", "1s", "--max-receives", "3",
-		"--lease", "3s", // a copy that finds a claim held comes back when the lease ends
+		// A copy that finds a claim held comes back when the lease ends; 10 s
+		// outlasts a job on a loaded machine (at 3 s one lost its lease).
+		"--lease", "10s",
 		// The second version is another file altogether (the guards would
 		// hold it as pending): this test is about its delivery.
 		"--route", "parcels/=parcels?guards=off", "--route", "admin/=admin_units")
@@ -177,7 +179,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 			t.Logf("serve's log:\n%s", srv.stderr.String())
 		}
 	})
-	eventually(t, 25*time.Second, "the first two copies of every notification, acked or dead-lettered", func() bool {
+	eventually(t, 2*time.Minute, "the first two copies of every notification, acked or dead-lettered", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 2*eventsPerRound &&
 			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 1 &&
 			queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current'`) >= goodJobs &&
@@ -189,7 +191,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 	for _, body := range sent {
 		require.NoError(t, br.send(context.Background(), body))
 	}
-	eventually(t, 20*time.Second, "the third copies, acked or dead-lettered", func() bool {
+	eventually(t, 2*time.Minute, "the third copies, acked or dead-lettered", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 3*eventsPerRound &&
 			srv.metric(t, "geoingest_messages_dead_lettered_total") >= 2 &&
 			sqsDepth(t, sq.Client, qURL) == 0
@@ -247,7 +249,7 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 	a2 := upload(t, st.Client, bucket, a.key, "../../testdata/corpus/mixed_feature_geojson/mixed_feature.json", 0)
 	require.NotEqual(t, a.versionID, a2.versionID)
 	require.NotEqual(t, a.etag, a2.etag)
-	eventually(t, 10*time.Second, "the second version's notification", func() bool {
+	eventually(t, 2*time.Minute, "the second version's notification", func() bool {
 		raw, _ := br.received()
 		return len(raw) >= eventsPerRound+1
 	})
@@ -255,13 +257,13 @@ func TestServeVersitygwEndToEnd(t *testing.T) {
 	evA2, err := ingests3.ParseEvents([]byte(sentA2))
 	require.NoError(t, err)
 	require.Equal(t, 1, ingest.CompareOrder(evA2[0].Order(), evA[0].Order()), "versitygw's sequencer orders the versions")
-	eventually(t, 20*time.Second, "the second version to become current", func() bool {
+	eventually(t, 2*time.Minute, "the second version to become current", func() bool {
 		return queryInt(t, db, `SELECT count(*) FROM jobs WHERE status = 'current' AND version_token = $1`, evA2[0].VersionToken()) == 1 &&
 			srv.metric(t, "geoingest_events_received_total") >= 3*eventsPerRound+2
 	})
 	require.NoError(t, br.send(context.Background(), sentA2)) // its third copy
 	require.NoError(t, br.send(context.Background(), sentA))  // the first version, late
-	eventually(t, 20*time.Second, "the late copies, acked", func() bool {
+	eventually(t, 2*time.Minute, "the late copies, acked", func() bool {
 		return srv.metric(t, "geoingest_events_received_total") >= 3*eventsPerRound+4 && sqsDepth(t, sq.Client, qURL) == 0
 	})
 	require.EqualValues(t, goodJobs+1, srv.metric(t, `geoingest_write_gate_total{result="written"}`))
