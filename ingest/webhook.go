@@ -122,11 +122,7 @@ func redactURL(s string) string {
 // Run delivers until ctx ends (then it returns nil) or the store fails.
 func (w *Webhook) Run(ctx context.Context) error {
 	w.defaults()
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = w.Subscribers.ReleaseSubscriber(rctx, w.Name, w.Holder)
-	}()
+	defer w.release(ctx)
 	for ctx.Err() == nil {
 		cursor, ok, err := w.Subscribers.TakeSubscriber(ctx, w.Name, w.Holder, w.Lease)
 		if err != nil {
@@ -142,7 +138,7 @@ func (w *Webhook) Run(ctx context.Context) error {
 			w.wait(ctx, w.Poll)
 			continue
 		}
-		n, err := w.deliverBatch(ctx, cursor)
+		n, err := w.deliverBatch(ctx, cursor, 0)
 		if err != nil && ctx.Err() == nil {
 			w.Log.Warn("webhook", "webhook", w.Name, "error", err.Error())
 		}
@@ -161,21 +157,25 @@ func (w *Webhook) Run(ctx context.Context) error {
 // durable), another process holds the subscriber, or ctx ends.
 func (w *Webhook) Drain(ctx context.Context) error {
 	w.defaults()
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = w.Subscribers.ReleaseSubscriber(rctx, w.Name, w.Holder)
-	}()
+	defer w.release(ctx)
 	for {
 		cursor, ok, err := w.Subscribers.TakeSubscriber(ctx, w.Name, w.Holder, w.Lease)
 		if err != nil || !ok {
 			return err
 		}
-		n, err := w.deliverBatchAttempts(ctx, cursor, 1)
+		n, err := w.deliverBatch(ctx, cursor, 1)
 		if err != nil || n == 0 {
 			return err
 		}
 	}
+}
+
+// release ends this process's lease of the subscriber, even once ctx has
+// ended (within 5 s), so that another deliverer need not wait for it.
+func (w *Webhook) release(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = w.Subscribers.ReleaseSubscriber(rctx, w.Name, w.Holder)
 }
 
 func (w *Webhook) wait(ctx context.Context, d time.Duration) {
@@ -189,15 +189,10 @@ func (w *Webhook) wait(ctx context.Context, d time.Duration) {
 }
 
 // deliverBatch delivers the records after cursor, one at a time, moving
-// the cursor past each once delivered (or not for this URL). It returns
-// how many records it read.
-func (w *Webhook) deliverBatch(ctx context.Context, cursor string) (int, error) {
-	return w.deliverBatchAttempts(ctx, cursor, 0)
-}
-
-// deliverBatchAttempts is deliverBatch with each POST tried at most
-// attempts times (0: until delivered or ctx ends).
-func (w *Webhook) deliverBatchAttempts(ctx context.Context, cursor string, attempts int) (int, error) {
+// the cursor past each once delivered (or not for this URL), each POST
+// tried at most attempts times (0: until delivered or ctx ends). It
+// returns how many records it read.
+func (w *Webhook) deliverBatch(ctx context.Context, cursor string, attempts int) (int, error) {
 	recs, err := w.Feed.ChangeFeed(ctx, cursor, 100)
 	if err != nil {
 		return 0, err
