@@ -49,11 +49,11 @@ scripts/setup.sh --test
 export PATH="$(go env GOPATH)/bin:$PATH"
 [ -z "$pre_pid" ] || wait "$pre_pid" || true
 
-containers_pid= containers_log= azurite_pid= azurite_log=
+containers_pid= containers_log= azurite_pid= azurite_log= gotest_log=
 cleanup() {
   if [ -n "$containers_pid" ]; then kill -TERM -- "-$containers_pid" 2>/dev/null || true; wait "$containers_pid" 2>/dev/null || true; fi
   if [ -n "$azurite_pid" ]; then kill -KILL -- "-$azurite_pid" 2>/dev/null || true; wait "$azurite_pid" 2>/dev/null || true; fi
-  rm -f "$containers_log" "$azurite_log"
+  rm -f "$containers_log" "$azurite_log" "$gotest_log"
 }
 trap cleanup EXIT
 
@@ -137,7 +137,8 @@ echo "=== go test ($((SECONDS - t0)) s)" >&2
 # timeout runs no cleanup; internal/testsupport/reaper then stops the
 # clusters its tests started.
 status=0
-go test -p 3 -vet=off -timeout 70m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... || status=$?
+gotest_log=$(mktemp)
+go test -p 3 -vet=off -timeout 70m "$@" ./cmd/geoingest ./ingest/postgis ./internal/testsupport/chaos ./... 2>&1 | tee "$gotest_log" || status=${PIPESTATUS[0]}
 echo "=== go test: exit $status ($((SECONDS - t0)) s)" >&2
 kstatus=0
 wait "$checks_pid" || kstatus=$?
@@ -153,5 +154,47 @@ if [ -n "$containers_pid" ]; then
 else
   scripts/container-tests.sh || cstatus=$?
 fi
+# A test that failed beside the rest runs again, alone, once: on a loaded
+# VM (load 30-48, a process start 7 ms, a first touch of 1 GiB 4 s) each
+# full run had a different two or three tests miss a wait, and never the
+# same one twice. The run is done at low load, after the container tests.
+# A test that fails again fails the run; a test that passes alone is
+# named below as flaky (its first failure is printed above), to be fixed.
+# Nothing is run again when the checks failed, when a package failed
+# without a failing test (a build failure, a panic outside a test, the
+# timeout), or when more than 6 tests failed (not load: something broke).
+if [ "$status" != 0 ] && [ "$kstatus" = 0 ] && [ "$cstatus" = 0 ] && [ -z "${GEOINGEST_NO_RERUN:-}" ]; then
+  plan=$(awk '
+    /^--- FAIL: / { pending = pending (pending == "" ? "" : "|") $3; n++; next }
+    /^FAIL\t/ {
+      if ($0 ~ /\[(build|setup) failed\]/ || pending == "") { bad = 1 }
+      else { print $2, "^(" pending ")$" }
+      pending = ""; next
+    }
+    /^ok  \t/ { pending = "" }
+    END { if (bad || n == 0 || n > 6) print "none" }
+  ' "$gotest_log")
+  if printf '%s\n' "$plan" | grep -qx none; then
+    echo "=== go test failed in a way a second run would not settle: not run again" >&2
+  else
+    echo "=== go test: running each failed test again, alone, once:" >&2
+    printf '%s\n' "$plan" >&2
+    status=0
+    flaky=
+    while read -r pkg pattern; do
+      if go test -p 1 -vet=off -timeout 30m "$@" -run "$pattern" "$pkg"; then
+        flaky="$flaky $pkg $pattern;"
+      else
+        status=1
+      fi
+    done <<<"$plan"
+    if [ "$status" = 0 ]; then
+      echo "=== FLAKY: these failed beside the rest and passed alone:$flaky ($((SECONDS - t0)) s)" >&2
+    else
+      echo "=== a failed test failed again alone ($((SECONDS - t0)) s)" >&2
+    fi
+  fi
+fi
+rm -f "$gotest_log"
 echo "=== done: go test exit $status, container tests exit $cstatus ($((SECONDS - t0)) s)" >&2
 [ "$status" = 0 ] && [ "$cstatus" = 0 ]
