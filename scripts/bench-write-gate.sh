@@ -32,7 +32,10 @@
 #            of it into an empty database (the floor of any full replace),
 #            and the floor of reading the file once (geoingest inspect); the
 #            diff's client CPU is the floor of reading and hashing it. Prints peak RSS. DIFF_PCT ("1 100": each
-#            in turn, in one run). Not in the default cases.
+#            in turn, in one run). DIFF_FORMATS ("geojsonl shp"): the formats.
+#            DIFF_COMPARE=0: the new version's write and its RSS only (no
+#            full replace, fresh load or inspect), for sizes where those
+#            take many minutes (5M). Not in the default cases.
 #   typed    a fresh load of BASE_N parcels (GeoJSON lines, and a shapefile
 #            made from them by ogr2ogr) with 21 fields, 20 of them mapped by
 #            a typed schema to 20 stored columns (9 text, 4 int8, 3 numeric,
@@ -305,6 +308,7 @@ replace)
   ;;
 diff)
   bd=$(data "$base_n")
+  diff_formats=${DIFF_FORMATS:-geojsonl shp}
   echo
   echo "A new version of a $base_n-feature keyed source with P % of its features changed: only what changed, against a fresh load of the same version (the floor of a full replace)"
   echo
@@ -315,21 +319,25 @@ diff)
   mkdir -p "$dd"
   # v1 is the generated file; v2 changes every (100/pct)-th feature's year,
   # and every fifth of those moves its second vertex by 1e-8 degrees.
-  if [ ! -f "$dd/v2.shp" ]; then
-    cp "$bd/parcels_$base_n.geojsonl" "$dd/v1.geojsonl"
+  if [ ! -f "$dd/v2.geojsonl" ]; then
+    cp "$bd/parcels_$base_n.geojsonl" "$dd/v1.geojsonl.tmp"
+    mv "$dd/v1.geojsonl.tmp" "$dd/v1.geojsonl"
     awk -v every="$(awk -v p="$pct" 'BEGIN {printf "%d", 100 / p}')" '
       NR % every == 0 {
         sub(/"year":[0-9]+/, "\"year\":2026")
         if (NR % (every * 5) == 0) { n = split($0, a, "],\\["); sub(/,/, "1,", a[2]); s = a[1]; for (i = 2; i <= n; i++) s = s "],[" a[i]; $0 = s }
       }
-      { print }' "$dd/v1.geojsonl" > "$dd/v2.geojsonl"
+      { print }' "$dd/v1.geojsonl" > "$dd/v2.geojsonl.tmp"
+    mv "$dd/v2.geojsonl.tmp" "$dd/v2.geojsonl"
+  fi
+  if [[ " $diff_formats " == *" shp "* ]] && [ ! -f "$dd/v2.shp" ]; then
     for v in v1 v2; do
       ogr2ogr -f "ESRI Shapefile" "$dd/$v.shp" "$dd/$v.geojsonl" -nlt MULTIPOLYGON -lco ENCODING=UTF-8 2>/dev/null
     done
   fi
   : > "$work/diff.txt"
   for r in $(seq "$rounds"); do
-    for fmt in geojsonl shp; do
+    for fmt in $diff_formats; do
       src="$dd/src.$fmt"
       freshdb bench_diff
       rm -f "$dd"/src.*
@@ -342,6 +350,10 @@ diff)
       [ "$(sql bench_diff -c "SELECT count(*) FROM jobs WHERE status = 'replaced'")" = 1 ] ||
         { echo "bench: the second version did not replace the first" >&2; exit 1; }
       changed=$(sql bench_diff -c "SELECT geometry + attributes - least(geometry, attributes) + added + removed FROM job_changes WHERE base_job_id IS NOT NULL")
+      if [ "${DIFF_COMPARE:-1}" = 0 ]; then
+        echo "| $r | $fmt | $pct | $changed | ${dt} s | — | — | — | ${dc} ($dcs) s | — | — | ${drss} MB |"
+        continue
+      fi
       # A full replace of the same version over the same first version
       # (GEOINGEST_FULL_REPLACE=1: the version loaded whole, matched on the
       # server, the old generation retired), the comparator of the target.
