@@ -35,10 +35,12 @@ func chromiumPath(t *testing.T) string {
 }
 
 // runChromium runs headless Chromium on url with extra flags and returns
-// its stdout.
+// its stdout. It gets 4 minutes: the page is ready in under a second, but
+// Chromium's own start, at the full suite's load on a slow VM, outlasted
+// 90 s (CI killed a screenshot run that passed alone).
 func runChromium(t *testing.T, bin, url string, extra ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",

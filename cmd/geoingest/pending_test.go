@@ -188,7 +188,8 @@ func TestPendingTruncatedVersion(t *testing.T) {
 // the JavaScript expression result evaluates to there.
 func cdpClick(t *testing.T, bin, pageURL, auth, selector, result string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// runChromium's 4 minutes: Chromium's start at the full suite's load.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	toChrome, chromeIn, err := os.Pipe() // chrome reads fd 3
 	require.NoError(t, err)
