@@ -74,9 +74,9 @@ type Backfill struct {
 	// Progress, when set, is called with the running totals after each
 	// object (from one goroutine at a time).
 	Progress func(BackfillStats)
-	// Written, when set, is called with the id of each job written (from
-	// one goroutine at a time).
-	Written func(job string)
+	// Written, when set, is called with the result of each job written
+	// (from one goroutine at a time).
+	Written func(Result)
 }
 
 // Run lists with list and runs the jobs. It returns the totals, and an
@@ -118,7 +118,7 @@ func (b *Backfill) Run(ctx context.Context, list func(context.Context, func(Back
 					case Written:
 						s.Written++
 						if b.Written != nil {
-							b.Written(res.JobID)
+							b.Written(res)
 						}
 					case AlreadyPresent:
 						s.AlreadyPresent++

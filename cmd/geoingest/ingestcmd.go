@@ -115,7 +115,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		res := ingestFile(ctx, svc, it)
 		progress.clear()
 		if res.Outcome == ingest.Written {
-			compaction.WrittenJob(res.JobID)
+			compaction.WrittenJob(res)
 		}
 		if res.Outcome == ingest.Failed || res.Outcome == ingest.Held {
 			failed++ // a held claim is not done: its worker may have died
