@@ -155,8 +155,8 @@ else
   scripts/container-tests.sh || cstatus=$?
 fi
 # A test that failed beside the rest runs again, alone, once: on a loaded
-# VM (load 30-48, a process start 7 ms, a first touch of 1 GiB 4 s), six
-# of seven full runs each had one to four tests miss a wait, 14
+# VM (load 30-48, a process start 7 ms, a first touch of 1 GiB 4 s), seven
+# of eight full runs each had one to four tests fail, 15
 # different tests in all (one twice, each time for another reason). The
 # run again is at low load, after the container tests.
 # A test that fails again fails the run; a test that passes alone is
