@@ -255,9 +255,9 @@ func (c *Cluster) prepare(ctx context.Context, primary *Node, settings map[strin
 // retry, unhealthy after 5 s without a report), so that a test's failover
 // after a crash takes about 5-10 s.
 func (c *Cluster) fastDetection(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, c.adminURL(c.Monitor, "pg_auto_failover"))
+	conn, err := c.monitor(ctx)
 	if err != nil {
-		return fmt.Errorf("hatest: %w", err)
+		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, set := range []string{
@@ -280,6 +280,16 @@ func (c *Cluster) fastDetection(ctx context.Context) error {
 // database (its settings, pgautofailover.*, are set there with ALTER
 // SYSTEM).
 func (c *Cluster) MonitorURL() string { return c.adminURL(c.Monitor, "pg_auto_failover") }
+
+// monitor connects to the monitor's pg_auto_failover database; the caller
+// closes the connection.
+func (c *Cluster) monitor(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, c.MonitorURL())
+	if err != nil {
+		return nil, fmt.Errorf("hatest: the monitor: %w", err)
+	}
+	return conn, nil
+}
 
 // URL is the multi-host connection string of geoingest's database on the
 // two candidates, with target_session_attrs=read-write: libpq and pgx try
@@ -346,7 +356,7 @@ type State struct {
 
 // States asks the monitor for every data node's state.
 func (c *Cluster) States(ctx context.Context) ([]State, error) {
-	conn, err := pgx.Connect(ctx, c.adminURL(c.Monitor, "pg_auto_failover"))
+	conn, err := c.monitor(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +383,7 @@ func (c *Cluster) States(ctx context.Context) ([]State, error) {
 // whether the primary was in wait_primary (commits not waiting for the
 // standby) when it was killed.
 func (c *Cluster) Events(ctx context.Context, since time.Time) (string, error) {
-	conn, err := pgx.Connect(ctx, c.adminURL(c.Monitor, "pg_auto_failover"))
+	conn, err := c.monitor(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -529,9 +539,9 @@ func (c *Cluster) Failover(ctx context.Context) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := pgx.Connect(ctx, c.MonitorURL())
+	conn, err := c.monitor(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("hatest: the monitor: %w", err)
+		return nil, err
 	}
 	_, err = conn.Exec(ctx, "SELECT pgautofailover.perform_failover('default', 0)")
 	conn.Close(context.WithoutCancel(ctx))
