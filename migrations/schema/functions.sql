@@ -2399,11 +2399,7 @@ BEGIN
         -- The keys found more than once among the bypass pairs and the old
         -- rows left in the match (by a 64-bit hash: a collision only puts
         -- a pair back): their pairs go back into the match, from their rows.
-        CREATE TEMP TABLE geoingest_bypass_rep ON COMMIT DROP AS
-        SELECT x.kh FROM (SELECT b.kh FROM pg_temp.geoingest_bypass b
-                          UNION ALL
-                          SELECT hashtextextended(m.k, 0) FROM pg_temp.geoingest_match_old m WHERE m.k IS NOT NULL) x
-        GROUP BY x.kh HAVING count(*) > 1;
+        PERFORM geoingest_prefilter_repeats();
         IF EXISTS (SELECT FROM pg_temp.geoingest_bypass_rep) THEN
             EXECUTE format('WITH d AS (DELETE FROM pg_temp.geoingest_bypass b
                                        WHERE b.kh IN (SELECT r.kh FROM pg_temp.geoingest_bypass_rep r)
@@ -2435,6 +2431,24 @@ BEGIN
         DELETE FROM pg_temp.geoingest_kept k
         WHERE k.ctid NOT IN (SELECT min(d.ctid) FROM pg_temp.geoingest_kept d GROUP BY d.fi);
     END IF;
+END
+$function$;
+
+-- public.geoingest_prefilter_repeats()
+CREATE OR REPLACE FUNCTION public.geoingest_prefilter_repeats()
+ RETURNS void
+ LANGUAGE plpgsql
+ SET work_mem TO '256MB'
+ SET jit TO 'off'
+ SET enable_hashagg TO 'off'
+AS $function$
+BEGIN
+    DROP TABLE IF EXISTS pg_temp.geoingest_bypass_rep;
+    CREATE TEMP TABLE geoingest_bypass_rep ON COMMIT DROP AS
+    SELECT x.kh FROM (SELECT b.kh FROM pg_temp.geoingest_bypass b
+                      UNION ALL
+                      SELECT hashtextextended(m.k, 0) FROM pg_temp.geoingest_match_old m WHERE m.k IS NOT NULL) x
+    GROUP BY x.kh HAVING count(*) > 1;
 END
 $function$;
 
