@@ -535,7 +535,7 @@ $function$;
 CREATE OR REPLACE FUNCTION public.geoingest_diff_changes(job_id text, ot text, inc text, min_iou double precision, INOUT r job_changes)
  RETURNS job_changes
  LANGUAGE plpgsql
- SET work_mem TO '64MB'
+ SET work_mem TO '256MB'
  SET jit TO 'off'
 AS $function$
 DECLARE
