@@ -81,6 +81,11 @@ type ChangeLog interface {
 	// ever appears behind a cursor already returned: a consumer that
 	// stores the last Cursor it processed resumes there, at least once.
 	ChangeFeed(ctx context.Context, after string, limit int) ([]Changes, error)
+	// ChangeFeedBehind says whether records committed after the cursor
+	// after exist that ChangeFeed does not return yet, because a
+	// transaction older than theirs is still running (anywhere on the
+	// server): they come once it ends.
+	ChangeFeedBehind(ctx context.Context, after string) (bool, error)
 }
 
 // ErrNoChanges is wrapped by ChangeLog.JobChanges for a job with no

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -154,7 +155,11 @@ func (w *Webhook) Run(ctx context.Context) error {
 // after the subscriber's cursor, each POSTed once more at most, and
 // returns when the feed is read to its end, a POST is refused (that
 // record and the rest stay for the next deliverer: the cursor is
-// durable), another process holds the subscriber, or ctx ends.
+// durable), another process holds the subscriber, or ctx ends. The end of
+// the feed is where no record committed after the cursor is left: one
+// the feed holds back because a transaction older than it is still
+// running (anywhere on the server, as a batch run's own last record can
+// be) is waited for, until ctx ends.
 func (w *Webhook) Drain(ctx context.Context) error {
 	w.defaults()
 	defer w.release(ctx)
@@ -164,11 +169,26 @@ func (w *Webhook) Drain(ctx context.Context) error {
 			return err
 		}
 		n, err := w.deliverBatch(ctx, cursor, 1)
-		if err != nil || n == 0 {
+		if err != nil {
 			return err
+		}
+		if n > 0 {
+			continue
+		}
+		behind, err := w.Feed.ChangeFeedBehind(ctx, cursor)
+		if err != nil || !behind {
+			return err
+		}
+		w.wait(ctx, drainPoll)
+		if ctx.Err() != nil {
+			return fmt.Errorf("records committed after the cursor wait behind a transaction still running: %w", ctx.Err())
 		}
 	}
 }
+
+// drainPoll is how often Drain looks again for records the feed holds
+// back.
+const drainPoll = 100 * time.Millisecond
 
 // release ends this process's lease of the subscriber, even once ctx has
 // ended (within 5 s), so that another deliverer need not wait for it.
@@ -337,13 +357,25 @@ func VerifyWebhook(secret []byte, header string, body []byte, now time.Time, tol
 // WebhookSelect is Webhook.Select for url over routes: a record goes to
 // url when the route its source follows (the longest matching prefix, as
 // the trigger gate routes) has url as its webhook, or has none and url is
-// the default (serve --webhook); with that route's tiles.
-func WebhookSelect(routes []Route, url, defaultURL string) func(Changes) (bool, *TileZoom) {
+// the default (serve --webhook); with that route's tiles. localRoot is the
+// directory whose files the routes matched by their paths relative to it
+// (serve --inbox, backfill --dir; "" for none): a local file's record is
+// keyed by its absolute path, and under localRoot it is matched as the
+// routes matched it.
+func WebhookSelect(routes []Route, url, defaultURL, localRoot string) func(Changes) (bool, *TileZoom) {
 	r := NewRouter(routes, nil)
+	root := ""
+	if localRoot != "" {
+		root = strings.TrimSuffix(filepath.ToSlash(filepath.Clean(localRoot)), "/") + "/"
+	}
 	return func(c Changes) (bool, *TileZoom) {
+		key := c.Key
+		if c.Bucket == LocalBucket && root != "" {
+			key = strings.TrimPrefix(key, root)
+		}
 		for _, rt := range r.Routes() {
-			if (rt.Bucket == "" || rt.Bucket == c.Bucket) && strings.HasPrefix(c.Key, rt.Prefix) && rt.Target == c.Target &&
-				(len(rt.Suffixes) == 0 || hasSuffixFold(c.Key, rt.Suffixes)) {
+			if (rt.Bucket == "" || rt.Bucket == c.Bucket) && strings.HasPrefix(key, rt.Prefix) && rt.Target == c.Target &&
+				(len(rt.Suffixes) == 0 || hasSuffixFold(key, rt.Suffixes)) {
 				to := rt.Options.Downstream.Webhook
 				if to == "" {
 					to = defaultURL

@@ -395,12 +395,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	stopHooks, err := startWebhooks(ctx, m, a.store, routes, c.webhook, secret)
+	stopHooks, err := startWebhooks(ctx, m, a.store, routes, inbox, c.webhook, secret)
 	if err != nil {
 		return err
 	}
 	cons.Run(ctx)
-	stopHooks(ctx.Err() == nil) // idle (--until-idle), not a signal: a last webhook pass
+	_ = stopHooks(ctx.Err() == nil) // idle (--until-idle), not a signal: a last webhook pass (logged)
 	m.Log.Info("stopped")
 	fmt.Fprintln(m.Stdout, summary(a.metrics))
 	return nil

@@ -225,6 +225,22 @@ func (s *Store) ChangeFeed(ctx context.Context, after string, limit int) ([]inge
 	return out, nil
 }
 
+// ChangeFeedBehind says whether records committed after the cursor after
+// wait behind a transaction still running (ingest.ChangeLog).
+func (s *Store) ChangeFeedBehind(ctx context.Context, after string) (bool, error) {
+	if after == "" {
+		after = "0"
+	}
+	if _, err := strconv.ParseUint(after, 10, 64); err != nil {
+		return false, ingest.Permanentf("change feed cursor %q: want the cursor of a record (a whole number)", after)
+	}
+	behind, err := s.q.ChangeFeedBehind(ctx, after)
+	if err != nil {
+		return false, fmt.Errorf("change feed after %q: %w", after, err)
+	}
+	return behind, nil
+}
+
 func changesOf(r db.ChangeFeedRow) ingest.Changes {
 	return ingest.Changes{Job: r.JobID, Target: r.TargetTable, Bucket: r.SourceBucket, Key: r.SourceKey, Base: r.BaseJobID,
 		Counts:        ingest.ChangeCounts{Added: r.Added, Removed: r.Removed, Geometry: r.Geometry, Attributes: r.Attributes, Unchanged: r.Unchanged},

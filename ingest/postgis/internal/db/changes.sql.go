@@ -92,6 +92,22 @@ func (q *Queries) ChangeFeed(ctx context.Context, arg ChangeFeedParams) ([]Chang
 	return items, nil
 }
 
+const changeFeedBehind = `-- name: ChangeFeedBehind :one
+SELECT EXISTS (SELECT FROM job_changes
+               WHERE xid > CAST($1::text AS xid8)
+                 AND xid >= pg_snapshot_xmin(pg_current_snapshot()))::boolean AS behind
+`
+
+// ChangeFeedBehind says whether change records committed after the cursor
+// exist that ChangeFeed does not return yet: their transaction is not
+// older than every transaction still running.
+func (q *Queries) ChangeFeedBehind(ctx context.Context, after string) (bool, error) {
+	row := q.db.QueryRow(ctx, changeFeedBehind, after)
+	var behind bool
+	err := row.Scan(&behind)
+	return behind, err
+}
+
 const jobChangeCounts = `-- name: JobChangeCounts :one
 SELECT job_id, target_table, source_bucket, source_key, coalesce(base_job_id, '')::text AS base_job_id,
        added, removed, geometry, attributes, unchanged, by_key, by_content, by_overlap,

@@ -84,3 +84,11 @@ FROM job_changes
 WHERE xid > CAST(@after::text AS xid8) AND xid < pg_snapshot_xmin(pg_current_snapshot())
 ORDER BY xid
 LIMIT @max_rows;
+
+-- name: ChangeFeedBehind :one
+-- ChangeFeedBehind says whether change records committed after the cursor
+-- exist that ChangeFeed does not return yet: their transaction is not
+-- older than every transaction still running.
+SELECT EXISTS (SELECT FROM job_changes
+               WHERE xid > CAST(@after::text AS xid8)
+                 AND xid >= pg_snapshot_xmin(pg_current_snapshot()))::boolean AS behind;
