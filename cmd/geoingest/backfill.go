@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -45,6 +46,8 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	var bcf batchCompactFlags
 	m.addBatchCompactFlags(fs, &bcf)
+	var wf webhookFlags
+	m.addWebhookFlags(fs, &wf)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -126,6 +129,18 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 			return s3.List(ctx, client, *bucket, *prefix, fn)
 		}
 	}
+	// The routes select each webhook's records as serve's do (give serve
+	// and backfill the same routes where both deliver for one URL).
+	localRoot := ""
+	if *bucket == ingest.LocalBucket {
+		if localRoot, err = filepath.Abs(*prefix); err != nil {
+			return err
+		}
+	}
+	stopHooks, err := startBatchWebhooks(ctx, m, "backfill", a.store, rs, localRoot, wf)
+	if err != nil {
+		return err
+	}
 	bar := newProgressBar(m.Stderr, !*quiet)
 	compaction := bcf.start(ctx, m, a)
 	bf.Progress = bar.update
@@ -133,6 +148,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	stats, err := bf.Run(ctx, list)
 	bar.finish(stats)
 	finishBatchCompaction(ctx, m, "backfill", &bcf, compaction, *quiet)
+	stopHooks(ctx.Err() == nil) // a signal ends the webhooks with no last pass
 	fmt.Fprintf(m.Stdout, "backfill %s (policy %s, pipeline version %s): %d listed, %d filtered, %d written, %d pending, %d already present, %d superseded, %d failed, %d in progress elsewhere\n",
 		where, pf.policy, params.PipelineVersion, stats.Listed, stats.Filtered, stats.Written, stats.Pending,
 		stats.AlreadyPresent, stats.Superseded, stats.Failed, stats.Held)

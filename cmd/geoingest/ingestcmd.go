@@ -55,6 +55,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	quiet := fs.Bool("quiet", false, "no progress line on a terminal")
 	var bcf batchCompactFlags
 	m.addBatchCompactFlags(fs, &bcf)
+	var wf webhookFlags
+	m.addWebhookFlags(fs, &wf)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -106,6 +108,13 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		svc.Progress = progress.update
 	}
 
+	// No routes: the webhook's subscriber takes every record, as serve's
+	// --webhook does with routes that name no webhook of their own.
+	stopHooks, err := startBatchWebhooks(ctx, m, "ingest", a.store, nil, "", wf)
+	if err != nil {
+		return err
+	}
+	defer func() { stopHooks(ctx.Err() == nil) }() // after the compaction's finish below
 	compaction := bcf.start(ctx, m, a)
 	defer finishBatchCompaction(ctx, m, "ingest", &bcf, compaction, *quiet)
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/geoingest/geoingest/internal/testsupport/testfiles"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -213,4 +215,136 @@ func TestServeIdleStopDeliversWebhooks(t *testing.T) {
 	require.NotEmpty(t, job)
 	require.Equal(t, map[string]int{job: 1}, recv.delivered(), "delivered before serve returned")
 	require.EqualValues(t, 1, queryInt(t, db, `SELECT delivered FROM change_subscribers`))
+}
+
+// TestIngestDeliversWebhooks: `ingest --webhook` POSTs each version's
+// change record, signed, before it exits, each once across two runs (the
+// subscriber's cursor is durable). With the receiver down, the run still
+// exits 0 (its jobs committed) and says on stderr that the records wait at
+// the cursor; the next run delivers them with its own.
+func TestIngestDeliversWebhooks(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	recv, hook := newHookReceiver(t, []byte("k"))
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_WEBHOOK_SECRET": "k"}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "grid.geojson")
+	version := func(ids []int, moved map[int]bool) {
+		require.NoError(t, os.WriteFile(src, idVersion(ids, false, moved, nil), 0o644))
+	}
+	jobs := func() map[string]int {
+		out := map[string]int{}
+		for k := range queryPairs(t, db, `SELECT job_id, 0::bigint FROM job_changes`) {
+			out[k] = 1
+		}
+		return out
+	}
+
+	version([]int{1, 2, 3}, nil)
+	code, _, errOut := run(t, env, "ingest", "--key", "@id", "--webhook", hook, src)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, jobs(), 1)
+	require.Equal(t, jobs(), recv.delivered(), "the first version's record, delivered before ingest returned")
+
+	version([]int{1, 2, 4}, map[int]bool{1: true})
+	code, _, errOut = run(t, env, "ingest", "--key", "@id", "--webhook", hook, src)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, jobs(), 2)
+	require.Equal(t, jobs(), recv.delivered(), "each record once: the cursor kept the first")
+
+	recv.mu.Lock()
+	recv.down = true
+	recv.mu.Unlock()
+	version([]int{1, 4, 5}, nil)
+	code, _, errOut = run(t, env, "ingest", "--key", "@id", "--webhook", hook, src)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "left records undelivered")
+	require.Len(t, jobs(), 3)
+	require.Len(t, recv.delivered(), 2, "the receiver was down")
+
+	recv.mu.Lock()
+	recv.down = false
+	recv.mu.Unlock()
+	version([]int{1, 4, 5, 6}, nil)
+	code, _, errOut = run(t, env, "ingest", "--key", "@id", "--webhook", hook, src)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, jobs(), 4)
+	require.Equal(t, jobs(), recv.delivered(), "the refused record came with the next run's")
+	require.EqualValues(t, 4, queryInt(t, db, `SELECT delivered FROM change_subscribers`))
+}
+
+// TestBackfillDeliversRouteWebhooks: backfill selects each webhook's
+// records by its routes, as serve does: a route's webhook= takes its
+// sources' records, and the --webhook URL gets none of them.
+func TestBackfillDeliversRouteWebhooks(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	routed, routedURL := newHookReceiver(t, []byte("k"))
+	other, otherURL := newHookReceiver(t, []byte("k"))
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_WEBHOOK_SECRET": "k"}
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "county"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "county", "grid.geojson"), idVersion([]int{1, 2, 3}, false, nil, nil), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "town.geojson"), idVersion([]int{7, 8}, false, nil, nil), 0o644))
+	code, out, errOut := run(t, env, "backfill", "--dir", dir, "--quiet",
+		"--route", "county/=parcels?key=@id&webhook="+url.QueryEscape(routedURL), "--route", "=parcels?key=@id",
+		"--webhook", otherURL)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "2 written")
+	// The local bucket's keys are the files' paths: each job found by its
+	// file's name.
+	jobs := queryPairs(t, db, `SELECT source_key || ' ' || job_id, 0::bigint FROM job_changes`)
+	require.Len(t, jobs, 2)
+	jobOf := func(file string) map[string]int {
+		out := map[string]int{}
+		for kj := range jobs {
+			if key, job, _ := strings.Cut(kj, " "); strings.HasSuffix(key, file) {
+				out[job] = 1
+			}
+		}
+		require.Len(t, out, 1, file)
+		return out
+	}
+	require.Equal(t, jobOf("grid.geojson"), routed.delivered())
+	require.Equal(t, jobOf("town.geojson"), other.delivered())
+}
+
+// TestIngestWebhookWaitsForTheFeed: a transaction older than the job's,
+// still running (another client's, on another database of the server),
+// holds the job's record back from the feed (ChangeFeed serves only
+// records older than every running transaction). ingest's last pass
+// waits for it, and the record is delivered once that transaction ends,
+// before ingest returns.
+func TestIngestWebhookWaitsForTheFeed(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	other := pgtest.NewDB(t)
+	recv, hook := newHookReceiver(t, []byte("k"))
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_WEBHOOK_SECRET": "k"}
+	src := filepath.Join(t.TempDir(), "grid.geojson")
+	require.NoError(t, os.WriteFile(src, idVersion([]int{1, 2, 3}, false, nil, nil), 0o644))
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, other)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	var xid string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid))
+	const hold = 8 * time.Second
+	go func() {
+		time.Sleep(hold)
+		_ = tx.Commit(ctx)
+	}()
+	start := time.Now()
+	code, _, errOut := run(t, env, "ingest", "--key", "@id", "--webhook", hook, src)
+	took := time.Since(start)
+	require.Equal(t, 0, code, errOut)
+	job := ""
+	for k := range queryPairs(t, db, `SELECT job_id, 0::bigint FROM job_changes`) {
+		job = k
+	}
+	require.NotEmpty(t, job)
+	require.Equal(t, map[string]int{job: 1}, recv.delivered(), "delivered before ingest returned (%s; the older transaction %s ended after %s)", took, xid, hold)
 }
