@@ -74,9 +74,10 @@ func webhookHolder() string {
 // consumer of the change feed (ingest.Webhook). stop ends them and waits;
 // with drain (serve stopping because it is idle, not on a signal), each
 // then makes a last pass (ingest.Webhook.Drain, within drainTimeout), so
-// that a batch run ends with what it committed delivered or tried (see
-// ingest.WebhookSelect for localRoot); stop
+// that a batch run ends with what it committed delivered or tried; stop
 // returns what the last passes left undelivered, one error per webhook.
+// localRoot is the directory local files were routed under
+// (ingest.WebhookSelect).
 func startWebhooks(ctx context.Context, m *Main, store any, routes []ingest.Route, localRoot, defaultURL string, secret []byte) (stop func(drain bool) error, err error) {
 	urls := map[string]bool{}
 	if defaultURL != "" {
