@@ -208,11 +208,9 @@ func (s *Store) SourceChanges(ctx context.Context, bucket, key string, since tim
 // record never appears behind a cursor already returned. Each record's
 // Cursor is the position to resume after it.
 func (s *Store) ChangeFeed(ctx context.Context, after string, limit int) ([]ingest.Changes, error) {
-	if after == "" {
-		after = "0"
-	}
-	if _, err := strconv.ParseUint(after, 10, 64); err != nil {
-		return nil, ingest.Permanentf("change feed cursor %q: want the cursor of a record (a whole number)", after)
+	after, err := feedCursor(after)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := s.q.ChangeFeed(ctx, db.ChangeFeedParams{After: after, MaxRows: int32(limit)})
 	if err != nil {
@@ -228,17 +226,27 @@ func (s *Store) ChangeFeed(ctx context.Context, after string, limit int) ([]inge
 // ChangeFeedBehind says whether records committed after the cursor after
 // wait behind a transaction still running (ingest.ChangeLog).
 func (s *Store) ChangeFeedBehind(ctx context.Context, after string) (bool, error) {
-	if after == "" {
-		after = "0"
-	}
-	if _, err := strconv.ParseUint(after, 10, 64); err != nil {
-		return false, ingest.Permanentf("change feed cursor %q: want the cursor of a record (a whole number)", after)
+	after, err := feedCursor(after)
+	if err != nil {
+		return false, err
 	}
 	behind, err := s.q.ChangeFeedBehind(ctx, after)
 	if err != nil {
 		return false, fmt.Errorf("change feed after %q: %w", after, err)
 	}
 	return behind, nil
+}
+
+// feedCursor checks a change feed cursor: "" is the feed's start ("0"),
+// else the cursor of a record (a whole number).
+func feedCursor(after string) (string, error) {
+	if after == "" {
+		return "0", nil
+	}
+	if _, err := strconv.ParseUint(after, 10, 64); err != nil {
+		return "", ingest.Permanentf("change feed cursor %q: want the cursor of a record (a whole number)", after)
+	}
+	return after, nil
 }
 
 func changesOf(r db.ChangeFeedRow) ingest.Changes {
