@@ -78,6 +78,58 @@ AS $function$
                                 key_fields, min_iou, true)
 $function$;
 
+-- public.geoingest_apply_typed_as_of(target text)
+CREATE OR REPLACE FUNCTION public.geoingest_apply_typed_as_of(target text)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'public', 'pg_temp'
+AS $function$
+DECLARE
+    f    text := 'geoingest_typed_' || target || '_as_of';
+    outs text;
+    sel  text;
+BEGIN
+    IF target NOT IN ('parcels', 'admin_units') THEN
+        RAISE EXCEPTION 'typed view as of: unknown target %', target USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT FROM geoingest_typed_columns c WHERE c.target_table = target
+               AND (c.name !~ '^[a-z_][a-z0-9_]{0,62}$' OR c.type NOT IN ('text', 'int8', 'numeric', 'boolean', 'date', 'timestamptz'))) THEN
+        RAISE EXCEPTION 'typed view as of %: the register holds a column name or type it does not allow', f
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT coalesce(string_agg(format(', %I %s', c.name, c.type), '' ORDER BY c.position), ''),
+           coalesce(string_agg(format(', (f.properties ->> %L)::%s', c.name, c.type), '' ORDER BY c.position), '')
+    INTO outs, sel
+    FROM geoingest_typed_columns c WHERE c.target_table = target;
+    EXECUTE format('DROP FUNCTION IF EXISTS %I(timestamptz, text, text)', f);
+    BEGIN
+        EXECUTE format('CREATE FUNCTION %I(timestamptz, text DEFAULT NULL, text DEFAULT NULL)
+                        RETURNS TABLE (source_bucket text, source_key text, pipeline_version text, job_id text, feature_id bigint,
+                                       layer text, feature_index bigint, area_m2 double precision, extras jsonb, geom geometry%s)
+                        LANGUAGE sql STABLE SET search_path TO %I, pg_temp
+                        AS %L', f, outs, current_schema(),
+                       format('SELECT f.source_bucket, f.source_key, f.pipeline_version, f.job_id, f.feature_id, f.layer,
+                                      f.feature_index, f.area_m2, f.properties -> ''extras'', f.geom%s
+                               FROM geoingest_features_as_of(%L, $1, $2, $3) f
+                               JOIN jobs j ON j.job_id = f.job_id
+                               WHERE j.params ? ''mapping''', sel, target));
+    EXCEPTION WHEN invalid_function_definition THEN
+        RAISE EXCEPTION 'typed view as of %: % (a typed column may not be named source_bucket, source_key, pipeline_version, job_id or extras)', f, SQLERRM
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_analyst') THEN
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %I(timestamptz, text, text) TO geoingest_analyst', f);
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'geoingest_writer') THEN
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %I(timestamptz, text, text) TO geoingest_writer', f);
+    END IF;
+    EXECUTE format('COMMENT ON FUNCTION %I(timestamptz, text, text) IS %L', f,
+                   'The ' || target || ' written under a mapping of the typed schema as they were at a time (and, optionally, of one source: bucket, key), with their typed columns cast from their records (geoingest schema apply).');
+    RETURN f;
+END
+$function$;
+
 -- public.geoingest_apply_typed_view(target text, columns jsonb)
 CREATE OR REPLACE FUNCTION public.geoingest_apply_typed_view(target text, columns jsonb)
  RETURNS text
@@ -160,6 +212,7 @@ BEGIN
     END IF;
     EXECUTE format('COMMENT ON VIEW %I IS %L', v,
                    'The current ' || target || ' written under a mapping of the typed schema, with its stored typed columns (geoingest schema apply).');
+    PERFORM geoingest_apply_typed_as_of(target);
     RETURN v;
 END
 $function$;
