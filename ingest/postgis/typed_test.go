@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
@@ -255,6 +256,24 @@ func TestTypedColumnsStored(t *testing.T) {
 		require.Equal(t, "typed columns", pr.Check)
 		require.Contains(t, pr.Detail, "1 rows in parcels whose typed columns are not their records' values")
 	}
+
+	// verify's incremental mode checks the current jobs in its scope
+	// (migration 0055), and only those: each problem under its source's
+	// key alone, both in the last hour, none under another prefix.
+	full := rep.Problems
+	for _, pr := range full {
+		var key string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT source_key FROM jobs WHERE job_id = $1`, pr.JobID).Scan(&key))
+		rep, err = b.store.VerifyScope(ctx, ingest.VerifyScope{Source: key})
+		require.NoError(t, err)
+		require.Equal(t, []ingest.Problem{pr}, rep.Problems, "scope %s", key)
+	}
+	rep, err = b.store.VerifyScope(ctx, ingest.VerifyScope{Since: time.Now().Add(-time.Hour)})
+	require.NoError(t, err)
+	require.ElementsMatch(t, full, rep.Problems)
+	rep, err = b.store.VerifyScope(ctx, ingest.VerifyScope{Source: "admin/"})
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
 }
 
 // TestMigration0036ConvertsTypedViews: down to 35 drops the stored

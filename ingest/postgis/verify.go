@@ -77,19 +77,8 @@ func (c *Console) Verify(ctx context.Context) (*ingest.Verification, error) {
 		return nil, err
 	}
 	typed, err := c.q.VerifyTyped(ctx)
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "42883":
-		// a schema before migration 0043: no stored typed columns to check
-	case errors.As(err, &pgErr) && pgErr.Code == "42501":
-		// geoingest_verify_typed reads the storage with the owner's rights,
-		// so the analyst may not run it (0043)
-		v.Unchecked = append(v.Unchecked, "the stored typed columns against their records (run verify as the writer)")
-	case err != nil:
-		return nil, ingest.Transientf("verify typed columns: %w", err)
-	}
-	for _, r := range typed {
-		v.Add(r.JobID, "typed columns", fmt.Sprintf("%d rows in %s whose typed columns are not their records' values (migration 0036)", r.N, r.TargetTable))
+	if err := addTypedProblems(v, typed, err); err != nil {
+		return nil, err
 	}
 	srcs, err := c.q.VerifySources(ctx)
 	if err != nil {
@@ -209,3 +198,26 @@ func relDiff(a, b float64) float64 {
 }
 
 func sourceURL(bucket, key string) string { return ingest.Source{Bucket: bucket, Key: key}.String() }
+
+// addTypedProblems adds a "typed columns" problem for each job of rows
+// (geoingest_verify_typed's answer, err its error): a schema before
+// migration 0043 has nothing to check, and the analyst may not run it
+// (it reads the storage with the owner's rights), which v then lists as
+// unchecked. Any other error is returned, Transient.
+func addTypedProblems(v *ingest.Verification, rows []db.VerifyTypedRow, err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42883":
+		// a schema before migration 0043: no stored typed columns to check
+		return nil
+	case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		v.Unchecked = append(v.Unchecked, "the stored typed columns against their records (run verify as the writer)")
+		return nil
+	case err != nil:
+		return ingest.Transientf("verify typed columns: %w", err)
+	}
+	for _, r := range rows {
+		v.Add(r.JobID, "typed columns", fmt.Sprintf("%d rows in %s whose typed columns are not their records' values (migration 0036)", r.N, r.TargetTable))
+	}
+	return nil
+}

@@ -23,7 +23,9 @@ import (
 //   - the sources' current generation against jobs.status;
 //   - claims and ledger agree, for the jobs of those sources and for every
 //     claim changed in scope;
-//   - stored report assignments of those sources' current parcel jobs.
+//   - stored report assignments of those sources' current parcel jobs;
+//   - the stored typed columns of those current jobs' rows against their
+//     records (geoingest_verify_typed of those jobs, migration 0055).
 //
 // What it cannot see: feature rows under a job_ref that no ledger job
 // has (the full check's stray scan finds them), and a job that changed
@@ -44,6 +46,7 @@ func (c *Console) VerifyScope(ctx context.Context, scope ingest.VerifyScope) (*i
 		return nil, ingest.Transientf("verify jobs: %w", err)
 	}
 	srcs := map[string]bool{}
+	var current []string // the current jobs in scope, whose typed columns are checked
 	for _, j := range jobs {
 		if !j.InLedger {
 			v.Claims++
@@ -74,6 +77,7 @@ func (c *Console) VerifyScope(ctx context.Context, scope ingest.VerifyScope) (*i
 			continue
 		}
 		v.CurrentJobs++
+		current = append(current, j.JobID)
 		if j.TargetTable == "parcels" {
 			v.Parcels += j.HeldCount
 		} else {
@@ -86,6 +90,17 @@ func (c *Console) VerifyScope(ctx context.Context, scope ingest.VerifyScope) (*i
 		})
 	}
 	v.Sources = int64(len(srcs))
+
+	if len(current) > 0 {
+		typed, err := c.q.VerifyTypedJobs(ctx, current)
+		rows := make([]db.VerifyTypedRow, len(typed))
+		for i, r := range typed {
+			rows[i] = db.VerifyTypedRow(r)
+		}
+		if err := addTypedProblems(v, rows, err); err != nil {
+			return nil, err
+		}
+	}
 
 	bad, err := c.q.VerifyScopeSources(ctx, db.VerifyScopeSourcesParams{Since: since, Prefix: scope.Source})
 	if err != nil {

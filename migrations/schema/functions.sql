@@ -3286,8 +3286,8 @@ BEGIN
 END
 $function$;
 
--- public.geoingest_verify_typed()
-CREATE OR REPLACE FUNCTION public.geoingest_verify_typed()
+-- public.geoingest_verify_typed(job_ids text[])
+CREATE OR REPLACE FUNCTION public.geoingest_verify_typed(job_ids text[] DEFAULT NULL::text[])
  RETURNS TABLE(job_id text, target_table text, n bigint)
  LANGUAGE plpgsql
  STABLE SECURITY DEFINER
@@ -3297,7 +3297,11 @@ DECLARE
     tg      text;
     differs text;
     filled  text;
+    refs    bigint[];
 BEGIN
+    IF job_ids IS NOT NULL THEN
+        SELECT coalesce(array_agg(j.job_ref), '{}') INTO refs FROM jobs j WHERE j.job_id = ANY (job_ids);
+    END IF;
     FOREACH tg IN ARRAY ARRAY['parcels', 'admin_units'] LOOP
         SELECT string_agg(format('p.%I IS DISTINCT FROM (p.properties ->> %L)::%s', c.name, c.name,
                                  CASE c.type WHEN 'text' THEN 'text' WHEN 'int8' THEN 'int8' WHEN 'numeric' THEN 'numeric'
@@ -3307,9 +3311,16 @@ BEGIN
         INTO differs, filled
         FROM geoingest_typed_columns c WHERE c.target_table = tg;
         CONTINUE WHEN differs IS NULL;
-        RETURN QUERY EXECUTE format('SELECT j.job_id, %L::text, count(*) FROM geoingest_store.%I p JOIN jobs j ON j.job_ref = p.job_ref
-                                     WHERE CASE WHEN j.params ? ''mapping'' THEN %s ELSE %s END
-                                     GROUP BY j.job_id ORDER BY j.job_id', tg, tg, differs, filled);
+        IF job_ids IS NULL THEN
+            RETURN QUERY EXECUTE format('SELECT j.job_id, %L::text, count(*) FROM geoingest_store.%I p JOIN jobs j ON j.job_ref = p.job_ref
+                                         WHERE CASE WHEN j.params ? ''mapping'' THEN %s ELSE %s END
+                                         GROUP BY j.job_id ORDER BY j.job_id', tg, tg, differs, filled);
+        ELSE
+            RETURN QUERY EXECUTE format('SELECT j.job_id, %L::text, count(*) FROM geoingest_store.%I p JOIN jobs j ON j.job_ref = p.job_ref
+                                         WHERE p.job_ref = ANY ($1)
+                                           AND CASE WHEN j.params ? ''mapping'' THEN %s ELSE %s END
+                                         GROUP BY j.job_id ORDER BY j.job_id', tg, tg, differs, filled) USING refs;
+        END IF;
     END LOOP;
 END
 $function$;

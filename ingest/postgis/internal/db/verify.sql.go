@@ -341,3 +341,36 @@ func (q *Queries) VerifyTyped(ctx context.Context) ([]VerifyTypedRow, error) {
 	}
 	return items, nil
 }
+
+const verifyTypedJobs = `-- name: VerifyTypedJobs :many
+SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n
+FROM geoingest_verify_typed($1::text[]) v
+`
+
+type VerifyTypedJobsRow struct {
+	JobID       string
+	TargetTable string
+	N           int64
+}
+
+// VerifyTypedJobs is VerifyTyped of the given jobs' rows only (migration
+// 0055): verify's incremental mode.
+func (q *Queries) VerifyTypedJobs(ctx context.Context, jobIds []string) ([]VerifyTypedJobsRow, error) {
+	rows, err := q.db.Query(ctx, verifyTypedJobs, jobIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []VerifyTypedJobsRow
+	for rows.Next() {
+		var i VerifyTypedJobsRow
+		if err := rows.Scan(&i.JobID, &i.TargetTable, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

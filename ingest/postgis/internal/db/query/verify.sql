@@ -146,3 +146,9 @@ ORDER BY j.job_id;
 -- VerifyTyped lists the rows whose stored typed columns disagree with
 -- their records, per job (geoingest_verify_typed, migration 0043).
 SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n FROM geoingest_verify_typed() v;
+
+-- name: VerifyTypedJobs :many
+-- VerifyTypedJobs is VerifyTyped of the given jobs' rows only (migration
+-- 0055): verify's incremental mode.
+SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n
+FROM geoingest_verify_typed(@job_ids::text[]) v;
