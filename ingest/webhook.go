@@ -160,9 +160,15 @@ func (w *Webhook) Run(ctx context.Context) error {
 // the feed holds back because a transaction older than it is still
 // running (anywhere on the server, as a batch run's own last record can
 // be) is waited for, until ctx ends.
+//
+// The end is two reads: an empty read of the feed, no record held back,
+// and a second empty read. A record the first read found held back can be
+// released between it and the check (its older transaction ended then):
+// the check no longer counts it, and only the second read finds it.
 func (w *Webhook) Drain(ctx context.Context) error {
 	w.defaults()
 	defer w.release(ctx)
+	settled := false // the last read was empty and nothing was held back after it
 	for {
 		cursor, ok, err := w.Subscribers.TakeSubscriber(ctx, w.Name, w.Holder, w.Lease)
 		if err != nil || !ok {
@@ -173,11 +179,19 @@ func (w *Webhook) Drain(ctx context.Context) error {
 			return err
 		}
 		if n > 0 {
+			settled = false
 			continue
 		}
+		if settled {
+			return nil
+		}
 		behind, err := w.Feed.ChangeFeedBehind(ctx, cursor)
-		if err != nil || !behind {
+		if err != nil {
 			return err
+		}
+		if !behind {
+			settled = true
+			continue
 		}
 		w.wait(ctx, drainPoll)
 		if ctx.Err() != nil {
