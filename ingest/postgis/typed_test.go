@@ -65,6 +65,18 @@ func typedFeats(extra func(i int) string) []feat {
 	return fs
 }
 
+// typedTestParams is typedTestSchema parsed (as the file schema.yaml)
+// and the params of a parcels job under its mapping county, keyed by apn.
+func typedTestParams(t *testing.T) (*ingest.Schema, ingest.Params) {
+	t.Helper()
+	sc, err := ingest.ParseSchema([]byte(typedTestSchema))
+	require.NoError(t, err)
+	sc.File = "schema.yaml"
+	p := ingest.DefaultParams("parcels")
+	p.Schema, p.Mapping, p.Key = sc, "county", []string{"apn"}
+	return sc, p
+}
+
 // requireStoredTyped checks that every stored typed column of every
 // current mapped parcel is what the server casts from its record, and
 // that want rows are current.
@@ -116,11 +128,7 @@ func TestTypedColumnsStored(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	sc, err := ingest.ParseSchema([]byte(typedTestSchema))
-	require.NoError(t, err)
-	sc.File = "schema.yaml"
-	p := ingest.DefaultParams("parcels")
-	p.Schema, p.Mapping, p.Key = sc, "county", []string{"apn"}
+	sc, p := typedTestParams(t)
 	cols := []string{"apn", "owner_id", "assessed", "vacant", "sold_on", "updated_at"}
 
 	// Before `schema apply`: refused, retried later.
@@ -130,7 +138,7 @@ func TestTypedColumnsStored(t *testing.T) {
 	require.Equal(t, ingest.Transient, ingest.KindOf(r.Err))
 	require.Contains(t, r.Err.Error(), "is not stored in parcels yet: run geoingest schema apply --schema schema.yaml")
 
-	_, err = b.store.ApplySchema(ctx, sc)
+	_, err := b.store.ApplySchema(ctx, sc)
 	require.NoError(t, err)
 	b.store.OwnPartitionBytes = 1
 	r = b.svc.Run(ctx, version(t, v1, "v1", "10", p))

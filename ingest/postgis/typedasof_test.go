@@ -25,13 +25,9 @@ func TestTypedAsOf(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	sc, err := ingest.ParseSchema([]byte(typedTestSchema))
+	sc, p := typedTestParams(t)
+	_, err := b.store.ApplySchema(ctx, sc)
 	require.NoError(t, err)
-	sc.File = "schema.yaml"
-	_, err = b.store.ApplySchema(ctx, sc)
-	require.NoError(t, err)
-	p := ingest.DefaultParams("parcels")
-	p.Schema, p.Mapping, p.Key = sc, "county", []string{"apn"}
 	dbNow := func() time.Time {
 		var at time.Time
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&at))
