@@ -99,3 +99,30 @@ func TestTypedAsOf(t *testing.T) {
 	require.EqualValues(t, len(typedValues), n)
 	require.Zero(t, zoning)
 }
+
+// TestTypedCastIsOneDefinition: the cast of a record's field to a typed
+// column (migration 0056) is geoingest_typed_cast's, which the list the
+// staged path, verify and the as-of views build from is made of; a type
+// outside the register's list is refused, not taken for timestamptz.
+func TestTypedCastIsOneDefinition(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sc, _ := typedTestParams(t)
+	_, err := b.store.ApplySchema(ctx, sc)
+	require.NoError(t, err)
+
+	var one string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT geoingest_typed_cast('p', 'it''s', 'int8')`).Scan(&one))
+	require.Equal(t, `(p.properties ->> 'it''s')::int8`, one)
+	var list, each string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT geoingest_typed_casts('parcels', 'f'),
+		(SELECT string_agg(', ' || geoingest_typed_cast('f', c.name, c.type), '' ORDER BY c.position)
+		 FROM geoingest_typed_columns c WHERE c.target_table = 'parcels')`).Scan(&list, &each))
+	require.Equal(t, each, list)
+	require.Contains(t, list, `(f.properties ->> 'updated_at')::timestamptz`)
+
+	_, err = b.pool.Exec(ctx, `SELECT geoingest_typed_cast('p', 'x', 'float8')`)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "type float8 is not one of")
+}

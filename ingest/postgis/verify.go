@@ -76,7 +76,7 @@ func (c *Console) Verify(ctx context.Context) (*ingest.Verification, error) {
 	if err := c.verifyQuarantine(ctx, v); err != nil {
 		return nil, err
 	}
-	typed, err := c.q.VerifyTyped(ctx)
+	typed, err := c.q.VerifyTypedJobs(ctx, nil) // nil: every job
 	if err := addTypedProblems(v, typed, err); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func sourceURL(bucket, key string) string { return ingest.Source{Bucket: bucket,
 // migration 0043 has nothing to check, and the analyst may not run it
 // (it reads the storage with the owner's rights), which v then lists as
 // unchecked. Any other error is returned, Transient.
-func addTypedProblems(v *ingest.Verification, rows []db.VerifyTypedRow, err error) error {
+func addTypedProblems(v *ingest.Verification, rows []db.VerifyTypedJobsRow, err error) error {
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42883":

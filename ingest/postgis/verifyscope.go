@@ -93,11 +93,7 @@ func (c *Console) VerifyScope(ctx context.Context, scope ingest.VerifyScope) (*i
 
 	if len(current) > 0 {
 		typed, err := c.q.VerifyTypedJobs(ctx, current)
-		rows := make([]db.VerifyTypedRow, len(typed))
-		for i, r := range typed {
-			rows[i] = db.VerifyTypedRow(r)
-		}
-		if err := addTypedProblems(v, rows, err); err != nil {
+		if err := addTypedProblems(v, typed, err); err != nil {
 			return nil, err
 		}
 	}

@@ -94,12 +94,12 @@ BEGIN
         RAISE EXCEPTION 'typed view as of: unknown target %', target USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF EXISTS (SELECT FROM geoingest_typed_columns c WHERE c.target_table = target
-               AND (c.name !~ '^[a-z_][a-z0-9_]{0,62}$' OR c.type NOT IN ('text', 'int8', 'numeric', 'boolean', 'date', 'timestamptz'))) THEN
-        RAISE EXCEPTION 'typed view as of %: the register holds a column name or type it does not allow', f
+               AND c.name !~ '^[a-z_][a-z0-9_]{0,62}$') THEN
+        RAISE EXCEPTION 'typed view as of %: the register holds a column name it does not allow', f
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT coalesce(string_agg(format(', %I %s', c.name, c.type), '' ORDER BY c.position), ''),
-           coalesce(string_agg(format(', (f.properties ->> %L)::%s', c.name, c.type), '' ORDER BY c.position), '')
+    SELECT coalesce(string_agg(format(', %I %s', c.name, geoingest_typed_type(c.type)), '' ORDER BY c.position), ''),
+           geoingest_typed_casts(target, 'f')
     INTO outs, sel
     FROM geoingest_typed_columns c WHERE c.target_table = target;
     EXECUTE format('DROP FUNCTION IF EXISTS %I(timestamptz, text, text)', f);
@@ -3199,16 +3199,20 @@ AS $function$
            * power(2.0::float8, z)
 $function$;
 
+-- public.geoingest_typed_cast(alias text, name text, type text)
+CREATE OR REPLACE FUNCTION public.geoingest_typed_cast(alias text, name text, type text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE STRICT
+RETURN format('(%I.properties ->> %L)::%s'::text, alias, name, geoingest_typed_type(type));
+
 -- public.geoingest_typed_casts(target text, alias text)
 CREATE OR REPLACE FUNCTION public.geoingest_typed_casts(target text, alias text)
  RETURNS text
  LANGUAGE sql
  STABLE
 AS $function$
-    SELECT coalesce(string_agg(format(', (%I.properties ->> %L)::%s', alias, c.name,
-                                      CASE c.type WHEN 'text' THEN 'text' WHEN 'int8' THEN 'int8' WHEN 'numeric' THEN 'numeric'
-                                                  WHEN 'boolean' THEN 'boolean' WHEN 'date' THEN 'date' ELSE 'timestamptz' END),
-                               '' ORDER BY c.position), '')
+    SELECT coalesce(string_agg(', ' || geoingest_typed_cast(alias, c.name, c.type), '' ORDER BY c.position), '')
     FROM geoingest_typed_columns c WHERE c.target_table = target
 $function$;
 
@@ -3221,6 +3225,21 @@ AS $function$
     SELECT coalesce(string_agg(CASE WHEN alias IS NULL THEN format(', %I', c.name)
                                     ELSE format(', %I.%I', alias, c.name) END, '' ORDER BY c.position), '')
     FROM geoingest_typed_columns c WHERE c.target_table = target
+$function$;
+
+-- public.geoingest_typed_type(type text)
+CREATE OR REPLACE FUNCTION public.geoingest_typed_type(type text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE STRICT
+AS $function$
+BEGIN
+    IF type NOT IN ('text', 'int8', 'numeric', 'boolean', 'date', 'timestamptz') THEN
+        RAISE EXCEPTION 'typed column: type % is not one of text, int8, numeric, boolean, date, timestamptz', type
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN type;
+END
 $function$;
 
 -- public.geoingest_upgrade_match_hashes(job_id text, after tid, n integer, OUT rewritten bigint, OUT scanned_to tid, OUT busy boolean)
@@ -3303,9 +3322,7 @@ BEGIN
         SELECT coalesce(array_agg(j.job_ref), '{}') INTO refs FROM jobs j WHERE j.job_id = ANY (job_ids);
     END IF;
     FOREACH tg IN ARRAY ARRAY['parcels', 'admin_units'] LOOP
-        SELECT string_agg(format('p.%I IS DISTINCT FROM (p.properties ->> %L)::%s', c.name, c.name,
-                                 CASE c.type WHEN 'text' THEN 'text' WHEN 'int8' THEN 'int8' WHEN 'numeric' THEN 'numeric'
-                                             WHEN 'boolean' THEN 'boolean' WHEN 'date' THEN 'date' ELSE 'timestamptz' END),
+        SELECT string_agg(format('p.%I IS DISTINCT FROM ', c.name) || geoingest_typed_cast('p', c.name, c.type),
                           ' OR ' ORDER BY c.position),
                string_agg(format('p.%I IS NOT NULL', c.name), ' OR ' ORDER BY c.position)
         INTO differs, filled

@@ -310,38 +310,6 @@ func (q *Queries) VerifyScopeSources(ctx context.Context, arg VerifyScopeSources
 	return items, nil
 }
 
-const verifyTyped = `-- name: VerifyTyped :many
-SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n FROM geoingest_verify_typed() v
-`
-
-type VerifyTypedRow struct {
-	JobID       string
-	TargetTable string
-	N           int64
-}
-
-// VerifyTyped lists the rows whose stored typed columns disagree with
-// their records, per job (geoingest_verify_typed, migration 0043).
-func (q *Queries) VerifyTyped(ctx context.Context) ([]VerifyTypedRow, error) {
-	rows, err := q.db.Query(ctx, verifyTyped)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []VerifyTypedRow
-	for rows.Next() {
-		var i VerifyTypedRow
-		if err := rows.Scan(&i.JobID, &i.TargetTable, &i.N); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const verifyTypedJobs = `-- name: VerifyTypedJobs :many
 SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n
 FROM geoingest_verify_typed($1::text[]) v
@@ -353,8 +321,10 @@ type VerifyTypedJobsRow struct {
 	N           int64
 }
 
-// VerifyTypedJobs is VerifyTyped of the given jobs' rows only (migration
-// 0055): verify's incremental mode.
+// VerifyTypedJobs lists the rows whose stored typed columns disagree with
+// their records, per job (geoingest_verify_typed, migrations 0043, 0055,
+// 0056): of the jobs in @job_ids only (verify's incremental mode), or of
+// every job when @job_ids is NULL (a nil slice: the full verify).
 func (q *Queries) VerifyTypedJobs(ctx context.Context, jobIds []string) ([]VerifyTypedJobsRow, error) {
 	rows, err := q.db.Query(ctx, verifyTypedJobs, jobIds)
 	if err != nil {

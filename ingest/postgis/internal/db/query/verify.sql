@@ -142,13 +142,10 @@ LEFT JOIN report_assignments r ON r.parcel_job_id = j.job_id AND r.admin_generat
 WHERE s.target_table = 'parcels'
 ORDER BY j.job_id;
 
--- name: VerifyTyped :many
--- VerifyTyped lists the rows whose stored typed columns disagree with
--- their records, per job (geoingest_verify_typed, migration 0043).
-SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n FROM geoingest_verify_typed() v;
-
 -- name: VerifyTypedJobs :many
--- VerifyTypedJobs is VerifyTyped of the given jobs' rows only (migration
--- 0055): verify's incremental mode.
+-- VerifyTypedJobs lists the rows whose stored typed columns disagree with
+-- their records, per job (geoingest_verify_typed, migrations 0043, 0055,
+-- 0056): of the jobs in @job_ids only (verify's incremental mode), or of
+-- every job when @job_ids is NULL (a nil slice: the full verify).
 SELECT v.job_id::text AS job_id, v.target_table::text AS target_table, v.n::bigint AS n
 FROM geoingest_verify_typed(@job_ids::text[]) v;
