@@ -292,3 +292,48 @@ func TestPrefilterBypassEdges(t *testing.T) {
 		require.Equal(t, want, got, "version %d: the changelog's counts", v+1)
 	}
 }
+
+// TestPrefilterMarksHashesCurrent: the prefilter's join marks a generation
+// none of whose rows holds an old-form match hash (migration 0057), and a
+// batch command's check (HashesOld) then reads none of it; a generation
+// with one such row is not marked, and the check still finds it.
+func TestPrefilterMarksHashesCurrent(t *testing.T) {
+	t.Parallel()
+	for _, stale := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stale=%v", stale), func(t *testing.T) {
+			t.Parallel()
+			pp := newPrefilterPair(t)
+			b := pp.b
+			ctx := context.Background()
+			p := ingest.DefaultParams("parcels")
+			p.Key = []string{"APN"}
+			props := func(v int) func(i int) string {
+				return func(i int) string { return fmt.Sprintf(`{"APN":"A-%d","v":%d}`, i, v*btoi(i == 3)) }
+			}
+			require.Zero(t, pp.step(t, collection("", squareTexts(30, props(0))...), p))
+			if stale {
+				// One row as stored before 0044 (an MD5 in its match hash).
+				_, err := b.pool.Exec(ctx, `UPDATE geoingest_store.parcels SET props_hash = md5(properties::text)::uuid
+					WHERE properties->>'APN' = 'A-7'`)
+				require.NoError(t, err)
+			}
+			require.Positive(t, pp.step(t, collection("", squareTexts(30, props(1))...), p), "prefiltered")
+			var job string
+			var marked bool
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT s.current_job_id,
+				EXISTS (SELECT FROM geoingest_hashes_current h JOIN jobs j ON j.job_ref = h.job_ref WHERE j.job_id = s.current_job_id)
+				FROM sources s`).Scan(&job, &marked))
+			require.Equal(t, !stale, marked)
+			old, err := b.store.HashesOld(ctx, job)
+			require.NoError(t, err)
+			require.Equal(t, stale, old)
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

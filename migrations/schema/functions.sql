@@ -2397,6 +2397,7 @@ DECLARE
     barea   double precision;
     moved   bigint := 0;
     marea   double precision := 0;
+    nstale  bigint;
 BEGIN
     IF keyed THEN
         -- As geoingest_diff_plan computes an old row's key.
@@ -2428,7 +2429,9 @@ BEGIN
                           o.area_m2,
                           CASE WHEN o.geom_hash < geoingest_hash_form_end() AND o.props_hash < geoingest_hash_form_end()
                                     AND (NOT $4 OR starts_with(o.match_key, $2)) THEN o.raw_hash END AS rh,
-                          $4 AND o.match_key IS NOT NULL AND o.match_key <> $2 AS byp
+                          $4 AND o.match_key IS NOT NULL AND o.match_key <> $2 AS byp,
+                          o.geom IS NOT NULL AND (o.geom_hash >= geoingest_hash_form_end()
+                                                  OR o.props_hash >= geoingest_hash_form_end()) AS stale
                    FROM %1$s o WHERE o.job_ref = $1),
              j AS (SELECT r.fi, o.rid,
                           CASE WHEN r.fi IS NULL THEN 0 WHEN o.rid IS NULL THEN 3 WHEN o.byp THEN 2 ELSE 1 END AS c,
@@ -2437,15 +2440,23 @@ BEGIN
                           CASE WHEN r.fi IS NULL OR NOT o.byp THEN o.gh END AS gh,
                           CASE WHEN r.fi IS NULL OR NOT o.byp THEN o.ph END AS ph,
                           CASE WHEN r.fi IS NOT NULL AND o.byp THEN hashtextextended(o.match_key, 0) END AS kh,
-                          CASE WHEN r.fi IS NOT NULL THEN o.area_m2 END AS area
+                          CASE WHEN r.fi IS NOT NULL THEN o.area_m2 END AS area,
+                          o.stale
                    FROM o FULL JOIN pg_temp.geoingest_raw r ON r.raw = o.rh),
              a AS (INSERT INTO pg_temp.geoingest_match_old SELECT j.rid, j.fid, j.k, j.gh, j.ph FROM j WHERE j.c = 0),
              b AS (INSERT INTO pg_temp.geoingest_kept SELECT j.fi, j.rid, j.fid, j.k, j.gh, j.ph, j.area FROM j WHERE j.c = 1),
              d AS (INSERT INTO pg_temp.geoingest_bypass SELECT j.fi, j.rid, j.kh FROM j WHERE j.c = 2),
              e AS (INSERT INTO pg_temp.geoingest_unkept SELECT j.fi FROM j WHERE j.c = 3)
         SELECT count(*) FILTER (WHERE j.c = 3), count(*) FILTER (WHERE j.c IN (1, 2)),
-               count(*) FILTER (WHERE j.c = 2), coalesce(sum(j.area) FILTER (WHERE j.c = 2), 0)
-        FROM j', ot, kx) INTO nunkept, npairs, nbypass, barea USING old_ref, sig, key_fields, keyed;
+               count(*) FILTER (WHERE j.c = 2), coalesce(sum(j.area) FILTER (WHERE j.c = 2), 0),
+               count(*) FILTER (WHERE j.stale)
+        FROM j', ot, kx) INTO nunkept, npairs, nbypass, barea, nstale USING old_ref, sig, key_fields, keyed;
+    IF nstale = 0 THEN
+        -- No row of the generation holds a match hash of a form before
+        -- the current one; the version adds none (its rows are hashed
+        -- in the current form, or not at all).
+        INSERT INTO geoingest_hashes_current (job_ref) VALUES (old_ref) ON CONFLICT DO NOTHING;
+    END IF;
     SELECT count(*) INTO total FROM pg_temp.geoingest_raw;
     kept := total - nunkept;
     IF nbypass > 0 THEN

@@ -174,6 +174,10 @@ type GeoingestGuardEvent struct {
 	At      pgtype.Timestamptz
 }
 
+type GeoingestHashesCurrent struct {
+	JobRef int64
+}
+
 type GeoingestIndexBuild struct {
 	IndexName   string
 	TableName   string

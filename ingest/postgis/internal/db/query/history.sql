@@ -41,8 +41,12 @@ ORDER BY j.job_ref;
 -- before migration 0044 (MD5), which geoingest_upgrade_match_hashes
 -- rewrites: one read of its rows at most, by its job_ref (the partition
 -- pruned at run time), stopping at the first such row. Hashes never
--- stored (NULL: rows the server transformed) are not looked for.
-SELECT (EXISTS (SELECT FROM geoingest_store.parcels o
+-- stored (NULL: rows the server transformed) are not looked for. A
+-- generation marked in geoingest_hashes_current (migration 0057: the
+-- prefilter read it and found none) is not read.
+SELECT (CASE WHEN EXISTS (SELECT FROM geoingest_hashes_current h JOIN jobs j ON j.job_ref = h.job_ref
+                          WHERE j.job_id = @job_id::text) THEN false ELSE
+        EXISTS (SELECT FROM geoingest_store.parcels o
                 WHERE o.job_ref = (SELECT j.job_ref FROM jobs j JOIN sources s ON s.current_job_id = j.job_id
                                    WHERE j.job_id = @job_id::text AND j.status = 'current' AND j.target_table = 'parcels')
                   AND o.geom IS NOT NULL
@@ -51,7 +55,7 @@ SELECT (EXISTS (SELECT FROM geoingest_store.parcels o
                 WHERE o.job_ref = (SELECT j.job_ref FROM jobs j JOIN sources s ON s.current_job_id = j.job_id
                                    WHERE j.job_id = @job_id::text AND j.status = 'current' AND j.target_table = 'admin_units')
                   AND o.geom IS NOT NULL
-                  AND (o.geom_hash >= geoingest_hash_form_end() OR o.props_hash >= geoingest_hash_form_end())))::boolean AS old;
+                  AND (o.geom_hash >= geoingest_hash_form_end() OR o.props_hash >= geoingest_hash_form_end())) END)::boolean AS old;
 
 -- name: UpgradeMatchHashes :one
 -- UpgradeMatchHashes rewrites the old-form match hashes among the n rows
