@@ -2346,10 +2346,13 @@ BEGIN
                                OR o.geom && ST_MakeEnvelope($2[1], $2[4], $2[3], $2[4], 4326))', ot)
         USING old_ref, base_box;
         ANALYZE pg_temp.geoingest_kept_edge;
-        -- The edge rows hashed, the kept ones scanned once.
+        -- The edge rows that are kept: a row is kept when it is in a
+        -- kept pair; the bypass pairs' rows are the generation's rows
+        -- that the match's old side does not list (0058).
         FOR c IN SELECT ST_XMin(e.b) AS x0, ST_YMin(e.b) AS y0, ST_XMax(e.b) AS x1, ST_YMax(e.b) AS y1
-                 FROM (SELECT k.rid FROM pg_temp.geoingest_kept k UNION ALL SELECT b.rid FROM pg_temp.geoingest_bypass b) k
-                 JOIN pg_temp.geoingest_kept_edge e ON e.rid = k.rid LOOP
+                 FROM pg_temp.geoingest_kept_edge e
+                 WHERE e.rid IN (SELECT k.rid FROM pg_temp.geoingest_kept k)
+                    OR e.rid NOT IN (SELECT m.rid FROM pg_temp.geoingest_match_old m) LOOP
             found[1] := found[1] OR c.x0 = base_box[1];
             found[2] := found[2] OR c.y0 = base_box[2];
             found[3] := found[3] OR c.x1 = base_box[3];
@@ -2361,10 +2364,10 @@ BEGIN
         END IF;
     END IF;
     EXECUTE format('SELECT min(ST_XMin(b)), min(ST_YMin(b)), max(ST_XMax(b)), max(ST_YMax(b))
-                    FROM (SELECT o.geom::box3d AS b
-                          FROM (SELECT k.rid FROM pg_temp.geoingest_kept k UNION ALL SELECT b.rid FROM pg_temp.geoingest_bypass b) k
-                          JOIN %s o ON o.ctid = k.rid
-                          WHERE o.job_ref = $1) x', ot)
+                    FROM (SELECT o.geom::box3d AS b FROM %s o
+                          WHERE o.job_ref = $1
+                            AND (o.ctid IN (SELECT k.rid FROM pg_temp.geoingest_kept k)
+                                 OR o.ctid NOT IN (SELECT m.rid FROM pg_temp.geoingest_match_old m))) x', ot)
     INTO min_x, min_y, max_x, max_y USING old_ref;
 END
 $function$;
