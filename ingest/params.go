@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -166,7 +167,7 @@ func (p Params) Validate() error {
 		}
 		seen[f] = true
 	}
-	if p.MatchIoU < 0 || p.MatchIoU > 1 {
+	if p.MatchIoU < 0 || p.MatchIoU > 1 || math.IsNaN(p.MatchIoU) { // 0: unset (the default)
 		return Permanentf("match-iou %v: want a ratio in (0, 1]", p.MatchIoU)
 	}
 	if p.DuplicateKeys != "" && p.DuplicateKeys != DuplicateKeysReport && p.DuplicateKeys != DuplicateKeysFail {

@@ -206,7 +206,7 @@ func (r *Route) parseOptions(query string) error {
 			r.Options.Key = fields
 		case "match-iou":
 			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f <= 0 || f > 1 {
+			if err != nil || !(f > 0 && f <= 1) { // NaN too
 				return fmt.Errorf("match-iou %q: want a ratio in (0, 1]", v)
 			}
 			r.Options.MatchIoU = f
