@@ -122,6 +122,7 @@ func TestQuarantineKeepsEachLeftOutFeature(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, js, 1)
 			require.Equal(t, map[string]int64{"null-geometry": 2, "wrong-type": 2, "collapsed": 1}, js[0].ByRule)
+			require.EqualValues(t, 5, js[0].Quarantined, "the job's features, not its rules")
 
 			var csvOut, gjOut bytes.Buffer
 			require.NoError(t, ingest.ExportQuarantine(ctx, &csvOut, b.store, job.ID, "csv"))

@@ -4,7 +4,7 @@
 -- QuarantineByJob lists the jobs with quarantined features, newest first,
 -- with their counts by rule (a JSON object).
 SELECT q.job_id, j.source_bucket, j.source_key, j.target_table, j.status, j.committed_at,
-       j.feature_count, count(*)::bigint AS quarantined,
+       j.feature_count, sum(q.n)::bigint AS quarantined,
        jsonb_object_agg(q.rule, q.n)::jsonb AS by_rule
 FROM (SELECT job_id, rule, count(*) AS n FROM geoingest_quarantine GROUP BY job_id, rule) q
 JOIN jobs j USING (job_id)
