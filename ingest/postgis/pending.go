@@ -199,7 +199,7 @@ func (s *Store) versionStats(ctx context.Context, g *gate, jobID string, ref int
 	if err != nil {
 		return ingest.VersionStats{}, fmt.Errorf("read ledger of %s: %w", jobID, err)
 	}
-	v := ingest.VersionStats{Features: j.FeatureCount, AreaM2: j.TotalAreaM2, LeftOut: j.SkippedNull + j.SkippedType}
+	v := ingest.VersionStats{Features: j.FeatureCount, AreaM2: j.TotalAreaM2, LeftOut: j.SkippedNull + j.SkippedType + j.SkippedCast}
 	if measure && v.LeftOut > 0 {
 		// The quarantine's counts, by rule (quarantine.go): what the
 		// quarantine guard judges and names.

@@ -45,7 +45,8 @@ func (c *Console) verifyPending(ctx context.Context, v *ingest.Verification) err
 // verifyQuarantine checks the quarantine (quarantine.go) against the
 // ledger: each job written since migration 0030 holds in the quarantine
 // the number of features its ledger row records as quarantined, which is
-// the number its policies left out (skipped_null + skipped_type), so that
+// the number its policies left out (skipped_null + skipped_type +
+// skipped_cast), so that
 // the features landed plus quarantined are the file's.
 func (c *Console) verifyQuarantine(ctx context.Context, v *ingest.Verification) error {
 	n, err := c.q.VerifyQuarantineTotal(ctx)

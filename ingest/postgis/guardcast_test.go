@@ -1,0 +1,45 @@
+package postgis
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/geoingest/geoingest/ingest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestQuarantineGuardCountsCastFailures: a version whose features do not
+// cast under its mapping (rule cast) has them left out as the geometry
+// policies' are, so the quarantine guard judges them too
+// (docs/schema.md: "the rest of the file lands, unless the quarantine
+// guard holds the version"). The guard's count read only the null and
+// wrong-type skips, so a version with 2 of 10 features quarantined for
+// cast alone was written, not held.
+func TestQuarantineGuardCountsCastFailures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sc, p := typedTestParams(t)
+	_, err := b.store.ApplySchema(ctx, sc)
+	require.NoError(t, err)
+	v1 := writeFeats(t, "v1.geojson", typedFeats(func(int) string { return "" }))
+	r := b.svc.Run(ctx, version(t, v1, "v1", "10", p))
+	require.NoError(t, r.Err)
+	require.Equal(t, ingest.Written, r.Outcome)
+
+	// OWNER 1.5 does not cast to int8; the count and area shrink guards are
+	// off, so that only the quarantine guard can hold it.
+	fs := typedFeats(func(int) string { return "" })
+	for _, i := range []int{7, 8} {
+		fs[i].Props = strings.Replace(fs[i].Props, `"OWNER":`+typedValues[i].owner+`,`, `"OWNER":1.5,`, 1)
+		require.Contains(t, fs[i].Props, `"OWNER":1.5,`)
+	}
+	job := version(t, writeFeats(t, "v2.geojson", fs), "v2", "20", p)
+	job.Guards.Shrink = -1
+	r = b.svc.Run(ctx, job)
+	require.NoError(t, r.Err)
+	require.EqualValues(t, 2, r.Quarantined)
+	require.Equal(t, ingest.Pending, r.Outcome, r.Reason)
+	require.Contains(t, r.Reason, "quarantine: 2 of 10 features (20.0%) left out (cast 2)")
+}
