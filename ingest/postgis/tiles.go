@@ -14,7 +14,7 @@ var _ ingest.TileExpiry = (*Store)(nil)
 // geoingest_expired_tiles), computed from its change record.
 func (s *Store) ExpiredTiles(ctx context.Context, job string, z ingest.TileZoom) (ingest.ExpiredTiles, error) {
 	out := ingest.ExpiredTiles{Job: job, MinZoom: z.Min, MaxZoom: z.Max, Deepest: -1, Tiles: []ingest.Tile{}}
-	if z.Min < 0 || z.Max > 30 || z.Min > z.Max || z.MaxTiles < 1 || z.Buffer < 0 || z.Buffer > 1 {
+	if z.Min < 0 || z.Max > 30 || z.Min > z.Max || z.MaxTiles < 1 || !(z.Buffer >= 0 && z.Buffer <= 1) { // NaN too
 		return out, ingest.Permanentf("tiles: zoom range %s, at most %d tiles, buffer %g: want 0 <= min <= max <= 30, at least one tile, a buffer in [0, 1]",
 			z, z.MaxTiles, z.Buffer)
 	}
