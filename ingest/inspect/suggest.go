@@ -20,7 +20,9 @@ import (
 //     value is an ISO date (date) or an RFC 3339 timestamp (timestamptz);
 //   - whole numbers are int8 (beyond int32 or not: an id of 3,000,000,000
 //     fits), other numbers numeric, never a float;
-//   - booleans are boolean; anything mixed is text.
+//   - booleans are boolean; anything mixed is text;
+//   - a field with an object or an array among its values gets no column
+//     (text refuses them): unmapped, it stays in the record's extras.
 
 // SuggestedColumn is one column a layer's field suggests.
 type SuggestedColumn struct {
@@ -114,6 +116,9 @@ func (s *suggester) columns() []SuggestedColumn {
 	var out []SuggestedColumn
 	for _, f := range names {
 		v := s.fields[f]
+		if v.complexN > 0 {
+			continue // no column takes an object or an array: left in extras
+		}
 		c := SuggestedColumn{Field: f, Name: columnName(f, used)}
 		kinds := 0
 		for _, n := range []int64{v.strings, v.numbers, v.bools, v.complexN} {
@@ -124,7 +129,7 @@ func (s *suggester) columns() []SuggestedColumn {
 		switch {
 		case kinds == 0:
 			c.Type, c.Why = ingest.TypeText, "every value null or empty"
-		case kinds > 1 || v.complexN > 0:
+		case kinds > 1:
 			c.Type, c.Why = ingest.TypeText, "values of several kinds"
 		case v.bools > 0:
 			c.Type, c.Why = ingest.TypeBoolean, "booleans"
