@@ -103,8 +103,12 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 		// Nothing to write is a wrong upload (a points or lines layer, an
 		// empty layer), not an empty generation: committing it would
 		// replace the source's current parcels with nothing.
-		return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair",
-			target, rows.SkippedNull, rows.SkippedType, collapsed)
+		cast := ""
+		if rows.SkippedCast > 0 {
+			cast = fmt.Sprintf(", %d with a value that does not cast under the mapping (quarantine rule cast)", rows.SkippedCast)
+		}
+		return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair%s",
+			target, rows.SkippedNull, rows.SkippedType, collapsed, cast)
 	}
 	res.Features, res.AreaM2 = written, area
 	g.rows = written

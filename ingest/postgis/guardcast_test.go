@@ -43,3 +43,24 @@ func TestQuarantineGuardCountsCastFailures(t *testing.T) {
 	require.Equal(t, ingest.Pending, r.Outcome, r.Reason)
 	require.Contains(t, r.Reason, "quarantine: 2 of 10 features (20.0%) left out (cast 2)")
 }
+
+// TestNothingCastsSaysSo: a version none of whose features casts under
+// its mapping fails (nothing to write), and the error counts the cast
+// failures: it listed only "0 null or empty, 0 not polygonal (points or
+// lines), 0 with no area left after repair", and the quarantine that
+// would say why is rolled back with the job.
+func TestNothingCastsSaysSo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sc, p := typedTestParams(t)
+	_, err := b.store.ApplySchema(ctx, sc)
+	require.NoError(t, err)
+	fs := typedFeats(func(int) string { return "" })
+	for i := range fs {
+		fs[i].Props = strings.Replace(fs[i].Props, `"OWNER":`+typedValues[i].owner+`,`, `"OWNER":1.5,`, 1)
+	}
+	r := b.svc.Run(ctx, version(t, writeFeats(t, "v1.geojson", fs), "v1", "10", p))
+	require.Error(t, r.Err)
+	require.Contains(t, r.Err.Error(), "no polygonal features to write for parcels: 0 null or empty, 0 not polygonal (points or lines), 0 with no area left after repair, 10 with a value that does not cast under the mapping (quarantine rule cast)")
+}
