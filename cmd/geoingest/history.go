@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -35,6 +37,10 @@ func runHistory(ctx context.Context, m *Main, args []string) error {
 	case "table", "csv", "json", "geojson":
 	default:
 		fmt.Fprintf(m.Stderr, "geoingest history: --format %q: want table, csv, json or geojson\n", *format)
+		return errUsage
+	}
+	if !slices.Contains(ingest.Targets, *target) {
+		fmt.Fprintf(m.Stderr, "geoingest history: --target %q: want %s\n", *target, strings.Join(ingest.Targets, " or "))
 		return errUsage
 	}
 	if *asOf == "" || fs.NArg() > 1 {

@@ -125,3 +125,19 @@ func TestHistoryCommandAsOf(t *testing.T) {
 	getJSON(t, base+"/api/report/area?as_of="+url.QueryEscape(t1), 400, &e)
 	require.Contains(t, e["error"], "retained history")
 }
+
+// TestHistoryRefusesAnUnknownTarget: --target names a feature table;
+// another name was taken, and printed an empty history with exit 0 (the
+// same as a time before any source), as if that table had none.
+func TestHistoryRefusesAnUnknownTarget(t *testing.T) {
+	t.Parallel()
+	// A database that is never there: the refusal comes before any
+	// connection (and no embedded cluster is started on demand).
+	env := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}
+	for _, format := range []string{"table", "geojson"} {
+		code, out, errOut := run(t, env, "history", "--as-of", "0s", "--target", "parcel", "--format", format)
+		require.Equal(t, 2, code, out+errOut)
+		require.Contains(t, errOut, `geoingest history: --target "parcel": want parcels or admin_units`)
+		require.Empty(t, out)
+	}
+}
