@@ -60,7 +60,7 @@ const (
 
 // JobStates are the states a JobQuery may select.
 var JobStates = []string{StateFailed, StateInFlight, StateLeaseExpired, StateCommitted,
-	"current", "superseded", "replaced", "retired", "deleted"}
+	"current", "superseded", "replaced", "retired", "deleted", "pending", "rejected"}
 
 // ClaimStates are the claim gate's own states, which a JobQuery may
 // select too (as `geoingest jobs list --state` names them): CLAIMED is in

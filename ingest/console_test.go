@@ -93,4 +93,10 @@ func TestJobQueryValidate(t *testing.T) {
 	for _, bad := range []JobQuery{{State: "FAILED "}, {Target: "roads"}} {
 		require.Equal(t, Permanent, KindOf(bad.Validate()))
 	}
+	// Every ledger status is a state to select, the guards' too: `jobs
+	// list` shows pending and rejected jobs, and refused to list only them.
+	for _, status := range []string{"current", "superseded", "replaced", "retired", "deleted", "pending", "rejected"} {
+		q := JobQuery{State: status}
+		require.NoError(t, q.Validate(), status)
+	}
 }

@@ -28,7 +28,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 	var d dbFlags
 	m.addDBFlags(fs, &d)
 	m.addReadFlag(fs, &d)
-	state := fs.String("state", "", "list: a claim state (CLAIMED, COMMITTED, FAILED), a ledger status (current, superseded, replaced, retired, deleted) or a console state (failed, in-flight, lease-expired, committed)")
+	state := fs.String("state", "", "list: a claim state (CLAIMED, COMMITTED, FAILED), a ledger status (current, superseded, replaced, retired, deleted, pending, rejected) or a console state (failed, in-flight, lease-expired, committed)")
 	source := fs.String("source", "", "list, sources: only sources whose key starts with this (or under s3://BUCKET/PREFIX, file:///DIR/)")
 	limit := fs.Int("limit", 100, "list, sources: at most this many rows")
 	format := fs.String("format", "table", "table or json")
