@@ -126,3 +126,28 @@ func TestApplierRemembersKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestMappedKeyNamesAColumn: under a mapping the key is read from the
+// record, whose fields are the mapping's columns (the unmapped ones only
+// inside extras). A key naming the source field (APN for a column apn),
+// an unmapped field or @id matched no feature, silently: every later
+// version was matched by content and overlap alone. It is refused, naming
+// the columns.
+func TestMappedKeyNamesAColumn(t *testing.T) {
+	p := DefaultParams("parcels")
+	p.Schema, p.Mapping = schema20(t), "m"
+	p.Key = []string{"c0", "c3"}
+	require.NoError(t, p.Validate())
+	for key, want := range map[string]string{
+		"F0":    `key field "F0": under mapping "m" the key names the mapping's columns: c0, c1,`,
+		"EXTRA": `key field "EXTRA": under mapping "m"`,
+		"@id":   `key field "@id": under mapping "m"`,
+	} {
+		p.Key = []string{"c0", key}
+		err := p.Validate()
+		require.ErrorContains(t, err, want, key)
+		require.Equal(t, Permanent, KindOf(err), key)
+	}
+	p.Key = []string{"F0"}
+	require.ErrorContains(t, p.Validate(), "(field F0 is the column c0)")
+}
