@@ -235,7 +235,9 @@ type LedgerRow struct {
 	Encoding         string          `json:"encoding,omitempty"`
 	SkippedNull      int64           `json:"skipped_null"`
 	SkippedType      int64           `json:"skipped_type"`
-	RepairedInvalid  int64           `json:"repaired_invalid"`
+	// SkippedCast counts the features whose mapped values did not cast.
+	SkippedCast     int64 `json:"skipped_cast"`
+	RepairedInvalid int64 `json:"repaired_invalid"`
 	// LinearisedCurves and DroppedZM count the features whose curves were
 	// approximated by line segments, and whose Z or M were dropped.
 	LinearisedCurves int64     `json:"linearised_curves"`

@@ -93,7 +93,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 			}
 			row("status", j.Status+": "+generation)
 			row("target", fmt.Sprintf("%s, pipeline version %s", j.Target, j.PipelineVersion))
-			row("features", fmt.Sprintf("%d, %.2f m² (skipped: %d null, %d wrong type; %d repaired)", j.Features, j.AreaM2, j.SkippedNull, j.SkippedType, j.RepairedInvalid))
+			row("features", fmt.Sprintf("%d, %.2f m² (skipped: %d null, %d wrong type, %d cast; %d repaired)", j.Features, j.AreaM2, j.SkippedNull, j.SkippedType, j.SkippedCast, j.RepairedInvalid))
 			row("geometries", fmt.Sprintf("%d with curves linearised, %d with Z/M dropped", j.LinearisedCurves, j.DroppedZM))
 			row("version", fmt.Sprintf("%s (order %s)", j.VersionToken, j.OrderToken))
 			row("content", j.ContentHash)
@@ -189,6 +189,7 @@ type jobDetail struct {
 	Encoding         string            `json:"encoding,omitempty"`
 	SkippedNull      int64             `json:"skipped_null"`
 	SkippedType      int64             `json:"skipped_type"`
+	SkippedCast      int64             `json:"skipped_cast"`
 	RepairedInvalid  int64             `json:"repaired_invalid"`
 	LinearisedCurves int64             `json:"linearised_curves"`
 	DroppedZM        int64             `json:"dropped_zm"`
@@ -203,7 +204,7 @@ func detailOf(rec ingest.JobRecord) jobDetail {
 	if l := rec.Ledger; l != nil {
 		d.Status = l.Status
 		d.VersionToken, d.OrderToken, d.Params, d.ContentHash, d.Encoding = l.VersionToken, l.OrderToken, l.Params, l.ContentHash, l.Encoding
-		d.SkippedNull, d.SkippedType, d.RepairedInvalid = l.SkippedNull, l.SkippedType, l.RepairedInvalid
+		d.SkippedNull, d.SkippedType, d.SkippedCast, d.RepairedInvalid = l.SkippedNull, l.SkippedType, l.SkippedCast, l.RepairedInvalid
 		d.LinearisedCurves, d.DroppedZM = l.LinearisedCurves, l.DroppedZM
 		d.CommittedAt, d.SourceCurrentJob, d.CRS = &l.CommittedAt, l.SourceCurrentJob, rec.CRS
 	}

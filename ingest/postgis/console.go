@@ -158,7 +158,7 @@ func (c *Console) ConsoleJob(ctx context.Context, jobID string) (ingest.JobRecor
 		PipelineVersion: r.PipelineVersion, VersionToken: r.VersionToken, OrderToken: r.OrderToken,
 		Params: json.RawMessage(r.Params), ContentHash: r.ContentHash, FeaturesChecksum: r.FeaturesChecksum,
 		Features: r.FeatureCount, AreaM2: r.TotalAreaM2, SourceSRID: int(r.SourceSrid), Encoding: r.Encoding,
-		SkippedNull: r.SkippedNull, SkippedType: r.SkippedType, RepairedInvalid: r.RepairedInvalid,
+		SkippedNull: r.SkippedNull, SkippedType: r.SkippedType, SkippedCast: r.SkippedCast, RepairedInvalid: r.RepairedInvalid,
 		LinearisedCurves: r.LinearisedCurves, DroppedZM: r.DroppedZm,
 		CommittedAt: r.CommittedAt.Time, SourceCurrentJob: r.SourceCurrentJobID}
 	crs, err := c.q.JobCRS(ctx, jobID)

@@ -42,6 +42,12 @@ func TestQuarantineGuardCountsCastFailures(t *testing.T) {
 	require.EqualValues(t, 2, r.Quarantined)
 	require.Equal(t, ingest.Pending, r.Outcome, r.Reason)
 	require.Contains(t, r.Reason, "quarantine: 2 of 10 features (20.0%) left out (cast 2)")
+
+	// The job's page (and `geoingest jobs show`) counts them.
+	rec, err := NewConsole(b.pool).ConsoleJob(ctx, job.ID)
+	require.NoError(t, err)
+	require.NotNil(t, rec.Ledger)
+	require.EqualValues(t, 2, rec.Ledger.SkippedCast)
 }
 
 // TestNothingCastsSaysSo: a version none of whose features casts under

@@ -138,6 +138,7 @@ SELECT c.job_id,
        coalesce(j.encoding, '')::text AS encoding,
        coalesce(j.skipped_null, 0)::bigint AS skipped_null,
        coalesce(j.skipped_type, 0)::bigint AS skipped_type,
+       coalesce(j.skipped_cast, 0)::bigint AS skipped_cast,
        coalesce(j.repaired_invalid, 0)::bigint AS repaired_invalid,
        coalesce(j.linearised_curves, 0)::bigint AS linearised_curves,
        coalesce(j.dropped_zm, 0)::bigint AS dropped_zm,
@@ -180,6 +181,7 @@ type ConsoleJobRow struct {
 	Encoding           string
 	SkippedNull        int64
 	SkippedType        int64
+	SkippedCast        int64
 	RepairedInvalid    int64
 	LinearisedCurves   int64
 	DroppedZm          int64
@@ -224,6 +226,7 @@ func (q *Queries) ConsoleJob(ctx context.Context, jobID string) (ConsoleJobRow, 
 		&i.Encoding,
 		&i.SkippedNull,
 		&i.SkippedType,
+		&i.SkippedCast,
 		&i.RepairedInvalid,
 		&i.LinearisedCurves,
 		&i.DroppedZm,
