@@ -161,6 +161,11 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		if res.Quarantined > 0 {
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %d features left out by a policy, kept in the quarantine (geoingest quarantine list %s)\n", path, res.Quarantined, res.JobID)
 		}
+		if res.Outcome == ingest.AlreadyPresent {
+			if hint := notCurrentHint(ctx, a.store, res.JobID, path); hint != "" {
+				fmt.Fprintln(m.Stderr, "geoingest ingest: "+hint)
+			}
+		}
 	}
 	if failed > 0 {
 		return exitError(1)
@@ -270,4 +275,32 @@ func (p *progressLine) clear() {
 	if p.on {
 		p.line.clear()
 	}
+}
+
+// notCurrentHint says, for a file whose job was written before
+// (AlreadyPresent), when that job is no longer its source's current
+// generation: ingesting the same bytes again changes nothing, however
+// the source changed since, and how to make them current again. "" when
+// the job is current, when the current generation holds the same bytes
+// (a replace of them made it), or when a record cannot be read (the hint
+// is only advice).
+func notCurrentHint(ctx context.Context, store ingest.Store, jobID, path string) string {
+	rec, err := store.ConsoleJob(ctx, jobID)
+	if err != nil || rec.Ledger == nil || rec.Ledger.Status == "current" {
+		return ""
+	}
+	l := rec.Ledger
+	if l.SourceCurrentJob != "" {
+		cur, err := store.ConsoleJob(ctx, l.SourceCurrentJob)
+		if err != nil || cur.Ledger == nil || cur.Ledger.ContentHash == l.ContentHash {
+			return ""
+		}
+	}
+	if l.SourceCurrentJob == "" {
+		return fmt.Sprintf("%s: these bytes are job %s, written before and now %s; the source has no current generation. "+
+			"Ingesting them again changes nothing (a job is written once)", path, jobID, l.Status)
+	}
+	return fmt.Sprintf("%s: these bytes are job %s, written before and now %s; the source's current generation is %s. "+
+		"Ingesting them again changes nothing (a job is written once); to make them current again: "+
+		"geoingest ingest --policy replace --if-match %s %s", path, jobID, l.Status, l.SourceCurrentJob, l.SourceCurrentJob, path)
 }

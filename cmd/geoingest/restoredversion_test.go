@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestIngestOfARestoredFileSaysHowToApplyIt: a file whose bytes were a
+// version written before and since replaced (a county restores last
+// month's export) is that job again: already-present, nothing changed.
+// ingest says so on stderr, with the command that makes those bytes
+// current again, and that command does.
+func TestIngestOfARestoredFileSaysHowToApplyIt(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_HOME": t.TempDir()}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "county.geojson")
+	writeSquareSource(t, path, 0, 20)
+	v1, err := os.ReadFile(path)
+	require.NoError(t, err)
+	code, out, errOut := run(t, env, "ingest", path)
+	require.Equal(t, 0, code, out+errOut)
+	first := queryString(t, db, `SELECT current_job_id FROM sources`)
+	require.NotContains(t, errOut, "these bytes are job")
+
+	writeSquareSource(t, path, 0, 25)
+	code, out, errOut = run(t, env, "ingest", path)
+	require.Equal(t, 0, code, out+errOut)
+	second := queryString(t, db, `SELECT current_job_id FROM sources`)
+	require.NotEqual(t, first, second)
+
+	require.NoError(t, os.WriteFile(path, v1, 0o644))
+	code, out, errOut = run(t, env, "ingest", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "already-present")
+	require.Contains(t, errOut, "these bytes are job "+first+", written before and now ")
+	want := "geoingest ingest --policy replace --if-match " + second + " " + path
+	require.Contains(t, errOut, want)
+	require.Equal(t, second, queryString(t, db, `SELECT current_job_id FROM sources`), "nothing changed")
+
+	code, out, errOut = run(t, env, strings.Fields(strings.TrimPrefix(want, "geoingest "))...)
+	require.Equal(t, 0, code, out+errOut)
+	require.EqualValues(t, 20, queryInt(t, db, `SELECT j.feature_count FROM jobs j JOIN sources s ON s.current_job_id = j.job_id`),
+		"the restored bytes are current")
+
+	// The current job's own bytes again: no hint.
+	code, out, errOut = run(t, env, "ingest", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "already-present")
+	require.NotContains(t, errOut, "these bytes are job")
+}
