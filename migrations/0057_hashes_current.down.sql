@@ -1,7 +1,9 @@
 -- Undoes 0057: geoingest_prefilter_match as in 0052, the marks dropped.
 -- geoingest_prefilter_match: total is how many raw hashes were copied,
 -- kept how many of those features were found among the rows.
-CREATE OR REPLACE FUNCTION geoingest_prefilter_match(target text, old_ref bigint, key_fields text[], OUT total bigint, OUT kept bigint)
+DROP FUNCTION geoingest_prefilter_match(text, bigint, text[], bigint);
+
+CREATE FUNCTION geoingest_prefilter_match(target text, old_ref bigint, key_fields text[], OUT total bigint, OUT kept bigint)
  RETURNS record
  LANGUAGE plpgsql
  SET work_mem TO '256MB'

@@ -145,7 +145,7 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 	pre := &prefiltered{salts: map[string]uint64{}, oldRef: oldRef}
 	ok := true
 	var sent geomio.SkipSet // the indexes whose hashes were copied
-	_, err = copyData(ctx, g.tx, "COPY pg_temp.geoingest_raw (fi, raw) FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
+	copied, err := copyData(ctx, g.tx, "COPY pg_temp.geoingest_raw (fi, raw) FROM STDIN (FORMAT binary)", func(w *bufio.Writer) error {
 		if _, err := w.Write(pgCopySignature); err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func (s *Store) prefilter(ctx context.Context, g *gate, job ingest.Job, pf *inge
 	if !ok || r.Err() != nil {
 		return nil, nil // the second read reports the file's error
 	}
-	m, err := g.q.PrefilterMatch(ctx, db.PrefilterMatchParams{TargetTable: job.Params.Target, OldRef: oldRef, KeyFields: key})
+	m, err := g.q.PrefilterMatch(ctx, db.PrefilterMatchParams{TargetTable: job.Params.Target, OldRef: oldRef, KeyFields: key, Copied: copied})
 	if err != nil {
 		return nil, fmt.Errorf("prefilter: match: %w", normaliseErr(err))
 	}

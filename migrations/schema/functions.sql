@@ -2382,8 +2382,8 @@ BEGIN
 END
 $function$;
 
--- public.geoingest_prefilter_match(target text, old_ref bigint, key_fields text[], OUT total bigint, OUT kept bigint)
-CREATE OR REPLACE FUNCTION public.geoingest_prefilter_match(target text, old_ref bigint, key_fields text[], OUT total bigint, OUT kept bigint)
+-- public.geoingest_prefilter_match(target text, old_ref bigint, key_fields text[], copied bigint, OUT total bigint, OUT kept bigint)
+CREATE OR REPLACE FUNCTION public.geoingest_prefilter_match(target text, old_ref bigint, key_fields text[], copied bigint, OUT total bigint, OUT kept bigint)
  RETURNS record
  LANGUAGE plpgsql
  SET work_mem TO '256MB'
@@ -2460,7 +2460,7 @@ BEGIN
         -- in the current form, or not at all).
         INSERT INTO geoingest_hashes_current (job_ref) VALUES (old_ref) ON CONFLICT DO NOTHING;
     END IF;
-    SELECT count(*) INTO total FROM pg_temp.geoingest_raw;
+    total := copied;
     kept := total - nunkept;
     IF nbypass > 0 THEN
         -- The keys found more than once among the bypass pairs and the old

@@ -463,13 +463,14 @@ func (q *Queries) PrefilterKept(ctx context.Context) ([]int64, error) {
 
 const prefilterMatch = `-- name: PrefilterMatch :one
 SELECT m.total::bigint AS total, m.kept::bigint AS kept
-FROM geoingest_prefilter_match($1::text, $2::bigint, $3::text[]) m
+FROM geoingest_prefilter_match($1::text, $2::bigint, $3::text[], $4::bigint) m
 `
 
 type PrefilterMatchParams struct {
 	TargetTable string
 	OldRef      int64
 	KeyFields   []string
+	Copied      int64
 }
 
 type PrefilterMatchRow struct {
@@ -480,9 +481,15 @@ type PrefilterMatchRow struct {
 // PrefilterMatch finds the version's features whose raw hash is a row's of
 // the generation of old_ref (geoingest_prefilter_match, one pass over its
 // rows, which also lists the match's old side: migration 0051): how many
-// hashes were copied, and how many of those features were found.
+// hashes were copied (@copied, as the writer counted them), and how many
+// of those features were found.
 func (q *Queries) PrefilterMatch(ctx context.Context, arg PrefilterMatchParams) (PrefilterMatchRow, error) {
-	row := q.db.QueryRow(ctx, prefilterMatch, arg.TargetTable, arg.OldRef, arg.KeyFields)
+	row := q.db.QueryRow(ctx, prefilterMatch,
+		arg.TargetTable,
+		arg.OldRef,
+		arg.KeyFields,
+		arg.Copied,
+	)
 	var i PrefilterMatchRow
 	err := row.Scan(&i.Total, &i.Kept)
 	return i, err

@@ -120,9 +120,10 @@ SELECT geoingest_prefilter_create();
 -- PrefilterMatch finds the version's features whose raw hash is a row's of
 -- the generation of old_ref (geoingest_prefilter_match, one pass over its
 -- rows, which also lists the match's old side: migration 0051): how many
--- hashes were copied, and how many of those features were found.
+-- hashes were copied (@copied, as the writer counted them), and how many
+-- of those features were found.
 SELECT m.total::bigint AS total, m.kept::bigint AS kept
-FROM geoingest_prefilter_match(@target_table::text, @old_ref::bigint, @key_fields::text[]) m;
+FROM geoingest_prefilter_match(@target_table::text, @old_ref::bigint, @key_fields::text[], @copied::bigint) m;
 
 -- name: PrefilterKept :many
 -- PrefilterKept lists the indexes of the features kept by their bytes.
