@@ -124,6 +124,18 @@ func summary(r jobRow) ingest.JobSummary {
 	return s
 }
 
+var _ ingest.JobIDPrefixes = (*Console)(nil)
+
+// JobIDsWithPrefix implements ingest.JobIDPrefixes: the ids of the claims
+// and ledger rows that start with prefix, in order, at most limit.
+func (c *Console) JobIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
+	ids, err := c.q.JobIDsWithPrefix(ctx, db.JobIDsWithPrefixParams{Prefix: prefix, MaxRows: int32(min(limit, math.MaxInt32))})
+	if err != nil {
+		return nil, ingest.Transientf("job ids with prefix: %w", err)
+	}
+	return ids, nil
+}
+
 // ConsoleJob implements ingest.ConsoleReader.
 func (c *Console) ConsoleJob(ctx context.Context, jobID string) (ingest.JobRecord, error) {
 	r, err := c.q.ConsoleJob(ctx, jobID)

@@ -590,3 +590,46 @@ func (q *Queries) ConsoleStatus(ctx context.Context) (ConsoleStatusRow, error) {
 	err := row.Scan(&i.Now, &i.SourcesCurrent, &i.LastReportRefresh)
 	return i, err
 }
+
+const jobIDsWithPrefix = `-- name: JobIDsWithPrefix :many
+SELECT x.job_id::text AS job_id FROM (
+    SELECT c.job_id FROM claims c
+    WHERE c.job_id >= $1::text AND c.job_id < $1::text || 'g' AND starts_with(c.job_id, $1::text)
+    UNION
+    SELECT j.job_id FROM jobs j
+    WHERE j.job_id >= $1::text AND j.job_id < $1::text || 'g' AND starts_with(j.job_id, $1::text)
+) x
+ORDER BY x.job_id
+LIMIT $2::int
+`
+
+type JobIDsWithPrefixParams struct {
+	Prefix  string
+	MaxRows int32
+}
+
+// JobIDsWithPrefix lists the ids of the claims and ledger rows that start
+// with @prefix, in order, at most @max_rows: how the CLI resolves a
+// shortened job id (ingest.ResolveJobID). The range reads the primary
+// keys' indexes (a job id is lowercase hex, which every collation orders
+// as "C" does, and 'g' follows every hex digit); starts_with checks the
+// prefix exactly. @prefix is a parameter, never part of the SQL.
+func (q *Queries) JobIDsWithPrefix(ctx context.Context, arg JobIDsWithPrefixParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, jobIDsWithPrefix, arg.Prefix, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var job_id string
+		if err := rows.Scan(&job_id); err != nil {
+			return nil, err
+		}
+		items = append(items, job_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -158,3 +158,20 @@ SELECT e.at, e.event, e.owner, e.attempt, e.lease_until, coalesce(e.error, '')::
 FROM claim_events e
 WHERE e.job_id = @job_id
 ORDER BY e.seq;
+
+-- name: JobIDsWithPrefix :many
+-- JobIDsWithPrefix lists the ids of the claims and ledger rows that start
+-- with @prefix, in order, at most @max_rows: how the CLI resolves a
+-- shortened job id (ingest.ResolveJobID). The range reads the primary
+-- keys' indexes (a job id is lowercase hex, which every collation orders
+-- as "C" does, and 'g' follows every hex digit); starts_with checks the
+-- prefix exactly. @prefix is a parameter, never part of the SQL.
+SELECT x.job_id::text AS job_id FROM (
+    SELECT c.job_id FROM claims c
+    WHERE c.job_id >= @prefix::text AND c.job_id < @prefix::text || 'g' AND starts_with(c.job_id, @prefix::text)
+    UNION
+    SELECT j.job_id FROM jobs j
+    WHERE j.job_id >= @prefix::text AND j.job_id < @prefix::text || 'g' AND starts_with(j.job_id, @prefix::text)
+) x
+ORDER BY x.job_id
+LIMIT @max_rows::int;
