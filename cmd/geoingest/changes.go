@@ -90,6 +90,11 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	if !ok {
 		return errors.New("this store keeps no change records")
 	}
+	if *job != "" {
+		if *job, err = m.jobID(ctx, "changes", a.store, *job); err != nil {
+			return err
+		}
+	}
 	p := changePrinter{m: m, format: *format}
 	switch {
 	case *follow && *hook != "":

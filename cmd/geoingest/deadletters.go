@@ -103,7 +103,12 @@ func runDeadLetters(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer a.Close()
-	res, err := ingest.RetryFailedJob(ctx, postgis.NewConsole(a.pool), box, rest[0])
+	jobs := postgis.NewConsole(a.pool)
+	id, err := m.jobID(ctx, "deadletters retry", jobs, rest[0])
+	if err != nil {
+		return err
+	}
+	res, err := ingest.RetryFailedJob(ctx, jobs, box, id)
 	if err != nil {
 		return err
 	}

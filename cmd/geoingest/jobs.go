@@ -66,9 +66,13 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 
 	switch sub {
 	case "show":
-		rec, err := store.ConsoleJob(ctx, rest[0])
+		id, err := m.jobID(ctx, "jobs show", store, rest[0])
+		if err != nil {
+			return err
+		}
+		rec, err := store.ConsoleJob(ctx, id)
 		if errors.Is(err, ingest.ErrNoSuchJob) {
-			return fmt.Errorf("job %s: %w", rest[0], err)
+			return fmt.Errorf("job %s: %w", id, err)
 		}
 		if err != nil {
 			return err

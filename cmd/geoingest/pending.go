@@ -64,6 +64,11 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer a.Close()
+	if len(pos) == 1 {
+		if pos[0], err = m.jobID(ctx, "pending "+sub, a.store, pos[0]); err != nil {
+			return err
+		}
+	}
 	out := func(v any) error {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")

@@ -78,6 +78,11 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 	if !ok {
 		return errors.New("this store keeps no quarantine")
 	}
+	if len(pos) > 0 {
+		if pos[0], err = m.jobID(ctx, "quarantine "+sub, a.store, pos[0]); err != nil {
+			return err
+		}
+	}
 	out := func(v any) error {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")

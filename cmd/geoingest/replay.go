@@ -62,7 +62,11 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 
 	var jobs []ingest.Job
 	if *jobID != "" {
-		job, err := a.store.LedgerJob(ctx, *jobID, localfs.Files{})
+		id, err := m.jobID(ctx, "replay", a.store, *jobID)
+		if err != nil {
+			return err
+		}
+		job, err := a.store.LedgerJob(ctx, id, localfs.Files{})
 		if err != nil {
 			return err
 		}
