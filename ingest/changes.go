@@ -65,6 +65,15 @@ type FeatureChange struct {
 	AreaDeltaM2 float64 `json:"area_delta_m2"`
 }
 
+// SourceLookup tells whether a source was ever seen: a command asked
+// about a source that no job ever named says so, rather than print an
+// empty answer (a mistyped path looks like a source with no changes).
+type SourceLookup interface {
+	// SourceKnown reports whether any job was ever recorded for the
+	// source bucket/key.
+	SourceKnown(ctx context.Context, bucket, key string) (bool, error)
+}
+
 // ChangeLog reads the change records (the PostGIS store's, migration
 // 0025).
 type ChangeLog interface {

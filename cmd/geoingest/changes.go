@@ -145,6 +145,11 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
+		if len(cs) == 0 {
+			if err := requireKnownSource(ctx, a.store, fs.Arg(0), bucket, key); err != nil {
+				return err
+			}
+		}
 		return p.records(cs)
 	}
 }
@@ -329,3 +334,20 @@ func orDash(s string) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// requireKnownSource returns an error naming arg when no job was ever
+// recorded for the source bucket/key (ingest.SourceLookup): an empty
+// answer about a source geoingest never saw is most likely a mistyped
+// path or URL. nil when the store cannot tell.
+func requireKnownSource(ctx context.Context, store any, arg, bucket, key string) error {
+	l, ok := store.(ingest.SourceLookup)
+	if !ok {
+		return nil
+	}
+	known, err := l.SourceKnown(ctx, bucket, key)
+	if err != nil || known {
+		return err
+	}
+	return fmt.Errorf("no job was ever recorded for source %s (%s): geoingest jobs sources lists the sources", arg,
+		ingest.Source{Bucket: bucket, Key: key})
+}

@@ -72,6 +72,11 @@ func runHistory(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(srcs) == 0 && key != "" {
+		if err := requireKnownSource(ctx, a.store, fs.Arg(0), bucket, key); err != nil {
+			return err
+		}
+	}
 	var feats []ingest.FeatureAsOf
 	if *format == "json" || *format == "geojson" {
 		if feats, err = h.FeaturesAsOf(ctx, *target, at, bucket, key); err != nil {

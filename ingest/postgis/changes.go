@@ -257,3 +257,9 @@ func changesOf(r db.ChangeFeedRow) ingest.Changes {
 }
 
 func tstz(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }
+
+// SourceKnown reports whether any job was ever recorded for the source
+// (ingest.SourceLookup).
+func (s *Store) SourceKnown(ctx context.Context, bucket, key string) (bool, error) {
+	return s.q.SourceHasJobs(ctx, db.SourceHasJobsParams{SourceBucket: bucket, SourceKey: key})
+}

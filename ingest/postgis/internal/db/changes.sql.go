@@ -450,3 +450,21 @@ func (q *Queries) SourceChangeJobs(ctx context.Context, arg SourceChangeJobsPara
 	}
 	return items, nil
 }
+
+const sourceHasJobs = `-- name: SourceHasJobs :one
+SELECT EXISTS (SELECT FROM jobs j WHERE j.source_bucket = $1::text AND j.source_key = $2::text)::boolean AS has
+`
+
+type SourceHasJobsParams struct {
+	SourceBucket string
+	SourceKey    string
+}
+
+// SourceHasJobs is whether any job (of any target, status or pipeline
+// version) was ever recorded for the source bucket/key.
+func (q *Queries) SourceHasJobs(ctx context.Context, arg SourceHasJobsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, sourceHasJobs, arg.SourceBucket, arg.SourceKey)
+	var has bool
+	err := row.Scan(&has)
+	return has, err
+}

@@ -92,3 +92,8 @@ LIMIT @max_rows;
 SELECT EXISTS (SELECT FROM job_changes
                WHERE xid > CAST(@after::text AS xid8)
                  AND xid >= pg_snapshot_xmin(pg_current_snapshot()))::boolean AS behind;
+
+-- name: SourceHasJobs :one
+-- SourceHasJobs is whether any job (of any target, status or pipeline
+-- version) was ever recorded for the source bucket/key.
+SELECT EXISTS (SELECT FROM jobs j WHERE j.source_bucket = @source_bucket::text AND j.source_key = @source_key::text)::boolean AS has;
