@@ -3,7 +3,6 @@ package ingest
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -187,26 +186,8 @@ func (p Params) Validate() error {
 		case m.Target != p.Target:
 			return Permanentf("mapping %q maps to %s, not to the job's target %s", p.Mapping, m.Target, p.Target)
 		}
-		// Under a mapping the key is read from the record, which holds
-		// the columns (and the unmapped fields only inside extras): a key
-		// naming anything else would match no feature, silently.
-		var cols []string
-		for _, c := range m.columns {
-			cols = append(cols, c.Name)
-		}
-		for _, k := range p.Key {
-			if slices.Contains(cols, k) {
-				continue
-			}
-			hint := ""
-			for _, c := range m.columns {
-				if c.From == k {
-					hint = fmt.Sprintf(" (field %s is the column %s)", k, c.Name)
-					break
-				}
-			}
-			return Permanentf("key field %q: under mapping %q the key names the mapping's columns: %s%s",
-				k, p.Mapping, strings.Join(cols, ", "), hint)
+		if err := m.CheckKey(p.Key); err != nil {
+			return err
 		}
 	}
 	return nil

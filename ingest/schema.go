@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"go.yaml.in/yaml/v3"
@@ -240,6 +242,33 @@ func (m *Mapping) Columns() []Column {
 		out[i] = c.Column
 	}
 	return out
+}
+
+// CheckKey refuses a feature-matching key (key fields) that names
+// anything but the mapping's columns: under a mapping the key is read
+// from the record, which holds the columns (the unmapped fields only
+// inside extras), so such a key would match no feature, silently. The
+// error names the columns, and the column a source field maps to.
+func (m *Mapping) CheckKey(key []string) error {
+	var cols []string
+	for _, c := range m.Columns() {
+		cols = append(cols, c.Name)
+	}
+	for _, k := range key {
+		if slices.Contains(cols, k) {
+			continue
+		}
+		hint := ""
+		for _, c := range m.columns {
+			if c.From == k {
+				hint = fmt.Sprintf(" (field %s is the column %s)", k, c.Name)
+				break
+			}
+		}
+		return Permanentf("key field %q: under mapping %q the key names the mapping's columns: %s%s",
+			k, m.Name, strings.Join(cols, ", "), hint)
+	}
+	return nil
 }
 
 // SourceFields are the source fields the mapping reads, for the drift
