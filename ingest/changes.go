@@ -26,8 +26,8 @@ type Changes struct {
 	DuplicateKeys int64       `json:"duplicate_keys"`
 	Lineage       int64       `json:"lineage"`
 	// BBox is the extent of every change, old and new geometries, as a
-	// GeoJSON geometry ("" when nothing changed).
-	BBox       string    `json:"bbox,omitempty"`
+	// GeoJSON geometry ("" when nothing changed; in JSON the object).
+	BBox       GeoJSON   `json:"bbox,omitempty"`
 	RecordedAt time.Time `json:"recorded_at"`
 	// Cursor is the change feed's position just after this record.
 	Cursor string `json:"cursor"`
@@ -59,9 +59,10 @@ type FeatureChange struct {
 	// MatchedBy is "key", "content" or "overlap" for a changed feature.
 	MatchedBy string `json:"matched_by,omitempty"`
 	// OldBBox and NewBBox are the envelopes of the old and new
-	// geometries, as GeoJSON ("" where there is none).
-	OldBBox     string  `json:"old_bbox,omitempty"`
-	NewBBox     string  `json:"new_bbox,omitempty"`
+	// geometries, as GeoJSON geometries ("" where there is none; in JSON
+	// the objects).
+	OldBBox     GeoJSON `json:"old_bbox,omitempty"`
+	NewBBox     GeoJSON `json:"new_bbox,omitempty"`
 	AreaDeltaM2 float64 `json:"area_delta_m2"`
 }
 

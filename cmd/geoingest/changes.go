@@ -205,7 +205,7 @@ func (p changePrinter) job(c ingest.Changes, feats []ingest.FeatureChange) error
 		_ = w.Write([]string{"job", "feature_id", "kind", "matched_by", "area_delta_m2", "old_bbox", "new_bbox"})
 		for _, f := range feats {
 			_ = w.Write([]string{f.Job, strconv.FormatInt(f.FeatureID, 10), f.Kind, f.MatchedBy,
-				strconv.FormatFloat(f.AreaDeltaM2, 'f', 3, 64), f.OldBBox, f.NewBBox})
+				strconv.FormatFloat(f.AreaDeltaM2, 'f', 3, 64), string(f.OldBBox), string(f.NewBBox)})
 		}
 		w.Flush()
 		return w.Error()
@@ -262,7 +262,7 @@ func (p changePrinter) records(cs []ingest.Changes) error {
 	case "geojson":
 		var fc []map[string]any
 		for _, c := range cs {
-			fc = append(fc, map[string]any{"type": "Feature", "geometry": rawOrNull(c.BBox),
+			fc = append(fc, map[string]any{"type": "Feature", "geometry": c.BBox,
 				"properties": map[string]any{"job": c.Job, "recorded_at": c.RecordedAt, "added": c.Counts.Added, "removed": c.Counts.Removed,
 					"geometry": c.Counts.Geometry, "attributes": c.Counts.Attributes, "unchanged": c.Counts.Unchanged}})
 		}
@@ -293,7 +293,7 @@ func (p changePrinter) geojson(feats []ingest.FeatureChange) error {
 		if box == "" {
 			box = f.OldBBox
 		}
-		fc = append(fc, map[string]any{"type": "Feature", "id": f.FeatureID, "geometry": rawOrNull(box),
+		fc = append(fc, map[string]any{"type": "Feature", "id": f.FeatureID, "geometry": box,
 			"properties": map[string]any{"job": f.Job, "kind": f.Kind, "matched_by": f.MatchedBy, "area_delta_m2": f.AreaDeltaM2}})
 	}
 	return p.json(map[string]any{"type": "FeatureCollection", "features": orEmpty(fc)})

@@ -17,6 +17,7 @@ import (
 // a version of it with known changes under the same path, both with
 // --key id, and checks `changes --job J --format json` against the
 // truth: 10 attributes changed, 3 geometries moved, 5 removed, 2 added.
+// The extents are GeoJSON objects in the JSON, not strings holding them.
 func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDB(t)
@@ -42,11 +43,23 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 		Job     string           `json:"job"`
 		Base    string           `json:"base_job"`
 		Counts  map[string]int64 `json:"counts"`
+		BBox    geoJSONPolygon   `json:"bbox"`
 		Feature []struct {
-			Kind string `json:"kind"`
+			Kind    string         `json:"kind"`
+			OldBBox geoJSONPolygon `json:"old_bbox"`
+			NewBBox geoJSONPolygon `json:"new_bbox"`
 		} `json:"features"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	got.BBox.requireBox(t, "the job's bbox")
+	for _, f := range got.Feature {
+		if f.Kind != "added" {
+			f.OldBBox.requireBox(t, f.Kind+" feature's old_bbox")
+		}
+		if f.Kind != "removed" {
+			f.NewBBox.requireBox(t, f.Kind+" feature's new_bbox")
+		}
+	}
 	require.Equal(t, first.JobID, got.Base)
 	require.Equal(t, map[string]int64{"added": 2, "removed": 5, "geometry": 3, "attributes": 10, "unchanged": 4241 - 5 - 13}, got.Counts)
 	require.Len(t, got.Feature, 20)
@@ -55,6 +68,7 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 	base := startConsole(t, env)
 	var api struct {
 		Counts   map[string]int64 `json:"counts"`
+		BBox     geoJSONPolygon   `json:"bbox"`
 		Cursor   string           `json:"cursor"`
 		Features []struct {
 			Kind string `json:"kind"`
@@ -62,6 +76,7 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 	}
 	getJSON(t, base+"/api/jobs/"+second.JobID+"/changes", 200, &api)
 	require.Equal(t, got.Counts, api.Counts)
+	api.BBox.requireBox(t, "the API's bbox")
 	require.Len(t, api.Features, 20)
 	var e map[string]string
 	getJSON(t, base+"/api/jobs/nope/changes", 404, &e)
@@ -172,4 +187,22 @@ func TestVersionsOracleOnBackfill(t *testing.T) {
 	require.Equal(t, wantLedger, gotLedger, "the ledger's count, area and checksum are a full load's")
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
+}
+
+// geoJSONPolygon is a GeoJSON Polygon object as a change record's extent
+// is written; it fails to decode from a string holding one.
+type geoJSONPolygon struct {
+	Type        string         `json:"type"`
+	Coordinates [][][2]float64 `json:"coordinates"`
+}
+
+func (g geoJSONPolygon) requireBox(t *testing.T, what string) {
+	t.Helper()
+	require.Equal(t, "Polygon", g.Type, what)
+	require.Len(t, g.Coordinates, 1, what)
+	require.GreaterOrEqual(t, len(g.Coordinates[0]), 4, what)
+	for _, c := range g.Coordinates[0] {
+		// Épinay-sur-Orge (91216), and epinayV2 adds parcels near 3, 49.
+		require.True(t, c[0] > 2 && c[0] < 4 && c[1] > 48 && c[1] < 50, "%s: %v", what, c)
+	}
 }

@@ -76,7 +76,7 @@ func (g *gate) changesOf(ctx context.Context, job ingest.Job, base string, m db.
 	c := &ingest.Changes{Job: job.ID, Target: job.Params.Target, Bucket: job.Source.Bucket, Key: job.Source.Key, Base: base,
 		Counts:        ingest.ChangeCounts{Added: m.Added, Removed: m.Removed, Geometry: m.Geometry, Attributes: m.Attributes, Unchanged: m.Unchanged},
 		Matched:       ingest.MatchCounts{Key: m.ByKey, Content: m.ByContent, Overlap: m.ByOverlap},
-		DuplicateKeys: m.DuplicateKeys, Lineage: m.Lineage, BBox: m.Bbox, RecordedAt: time.Now().UTC()}
+		DuplicateKeys: m.DuplicateKeys, Lineage: m.Lineage, BBox: ingest.GeoJSON(m.Bbox), RecordedAt: time.Now().UTC()}
 	return c, g.notifyChanges(ctx, c)
 }
 
@@ -96,7 +96,7 @@ func (g *gate) recordRetire(ctx context.Context, job ingest.Job) (*ingest.Change
 		return nil, fmt.Errorf("record changes: %w", err)
 	}
 	c := &ingest.Changes{Job: job.ID, Target: job.Params.Target, Bucket: job.Source.Bucket, Key: job.Source.Key, Base: base,
-		Counts: ingest.ChangeCounts{Removed: m.Removed}, BBox: m.Bbox, RecordedAt: time.Now().UTC()}
+		Counts: ingest.ChangeCounts{Removed: m.Removed}, BBox: ingest.GeoJSON(m.Bbox), RecordedAt: time.Now().UTC()}
 	return c, g.notifyChanges(ctx, c)
 }
 
@@ -112,7 +112,7 @@ type notifyPayload struct {
 }
 
 func (g *gate) notifyChanges(ctx context.Context, c *ingest.Changes) error {
-	p := notifyPayload{Bucket: c.Bucket, Key: c.Key, Target: c.Target, Job: c.Job, Counts: c.Counts, BBox: geoJSONBounds(c.BBox)}
+	p := notifyPayload{Bucket: c.Bucket, Key: c.Key, Target: c.Target, Job: c.Job, Counts: c.Counts, BBox: geoJSONBounds(string(c.BBox))}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ func (s *Store) JobChanges(ctx context.Context, job string, features bool) (inge
 	fs := make([]ingest.FeatureChange, len(rows))
 	for i, r := range rows {
 		fs[i] = ingest.FeatureChange{Job: r.JobID, FeatureID: r.FeatureID, Kind: r.Kind, MatchedBy: r.MatchedBy,
-			OldBBox: r.OldBbox, NewBBox: r.NewBbox, AreaDeltaM2: r.AreaDeltaM2}
+			OldBBox: ingest.GeoJSON(r.OldBbox), NewBBox: ingest.GeoJSON(r.NewBbox), AreaDeltaM2: r.AreaDeltaM2}
 	}
 	return c, fs, nil
 }
@@ -253,7 +253,7 @@ func changesOf(r db.ChangeFeedRow) ingest.Changes {
 	return ingest.Changes{Job: r.JobID, Target: r.TargetTable, Bucket: r.SourceBucket, Key: r.SourceKey, Base: r.BaseJobID,
 		Counts:        ingest.ChangeCounts{Added: r.Added, Removed: r.Removed, Geometry: r.Geometry, Attributes: r.Attributes, Unchanged: r.Unchanged},
 		Matched:       ingest.MatchCounts{Key: r.ByKey, Content: r.ByContent, Overlap: r.ByOverlap},
-		DuplicateKeys: r.DuplicateKeys, Lineage: r.Lineage, BBox: r.Bbox, RecordedAt: r.RecordedAt.Time.UTC(), Cursor: r.Cursor}
+		DuplicateKeys: r.DuplicateKeys, Lineage: r.Lineage, BBox: ingest.GeoJSON(r.Bbox), RecordedAt: r.RecordedAt.Time.UTC(), Cursor: r.Cursor}
 }
 
 func tstz(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }

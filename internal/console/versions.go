@@ -174,7 +174,7 @@ func (h *Handler) jobChangeMap(ctx context.Context, job string) (*changeMap, err
 		for _, s := range []struct {
 			geo string
 			old bool
-		}{{f.OldBBox, true}, {f.NewBBox, false}} {
+		}{{string(f.OldBBox), true}, {string(f.NewBBox), false}} {
 			b, ok := geoJSONBox(s.geo)
 			if !ok {
 				continue
