@@ -332,8 +332,14 @@ func (s *Service) report(log *slog.Logger, res Result, wr WriteResult, start tim
 		log.Info("delete applied: the source has no current generation", "outcome", Retired, "retired", wr.Replaced)
 	default:
 		s.Metrics.WriteGate.WithLabelValues("written").Inc()
-		log.Info("job written", "outcome", Written, "features", wr.Features, "area_m2", wr.AreaM2,
-			"replaced", wr.Replaced, "seconds", time.Since(start).Seconds())
+		attrs := []any{"outcome", Written, "features", wr.Features, "area_m2", wr.AreaM2,
+			"replaced", wr.Replaced, "seconds", time.Since(start).Seconds()}
+		if c := wr.Changes; c != nil && c.Base != "" {
+			// A new version of a source: what it changed (geoingest changes --job).
+			attrs = append(attrs, "added", c.Counts.Added, "removed", c.Counts.Removed, "geometry", c.Counts.Geometry,
+				"attributes", c.Counts.Attributes, "unchanged", c.Counts.Unchanged)
+		}
+		log.Info("job written", attrs...)
 	}
 	return res
 }

@@ -29,6 +29,7 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 	code, out, errOut := run(t, env, "ingest", "--json", "--key", "id", path)
 	require.Equal(t, 0, code, errOut)
 	first := parseLines(t, out)[0]
+	require.Nil(t, first.Changes, "a first version's line has no changes")
 
 	v2 := epinayV2(t, raw)
 	require.NoError(t, os.WriteFile(path, v2, 0o644))
@@ -36,6 +37,10 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	second := parseLines(t, out)[0]
 	require.Equal(t, "written", second.Outcome)
+	want := map[string]int64{"added": 2, "removed": 5, "geometry": 3, "attributes": 10, "unchanged": 4241 - 5 - 13}
+	require.NotNil(t, second.Changes, out)
+	require.Equal(t, first.JobID, second.Changes.Base, "ingest --json names the version it replaced")
+	require.Equal(t, want, second.Changes.Counts, "ingest --json gives the version's changes")
 
 	code, out, errOut = run(t, env, "changes", "--job", second.JobID, "--format", "json")
 	require.Equal(t, 0, code, errOut)
@@ -61,7 +66,7 @@ func TestChangesCommandCountsAKeyedVersion(t *testing.T) {
 		}
 	}
 	require.Equal(t, first.JobID, got.Base)
-	require.Equal(t, map[string]int64{"added": 2, "removed": 5, "geometry": 3, "attributes": 10, "unchanged": 4241 - 5 - 13}, got.Counts)
+	require.Equal(t, want, got.Counts)
 	require.Len(t, got.Feature, 20)
 
 	// The same in the JSON API, and the feed.

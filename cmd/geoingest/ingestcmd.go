@@ -29,6 +29,35 @@ type ingestLine struct {
 	// Quarantined: the features a policy left out, each in the
 	// quarantine (geoingest quarantine list JOB).
 	Quarantined int64 `json:"quarantined,omitempty"`
+	// Changes: for a new version of a source (a generation replaced),
+	// the job it replaced and what it changed, as geoingest changes
+	// --job gives them.
+	Changes *ingestChanges `json:"changes,omitempty"`
+}
+
+// ingestChanges is an ingest line's change counts.
+type ingestChanges struct {
+	Base   string              `json:"base_job"`
+	Counts ingest.ChangeCounts `json:"counts"`
+}
+
+// versionChanges is a new version's changes, nil for a first version or
+// any other outcome.
+func versionChanges(res ingest.Result) *ingestChanges {
+	if res.Outcome != ingest.Written || res.Changes == nil || res.Changes.Base == "" {
+		return nil
+	}
+	return &ingestChanges{Base: res.Changes.Base, Counts: res.Changes.Counts}
+}
+
+// changesText is the text line's account of a version's changes ("" for
+// none): "; 2 added, 1 removed, 3 geometry, 10 attributes, 4230 unchanged".
+func changesText(c *ingestChanges) string {
+	if c == nil {
+		return ""
+	}
+	n := c.Counts
+	return fmt.Sprintf("; %d added, %d removed, %d geometry, %d attributes, %d unchanged", n.Added, n.Removed, n.Geometry, n.Attributes, n.Unchanged)
 }
 
 // runIngest runs each file through the same gates as the queue consumer.
@@ -134,7 +163,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		}
 		if *asJSON {
 			line := ingestLine{JobID: res.JobID, Source: res.Source, Outcome: string(res.Outcome),
-				Features: res.Features, AreaM2: res.AreaM2, Reason: res.Reason, Quarantined: res.Quarantined}
+				Features: res.Features, AreaM2: res.AreaM2, Reason: res.Reason, Quarantined: res.Quarantined,
+				Changes: versionChanges(res)}
 			if res.Err != nil {
 				line.Error = res.Err.Error()
 			}
@@ -156,7 +186,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", res.Err)
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
 		default:
-			fmt.Fprintf(m.Stdout, "%s  %-15s %s  %d features, %.0f m²\n", short(res.JobID), res.Outcome, path, res.Features, res.AreaM2)
+			fmt.Fprintf(m.Stdout, "%s  %-15s %s  %d features, %.0f m²%s\n", short(res.JobID), res.Outcome, path, res.Features, res.AreaM2,
+				changesText(versionChanges(res)))
 		}
 		if res.Quarantined > 0 {
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %d features left out by a policy, kept in the quarantine (geoingest quarantine list %s)\n", path, res.Quarantined, res.JobID)

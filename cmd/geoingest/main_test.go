@@ -103,6 +103,10 @@ type line struct {
 	Features int64   `json:"features"`
 	AreaM2   float64 `json:"area_m2"`
 	Error    string  `json:"error"`
+	Changes  *struct {
+		Base   string           `json:"base_job"`
+		Counts map[string]int64 `json:"counts"`
+	} `json:"changes"`
 }
 
 func parseLines(t *testing.T, out string) []line {
