@@ -347,7 +347,7 @@ func (m *Main) addParamFlags(fs *flag.FlagSet, p *paramFlags) {
 // object key).
 func (m *Main) addMatchFlags(fs *flag.FlagSet, p *paramFlags) {
 	fs.StringVar(&p.key, "key", "", "the source's key: the field (or STATE|APN for a composite key) that identifies a feature from one version to the next")
-	fs.Float64Var(&p.matchIoU, "match-iou", 0, "intersection over union at or above which an unmatched feature matches an old one as changed (default 0.9)")
+	fs.Var(matchIoUFlag{&p.matchIoU}, "match-iou", "intersection over union at or above which an unmatched feature matches an old one as changed, in (0, 1] (default 0.9)")
 	fs.StringVar(&p.duplicateKeys, "duplicate-keys", "", "a version whose key is not unique: report (matched by content and overlap, counted) or fail")
 }
 
