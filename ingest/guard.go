@@ -238,12 +238,21 @@ func CheckGuards(g Guards, cur, version VersionStats) GuardSummary {
 				100*moved, fmtBox(cur.BBox), fmtBox(version.BBox), 100*t)
 		}
 	}
+	named := map[string]bool{} // fields the drift guard names as missing
+	keyField := map[string]bool{}
+	for _, k := range g.KeyFields {
+		keyField[k] = true
+	}
 	if !g.NoDrift && cur.Keys != nil && version.Keys != nil {
 		var missing, retyped []string
 		for k, kinds := range cur.Keys {
 			nk, ok := version.Keys[k]
 			switch {
 			case !ok:
+				named[k] = true
+				if keyField[k] {
+					k += " (a key or mapped field)"
+				}
 				missing = append(missing, k)
 			case kinds != 0 && nk&^kinds != 0:
 				retyped = append(retyped, fmt.Sprintf("%s (%s -> %s)", k, kindNames(kinds), kindNames(nk)))
@@ -261,7 +270,7 @@ func CheckGuards(g Guards, cur, version VersionStats) GuardSummary {
 	if !g.NoDrift && version.Keys != nil {
 		var missing []string
 		for _, k := range g.KeyFields {
-			if _, ok := version.Keys[k]; !ok {
+			if _, ok := version.Keys[k]; !ok && !named[k] {
 				missing = append(missing, k)
 			}
 		}

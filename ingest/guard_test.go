@@ -51,6 +51,15 @@ func TestCheckGuards(t *testing.T) {
 			require.Equal(t, c.want, guardsOf(s), s.Reason())
 		})
 	}
+
+	// A key field that the current version had and this one lacks is
+	// named once, as the key it is; one it never had, by the key check.
+	s := CheckGuards(Guards{KeyFields: []string{"APN", "PARCEL_ID"}}, cur,
+		VersionStats{Features: 10000, AreaM2: 1e8, BBox: box, HasBBox: true, Keys: map[string]uint8{"use": KeyString}})
+	require.Equal(t, []string{"drift", "drift"}, guardsOf(s), s.Reason())
+	require.Equal(t, 1, strings.Count(s.Reason(), "APN"), s.Reason())
+	require.Contains(t, s.Reason(), "fields missing: APN (a key or mapped field)")
+	require.Contains(t, s.Reason(), "key or mapped fields missing: PARCEL_ID")
 }
 
 func TestGuardOptions(t *testing.T) {
