@@ -64,6 +64,12 @@ type FeatureChange struct {
 	OldBBox     GeoJSON `json:"old_bbox,omitempty"`
 	NewBBox     GeoJSON `json:"new_bbox,omitempty"`
 	AreaDeltaM2 float64 `json:"area_delta_m2"`
+	// Successors, for a removed feature, and Predecessors, for an added
+	// one, are the features of the other side it shares area with (its
+	// lineage: the pieces of a split, the parts of a merge), by feature
+	// id in order.
+	Successors   []int64 `json:"successors,omitempty"`
+	Predecessors []int64 `json:"predecessors,omitempty"`
 }
 
 // SourceLookup tells whether a source was ever seen: a command asked
@@ -79,7 +85,7 @@ type SourceLookup interface {
 // 0025).
 type ChangeLog interface {
 	// JobChanges returns a job's change record, and with features its
-	// changed features in feature id order. A job with no record (a
+	// changed features in feature id order, each with its lineage. A job with no record (a
 	// duplicate, a superseded version, a job of before the changelog)
 	// is an error wrapping ErrNoChanges.
 	JobChanges(ctx context.Context, job string, features bool) (Changes, []FeatureChange, error)

@@ -202,10 +202,10 @@ func (p changePrinter) job(c ingest.Changes, feats []ingest.FeatureChange) error
 		return p.geojson(feats)
 	case "csv":
 		w := csv.NewWriter(p.m.Stdout)
-		_ = w.Write([]string{"job", "feature_id", "kind", "matched_by", "area_delta_m2", "old_bbox", "new_bbox"})
+		_ = w.Write([]string{"job", "feature_id", "kind", "matched_by", "area_delta_m2", "old_bbox", "new_bbox", "lineage"})
 		for _, f := range feats {
 			_ = w.Write([]string{f.Job, strconv.FormatInt(f.FeatureID, 10), f.Kind, f.MatchedBy,
-				strconv.FormatFloat(f.AreaDeltaM2, 'f', 3, 64), string(f.OldBBox), string(f.NewBBox)})
+				strconv.FormatFloat(f.AreaDeltaM2, 'f', 3, 64), string(f.OldBBox), string(f.NewBBox), lineageText(f)})
 		}
 		w.Flush()
 		return w.Error()
@@ -216,11 +216,29 @@ func (p changePrinter) job(c ingest.Changes, feats []ingest.FeatureChange) error
 		c.Counts.Added, c.Counts.Removed, c.Counts.Geometry, c.Counts.Attributes, c.Counts.Unchanged)
 	fmt.Fprintf(tw, "matched\tkey %d, content %d, overlap %d\nduplicate keys\t%d\nlineage\t%d\n\n",
 		c.Matched.Key, c.Matched.Content, c.Matched.Overlap, c.DuplicateKeys, c.Lineage)
-	fmt.Fprintln(tw, "FEATURE\tKIND\tMATCHED BY\tAREA Δ (m²)")
+	fmt.Fprintln(tw, "FEATURE\tKIND\tMATCHED BY\tAREA Δ (m²)\tLINEAGE")
 	for _, f := range feats {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\n", f.FeatureID, f.Kind, orDash(f.MatchedBy), f.AreaDeltaM2)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1f\t%s\n", f.FeatureID, f.Kind, orDash(f.MatchedBy), f.AreaDeltaM2, orDash(lineageText(f)))
 	}
 	return tw.Flush()
+}
+
+// lineageText is a changed feature's lineage in a table or CSV: "-> 12 13"
+// for a removed feature's successors, "<- 7 8" for an added one's
+// predecessors, "" for none.
+func lineageText(f ingest.FeatureChange) string {
+	ids, arrow := f.Successors, "->"
+	if len(f.Predecessors) > 0 {
+		ids, arrow = f.Predecessors, "<-"
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	s := arrow
+	for _, id := range ids {
+		s += " " + strconv.FormatInt(id, 10)
+	}
+	return s
 }
 
 // tiles prints an expired-tile list: in a table, one z/x/y a line (the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -182,9 +183,31 @@ func (s *Store) JobChanges(ctx context.Context, job string, features bool) (inge
 		return c, nil, err
 	}
 	fs := make([]ingest.FeatureChange, len(rows))
+	at := make(map[int64]int, len(rows))
 	for i, r := range rows {
 		fs[i] = ingest.FeatureChange{Job: r.JobID, FeatureID: r.FeatureID, Kind: r.Kind, MatchedBy: r.MatchedBy,
 			OldBBox: ingest.GeoJSON(r.OldBbox), NewBBox: ingest.GeoJSON(r.NewBbox), AreaDeltaM2: r.AreaDeltaM2}
+		at[r.FeatureID] = i
+	}
+	if c.Lineage == 0 {
+		return c, fs, nil
+	}
+	pairs, err := s.q.JobLineage(ctx, job)
+	if err != nil {
+		return c, nil, err
+	}
+	for _, p := range pairs {
+		// A removed feature keeps its id and an added one has a new id,
+		// so an id names one side's feature.
+		if i, ok := at[p.OldFeatureID]; ok && fs[i].Kind == "removed" {
+			fs[i].Successors = append(fs[i].Successors, p.NewFeatureID)
+		}
+		if i, ok := at[p.NewFeatureID]; ok && fs[i].Kind == "added" {
+			fs[i].Predecessors = append(fs[i].Predecessors, p.OldFeatureID)
+		}
+	}
+	for i := range fs {
+		slices.Sort(fs[i].Predecessors) // pairs come in old id order
 	}
 	return c, fs, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -183,6 +184,24 @@ func TestUnkeyedVersionsMatchByContentThenOverlap(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.ElementsMatch(t, [][2]int64{{ids1["big"], ids2["west"]}, {ids1["big"], ids2["east"]}}, lineage)
 	require.EqualValues(t, 2, r2.Changes.Lineage)
+
+	// And in the changed features JobChanges lists (changes --job, the
+	// API): big's successors, each half's predecessor.
+	_, feats, err := b.store.JobChanges(ctx, j2.ID, true)
+	require.NoError(t, err)
+	got := map[int64][2][]int64{}
+	for _, f := range feats {
+		if len(f.Successors)+len(f.Predecessors) > 0 {
+			got[f.FeatureID] = [2][]int64{f.Successors, f.Predecessors}
+		}
+	}
+	halves := []int64{ids2["west"], ids2["east"]}
+	slices.Sort(halves)
+	require.Equal(t, map[int64][2][]int64{
+		ids1["big"]:  {halves, nil},
+		ids2["west"]: {nil, {ids1["big"]}},
+		ids2["east"]: {nil, {ids1["big"]}},
+	}, got)
 	requireVerified(t, b)
 }
 

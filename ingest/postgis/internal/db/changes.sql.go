@@ -212,6 +212,40 @@ func (q *Queries) JobFeatureChanges(ctx context.Context, jobID string) ([]JobFea
 	return items, nil
 }
 
+const jobLineage = `-- name: JobLineage :many
+SELECT l.old_feature_id, l.new_feature_id, l.shared_m2
+FROM feature_lineage l WHERE l.job_id = $1
+ORDER BY l.old_feature_id, l.new_feature_id
+`
+
+type JobLineageRow struct {
+	OldFeatureID int64
+	NewFeatureID int64
+	SharedM2     float64
+}
+
+// JobLineage lists one job's lineage pairs (a removed feature and an
+// added one that share area: the pieces of a split or a merge).
+func (q *Queries) JobLineage(ctx context.Context, jobID string) ([]JobLineageRow, error) {
+	rows, err := q.db.Query(ctx, jobLineage, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JobLineageRow
+	for rows.Next() {
+		var i JobLineageRow
+		if err := rows.Scan(&i.OldFeatureID, &i.NewFeatureID, &i.SharedM2); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobRefOf = `-- name: JobRefOf :one
 SELECT job_ref FROM jobs WHERE job_id = $1
 `

@@ -58,6 +58,13 @@ SELECT c.job_id, c.feature_id, c.kind, coalesce(c.matched_by, '')::text AS match
 FROM feature_changes c WHERE c.job_id = @job_id
 ORDER BY c.feature_id;
 
+-- name: JobLineage :many
+-- JobLineage lists one job's lineage pairs (a removed feature and an
+-- added one that share area: the pieces of a split or a merge).
+SELECT l.old_feature_id, l.new_feature_id, l.shared_m2
+FROM feature_lineage l WHERE l.job_id = @job_id
+ORDER BY l.old_feature_id, l.new_feature_id;
+
 -- name: SourceChangeJobs :many
 -- SourceChangeJobs lists a source's change records (by bucket and key,
 -- every target and pipeline version) recorded at or after since, oldest
