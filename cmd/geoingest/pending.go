@@ -18,7 +18,9 @@ func init() {
 // runPending is `geoingest pending list|approve|reject JOB --reason TEXT`.
 // An approval makes the version its source's current generation, once; a
 // rejection drops it. Deciding a version again the same way reports the
-// first decision and exits 0; the other way is refused (exit 1).
+// first decision and exits 0; the other way is refused (exit 1), and so
+// is an approval of a version that a newer one superseded (it did not
+// become current).
 func runPending(ctx context.Context, m *Main, args []string) error {
 	sub := "list"
 	if len(args) > 0 && (args[0] == "list" || args[0] == "approve" || args[0] == "reject" || args[0] == "show") {
@@ -128,10 +130,27 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		}
 		return err
 	}
+	// An approval that did not make the version current (a newer
+	// version of its source was applied first, now or before) is refused
+	// as an approval of a rejected version is: exit 1.
+	refused := sub == "approve" && r.Action == "superseded"
 	if *format == "json" {
-		return out(r)
+		if err := out(r); err != nil {
+			return err
+		}
+		if refused {
+			return exitError(1)
+		}
+		return nil
 	}
 	switch {
+	case refused && r.Already:
+		fmt.Fprintf(m.Stderr, "geoingest pending approve: %s was superseded already (by %s at %s): a newer version of its source was applied; it cannot be approved, nothing changed\n",
+			r.JobID, r.Actor, r.At.UTC().Format("2006-01-02 15:04:05Z"))
+		return exitError(1)
+	case refused:
+		fmt.Fprintf(m.Stderr, "geoingest pending approve: %s superseded, not approved: a newer version of its source was applied meanwhile; it was dropped\n", r.JobID)
+		return exitError(1)
 	case r.Already:
 		fmt.Fprintf(m.Stdout, "%s was %s already (by %s at %s): nothing changed\n", r.JobID, r.Action, r.Actor, r.At.UTC().Format("2006-01-02 15:04:05Z"))
 	case r.Action == "superseded":

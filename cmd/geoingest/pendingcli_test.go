@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// heldSquares loads 20 squares as a source's first version, then 2 as its
+// next: the shrink guard holds that one (exit 4). It returns the
+// environment, the database, the file and the two job ids.
+func heldSquares(t *testing.T) (env map[string]string, db, path, written, held string) {
+	t.Helper()
+	db = pgtest.NewDB(t)
+	env = map[string]string{"DATABASE_URL": db, "GEOINGEST_HOME": t.TempDir()}
+	path = filepath.Join(t.TempDir(), "county.geojson")
+	writeSquareSource(t, path, 0, 20)
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, 0, code, out+errOut)
+	written = parseLines(t, out)[0].JobID
+	writeSquareSource(t, path, 0, 2)
+	code, out, errOut = run(t, env, "ingest", "--json", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	l := parseLines(t, out)[0]
+	require.Equal(t, "pending", l.Outcome)
+	return env, db, path, written, l.JobID
+}
+
+// TestPendingApproveOfASupersededVersionIsRefused: a pending version that
+// a newer version of its source superseded meanwhile does not become
+// current when approved; `pending approve` says so and exits 1 (as a
+// refused decision does), in the table and in JSON, and nothing changes.
+// A rejection of it still exits 0: it is not applied, as asked.
+func TestPendingApproveOfASupersededVersionIsRefused(t *testing.T) {
+	t.Parallel()
+	env, db, path, _, held := heldSquares(t)
+	writeSquareSource(t, path, 0, 21) // a newer version, which passes
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, 0, code, out+errOut)
+	newer := parseLines(t, out)[0].JobID
+	require.Equal(t, "superseded", queryString(t, db, "SELECT status FROM jobs WHERE job_id = '"+held+"'"))
+
+	code, out, errOut = run(t, env, "pending", "approve", held, "--reason", "late")
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, held+" was superseded already")
+	require.Contains(t, errOut, "cannot be approved")
+	code, out, errOut = run(t, env, "pending", "approve", held, "--reason", "late", "--format", "json")
+	require.Equal(t, 1, code, out+errOut)
+	var r struct {
+		Action  string `json:"action"`
+		Already bool   `json:"already"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	require.Equal(t, "superseded", r.Action)
+	require.True(t, r.Already)
+	require.Equal(t, newer, queryString(t, db, `SELECT current_job_id FROM sources`), "nothing changed")
+
+	code, out, errOut = run(t, env, "pending", "reject", held, "--reason", "late")
+	require.Equal(t, 0, code, out+errOut)
+	require.True(t, strings.Contains(out, "superseded already"), out)
+}
