@@ -9,6 +9,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/localfs"
+	"github.com/geoingest/geoingest/ingest/postgis"
 )
 
 func init() {
@@ -313,25 +314,25 @@ func (p *progressLine) clear() {
 // generation: ingesting the same bytes again changes nothing, however
 // the source changed since, and how to make them current again. "" when
 // the job is current, when the current generation holds the same bytes
-// (a replace of them made it), or when a record cannot be read (the hint
-// is only advice).
-func notCurrentHint(ctx context.Context, store ingest.Store, jobID, path string) string {
-	rec, err := store.ConsoleJob(ctx, jobID)
-	if err != nil || rec.Ledger == nil || rec.Ledger.Status == "current" {
+// (a replace of them made it), or when it cannot be read (the hint is
+// only advice). One small query (postgis.Store.JobAgainstCurrent) per
+// file already present.
+func notCurrentHint(ctx context.Context, store any, jobID, path string) string {
+	st, ok := store.(interface {
+		JobAgainstCurrent(ctx context.Context, jobID string) (postgis.JobVersusCurrent, error)
+	})
+	if !ok {
 		return ""
 	}
-	l := rec.Ledger
-	if l.SourceCurrentJob != "" {
-		cur, err := store.ConsoleJob(ctx, l.SourceCurrentJob)
-		if err != nil || cur.Ledger == nil || cur.Ledger.ContentHash == l.ContentHash {
-			return ""
-		}
+	l, err := st.JobAgainstCurrent(ctx, jobID)
+	if err != nil || l.Status == "current" || (l.CurrentJob != "" && l.CurrentContentHash == l.ContentHash) {
+		return ""
 	}
-	if l.SourceCurrentJob == "" {
+	if l.CurrentJob == "" {
 		return fmt.Sprintf("%s: these bytes are job %s, written before and now %s; the source has no current generation. "+
 			"Ingesting them again changes nothing (a job is written once)", path, jobID, l.Status)
 	}
 	return fmt.Sprintf("%s: these bytes are job %s, written before and now %s; the source's current generation is %s. "+
 		"Ingesting them again changes nothing (a job is written once); to make them current again: "+
-		"geoingest ingest --policy replace --if-match %s %s", path, jobID, l.Status, l.SourceCurrentJob, l.SourceCurrentJob, path)
+		"geoingest ingest --policy replace --if-match %s %s", path, jobID, l.Status, l.CurrentJob, l.CurrentJob, path)
 }

@@ -2,10 +2,13 @@ package postgis
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -24,6 +27,33 @@ func (s *Store) CurrentGeneration(ctx context.Context, bucket, key, target, pipe
 		return "", ingest.Transientf("read current generation: %w", err)
 	}
 	return cur, nil
+}
+
+// JobVersusCurrent is a committed job's status and content hash beside
+// its source's current generation's (Store.JobAgainstCurrent).
+type JobVersusCurrent struct {
+	Status      string
+	ContentHash string
+	// CurrentJob is the source's current job ("" when it has none), and
+	// CurrentContentHash that job's content hash.
+	CurrentJob         string
+	CurrentContentHash string
+}
+
+// JobAgainstCurrent reads jobID's status and content hash and its
+// source's current generation's, in one small query: what `ingest` needs
+// to tell a file already present whose job is no longer current.
+// ingest.ErrNoSuchJob when the job is not in the ledger.
+func (s *Store) JobAgainstCurrent(ctx context.Context, jobID string) (JobVersusCurrent, error) {
+	r, err := s.q.JobAgainstCurrent(ctx, jobID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return JobVersusCurrent{}, fmt.Errorf("job %s: %w", jobID, ingest.ErrNoSuchJob)
+	}
+	if err != nil {
+		return JobVersusCurrent{}, ingest.Transientf("read job %s and its source's current generation: %w", jobID, err)
+	}
+	return JobVersusCurrent{Status: r.Status, ContentHash: r.ContentHash, CurrentJob: r.CurrentJobID,
+		CurrentContentHash: r.CurrentContentHash}, nil
 }
 
 // Summary reports each feature table's current rows, jobs and area.

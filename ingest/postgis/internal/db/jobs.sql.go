@@ -171,6 +171,40 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (int64, er
 	return result.RowsAffected(), nil
 }
 
+const jobAgainstCurrent = `-- name: JobAgainstCurrent :one
+SELECT j.status, j.content_hash,
+       coalesce(s.current_job_id, '')::text AS current_job_id,
+       coalesce(c.content_hash, '')::text AS current_content_hash
+FROM jobs j
+LEFT JOIN sources s ON s.source_bucket = j.source_bucket AND s.source_key = j.source_key
+                   AND s.target_table = j.target_table AND s.pipeline_version = j.pipeline_version
+LEFT JOIN jobs c ON c.job_id = s.current_job_id
+WHERE j.job_id = $1
+`
+
+type JobAgainstCurrentRow struct {
+	Status             string
+	ContentHash        string
+	CurrentJobID       string
+	CurrentContentHash string
+}
+
+// JobAgainstCurrent is a committed job's status and content hash, with
+// its source's current job and that job's content hash (” when the
+// source has none): what `ingest` compares for a file already present
+// (Store.JobAgainstCurrent). No row when the job is not in the ledger.
+func (q *Queries) JobAgainstCurrent(ctx context.Context, jobID string) (JobAgainstCurrentRow, error) {
+	row := q.db.QueryRow(ctx, jobAgainstCurrent, jobID)
+	var i JobAgainstCurrentRow
+	err := row.Scan(
+		&i.Status,
+		&i.ContentHash,
+		&i.CurrentJobID,
+		&i.CurrentContentHash,
+	)
+	return i, err
+}
+
 const lockSource = `-- name: LockSource :one
 SELECT source_bucket, source_key, target_table, pipeline_version, current_job_id, current_order, updated_at FROM sources
 WHERE source_bucket = $1 AND source_key = $2

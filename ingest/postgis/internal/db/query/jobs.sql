@@ -58,3 +58,17 @@ SELECT EXISTS (SELECT 1 FROM spatial_ref_sys WHERE srid = @srid::int) AS known;
 SELECT coalesce((SELECT current_job_id FROM sources
                  WHERE source_bucket = @source_bucket AND source_key = @source_key
                    AND target_table = @target_table AND pipeline_version = @pipeline_version), '')::text AS job_id;
+
+-- name: JobAgainstCurrent :one
+-- JobAgainstCurrent is a committed job's status and content hash, with
+-- its source's current job and that job's content hash ('' when the
+-- source has none): what `ingest` compares for a file already present
+-- (Store.JobAgainstCurrent). No row when the job is not in the ledger.
+SELECT j.status, j.content_hash,
+       coalesce(s.current_job_id, '')::text AS current_job_id,
+       coalesce(c.content_hash, '')::text AS current_content_hash
+FROM jobs j
+LEFT JOIN sources s ON s.source_bucket = j.source_bucket AND s.source_key = j.source_key
+                   AND s.target_table = j.target_table AND s.pipeline_version = j.pipeline_version
+LEFT JOIN jobs c ON c.job_id = s.current_job_id
+WHERE j.job_id = @job_id;
