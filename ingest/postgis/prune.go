@@ -13,7 +13,8 @@ import (
 //
 //   - ledger rows of non-current jobs beyond the newest p.KeepSuperseded
 //     of their source and older than p.MinAge, with their claims (and
-//     claim events), CRS records and report assignments; but only a job
+//     claim events), CRS records, report assignments and the marks of
+//     their generations in geoingest_hashes_current; but only a job
 //     whose source's current_order is strictly newer than the job's own
 //     order token (ingest.CompareOrder), so that a late redelivery of it
 //     is superseded in the write gate, as it was before. A job with the

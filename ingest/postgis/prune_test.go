@@ -99,3 +99,46 @@ func TestPruneKeepsSameOrderReplacedGeneration(t *testing.T) {
 	require.Equal(t, fixed, currentOf(t, b))
 	requireVerified(t, b)
 }
+
+// TestPruneDropsHashMarks: prune deletes the marks of the generations it
+// deletes in geoingest_hashes_current (migration 0057), in the batch that
+// deletes their ledger rows; the current generation's mark stays.
+func TestPruneDropsHashMarks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var jobs []ingest.Job
+	for i, n := range []int{1, 2, 3} {
+		seq := []string{"10", "20", "30"}[i]
+		j := version(t, squares(t, "v"+seq+".geojson", n, 0.001), "v"+seq, seq, ingest.DefaultParams("parcels"))
+		require.Equal(t, ingest.Written, b.svc.Run(ctx, j).Outcome)
+		jobs = append(jobs, j)
+	}
+	// Every generation marked, as a version's prefilter marks the one it
+	// replaced when none of its rows holds an old-form hash.
+	_, err := b.pool.Exec(ctx, `INSERT INTO geoingest_hashes_current (job_ref) SELECT job_ref FROM jobs ON CONFLICT DO NOTHING`)
+	require.NoError(t, err)
+	ref := map[string]int64{}
+	for _, j := range jobs {
+		var r int64
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT job_ref FROM jobs WHERE job_id = $1`, j.ID).Scan(&r))
+		ref[j.ID] = r
+	}
+	marked := func(id string) bool {
+		var ok bool
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM geoingest_hashes_current WHERE job_ref = $1)`, ref[id]).Scan(&ok))
+		return ok
+	}
+
+	r, err := b.store.Prune(ctx, ingest.RetentionPolicy{KeepSuperseded: 0, Batch: 1})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, r.Jobs)
+	require.False(t, marked(jobs[0].ID), "a pruned job_ref keeps no mark")
+	require.False(t, marked(jobs[1].ID), "a pruned job_ref keeps no mark")
+	require.True(t, marked(jobs[2].ID), "the current generation keeps its mark")
+	var n int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM geoingest_hashes_current h
+		WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.job_ref = h.job_ref)`).Scan(&n))
+	require.Zero(t, n, "no mark outlives its job")
+	requireVerified(t, b)
+}

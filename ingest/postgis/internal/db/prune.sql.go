@@ -74,11 +74,13 @@ WITH gone AS (
     DELETE FROM jobs j
     WHERE j.job_id = ANY ($1::text[]) AND j.status <> 'current'
       AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.current_job_id = j.job_id)
-    RETURNING j.job_id
+    RETURNING j.job_id, j.job_ref
 ), c AS (
     DELETE FROM claims c USING gone WHERE c.job_id = gone.job_id RETURNING c.job_id
 ), r AS (
     DELETE FROM report_assignments r USING gone WHERE r.parcel_job_id = gone.job_id RETURNING r.parcel_job_id
+), h AS (
+    DELETE FROM geoingest_hashes_current h USING gone WHERE h.job_ref = gone.job_ref RETURNING h.job_ref
 )
 SELECT (SELECT count(*) FROM gone)::bigint AS jobs, (SELECT count(*) FROM c)::bigint AS claims,
        (SELECT count(*) FROM r)::bigint AS assignments
@@ -91,9 +93,12 @@ type PruneJobsRow struct {
 }
 
 // PruneJobs deletes the ledger rows @job_ids (those still not current and
-// not a source's current job), their claims (and so their claim events)
-// and their report assignments; their job_crs rows go with the ledger row
-// (ON DELETE CASCADE). Returns how many of each.
+// not a source's current job), their claims (and so their claim events),
+// their report assignments and their generations' marks in
+// geoingest_hashes_current (migration 0057: a job_ref is never reused,
+// so a deleted job's mark is only a row that grows the table); their
+// job_crs rows go with the ledger row (ON DELETE CASCADE). Returns how
+// many jobs, claims and assignments.
 func (q *Queries) PruneJobs(ctx context.Context, jobIds []string) (PruneJobsRow, error) {
 	row := q.db.QueryRow(ctx, pruneJobs, jobIds)
 	var i PruneJobsRow
