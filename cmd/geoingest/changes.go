@@ -126,13 +126,13 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		}
 		e, err := te.ExpiredTiles(ctx, *job, tz)
 		if err != nil {
-			return err
+			return noChangesWhy(ctx, a.store, *job, err)
 		}
 		return p.tiles(e)
 	case *job != "":
 		c, feats, err := log.JobChanges(ctx, *job, true)
 		if err != nil {
-			return err
+			return noChangesWhy(ctx, a.store, *job, err)
 		}
 		return p.job(c, feats)
 	default:
@@ -152,6 +152,22 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		}
 		return p.records(cs)
 	}
+}
+
+// noChangesWhy adds to err, when it says that job has no change record
+// (ingest.ErrNoChanges), the reason when the job is a version held
+// pending approval: its changes are recorded when it is approved. Any
+// other error, or another job, is err as it is.
+func noChangesWhy(ctx context.Context, store ingest.ConsoleReader, job string, err error) error {
+	if !errors.Is(err, ingest.ErrNoChanges) {
+		return err
+	}
+	rec, rerr := store.ConsoleJob(ctx, job)
+	if rerr != nil || rec.Ledger == nil || rec.Ledger.Status != "pending" {
+		return err
+	}
+	return fmt.Errorf("%w: the version is pending approval (a guard held it), and its changes are recorded when it is approved; "+
+		"see why with geoingest pending show %s, apply it with geoingest pending approve %s --reason TEXT", err, short(job), short(job))
 }
 
 // followChanges prints the feed after cursor, one record per line, until

@@ -100,6 +100,12 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
+		if len(evs) == 0 {
+			// A job nobody claimed is unknown, not a job without decisions.
+			if _, err := a.store.ConsoleJob(ctx, pos[0]); errors.Is(err, ingest.ErrNoSuchJob) {
+				return fmt.Errorf("job %s: %w", pos[0], err)
+			}
+		}
 		if *format == "json" {
 			type ev struct {
 				ingest.GuardEvent

@@ -63,3 +63,35 @@ func TestPendingApproveOfASupersededVersionIsRefused(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.True(t, strings.Contains(out, "superseded already"), out)
 }
+
+// TestChangesAndPendingShowSayWhatTheJobIs: `changes --job` of a version
+// held pending approval says that it is pending and how to see and
+// approve it, not only "no change record"; `pending show` of an id that
+// names no job says the job is unknown, not that it has no guard
+// decisions (which it still says of a known job without any).
+func TestChangesAndPendingShowSayWhatTheJobIs(t *testing.T) {
+	t.Parallel()
+	env, _, _, written, held := heldSquares(t)
+	for _, args := range [][]string{{"changes", "--job", held}, {"changes", "--job", held[:12], "--tiles"}} {
+		code, out, errOut := run(t, env, args...)
+		require.Equal(t, 1, code, "%v: %s%s", args, out, errOut)
+		require.Contains(t, errOut, "no change record", args)
+		require.Contains(t, errOut, "pending approval", args)
+		require.Contains(t, errOut, "geoingest pending show "+held[:12], args)
+		require.Contains(t, errOut, "geoingest pending approve "+held[:12]+" --reason TEXT", args)
+	}
+	code, out, errOut := run(t, env, "changes", "--job", written[:12])
+	require.Equal(t, 0, code, out+errOut)
+
+	unknown := strings.Repeat("e", 64)
+	code, out, errOut = run(t, env, "pending", "show", unknown)
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "job "+unknown+": no such job")
+	require.NotContains(t, errOut, "no guard decisions")
+	code, out, errOut = run(t, env, "pending", "show", unknown, "--format", "json")
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "no such job")
+	code, out, errOut = run(t, env, "pending", "show", written)
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "job "+written+": no guard decisions recorded")
+}
