@@ -92,7 +92,7 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		defer tw.Flush()
 		fmt.Fprintln(tw, "JOB\tSOURCE\tFEATURES\tHELD AT\tREASON")
 		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.JobID, p.Source, p.Features, p.Committed.UTC().Format("2006-01-02 15:04:05Z"), p.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", short(p.JobID), p.Source, p.Features, p.Committed.UTC().Format("2006-01-02 15:04:05Z"), p.Reason)
 		}
 		return nil
 	case "show":

@@ -95,3 +95,21 @@ func TestChangesAndPendingShowSayWhatTheJobIs(t *testing.T) {
 	require.Equal(t, 1, code, out+errOut)
 	require.Contains(t, errOut, "job "+written+": no guard decisions recorded")
 }
+
+// TestPendingListPrintsShortIDs: `pending list` prints the 12 characters
+// of a job id that the other tables print (a prefix of 8 or more stands
+// for the job everywhere); --format json keeps the whole id.
+func TestPendingListPrintsShortIDs(t *testing.T) {
+	t.Parallel()
+	env, _, _, _, held := heldSquares(t)
+	code, out, errOut := run(t, env, "pending", "list")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, held[:12]+"  ")
+	require.NotContains(t, out, held)
+	code, out, errOut = run(t, env, "pending", "show", held[:12])
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "held")
+	code, out, errOut = run(t, env, "pending", "list", "--format", "json")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `"job_id": "`+held+`"`)
+}

@@ -111,7 +111,7 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 		defer tw.Flush()
 		fmt.Fprintln(tw, "JOB\tSOURCE\tSTATUS\tLANDED\tQUARANTINED\tBY RULE")
 		for _, j := range js {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", j.JobID, j.Source, j.Status, j.Features, j.Quarantined, ruleCounts(j.ByRule))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", short(j.JobID), j.Source, j.Status, j.Features, j.Quarantined, ruleCounts(j.ByRule))
 		}
 		return nil
 	case sub == "list" || sub == "show":
