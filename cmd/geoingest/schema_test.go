@@ -150,3 +150,16 @@ func TestSuggestSchema(t *testing.T) {
 	require.Equal(t, "0012345|3000000000|12.50|2021-03-14|t|a|3", queryString(t, env["DATABASE_URL"],
 		`SELECT concat_ws('|', apn, owner_id, value, sold, vacant, mixed, units) FROM geoingest_typed_parcels WHERE feature_index = 0`))
 }
+
+// TestSchemaCheckListsColumns: `schema check` (and apply, which prints the
+// same first) lists a target's columns separated by commas, with none
+// after the last.
+func TestSchemaCheckListsColumns(t *testing.T) {
+	t.Parallel()
+	schema := filepath.Join(t.TempDir(), "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	code, out, errOut := run(t, map[string]string{}, "schema", "check", "--schema", schema)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "target parcels: apn text, county text, owner_id int8, assessed numeric, vacant boolean, sold_on date, updated_at timestamptz\n")
+	require.NotContains(t, out, ",\n")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis"
@@ -39,11 +40,11 @@ func runSchema(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	for _, t := range s.TargetNames() {
-		fmt.Fprintf(m.Stdout, "target %s:", t)
-		for _, c := range s.Targets[t].Columns {
-			fmt.Fprintf(m.Stdout, " %s %s,", c.Name, c.Type)
+		cols := make([]string, len(s.Targets[t].Columns))
+		for i, c := range s.Targets[t].Columns {
+			cols[i] = c.Name + " " + c.Type
 		}
-		fmt.Fprintln(m.Stdout)
+		fmt.Fprintf(m.Stdout, "target %s: %s\n", t, strings.Join(cols, ", "))
 	}
 	for i := range s.Mappings {
 		mp := &s.Mappings[i]
