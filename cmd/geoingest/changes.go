@@ -173,7 +173,7 @@ func noChangesWhy(ctx context.Context, store ingest.ConsoleReader, job string, e
 // followChanges prints the feed after cursor, one record per line, until
 // ctx ends. A consumer stores the cursor of the last line it processed.
 func followChanges(ctx context.Context, m *Main, log ingest.ChangeLog, cursor string, poll time.Duration) error {
-	enc := json.NewEncoder(m.Stdout)
+	enc := jsonEncoder(m.Stdout)
 	for {
 		cs, err := log.ChangeFeed(ctx, cursor, 500)
 		if err != nil {
@@ -334,7 +334,7 @@ func (p changePrinter) geojson(feats []ingest.FeatureChange) error {
 }
 
 func (p changePrinter) json(v any) error {
-	enc := json.NewEncoder(p.m.Stdout)
+	enc := jsonEncoder(p.m.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

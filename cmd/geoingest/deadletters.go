@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/user"
@@ -63,7 +62,7 @@ func runDeadLetters(ctx context.Context, m *Main, args []string) error {
 	}
 	out := func(v any, table func(*tabwriter.Writer)) error {
 		if *format == "json" {
-			enc := json.NewEncoder(m.Stdout)
+			enc := jsonEncoder(m.Stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(v)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -172,8 +171,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 			if res.Outcome == ingest.Held {
 				line.Error = res.HeldError()
 			}
-			b, _ := json.Marshal(line)
-			fmt.Fprintln(m.Stdout, string(b))
+			_ = jsonEncoder(m.Stdout).Encode(line)
 			continue
 		}
 		switch {

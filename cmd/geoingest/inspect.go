@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -142,7 +141,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 		return nil
 	}
 	if *asJSON {
-		enc := json.NewEncoder(m.Stdout)
+		enc := jsonEncoder(m.Stdout)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(rep); err != nil {
 			return err

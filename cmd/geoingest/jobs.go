@@ -57,7 +57,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 	defer a.Close()
 	store := a.reads()
 	asJSON := func(v any) error {
-		enc := json.NewEncoder(m.Stdout)
+		enc := jsonEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}

@@ -72,7 +72,7 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		}
 	}
 	out := func(v any) error {
-		enc := json.NewEncoder(m.Stdout)
+		enc := jsonEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}

@@ -113,3 +113,20 @@ func TestPendingListPrintsShortIDs(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, `"job_id": "`+held+`"`)
 }
+
+// TestJSONOutputIsNotHTMLEscaped: what the CLI prints as JSON keeps a
+// reason's "->" as it is (encoding/json's default writes "-\u003e"), in
+// ingest --json's lines and in the indented JSON of pending list.
+func TestJSONOutputIsNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
+	env, _, path, _, _ := heldSquares(t)
+	writeSquareSource(t, path, 0, 1) // held too, superseding the other
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	require.Contains(t, out, "(20 -> 1; threshold 20%)")
+	require.NotContains(t, out, `\u003e`)
+	code, out, errOut = run(t, env, "pending", "list", "--format", "json")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "(20 -> 1; threshold 20%)")
+	require.NotContains(t, out, `\u003e`)
+}

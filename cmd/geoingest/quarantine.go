@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +83,7 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 		}
 	}
 	out := func(v any) error {
-		enc := json.NewEncoder(m.Stdout)
+		enc := jsonEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}

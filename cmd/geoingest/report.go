@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -254,14 +253,11 @@ func writeReportCSV(w io.Writer, rows []ingest.AreaRow) error {
 	return cw.Error()
 }
 
-// writeJSON writes v as indented JSON.
+// writeJSON writes v as indented JSON (jsonEncoder).
 func writeJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
+	enc := jsonEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // writeReportTable writes an aligned table: names left-aligned, numbers
