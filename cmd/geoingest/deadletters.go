@@ -48,7 +48,7 @@ func runDeadLetters(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	if *format != "table" && *format != "json" {
-		return fmt.Errorf("--format %q: want table or json", *format)
+		return m.badFormat("deadletters", *format, "table or json")
 	}
 	if *queueURL == "" || *dlqURL == "" {
 		return errors.New("give --queue-url and --dlq-url (env GEOINGEST_QUEUE_URL, GEOINGEST_DLQ_URL): serve's queue and its dead-letter queue")

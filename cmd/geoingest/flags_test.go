@@ -119,3 +119,26 @@ func TestIngestFlagsAfterThePath(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, ls[0].JobID)
 }
+
+// TestBadFormatIsAUsageError: a --format a command does not print is a
+// usage error, exit 2, in every command that takes --format (pending,
+// quarantine, jobs and deadletters exited 1), before any database is
+// opened.
+func TestBadFormatIsAUsageError(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"pending", "list", "--format", "xml"},
+		{"pending", "show", "0123456789ab", "--format", "xml"},
+		{"quarantine", "list", "--format", "xml"},
+		{"quarantine", "export", "0123456789ab", "--format", "xml"},
+		{"jobs", "list", "--format", "xml"},
+		{"deadletters", "list", "--format", "xml"},
+		{"changes", "--job", "0123456789ab", "--format", "xml"},
+		{"history", "--format", "xml"},
+		{"report", "area", "--format", "xml"},
+	} {
+		code, out, errOut := run(t, map[string]string{}, args...)
+		require.Equal(t, 2, code, "%v: %s%s", args, out, errOut)
+		require.Contains(t, errOut, `--format "xml": want `, args)
+	}
+}

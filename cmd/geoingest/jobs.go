@@ -41,7 +41,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 		sub, rest = rest[0], rest[1:]
 	}
 	if *format != "table" && *format != "json" {
-		return fmt.Errorf("--format %q: want table or json", *format)
+		return m.badFormat("jobs", *format, "table or json")
 	}
 	if *limit <= 0 {
 		*limit = 100

@@ -53,6 +53,13 @@ func register(c *command) { commands[c.name] = c }
 // said how.
 var errUsage = errors.New("usage")
 
+// badFormat reports a --format value that command cmd does not print:
+// a usage error (exit 2), as for any other flag value it cannot take.
+func (m *Main) badFormat(cmd, format, want string) error {
+	fmt.Fprintf(m.Stderr, "geoingest %s: --format %q: want %s\n", cmd, format, want)
+	return errUsage
+}
+
 // exitError asks for a specific exit status without printing anything more.
 type exitError int
 

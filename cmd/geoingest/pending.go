@@ -44,7 +44,7 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	if *format != "table" && *format != "json" {
-		return fmt.Errorf("--format %q: want table or json", *format)
+		return m.badFormat("pending", *format, "table or json")
 	}
 	if (sub == "list") != (len(pos) == 0) || len(pos) > 1 {
 		fs.Usage()

@@ -51,14 +51,14 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 			*format = "csv"
 		}
 		if *format != "csv" && *format != "geojson" {
-			return fmt.Errorf("--format %q: want csv or geojson", *format)
+			return m.badFormat("quarantine", *format, "csv or geojson")
 		}
 	} else {
 		if *format == "" {
 			*format = "table"
 		}
 		if *format != "table" && *format != "json" {
-			return fmt.Errorf("--format %q: want table or json", *format)
+			return m.badFormat("quarantine", *format, "table or json")
 		}
 	}
 	var index int64
