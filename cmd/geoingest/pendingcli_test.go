@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,6 +58,25 @@ func TestPendingApproveOfASupersededVersionIsRefused(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
 	require.Equal(t, "superseded", r.Action)
 	require.True(t, r.Already)
+	require.Equal(t, newer, queryString(t, db, `SELECT current_job_id FROM sources`), "nothing changed")
+
+	// The API answers 409 Conflict, with the decision in the body.
+	base := startConsole(t, env, "--console-operator-token", "op-token")
+	req, err := http.NewRequest("POST", base+"/api/pending/"+held+"/approve", strings.NewReader(`{"reason":"late"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer op-token")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var api struct {
+		Action string `json:"action"`
+		Error  string `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&api))
+	res.Body.Close()
+	require.Equal(t, http.StatusConflict, res.StatusCode, api.Error)
+	require.Equal(t, "superseded", api.Action)
+	require.Contains(t, api.Error, "cannot be approved")
 	require.Equal(t, newer, queryString(t, db, `SELECT current_job_id FROM sources`), "nothing changed")
 
 	code, out, errOut = run(t, env, "pending", "reject", held, "--reason", "late")

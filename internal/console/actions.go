@@ -205,6 +205,16 @@ func (h *Handler) apiDecide(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, map[string]string{"error": err.Error()})
 		return
 	}
+	if d.Approve && res.Action == "superseded" {
+		// A newer version of the source was applied: this one did not
+		// become current and never will (geoingest pending approve exits
+		// 1 for it too). The body still says what happened.
+		writeJSON(w, http.StatusConflict, struct {
+			ingest.DecisionResult
+			Error string `json:"error"`
+		}{res, "job " + res.JobID + " was superseded by a newer version of its source: it cannot be approved, nothing changed"})
+		return
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 
