@@ -385,6 +385,17 @@ func (s *Store) Decide(ctx context.Context, jobID string, d ingest.Decision) (_ 
 	if n == 0 {
 		return res, fmt.Errorf("pending version %s was decided concurrently", jobID) // the source lock rules it out
 	}
+	// The answer's time is the audit trail's (a repeated decision reports
+	// the same), not the zero time.
+	evs, err := q.GuardEvents(ctx, jobID)
+	if err != nil {
+		return res, err
+	}
+	for _, e := range evs {
+		if e.Action == action {
+			res.At = e.At.Time
+		}
+	}
 	if action == "approved" {
 		// The replaced generation into the history (its partition kept
 		// whole when it can be, else its rows copied), then the approved

@@ -133,6 +133,12 @@ func TestTruncatedVersionIsHeldUntilApproved(t *testing.T) {
 			require.Equal(t, "held", evs[0].Action)
 			require.Equal(t, "approved", evs[1].Action)
 			require.Equal(t, "the county sold 190 parcels to the state", evs[1].Reason)
+			// Every answer, the approval's own and the reports of it, says
+			// when it was approved: the audit trail's time.
+			require.False(t, evs[1].At.IsZero())
+			for _, r := range results {
+				require.True(t, evs[1].At.Equal(r.At), "answer at %v, audited at %v (already %v)", r.At, evs[1].At, r.Already)
+			}
 			ps, err = b.store.ListPending(ctx)
 			require.NoError(t, err)
 			require.Empty(t, ps)
