@@ -453,9 +453,10 @@ func summary(m *ingest.Metrics) string {
 		}
 		return int64(sum)
 	}
-	return fmt.Sprintf("serve: %d events: %d written, %d duplicates stopped at the claim gate, %d at the write gate, %d superseded, %d held elsewhere (given back until the lease ended), %d failed, %d filtered, %d dead-lettered",
+	return fmt.Sprintf("serve: %d events: %d written, %d duplicates stopped at the claim gate, %d at the write gate, %d superseded, %d pending (held by a guard), %d deletes applied, %d held elsewhere (given back until the lease ended), %d failed, %d filtered, %d dead-lettered",
 		v(m.EventsReceived), v(m.WriteGate.WithLabelValues("written")), v(m.Claims.WithLabelValues("duplicate")),
 		v(m.WriteGate.WithLabelValues("already_present")), v(m.WriteGate.WithLabelValues("superseded")),
+		v(m.WriteGate.WithLabelValues("pending")), v(m.WriteGate.WithLabelValues("retired")),
 		v(m.Claims.WithLabelValues("held")), v(m.JobsFailed.WithLabelValues("permanent")), v(m.EventsFiltered), v(m.DeadLettered))
 }
 
