@@ -70,7 +70,21 @@ func (h *Handler) apiSourceChanges(w http.ResponseWriter, r *http.Request) {
 		h.apiError(w, r, err)
 		return
 	}
-	if cs == nil {
+	if len(cs) == 0 {
+		// A source no job ever named (a mistyped URL) is a 404 naming
+		// it, not an empty answer, as for `geoingest changes SOURCE`.
+		if l, ok := cl.(ingest.SourceLookup); ok {
+			known, err := l.SourceKnown(r.Context(), bucket, key)
+			if err != nil {
+				h.apiError(w, r, err)
+				return
+			}
+			if !known {
+				writeJSON(w, http.StatusNotFound, map[string]string{"error": "no job was ever recorded for source " +
+					ingest.Source{Bucket: bucket, Key: key}.String() + ": /api/sources lists the sources"})
+				return
+			}
+		}
 		cs = []ingest.Changes{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"changes": cs})
