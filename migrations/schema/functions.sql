@@ -1870,7 +1870,8 @@ CREATE OR REPLACE FUNCTION public.geoingest_job_tile_ranges(job_id text, z integ
  LANGUAGE sql
  STABLE
 AS $function$
-    SELECT greatest(0, floor(geoingest_tile_u(b.minx, z) - buffer - 1e-9))::int,
+    SELECT DISTINCT
+           greatest(0, floor(geoingest_tile_u(b.minx, z) - buffer - 1e-9))::int,
            least((2 ^ z)::bigint - 1, floor(geoingest_tile_u(b.maxx, z) + buffer + 1e-9))::int,
            greatest(0, floor(geoingest_tile_v(b.maxy, z) - buffer - 1e-9))::int,
            least((2 ^ z)::bigint - 1, floor(geoingest_tile_v(b.miny, z) + buffer + 1e-9))::int
