@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -148,19 +149,37 @@ func decision(r *http.Request) (ingest.Decision, error) {
 	default:
 		return d, ingest.Permanentf("action %q: want approve or reject", r.PathValue("action"))
 	}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		var body struct {
-			Reason string `json:"reason"`
-		}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	ct := r.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "application/json"):
 		if err := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<16)).Decode(&body); err != nil {
 			return d, ingest.Permanentf("body: want {\"reason\": \"...\"}: %v", err)
 		}
 		d.Reason = body.Reason
-	} else {
+	case bearer(r) != "" && !strings.HasPrefix(ct, "multipart/"):
+		// A script's body (no browser form sets the bearer header): JSON
+		// whatever its Content-Type (`curl -d '{"reason": ...}'` sends
+		// it as a form), else a form.
+		raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<16))
+		if err != nil {
+			return d, ingest.Permanentf("body: %v", err)
+		}
+		if t := strings.TrimSpace(string(raw)); strings.HasPrefix(t, "{") {
+			if err := json.Unmarshal([]byte(t), &body); err != nil {
+				return d, ingest.Permanentf("body: want {\"reason\": \"...\"}: %v", err)
+			}
+			d.Reason = body.Reason
+		} else if form, err := url.ParseQuery(t); err == nil {
+			d.Reason = form.Get("reason")
+		}
+	default:
 		d.Reason = r.PostFormValue("reason")
 	}
 	if strings.TrimSpace(d.Reason) == "" {
-		return d, ingest.Permanentf("a decision needs a reason")
+		return d, ingest.Permanentf(`a decision needs a reason: a JSON body {"reason": "..."} or a form field reason`)
 	}
 	return d, nil
 }
