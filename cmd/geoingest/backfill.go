@@ -93,6 +93,16 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, r := range rs {
+		// A route's own mapping or key, checked against --schema at start
+		// (as serve does), not file by file as each job fails.
+		if r.Options.Mapping == "" && len(r.Options.Key) == 0 {
+			continue
+		}
+		if err := r.Params(params).Validate(); err != nil {
+			return fmt.Errorf("route %q: %w", r.String(), err)
+		}
+	}
 
 	d.workers = *workers
 	a, err := m.open(ctx, &d, nil)
