@@ -355,6 +355,27 @@ func (r *Router) Route(ev Event) (Route, string, bool) {
 	return Route{}, FilterNoRoute, false
 }
 
+// shadows reports whether e, given before r, takes every event r would:
+// the same prefix (the router tries routes of equal prefixes in the order
+// given), a bucket that covers r's, and every suffix r takes.
+func (e Route) shadows(r Route) bool {
+	if e.Prefix != r.Prefix || (e.Bucket != "" && e.Bucket != r.Bucket) {
+		return false
+	}
+	if len(e.Suffixes) == 0 {
+		return true
+	}
+	if len(r.Suffixes) == 0 {
+		return false
+	}
+	for _, suf := range r.Suffixes {
+		if !hasSuffixFold(suf, e.Suffixes) {
+			return false
+		}
+	}
+	return true
+}
+
 // ParseRoutes parses a list of routes, each "PREFIX=TARGET"; entries may
 // also be comma-separated (as in GEOINGEST_ROUTES).
 func ParseRoutes(specs []string) ([]Route, error) {
@@ -367,6 +388,11 @@ func ParseRoutes(specs []string) ([]Route, error) {
 			r, err := ParseRoute(s)
 			if err != nil {
 				return nil, err
+			}
+			for _, e := range out {
+				if e.shadows(r) {
+					return nil, Permanentf("route %q: never used: route %q takes every key it would (the same prefix, the first given wins); give one route per prefix", s, e.String())
+				}
 			}
 			out = append(out, r)
 		}

@@ -188,3 +188,32 @@ func TestLayerParams(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, k1, k2, "another layer choice is another job")
 }
+
+// TestParseRoutesRefusesAShadowedRoute: a route that an earlier one with
+// the same prefix takes every key of could never be used: `serve --route
+// 'p/=parcels?key=A' --route 'p/=parcels?key=B'` ran, and every upload
+// under p/ got key A with nothing said. It is refused, naming both; routes
+// of one prefix that split it by suffix, or by bucket, stay allowed.
+func TestParseRoutesRefusesAShadowedRoute(t *testing.T) {
+	for _, specs := range [][]string{
+		{"p/=parcels?key=A", "p/=parcels?key=B"},
+		{"p/=parcels,p/=admin_units+deletes"},
+		{"p/=parcels", "uploads:p/=parcels?key=B"},
+		{"p/=parcels?suffixes=.zip|.shp", "p/=parcels?suffixes=.ZIP&key=B"},
+		{"p/=parcels?suffixes=.zip", "p/=parcels?suffixes=.zip"},
+	} {
+		_, err := ingest.ParseRoutes(specs)
+		require.ErrorContains(t, err, "never used", "%v", specs)
+		require.Equal(t, ingest.Permanent, ingest.KindOf(err))
+	}
+	for _, specs := range [][]string{
+		{"p/=parcels?suffixes=.zip", "p/=parcels?key=B"},
+		{"uploads:p/=parcels", "p/=parcels?key=B"},
+		{"a:p/=parcels", "b:p/=parcels"},
+		{"p/=parcels", "p/x/=parcels?key=B"},
+		{"p/=parcels?suffixes=.zip", "p/=parcels?suffixes=.shp"},
+	} {
+		_, err := ingest.ParseRoutes(specs)
+		require.NoError(t, err, "%v", specs)
+	}
+}
