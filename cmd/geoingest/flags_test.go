@@ -142,3 +142,24 @@ func TestBadFormatIsAUsageError(t *testing.T) {
 		require.Contains(t, errOut, `--format "xml": want `, args)
 	}
 }
+
+// TestBadLogFlagIsAUsageError: an unknown --log-format or --log-level
+// (or their environment variables) exits 2 with the values it takes,
+// before any database is opened, as a bad --format does; it exited 1.
+func TestBadLogFlagIsAUsageError(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"jobs", "list", "--log-format", "xml"}, `--log-format "xml": want text or json`},
+		{nil, []string{"verify", "--log-level", "loud"}, `--log-level "loud": want debug, info, warn, error or none`},
+		{map[string]string{"GEOINGEST_LOG_FORMAT": "yaml"}, []string{"jobs", "list"}, `--log-format "yaml"`},
+		{nil, []string{"serve", "--log-format", "xml", "--inbox", t.TempDir()}, `--log-format "xml": want text or json`},
+	} {
+		code, out, errOut := run(t, c.env, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, c.want, c.args)
+	}
+}

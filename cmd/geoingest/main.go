@@ -187,13 +187,15 @@ func (m *Main) addDBFlagsLevel(fs *flag.FlagSet, d *dbFlags, level string) {
 	fs.StringVar(&d.logLevel, "log-level", m.envDefault("GEOINGEST_LOG_LEVEL", level), "log level: debug, info, warn, error, none (env GEOINGEST_LOG_LEVEL)")
 }
 
-// setupLog makes m.Log from the flags. Logs go to stderr.
+// setupLog makes m.Log from the flags. Logs go to stderr. A level or
+// format it does not know is a usage error (exit 2), as a bad flag is.
 func (m *Main) setupLog(d *dbFlags) error {
 	var level slog.Level
 	if d.logLevel == "none" {
 		level = slog.LevelError + 100
 	} else if err := level.UnmarshalText([]byte(d.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		fmt.Fprintf(m.Stderr, "geoingest: --log-level %q: want debug, info, warn, error or none (or env GEOINGEST_LOG_LEVEL)\n", d.logLevel)
+		return errUsage
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch d.logFormat {
@@ -202,7 +204,8 @@ func (m *Main) setupLog(d *dbFlags) error {
 	case "json":
 		m.Log = slog.New(slog.NewJSONHandler(m.Stderr, opts))
 	default:
-		return fmt.Errorf("--log-format %q: want text or json", d.logFormat)
+		fmt.Fprintf(m.Stderr, "geoingest: --log-format %q: want text or json (or env GEOINGEST_LOG_FORMAT)\n", d.logFormat)
+		return errUsage
 	}
 	return nil
 }
