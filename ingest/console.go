@@ -115,17 +115,19 @@ func clampPage(n int) int {
 }
 
 // ParseSourcePrefix splits a source filter into a bucket ("" for any)
-// and a key prefix: "s3://b/p" is bucket b, keys starting with p;
-// "file:///d/" is local files under /d/; anything else is a key prefix in
-// any bucket.
+// and a key prefix, as Source.String names a source: "s3://b/p",
+// "gs://b/p" and "azblob://c/p" are bucket (or container) b or c, keys
+// starting with p; "file:///d/" is local files under /d/; anything else
+// is a key prefix in any bucket.
 func ParseSourcePrefix(s string) (bucket, keyPrefix string) {
-	switch {
-	case strings.HasPrefix(s, "s3://"):
-		rest := strings.TrimPrefix(s, "s3://")
-		b, k, _ := strings.Cut(rest, "/")
-		return b, k
-	case strings.HasPrefix(s, "file://"):
-		return LocalBucket, strings.TrimPrefix(s, "file://")
+	for _, scheme := range []string{"s3", StoreGCS, StoreAzure} {
+		if rest, ok := strings.CutPrefix(s, scheme+"://"); ok {
+			b, k, _ := strings.Cut(rest, "/")
+			return b, k
+		}
+	}
+	if rest, ok := strings.CutPrefix(s, "file://"); ok {
+		return LocalBucket, rest
 	}
 	return "", s
 }

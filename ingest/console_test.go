@@ -15,9 +15,18 @@ func TestParseSourcePrefix(t *testing.T) {
 		"s3://uploads":         {"uploads", ""},
 		"s3://uploads/parcels": {"uploads", "parcels"},
 		"file:///srv/inbox/":   {LocalBucket, "/srv/inbox/"},
+		// As Source.String names a GCS or Azure source.
+		"gs://county-uploads/parcels/a.zip": {"county-uploads", "parcels/a.zip"},
+		"azblob://uploads/parcels/a.zip":    {"uploads", "parcels/a.zip"},
 	} {
 		b, k := ParseSourcePrefix(in)
 		require.Equal(t, want, [2]string{b, k}, in)
+	}
+	// Every source as Source.String names it is read back.
+	for _, src := range []Source{{Bucket: "b", Key: "p/x.zip"}, {Bucket: "b", Key: "p/x.zip", Store: StoreGCS},
+		{Bucket: "c", Key: "p/x.zip", Store: StoreAzure}, {Bucket: LocalBucket, Key: "/srv/x.shp"}} {
+		b, k := ParseSourcePrefix(src.String())
+		require.Equal(t, [2]string{src.Bucket, src.Key}, [2]string{b, k}, src.String())
 	}
 }
 

@@ -22,7 +22,7 @@ func init() {
 //   - --job JOB: the job's counts and its changed features; with
 //     --format json one object whose counts holds added, removed,
 //     geometry, attributes and unchanged, and whose features lists them;
-//   - SOURCE (s3://BUCKET/KEY or file:///PATH): the source's records,
+//   - SOURCE (a URL as the tables print it, or a local PATH: sourceArg): the source's records,
 //     oldest first, recorded at or after --since;
 //   - --follow: the change feed, from --after CURSOR (the cursor of the
 //     last record a consumer processed; default the start), polling
@@ -136,9 +136,9 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		}
 		return p.job(c, feats)
 	default:
-		bucket, key := ingest.ParseSourcePrefix(fs.Arg(0))
+		bucket, key := sourceArg(fs.Arg(0))
 		if bucket == "" {
-			fmt.Fprintf(m.Stderr, "geoingest changes: source %q: want s3://BUCKET/KEY or file:///PATH\n", fs.Arg(0))
+			fmt.Fprintf(m.Stderr, "geoingest changes: source %q: %s\n", fs.Arg(0), sourceArgUsage)
 			return errUsage
 		}
 		cs, err := log.SourceChanges(ctx, bucket, key, from)
@@ -382,6 +382,9 @@ func requireKnownSource(ctx context.Context, store any, arg, bucket, key string)
 	if err != nil || known {
 		return err
 	}
-	return fmt.Errorf("no job was ever recorded for source %s (%s): geoingest jobs sources lists the sources", arg,
-		ingest.Source{Bucket: bucket, Key: key})
+	named := ingest.Source{Bucket: bucket, Key: key}.String()
+	if named != arg {
+		named = arg + " (" + named + ")"
+	}
+	return fmt.Errorf("no job was ever recorded for source %s: geoingest jobs sources lists the sources", named)
 }

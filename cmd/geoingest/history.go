@@ -54,8 +54,8 @@ func runHistory(ctx context.Context, m *Main, args []string) error {
 	}
 	var bucket, key string
 	if fs.NArg() == 1 {
-		if bucket, key = ingest.ParseSourcePrefix(fs.Arg(0)); bucket == "" || key == "" {
-			fmt.Fprintf(m.Stderr, "geoingest history: source %q: want s3://BUCKET/KEY or file:///PATH\n", fs.Arg(0))
+		if bucket, key = sourceArg(fs.Arg(0)); bucket == "" || key == "" {
+			fmt.Fprintf(m.Stderr, "geoingest history: source %q: %s\n", fs.Arg(0), sourceArgUsage)
 			return errUsage
 		}
 	}

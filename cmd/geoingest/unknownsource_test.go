@@ -11,7 +11,8 @@ import (
 // TestChangesAndHistoryOfAnUnknownSource: `changes SOURCE` and `history
 // SOURCE` about a source no job ever named (a mistyped path) fail,
 // naming it, where they printed an empty answer with exit 0; a known
-// source with nothing in the window still answers empty, exit 0.
+// source with nothing in the window still answers empty, exit 0. A local
+// path names its source as ingest named it.
 func TestChangesAndHistoryOfAnUnknownSource(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -38,4 +39,16 @@ func TestChangesAndHistoryOfAnUnknownSource(t *testing.T) {
 	code, out, errOut = run(t, env, "changes", known)
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "ADDED")
+
+	// The path itself, as ingest took it, names the same source.
+	code, out, errOut = run(t, env, "changes", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "ADDED")
+	code, out, errOut = run(t, env, "history", "--as-of", "0s", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, known)
+	typo := filepath.Join(filepath.Dir(path), "countyy.geojson")
+	code, out, errOut = run(t, env, "changes", typo)
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "no job was ever recorded for source "+typo+" ("+missing+")")
 }
