@@ -50,8 +50,7 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	switch *format {
 	case "table", "csv", "json", "geojson":
 	default:
-		fmt.Fprintf(m.Stderr, "geoingest changes: --format %q: want table, csv, json or geojson\n", *format)
-		return errUsage
+		return m.badFormat("changes", *format, "table, csv, json or geojson")
 	}
 	modes := 0
 	for _, on := range []bool{*job != "", fs.NArg() == 1, *follow} {
@@ -333,11 +332,7 @@ func (p changePrinter) geojson(feats []ingest.FeatureChange) error {
 	return p.json(map[string]any{"type": "FeatureCollection", "features": orEmpty(fc)})
 }
 
-func (p changePrinter) json(v any) error {
-	enc := jsonEncoder(p.m.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func (p changePrinter) json(v any) error { return writeJSON(p.m.Stdout, v) }
 
 func rawOrNull(geo string) json.RawMessage {
 	if geo == "" {

@@ -62,9 +62,7 @@ func runDeadLetters(ctx context.Context, m *Main, args []string) error {
 	}
 	out := func(v any, table func(*tabwriter.Writer)) error {
 		if *format == "json" {
-			enc := jsonEncoder(m.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
+			return writeJSON(m.Stdout, v)
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
 		table(tw)

@@ -36,8 +36,7 @@ func runHistory(ctx context.Context, m *Main, args []string) error {
 	switch *format {
 	case "table", "csv", "json", "geojson":
 	default:
-		fmt.Fprintf(m.Stderr, "geoingest history: --format %q: want table, csv, json or geojson\n", *format)
-		return errUsage
+		return m.badFormat("history", *format, "table, csv, json or geojson")
 	}
 	if !slices.Contains(ingest.Targets, *target) {
 		fmt.Fprintf(m.Stderr, "geoingest history: --target %q: want %s\n", *target, strings.Join(ingest.Targets, " or "))

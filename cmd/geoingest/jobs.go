@@ -56,11 +56,7 @@ func runJobs(ctx context.Context, m *Main, args []string) error {
 	}
 	defer a.Close()
 	store := a.reads()
-	asJSON := func(v any) error {
-		enc := jsonEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
+	asJSON := func(v any) error { return writeJSON(m.Stdout, v) }
 	tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
 	defer tw.Flush()
 

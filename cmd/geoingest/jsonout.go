@@ -14,3 +14,11 @@ func jsonEncoder(w io.Writer) *json.Encoder {
 	enc.SetEscapeHTML(false)
 	return enc
 }
+
+// writeJSON writes v as indented JSON (jsonEncoder): how every command's
+// --format json prints.
+func writeJSON(w io.Writer, v any) error {
+	enc := jsonEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

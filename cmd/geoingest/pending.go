@@ -71,11 +71,7 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	out := func(v any) error {
-		enc := jsonEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
+	out := func(v any) error { return writeJSON(m.Stdout, v) }
 	switch sub {
 	case "list":
 		ps, err := a.store.ListPending(ctx)

@@ -82,11 +82,7 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 	}
-	out := func(v any) error {
-		enc := jsonEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
+	out := func(v any) error { return writeJSON(m.Stdout, v) }
 	noJob := func(err error) error {
 		if errors.Is(err, ingest.ErrNoSuchJob) {
 			fmt.Fprintf(m.Stderr, "geoingest quarantine %s: %v\n", sub, err)

@@ -97,8 +97,7 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	if !slices.Contains(reportFormats, *format) {
-		fmt.Fprintf(m.Stderr, "geoingest report: --format %q: want one of %s\n", *format, strings.Join(reportFormats, ", "))
-		return errUsage
+		return m.badFormat("report", *format, "one of "+strings.Join(reportFormats, ", "))
 	}
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {
@@ -251,13 +250,6 @@ func writeReportCSV(w io.Writer, rows []ingest.AreaRow) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-// writeJSON writes v as indented JSON (jsonEncoder).
-func writeJSON(w io.Writer, v any) error {
-	enc := jsonEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // writeReportTable writes an aligned table: names left-aligned, numbers
