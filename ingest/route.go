@@ -77,6 +77,16 @@ type RouteOptions struct {
 	Downstream Downstream
 }
 
+// Check validates the route's parameters over base (Params): what
+// ParseRoute cannot check without them, such as a mapping or a key under
+// the schema in base. The error names the route.
+func (r Route) Check(base Params) error {
+	if err := r.Params(base).Validate(); err != nil {
+		return fmt.Errorf("route %q: %w", r.String(), err)
+	}
+	return nil
+}
+
 // Params returns base with the route's target and options applied.
 func (r Route) Params(base Params) Params {
 	p := base

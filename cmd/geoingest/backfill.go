@@ -95,12 +95,13 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	for _, r := range rs {
 		// A route's own mapping or key, checked against --schema at start
-		// (as serve does), not file by file as each job fails.
+		// (as serve does), not file by file as each job fails. A route
+		// without either takes the command's, checked above.
 		if r.Options.Mapping == "" && len(r.Options.Key) == 0 {
 			continue
 		}
-		if err := r.Params(params).Validate(); err != nil {
-			return fmt.Errorf("route %q: %w", r.String(), err)
+		if err := r.Check(params); err != nil {
+			return err
 		}
 	}
 

@@ -261,11 +261,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	for _, r := range routes {
 		// What ParseRoute could not check without the schema (the
-		// mapping, a key under it), naming the route as it does.
-		p := ingest.RouteParams(r, c.pipelineVersion)
-		p.Schema = schema
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("route %q: %w", r.String(), err)
+		// mapping, a key under it).
+		base := ingest.DefaultParams(r.Target)
+		base.PipelineVersion, base.Schema = c.pipelineVersion, schema
+		if err := r.Check(base); err != nil {
+			return err
 		}
 	}
 
