@@ -2387,7 +2387,7 @@ $function$;
 CREATE OR REPLACE FUNCTION public.geoingest_prefilter_match(target text, old_ref bigint, key_fields text[], copied bigint, OUT total bigint, OUT kept bigint)
  RETURNS record
  LANGUAGE plpgsql
- SET work_mem TO '256MB'
+ SET work_mem TO '8MB'
  SET jit TO 'off'
 AS $function$
 DECLARE
@@ -2402,6 +2402,7 @@ DECLARE
     moved   bigint := 0;
     marea   double precision := 0;
     nstale  bigint;
+    most    smallint;
 BEGIN
     IF keyed THEN
         -- As geoingest_diff_plan computes an old row's key.
@@ -2410,10 +2411,14 @@ BEGIN
     END IF;
     DROP TABLE IF EXISTS pg_temp.geoingest_kept, pg_temp.geoingest_bypass, pg_temp.geoingest_unkept,
                          pg_temp.geoingest_bypass_n, pg_temp.geoingest_bypass_rep, pg_temp.geoingest_match_old,
-                         pg_temp.geoingest_match_old_of;
-    CREATE TEMP TABLE geoingest_kept (fi bigint, rid tid, fid bigint, match_key text, geom_hash uuid, props_hash uuid,
-                                      area_m2 double precision) ON COMMIT DROP;
-    CREATE TEMP TABLE geoingest_bypass (fi bigint, rid tid, kh bigint) ON COMMIT DROP;
+                         pg_temp.geoingest_match_old_of, pg_temp.geoingest_pairs;
+    -- Every pair and every unpaired row or feature of the one pass, in
+    -- the columns of geoingest_kept (so that a kept pair is its row as
+    -- it is), then the bypass pair's key hash (kh), its class (c, below)
+    -- and whether its row is stale. It becomes geoingest_kept or
+    -- geoingest_bypass, whichever class most pairs are in.
+    CREATE TEMP TABLE geoingest_pairs (fi bigint, rid tid, fid bigint, match_key text, geom_hash uuid, props_hash uuid,
+                                       area_m2 double precision, kh bigint, c smallint, stale boolean) ON COMMIT DROP;
     CREATE TEMP TABLE geoingest_unkept (fi bigint) ON COMMIT DROP;
     CREATE TEMP TABLE geoingest_bypass_n (n bigint, area_m2 double precision) ON COMMIT DROP;
     CREATE TEMP TABLE geoingest_match_old (rid tid, fid bigint, k text, gh uuid, ph uuid) ON COMMIT DROP;
@@ -2423,8 +2428,14 @@ BEGIN
     -- columns: hashes in the current form and, keyed, its key under the
     -- same fields), each feature with none once. c: 0 an old row not
     -- kept, 1 a kept pair in the match, 2 a bypass pair, 3 a feature not
-    -- kept. Only what each needs is kept of it.
+    -- kept. Only what each needs is kept of it. The pass writes one table
+    -- (a CTE read by one insert per class would store every pair once
+    -- more and read them all five times), and the hash join takes the
+    -- work_mem of a few megabytes the function sets: in batches that fit
+    -- a processor's cache it costs less CPU than in one table of 55 MB
+    -- (1.0-1.2 s against 1.5-1.7 s at 1M).
     EXECUTE format('
+        INSERT INTO pg_temp.geoingest_pairs (fi, rid, fid, match_key, geom_hash, props_hash, area_m2, kh, c, stale)
         WITH o AS (SELECT o.ctid AS rid, coalesce(o.feature_id, o.id) AS fid, o.match_key, %2$s AS k,
                           CASE WHEN o.geom_hash < geoingest_hash_form_end() THEN o.geom_hash
                                ELSE geoingest_geom_hash(o.geom) END AS gh,
@@ -2446,15 +2457,34 @@ BEGIN
                           CASE WHEN r.fi IS NOT NULL AND o.byp THEN hashtextextended(o.match_key, 0) END AS kh,
                           CASE WHEN r.fi IS NOT NULL THEN o.area_m2 END AS area,
                           o.stale
-                   FROM o FULL JOIN pg_temp.geoingest_raw r ON r.raw = o.rh),
-             a AS (INSERT INTO pg_temp.geoingest_match_old SELECT j.rid, j.fid, j.k, j.gh, j.ph FROM j WHERE j.c = 0),
-             b AS (INSERT INTO pg_temp.geoingest_kept SELECT j.fi, j.rid, j.fid, j.k, j.gh, j.ph, j.area FROM j WHERE j.c = 1),
-             d AS (INSERT INTO pg_temp.geoingest_bypass SELECT j.fi, j.rid, j.kh FROM j WHERE j.c = 2),
-             e AS (INSERT INTO pg_temp.geoingest_unkept SELECT j.fi FROM j WHERE j.c = 3)
-        SELECT count(*) FILTER (WHERE j.c = 3), count(*) FILTER (WHERE j.c IN (1, 2)),
-               count(*) FILTER (WHERE j.c = 2), coalesce(sum(j.area) FILTER (WHERE j.c = 2), 0),
-               count(*) FILTER (WHERE j.stale)
-        FROM j', ot, kx) INTO nunkept, npairs, nbypass, barea, nstale USING old_ref, sig, key_fields, keyed;
+                   FROM o FULL JOIN pg_temp.geoingest_raw r ON r.raw = o.rh)
+        SELECT j.fi, j.rid, j.fid, j.k, j.gh, j.ph, j.area, j.kh, j.c, j.stale FROM j', ot, kx)
+    USING old_ref, sig, key_fields, keyed;
+    SELECT count(*) FILTER (WHERE p.c = 3), count(*) FILTER (WHERE p.c IN (1, 2)),
+           count(*) FILTER (WHERE p.c = 2), coalesce(sum(p.area_m2) FILTER (WHERE p.c = 2), 0),
+           count(*) FILTER (WHERE p.stale)
+    INTO nunkept, npairs, nbypass, barea, nstale FROM pg_temp.geoingest_pairs p;
+    -- The class most pairs are in stays where it is: the bypass pairs of a
+    -- keyed source, the kept pairs of another. The others (few where few
+    -- features changed) move to their tables.
+    most := CASE WHEN 2 * nbypass >= npairs THEN 2 ELSE 1 END;
+    IF most = 2 THEN
+        ALTER TABLE pg_temp.geoingest_pairs RENAME TO geoingest_bypass;
+        CREATE TEMP TABLE geoingest_kept (LIKE pg_temp.geoingest_bypass) ON COMMIT DROP;
+        WITH x AS (DELETE FROM pg_temp.geoingest_bypass p WHERE p.c <> 2 RETURNING p.*),
+             a AS (INSERT INTO pg_temp.geoingest_match_old
+                   SELECT x.rid, x.fid, x.match_key, x.geom_hash, x.props_hash FROM x WHERE x.c = 0),
+             b AS (INSERT INTO pg_temp.geoingest_kept SELECT x.* FROM x WHERE x.c = 1)
+        INSERT INTO pg_temp.geoingest_unkept SELECT x.fi FROM x WHERE x.c = 3;
+    ELSE
+        ALTER TABLE pg_temp.geoingest_pairs RENAME TO geoingest_kept;
+        CREATE TEMP TABLE geoingest_bypass (LIKE pg_temp.geoingest_kept) ON COMMIT DROP;
+        WITH x AS (DELETE FROM pg_temp.geoingest_kept p WHERE p.c <> 1 RETURNING p.*),
+             a AS (INSERT INTO pg_temp.geoingest_match_old
+                   SELECT x.rid, x.fid, x.match_key, x.geom_hash, x.props_hash FROM x WHERE x.c = 0),
+             b AS (INSERT INTO pg_temp.geoingest_bypass SELECT x.* FROM x WHERE x.c = 2)
+        INSERT INTO pg_temp.geoingest_unkept SELECT x.fi FROM x WHERE x.c = 3;
+    END IF;
     IF nstale = 0 THEN
         -- No row of the generation holds a match hash of a form before
         -- the current one; the version adds none (its rows are hashed
