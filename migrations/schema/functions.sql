@@ -859,6 +859,7 @@ DECLARE
     nold   bigint;
     kept   bigint := 0;
     nbypass bigint := 0;
+    back    bigint;
     listed boolean := false;
 BEGIN
     duplicate_keys := 0;
@@ -893,11 +894,12 @@ BEGIN
             EXECUTE format('WITH d AS (DELETE FROM pg_temp.geoingest_bypass b
                                        WHERE b.kh IN (SELECT hashtextextended(v.match_key, 0) FROM pg_temp.geoingest_version v
                                                       WHERE v.match_key IS NOT NULL AND v.match_key <> $2)
-                                       RETURNING b.fi, b.rid)
-                            INSERT INTO pg_temp.geoingest_kept_back
-                            SELECT d.fi, d.rid, coalesce(o.feature_id, o.id), o.match_key, o.geom_hash, o.props_hash, o.area_m2
-                            FROM d JOIN %s o ON o.ctid = d.rid
-                            WHERE o.job_ref = $1', ot) USING old_ref, sig;
+                                       RETURNING b.fi, b.rid),
+                                 i AS (INSERT INTO pg_temp.geoingest_kept_back
+                                       SELECT d.fi, d.rid, coalesce(o.feature_id, o.id), o.match_key, o.geom_hash, o.props_hash, o.area_m2
+                                       FROM d JOIN %s o ON o.ctid = d.rid
+                                       WHERE o.job_ref = $1)
+                            SELECT count(*) FROM d', ot) INTO back USING old_ref, sig;
             IF EXISTS (SELECT FROM pg_temp.geoingest_kept_back) THEN
                 INSERT INTO pg_temp.geoingest_kept SELECT * FROM pg_temp.geoingest_kept_back;
                 INSERT INTO pg_temp.geoingest_version (feature_index, match_key, geom_hash, props_hash, area_m2, must, spool_off, spool_len)
@@ -906,7 +908,10 @@ BEGIN
                 INSERT INTO pg_temp.geoingest_match_old (rid, fid, k, gh, ph)
                 SELECT b.rid, b.fid, b.match_key, b.geom_hash, b.props_hash FROM pg_temp.geoingest_kept_back b;
             END IF;
-            SELECT count(*) INTO nbypass FROM pg_temp.geoingest_bypass;
+            -- The bypass pairs left: as many as the prefilter left
+            -- (geoingest_bypass_n) but those put back, without a count of
+            -- the table.
+            SELECT b.n - back INTO nbypass FROM pg_temp.geoingest_bypass_n b;
         END IF;
     ELSE
         IF to_regclass('pg_temp.geoingest_match_old_of') IS NOT NULL THEN
