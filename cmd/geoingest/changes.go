@@ -71,6 +71,14 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	tz.MaxTiles, tz.Buffer = *maxTiles, *buffer
+	if *after != "" {
+		// The store's rule (a record's cursor is a whole number), checked
+		// before the database is opened, as every bad flag value is.
+		if _, err := strconv.ParseUint(*after, 10, 64); err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest changes: --after %q: want the cursor of a record (a whole number, as the feed prints it)\n", *after)
+			return errUsage
+		}
+	}
 	var from time.Time
 	if *since != "" {
 		t, err := ingest.ParseSince(*since, time.Now())

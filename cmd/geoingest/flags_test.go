@@ -163,3 +163,17 @@ func TestBadLogFlagIsAUsageError(t *testing.T) {
 		require.Contains(t, errOut, c.want, c.args)
 	}
 }
+
+// TestBadFeedCursorIsAUsageError: `changes --follow --after CURSOR` with
+// a cursor that is not a record's (not a whole number) exits 2 naming the
+// flag, before any database is opened; it exited 1 once the database
+// answered (here: none can).
+func TestBadFeedCursorIsAUsageError(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []string{"abc", "-1", " 900", "12.5", "99999999999999999999"} {
+		code, out, errOut := run(t, env, "changes", "--follow", "--after", c)
+		require.Equal(t, 2, code, "%q: %s%s", c, out, errOut)
+		require.Contains(t, errOut, `--after "`+c+`": want the cursor of a record`, c)
+	}
+}
