@@ -79,7 +79,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if err := params.Validate(); err != nil {
-		return err
+		return m.badParams("backfill", err)
 	}
 	guards, err := gf.guards()
 	if err != nil {

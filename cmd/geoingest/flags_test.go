@@ -177,3 +177,26 @@ func TestBadFeedCursorIsAUsageError(t *testing.T) {
 		require.Contains(t, errOut, `--after "`+c+`": want the cursor of a record`, c)
 	}
 }
+
+// TestBadJobParamsAreAUsageError: ingest and backfill refuse a --key with
+// an empty field, a --duplicate-keys or --invalid policy they do not know
+// with exit 2 and the reason, before any database is opened, as every
+// other bad flag value; they exited 1.
+func TestBadJobParamsAreAUsageError(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ingest", "--key", "STATE||APN", "parcels.geojson"}, "key field names must not be empty"},
+		{[]string{"ingest", "--key", "APN", "--duplicate-keys", "refuse", "parcels.geojson"}, `duplicate-keys policy "refuse": want report or fail`},
+		{[]string{"ingest", "--invalid", "drop", "parcels.geojson"}, `invalid-geometry policy "drop": want repair or fail`},
+		{[]string{"backfill", "--dir", t.TempDir(), "--key", "|"}, "key field names must not be empty"},
+		{[]string{"backfill", "--dir", t.TempDir(), "--duplicate-keys", "refuse"}, `duplicate-keys policy "refuse": want report or fail`},
+	} {
+		code, out, errOut := run(t, env, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, "geoingest "+c.args[0]+": "+c.want, c.args)
+	}
+}

@@ -111,7 +111,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if err := params.Validate(); err != nil {
-		return err
+		return m.badParams("ingest", err)
 	}
 	guards, err := gf.guards()
 	if err != nil {

@@ -60,6 +60,15 @@ func (m *Main) badFormat(cmd, format, want string) error {
 	return errUsage
 }
 
+// badParams says why the job parameters the flags give are refused
+// (ingest.Params.Validate: a --key with an empty field, a --duplicate-keys
+// or --invalid policy it does not know, ...) and returns errUsage: a bad
+// flag value, exit 2, as a bad --format is.
+func (m *Main) badParams(cmd string, err error) error {
+	fmt.Fprintf(m.Stderr, "geoingest %s: %v\n", cmd, err)
+	return errUsage
+}
+
 // exitError asks for a specific exit status without printing anything more.
 type exitError int
 
