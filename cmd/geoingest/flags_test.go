@@ -200,3 +200,21 @@ func TestBadJobParamsAreAUsageError(t *testing.T) {
 		require.Contains(t, errOut, "geoingest "+c.args[0]+": "+c.want, c.args)
 	}
 }
+
+// TestPaddedKeyFieldIsNamed: a --key field with spaces around it is
+// refused naming it ("APN " is padded), not as an empty field name.
+func TestPaddedKeyFieldIsNamed(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for key, want := range map[string]string{
+		"APN ":        `key field "APN " is padded with spaces`,
+		"STATE| APN":  `key field " APN" is padded with spaces`,
+		" ":           "key field names must not be empty",
+		"STATE||APN":  "key field names must not be empty",
+		"STATE|STATE": `key field "STATE" given twice`,
+	} {
+		code, out, errOut := run(t, env, "ingest", "--key", key, "parcels.geojson")
+		require.Equal(t, 2, code, "%q: %s%s", key, out, errOut)
+		require.Contains(t, errOut, "geoingest ingest: "+want, key)
+	}
+}

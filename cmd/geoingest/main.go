@@ -378,9 +378,9 @@ func (p *paramFlags) params() ingest.Params {
 	ps.DefaultEncoding = p.encoding
 	ps.Layers = p.layers
 	ps.GeometryField = p.geometryField
-	ps.Key, _ = ingest.ParseKey(p.key) // an empty or padded field is refused by Validate
-	if p.key != "" && len(ps.Key) == 0 {
-		ps.Key = []string{""}
+	var err error
+	if ps.Key, err = ingest.ParseKey(p.key); err != nil || (p.key != "" && len(ps.Key) == 0) {
+		ps.Key = strings.Split(p.key, "|") // its empty or padded field is refused by Validate, named
 	}
 	ps.MatchIoU, ps.DuplicateKeys = p.matchIoU, p.duplicateKeys
 	if p.schemaFile != "" && p.schema == nil && p.schemaErr == nil {
