@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
@@ -60,6 +61,48 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	}
 	if modes != 1 || fs.NArg() > 1 {
 		fs.Usage()
+		return errUsage
+	}
+	// A flag of another mode would be ignored: --since on a job, --after
+	// without --follow. Refused, naming what it goes with.
+	var misplaced error
+	fs.Visit(func(f *flag.Flag) {
+		var with string
+		switch f.Name {
+		case "since":
+			if fs.NArg() == 1 {
+				return
+			}
+			with = "SOURCE"
+		case "after", "poll", "webhook":
+			if *follow {
+				return
+			}
+			with = "--follow"
+		case "expire-zoom", "subscriber":
+			if *hook != "" {
+				return
+			}
+			with = "--follow --webhook URL"
+		case "zoom", "tile-buffer":
+			if *tiles {
+				return
+			}
+			with = "--job JOB --tiles"
+		case "max-tiles":
+			if *tiles || *expireZoom != "" {
+				return
+			}
+			with = "--job JOB --tiles or --expire-zoom"
+		default:
+			return
+		}
+		if misplaced == nil {
+			misplaced = fmt.Errorf("--%s goes with %s", f.Name, with)
+		}
+	})
+	if misplaced != nil {
+		fmt.Fprintf(m.Stderr, "geoingest changes: %v\n", misplaced)
 		return errUsage
 	}
 	tz, err := ingest.ParseTileZoom(*zoom, ingest.DefaultTileZoom)

@@ -218,3 +218,30 @@ func TestPaddedKeyFieldIsNamed(t *testing.T) {
 		require.Contains(t, errOut, "geoingest ingest: "+want, key)
 	}
 }
+
+// TestChangesRefusesAFlagOfAnotherMode: a flag of another of changes'
+// modes (--since with --job, --after without --follow, --zoom without
+// --tiles) exits 2 naming what it goes with, before any database is
+// opened; it was silently ignored, so that `changes SOURCE --after C`
+// printed every record as if no cursor had been given.
+func TestChangesRefusesAFlagOfAnotherMode(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--job", "0123456789ab", "--since", "24h"}, "--since goes with SOURCE"},
+		{[]string{"--follow", "--since", "24h"}, "--since goes with SOURCE"},
+		{[]string{"parcels.geojson", "--after", "900"}, "--after goes with --follow"},
+		{[]string{"--job", "0123456789ab", "--poll", "1s"}, "--poll goes with --follow"},
+		{[]string{"--job", "0123456789ab", "--webhook", "http://127.0.0.1:9/hook"}, "--webhook goes with --follow"},
+		{[]string{"--follow", "--expire-zoom", "10-14"}, "--expire-zoom goes with --follow --webhook URL"},
+		{[]string{"--job", "0123456789ab", "--zoom", "0-6"}, "--zoom goes with --job JOB --tiles"},
+		{[]string{"--job", "0123456789ab", "--max-tiles", "10"}, "--max-tiles goes with --job JOB --tiles or --expire-zoom"},
+	} {
+		code, out, errOut := run(t, env, append([]string{"changes"}, c.args...)...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
+	}
+}
