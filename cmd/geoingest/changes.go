@@ -114,6 +114,17 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	tz.MaxTiles, tz.Buffer = *maxTiles, *buffer
+	if *tiles && *format == "geojson" {
+		return m.badFormat("changes", *format, "table, csv or json with --tiles")
+	}
+	if *maxTiles < 1 {
+		fmt.Fprintf(m.Stderr, "geoingest changes: --max-tiles %d: want at least 1\n", *maxTiles)
+		return errUsage
+	}
+	if !(*buffer >= 0 && *buffer <= 1) { // NaN too
+		fmt.Fprintf(m.Stderr, "geoingest changes: --tile-buffer %g: want a fraction of a tile in [0, 1]\n", *buffer)
+		return errUsage
+	}
 	if *after != "" {
 		// The store's rule (a record's cursor is a whole number), checked
 		// before the database is opened, as every bad flag value is.
@@ -312,7 +323,7 @@ func lineageText(f ingest.FeatureChange) string {
 // line when the cap cut it short.
 func (p changePrinter) tiles(e ingest.ExpiredTiles) error {
 	switch p.format {
-	case "json", "geojson":
+	case "json":
 		return p.json(struct {
 			ingest.ExpiredTiles
 			Truncated bool `json:"truncated"`

@@ -245,3 +245,27 @@ func TestChangesRefusesAFlagOfAnotherMode(t *testing.T) {
 		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
 	}
 }
+
+// TestChangesTilesRefusesBadFlags: `changes --tiles` with --format geojson
+// (it prints no geometries: it printed JSON as if asked for json), a
+// --max-tiles under 1 or a --tile-buffer outside [0, 1] exits 2 naming
+// the flag, before any database is opened; the last two exited 1.
+func TestChangesTilesRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "geojson"}, `--format "geojson": want table, csv or json with --tiles`},
+		{[]string{"--max-tiles", "0"}, "--max-tiles 0: want at least 1"},
+		{[]string{"--max-tiles", "-1"}, "--max-tiles -1: want at least 1"},
+		{[]string{"--tile-buffer", "-1"}, "--tile-buffer -1: want a fraction of a tile in [0, 1]"},
+		{[]string{"--tile-buffer", "NaN"}, "--tile-buffer NaN: want a fraction of a tile in [0, 1]"},
+	} {
+		args := append([]string{"changes", "--job", "0123456789ab", "--tiles"}, c.args...)
+		code, out, errOut := run(t, env, args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
+	}
+}
