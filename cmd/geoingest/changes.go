@@ -439,9 +439,11 @@ func requireKnownSource(ctx context.Context, store any, arg, bucket, key string)
 	if err != nil || known {
 		return err
 	}
-	named := ingest.Source{Bucket: bucket, Key: key}.String()
-	if named != arg {
-		named = arg + " (" + named + ")"
+	// A local path is named with the source ingest made of it; a URL
+	// (gs://, azblob:// too: Source has no store here) as it was given.
+	named := arg
+	if src := (ingest.Source{Bucket: bucket, Key: key}).String(); bucket == ingest.LocalBucket && src != arg {
+		named = arg + " (" + src + ")"
 	}
 	return fmt.Errorf("no job was ever recorded for source %s: geoingest jobs sources lists the sources", named)
 }

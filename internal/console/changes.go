@@ -81,7 +81,7 @@ func (h *Handler) apiSourceChanges(w http.ResponseWriter, r *http.Request) {
 			}
 			if !known {
 				writeJSON(w, http.StatusNotFound, map[string]string{"error": "no job was ever recorded for source " +
-					ingest.Source{Bucket: bucket, Key: key}.String() + ": /api/sources lists the sources"})
+					v.Get("source") + ": /api/sources lists the sources"})
 				return
 			}
 		}
