@@ -133,6 +133,23 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 			return errUsage
 		}
 	}
+	if *poll <= 0 {
+		fmt.Fprintf(m.Stderr, "geoingest changes: --poll %s: want a positive duration (2s)\n", *poll)
+		return errUsage
+	}
+	var expire ingest.TileZoom
+	if *hook != "" {
+		if _, err := ingest.ParseWebhookURL(*hook); err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest changes: --%v\n", err)
+			return errUsage
+		}
+	}
+	if *expireZoom != "" {
+		if expire, err = ingest.ParseTileZoom(*expireZoom, ingest.DefaultTileZoom); err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest changes: --expire-zoom: %v\n", err)
+			return errUsage
+		}
+	}
 	var from time.Time
 	if *since != "" {
 		t, err := ingest.ParseSince(*since, time.Now())
@@ -159,9 +176,6 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	p := changePrinter{m: m, format: *format}
 	switch {
 	case *follow && *hook != "":
-		if _, err := ingest.ParseWebhookURL(*hook); err != nil {
-			return err
-		}
 		subs, ok := a.store.(ingest.Subscribers)
 		if !ok {
 			return errors.New("this store keeps no subscribers")
@@ -169,10 +183,7 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		w := &ingest.Webhook{URL: *hook, Name: *hookName, Secret: []byte(m.Getenv("GEOINGEST_WEBHOOK_SECRET")), Feed: log,
 			Subscribers: subs, Holder: webhookHolder(), Log: m.Log, Poll: *poll}
 		if *expireZoom != "" {
-			ez, err := ingest.ParseTileZoom(*expireZoom, ingest.DefaultTileZoom)
-			if err != nil {
-				return err
-			}
+			ez := expire
 			ez.MaxTiles = *maxTiles
 			w.Tiles, _ = a.store.(ingest.TileExpiry)
 			w.Select = func(ingest.Changes) (bool, *ingest.TileZoom) { return true, &ez }

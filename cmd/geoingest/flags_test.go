@@ -269,3 +269,27 @@ func TestChangesTilesRefusesBadFlags(t *testing.T) {
 		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
 	}
 }
+
+// TestChangesFollowRefusesBadFlags: `changes --follow` with a --poll of
+// zero or less (it read the feed in a busy loop), a --webhook that is not
+// an http(s) URL or a bad --expire-zoom (both exited 1, after the
+// database was opened) exits 2 naming the flag, before any database is
+// opened.
+func TestChangesFollowRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--poll", "0s"}, "--poll 0s: want a positive duration"},
+		{[]string{"--poll", "-1s"}, "--poll -1s: want a positive duration"},
+		{[]string{"--webhook", "ftp://example.org/hook"}, `--webhook "ftp://example.org/hook": want an http:// or https:// URL`},
+		{[]string{"--webhook", "http://127.0.0.1:9/hook", "--expire-zoom", "14-10"}, `--expire-zoom: zoom range "14-10": want MIN-MAX`},
+	} {
+		args := append([]string{"changes", "--follow"}, c.args...)
+		code, out, errOut := run(t, env, args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
+	}
+}
