@@ -293,3 +293,23 @@ func TestChangesFollowRefusesBadFlags(t *testing.T) {
 		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
 	}
 }
+
+// TestBatchWebhookURLIsChecked: ingest and backfill refuse a --webhook
+// (or GEOINGEST_WEBHOOK) that is not an http(s) URL with exit 2, before
+// any database is opened; they exited 1 once it was.
+func TestBatchWebhookURLIsChecked(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, args := range [][]string{
+		{"ingest", "--webhook", "ftp://example.org/hook", "parcels.geojson"},
+		{"backfill", "--dir", t.TempDir(), "--webhook", "ftp://example.org/hook"},
+	} {
+		code, out, errOut := run(t, env, args...)
+		require.Equal(t, 2, code, "%v: %s%s", args, out, errOut)
+		require.Contains(t, errOut, "geoingest "+args[0]+`: --webhook "ftp://example.org/hook": want an http:// or https:// URL`, args)
+	}
+	env["GEOINGEST_WEBHOOK"] = "example.org/hook"
+	code, out, errOut := run(t, env, "ingest", "parcels.geojson")
+	require.Equal(t, 2, code, out+errOut)
+	require.Contains(t, errOut, `geoingest ingest: --webhook "example.org/hook": want an http:// or https:// URL`)
+}

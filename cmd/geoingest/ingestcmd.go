@@ -113,6 +113,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	if err := params.Validate(); err != nil {
 		return m.badParams("ingest", err)
 	}
+	if err := wf.check(m, "ingest"); err != nil {
+		return err
+	}
 	guards, err := gf.guards()
 	if err != nil {
 		return err
