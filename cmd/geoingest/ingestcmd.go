@@ -187,6 +187,10 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		case res.Err != nil:
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", res.Err)
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
+		case res.Outcome == ingest.AlreadyPresent && res.Features == 0:
+			// Stopped at the claim gate, which reads no counts: "0
+			// features" would say the file is empty.
+			fmt.Fprintf(m.Stdout, "%s  %-15s %s  (committed before: geoingest jobs show %s)\n", short(res.JobID), res.Outcome, path, short(res.JobID))
 		default:
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s  %d features, %.0f m²%s\n", short(res.JobID), res.Outcome, path, res.Features, res.AreaM2,
 				changesText(versionChanges(res)))

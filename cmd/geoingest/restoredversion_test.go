@@ -39,6 +39,8 @@ func TestIngestOfARestoredFileSaysHowToApplyIt(t *testing.T) {
 	code, out, errOut = run(t, env, "ingest", path)
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "already-present")
+	require.NotContains(t, out, "0 features, 0 m²", "the restored file has 20 features: no count rather than a wrong one")
+	require.Contains(t, out, "(committed before: geoingest jobs show "+first[:12]+")")
 	require.Contains(t, errOut, "these bytes are job "+first+", written before and now ")
 	want := "geoingest ingest --policy replace --if-match " + second + " " + path
 	require.Contains(t, errOut, want)
