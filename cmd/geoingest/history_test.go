@@ -89,6 +89,7 @@ func TestHistoryCommandAsOf(t *testing.T) {
 	code, o, errOut = run(t, env, "report", "area", "--as-of", t1, "--format", "json")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "current at "+t1[:19])
+	require.Contains(t, errOut, "the rows add up to the total of the parcels current at "+t1[:19], "the parcels then, not the current ones")
 	require.NoError(t, json.Unmarshal([]byte(o), &got), o)
 	require.NotNil(t, got.AsOf)
 	require.True(t, got.Reconciled)
