@@ -375,18 +375,20 @@ func (p changePrinter) records(cs []ingest.Changes) error {
 		return p.json(map[string]any{"type": "FeatureCollection", "features": orEmpty(fc)})
 	case "csv":
 		w := csv.NewWriter(p.m.Stdout)
-		_ = w.Write([]string{"job", "recorded_at", "replaced", "added", "removed", "geometry", "attributes", "unchanged", "cursor"})
+		_ = w.Write([]string{"job", "recorded_at", "replaced", "added", "removed", "geometry", "attributes", "unchanged", "cursor", "target_table"})
 		for _, c := range cs {
 			_ = w.Write([]string{c.Job, c.RecordedAt.Format(time.RFC3339Nano), c.Base, itoa(c.Counts.Added), itoa(c.Counts.Removed),
-				itoa(c.Counts.Geometry), itoa(c.Counts.Attributes), itoa(c.Counts.Unchanged), c.Cursor})
+				itoa(c.Counts.Geometry), itoa(c.Counts.Attributes), itoa(c.Counts.Unchanged), c.Cursor, c.Target})
 		}
 		w.Flush()
 		return w.Error()
 	}
 	tw := tabwriter.NewWriter(p.m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECORDED\tJOB\tADDED\tREMOVED\tGEOMETRY\tATTRIBUTES\tUNCHANGED")
+	// A source's records are of every target it was ingested into: the
+	// target tells two first versions of one file apart.
+	fmt.Fprintln(tw, "RECORDED\tJOB\tTARGET\tADDED\tREMOVED\tGEOMETRY\tATTRIBUTES\tUNCHANGED")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", c.RecordedAt.Format("2006-01-02 15:04:05Z07:00"), short(c.Job),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", c.RecordedAt.Format("2006-01-02 15:04:05Z07:00"), short(c.Job), c.Target,
 			c.Counts.Added, c.Counts.Removed, c.Counts.Geometry, c.Counts.Attributes, c.Counts.Unchanged)
 	}
 	return tw.Flush()
