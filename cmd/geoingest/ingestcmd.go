@@ -39,6 +39,9 @@ type ingestLine struct {
 type ingestChanges struct {
 	Base   string              `json:"base_job"`
 	Counts ingest.ChangeCounts `json:"counts"`
+	// DuplicateKeys: the features whose key value another shares (a
+	// placeholder such as -99), matched by content and overlap instead.
+	DuplicateKeys int64 `json:"duplicate_keys,omitempty"`
 }
 
 // versionChanges is a new version's changes, nil for a first version or
@@ -47,7 +50,7 @@ func versionChanges(res ingest.Result) *ingestChanges {
 	if res.Outcome != ingest.Written || res.Changes == nil || res.Changes.Base == "" {
 		return nil
 	}
-	return &ingestChanges{Base: res.Changes.Base, Counts: res.Changes.Counts}
+	return &ingestChanges{Base: res.Changes.Base, Counts: res.Changes.Counts, DuplicateKeys: res.Changes.DuplicateKeys}
 }
 
 // changesText is the text line's account of a version's changes ("" for
@@ -57,7 +60,11 @@ func changesText(c *ingestChanges) string {
 		return ""
 	}
 	n := c.Counts
-	return fmt.Sprintf("; %d added, %d removed, %d geometry, %d attributes, %d unchanged", n.Added, n.Removed, n.Geometry, n.Attributes, n.Unchanged)
+	s := fmt.Sprintf("; %d added, %d removed, %d geometry, %d attributes, %d unchanged", n.Added, n.Removed, n.Geometry, n.Attributes, n.Unchanged)
+	if c.DuplicateKeys > 0 {
+		s += fmt.Sprintf("; %d features with a duplicate key (matched by content and overlap)", c.DuplicateKeys)
+	}
+	return s
 }
 
 // runIngest runs each file through the same gates as the queue consumer.
