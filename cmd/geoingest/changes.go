@@ -59,9 +59,13 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 			modes++
 		}
 	}
-	if modes != 1 || fs.NArg() > 1 {
-		fs.Usage()
-		return errUsage
+	switch {
+	case fs.NArg() > 1:
+		return usageError(fs, fmt.Sprintf("one SOURCE at most, not %d", fs.NArg()))
+	case modes == 0:
+		return usageError(fs, "give a SOURCE, --job JOB or --follow")
+	case modes > 1:
+		return usageError(fs, "give one of SOURCE, --job JOB and --follow")
 	}
 	// A flag of another mode would be ignored: --since on a job, --after
 	// without --follow. Refused, naming what it goes with.

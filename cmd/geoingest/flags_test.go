@@ -313,3 +313,27 @@ func TestBatchWebhookURLIsChecked(t *testing.T) {
 	require.Equal(t, 2, code, out+errOut)
 	require.Contains(t, errOut, `geoingest ingest: --webhook "example.org/hook": want an http:// or https:// URL`)
 }
+
+// TestChangesAndHistorySayWhatIsMissing: `history` without --as-of and
+// `changes` without a mode (or with two) exit 2 saying what they want,
+// above the usage; they printed the usage alone.
+func TestChangesAndHistorySayWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"history"}, "geoingest history: --as-of TIME is needed"},
+		{[]string{"history", "county.geojson"}, "geoingest history: --as-of TIME is needed"},
+		{[]string{"history", "a.geojson", "b.geojson", "--as-of", "1h"}, "geoingest history: one SOURCE at most, not 2"},
+		{[]string{"changes"}, "geoingest changes: give a SOURCE, --job JOB or --follow"},
+		{[]string{"changes", "county.geojson", "--job", "0123456789ab"}, "geoingest changes: give one of SOURCE, --job JOB and --follow"},
+		{[]string{"changes", "a.geojson", "b.geojson"}, "geoingest changes: one SOURCE at most, not 2"},
+	} {
+		code, out, errOut := run(t, env, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, c.want, c.args)
+		require.Contains(t, errOut, "Usage: geoingest "+c.args[0], c.args)
+	}
+}
