@@ -340,6 +340,11 @@ func notCurrentHint(ctx context.Context, store any, jobID, path string) string {
 	if err != nil || l.Status == "current" || (l.CurrentJob != "" && l.CurrentContentHash == l.ContentHash) {
 		return ""
 	}
+	if l.Status == "pending" {
+		// Never current: a guard holds it, and approving it applies it.
+		return fmt.Sprintf("%s: these bytes are job %s, held as pending by a guard and not applied; ingesting them again changes nothing. "+
+			"See why with geoingest pending show %s, apply them with geoingest pending approve %s --reason TEXT", path, jobID, short(jobID), short(jobID))
+	}
 	if l.CurrentJob == "" {
 		return fmt.Sprintf("%s: these bytes are job %s, written before and now %s; the source has no current generation. "+
 			"Ingesting them again changes nothing (a job is written once)", path, jobID, l.Status)
