@@ -98,6 +98,11 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 				return
 			}
 			with = "--job JOB --tiles or --expire-zoom"
+		case "format":
+			if !*follow || *format == "json" {
+				return
+			}
+			with = "SOURCE or --job JOB (--follow prints one JSON object a line)"
 		default:
 			return
 		}

@@ -239,6 +239,8 @@ func TestChangesRefusesAFlagOfAnotherMode(t *testing.T) {
 		{[]string{"--follow", "--expire-zoom", "10-14"}, "--expire-zoom goes with --follow --webhook URL"},
 		{[]string{"--job", "0123456789ab", "--zoom", "0-6"}, "--zoom goes with --job JOB --tiles"},
 		{[]string{"--job", "0123456789ab", "--max-tiles", "10"}, "--max-tiles goes with --job JOB --tiles or --expire-zoom"},
+		{[]string{"--follow", "--format", "csv"}, "--format goes with SOURCE or --job JOB (--follow prints one JSON object a line)"},
+		{[]string{"--follow", "--format", "table", "--after", "x"}, "--format goes with SOURCE or --job JOB"},
 	} {
 		code, out, errOut := run(t, env, append([]string{"changes"}, c.args...)...)
 		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
