@@ -162,6 +162,9 @@ func (p Params) Validate() error {
 		if strings.TrimSpace(f) == "" {
 			return Permanentf("key field names must not be empty")
 		}
+		if f != strings.TrimSpace(f) {
+			return Permanentf("key field %q is padded with spaces", f)
+		}
 		if seen[f] {
 			return Permanentf("key field %q given twice", f)
 		}

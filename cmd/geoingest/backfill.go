@@ -79,6 +79,9 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if err := params.Validate(); err != nil {
+		return m.badParams("backfill", err)
+	}
+	if err := wf.check(m, "backfill"); err != nil {
 		return err
 	}
 	guards, err := gf.guards()

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
@@ -58,8 +59,59 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 			modes++
 		}
 	}
-	if modes != 1 || fs.NArg() > 1 {
-		fs.Usage()
+	switch {
+	case fs.NArg() > 1:
+		return usageError(fs, fmt.Sprintf("one SOURCE at most, not %d", fs.NArg()))
+	case modes == 0:
+		return usageError(fs, "give a SOURCE, --job JOB or --follow")
+	case modes > 1:
+		return usageError(fs, "give one of SOURCE, --job JOB and --follow")
+	}
+	// A flag of another mode would be ignored: --since on a job, --after
+	// without --follow. Refused, naming what it goes with.
+	var misplaced error
+	fs.Visit(func(f *flag.Flag) {
+		var with string
+		switch f.Name {
+		case "since":
+			if fs.NArg() == 1 {
+				return
+			}
+			with = "SOURCE"
+		case "after", "poll", "webhook":
+			if *follow {
+				return
+			}
+			with = "--follow"
+		case "expire-zoom", "subscriber":
+			if *hook != "" {
+				return
+			}
+			with = "--follow --webhook URL"
+		case "zoom", "tile-buffer":
+			if *tiles {
+				return
+			}
+			with = "--job JOB --tiles"
+		case "max-tiles":
+			if *tiles || *expireZoom != "" {
+				return
+			}
+			with = "--job JOB --tiles or --expire-zoom"
+		case "format":
+			if !*follow || *format == "json" {
+				return
+			}
+			with = "SOURCE or --job JOB (--follow prints one JSON object a line)"
+		default:
+			return
+		}
+		if misplaced == nil {
+			misplaced = fmt.Errorf("--%s goes with %s", f.Name, with)
+		}
+	})
+	if misplaced != nil {
+		fmt.Fprintf(m.Stderr, "geoingest changes: %v\n", misplaced)
 		return errUsage
 	}
 	tz, err := ingest.ParseTileZoom(*zoom, ingest.DefaultTileZoom)
@@ -71,6 +123,42 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	tz.MaxTiles, tz.Buffer = *maxTiles, *buffer
+	if *tiles && *format == "geojson" {
+		return m.badFormat("changes", *format, "table, csv or json with --tiles")
+	}
+	if *maxTiles < 1 {
+		fmt.Fprintf(m.Stderr, "geoingest changes: --max-tiles %d: want at least 1\n", *maxTiles)
+		return errUsage
+	}
+	if !(*buffer >= 0 && *buffer <= 1) { // NaN too
+		fmt.Fprintf(m.Stderr, "geoingest changes: --tile-buffer %g: want a fraction of a tile in [0, 1]\n", *buffer)
+		return errUsage
+	}
+	if *after != "" {
+		// The store's rule (a record's cursor is a whole number), checked
+		// before the database is opened, as every bad flag value is.
+		if _, err := strconv.ParseUint(*after, 10, 64); err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest changes: --after %q: want the cursor of a record (a whole number, as the feed prints it)\n", *after)
+			return errUsage
+		}
+	}
+	if *poll <= 0 {
+		fmt.Fprintf(m.Stderr, "geoingest changes: --poll %s: want a positive duration (2s)\n", *poll)
+		return errUsage
+	}
+	var expire ingest.TileZoom
+	if *hook != "" {
+		if _, err := ingest.ParseWebhookURL(*hook); err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest changes: --%v\n", err)
+			return errUsage
+		}
+	}
+	if *expireZoom != "" {
+		if expire, err = ingest.ParseTileZoom(*expireZoom, ingest.DefaultTileZoom); err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest changes: --expire-zoom: %v\n", err)
+			return errUsage
+		}
+	}
 	var from time.Time
 	if *since != "" {
 		t, err := ingest.ParseSince(*since, time.Now())
@@ -97,9 +185,6 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 	p := changePrinter{m: m, format: *format}
 	switch {
 	case *follow && *hook != "":
-		if _, err := ingest.ParseWebhookURL(*hook); err != nil {
-			return err
-		}
 		subs, ok := a.store.(ingest.Subscribers)
 		if !ok {
 			return errors.New("this store keeps no subscribers")
@@ -107,10 +192,7 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		w := &ingest.Webhook{URL: *hook, Name: *hookName, Secret: []byte(m.Getenv("GEOINGEST_WEBHOOK_SECRET")), Feed: log,
 			Subscribers: subs, Holder: webhookHolder(), Log: m.Log, Poll: *poll}
 		if *expireZoom != "" {
-			ez, err := ingest.ParseTileZoom(*expireZoom, ingest.DefaultTileZoom)
-			if err != nil {
-				return err
-			}
+			ez := expire
 			ez.MaxTiles = *maxTiles
 			w.Tiles, _ = a.store.(ingest.TileExpiry)
 			w.Select = func(ingest.Changes) (bool, *ingest.TileZoom) { return true, &ez }
@@ -261,7 +343,7 @@ func lineageText(f ingest.FeatureChange) string {
 // line when the cap cut it short.
 func (p changePrinter) tiles(e ingest.ExpiredTiles) error {
 	switch p.format {
-	case "json", "geojson":
+	case "json":
 		return p.json(struct {
 			ingest.ExpiredTiles
 			Truncated bool `json:"truncated"`
@@ -302,18 +384,20 @@ func (p changePrinter) records(cs []ingest.Changes) error {
 		return p.json(map[string]any{"type": "FeatureCollection", "features": orEmpty(fc)})
 	case "csv":
 		w := csv.NewWriter(p.m.Stdout)
-		_ = w.Write([]string{"job", "recorded_at", "replaced", "added", "removed", "geometry", "attributes", "unchanged", "cursor"})
+		_ = w.Write([]string{"job", "recorded_at", "replaced", "added", "removed", "geometry", "attributes", "unchanged", "cursor", "target_table"})
 		for _, c := range cs {
 			_ = w.Write([]string{c.Job, c.RecordedAt.Format(time.RFC3339Nano), c.Base, itoa(c.Counts.Added), itoa(c.Counts.Removed),
-				itoa(c.Counts.Geometry), itoa(c.Counts.Attributes), itoa(c.Counts.Unchanged), c.Cursor})
+				itoa(c.Counts.Geometry), itoa(c.Counts.Attributes), itoa(c.Counts.Unchanged), c.Cursor, c.Target})
 		}
 		w.Flush()
 		return w.Error()
 	}
 	tw := tabwriter.NewWriter(p.m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECORDED\tJOB\tADDED\tREMOVED\tGEOMETRY\tATTRIBUTES\tUNCHANGED")
+	// A source's records are of every target it was ingested into: the
+	// target tells two first versions of one file apart.
+	fmt.Fprintln(tw, "RECORDED\tJOB\tTARGET\tADDED\tREMOVED\tGEOMETRY\tATTRIBUTES\tUNCHANGED")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", c.RecordedAt.Format("2006-01-02 15:04:05Z07:00"), short(c.Job),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", c.RecordedAt.Format("2006-01-02 15:04:05Z07:00"), short(c.Job), c.Target,
 			c.Counts.Added, c.Counts.Removed, c.Counts.Geometry, c.Counts.Attributes, c.Counts.Unchanged)
 	}
 	return tw.Flush()
@@ -377,9 +461,11 @@ func requireKnownSource(ctx context.Context, store any, arg, bucket, key string)
 	if err != nil || known {
 		return err
 	}
-	named := ingest.Source{Bucket: bucket, Key: key}.String()
-	if named != arg {
-		named = arg + " (" + named + ")"
+	// A local path is named with the source ingest made of it; a URL
+	// (gs://, azblob:// too: Source has no store here) as it was given.
+	named := arg
+	if src := (ingest.Source{Bucket: bucket, Key: key}).String(); bucket == ingest.LocalBucket && src != arg {
+		named = arg + " (" + src + ")"
 	}
 	return fmt.Errorf("no job was ever recorded for source %s: geoingest jobs sources lists the sources", named)
 }

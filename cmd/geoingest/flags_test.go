@@ -163,3 +163,179 @@ func TestBadLogFlagIsAUsageError(t *testing.T) {
 		require.Contains(t, errOut, c.want, c.args)
 	}
 }
+
+// TestBadFeedCursorIsAUsageError: `changes --follow --after CURSOR` with
+// a cursor that is not a record's (not a whole number) exits 2 naming the
+// flag, before any database is opened; it exited 1 once the database
+// answered (here: none can).
+func TestBadFeedCursorIsAUsageError(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []string{"abc", "-1", " 900", "12.5", "99999999999999999999"} {
+		code, out, errOut := run(t, env, "changes", "--follow", "--after", c)
+		require.Equal(t, 2, code, "%q: %s%s", c, out, errOut)
+		require.Contains(t, errOut, `--after "`+c+`": want the cursor of a record`, c)
+	}
+}
+
+// TestBadJobParamsAreAUsageError: ingest and backfill refuse a --key with
+// an empty field, a --duplicate-keys or --invalid policy they do not know
+// with exit 2 and the reason, before any database is opened, as every
+// other bad flag value; they exited 1.
+func TestBadJobParamsAreAUsageError(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ingest", "--key", "STATE||APN", "parcels.geojson"}, "key field names must not be empty"},
+		{[]string{"ingest", "--key", "APN", "--duplicate-keys", "refuse", "parcels.geojson"}, `duplicate-keys policy "refuse": want report or fail`},
+		{[]string{"ingest", "--invalid", "drop", "parcels.geojson"}, `invalid-geometry policy "drop": want repair or fail`},
+		{[]string{"backfill", "--dir", t.TempDir(), "--key", "|"}, "key field names must not be empty"},
+		{[]string{"backfill", "--dir", t.TempDir(), "--duplicate-keys", "refuse"}, `duplicate-keys policy "refuse": want report or fail`},
+	} {
+		code, out, errOut := run(t, env, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, "geoingest "+c.args[0]+": "+c.want, c.args)
+	}
+}
+
+// TestPaddedKeyFieldIsNamed: a --key field with spaces around it is
+// refused naming it ("APN " is padded), not as an empty field name.
+func TestPaddedKeyFieldIsNamed(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for key, want := range map[string]string{
+		"APN ":        `key field "APN " is padded with spaces`,
+		"STATE| APN":  `key field " APN" is padded with spaces`,
+		" ":           "key field names must not be empty",
+		"STATE||APN":  "key field names must not be empty",
+		"STATE|STATE": `key field "STATE" given twice`,
+	} {
+		code, out, errOut := run(t, env, "ingest", "--key", key, "parcels.geojson")
+		require.Equal(t, 2, code, "%q: %s%s", key, out, errOut)
+		require.Contains(t, errOut, "geoingest ingest: "+want, key)
+	}
+}
+
+// TestChangesRefusesAFlagOfAnotherMode: a flag of another of changes'
+// modes (--since with --job, --after without --follow, --zoom without
+// --tiles) exits 2 naming what it goes with, before any database is
+// opened; it was silently ignored, so that `changes SOURCE --after C`
+// printed every record as if no cursor had been given.
+func TestChangesRefusesAFlagOfAnotherMode(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--job", "0123456789ab", "--since", "24h"}, "--since goes with SOURCE"},
+		{[]string{"--follow", "--since", "24h"}, "--since goes with SOURCE"},
+		{[]string{"parcels.geojson", "--after", "900"}, "--after goes with --follow"},
+		{[]string{"--job", "0123456789ab", "--poll", "1s"}, "--poll goes with --follow"},
+		{[]string{"--job", "0123456789ab", "--webhook", "http://127.0.0.1:9/hook"}, "--webhook goes with --follow"},
+		{[]string{"--follow", "--expire-zoom", "10-14"}, "--expire-zoom goes with --follow --webhook URL"},
+		{[]string{"--job", "0123456789ab", "--zoom", "0-6"}, "--zoom goes with --job JOB --tiles"},
+		{[]string{"--job", "0123456789ab", "--max-tiles", "10"}, "--max-tiles goes with --job JOB --tiles or --expire-zoom"},
+		{[]string{"--follow", "--format", "csv"}, "--format goes with SOURCE or --job JOB (--follow prints one JSON object a line)"},
+		{[]string{"--follow", "--format", "table", "--after", "x"}, "--format goes with SOURCE or --job JOB"},
+	} {
+		code, out, errOut := run(t, env, append([]string{"changes"}, c.args...)...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
+	}
+}
+
+// TestChangesTilesRefusesBadFlags: `changes --tiles` with --format geojson
+// (it prints no geometries: it printed JSON as if asked for json), a
+// --max-tiles under 1 or a --tile-buffer outside [0, 1] exits 2 naming
+// the flag, before any database is opened; the last two exited 1.
+func TestChangesTilesRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "geojson"}, `--format "geojson": want table, csv or json with --tiles`},
+		{[]string{"--max-tiles", "0"}, "--max-tiles 0: want at least 1"},
+		{[]string{"--max-tiles", "-1"}, "--max-tiles -1: want at least 1"},
+		{[]string{"--tile-buffer", "-1"}, "--tile-buffer -1: want a fraction of a tile in [0, 1]"},
+		{[]string{"--tile-buffer", "NaN"}, "--tile-buffer NaN: want a fraction of a tile in [0, 1]"},
+	} {
+		args := append([]string{"changes", "--job", "0123456789ab", "--tiles"}, c.args...)
+		code, out, errOut := run(t, env, args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
+	}
+}
+
+// TestChangesFollowRefusesBadFlags: `changes --follow` with a --poll of
+// zero or less (it read the feed in a busy loop), a --webhook that is not
+// an http(s) URL or a bad --expire-zoom (both exited 1, after the
+// database was opened) exits 2 naming the flag, before any database is
+// opened.
+func TestChangesFollowRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--poll", "0s"}, "--poll 0s: want a positive duration"},
+		{[]string{"--poll", "-1s"}, "--poll -1s: want a positive duration"},
+		{[]string{"--webhook", "ftp://example.org/hook"}, `--webhook "ftp://example.org/hook": want an http:// or https:// URL`},
+		{[]string{"--webhook", "http://127.0.0.1:9/hook", "--expire-zoom", "14-10"}, `--expire-zoom: zoom range "14-10": want MIN-MAX`},
+	} {
+		args := append([]string{"changes", "--follow"}, c.args...)
+		code, out, errOut := run(t, env, args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, "geoingest changes: "+c.want, c.args)
+	}
+}
+
+// TestBatchWebhookURLIsChecked: ingest and backfill refuse a --webhook
+// (or GEOINGEST_WEBHOOK) that is not an http(s) URL with exit 2, before
+// any database is opened; they exited 1 once it was.
+func TestBatchWebhookURLIsChecked(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, args := range [][]string{
+		{"ingest", "--webhook", "ftp://example.org/hook", "parcels.geojson"},
+		{"backfill", "--dir", t.TempDir(), "--webhook", "ftp://example.org/hook"},
+	} {
+		code, out, errOut := run(t, env, args...)
+		require.Equal(t, 2, code, "%v: %s%s", args, out, errOut)
+		require.Contains(t, errOut, "geoingest "+args[0]+`: --webhook "ftp://example.org/hook": want an http:// or https:// URL`, args)
+	}
+	env["GEOINGEST_WEBHOOK"] = "example.org/hook"
+	code, out, errOut := run(t, env, "ingest", "parcels.geojson")
+	require.Equal(t, 2, code, out+errOut)
+	require.Contains(t, errOut, `geoingest ingest: --webhook "example.org/hook": want an http:// or https:// URL`)
+}
+
+// TestChangesAndHistorySayWhatIsMissing: `history` without --as-of and
+// `changes` without a mode (or with two) exit 2 saying what they want,
+// above the usage; they printed the usage alone.
+func TestChangesAndHistorySayWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "host=/nonexistent/geoingest dbname=none connect_timeout=1"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"history"}, "geoingest history: --as-of TIME is needed"},
+		{[]string{"history", "county.geojson"}, "geoingest history: --as-of TIME is needed"},
+		{[]string{"history", "a.geojson", "b.geojson", "--as-of", "1h"}, "geoingest history: one SOURCE at most, not 2"},
+		{[]string{"changes"}, "geoingest changes: give a SOURCE, --job JOB or --follow"},
+		{[]string{"changes", "county.geojson", "--job", "0123456789ab"}, "geoingest changes: give one of SOURCE, --job JOB and --follow"},
+		{[]string{"changes", "a.geojson", "b.geojson"}, "geoingest changes: one SOURCE at most, not 2"},
+	} {
+		code, out, errOut := run(t, env, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, c.want, c.args)
+		require.Contains(t, errOut, "Usage: geoingest "+c.args[0], c.args)
+	}
+}

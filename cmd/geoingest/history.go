@@ -42,9 +42,11 @@ func runHistory(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stderr, "geoingest history: --target %q: want %s\n", *target, strings.Join(ingest.Targets, " or "))
 		return errUsage
 	}
-	if *asOf == "" || fs.NArg() > 1 {
-		fs.Usage()
-		return errUsage
+	switch {
+	case *asOf == "":
+		return usageError(fs, "--as-of TIME is needed: the time to read the history at (2026-01-31T00:00:00Z, 2026-01-31 or 720h)")
+	case fs.NArg() > 1:
+		return usageError(fs, fmt.Sprintf("one SOURCE at most, not %d", fs.NArg()))
 	}
 	at, err := ingest.ParseSince(*asOf, time.Now())
 	if err != nil {

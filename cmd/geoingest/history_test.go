@@ -89,6 +89,7 @@ func TestHistoryCommandAsOf(t *testing.T) {
 	code, o, errOut = run(t, env, "report", "area", "--as-of", t1, "--format", "json")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "current at "+t1[:19])
+	require.Contains(t, errOut, "the rows add up to the total of the parcels current at "+t1[:19], "the parcels then, not the current ones")
 	require.NoError(t, json.Unmarshal([]byte(o), &got), o)
 	require.NotNil(t, got.AsOf)
 	require.True(t, got.Reconciled)
@@ -124,6 +125,14 @@ func TestHistoryCommandAsOf(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	getJSON(t, base+"/api/report/area?as_of="+url.QueryEscape(t1), 400, &e)
 	require.Contains(t, e["error"], "retained history")
+	// The refusal names the source as the tables do, without the
+	// server's ERROR: and SQLSTATE (it said "source file//PATH (1): ...").
+	code, _, errOut = run(t, env, "history", "--as-of", t1)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "geoingest history: as of a time: source file://"+path+" (pipeline version 1): ")
+	require.Contains(t, errOut, "is before its retained history")
+	require.NotContains(t, errOut, "SQLSTATE")
+	require.NotContains(t, errOut, "ERROR:")
 }
 
 // TestHistoryRefusesAnUnknownTarget: --target names a feature table;

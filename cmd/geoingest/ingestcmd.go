@@ -39,6 +39,9 @@ type ingestLine struct {
 type ingestChanges struct {
 	Base   string              `json:"base_job"`
 	Counts ingest.ChangeCounts `json:"counts"`
+	// DuplicateKeys: the features whose key value another shares (a
+	// placeholder such as -99), matched by content and overlap instead.
+	DuplicateKeys int64 `json:"duplicate_keys,omitempty"`
 }
 
 // versionChanges is a new version's changes, nil for a first version or
@@ -47,7 +50,7 @@ func versionChanges(res ingest.Result) *ingestChanges {
 	if res.Outcome != ingest.Written || res.Changes == nil || res.Changes.Base == "" {
 		return nil
 	}
-	return &ingestChanges{Base: res.Changes.Base, Counts: res.Changes.Counts}
+	return &ingestChanges{Base: res.Changes.Base, Counts: res.Changes.Counts, DuplicateKeys: res.Changes.DuplicateKeys}
 }
 
 // changesText is the text line's account of a version's changes ("" for
@@ -57,7 +60,11 @@ func changesText(c *ingestChanges) string {
 		return ""
 	}
 	n := c.Counts
-	return fmt.Sprintf("; %d added, %d removed, %d geometry, %d attributes, %d unchanged", n.Added, n.Removed, n.Geometry, n.Attributes, n.Unchanged)
+	s := fmt.Sprintf("; %d added, %d removed, %d geometry, %d attributes, %d unchanged", n.Added, n.Removed, n.Geometry, n.Attributes, n.Unchanged)
+	if c.DuplicateKeys > 0 {
+		s += fmt.Sprintf("; %d features with a duplicate key (matched by content and overlap)", c.DuplicateKeys)
+	}
+	return s
 }
 
 // runIngest runs each file through the same gates as the queue consumer.
@@ -111,6 +118,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if err := params.Validate(); err != nil {
+		return m.badParams("ingest", err)
+	}
+	if err := wf.check(m, "ingest"); err != nil {
 		return err
 	}
 	guards, err := gf.guards()
@@ -184,6 +194,10 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		case res.Err != nil:
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", res.Err)
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
+		case res.Outcome == ingest.AlreadyPresent && res.Features == 0:
+			// Stopped at the claim gate, which reads no counts: "0
+			// features" would say the file is empty.
+			fmt.Fprintf(m.Stdout, "%s  %-15s %s  (committed before: geoingest jobs show %s)\n", short(res.JobID), res.Outcome, path, short(res.JobID))
 		default:
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s  %d features, %.0f m²%s\n", short(res.JobID), res.Outcome, path, res.Features, res.AreaM2,
 				changesText(versionChanges(res)))
@@ -325,6 +339,11 @@ func notCurrentHint(ctx context.Context, store any, jobID, path string) string {
 	l, err := st.JobAgainstCurrent(ctx, jobID)
 	if err != nil || l.Status == "current" || (l.CurrentJob != "" && l.CurrentContentHash == l.ContentHash) {
 		return ""
+	}
+	if l.Status == "pending" {
+		// Never current: a guard holds it, and approving it applies it.
+		return fmt.Sprintf("%s: these bytes are job %s, held as pending by a guard and not applied; ingesting them again changes nothing. "+
+			"See why with geoingest pending show %s, apply them with geoingest pending approve %s --reason TEXT", path, jobID, short(jobID), short(jobID))
 	}
 	if l.CurrentJob == "" {
 		return fmt.Sprintf("%s: these bytes are job %s, written before and now %s; the source has no current generation. "+

@@ -60,6 +60,15 @@ func (m *Main) badFormat(cmd, format, want string) error {
 	return errUsage
 }
 
+// badParams says why the job parameters the flags give are refused
+// (ingest.Params.Validate: a --key with an empty field, a --duplicate-keys
+// or --invalid policy it does not know, ...) and returns errUsage: a bad
+// flag value, exit 2, as a bad --format is.
+func (m *Main) badParams(cmd string, err error) error {
+	fmt.Fprintf(m.Stderr, "geoingest %s: %v\n", cmd, err)
+	return errUsage
+}
+
 // exitError asks for a specific exit status without printing anything more.
 type exitError int
 
@@ -369,9 +378,9 @@ func (p *paramFlags) params() ingest.Params {
 	ps.DefaultEncoding = p.encoding
 	ps.Layers = p.layers
 	ps.GeometryField = p.geometryField
-	ps.Key, _ = ingest.ParseKey(p.key) // an empty or padded field is refused by Validate
-	if p.key != "" && len(ps.Key) == 0 {
-		ps.Key = []string{""}
+	var err error
+	if ps.Key, err = ingest.ParseKey(p.key); err != nil || (p.key != "" && len(ps.Key) == 0) {
+		ps.Key = strings.Split(p.key, "|") // its empty or padded field is refused by Validate, named
 	}
 	ps.MatchIoU, ps.DuplicateKeys = p.matchIoU, p.duplicateKeys
 	if p.schemaFile != "" && p.schema == nil && p.schemaErr == nil {

@@ -125,11 +125,15 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 		counted = fmt.Sprintf("the current generations of pipeline version %s", r.PipelineVersion)
 	}
 	fmt.Fprintf(m.Stderr, "geoingest report: parcel area by admin unit (%s, admin key %q), counting %s\n", q.Method, q.AdminKey, counted)
+	parcels := "the current parcels"
+	if r.AsOf != nil {
+		parcels = "the parcels current at " + r.AsOf.Format(time.RFC3339)
+	}
 	if r.Reconciled {
-		fmt.Fprintf(m.Stderr, "geoingest report: the rows add up to the total of the current parcels (%d parcels, %.1f m²)\n", r.Total.Parcels, r.Total.AreaM2)
+		fmt.Fprintf(m.Stderr, "geoingest report: the rows add up to the total of %s (%d parcels, %.1f m²)\n", parcels, r.Total.Parcels, r.Total.AreaM2)
 	} else {
-		fmt.Fprintf(m.Stderr, "geoingest report: WARNING: the rows do not add up to the total of the current parcels (%d parcels, %.1f m²): difference %+.3f m²\n",
-			r.Total.Parcels, r.Total.AreaM2, r.Difference)
+		fmt.Fprintf(m.Stderr, "geoingest report: WARNING: the rows do not add up to the total of %s (%d parcels, %.1f m²): difference %+.3f m²\n",
+			parcels, r.Total.Parcels, r.Total.AreaM2, r.Difference)
 	}
 	writeCheckProblems(m, r.Check)
 	switch *format {

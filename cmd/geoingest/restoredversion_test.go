@@ -39,6 +39,8 @@ func TestIngestOfARestoredFileSaysHowToApplyIt(t *testing.T) {
 	code, out, errOut = run(t, env, "ingest", path)
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "already-present")
+	require.NotContains(t, out, "0 features, 0 m²", "the restored file has 20 features: no count rather than a wrong one")
+	require.Contains(t, out, "(committed before: geoingest jobs show "+first[:12]+")")
 	require.Contains(t, errOut, "these bytes are job "+first+", written before and now ")
 	want := "geoingest ingest --policy replace --if-match " + second + " " + path
 	require.Contains(t, errOut, want)
@@ -54,4 +56,32 @@ func TestIngestOfARestoredFileSaysHowToApplyIt(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "already-present")
 	require.NotContains(t, errOut, "these bytes are job")
+}
+
+// TestIngestOfAPendingFileSaysHowToApproveIt: the bytes of a version a
+// guard holds, ingested again, are that pending job: ingest says so and
+// names `pending show` and `pending approve`, where it said "now pending"
+// and told to make them "current again" with --policy replace.
+func TestIngestOfAPendingFileSaysHowToApproveIt(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	env := map[string]string{"DATABASE_URL": db, "GEOINGEST_HOME": t.TempDir()}
+	path := filepath.Join(t.TempDir(), "county.geojson")
+	writeSquareSource(t, path, 0, 20)
+	code, out, errOut := run(t, env, "ingest", path)
+	require.Equal(t, 0, code, out+errOut)
+
+	writeSquareSource(t, path, 0, 2) // shrunk by 90 %: the shrink guard holds it
+	code, out, errOut = run(t, env, "ingest", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	held := strings.Fields(out)[0]
+
+	code, out, errOut = run(t, env, "ingest", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "already-present")
+	require.Contains(t, errOut, "held as pending by a guard and not applied")
+	require.Contains(t, errOut, "geoingest pending show "+held)
+	require.Contains(t, errOut, "geoingest pending approve "+held+" --reason TEXT")
+	require.NotContains(t, errOut, "--policy replace")
+	require.NotContains(t, errOut, "current again")
 }

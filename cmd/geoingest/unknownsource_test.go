@@ -51,4 +51,14 @@ func TestChangesAndHistoryOfAnUnknownSource(t *testing.T) {
 	code, out, errOut = run(t, env, "changes", typo)
 	require.Equal(t, 1, code, out+errOut)
 	require.Contains(t, errOut, "no job was ever recorded for source "+typo+" ("+missing+")")
+
+	// A gs:// or azblob:// source is named as given, not as an s3:// one.
+	for _, src := range []string{"gs://county-uploads/parcels.geojson", "azblob://uploads/parcels.geojson"} {
+		for _, args := range [][]string{{"changes", src}, {"history", "--as-of", "1s", src}} {
+			code, out, errOut = run(t, env, args...)
+			require.Equal(t, 1, code, "%v: %s", args, out+errOut)
+			require.Contains(t, errOut, "no job was ever recorded for source "+src+":", "%v", args)
+			require.NotContains(t, errOut, "s3://", "%v", args)
+		}
+	}
 }

@@ -41,6 +41,19 @@ func (m *Main) addWebhookFlags(fs *flag.FlagSet, w *webhookFlags) {
 	fs.StringVar(&w.secretFile, "webhook-secret-file", m.Getenv("GEOINGEST_WEBHOOK_SECRET_FILE"), "file holding the webhooks' HMAC key (env GEOINGEST_WEBHOOK_SECRET_FILE; else GEOINGEST_WEBHOOK_SECRET)")
 }
 
+// check refuses a --webhook (or GEOINGEST_WEBHOOK) that is not an http(s)
+// URL as a usage error of cmd, before the database is opened.
+func (w webhookFlags) check(m *Main, cmd string) error {
+	if w.url == "" {
+		return nil
+	}
+	if _, err := ingest.ParseWebhookURL(w.url); err != nil {
+		fmt.Fprintf(m.Stderr, "geoingest %s: --%v\n", cmd, err)
+		return errUsage
+	}
+	return nil
+}
+
 // startBatchWebhooks starts a batch command's webhooks (startWebhooks,
 // with routes as the command has them); its stop, with drain, makes the
 // last pass and tells stderr what it could not deliver (a batch command's

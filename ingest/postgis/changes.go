@@ -239,6 +239,19 @@ func (s *Store) ChangeFeed(ctx context.Context, after string, limit int) ([]inge
 	if err != nil {
 		return nil, fmt.Errorf("change feed after %q: %w", after, err)
 	}
+	if len(rows) == 0 && after != "0" {
+		// A cursor this database never handed out (one kept from another
+		// database, or a restored one) would wait silently until its
+		// transaction ids caught up: refused instead.
+		next, err := s.q.ChangeFeedNext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("change feed after %q: %w", after, err)
+		}
+		a, _ := strconv.ParseUint(after, 10, 64)
+		if n, err := strconv.ParseUint(next, 10, 64); err == nil && a >= n {
+			return nil, ingest.Permanentf("change feed cursor %s: no record of this database has it (its transactions are below %s): a cursor of another database, or of one since restored?", after, next)
+		}
+	}
 	out := make([]ingest.Changes, len(rows))
 	for i, r := range rows {
 		out[i] = changesOf(r)

@@ -258,3 +258,27 @@ func feedAfter(t *testing.T, b *bundle, cursor string, want int) []ingest.Change
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestChangeFeedRefusesACursorOfAnotherDatabase: a cursor past every
+// transaction id the database assigned (one kept from another database,
+// or from before a restore) is refused, permanent, where the feed
+// waited silently for its ids to catch up; the cursor of the last record
+// still reads as an empty feed.
+func TestChangeFeedRefusesACursorOfAnotherDatabase(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	p := ingest.DefaultParams("parcels")
+	j := version(t, writeFeats(t, "v1.geojson", []feat{sq(0, `{"n":"a"}`)}), "v1", "10", p)
+	require.NoError(t, b.svc.Run(ctx, j).Err)
+	last := feedAfter(t, b, "", 1)[0].Cursor
+
+	feed, err := b.store.ChangeFeed(ctx, last, 10)
+	require.NoError(t, err)
+	require.Empty(t, feed)
+	for _, c := range []string{"9000000000000", "18446744073709551615"} {
+		_, err = b.store.ChangeFeed(ctx, c, 10)
+		require.ErrorContains(t, err, "change feed cursor "+c+": no record of this database has it", c)
+		require.Equal(t, ingest.Permanent, ingest.KindOf(err), c)
+	}
+}

@@ -2,11 +2,14 @@ package postgis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -25,7 +28,31 @@ func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != "
 // data_exception of geoingest_features_as_of) is permanent, the caller's
 // to change, not a failure of the database.
 func asOfErr(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22000" {
+		return ingest.Permanentf("as of a time: %s", asOfMessage(pgErr.Message))
+	}
 	return classify(fmt.Errorf("as of a time: %w", err))
+}
+
+// asOfSource is how geoingest_features_as_of names the source of a time
+// it cannot answer: "source BUCKET/KEY (PIPELINE_VERSION): ".
+var asOfSource = regexp.MustCompile(`^source ([^/]*)/(.*) \(([^()]*)\): `)
+
+// asOfMessage is the function's refusal with its source named as the
+// tables name it (file:///PATH for a local file, not file//PATH) and its
+// pipeline version said to be one, without the server's ERROR: and
+// SQLSTATE around it.
+func asOfMessage(msg string) string {
+	m := asOfSource.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	src := m[1] + "/" + m[2]
+	if m[1] == ingest.LocalBucket {
+		src = ingest.Source{Bucket: m[1], Key: m[2]}.String()
+	}
+	return fmt.Sprintf("source %s (pipeline version %s): %s", src, m[3], msg[len(m[0]):])
 }
 
 // FeaturesAsOf returns target's features as they were at time at.

@@ -57,7 +57,7 @@ func (h *Handler) apiSourceChanges(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	bucket, key := ingest.ParseSourcePrefix(v.Get("source"))
 	if bucket == "" || key == "" {
-		h.apiError(w, r, ingest.Permanentf("source %q: want s3://BUCKET/KEY or file:///PATH", v.Get("source")))
+		h.apiError(w, r, ingest.Permanentf("source %q: want s3://BUCKET/KEY, gs://BUCKET/KEY, azblob://CONTAINER/KEY or file:///PATH", v.Get("source")))
 		return
 	}
 	since, err := parseSince(v.Get("since"), time.Now())
@@ -81,7 +81,7 @@ func (h *Handler) apiSourceChanges(w http.ResponseWriter, r *http.Request) {
 			}
 			if !known {
 				writeJSON(w, http.StatusNotFound, map[string]string{"error": "no job was ever recorded for source " +
-					ingest.Source{Bucket: bucket, Key: key}.String() + ": /api/sources lists the sources"})
+					v.Get("source") + ": /api/sources lists the sources"})
 				return
 			}
 		}

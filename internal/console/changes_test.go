@@ -54,4 +54,12 @@ func TestSourceChangesOfAnUnknownSource(t *testing.T) {
 	code, body = get("s3://uploads/parcels/countty.geojson")
 	require.Equal(t, http.StatusNotFound, code, body)
 	require.Contains(t, body["error"], "s3://uploads/parcels/countty.geojson")
+	// A gs:// source is named as asked for, not as an s3:// one.
+	code, body = get("gs://uploads/parcels/countty.geojson")
+	require.Equal(t, http.StatusNotFound, code, body)
+	require.Contains(t, body["error"], "source gs://uploads/parcels/countty.geojson:")
+	// A path is not a source URL: the answer names every scheme it takes.
+	code, body = get("/srv/uploads/county.geojson")
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body["error"], "want s3://BUCKET/KEY, gs://BUCKET/KEY, azblob://CONTAINER/KEY or file:///PATH")
 }

@@ -108,6 +108,20 @@ func (q *Queries) ChangeFeedBehind(ctx context.Context, after string) (bool, err
 	return behind, err
 }
 
+const changeFeedNext = `-- name: ChangeFeedNext :one
+SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next
+`
+
+// ChangeFeedNext is the first transaction id not yet assigned (the
+// snapshot's xmax, read without assigning one): every record's cursor is
+// below it, so a cursor at or past it is no cursor of this database.
+func (q *Queries) ChangeFeedNext(ctx context.Context) (string, error) {
+	row := q.db.QueryRow(ctx, changeFeedNext)
+	var next string
+	err := row.Scan(&next)
+	return next, err
+}
+
 const jobChangeCounts = `-- name: JobChangeCounts :one
 SELECT job_id, target_table, source_bucket, source_key, coalesce(base_job_id, '')::text AS base_job_id,
        added, removed, geometry, attributes, unchanged, by_key, by_content, by_overlap,

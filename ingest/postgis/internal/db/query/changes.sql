@@ -104,3 +104,9 @@ SELECT EXISTS (SELECT FROM job_changes
 -- SourceHasJobs is whether any job (of any target, status or pipeline
 -- version) was ever recorded for the source bucket/key.
 SELECT EXISTS (SELECT FROM jobs j WHERE j.source_bucket = @source_bucket::text AND j.source_key = @source_key::text)::boolean AS has;
+
+-- name: ChangeFeedNext :one
+-- ChangeFeedNext is the first transaction id not yet assigned (the
+-- snapshot's xmax, read without assigning one): every record's cursor is
+-- below it, so a cursor at or past it is no cursor of this database.
+SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next;
