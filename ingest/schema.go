@@ -106,10 +106,12 @@ type mappedColumn struct {
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // reservedColumns are the typed views' own columns and the feature
-// tables' (the typed columns are stored beside them).
+// tables' (the typed columns are stored beside them), and the typed
+// as-of functions' (source_bucket, source_key: schema apply cannot
+// create a function with a column of either name).
 var reservedColumns = map[string]bool{"id": true, "job_id": true, "job_ref": true, "feature_index": true, "layer": true,
 	"properties": true, "geom": true, "area_m2": true, "feature_id": true, "pipeline_version": true, ExtrasKey: true,
-	"match_key": true, "geom_hash": true, "props_hash": true, "raw_hash": true}
+	"match_key": true, "geom_hash": true, "props_hash": true, "raw_hash": true, "source_bucket": true, "source_key": true}
 
 // LoadSchema reads and checks a schema file.
 func LoadSchema(path string) (*Schema, error) {
@@ -146,8 +148,11 @@ func (s *Schema) check() error {
 		}
 		seen := map[string]bool{}
 		for _, c := range ts.Columns {
-			if !identifier.MatchString(c.Name) || reservedColumns[c.Name] {
+			if !identifier.MatchString(c.Name) {
 				return fmt.Errorf("target %s: column %q: want a lower-case name (letters, digits, _), not one of the views' own", t, c.Name)
+			}
+			if reservedColumns[c.Name] {
+				return fmt.Errorf("target %s: column %q: a name of the typed views' or their as-of functions' own columns: give it another", t, c.Name)
 			}
 			if seen[c.Name] {
 				return fmt.Errorf("target %s: column %q given twice", t, c.Name)

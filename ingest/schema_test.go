@@ -151,3 +151,15 @@ func TestMappedKeyNamesAColumn(t *testing.T) {
 	p.Key = []string{"F0"}
 	require.ErrorContains(t, p.Validate(), "(field F0 is the column c0)")
 }
+
+// TestSchemaRefusesAsOfParameterNames: schema check refuses a column that
+// schema apply could not make (the as-of functions' own parameters,
+// source_bucket and source_key), naming it, rather than passing the file
+// that apply then fails on with an SQL error.
+func TestSchemaRefusesAsOfParameterNames(t *testing.T) {
+	for _, name := range []string{"source_bucket", "source_key", "job_id", "pipeline_version", "extras"} {
+		_, err := ParseSchema([]byte("targets:\n  parcels:\n    columns:\n      - {name: " + name + ", type: text}\n"))
+		require.ErrorContains(t, err, `column "`+name+`"`, name)
+		require.True(t, IsReservedColumn(name), name)
+	}
+}
