@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"go.yaml.in/yaml/v3"
@@ -186,6 +187,9 @@ func (s *Schema) check() error {
 			if f.Format != "" && c.Type != TypeDate && c.Type != TypeTimestamptz {
 				return fmt.Errorf("mapping %s: column %s: format is for date and timestamptz columns", m.Name, c.Name)
 			}
+			if f.Format != "" && !readsDate(f.Format) {
+				return fmt.Errorf("mapping %s: column %s: format %q reads no whole date (year, month and day): write it in Go's reference time, such as 02/01/2006 for day/month/year", m.Name, c.Name, f.Format)
+			}
 			if f.Pad != 0 && (c.Type != TypeText || f.Pad < 0 || f.Pad > 64) {
 				return fmt.Errorf("mapping %s: column %s: pad is a width (1 to 64) for text columns", m.Name, c.Name)
 			}
@@ -203,6 +207,16 @@ func (s *Schema) check() error {
 		}
 	}
 	return nil
+}
+
+// readsDate reports whether layout, a date or timestamptz format, reads
+// back the year, the month and the day of a date it wrote: a layout in
+// another notation ("dd/mm/yyyy") or missing a part ("01/02") would
+// fail every value, or read them all into the year 0.
+func readsDate(layout string) bool {
+	d := time.Date(2021, time.November, 23, 0, 0, 0, 0, time.UTC)
+	p, err := time.Parse(layout, d.Format(layout))
+	return err == nil && p.Year() == d.Year() && p.Month() == d.Month() && p.Day() == d.Day()
 }
 
 // Mapping returns the mapping named name, nil when there is none.

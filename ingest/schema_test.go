@@ -163,3 +163,28 @@ func TestSchemaRefusesAsOfParameterNames(t *testing.T) {
 		require.True(t, IsReservedColumn(name), name)
 	}
 }
+
+// TestSchemaRefusesFormatWithoutDate: a date or timestamptz format that
+// does not read a whole date (year, month and day) in Go's reference time
+// is refused by schema check, naming the mapping, the column and the
+// format. "dd/mm/yyyy" passed, and every value of the column then failed
+// to cast: every feature quarantined. A format without a year read dates
+// in the year 0.
+func TestSchemaRefusesFormatWithoutDate(t *testing.T) {
+	schema := func(typ, format string) string {
+		return "targets:\n  parcels:\n    columns:\n      - {name: d, type: " + typ + "}\n" +
+			"mappings:\n  - name: m\n    target: parcels\n    fields:\n      d: {from: D, format: \"" + format + "\"}\n"
+	}
+	for _, f := range []string{"dd/mm/yyyy", "01/02", "01/01/2006", "2006-01", "15:04:05"} {
+		for _, typ := range []string{TypeDate, TypeTimestamptz} {
+			_, err := ParseSchema([]byte(schema(typ, f)))
+			require.ErrorContains(t, err, `mapping m: column d: format "`+f+`"`, f)
+		}
+	}
+	for _, f := range []string{"01/02/2006", "02.01.2006", "Jan 2, 2006", "20060102", "2006-002", "02/01/06", "2006-01-02T15:04:05Z07:00", "2006-01-02 15:04"} {
+		for _, typ := range []string{TypeDate, TypeTimestamptz} {
+			_, err := ParseSchema([]byte(schema(typ, f)))
+			require.NoError(t, err, f)
+		}
+	}
+}
