@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 
@@ -159,6 +161,35 @@ func TestBadLogFlagIsAUsageError(t *testing.T) {
 		{nil, []string{"serve", "--log-format", "xml", "--inbox", t.TempDir()}, `--log-format "xml": want text or json`},
 	} {
 		code, out, errOut := run(t, c.env, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, c.want, c.args)
+	}
+}
+
+// TestGuardArgumentsAreUsageErrors: the arguments of the guards' commands
+// that are wrong on their face (pending approve or reject without
+// --reason, --force without --reason or --reason without --force, a
+// threshold that is no fraction, a quarantine index that is no number)
+// exit 2 with what is wrong, before any database is opened, as an unknown
+// flag does; they exited 1, as a failure.
+func TestGuardArgumentsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "x.geojson")
+	require.NoError(t, os.WriteFile(file, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pending", "approve", "0123456789ab"}, "geoingest pending: pending approve needs --reason TEXT"},
+		{[]string{"pending", "reject", "0123456789ab", "--reason", " "}, "geoingest pending: pending reject needs --reason TEXT"},
+		{[]string{"quarantine", "show", "0123456789ab", "abc"}, `geoingest quarantine: feature index "abc": want the feature's index`},
+		{[]string{"ingest", "--force", file}, "geoingest ingest: force needs a reason (--reason TEXT)"},
+		{[]string{"ingest", "--reason", "x", file}, "geoingest ingest: --reason goes with --force"},
+		{[]string{"ingest", "--guard-shrink", "2", file}, `geoingest ingest: --guard-shrink "2": want a fraction in (0, 1] or off`},
+		{[]string{"backfill", "--dir", t.TempDir(), "--force"}, "geoingest backfill: force needs a reason (--reason TEXT)"},
+		{[]string{"backfill", "--dir", t.TempDir(), "--guard-extent", "abc"}, `geoingest backfill: --guard-extent "abc": want a fraction`},
+	} {
+		code, out, errOut := run(t, map[string]string{}, c.args...)
 		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
 		require.Contains(t, errOut, c.want, c.args)
 	}

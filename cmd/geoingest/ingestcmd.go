@@ -115,7 +115,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	guards, err := gf.guards()
 	if err != nil {
-		return err
+		fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", err)
+		return errUsage
 	}
 	// The files are hashed (their job keys need the SHA-256 of their bytes)
 	// one ahead of the jobs: the first while the database is connected

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -51,8 +52,9 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	decide := sub == "approve" || sub == "reject"
-	if decide && *reason == "" {
-		return fmt.Errorf("pending %s needs --reason TEXT: it is recorded in the audit trail", sub)
+	if decide && strings.TrimSpace(*reason) == "" {
+		fmt.Fprintf(m.Stderr, "geoingest pending: pending %s needs --reason TEXT: it is recorded in the audit trail\n", sub)
+		return errUsage
 	}
 	if *actor == "" {
 		if u, err := user.Current(); err == nil {

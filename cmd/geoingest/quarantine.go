@@ -65,7 +65,8 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 	if sub == "show" {
 		var err error
 		if index, err = strconv.ParseInt(pos[1], 10, 64); err != nil || index < 0 {
-			return fmt.Errorf("feature index %q: want the feature's index in its file (a number)", pos[1])
+			fmt.Fprintf(m.Stderr, "geoingest quarantine: feature index %q: want the feature's index in its file (a number)\n", pos[1])
+			return errUsage
 		}
 	}
 	a, err := m.open(ctx, &d, nil)
