@@ -103,6 +103,8 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 			if _, err := a.store.ConsoleJob(ctx, pos[0]); errors.Is(err, ingest.ErrNoSuchJob) {
 				return fmt.Errorf("job %s: %w", pos[0], err)
 			}
+			// In either format (guards.md).
+			return fmt.Errorf("job %s: no guard decisions recorded", pos[0])
 		}
 		if *format == "json" {
 			type ev struct {
@@ -114,9 +116,6 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 				list[i] = ev{GuardEvent: e, Summary: e.Summary}
 			}
 			return out(list)
-		}
-		if len(evs) == 0 {
-			return fmt.Errorf("job %s: no guard decisions recorded", pos[0])
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
 		defer tw.Flush()

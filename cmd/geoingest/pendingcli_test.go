@@ -114,6 +114,11 @@ func TestChangesAndPendingShowSayWhatTheJobIs(t *testing.T) {
 	code, out, errOut = run(t, env, "pending", "show", written)
 	require.Equal(t, 1, code, out+errOut)
 	require.Contains(t, errOut, "job "+written+": no guard decisions recorded")
+	// In JSON too (guards.md: "in either format"): it printed [] and exited 0.
+	code, out, errOut = run(t, env, "pending", "show", written, "--format", "json")
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "job "+written+": no guard decisions recorded")
+	require.Empty(t, out)
 }
 
 // TestPendingListPrintsShortIDs: `pending list` prints the 12 characters
