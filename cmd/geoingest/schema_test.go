@@ -112,8 +112,12 @@ func TestTypedSchema(t *testing.T) {
 	removed = strings.Replace(removed, "      vacant: {from: VACANT}\n", "", 1)
 	require.NoError(t, os.WriteFile(schema, []byte(removed), 0o644))
 	code, out, errOut = run(t, env, "schema", "apply", "--schema", schema)
-	require.NotEqual(t, 0, code)
+	require.Equal(t, 1, code, out+errOut)
 	require.Contains(t, out+errOut, "a typed column can only be added")
+	// The refusal names the file, not a write's step ("normalise
+	// features: ERROR: ...", as if a transient failure).
+	require.Contains(t, errOut, "geoingest schema: schema "+schema+": ")
+	require.NotContains(t, errOut, "normalise features")
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
 }
