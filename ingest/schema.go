@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -134,10 +136,32 @@ func ParseSchema(b []byte) (*Schema, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return nil, err
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty: want targets: {parcels: {columns: [...]}}")
+		}
+		return nil, errors.New(yamlTerms.Replace(err.Error()))
 	}
 	return &s, s.check()
 }
+
+// yamlTerms puts the decoder's errors in the schema file's terms: the
+// keys each part of it takes, not the Go types it is decoded into.
+var yamlTerms = strings.NewReplacer(
+	"in type ingest.Schema", "in the file (it takes targets, mappings)",
+	"in type ingest.TargetSchema", "in a target (it takes columns)",
+	"in type ingest.Column", "in a column (it takes name, type)",
+	"in type ingest.Mapping", "in a mapping (it takes name, target, fields)",
+	"in type ingest.FieldMap", "in a field's mapping (it takes from, trim, pad, format)",
+	"into []ingest.Column", "into a list of columns",
+	"into []ingest.Mapping", "into a list of mappings",
+	"into map[string]ingest.TargetSchema", "into targets (a map of target to its columns)",
+	"into map[string]ingest.FieldMap", "into fields (a map of column to its field)",
+	"into ingest.Schema", "into a schema (targets, mappings)",
+	"into ingest.TargetSchema", "into a target (columns)",
+	"into ingest.Column", "into a column ({name: NAME, type: TYPE})",
+	"into ingest.Mapping", "into a mapping (name, target, fields)",
+	"into ingest.FieldMap", "into a field's mapping ({from: FIELD, ...})",
+)
 
 func (s *Schema) check() error {
 	if len(s.Targets) == 0 {

@@ -188,3 +188,24 @@ func TestSchemaRefusesFormatWithoutDate(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaFileErrorsNameNoGoTypes: a misspelt key, a value of the wrong
+// kind and an empty file are reported in the schema file's terms (the
+// keys a target, column, mapping or field takes), not as Go's types
+// ("field typ not found in type ingest.Column") or a bare "EOF".
+func TestSchemaFileErrorsNameNoGoTypes(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"target: {}\n", "line 1: field target not found in the file (it takes targets, mappings)"},
+		{"targets:\n  parcels:\n    colums: []\n", "line 3: field colums not found in a target (it takes columns)"},
+		{"targets:\n  parcels:\n    columns:\n      - {name: a, typ: text}\n", "line 4: field typ not found in a column (it takes name, type)"},
+		{"targets:\n  parcels:\n    columns:\n      - {name: a, type: text}\nmappings:\n  - name: m\n    targt: parcels\n", "line 7: field targt not found in a mapping (it takes name, target, fields)"},
+		{"targets:\n  parcels:\n    columns:\n      - {name: a, type: text}\nmappings:\n  - name: m\n    target: parcels\n    fields:\n      a: {from: A, trimm: true}\n", "line 9: field trimm not found in a field's mapping (it takes from, trim, pad, format)"},
+		{"targets:\n  parcels:\n    columns: {name: a, type: text}\n", "line 3: cannot unmarshal !!map into a list of columns"},
+		{"", "empty: want targets: {parcels: {columns: [...]}}"},
+		{"# nothing\n", "empty: want targets: {parcels: {columns: [...]}}"},
+	} {
+		_, err := ParseSchema([]byte(c.file))
+		require.ErrorContains(t, err, c.want, c.file)
+		require.NotContains(t, err.Error(), "ingest.", c.file)
+	}
+}
