@@ -191,8 +191,11 @@ func (s *Schema) check() error {
 	names := map[string]bool{}
 	for i := range s.Mappings {
 		m := &s.Mappings[i]
-		if m.Name == "" || names[m.Name] {
-			return fmt.Errorf("mapping %d: want a name of its own", i+1)
+		if m.Name == "" {
+			return fmt.Errorf("mapping %d: want name: NAME", i+1)
+		}
+		if names[m.Name] {
+			return fmt.Errorf("mapping %q given twice", m.Name)
 		}
 		names[m.Name] = true
 		ts, ok := s.Targets[m.Target]

@@ -209,3 +209,14 @@ func TestSchemaFileErrorsNameNoGoTypes(t *testing.T) {
 		require.NotContains(t, err.Error(), "ingest.", c.file)
 	}
 }
+
+// TestSchemaNamesADuplicateMapping: a mapping name given twice is named
+// ("mapping \"m\" given twice"), as a column given twice is; it said
+// "mapping 2: want a name of its own", as for a mapping with no name.
+func TestSchemaNamesADuplicateMapping(t *testing.T) {
+	head := "targets:\n  parcels:\n    columns:\n      - {name: a, type: text}\nmappings:\n"
+	_, err := ParseSchema([]byte(head + "  - {name: m, target: parcels, fields: {a: {from: A}}}\n  - {name: m, target: parcels, fields: {a: {from: B}}}\n"))
+	require.EqualError(t, err, `mapping "m" given twice`)
+	_, err = ParseSchema([]byte(head + "  - {target: parcels, fields: {a: {from: A}}}\n"))
+	require.EqualError(t, err, `mapping 1: want name: NAME`)
+}
