@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -204,7 +205,21 @@ func printInspection(w io.Writer, r *inspect.Report) {
 	sort.Strings(keys)
 	var ps []string
 	for _, k := range keys {
-		ps = append(ps, fmt.Sprintf("%s=%v", k, r.Params[k]))
+		switch v := r.Params[k].(type) {
+		case string, bool, int, int64, float64, json.Number:
+			ps = append(ps, fmt.Sprintf("%s=%v", k, v))
+		default:
+			// A mapping's spec, a composite key: as JSON, as the job
+			// key hashes it, not Go's map[...].
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(v); err != nil {
+				ps = append(ps, fmt.Sprintf("%s=%v", k, v))
+				continue
+			}
+			ps = append(ps, k+"="+strings.TrimSuffix(b.String(), "\n"))
+		}
 	}
 	fmt.Fprintf(w, "params    %s\n", strings.Join(ps, " "))
 	for _, l := range r.Layers {

@@ -167,3 +167,21 @@ func TestSchemaCheckListsColumns(t *testing.T) {
 	require.Contains(t, out, "target parcels: apn text, county text, owner_id int8, assessed numeric, vacant boolean, sold_on date, updated_at timestamptz\n")
 	require.NotContains(t, out, ",\n")
 }
+
+// TestInspectPrintsTheMappingAsJSON: inspect's params line prints a job
+// parameter that is not a scalar (the mapping's spec, a composite key) as
+// JSON, as the job key hashes it; it printed Go's formatting of a map
+// ("mapping=map[columns:[map[column:apn from:APN ...").
+func TestInspectPrintsTheMappingAsJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+	code, out, errOut := run(t, nil, "inspect", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, out, "map[")
+	require.Contains(t, out, `mapping={"columns":[{"column":"apn","from":"APN","trim":true,"type":"text"},`)
+	require.Contains(t, out, ` invalid=repair `)
+}
