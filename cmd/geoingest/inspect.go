@@ -273,6 +273,9 @@ func printInspection(w io.Writer, r *inspect.Report) {
 			fl = append(fl, f.Name+" "+f.Type)
 		}
 		fmt.Fprintf(w, "  fields    %s\n", strings.Join(fl, ", "))
+		for _, f := range l.MappedFieldsMissing {
+			fmt.Fprintf(w, "  mapping   field %s (column %s) is in no feature: %s would be NULL in every row, and the drift guard would hold the next version\n", f.Field, f.Column, f.Column)
+		}
 		if len(l.CandidateKeys) > 0 {
 			fmt.Fprintf(w, "  keys      %s (unique and present in all of the first %d features: candidates for --key)\n", strings.Join(l.CandidateKeys, ", "), l.CandidateKeysOf)
 		}

@@ -185,3 +185,27 @@ func TestInspectPrintsTheMappingAsJSON(t *testing.T) {
 	require.Contains(t, out, `mapping={"columns":[{"column":"apn","from":"APN","trim":true,"type":"text"},`)
 	require.Contains(t, out, ` invalid=repair `)
 }
+
+// TestInspectNamesMappedFieldsInNoFeature: inspect under a mapping names
+// a mapped field that no feature of a layer has (a typo in from:): its
+// column would be NULL in every row of the first version, and the drift
+// guard then holds every next version. It said nothing, and "would land".
+func TestInspectNamesMappedFieldsInNoFeature(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(strings.Replace(typedSchema, "from: SALE_DATE", "from: SALEDATE", 1)), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+	code, out, errOut := run(t, nil, "inspect", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "  mapping   field SALEDATE (column sold_on) is in no feature: sold_on would be NULL in every row, and the drift guard would hold the next version\n")
+	code, out, errOut = run(t, nil, "inspect", "--json", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `"mapped_fields_missing":[{"field":"SALEDATE","column":"sold_on"}]`)
+
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	code, out, errOut = run(t, nil, "inspect", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, out, "  mapping ")
+}

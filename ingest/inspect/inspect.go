@@ -61,6 +61,12 @@ type Report struct {
 	Checked bool `json:"checked"`
 }
 
+// MappedField is a source field of a mapping and the column it fills.
+type MappedField struct {
+	Field  string `json:"field"`
+	Column string `json:"column"`
+}
+
 // Layer describes one layer.
 type Layer struct {
 	Name   string `json:"name"`
@@ -82,6 +88,10 @@ type Layer struct {
 	// route's key= can name (keys.go).
 	CandidateKeys   []string `json:"candidate_keys"`
 	CandidateKeysOf int64    `json:"candidate_keys_of"`
+	// MappedFieldsMissing are the fields of the job's mapping that no
+	// feature of the layer has (a typo in its from:): their columns would
+	// be NULL in every row, and the drift guard holds the next version.
+	MappedFieldsMissing []MappedField `json:"mapped_fields_missing,omitempty"`
 	// Suggested are the typed columns the layer's values suggest
 	// (Options.Suggest, suggest.go).
 	Suggested []SuggestedColumn `json:"suggested_columns,omitempty"`
@@ -237,6 +247,20 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		}
 	}
 	rep.Layers = s.layers()
+	if m := job.Params.TheMapping(); m != nil {
+		cols, from := m.Columns(), m.SourceFields()
+		for i := range rep.Layers {
+			l := &rep.Layers[i]
+			if l.Features == 0 {
+				continue
+			}
+			for j, f := range from {
+				if !slices.ContainsFunc(l.Fields, func(lf Field) bool { return lf.Name == f }) {
+					l.MappedFieldsMissing = append(l.MappedFieldsMissing, MappedField{Field: f, Column: cols[j].Name})
+				}
+			}
+		}
+	}
 	unread, tables := geomio.UnreadLayers(r), geomio.UnreadTables(r)
 	if len(unread)+len(tables) > 0 {
 		rep.Layers = append(rep.Layers, otherLayers(ctx, fetched.Path, gopts, unread, tables, job.Params, o.Check, s.valid, proj)...)
