@@ -88,9 +88,20 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
 		defer tw.Flush()
-		fmt.Fprintln(tw, "JOB\tSOURCE\tFEATURES\tHELD AT\tREASON")
+		fmt.Fprintln(tw, "JOB\tSOURCE\tFEATURES\tHELD AT\tCOMPARED WITH\tREASON")
 		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", short(p.JobID), p.Source, p.Features, p.Committed.UTC().Format("2006-01-02 15:04:05Z"), p.Reason)
+			// The generation the guards compared it with, as its hold
+			// recorded it (the source's current one may have changed
+			// since: an older version applied late).
+			var sum struct {
+				Current string `json:"current_job"`
+			}
+			_ = json.Unmarshal(p.Summary, &sum)
+			cur := "-"
+			if sum.Current != "" {
+				cur = short(sum.Current)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", short(p.JobID), p.Source, p.Features, p.Committed.UTC().Format("2006-01-02 15:04:05Z"), cur, p.Reason)
 		}
 		return nil
 	case "show":

@@ -124,13 +124,19 @@ func TestChangesAndPendingShowSayWhatTheJobIs(t *testing.T) {
 // TestPendingListPrintsShortIDs: `pending list` prints the 12 characters
 // of a job id that the other tables print (a prefix of 8 or more stands
 // for the job everywhere); --format json keeps the whole id.
+//
+// The table names the generation each was compared with (guards.md: "with
+// the reason and the generation each was compared with"), as the JSON's
+// current_job does; it printed no such column.
 func TestPendingListPrintsShortIDs(t *testing.T) {
 	t.Parallel()
-	env, _, _, _, held := heldSquares(t)
+	env, _, _, written, held := heldSquares(t)
 	code, out, errOut := run(t, env, "pending", "list")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, held[:12]+"  ")
 	require.NotContains(t, out, held)
+	require.Contains(t, out, "COMPARED WITH")
+	require.Contains(t, out, "  "+written[:12]+"  ")
 	code, out, errOut = run(t, env, "pending", "show", held[:12])
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "held")
