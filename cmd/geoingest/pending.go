@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/user"
 	"strings"
 	"text/tabwriter"
 
@@ -57,11 +56,7 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	if *actor == "" {
-		if u, err := user.Current(); err == nil {
-			*actor = "cli:" + u.Username
-		} else {
-			*actor = "cli"
-		}
+		*actor = cliActor()
 	}
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {

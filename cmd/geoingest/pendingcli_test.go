@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,4 +161,34 @@ func TestJSONOutputIsNotHTMLEscaped(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "(20 -> 1; threshold 20%)")
 	require.NotContains(t, out, `\u003e`)
+}
+
+// TestForcedVersionRecordsWhoForcedIt: ingest --force --reason records its
+// forced entry with the user who forced it ("cli:" and the operating-system
+// user, or --actor), as pending approve records who approved; it recorded
+// the worker's id ("host:pid:..."), so the audit trail did not say who.
+func TestForcedVersionRecordsWhoForcedIt(t *testing.T) {
+	t.Parallel()
+	env, _, path, _, _ := heldSquares(t)
+	writeSquareSource(t, path, 0, 3)
+	code, out, errOut := run(t, env, "ingest", "--json", "--force", "--reason", "the county sold them", path)
+	require.Equal(t, 0, code, out+errOut)
+	forced := parseLines(t, out)[0].JobID
+	u, err := user.Current()
+	require.NoError(t, err)
+	code, out, errOut = run(t, env, "pending", "show", forced, "--format", "json")
+	require.Equal(t, 0, code, out+errOut)
+	var evs []struct{ Action, Actor, Reason string }
+	require.NoError(t, json.Unmarshal([]byte(out), &evs))
+	require.Len(t, evs, 1, out)
+	require.Equal(t, "forced", evs[0].Action)
+	require.Equal(t, "cli:"+u.Username, evs[0].Actor)
+
+	writeSquareSource(t, path, 0, 1)
+	code, out, errOut = run(t, env, "ingest", "--json", "--force", "--reason", "again", "--actor", "alice", path)
+	require.Equal(t, 0, code, out+errOut)
+	forced = parseLines(t, out)[0].JobID
+	code, out, errOut = run(t, env, "pending", "show", forced)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "forced  alice ")
 }

@@ -84,8 +84,12 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 	}
 	if job.Guards.Force {
 		res.Reason = "forced (" + job.Guards.Reason + "): " + sum.Reason()
+		actor := g.actor
+		if job.Guards.Actor != "" {
+			actor = job.Guards.Actor
+		}
 		_, err := g.q.InsertGuardEvent(ctx, db.InsertGuardEventParams{JobID: job.ID, Action: "forced",
-			Actor: g.actor, Reason: job.Guards.Reason + " [" + sum.Reason() + "]", Summary: summary})
+			Actor: actor, Reason: job.Guards.Reason + " [" + sum.Reason() + "]", Summary: summary})
 		return false, err
 	}
 	// Held: out of the readers' sight, and not attached at commit.
