@@ -186,6 +186,10 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", res.Err)
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s\n", short(res.JobID), res.Outcome, path)
 		default:
+			if res.Reason != "" {
+				// A forced version: what the guards found in it.
+				fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %s\n", path, res.Reason)
+			}
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s  %d features, %.0f m²%s\n", short(res.JobID), res.Outcome, path, res.Features, res.AreaM2,
 				changesText(versionChanges(res)))
 		}

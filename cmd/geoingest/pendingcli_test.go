@@ -192,3 +192,17 @@ func TestForcedVersionRecordsWhoForcedIt(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "forced  alice ")
 }
+
+// TestIngestSaysWhatAForcedVersionTripped: ingest --force, without --json,
+// says on stderr what the guards found in the version it forced, as
+// --json's reason does; it printed only "written", as for a version that
+// tripped nothing.
+func TestIngestSaysWhatAForcedVersionTripped(t *testing.T) {
+	t.Parallel()
+	env, _, path, _, _ := heldSquares(t)
+	writeSquareSource(t, path, 0, 3)
+	code, out, errOut := run(t, env, "ingest", "--force", "--reason", "the county sold them", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "written")
+	require.Contains(t, errOut, "geoingest ingest: "+path+": forced (the county sold them): shrink: features down 85.0% (20 -> 3; threshold 20%)")
+}
