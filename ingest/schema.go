@@ -141,7 +141,28 @@ func ParseSchema(b []byte) (*Schema, error) {
 		}
 		return nil, errors.New(yamlTerms.Replace(err.Error()))
 	}
+	// A second document would be ignored, and what it says with it.
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || !emptyDocument(&more) {
+			return nil, errors.New("more than one YAML document (---): want one")
+		}
+	}
 	return &s, s.check()
+}
+
+// emptyDocument reports whether n, a decoded YAML document, holds nothing
+// (a --- with only comments after it).
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n.Kind == 0 || n.Kind == yaml.DocumentNode && len(n.Content) == 0 ||
+		n.Kind == yaml.ScalarNode && n.Tag == "!!null" && (n.Value == "" || n.Value == "~" || n.Value == "null")
 }
 
 // yamlTerms puts the decoder's errors in the schema file's terms: the

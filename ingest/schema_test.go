@@ -220,3 +220,16 @@ func TestSchemaNamesADuplicateMapping(t *testing.T) {
 	_, err = ParseSchema([]byte(head + "  - {target: parcels, fields: {a: {from: A}}}\n"))
 	require.EqualError(t, err, `mapping 1: want name: NAME`)
 }
+
+// TestSchemaRefusesASecondDocument: a schema file of several YAML
+// documents (separated by ---) is refused: only the first was read, and a
+// mapping in the second was silently not there ("not a mapping of schema").
+func TestSchemaRefusesASecondDocument(t *testing.T) {
+	_, err := ParseSchema([]byte("targets:\n  parcels:\n    columns:\n      - {name: apn, type: text}\n---\nmappings:\n  - {name: m, target: parcels, fields: {apn: {from: APN}}}\n"))
+	require.ErrorContains(t, err, "more than one YAML document (---): want one")
+	// A document end marker, or a separator with nothing after it, is one document.
+	_, err = ParseSchema([]byte("targets:\n  parcels:\n    columns:\n      - {name: apn, type: text}\n---\n# nothing\n"))
+	require.NoError(t, err)
+	_, err = ParseSchema([]byte("---\ntargets:\n  parcels:\n    columns:\n      - {name: apn, type: text}\n...\n"))
+	require.NoError(t, err)
+}
