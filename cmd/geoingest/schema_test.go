@@ -166,6 +166,15 @@ func TestSchemaCheckListsColumns(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "target parcels: apn text, county text, owner_id int8, assessed numeric, vacant boolean, sold_on date, updated_at timestamptz\n")
 	require.NotContains(t, out, ",\n")
+	// A mapping lists each column with its field, a field whose name has
+	// a space or a comma quoted; it printed Go's formatting of a list
+	// ("7 columns from [APN CNTY ...]"), where "Sale Date" read as two
+	// fields, and "1 columns".
+	require.Contains(t, out, "mapping county-06037 -> parcels: apn from APN, county from CNTY, owner_id from OWNER_ID, assessed from VALUE, vacant from VACANT, sold_on from SALE_DATE, updated_at from UPDATED\n")
+	require.NoError(t, os.WriteFile(schema, []byte("targets:\n  parcels:\n    columns:\n      - {name: sold, type: text}\nmappings:\n  - {name: m, target: parcels, fields: {sold: {from: Sale Date}}}\n"), 0o644))
+	code, out, errOut = run(t, map[string]string{}, "schema", "check", "--schema", schema)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "mapping m -> parcels: sold from \"Sale Date\"\n")
 }
 
 // TestInspectPrintsTheMappingAsJSON: inspect's params line prints a job
