@@ -287,6 +287,9 @@ func printInspection(w io.Writer, r *inspect.Report) {
 		}
 		if l.Check != nil {
 			fmt.Fprintf(w, "  check     %d invalid, %d null, %d non-polygonal\n", l.Check.Invalid, l.Check.Null, l.Check.NonPolygonal)
+			if l.Check.Cast > 0 {
+				fmt.Fprintf(w, "  cast      %d would not cast (quarantined, rule cast); the first: %s\n", l.Check.Cast, l.Check.CastFirst)
+			}
 		}
 	}
 	fmt.Fprintln(w)

@@ -218,3 +218,27 @@ func TestInspectNamesMappedFieldsInNoFeature(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.NotContains(t, out, "  mapping ")
 }
+
+// TestInspectCheckCountsCasts: inspect --check under a mapping counts the
+// features whose values would not cast (the job quarantines them, rule
+// cast) and names the first; it counted only geometries and said "would
+// land" of a file half of which the job then quarantined.
+func TestInspectCheckCountsCasts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+	code, out, errOut := run(t, nil, "inspect", "--check", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "  check     0 invalid, 0 null, 0 non-polygonal\n")
+	require.Contains(t, out, `  cast      1 would not cast (quarantined, rule cast); the first: layer "county" feature 3: field SALE_DATE value "2021-03-14" does not cast to sold_on date with format 01/02/2006 (mapping county-06037)`+"\n")
+	code, out, errOut = run(t, nil, "inspect", "--check", "--json", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `"cast":1,"cast_first":"layer \"county\" feature 3: field SALE_DATE value`)
+	// Without a mapping there is nothing to cast, and no such line.
+	code, out, errOut = run(t, nil, "inspect", "--check", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, out, "  cast ")
+}

@@ -173,6 +173,11 @@ type Check struct {
 	// Invalid are polygons ST_IsValid would call invalid (GEOS): repaired,
 	// or the job fails, by the invalid policy.
 	Invalid int64 `json:"invalid"`
+	// Cast are the polygonal features whose values the job's mapping
+	// would not cast (quarantined, rule cast), and CastFirst says why of
+	// the first of them.
+	Cast      int64  `json:"cast,omitempty"`
+	CastFirst string `json:"cast_first,omitempty"`
 }
 
 // Options are Run's options.
@@ -230,6 +235,9 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	if o.Check {
 		s.valid = validity.NewChecker()
 		defer s.valid.Close()
+		if s.mapping = job.Params.TheMapping(); s.mapping != nil {
+			s.applier = s.mapping.Applier()
+		}
 	}
 	for r.Next() {
 		if err := ctx.Err(); err != nil {
@@ -395,6 +403,9 @@ type scanner struct {
 	p       ingest.Params
 	check   bool
 	suggest bool
+	mapping *ingest.Mapping // with check: the job's, to count its casts
+	applier *ingest.Applier
+	mapped  []byte
 	valid   *validity.Checker
 	buf     bytes.Buffer
 	order   []string
@@ -482,6 +493,20 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 			a.l.Check.Invalid++
 			if s.p.Invalid == ingest.PolicyFail && fail == "" {
 				fail = fmt.Sprintf("layer %q feature %d: invalid polygon (invalid policy is fail)", f.Layer, f.Index)
+			}
+		}
+		if s.applier != nil {
+			// As the job maps a polygonal feature (prepare/features.go).
+			props := f.Properties
+			if len(props) == 0 {
+				props = []byte("{}")
+			}
+			var err error
+			if s.mapped, err = s.applier.Apply(s.mapped[:0], props); err != nil {
+				if a.l.Check.Cast == 0 {
+					a.l.Check.CastFirst = fmt.Sprintf("layer %q feature %d: %v (mapping %s)", f.Layer, f.Index, err, s.mapping.Name)
+				}
+				a.l.Check.Cast++
 			}
 		}
 	}
