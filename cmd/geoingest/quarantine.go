@@ -146,6 +146,14 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 		return nil
 	}
 	// export
+	page, err := q.QuarantinedFeatures(ctx, pos[0], ingest.FirstQuarantinePage(1))
+	if err != nil {
+		return noJob(err)
+	}
+	if len(page) == 0 {
+		// Still the empty export, but not in silence.
+		fmt.Fprintf(m.Stderr, "geoingest quarantine export: job %s has nothing in its quarantine: the export is empty\n", pos[0])
+	}
 	var w io.Writer = m.Stdout
 	var f *os.File
 	if *output != "" && *output != "-" {
