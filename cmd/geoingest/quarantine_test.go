@@ -205,3 +205,25 @@ func TestQuarantineExportOfNothingSaysSo(t *testing.T) {
 	}
 	require.Equal(t, `{"type":"FeatureCollection","features":[]}`+"\n", out)
 }
+
+// TestQuarantineGuardNamesTheJob: the reason of a version the quarantine
+// guard held names the command with the version's job id, as the other
+// hints do; it said "geoingest quarantine list JOB", leaving the id to
+// find.
+func TestQuarantineGuardNamesTheJob(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "parcels.geojson")
+	writeSquareSource(t, path, 0, 3)
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.NoError(t, os.WriteFile(path, []byte(quarantineFile), 0o644))
+	code, out, errOut = run(t, env, "ingest", "--json", "--guard-shrink", "off", "--guard-extent", "off", "--no-guard-drift", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	l := parseLines(t, out)[0]
+	require.Equal(t, "pending", l.Outcome)
+	require.Contains(t, out, "(threshold 10%; geoingest quarantine list "+l.JobID[:12]+")")
+	code, out, errOut = run(t, env, "pending", "list")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "geoingest quarantine list "+l.JobID[:12]+")")
+}

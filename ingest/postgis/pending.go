@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -75,6 +76,11 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 	}
 	sum := ingest.CheckGuards(guards, cur, version)
 	sum.CurrentID = g.src.CurrentJobID.String
+	for i := range sum.Trips {
+		// The quarantine's hint, with this version's id (as the tables
+		// print it) for its JOB.
+		sum.Trips[i].Detail = strings.Replace(sum.Trips[i].Detail, "geoingest quarantine list JOB)", "geoingest quarantine list "+job.ID[:min(12, len(job.ID))]+")", 1)
+	}
 	if len(sum.Trips) == 0 {
 		return false, nil
 	}
