@@ -56,6 +56,9 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	}
 	target := fs.Arg(0)
 	params := p.params()
+	if p.schemaErr != nil {
+		return p.schemaErr
+	}
 	if err := params.Validate(); err != nil {
 		return err
 	}

@@ -48,6 +48,9 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	params := p.params()
+	if p.schemaErr != nil {
+		return p.schemaErr
+	}
 	if err := params.Validate(); err != nil {
 		return err
 	}

@@ -242,3 +242,30 @@ func TestInspectCheckCountsCasts(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.NotContains(t, out, "  cast ")
 }
+
+// TestBrokenSchemaFileIsNamed: inspect and replay with a --schema file
+// that does not parse (or does not exist) say what is wrong with it, as
+// ingest does; they said "no schema file (--schema FILE or
+// GEOINGEST_SCHEMA)" of the file just given, or, without --mapping,
+// nothing at all.
+func TestBrokenSchemaFileIsNamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("targets:\n  parcels:\n    colums: []\n"), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+	for _, args := range [][]string{
+		{"inspect", "--schema", bad, "--mapping", "m", data},
+		{"inspect", "--schema", bad, data},
+		{"replay", "--schema", bad, "--mapping", "m", data},
+	} {
+		code, out, errOut := run(t, map[string]string{}, args...)
+		require.Equal(t, 1, code, "%v: %s%s", args, out, errOut)
+		require.Contains(t, errOut, "schema "+bad+": yaml: unmarshal errors:", args)
+		require.NotContains(t, errOut, "no schema file", args)
+	}
+	code, out, errOut := run(t, map[string]string{}, "inspect", "--schema", filepath.Join(dir, "none.yaml"), "--mapping", "m", data)
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "none.yaml: no such file or directory")
+}
