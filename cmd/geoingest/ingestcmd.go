@@ -111,7 +111,9 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if err := params.Validate(); err != nil {
-		return err
+		// A flag's value the job cannot take: a usage error.
+		fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", err)
+		return errUsage
 	}
 	guards, err := gf.guards()
 	if err != nil {

@@ -60,7 +60,9 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 		return p.schemaErr
 	}
 	if err := params.Validate(); err != nil {
-		return err
+		// A flag's value the job cannot take: a usage error.
+		fmt.Fprintf(m.Stderr, "geoingest inspect: %v\n", err)
+		return errUsage
 	}
 	specs := []string(routes)
 	if len(specs) == 0 && m.Getenv("GEOINGEST_ROUTES") != "" {
