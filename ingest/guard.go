@@ -42,9 +42,11 @@ type Guards struct {
 	// requires in the version whatever the current generation recorded.
 	KeyFields []string
 	// Force applies a version whatever its guards say; Reason, required
-	// with it, is recorded with what the guards found.
+	// with it, is recorded with what the guards found, and Actor as who
+	// forced it ("": the worker that wrote it).
 	Force  bool
 	Reason string
+	Actor  string
 }
 
 // Default thresholds of the guards.

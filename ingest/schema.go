@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/geoingest/geoingest/geomio/jsonscan"
 	"go.yaml.in/yaml/v3"
@@ -106,10 +109,12 @@ type mappedColumn struct {
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // reservedColumns are the typed views' own columns and the feature
-// tables' (the typed columns are stored beside them).
+// tables' (the typed columns are stored beside them), and the typed
+// as-of functions' (source_bucket, source_key: schema apply cannot
+// create a function with a column of either name).
 var reservedColumns = map[string]bool{"id": true, "job_id": true, "job_ref": true, "feature_index": true, "layer": true,
 	"properties": true, "geom": true, "area_m2": true, "feature_id": true, "pipeline_version": true, ExtrasKey: true,
-	"match_key": true, "geom_hash": true, "props_hash": true, "raw_hash": true}
+	"match_key": true, "geom_hash": true, "props_hash": true, "raw_hash": true, "source_bucket": true, "source_key": true}
 
 // LoadSchema reads and checks a schema file.
 func LoadSchema(path string) (*Schema, error) {
@@ -131,10 +136,53 @@ func ParseSchema(b []byte) (*Schema, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return nil, err
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty: want targets: {parcels: {columns: [...]}}")
+		}
+		return nil, errors.New(yamlTerms.Replace(err.Error()))
+	}
+	// A second document would be ignored, and what it says with it.
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || !emptyDocument(&more) {
+			return nil, errors.New("more than one YAML document (---): want one")
+		}
 	}
 	return &s, s.check()
 }
+
+// emptyDocument reports whether n, a decoded YAML document, holds nothing
+// (a --- with only comments after it).
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n.Kind == 0 || n.Kind == yaml.DocumentNode && len(n.Content) == 0 ||
+		n.Kind == yaml.ScalarNode && n.Tag == "!!null" && (n.Value == "" || n.Value == "~" || n.Value == "null")
+}
+
+// yamlTerms puts the decoder's errors in the schema file's terms: the
+// keys each part of it takes, not the Go types it is decoded into.
+var yamlTerms = strings.NewReplacer(
+	"in type ingest.Schema", "in the file (it takes targets, mappings)",
+	"in type ingest.TargetSchema", "in a target (it takes columns)",
+	"in type ingest.Column", "in a column (it takes name, type)",
+	"in type ingest.Mapping", "in a mapping (it takes name, target, fields)",
+	"in type ingest.FieldMap", "in a field's mapping (it takes from, trim, pad, format)",
+	"into []ingest.Column", "into a list of columns",
+	"into []ingest.Mapping", "into a list of mappings",
+	"into map[string]ingest.TargetSchema", "into targets (a map of target to its columns)",
+	"into map[string]ingest.FieldMap", "into fields (a map of column to its field)",
+	"into ingest.Schema", "into a schema (targets, mappings)",
+	"into ingest.TargetSchema", "into a target (columns)",
+	"into ingest.Column", "into a column ({name: NAME, type: TYPE})",
+	"into ingest.Mapping", "into a mapping (name, target, fields)",
+	"into ingest.FieldMap", "into a field's mapping ({from: FIELD, ...})",
+)
 
 func (s *Schema) check() error {
 	if len(s.Targets) == 0 {
@@ -146,8 +194,11 @@ func (s *Schema) check() error {
 		}
 		seen := map[string]bool{}
 		for _, c := range ts.Columns {
-			if !identifier.MatchString(c.Name) || reservedColumns[c.Name] {
+			if !identifier.MatchString(c.Name) {
 				return fmt.Errorf("target %s: column %q: want a lower-case name (letters, digits, _), not one of the views' own", t, c.Name)
+			}
+			if reservedColumns[c.Name] {
+				return fmt.Errorf("target %s: column %q: a name of the typed views' or their as-of functions' own columns: give it another", t, c.Name)
 			}
 			if seen[c.Name] {
 				return fmt.Errorf("target %s: column %q given twice", t, c.Name)
@@ -161,8 +212,11 @@ func (s *Schema) check() error {
 	names := map[string]bool{}
 	for i := range s.Mappings {
 		m := &s.Mappings[i]
-		if m.Name == "" || names[m.Name] {
-			return fmt.Errorf("mapping %d: want a name of its own", i+1)
+		if m.Name == "" {
+			return fmt.Errorf("mapping %d: want name: NAME", i+1)
+		}
+		if names[m.Name] {
+			return fmt.Errorf("mapping %q given twice", m.Name)
 		}
 		names[m.Name] = true
 		ts, ok := s.Targets[m.Target]
@@ -181,6 +235,9 @@ func (s *Schema) check() error {
 			if f.Format != "" && c.Type != TypeDate && c.Type != TypeTimestamptz {
 				return fmt.Errorf("mapping %s: column %s: format is for date and timestamptz columns", m.Name, c.Name)
 			}
+			if f.Format != "" && !readsDate(f.Format) {
+				return fmt.Errorf("mapping %s: column %s: format %q reads no whole date (year, month and day): write it in Go's reference time, such as 02/01/2006 for day/month/year", m.Name, c.Name, f.Format)
+			}
 			if f.Pad != 0 && (c.Type != TypeText || f.Pad < 0 || f.Pad > 64) {
 				return fmt.Errorf("mapping %s: column %s: pad is a width (1 to 64) for text columns", m.Name, c.Name)
 			}
@@ -198,6 +255,16 @@ func (s *Schema) check() error {
 		}
 	}
 	return nil
+}
+
+// readsDate reports whether layout, a date or timestamptz format, reads
+// back the year, the month and the day of a date it wrote: a layout in
+// another notation ("dd/mm/yyyy") or missing a part ("01/02") would
+// fail every value, or read them all into the year 0.
+func readsDate(layout string) bool {
+	d := time.Date(2021, time.November, 23, 0, 0, 0, 0, time.UTC)
+	p, err := time.Parse(layout, d.Format(layout))
+	return err == nil && p.Year() == d.Year() && p.Month() == d.Month() && p.Day() == d.Day()
 }
 
 // Mapping returns the mapping named name, nil when there is none.

@@ -151,3 +151,85 @@ func TestMappedKeyNamesAColumn(t *testing.T) {
 	p.Key = []string{"F0"}
 	require.ErrorContains(t, p.Validate(), "(field F0 is the column c0)")
 }
+
+// TestSchemaRefusesAsOfParameterNames: schema check refuses a column that
+// schema apply could not make (the as-of functions' own parameters,
+// source_bucket and source_key), naming it, rather than passing the file
+// that apply then fails on with an SQL error.
+func TestSchemaRefusesAsOfParameterNames(t *testing.T) {
+	for _, name := range []string{"source_bucket", "source_key", "job_id", "pipeline_version", "extras"} {
+		_, err := ParseSchema([]byte("targets:\n  parcels:\n    columns:\n      - {name: " + name + ", type: text}\n"))
+		require.ErrorContains(t, err, `column "`+name+`"`, name)
+		require.True(t, IsReservedColumn(name), name)
+	}
+}
+
+// TestSchemaRefusesFormatWithoutDate: a date or timestamptz format that
+// does not read a whole date (year, month and day) in Go's reference time
+// is refused by schema check, naming the mapping, the column and the
+// format. "dd/mm/yyyy" passed, and every value of the column then failed
+// to cast: every feature quarantined. A format without a year read dates
+// in the year 0.
+func TestSchemaRefusesFormatWithoutDate(t *testing.T) {
+	schema := func(typ, format string) string {
+		return "targets:\n  parcels:\n    columns:\n      - {name: d, type: " + typ + "}\n" +
+			"mappings:\n  - name: m\n    target: parcels\n    fields:\n      d: {from: D, format: \"" + format + "\"}\n"
+	}
+	for _, f := range []string{"dd/mm/yyyy", "01/02", "01/01/2006", "2006-01", "15:04:05"} {
+		for _, typ := range []string{TypeDate, TypeTimestamptz} {
+			_, err := ParseSchema([]byte(schema(typ, f)))
+			require.ErrorContains(t, err, `mapping m: column d: format "`+f+`"`, f)
+		}
+	}
+	for _, f := range []string{"01/02/2006", "02.01.2006", "Jan 2, 2006", "20060102", "2006-002", "02/01/06", "2006-01-02T15:04:05Z07:00", "2006-01-02 15:04"} {
+		for _, typ := range []string{TypeDate, TypeTimestamptz} {
+			_, err := ParseSchema([]byte(schema(typ, f)))
+			require.NoError(t, err, f)
+		}
+	}
+}
+
+// TestSchemaFileErrorsNameNoGoTypes: a misspelt key, a value of the wrong
+// kind and an empty file are reported in the schema file's terms (the
+// keys a target, column, mapping or field takes), not as Go's types
+// ("field typ not found in type ingest.Column") or a bare "EOF".
+func TestSchemaFileErrorsNameNoGoTypes(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"target: {}\n", "line 1: field target not found in the file (it takes targets, mappings)"},
+		{"targets:\n  parcels:\n    colums: []\n", "line 3: field colums not found in a target (it takes columns)"},
+		{"targets:\n  parcels:\n    columns:\n      - {name: a, typ: text}\n", "line 4: field typ not found in a column (it takes name, type)"},
+		{"targets:\n  parcels:\n    columns:\n      - {name: a, type: text}\nmappings:\n  - name: m\n    targt: parcels\n", "line 7: field targt not found in a mapping (it takes name, target, fields)"},
+		{"targets:\n  parcels:\n    columns:\n      - {name: a, type: text}\nmappings:\n  - name: m\n    target: parcels\n    fields:\n      a: {from: A, trimm: true}\n", "line 9: field trimm not found in a field's mapping (it takes from, trim, pad, format)"},
+		{"targets:\n  parcels:\n    columns: {name: a, type: text}\n", "line 3: cannot unmarshal !!map into a list of columns"},
+		{"", "empty: want targets: {parcels: {columns: [...]}}"},
+		{"# nothing\n", "empty: want targets: {parcels: {columns: [...]}}"},
+	} {
+		_, err := ParseSchema([]byte(c.file))
+		require.ErrorContains(t, err, c.want, c.file)
+		require.NotContains(t, err.Error(), "ingest.", c.file)
+	}
+}
+
+// TestSchemaNamesADuplicateMapping: a mapping name given twice is named
+// ("mapping \"m\" given twice"), as a column given twice is; it said
+// "mapping 2: want a name of its own", as for a mapping with no name.
+func TestSchemaNamesADuplicateMapping(t *testing.T) {
+	head := "targets:\n  parcels:\n    columns:\n      - {name: a, type: text}\nmappings:\n"
+	_, err := ParseSchema([]byte(head + "  - {name: m, target: parcels, fields: {a: {from: A}}}\n  - {name: m, target: parcels, fields: {a: {from: B}}}\n"))
+	require.EqualError(t, err, `mapping "m" given twice`)
+	_, err = ParseSchema([]byte(head + "  - {target: parcels, fields: {a: {from: A}}}\n"))
+	require.EqualError(t, err, `mapping 1: want name: NAME`)
+}
+
+// TestSchemaRefusesASecondDocument: a schema file of several YAML
+// documents (separated by ---) is refused: only the first was read, and a
+// mapping in the second was silently not there ("not a mapping of schema").
+func TestSchemaRefusesASecondDocument(t *testing.T) {
+	_, err := ParseSchema([]byte("targets:\n  parcels:\n    columns:\n      - {name: apn, type: text}\n---\nmappings:\n  - {name: m, target: parcels, fields: {apn: {from: APN}}}\n"))
+	require.ErrorContains(t, err, "more than one YAML document (---): want one")
+	// A document end marker, or a separator with nothing after it, is one document.
+	_, err = ParseSchema([]byte("targets:\n  parcels:\n    columns:\n      - {name: apn, type: text}\n---\n# nothing\n"))
+	require.NoError(t, err)
+	_, err = ParseSchema([]byte("---\ntargets:\n  parcels:\n    columns:\n      - {name: apn, type: text}\n...\n"))
+	require.NoError(t, err)
+}

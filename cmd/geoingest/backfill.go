@@ -86,7 +86,8 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	guards, err := gf.guards()
 	if err != nil {
-		return err
+		fmt.Fprintf(m.Stderr, "geoingest backfill: %v\n", err)
+		return errUsage
 	}
 	specs := []string(routes)
 	if len(specs) == 0 {

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 
@@ -337,5 +339,64 @@ func TestChangesAndHistorySayWhatIsMissing(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
 		require.Contains(t, errOut, c.want, c.args)
 		require.Contains(t, errOut, "Usage: geoingest "+c.args[0], c.args)
+	}
+}
+
+// TestGuardArgumentsAreUsageErrors: the arguments of the guards' commands
+// that are wrong on their face (pending approve or reject without
+// --reason, --force without --reason or --reason without --force, a
+// threshold that is no fraction, a quarantine index that is no number)
+// exit 2 with what is wrong, before any database is opened, as an unknown
+// flag does; they exited 1, as a failure.
+func TestGuardArgumentsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "x.geojson")
+	require.NoError(t, os.WriteFile(file, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pending", "approve", "0123456789ab"}, "geoingest pending: pending approve needs --reason TEXT"},
+		{[]string{"pending", "reject", "0123456789ab", "--reason", " "}, "geoingest pending: pending reject needs --reason TEXT"},
+		{[]string{"quarantine", "show", "0123456789ab", "abc"}, `geoingest quarantine: feature index "abc": want the feature's index`},
+		{[]string{"ingest", "--force", file}, "geoingest ingest: force needs a reason (--reason TEXT)"},
+		{[]string{"ingest", "--reason", "x", file}, "geoingest ingest: --reason goes with --force"},
+		{[]string{"ingest", "--guard-shrink", "2", file}, `geoingest ingest: --guard-shrink "2": want a fraction in (0, 1] or off`},
+		{[]string{"backfill", "--dir", t.TempDir(), "--force"}, "geoingest backfill: force needs a reason (--reason TEXT)"},
+		{[]string{"backfill", "--dir", t.TempDir(), "--guard-extent", "abc"}, `geoingest backfill: --guard-extent "abc": want a fraction`},
+	} {
+		code, out, errOut := run(t, map[string]string{}, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, c.want, c.args)
+	}
+}
+
+// TestJobParameterErrorsAreUsageErrors: a job parameter flag that the job
+// cannot take (a --mapping the --schema file has not, or with no --schema;
+// a mapping of another target; a policy that is none) exits 2 naming it,
+// as a bad --match-iou does, in ingest, backfill, inspect and replay; they
+// exited 1, as a failure of the job.
+func TestJobParameterErrorsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	file := filepath.Join(dir, "x.geojson")
+	require.NoError(t, os.WriteFile(file, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ingest", "--schema", schema, "--mapping", "no-such", file}, `geoingest ingest: mapping "no-such": not a mapping of schema`},
+		{[]string{"ingest", "--mapping", "county-06037", file}, `geoingest ingest: mapping "county-06037": no schema file`},
+		{[]string{"ingest", "--schema", schema, "--mapping", "county-06037", "--target", "admin_units", file}, "maps to parcels, not to the job's target admin_units"},
+		{[]string{"ingest", "--invalid", "bogus", file}, `geoingest ingest: invalid-geometry policy "bogus": want repair or fail`},
+		{[]string{"backfill", "--dir", dir, "--schema", schema, "--mapping", "no-such"}, `geoingest backfill: mapping "no-such": not a mapping of schema`},
+		{[]string{"inspect", "--schema", schema, "--mapping", "no-such", file}, `geoingest inspect: mapping "no-such": not a mapping of schema`},
+		{[]string{"replay", "--null-geometry", "drop", file}, `geoingest replay: null-geometry policy "drop": want skip or fail`},
+	} {
+		code, out, errOut := run(t, map[string]string{}, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, c.want, c.args)
 	}
 }

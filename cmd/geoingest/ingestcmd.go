@@ -125,7 +125,8 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	guards, err := gf.guards()
 	if err != nil {
-		return err
+		fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", err)
+		return errUsage
 	}
 	// The files are hashed (their job keys need the SHA-256 of their bytes)
 	// one ahead of the jobs: the first while the database is connected
@@ -199,6 +200,10 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 			// features" would say the file is empty.
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s  (committed before: geoingest jobs show %s)\n", short(res.JobID), res.Outcome, path, short(res.JobID))
 		default:
+			if res.Reason != "" {
+				// A forced version: what the guards found in it.
+				fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %s\n", path, res.Reason)
+			}
 			fmt.Fprintf(m.Stdout, "%s  %-15s %s  %d features, %.0f m²%s\n", short(res.JobID), res.Outcome, path, res.Features, res.AreaM2,
 				changesText(versionChanges(res)))
 		}

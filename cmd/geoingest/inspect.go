@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +56,13 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	}
 	target := fs.Arg(0)
 	params := p.params()
+	if p.schemaErr != nil {
+		return p.schemaErr
+	}
 	if err := params.Validate(); err != nil {
-		return err
+		// A flag's value the job cannot take: a usage error.
+		fmt.Fprintf(m.Stderr, "geoingest inspect: %v\n", err)
+		return errUsage
 	}
 	specs := []string(routes)
 	if len(specs) == 0 && m.Getenv("GEOINGEST_ROUTES") != "" {
@@ -204,7 +210,21 @@ func printInspection(w io.Writer, r *inspect.Report) {
 	sort.Strings(keys)
 	var ps []string
 	for _, k := range keys {
-		ps = append(ps, fmt.Sprintf("%s=%v", k, r.Params[k]))
+		switch v := r.Params[k].(type) {
+		case string, bool, int, int64, float64, json.Number:
+			ps = append(ps, fmt.Sprintf("%s=%v", k, v))
+		default:
+			// A mapping's spec, a composite key: as JSON, as the job
+			// key hashes it, not Go's map[...].
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(v); err != nil {
+				ps = append(ps, fmt.Sprintf("%s=%v", k, v))
+				continue
+			}
+			ps = append(ps, k+"="+strings.TrimSuffix(b.String(), "\n"))
+		}
 	}
 	fmt.Fprintf(w, "params    %s\n", strings.Join(ps, " "))
 	for _, l := range r.Layers {
@@ -258,6 +278,9 @@ func printInspection(w io.Writer, r *inspect.Report) {
 			fl = append(fl, f.Name+" "+f.Type)
 		}
 		fmt.Fprintf(w, "  fields    %s\n", strings.Join(fl, ", "))
+		for _, f := range l.MappedFieldsMissing {
+			fmt.Fprintf(w, "  mapping   field %s (column %s) is in no feature: %s would be NULL in every row, and the drift guard would hold the next version\n", f.Field, f.Column, f.Column)
+		}
 		if len(l.CandidateKeys) > 0 {
 			fmt.Fprintf(w, "  keys      %s (unique and present in all of the first %d features: candidates for --key)\n", strings.Join(l.CandidateKeys, ", "), l.CandidateKeysOf)
 		}
@@ -269,6 +292,9 @@ func printInspection(w io.Writer, r *inspect.Report) {
 		}
 		if l.Check != nil {
 			fmt.Fprintf(w, "  check     %d invalid, %d null, %d non-polygonal\n", l.Check.Invalid, l.Check.Null, l.Check.NonPolygonal)
+			if l.Check.Cast > 0 {
+				fmt.Fprintf(w, "  cast      %d would not cast (quarantined, rule cast); the first: %s\n", l.Check.Cast, l.Check.CastFirst)
+			}
 		}
 	}
 	fmt.Fprintln(w)

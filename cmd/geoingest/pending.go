@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/user"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -51,15 +51,12 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		return errUsage
 	}
 	decide := sub == "approve" || sub == "reject"
-	if decide && *reason == "" {
-		return fmt.Errorf("pending %s needs --reason TEXT: it is recorded in the audit trail", sub)
+	if decide && strings.TrimSpace(*reason) == "" {
+		fmt.Fprintf(m.Stderr, "geoingest pending: pending %s needs --reason TEXT: it is recorded in the audit trail\n", sub)
+		return errUsage
 	}
 	if *actor == "" {
-		if u, err := user.Current(); err == nil {
-			*actor = "cli:" + u.Username
-		} else {
-			*actor = "cli"
-		}
+		*actor = cliActor()
 	}
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {
@@ -86,9 +83,20 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
 		defer tw.Flush()
-		fmt.Fprintln(tw, "JOB\tSOURCE\tFEATURES\tHELD AT\tREASON")
+		fmt.Fprintln(tw, "JOB\tSOURCE\tFEATURES\tHELD AT\tCOMPARED WITH\tREASON")
 		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", short(p.JobID), p.Source, p.Features, p.Committed.UTC().Format("2006-01-02 15:04:05Z"), p.Reason)
+			// The generation the guards compared it with, as its hold
+			// recorded it (the source's current one may have changed
+			// since: an older version applied late).
+			var sum struct {
+				Current string `json:"current_job"`
+			}
+			_ = json.Unmarshal(p.Summary, &sum)
+			cur := "-"
+			if sum.Current != "" {
+				cur = short(sum.Current)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", short(p.JobID), p.Source, p.Features, p.Committed.UTC().Format("2006-01-02 15:04:05Z"), cur, p.Reason)
 		}
 		return nil
 	case "show":
@@ -101,6 +109,8 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 			if _, err := a.store.ConsoleJob(ctx, pos[0]); errors.Is(err, ingest.ErrNoSuchJob) {
 				return fmt.Errorf("job %s: %w", pos[0], err)
 			}
+			// In either format (guards.md).
+			return fmt.Errorf("job %s: no guard decisions recorded", pos[0])
 		}
 		if *format == "json" {
 			type ev struct {
@@ -112,9 +122,6 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 				list[i] = ev{GuardEvent: e, Summary: e.Summary}
 			}
 			return out(list)
-		}
-		if len(evs) == 0 {
-			return fmt.Errorf("job %s: no guard decisions recorded", pos[0])
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 2, 4, 2, ' ', 0)
 		defer tw.Flush()

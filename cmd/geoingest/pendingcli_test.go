@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,18 +115,29 @@ func TestChangesAndPendingShowSayWhatTheJobIs(t *testing.T) {
 	code, out, errOut = run(t, env, "pending", "show", written)
 	require.Equal(t, 1, code, out+errOut)
 	require.Contains(t, errOut, "job "+written+": no guard decisions recorded")
+	// In JSON too (guards.md: "in either format"): it printed [] and exited 0.
+	code, out, errOut = run(t, env, "pending", "show", written, "--format", "json")
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "job "+written+": no guard decisions recorded")
+	require.Empty(t, out)
 }
 
 // TestPendingListPrintsShortIDs: `pending list` prints the 12 characters
 // of a job id that the other tables print (a prefix of 8 or more stands
 // for the job everywhere); --format json keeps the whole id.
+//
+// The table names the generation each was compared with (guards.md: "with
+// the reason and the generation each was compared with"), as the JSON's
+// current_job does; it printed no such column.
 func TestPendingListPrintsShortIDs(t *testing.T) {
 	t.Parallel()
-	env, _, _, _, held := heldSquares(t)
+	env, _, _, written, held := heldSquares(t)
 	code, out, errOut := run(t, env, "pending", "list")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, held[:12]+"  ")
 	require.NotContains(t, out, held)
+	require.Contains(t, out, "COMPARED WITH")
+	require.Contains(t, out, "  "+written[:12]+"  ")
 	code, out, errOut = run(t, env, "pending", "show", held[:12])
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "held")
@@ -149,4 +161,48 @@ func TestJSONOutputIsNotHTMLEscaped(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "(20 -> 1; threshold 20%)")
 	require.NotContains(t, out, `\u003e`)
+}
+
+// TestForcedVersionRecordsWhoForcedIt: ingest --force --reason records its
+// forced entry with the user who forced it ("cli:" and the operating-system
+// user, or --actor), as pending approve records who approved; it recorded
+// the worker's id ("host:pid:..."), so the audit trail did not say who.
+func TestForcedVersionRecordsWhoForcedIt(t *testing.T) {
+	t.Parallel()
+	env, _, path, _, _ := heldSquares(t)
+	writeSquareSource(t, path, 0, 3)
+	code, out, errOut := run(t, env, "ingest", "--json", "--force", "--reason", "the county sold them", path)
+	require.Equal(t, 0, code, out+errOut)
+	forced := parseLines(t, out)[0].JobID
+	u, err := user.Current()
+	require.NoError(t, err)
+	code, out, errOut = run(t, env, "pending", "show", forced, "--format", "json")
+	require.Equal(t, 0, code, out+errOut)
+	var evs []struct{ Action, Actor, Reason string }
+	require.NoError(t, json.Unmarshal([]byte(out), &evs))
+	require.Len(t, evs, 1, out)
+	require.Equal(t, "forced", evs[0].Action)
+	require.Equal(t, "cli:"+u.Username, evs[0].Actor)
+
+	writeSquareSource(t, path, 0, 1)
+	code, out, errOut = run(t, env, "ingest", "--json", "--force", "--reason", "again", "--actor", "alice", path)
+	require.Equal(t, 0, code, out+errOut)
+	forced = parseLines(t, out)[0].JobID
+	code, out, errOut = run(t, env, "pending", "show", forced)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "forced  alice ")
+}
+
+// TestIngestSaysWhatAForcedVersionTripped: ingest --force, without --json,
+// says on stderr what the guards found in the version it forced, as
+// --json's reason does; it printed only "written", as for a version that
+// tripped nothing.
+func TestIngestSaysWhatAForcedVersionTripped(t *testing.T) {
+	t.Parallel()
+	env, _, path, _, _ := heldSquares(t)
+	writeSquareSource(t, path, 0, 3)
+	code, out, errOut := run(t, env, "ingest", "--force", "--reason", "the county sold them", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "written")
+	require.Contains(t, errOut, "geoingest ingest: "+path+": forced (the county sold them): shrink: features down 85.0% (20 -> 3; threshold 20%)")
 }

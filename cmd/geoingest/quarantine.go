@@ -65,7 +65,8 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 	if sub == "show" {
 		var err error
 		if index, err = strconv.ParseInt(pos[1], 10, 64); err != nil || index < 0 {
-			return fmt.Errorf("feature index %q: want the feature's index in its file (a number)", pos[1])
+			fmt.Fprintf(m.Stderr, "geoingest quarantine: feature index %q: want the feature's index in its file (a number)\n", pos[1])
+			return errUsage
 		}
 	}
 	a, err := m.open(ctx, &d, nil)
@@ -145,6 +146,14 @@ func runQuarantine(ctx context.Context, m *Main, args []string) error {
 		return nil
 	}
 	// export
+	page, err := q.QuarantinedFeatures(ctx, pos[0], ingest.FirstQuarantinePage(1))
+	if err != nil {
+		return noJob(err)
+	}
+	if len(page) == 0 {
+		// Still the empty export, but not in silence.
+		fmt.Fprintf(m.Stderr, "geoingest quarantine export: job %s has nothing in its quarantine: the export is empty\n", pos[0])
+	}
 	var w io.Writer = m.Stdout
 	var f *os.File
 	if *output != "" && *output != "-" {

@@ -184,3 +184,46 @@ func TestServeCrashQuarantine(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "quarantine: 4 features")
 }
+
+// TestQuarantineExportOfNothingSaysSo: exporting the quarantine of a job
+// that left nothing out writes the empty export (a CSV header, an empty
+// FeatureCollection) and exits 0, but says on stderr that there is
+// nothing in it; it said nothing, and an uploader could be sent an empty
+// file as the features to fix.
+func TestQuarantineExportOfNothingSaysSo(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "county.geojson")
+	writeSquareSource(t, path, 0, 3)
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, 0, code, out+errOut)
+	job := parseLines(t, out)[0].JobID
+	for _, format := range []string{"csv", "geojson"} {
+		code, out, errOut = run(t, env, "quarantine", "export", job[:12], "--format", format)
+		require.Equal(t, 0, code, out+errOut)
+		require.Contains(t, errOut, "geoingest quarantine export: job "+job+" has nothing in its quarantine: the export is empty", format)
+	}
+	require.Equal(t, `{"type":"FeatureCollection","features":[]}`+"\n", out)
+}
+
+// TestQuarantineGuardNamesTheJob: the reason of a version the quarantine
+// guard held names the command with the version's job id, as the other
+// hints do; it said "geoingest quarantine list JOB", leaving the id to
+// find.
+func TestQuarantineGuardNamesTheJob(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "parcels.geojson")
+	writeSquareSource(t, path, 0, 3)
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.NoError(t, os.WriteFile(path, []byte(quarantineFile), 0o644))
+	code, out, errOut = run(t, env, "ingest", "--json", "--guard-shrink", "off", "--guard-extent", "off", "--no-guard-drift", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	l := parseLines(t, out)[0]
+	require.Equal(t, "pending", l.Outcome)
+	require.Contains(t, out, "(threshold 10%; geoingest quarantine list "+l.JobID[:12]+")")
+	code, out, errOut = run(t, env, "pending", "list")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "geoingest quarantine list "+l.JobID[:12]+")")
+}

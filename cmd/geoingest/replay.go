@@ -48,8 +48,13 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	params := p.params()
+	if p.schemaErr != nil {
+		return p.schemaErr
+	}
 	if err := params.Validate(); err != nil {
-		return err
+		// A flag's value the job cannot take: a usage error.
+		fmt.Fprintf(m.Stderr, "geoingest replay: %v\n", err)
+		return errUsage
 	}
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {

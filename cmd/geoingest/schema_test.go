@@ -112,8 +112,12 @@ func TestTypedSchema(t *testing.T) {
 	removed = strings.Replace(removed, "      vacant: {from: VACANT}\n", "", 1)
 	require.NoError(t, os.WriteFile(schema, []byte(removed), 0o644))
 	code, out, errOut = run(t, env, "schema", "apply", "--schema", schema)
-	require.NotEqual(t, 0, code)
+	require.Equal(t, 1, code, out+errOut)
 	require.Contains(t, out+errOut, "a typed column can only be added")
+	// The refusal names the file, not a write's step ("normalise
+	// features: ERROR: ...", as if a transient failure).
+	require.Contains(t, errOut, "geoingest schema: schema "+schema+": ")
+	require.NotContains(t, errOut, "normalise features")
 	code, out, errOut = run(t, env, "verify")
 	require.Equal(t, 0, code, out+errOut)
 }
@@ -162,4 +166,106 @@ func TestSchemaCheckListsColumns(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "target parcels: apn text, county text, owner_id int8, assessed numeric, vacant boolean, sold_on date, updated_at timestamptz\n")
 	require.NotContains(t, out, ",\n")
+	// A mapping lists each column with its field, a field whose name has
+	// a space or a comma quoted; it printed Go's formatting of a list
+	// ("7 columns from [APN CNTY ...]"), where "Sale Date" read as two
+	// fields, and "1 columns".
+	require.Contains(t, out, "mapping county-06037 -> parcels: apn from APN, county from CNTY, owner_id from OWNER_ID, assessed from VALUE, vacant from VACANT, sold_on from SALE_DATE, updated_at from UPDATED\n")
+	require.NoError(t, os.WriteFile(schema, []byte("targets:\n  parcels:\n    columns:\n      - {name: sold, type: text}\nmappings:\n  - {name: m, target: parcels, fields: {sold: {from: Sale Date}}}\n"), 0o644))
+	code, out, errOut = run(t, map[string]string{}, "schema", "check", "--schema", schema)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "mapping m -> parcels: sold from \"Sale Date\"\n")
+}
+
+// TestInspectPrintsTheMappingAsJSON: inspect's params line prints a job
+// parameter that is not a scalar (the mapping's spec, a composite key) as
+// JSON, as the job key hashes it; it printed Go's formatting of a map
+// ("mapping=map[columns:[map[column:apn from:APN ...").
+func TestInspectPrintsTheMappingAsJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+	code, out, errOut := run(t, nil, "inspect", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, out, "map[")
+	require.Contains(t, out, `mapping={"columns":[{"column":"apn","from":"APN","trim":true,"type":"text"},`)
+	require.Contains(t, out, ` invalid=repair `)
+}
+
+// TestInspectNamesMappedFieldsInNoFeature: inspect under a mapping names
+// a mapped field that no feature of a layer has (a typo in from:): its
+// column would be NULL in every row of the first version, and the drift
+// guard then holds every next version. It said nothing, and "would land".
+func TestInspectNamesMappedFieldsInNoFeature(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(strings.Replace(typedSchema, "from: SALE_DATE", "from: SALEDATE", 1)), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+	code, out, errOut := run(t, nil, "inspect", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "  mapping   field SALEDATE (column sold_on) is in no feature: sold_on would be NULL in every row, and the drift guard would hold the next version\n")
+	code, out, errOut = run(t, nil, "inspect", "--json", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `"mapped_fields_missing":[{"field":"SALEDATE","column":"sold_on"}]`)
+
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	code, out, errOut = run(t, nil, "inspect", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, out, "  mapping ")
+}
+
+// TestInspectCheckCountsCasts: inspect --check under a mapping counts the
+// features whose values would not cast (the job quarantines them, rule
+// cast) and names the first; it counted only geometries and said "would
+// land" of a file half of which the job then quarantined.
+func TestInspectCheckCountsCasts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "schema.yaml")
+	require.NoError(t, os.WriteFile(schema, []byte(typedSchema), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+	code, out, errOut := run(t, nil, "inspect", "--check", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "  check     0 invalid, 0 null, 0 non-polygonal\n")
+	require.Contains(t, out, `  cast      1 would not cast (quarantined, rule cast); the first: layer "county" feature 3: field SALE_DATE value "2021-03-14" does not cast to sold_on date with format 01/02/2006 (mapping county-06037)`+"\n")
+	code, out, errOut = run(t, nil, "inspect", "--check", "--json", "--schema", schema, "--mapping", "county-06037", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `"cast":1,"cast_first":"layer \"county\" feature 3: field SALE_DATE value`)
+	// Without a mapping there is nothing to cast, and no such line.
+	code, out, errOut = run(t, nil, "inspect", "--check", data)
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, out, "  cast ")
+}
+
+// TestBrokenSchemaFileIsNamed: inspect and replay with a --schema file
+// that does not parse (or does not exist) say what is wrong with it, as
+// ingest does; they said "no schema file (--schema FILE or
+// GEOINGEST_SCHEMA)" of the file just given, or, without --mapping,
+// nothing at all.
+func TestBrokenSchemaFileIsNamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("targets:\n  parcels:\n    colums: []\n"), 0o644))
+	data := filepath.Join(dir, "county.geojson")
+	require.NoError(t, os.WriteFile(data, []byte(typedParcels), 0o644))
+	for _, args := range [][]string{
+		{"inspect", "--schema", bad, "--mapping", "m", data},
+		{"inspect", "--schema", bad, data},
+		{"replay", "--schema", bad, "--mapping", "m", data},
+	} {
+		code, out, errOut := run(t, map[string]string{}, args...)
+		require.Equal(t, 1, code, "%v: %s%s", args, out, errOut)
+		require.Contains(t, errOut, "schema "+bad+": yaml: unmarshal errors:", args)
+		require.NotContains(t, errOut, "no schema file", args)
+	}
+	code, out, errOut := run(t, map[string]string{}, "inspect", "--schema", filepath.Join(dir, "none.yaml"), "--mapping", "m", data)
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "none.yaml: no such file or directory")
 }

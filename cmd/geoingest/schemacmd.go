@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -48,7 +49,19 @@ func runSchema(ctx context.Context, m *Main, args []string) error {
 	}
 	for i := range s.Mappings {
 		mp := &s.Mappings[i]
-		fmt.Fprintf(m.Stdout, "mapping %s -> %s: %d columns from %v\n", mp.Name, mp.Target, len(mp.SourceFields()), mp.SourceFields())
+		cols, from := mp.Columns(), mp.SourceFields()
+		each := make([]string, len(cols))
+		for j, c := range cols {
+			f := from[j]
+			if f == "" || strings.ContainsAny(f, " ,\"\t\n") {
+				f = strconv.Quote(f)
+			}
+			each[j] = c.Name + " from " + f
+		}
+		if len(each) == 0 {
+			each = []string{"no columns"}
+		}
+		fmt.Fprintf(m.Stdout, "mapping %s -> %s: %s\n", mp.Name, mp.Target, strings.Join(each, ", "))
 	}
 	if sub == "check" {
 		return nil

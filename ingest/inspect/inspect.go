@@ -61,6 +61,12 @@ type Report struct {
 	Checked bool `json:"checked"`
 }
 
+// MappedField is a source field of a mapping and the column it fills.
+type MappedField struct {
+	Field  string `json:"field"`
+	Column string `json:"column"`
+}
+
 // Layer describes one layer.
 type Layer struct {
 	Name   string `json:"name"`
@@ -82,6 +88,10 @@ type Layer struct {
 	// route's key= can name (keys.go).
 	CandidateKeys   []string `json:"candidate_keys"`
 	CandidateKeysOf int64    `json:"candidate_keys_of"`
+	// MappedFieldsMissing are the fields of the job's mapping that no
+	// feature of the layer has (a typo in its from:): their columns would
+	// be NULL in every row, and the drift guard holds the next version.
+	MappedFieldsMissing []MappedField `json:"mapped_fields_missing,omitempty"`
 	// Suggested are the typed columns the layer's values suggest
 	// (Options.Suggest, suggest.go).
 	Suggested []SuggestedColumn `json:"suggested_columns,omitempty"`
@@ -163,6 +173,11 @@ type Check struct {
 	// Invalid are polygons ST_IsValid would call invalid (GEOS): repaired,
 	// or the job fails, by the invalid policy.
 	Invalid int64 `json:"invalid"`
+	// Cast are the polygonal features whose values the job's mapping
+	// would not cast (quarantined, rule cast), and CastFirst says why of
+	// the first of them.
+	Cast      int64  `json:"cast,omitempty"`
+	CastFirst string `json:"cast_first,omitempty"`
 }
 
 // Options are Run's options.
@@ -220,6 +235,9 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 	if o.Check {
 		s.valid = validity.NewChecker()
 		defer s.valid.Close()
+		if s.mapping = job.Params.TheMapping(); s.mapping != nil {
+			s.applier = s.mapping.Applier()
+		}
 	}
 	for r.Next() {
 		if err := ctx.Err(); err != nil {
@@ -237,6 +255,20 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		}
 	}
 	rep.Layers = s.layers()
+	if m := job.Params.TheMapping(); m != nil {
+		cols, from := m.Columns(), m.SourceFields()
+		for i := range rep.Layers {
+			l := &rep.Layers[i]
+			if l.Features == 0 {
+				continue
+			}
+			for j, f := range from {
+				if !slices.ContainsFunc(l.Fields, func(lf Field) bool { return lf.Name == f }) {
+					l.MappedFieldsMissing = append(l.MappedFieldsMissing, MappedField{Field: f, Column: cols[j].Name})
+				}
+			}
+		}
+	}
 	unread, tables := geomio.UnreadLayers(r), geomio.UnreadTables(r)
 	if len(unread)+len(tables) > 0 {
 		rep.Layers = append(rep.Layers, otherLayers(ctx, fetched.Path, gopts, unread, tables, job.Params, o.Check, s.valid, proj)...)
@@ -371,6 +403,9 @@ type scanner struct {
 	p       ingest.Params
 	check   bool
 	suggest bool
+	mapping *ingest.Mapping // with check: the job's, to count its casts
+	applier *ingest.Applier
+	mapped  []byte
 	valid   *validity.Checker
 	buf     bytes.Buffer
 	order   []string
@@ -458,6 +493,20 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 			a.l.Check.Invalid++
 			if s.p.Invalid == ingest.PolicyFail && fail == "" {
 				fail = fmt.Sprintf("layer %q feature %d: invalid polygon (invalid policy is fail)", f.Layer, f.Index)
+			}
+		}
+		if s.applier != nil {
+			// As the job maps a polygonal feature (prepare/features.go).
+			props := f.Properties
+			if len(props) == 0 {
+				props = []byte("{}")
+			}
+			var err error
+			if s.mapped, err = s.applier.Apply(s.mapped[:0], props); err != nil {
+				if a.l.Check.Cast == 0 {
+					a.l.Check.CastFirst = fmt.Sprintf("layer %q feature %d: %v (mapping %s)", f.Layer, f.Index, err, s.mapping.Name)
+				}
+				a.l.Check.Cast++
 			}
 		}
 	}

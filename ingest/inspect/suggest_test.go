@@ -39,3 +39,21 @@ func TestSuggestLeavesOutObjectsAndArrays(t *testing.T) {
 		require.NoError(t, err, p)
 	}
 }
+
+// TestSuggestAvoidsAsOfParameterNames: a field named source_bucket or
+// source_key gets a column of another name, since schema apply cannot
+// make a typed column of either (the as-of functions' parameters): the
+// suggested schema was refused by apply with an SQL error.
+func TestSuggestAvoidsAsOfParameterNames(t *testing.T) {
+	var s suggester
+	s.add([]byte(`{"SOURCE_BUCKET":"a","source_key":"b"}`))
+	cols := s.columns()
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.Name)
+	}
+	require.Equal(t, []string{"source_bucket_2", "source_key_2"}, names)
+	rep := &Report{Source: "file:///x.geojson", Target: "parcels", Layers: []Layer{{Suggested: cols}}}
+	_, err := ingest.ParseSchema([]byte(SuggestSchema(rep, "x")))
+	require.NoError(t, err)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -75,6 +76,11 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 	}
 	sum := ingest.CheckGuards(guards, cur, version)
 	sum.CurrentID = g.src.CurrentJobID.String
+	for i := range sum.Trips {
+		// The quarantine's hint, with this version's id (as the tables
+		// print it) for its JOB.
+		sum.Trips[i].Detail = strings.Replace(sum.Trips[i].Detail, "geoingest quarantine list JOB)", "geoingest quarantine list "+job.ID[:min(12, len(job.ID))]+")", 1)
+	}
 	if len(sum.Trips) == 0 {
 		return false, nil
 	}
@@ -84,8 +90,12 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 	}
 	if job.Guards.Force {
 		res.Reason = "forced (" + job.Guards.Reason + "): " + sum.Reason()
+		actor := g.actor
+		if job.Guards.Actor != "" {
+			actor = job.Guards.Actor
+		}
 		_, err := g.q.InsertGuardEvent(ctx, db.InsertGuardEventParams{JobID: job.ID, Action: "forced",
-			Actor: g.actor, Reason: job.Guards.Reason + " [" + sum.Reason() + "]", Summary: summary})
+			Actor: actor, Reason: job.Guards.Reason + " [" + sum.Reason() + "]", Summary: summary})
 		return false, err
 	}
 	// Held: out of the readers' sight, and not attached at commit.

@@ -2,6 +2,7 @@ package postgis
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/ingest/postgis/internal/db"
@@ -20,8 +21,11 @@ func (s *Store) ApplySchema(ctx context.Context, sc *ingest.Schema) ([]string, e
 		}
 		v, err := s.q.ApplyTypedView(ctx, db.ApplyTypedViewParams{TargetTable: t, Columns: cols})
 		if err != nil {
-			if ingest.KindOf(normaliseErr(err)) == ingest.Transient {
-				return views, normaliseErr(err)
+			// A refusal (a data exception: a column removed or retyped)
+			// is the file's; anything else (a lock not had in time, a
+			// connection lost) may pass on a retry.
+			if ingest.KindOf(classify(err)) == ingest.Transient {
+				return views, fmt.Errorf("schema %s: apply to %s: %w", sc.File, t, err)
 			}
 			return views, ingest.Permanentf("schema %s: %v", sc.File, err)
 		}
