@@ -14,10 +14,13 @@
 --   - the function's work_mem is 8 MB: the hash join runs in batches
 --     that fit a processor's cache. The join alone at 1M: 1.0-1.2 s of
 --     CPU against 1.5-1.7 s in one table of 55 MB.
--- The function's whole CPU at 1M (a keyed generation, 1 % changed):
--- 2.9-3.1 s against 3.9-4.8 s, alternated three times. Both measured
--- as the backend's own CPU time (/proc), with other work on the
--- machine; the outputs were the same tables, row for row. Its tables
+-- The function's whole CPU at 1M (a keyed generation, 1 % changed; the
+-- backend's own CPU time from /proc, a new session for each call, the two
+-- alternated four times on an idle machine): 3.1-4.4 s against 3.7-5.0 s,
+-- 0.2-0.7 s less in each pair; the outputs were the same tables, row for
+-- row. A whole job's server CPU varies by more than that from run to run
+-- (4.4-6.4 s), so the gain is not visible in a few rounds of the
+-- benchmark. Its tables
 -- hold what they held: geoingest_kept and geoingest_bypass gain columns
 -- their readers do not name (each reads its columns by name, and an
 -- insert of geoingest_kept's first seven fills those).
