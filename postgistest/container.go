@@ -48,8 +48,9 @@ func StartContainer(ctx context.Context, image string) (*Container, error) {
 			// Images differ in how often they log "ready" while they
 			// initialise (the postgis/postgis image runs a temporary server
 			// first, on a Unix socket only): wait for the TCP port, then for a
-			// query (below).
-			WaitingFor: wait.ForListeningPort("5432/tcp").WithStartupTimeout(2 * time.Minute),
+			// query (below). The port took over two minutes to answer once,
+			// in a CI run with every test package beside it: five now.
+			WaitingFor: wait.ForListeningPort("5432/tcp").WithStartupTimeout(5 * time.Minute),
 		},
 		Started: true,
 	})

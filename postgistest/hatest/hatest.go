@@ -39,6 +39,7 @@ import (
 	"github.com/geoingest/geoingest/internal/testsupport/reaper"
 	"github.com/geoingest/geoingest/migrations"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // InstallHint says what to install when pg_auto_failover is missing.
@@ -539,16 +540,31 @@ func (c *Cluster) Failover(ctx context.Context) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := c.monitor(ctx)
-	if err != nil {
-		return nil, err
+	// The monitor's function takes the formation's locks while the
+	// keepers report their state: it can lose a deadlock to them (SQLSTATE
+	// 40P01, seen in CI), and is then asked again, as a client retries a
+	// transaction a deadlock aborted.
+	for attempt := 1; ; attempt++ {
+		conn, err := c.monitor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		_, err = conn.Exec(ctx, "SELECT pgautofailover.perform_failover('default', 0)")
+		conn.Close(context.WithoutCancel(ctx))
+		var pgErr *pgconn.PgError
+		if err != nil && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") && attempt < 5 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("hatest: perform failover: %w", err)
+		}
+		return c.WaitPrimary(ctx, old)
 	}
-	_, err = conn.Exec(ctx, "SELECT pgautofailover.perform_failover('default', 0)")
-	conn.Close(context.WithoutCancel(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("hatest: perform failover: %w", err)
-	}
-	return c.WaitPrimary(ctx, old)
 }
 
 // KillPrimary crashes the primary's machine: SIGKILL of its postmaster

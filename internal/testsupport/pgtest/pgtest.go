@@ -57,7 +57,9 @@ func server(t testing.TB) *postgistest.Server {
 	mu.Lock()
 	defer mu.Unlock()
 	if !setupDone {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		// A container's start took over three minutes once, in a CI run
+		// with every test package beside it.
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		srv, setupErr = postgistest.Start(ctx, postgistest.Options{Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "pgtest: "+format+"\n", args...)
 		}})
