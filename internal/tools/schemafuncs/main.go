@@ -65,7 +65,10 @@ func run(check bool) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// CI runs this beside the whole go test, reniced: a private cluster's
+	// initdb was killed at five minutes once. The wait only delays a real
+	// failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	srv, err := postgistest.Start(ctx, postgistest.Options{Mode: postgistest.ModeCluster})
 	if err != nil {
