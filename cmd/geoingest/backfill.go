@@ -86,8 +86,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	guards, err := gf.guards()
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "geoingest backfill: %v\n", err)
-		return errUsage
+		return m.badParams("backfill", err)
 	}
 	specs := []string(routes)
 	if len(specs) == 0 {

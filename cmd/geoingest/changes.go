@@ -119,8 +119,7 @@ func runChanges(ctx context.Context, m *Main, args []string) error {
 		if err == nil {
 			err = errors.New("--tiles needs --job")
 		}
-		fmt.Fprintf(m.Stderr, "geoingest changes: %v\n", err)
-		return errUsage
+		return m.badParams("changes", err)
 	}
 	tz.MaxTiles, tz.Buffer = *maxTiles, *buffer
 	if *tiles && *format == "geojson" {

@@ -125,8 +125,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	guards, err := gf.guards()
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "geoingest ingest: %v\n", err)
-		return errUsage
+		return m.badParams("ingest", err)
 	}
 	// The files are hashed (their job keys need the SHA-256 of their bytes)
 	// one ahead of the jobs: the first while the database is connected

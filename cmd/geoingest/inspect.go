@@ -61,8 +61,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	}
 	if err := params.Validate(); err != nil {
 		// A flag's value the job cannot take: a usage error.
-		fmt.Fprintf(m.Stderr, "geoingest inspect: %v\n", err)
-		return errUsage
+		return m.badParams("inspect", err)
 	}
 	specs := []string(routes)
 	if len(specs) == 0 && m.Getenv("GEOINGEST_ROUTES") != "" {

@@ -53,8 +53,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	}
 	if err := params.Validate(); err != nil {
 		// A flag's value the job cannot take: a usage error.
-		fmt.Fprintf(m.Stderr, "geoingest replay: %v\n", err)
-		return errUsage
+		return m.badParams("replay", err)
 	}
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {

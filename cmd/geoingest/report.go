@@ -93,8 +93,7 @@ func runReportArea(ctx context.Context, m *Main, args []string) error {
 		q.AsOf, *noRefresh = at, true // nothing of that time is stored
 	}
 	if err := q.Validate(); err != nil {
-		fmt.Fprintf(m.Stderr, "geoingest report: %v\n", err)
-		return errUsage
+		return m.badParams("report", err)
 	}
 	if !slices.Contains(reportFormats, *format) {
 		return m.badFormat("report", *format, "one of "+strings.Join(reportFormats, ", "))
@@ -180,8 +179,7 @@ func runAdminCheck(ctx context.Context, m *Main, args []string) error {
 	}
 	q := ingest.AreaQuery{AdminKey: *adminKey}
 	if err := q.Validate(); err != nil {
-		fmt.Fprintf(m.Stderr, "geoingest report: %v\n", err)
-		return errUsage
+		return m.badParams("report", err)
 	}
 	a, err := m.open(ctx, &d, nil)
 	if err != nil {
