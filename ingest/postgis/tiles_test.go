@@ -72,3 +72,66 @@ func TestExpiredTilesCapCountsASharedTileOnce(t *testing.T) {
 		require.Contains(t, all.Tiles, tile)
 	}
 }
+
+// TestExpiredTilesByJobPrefix: the SQL function takes what the CLI takes,
+// a unique prefix of a job id (the CLI prints 12 digits), and names what
+// it could not find. Given a prefix it returned no tile, the empty list a
+// cache reads as "nothing to purge".
+func TestExpiredTilesByJobPrefix(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	v1 := version(t, parcelsFile(t, "v1.geojson", 20, 13, apn), "v1", "01", ingest.DefaultParams("parcels"))
+	require.Equal(t, ingest.Written, b.svc.Run(ctx, v1).Outcome)
+	changed := func(i int) string {
+		if i < 5 {
+			return fmt.Sprintf(`{"APN":"%07d","use":"R2"}`, i)
+		}
+		return apn(i)
+	}
+	v2 := version(t, parcelsFile(t, "v2.geojson", 20, 13, changed), "v2", "02", ingest.DefaultParams("parcels"))
+	res := b.svc.Run(ctx, v2)
+	require.Equal(t, ingest.Written, res.Outcome, "%v", res.Err)
+
+	tiles := func(id string) (int, error) {
+		var n int
+		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM geoingest_expired_tiles($1, 0, 10)`, id).Scan(&n)
+		return n, err
+	}
+	whole, err := tiles(v2.ID)
+	require.NoError(t, err)
+	require.Positive(t, whole)
+	short, err := tiles(v2.ID[:12])
+	require.NoError(t, err)
+	require.Equal(t, whole, short, "a unique prefix stands for its job")
+
+	_, err = tiles("0123456789ab")
+	require.ErrorContains(t, err, "no job 0123456789ab")
+	_, err = tiles("nope")
+	require.ErrorContains(t, err, "no job nope")
+	// A prefix two jobs' ids start: a copy of v2's records under an id
+	// that differs from v2's in its last digits only, in a transaction
+	// rolled back.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	twin := v2.ID[:60] + "0000"
+	if twin == v2.ID {
+		twin = v2.ID[:60] + "ffff"
+	}
+	for _, table := range []string{"jobs", "job_changes"} {
+		for _, q := range []string{
+			`CREATE TEMP TABLE twin (LIKE ` + table + `) ON COMMIT DROP`,
+			`INSERT INTO twin SELECT * FROM ` + table + ` WHERE job_id = '` + v2.ID + `'`,
+			`UPDATE twin SET job_id = '` + twin + `'` + map[string]string{"jobs": `, job_ref = (SELECT max(job_ref) + 1 FROM jobs)`}[table],
+			`INSERT INTO ` + table + ` SELECT * FROM twin`,
+			`DROP TABLE twin`,
+		} {
+			_, err := tx.Exec(ctx, q)
+			require.NoError(t, err, q)
+		}
+	}
+	var n int
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM geoingest_expired_tiles($1, 0, 10)`, v2.ID[:12]).Scan(&n)
+	require.ErrorContains(t, err, "job id prefix "+v2.ID[:12]+" is ambiguous")
+}

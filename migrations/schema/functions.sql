@@ -1222,7 +1222,31 @@ DECLARE
     n     bigint;
     total bigint := 0;
     deep  int := -1;
+    found text[];
 BEGIN
+    IF NOT EXISTS (SELECT FROM job_changes c WHERE c.job_id = geoingest_expired_tiles.job_id) THEN
+        -- Not a job with a change record: the unique prefix of one (the
+        -- CLI prints a job's first 12 digits), else an error, never an
+        -- empty list that a cache reads as "nothing to purge".
+        IF geoingest_expired_tiles.job_id ~ '^[0-9a-f]{8,63}$' THEN
+            SELECT array_agg(p.job_id ORDER BY p.job_id) INTO found
+            FROM (SELECT c.job_id FROM job_changes c WHERE starts_with(c.job_id, geoingest_expired_tiles.job_id)
+                  ORDER BY c.job_id LIMIT 3) p;
+        END IF;
+        IF cardinality(found) = 1 THEN
+            job_id := found[1];
+        ELSIF cardinality(found) > 1 THEN
+            RAISE EXCEPTION 'job id prefix % is ambiguous: it starts % (give more of the id)', job_id,
+                array_to_string(found[1:2], ', ') || CASE WHEN cardinality(found) > 2 THEN ', ...' ELSE '' END
+                USING ERRCODE = 'invalid_parameter_value';
+        ELSIF EXISTS (SELECT FROM jobs jb WHERE jb.job_id = geoingest_expired_tiles.job_id) THEN
+            RAISE EXCEPTION 'job % has no change record: it wrote or retired no generation', job_id
+                USING ERRCODE = 'no_data_found';
+        ELSE
+            RAISE EXCEPTION 'no job %: give a job id, or a unique prefix of one of at least 8 digits', job_id
+                USING ERRCODE = 'no_data_found';
+        END IF;
+    END IF;
     IF min_zoom < 0 OR max_zoom > 30 OR min_zoom > max_zoom THEN
         RAISE EXCEPTION 'zoom range %-%: want 0 <= min <= max <= 30', min_zoom, max_zoom USING ERRCODE = 'invalid_parameter_value';
     END IF;
