@@ -93,3 +93,27 @@ func TestInspectKeyIsTheMatchKey(t *testing.T) {
 	require.Contains(t, r.Refusal, `key field "APNX" is in no feature of layer "keyed"`)
 	require.Contains(t, r.Refusal, "--object-key")
 }
+
+// TestInspectCandidateKeysAsMatched: a field whose values are the string
+// "12" in one feature and the number 12 in another is no candidate key:
+// the matching reads both as the key 12 (prepare.MatchKey, the server's
+// geoingest_key_part), so they would be duplicates.
+func TestInspectCandidateKeysAsMatched(t *testing.T) {
+	t.Parallel()
+	const sq = `"geometry":{"type":"Polygon","coordinates":[[[2,48],[2.001,48],[2.001,48.001],[2,48]]]}`
+	fc := `{"type":"FeatureCollection","features":[
+	{"type":"Feature","properties":{"PIN":"12","APN":"A-1"},` + sq + `},
+	{"type":"Feature","properties":{"PIN":12,"APN":"A-2"},` + sq + `},
+	{"type":"Feature","properties":{"PIN":13.0,"APN":"A-3"},` + sq + `}]}`
+	path := filepath.Join(t.TempDir(), "mixed.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(fc), 0o644))
+	code, out, errOut := run(t, nil, "inspect", "--json", path)
+	require.Equal(t, 0, code, errOut)
+	var r struct {
+		Layers []struct {
+			Keys []string `json:"candidate_keys"`
+		} `json:"layers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	require.Equal(t, []string{"APN"}, r.Layers[0].Keys)
+}

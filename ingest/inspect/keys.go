@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"bytes"
 	"hash/fnv"
 	"sort"
 
@@ -103,19 +102,11 @@ func (k *keyTracker) keys() []string {
 }
 
 // normalisedKey is a key value as the key normalises it (prepare.KeyPart,
-// the workers' and the server's rule), tagged with its kind so that the
-// string "12" and the number 12 stay apart; false for anything else or an
-// empty string.
+// the workers' and the server's rule): the string "12" and the number 12
+// are one value there, so one here; false for anything else or an empty
+// string.
 func normalisedKey(raw []byte) ([]byte, bool) {
-	v, ok := prepare.KeyPart(raw)
-	if !ok {
-		return nil, false
-	}
-	kind := byte('n')
-	if t := bytes.TrimSpace(raw); t[0] == '"' {
-		kind = 's'
-	}
-	return append([]byte{kind}, v...), true
+	return prepare.KeyPart(raw)
 }
 
 // KeyCheck is what the job's key (--key, a route's key=: Params.Key)
