@@ -67,3 +67,7 @@ func withFeatureID(props, id []byte) []byte {
 	}
 	return append(out, '}')
 }
+
+// WithFeatureID is props with the property "@id": id, as a job whose key
+// names the Feature id reads a feature (for inspect's check of the key).
+func WithFeatureID(props, id []byte) []byte { return withFeatureID(props, id) }

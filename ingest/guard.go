@@ -360,3 +360,51 @@ func (g Guards) Over(base Guards) Guards {
 	g.Off = g.Off || base.Off
 	return g
 }
+
+// KeyInNoFeature refuses a source's first version (of at least one
+// feature) when a field of its key (Params.Key; under a mapping, the
+// source field of each key column) is in no feature of it: no feature
+// then has a key, and a typo (APNX for APN, @id in a format without ids)
+// would land silently, matching nothing by key at the next version
+// (docs/changes.md). keys are the version's property keys
+// (VersionStats.Keys), layers the names of the layers read. The error
+// names the field, the layers and the fields they have.
+func KeyInNoFeature(p Params, keys map[string]uint8, layers []string) error {
+	fields := p.Key
+	if m := p.TheMapping(); m != nil {
+		fields = nil
+		for _, k := range p.Key {
+			for i, c := range m.Columns() {
+				if c.Name == k {
+					fields = append(fields, m.SourceFields()[i])
+				}
+			}
+		}
+	}
+	for _, f := range fields {
+		if _, ok := keys[f]; ok {
+			continue
+		}
+		have := make([]string, 0, len(keys))
+		for k := range keys {
+			have = append(have, k)
+		}
+		sort.Strings(have)
+		list := strings.Join(have, ", ")
+		if list == "" {
+			list = "none"
+		}
+		quoted := make([]string, len(layers))
+		for i, l := range layers {
+			quoted[i] = strconv.Quote(l)
+		}
+		where := "layer " + strings.Join(quoted, ", ")
+		if len(layers) > 1 {
+			where = "layers " + strings.Join(quoted, ", ")
+		}
+		return Permanentf("key field %q is in no feature of %s (its fields: %s): no feature would have a key; "+
+			"give the field that identifies a feature with --key or the route's key= (geoingest inspect FILE lists candidate keys)",
+			f, where, list)
+	}
+	return nil
+}

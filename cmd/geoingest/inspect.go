@@ -36,8 +36,12 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	check := fs.Bool("check", false, "check every feature: invalid polygons (GEOS), null and non-polygonal geometries")
 	suggest := fs.Bool("suggest-schema", false, "print the typed schema (YAML) the file's values suggest, losslessly: leading zeros stay text, whole numbers int8, decimals numeric (docs/schema.md)")
 	var routes listFlag
-	fs.Var(&routes, "route", "[BUCKET:]PREFIX=TARGET[+deletes][?OPTION=VALUE&...], repeatable, as serve's (env GEOINGEST_ROUTES); for s3:// the default is serve's (parcels/=parcels, admin/=admin_units); for a local file, routes are matched only when given, against --key or the path as given")
-	key := fs.String("key", "", "for a local file: the object key it would be uploaded under, to match the routes against")
+	fs.Var(&routes, "route", "[BUCKET:]PREFIX=TARGET[+deletes][?OPTION=VALUE&...], repeatable, as serve's (env GEOINGEST_ROUTES); for s3:// the default is serve's (parcels/=parcels, admin/=admin_units); for a local file, routes are matched only when given, against --object-key or the path as given")
+	// --key is the source's key, as ingest's and backfill's (the job
+	// key then is theirs): inspect says what it finds in each layer. The
+	// object key, which --key was before, is --object-key.
+	m.addMatchFlags(fs, &p)
+	key := fs.String("object-key", "", "for a local file: the object key it would be uploaded under, to match the routes against")
 	pathStyle := fs.String("s3-path-style", "auto", "path-style S3 requests: true, false, or auto (true when AWS_ENDPOINT_URL_S3 is set)")
 	var awsf awsFlags
 	m.addAWSFlags(fs, &awsf)
@@ -282,6 +286,14 @@ func printInspection(w io.Writer, r *inspect.Report) {
 		}
 		if len(l.CandidateKeys) > 0 {
 			fmt.Fprintf(w, "  keys      %s (unique and present in all of the first %d features: candidates for --key)\n", strings.Join(l.CandidateKeys, ", "), l.CandidateKeysOf)
+		}
+		if k := l.Key; k != nil {
+			s := fmt.Sprintf("  key       %s: %d features with a key, %d without (a field missing, null or empty), %d sharing their value with another (the key matches them with nothing)",
+				strings.Join(k.Fields, "|"), k.Keyed, k.Unkeyed, k.Duplicates)
+			if len(k.FieldsMissing) > 0 {
+				s += fmt.Sprintf("; in no feature: %s", strings.Join(k.FieldsMissing, ", "))
+			}
+			fmt.Fprintln(w, s)
 		}
 		if l.GeometryField != "" {
 			fmt.Fprintf(w, "  geometry  field %q (the layer has several)\n", l.GeometryField)

@@ -251,19 +251,19 @@ func TestInspectMissingGrid(t *testing.T) {
 	require.NotContains(t, r.Layers[0].CRS.Refusal, "quebec.parquet", "the layer's refusal is the CRS's, the file is named at the top")
 }
 
-// TestInspectRoute: the routes (serve's syntax) are matched against --key;
+// TestInspectRoute: the routes (serve's syntax) are matched against --object-key;
 // a route's options become the job's parameters, and a key no route takes
 // is reported as dropped by the trigger gate.
 func TestInspectRoute(t *testing.T) {
 	t.Parallel()
 	code, r, errOut := inspectJSON(t, nil, "--route", "legacy/=admin_units?source-srid=4326", "--route", "parcels/=parcels",
-		"--key", "legacy/states.shp", mexicoNoPrj)
+		"--object-key", "legacy/states.shp", mexicoNoPrj)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "legacy/=admin_units?source-srid=4326", r.Route)
 	require.Equal(t, "admin_units", r.Target)
 	require.Equal(t, "override", r.Layers[0].CRS.Method)
 
-	code, r, _ = inspectJSON(t, nil, "--route", "parcels/=parcels", "--key", "other/states.shp", "--source-srid", "4326", mexicoNoPrj)
+	code, r, _ = inspectJSON(t, nil, "--route", "parcels/=parcels", "--object-key", "other/states.shp", "--source-srid", "4326", mexicoNoPrj)
 	require.Equal(t, 1, code)
 	require.Equal(t, "no_route", r.Filtered)
 }

@@ -362,8 +362,8 @@ func (m *Main) addParamFlags(fs *flag.FlagSet, p *paramFlags) {
 }
 
 // addMatchFlags adds the feature-matching parameters (docs/changes.md)
-// to the commands that write jobs (not inspect, whose --key is the
-// object key).
+// to the commands that write jobs, and to inspect (which then checks the
+// key in the file).
 func (m *Main) addMatchFlags(fs *flag.FlagSet, p *paramFlags) {
 	fs.StringVar(&p.key, "key", "", "the source's key: the field (or STATE|APN for a composite key) that identifies a feature from one version to the next")
 	fs.Var(matchIoUFlag{&p.matchIoU}, "match-iou", "intersection over union at or above which an unmatched feature matches an old one as changed, in (0, 1] (default 0.9)")

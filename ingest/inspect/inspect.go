@@ -19,6 +19,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/geoingest/geoingest/geomio"
@@ -92,6 +93,9 @@ type Layer struct {
 	// feature of the layer has (a typo in its from:): their columns would
 	// be NULL in every row, and the drift guard holds the next version.
 	MappedFieldsMissing []MappedField `json:"mapped_fields_missing,omitempty"`
+	// Key is what the job's key (--key, a route's key=) finds in the
+	// layer (keys.go); nil without a key, or under a mapping.
+	Key *KeyCheck `json:"key,omitempty"`
 	// Suggested are the typed columns the layer's values suggest
 	// (Options.Suggest, suggest.go).
 	Suggested []SuggestedColumn `json:"suggested_columns,omitempty"`
@@ -301,8 +305,37 @@ func Run(ctx context.Context, job ingest.Job, tmp string, o Options) (*Report, e
 		rep.Refusal = "the file has no features"
 		return rep, nil
 	}
-	rep.Refusal = nothingToWrite(rep)
+	if rep.Refusal = nothingToWrite(rep); rep.Refusal == "" {
+		rep.Refusal = keyInNoFeature(rep)
+	}
 	return rep, nil
+}
+
+// keyInNoFeature is the write gate's refusal of a source's first version
+// whose key names a field that no feature of the layers read has
+// (ingest.KeyInNoFeature); "" when every key field is in some feature.
+func keyInNoFeature(rep *Report) string {
+	missing := map[string]int{}
+	var fields, layers []string
+	for _, l := range rep.Layers {
+		if l.NotRead != "" || l.Key == nil {
+			continue
+		}
+		fields = l.Key.Fields
+		layers = append(layers, strconv.Quote(l.Name))
+		for _, f := range l.Key.FieldsMissing {
+			missing[f]++
+		}
+	}
+	for _, f := range fields {
+		if missing[f] == len(layers) {
+			return fmt.Sprintf("key field %q is in no feature of layer %s: no feature would have a key (a source's first version "+
+				"fails so, a later one is held by the drift guard); --key is the field that identifies a feature "+
+				"(the candidates are listed as keys), --object-key the object key to match the routes against",
+				f, strings.Join(layers, ", "))
+		}
+	}
+	return ""
 }
 
 // nothingToWrite is the job's refusal of an upload with no polygonal
@@ -426,6 +459,8 @@ type layerAcc struct {
 	fields    map[string]int // index in l.Fields
 	types     map[string]map[string]bool
 	keys      keyTracker // keys.go
+	match     *keyCheck  // the job's key, keys.go
+	hadID     bool       // a feature had a Feature id member
 	suggester suggester  // suggest.go, with Options.Suggest
 	ext       [4]float64
 	hasExt    bool
@@ -450,6 +485,16 @@ func (s *scanner) feature(f geomio.Feature, meta geomio.Layer) bool {
 			a.keys.observe("@id", f.ID)
 		}
 		a.keys.end()
+	}
+	if len(s.p.Key) > 0 && s.p.TheMapping() == nil {
+		if a.match == nil {
+			a.match = newKeyCheck(s.p.Key)
+		}
+		props := f.Properties
+		if len(f.ID) > 0 && slices.Contains(s.p.Key, ingest.FeatureIDKey) {
+			props, a.hadID = ingest.WithFeatureID(props, f.ID), true
+		}
+		a.match.add(props)
 	}
 	g := f.Geom
 	typ := "None"
@@ -585,6 +630,12 @@ func (s *scanner) layers() []Layer {
 		l.GeometryType = geometryType(l.GeometryTypes)
 		l.ExtentCRS = extentCRS(l.CRS)
 		l.CandidateKeys, l.CandidateKeysOf = a.keys.keys(), a.keys.n
+		if a.match != nil {
+			l.Key = a.match.result(func(f string) bool {
+				_, ok := a.fields[f]
+				return ok || (f == ingest.FeatureIDKey && a.hadID)
+			})
+		}
 		if s.suggest {
 			l.Suggested = a.suggester.columns()
 		}

@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"bytes"
 	"hash/fnv"
 	"sort"
 
@@ -103,17 +102,71 @@ func (k *keyTracker) keys() []string {
 }
 
 // normalisedKey is a key value as the key normalises it (prepare.KeyPart,
-// the workers' and the server's rule), tagged with its kind so that the
-// string "12" and the number 12 stay apart; false for anything else or an
-// empty string.
+// the workers' and the server's rule): the string "12" and the number 12
+// are one value there, so one here; false for anything else or an empty
+// string.
 func normalisedKey(raw []byte) ([]byte, bool) {
-	v, ok := prepare.KeyPart(raw)
+	return prepare.KeyPart(raw)
+}
+
+// KeyCheck is what the job's key (--key, a route's key=: Params.Key)
+// finds in a layer, as the feature matching reads it (prepare.MatchKey:
+// normalised, "12" and 12 one value): the features that have a key, those
+// that have none (a key field missing, null or empty), and those whose
+// key value another feature of the layer shares, which the key matches
+// with nothing (a version's duplicate_keys). FieldsMissing are the key
+// fields that no feature of the layer has: none of its features then has
+// a key (a typo, or @id in a format without ids).
+type KeyCheck struct {
+	Fields        []string `json:"fields"`
+	Keyed         int64    `json:"keyed"`
+	Unkeyed       int64    `json:"unkeyed"`
+	Duplicates    int64    `json:"duplicates"`
+	FieldsMissing []string `json:"fields_missing,omitempty"`
+}
+
+// keyCheck accumulates a layer's KeyCheck. Key values are kept as 64-bit
+// hashes.
+type keyCheck struct {
+	fields []string
+	counts map[uint64]int32
+	keyed  int64
+	none   int64
+	buf    []byte
+}
+
+func newKeyCheck(fields []string) *keyCheck {
+	return &keyCheck{fields: fields, counts: map[uint64]int32{}}
+}
+
+// add adds a feature whose properties are props (with the property "@id"
+// when the key names it: ingest.WithFeatureID).
+func (k *keyCheck) add(props []byte) {
+	var ok bool
+	k.buf, ok = prepare.MatchKey(k.buf[:0], props, k.fields)
 	if !ok {
-		return nil, false
+		k.none++
+		return
 	}
-	kind := byte('n')
-	if t := bytes.TrimSpace(raw); t[0] == '"' {
-		kind = 's'
+	k.keyed++
+	h := fnv.New64a()
+	h.Write(k.buf)
+	k.counts[h.Sum64()]++
+}
+
+// result is the layer's KeyCheck; has reports whether a feature of the
+// layer had a field.
+func (k *keyCheck) result(has func(field string) bool) *KeyCheck {
+	r := &KeyCheck{Fields: k.fields, Keyed: k.keyed, Unkeyed: k.none}
+	for _, n := range k.counts {
+		if n > 1 {
+			r.Duplicates += int64(n)
+		}
 	}
-	return append([]byte{kind}, v...), true
+	for _, f := range k.fields {
+		if !has(f) {
+			r.FieldsMissing = append(r.FieldsMissing, f)
+		}
+	}
+	return r
 }

@@ -48,6 +48,17 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 		return false, err
 	}
 	version.Keys = keys
+	if !g.src.CurrentJobID.Valid && version.Features > 0 && g.keys != nil {
+		// A first version's key that no feature has: a typo, refused
+		// (later versions: the drift guard holds them).
+		var layers []string
+		for _, l := range g.keys.Layers() {
+			layers = append(layers, l.Name)
+		}
+		if err := ingest.KeyInNoFeature(job.Params, keys, layers); err != nil {
+			return false, err
+		}
+	}
 	kj, err := json.Marshal(keys)
 	if err != nil {
 		return false, err
