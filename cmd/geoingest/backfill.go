@@ -94,7 +94,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	rs, err := ingest.ParseRoutes(specs)
 	if err != nil {
-		return err
+		return m.badParams("backfill", err) // a usage error, exit 2, as serve's
 	}
 	for _, r := range rs {
 		// A route's own mapping or key, checked against --schema at start
@@ -104,7 +104,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 			continue
 		}
 		if err := r.Check(params); err != nil {
-			return err
+			return m.badParams("backfill", err)
 		}
 	}
 

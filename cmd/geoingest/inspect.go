@@ -112,7 +112,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	if len(specs) > 0 {
 		rs, err := ingest.ParseRoutes(specs)
 		if err != nil {
-			return err
+			return m.badParams("inspect", err) // a usage error, exit 2, as serve's
 		}
 		plan.Router = ingest.NewRouter(rs, nil)
 	}

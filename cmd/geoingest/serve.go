@@ -249,9 +249,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			specs = defaultInboxRoutes
 		}
 	}
+	// A bad route (an option it cannot take, a ?shrink= that is no
+	// fraction) is a bad argument: a usage error, exit 2, as ingest's
+	// flags of the same job parameters are.
 	routes, err := ingest.ParseRoutes(specs)
 	if err != nil {
-		return err
+		return m.badParams("serve", err)
 	}
 	var schema *ingest.Schema
 	if c.schemaFile != "" {
@@ -265,7 +268,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		base := ingest.DefaultParams(r.Target)
 		base.PipelineVersion, base.Schema = c.pipelineVersion, schema
 		if err := r.Check(base); err != nil {
-			return err
+			return m.badParams("serve", err)
 		}
 	}
 

@@ -34,7 +34,7 @@ mappings:
 	} {
 		code, _, errOut := run(t, map[string]string{"GEOINGEST_INBOX": t.TempDir()}, "serve", "--until-idle", "1s", "--metrics-addr", "",
 			"--schema", schema, "--route", "ok/=parcels?mapping=county&key=apn", "--route", bad)
-		require.Equal(t, 1, code, errOut)
+		require.Equal(t, 2, code, errOut) // a usage error
 		require.Contains(t, errOut, says)
 		require.Contains(t, errOut, `route "c/=`, "the message names the route: %s", errOut)
 	}
@@ -67,8 +67,40 @@ mappings:
 		// No database: the check comes before backfill connects.
 		code, out, errOut := run(t, map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"},
 			"backfill", "--dir", data, "--schema", schema, "--route", bad)
-		require.Equal(t, 1, code, out+errOut)
+		require.Equal(t, 2, code, out+errOut) // a usage error
 		require.Contains(t, errOut, says)
 		require.Contains(t, errOut, `route "c/=`, "the message names the route: %s", errOut)
+	}
+}
+
+// TestRouteOptionErrorsAreUsageErrors: a route that does not parse (an
+// option no route takes, a guard threshold that is no fraction, a policy
+// it does not know) is a bad argument, as the ingest flag of the same
+// job parameter is: serve, backfill and inspect exit 2 naming the route,
+// where they exited 1 as for a failure.
+func TestRouteOptionErrorsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c", "x.geojson")
+	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+	require.NoError(t, os.WriteFile(file, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	noDB := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "GEOINGEST_INBOX": dir}
+	for bad, says := range map[string]string{
+		"c/=parcels?shrink=0.3":        `option "shrink"`,
+		"c/=parcels?guard-shrink=1.5":  `guard-shrink "1.5": want a fraction`,
+		"c/=parcels?guard-extent=big":  `guard-extent "big"`,
+		"c/=parcels?invalid=sometimes": `invalid`,
+		"c/=nowhere":                   `unknown target table`,
+	} {
+		for _, args := range [][]string{
+			{"serve", "--until-idle", "1s", "--metrics-addr", "", "--route", bad},
+			{"backfill", "--dir", dir, "--route", bad},
+			{"inspect", "--key", "c/x.geojson", "--route", bad, file},
+		} {
+			code, out, errOut := run(t, noDB, args...)
+			require.Equal(t, 2, code, "%v: %s%s", args, out, errOut)
+			require.Contains(t, errOut, says, args)
+			require.Contains(t, errOut, `route "c/=`, "%v: the message names the route: %s", args, errOut)
+		}
 	}
 }
