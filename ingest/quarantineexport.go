@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Exports of a job's quarantine, to send back to the uploader: CSV (one
@@ -73,8 +74,9 @@ func exportQuarantineCSV(ctx context.Context, w io.Writer, q Quarantine, jobID s
 	}
 	sort.Strings(names)
 	cw := csv.NewWriter(w)
-	header := append([]string{"index", "layer", "rule", "reason"}, names...)
-	if err := cw.Write(append(header, "geometry")); err != nil {
+	fixed := fixedColumns(names, "index", "layer", "rule", "reason", "geometry")
+	header := append(fixed[:4:4], names...)
+	if err := cw.Write(append(header, fixed[4])); err != nil {
 		return err
 	}
 	rec := make([]string, len(header)+1)
@@ -97,6 +99,27 @@ func exportQuarantineCSV(ctx context.Context, w io.Writer, q Quarantine, jobID s
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// fixedColumns are the export's own columns, each named as given unless
+// an attribute has that name (whatever its case: a spreadsheet's or a
+// loader's column lookup may ignore it), then with geoingest_ before it
+// (again while that is taken too): the header names every column once,
+// and an attribute keeps its own name, the one the uploader's file has.
+func fixedColumns(attrs []string, cols ...string) []string {
+	taken := map[string]bool{}
+	for _, a := range attrs {
+		taken[strings.ToLower(a)] = true
+	}
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		for taken[strings.ToLower(c)] {
+			c = "geoingest_" + c
+		}
+		taken[strings.ToLower(c)] = true
+		out[i] = c
+	}
+	return out
 }
 
 // csvValue is a JSON value as a CSV cell: a string as itself (leading

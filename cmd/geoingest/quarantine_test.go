@@ -227,3 +227,44 @@ func TestQuarantineGuardNamesTheJob(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "geoingest quarantine list "+l.JobID[:12]+")")
 }
+
+// TestQuarantineCSVHeaderNamesEachColumnOnce: a quarantined feature with
+// attributes named as the export's own columns (rule, Reason, index,
+// layer, geometry, and geoingest_rule too) exports a CSV whose header
+// names every column once: the attributes keep their names, the export's
+// own columns take geoingest_ before theirs. The header said "rule" twice
+// (and "index", "layer", ...), and a reader by name got one of the two.
+func TestQuarantineCSVHeaderNamesEachColumnOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "parcels.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"APN":"0001"},"geometry":{"type":"Polygon","coordinates":[[[13,52],[13.001,52],[13.001,52.001],[13,52.001],[13,52]]]}},
+{"type":"Feature","properties":{"APN":"0002","rule":"R-7","Reason":"sold","index":"0042","layer":"L1","geometry":"n/a","geoingest_rule":"mine"},"geometry":null}
+]}`), 0o644))
+	code, out, errOut := run(t, env, "ingest", "--json", "--no-guards", path)
+	require.Equal(t, 0, code, out+errOut)
+	job := parseLines(t, out)[0].JobID
+	code, out, errOut = run(t, env, "quarantine", "export", job, "--format", "csv")
+	require.Equal(t, 0, code, out+errOut)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err, out)
+	require.Len(t, rows, 2, out)
+	seen := map[string]bool{}
+	row := map[string]string{}
+	for i, h := range rows[0] {
+		require.False(t, seen[strings.ToLower(h)], "column %q twice: %v", h, rows[0])
+		seen[strings.ToLower(h)] = true
+		row[h] = rows[1][i]
+	}
+	for col, want := range map[string]string{
+		"APN": "0002", "rule": "R-7", "Reason": "sold", "index": "0042", "layer": "L1", "geometry": "n/a", "geoingest_rule": "mine",
+		"geoingest_index": "1", "geoingest_layer": "parcels", "geoingest_geoingest_rule": "null-geometry", "geoingest_reason": "", "geoingest_geometry": "",
+	} {
+		if col == "geoingest_reason" {
+			require.Contains(t, row[col], "null", "the reason, in words")
+			continue
+		}
+		require.Equal(t, want, row[col], "column %s: %v", col, rows)
+	}
+}
