@@ -268,3 +268,27 @@ func TestQuarantineCSVHeaderNamesEachColumnOnce(t *testing.T) {
 		require.Equal(t, want, row[col], "column %s: %v", col, rows)
 	}
 }
+
+// TestEmptiedVersionSaysSo: an emptied version of a source (a
+// FeatureCollection of no features) fails, names the file, says the file
+// has no features and that the current generation stays; it said "0 null
+// or empty, 0 not polygonal (points or lines), 0 with no area left after
+// repair", counts of policies that had nothing to do with it. The source's
+// current generation is the one before, as it was.
+func TestEmptiedVersionSaysSo(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "county.geojson")
+	writeSquareSource(t, path, 0, 5)
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, 0, code, out+errOut)
+	first := parseLines(t, out)[0].JobID
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	code, out, errOut = run(t, env, "ingest", "--json", path)
+	require.Equal(t, 1, code, out+errOut)
+	l := parseLines(t, out)[0]
+	require.Equal(t, "failed", l.Outcome)
+	require.Contains(t, out, "county.geojson: no polygonal features to write for parcels: the file has no features; an emptied version is refused, never applied")
+	require.NotContains(t, out, "0 null or empty")
+	require.Equal(t, first, queryString(t, env["DATABASE_URL"], `SELECT current_job_id FROM sources`))
+}
