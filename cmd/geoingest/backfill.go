@@ -69,7 +69,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
-		return err
+		return m.badParams("backfill", err) // a bad flag value: exit 2
 	}
 	params := p.params()
 	if p.schemaErr != nil {

@@ -108,7 +108,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
-		return err
+		return m.badParams("ingest", err) // a bad flag value: exit 2
 	}
 	params := p.params()
 	if p.schemaErr != nil {

@@ -48,7 +48,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
-		return err
+		return m.badParams("inspect", err) // a bad flag value: exit 2
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -104,3 +104,35 @@ func TestRouteOptionErrorsAreUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBadFlagValuesAreUsageErrors: a flag value a command cannot take (a
+// negative limit, --workers 0, --queue-url with --inbox, ...) is a usage
+// error, exit 2, with what is wrong, as a bad route or --format is: they
+// exited 1, as for a failure.
+func TestBadFlagValuesAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "x.geojson")
+	require.NoError(t, os.WriteFile(file, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	noDB := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "GEOINGEST_INBOX": dir}
+	serve := []string{"serve", "--until-idle", "1s", "--metrics-addr", ""}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{append(serve, "--workers", "0"), "--workers must be at least 1"},
+		{append(serve, "--reader-spares", "-1"), "--reader-spares must be 0 or more"},
+		{append(serve, "--ack-replicas", "-1"), "--ack-replicas must be 0 or more"},
+		{append(serve, "--compact-reindex-factor", "0.5"), "--compact-reindex-factor must be 0 (off) or more than 1"},
+		{append(serve, "--queue-url", "https://sqs.example/q", "--inbox", dir), "give --queue-url or --inbox, not both"},
+		{append(serve, "--max-features", "-5"), "--max-features -5: want 0 or more"},
+		{[]string{"ingest", "--max-vertices", "-1", file}, "--max-vertices -1: want 0 or more"},
+		{[]string{"backfill", "--dir", dir, "--max-layers", "-1"}, "--max-layers -1: want 0 or more"},
+		{[]string{"inspect", "--max-properties", "-1", file}, "--max-properties -1: want 0 or more"},
+		{[]string{"replay", "--max-vertices", "-1", file}, "--max-vertices -1: want 0 or more"},
+	} {
+		code, out, errOut := run(t, noDB, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, c.says, c.args)
+	}
+}
