@@ -16,7 +16,8 @@ import (
 // column per attribute the quarantined features have, then the rule, the
 // reason and the geometry as GeoJSON) or a GeoJSON FeatureCollection
 // (each feature's attributes with geoingest_rule, geoingest_reason and
-// geoingest_layer added, its geometry in EPSG:4326, its index as its id).
+// geoingest_layer added, geoingest_ before each again where an attribute
+// has its name, its geometry in EPSG:4326, its index as its id).
 // Both page through the quarantine: memory stays bounded whatever its size.
 
 // ExportQuarantine writes jobID's quarantine to w in format (csv or
@@ -149,8 +150,12 @@ func exportQuarantineGeoJSON(ctx context.Context, w io.Writer, q Quarantine, job
 		if props == nil {
 			props = map[string]json.RawMessage{}
 		}
-		for k, v := range map[string]string{"geoingest_rule": f.Rule, "geoingest_reason": f.Reason, "geoingest_layer": f.Layer} {
-			b, _ := json.Marshal(v)
+		for _, kv := range [...][2]string{{"geoingest_rule", f.Rule}, {"geoingest_reason", f.Reason}, {"geoingest_layer", f.Layer}} {
+			k := kv[0]
+			for props[k] != nil { // the uploader's attribute keeps its name
+				k = "geoingest_" + k
+			}
+			b, _ := json.Marshal(kv[1])
 			props[k] = b
 		}
 		b, err := json.Marshal(struct {

@@ -292,3 +292,37 @@ func TestEmptiedVersionSaysSo(t *testing.T) {
 	require.NotContains(t, out, "0 null or empty")
 	require.Equal(t, first, queryString(t, env["DATABASE_URL"], `SELECT current_job_id FROM sources`))
 }
+
+// TestQuarantineGeoJSONKeepsTheUploadersAttributes: a quarantined feature
+// whose attributes hold a geoingest_rule (an export sent back and
+// uploaded again) keeps it in the GeoJSON export; the export's own takes
+// geoingest_ before its name. The export wrote its rule over the
+// uploader's value, which was lost.
+func TestQuarantineGeoJSONKeepsTheUploadersAttributes(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "parcels.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"APN":"0001"},"geometry":{"type":"Polygon","coordinates":[[[13,52],[13.001,52],[13.001,52.001],[13,52.001],[13,52]]]}},
+{"type":"Feature","properties":{"APN":"0002","geoingest_rule":"mine","geoingest_layer":"theirs"},"geometry":null}
+]}`), 0o644))
+	code, out, errOut := run(t, env, "ingest", "--json", "--no-guards", path)
+	require.Equal(t, 0, code, out+errOut)
+	job := parseLines(t, out)[0].JobID
+	code, out, errOut = run(t, env, "quarantine", "export", job, "--format", "geojson")
+	require.Equal(t, 0, code, out+errOut)
+	var fc struct {
+		Features []struct {
+			Properties map[string]string `json:"properties"`
+		} `json:"features"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &fc), out)
+	require.Len(t, fc.Features, 1)
+	p := fc.Features[0].Properties
+	require.Equal(t, "mine", p["geoingest_rule"], out)
+	require.Equal(t, "theirs", p["geoingest_layer"], out)
+	require.Equal(t, "null-geometry", p["geoingest_geoingest_rule"], out)
+	require.Equal(t, "parcels", p["geoingest_geoingest_layer"], out)
+	require.Contains(t, p["geoingest_reason"], "null", out)
+	require.Equal(t, "0002", p["APN"])
+}
