@@ -71,7 +71,8 @@ func changesText(c *ingestChanges) string {
 // Exit status 0 when every file is committed (written, already present or
 // superseded), 1 when one failed or is in progress elsewhere (its claim
 // held under another worker's live lease), else exitPending when a version
-// was held as pending by a guard.
+// is held as pending by a guard (held now, or before and delivered again
+// while still undecided).
 func runIngest(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("ingest", "[flags] PATH...")
 	var d dbFlags
