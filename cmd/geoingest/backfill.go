@@ -183,6 +183,11 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	if stats.Pending > 0 {
 		fmt.Fprintf(m.Stderr, "geoingest backfill: %d versions held as pending by a guard: see geoingest pending list\n", stats.Pending)
+		if guards.Force {
+			// A forced version is never held: these were held before,
+			// and their bytes again are those committed jobs.
+			fmt.Fprintf(m.Stderr, "geoingest backfill: --force applies new versions only; a version held before this run is applied with geoingest pending approve JOB --reason TEXT\n")
+		}
 		return exitError(exitPending)
 	}
 	return nil

@@ -109,3 +109,26 @@ func TestIngestOfAPendingFileSaysHowToApproveIt(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "already-present")
 }
+
+// TestBackfillForceSaysAHeldVersionIsApproved: backfill --force --reason
+// over a version a guard held before applies nothing (the job is
+// committed, pending: its bytes again are that job) and exits 4; it says
+// so and how to apply it (pending approve), where it said only "1
+// versions held as pending by a guard", as if --force had been ignored.
+func TestBackfillForceSaysAHeldVersionIsApproved(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "GEOINGEST_HOME": t.TempDir()}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "county.geojson")
+	writeSquareSource(t, path, 0, 20)
+	code, out, errOut := run(t, env, "backfill", "--dir", dir, "--quiet")
+	require.Equal(t, 0, code, out+errOut)
+	writeSquareSource(t, path, 0, 2)
+	code, out, errOut = run(t, env, "backfill", "--dir", dir, "--quiet")
+	require.Equal(t, exitPending, code, out+errOut)
+	code, out, errOut = run(t, env, "backfill", "--dir", dir, "--quiet", "--force", "--reason", "the county says so")
+	require.Equal(t, exitPending, code, out+errOut)
+	require.Contains(t, out, " 1 pending,")
+	require.Contains(t, errOut, "--force applies new versions only")
+	require.Contains(t, errOut, "geoingest pending approve JOB --reason TEXT")
+}
