@@ -184,5 +184,9 @@ func (b *Backfill) runOne(ctx context.Context, pl *Planner, it Planned) Result {
 		}
 		return Result{Source: src, Outcome: Failed, Err: it.Err}
 	}
-	return b.Service.Run(ctx, it.Job)
+	res := b.Service.Run(ctx, it.Job)
+	if r, err := StillPending(ctx, b.Service.Store, res); err == nil {
+		res = r // a version still pending counts as pending, as when it was held
+	}
+	return res
 }

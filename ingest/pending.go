@@ -49,6 +49,9 @@ type PendingInfo struct {
 	Summary   []byte    `json:"-"`
 	Current   string    `json:"current_job"`
 	Committed time.Time `json:"committed_at"`
+	// Quarantined is the version's features a policy left out (set by
+	// PendingLookup only).
+	Quarantined int64 `json:"-"`
 }
 
 // Decision is an operator's decision on a pending version.
@@ -106,6 +109,35 @@ func (s *Service) Decide(ctx context.Context, jobID string, d Decision) (Decisio
 		s.refreshReports(ctx, log, Job{ID: jobID, Params: p}, WriteResult{Outcome: Written, Replaced: r.Replaced})
 	}
 	return r, nil
+}
+
+// PendingLookup reads one pending version (postgis.Store implements it).
+type PendingLookup interface {
+	// PendingVersion returns jobID's PendingInfo (its features, area and
+	// the reason it was held; no source) while it is pending; ok false
+	// when it is not (never held, or decided or superseded since).
+	PendingVersion(ctx context.Context, jobID string) (info PendingInfo, ok bool, err error)
+}
+
+// StillPending is res, a delivery of a job committed before
+// (AlreadyPresent), as Outcome Pending when that job is a version a guard
+// holds and nobody has decided yet, with its reason and counts: a file
+// delivered again reports what the first delivery did, and `ingest` and
+// `backfill` exit as they did then (the version is not current; it waits
+// for a decision). Any other result, or a store that is no PendingLookup,
+// comes back as it is; so does res when the lookup fails (a delivery
+// stopped at a gate is still done), with that error.
+func StillPending(ctx context.Context, store any, res Result) (Result, error) {
+	pl, ok := store.(PendingLookup)
+	if res.Outcome != AlreadyPresent || !ok {
+		return res, nil
+	}
+	p, ok, err := pl.PendingVersion(ctx, res.JobID)
+	if err != nil || !ok {
+		return res, err
+	}
+	res.Outcome, res.Reason, res.Features, res.AreaM2, res.Quarantined = Pending, p.Reason, p.Features, p.AreaM2, p.Quarantined
+	return res, nil
 }
 
 // ErrNotPending is the error of a decision on a job that is not (and

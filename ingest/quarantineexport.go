@@ -9,13 +9,15 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Exports of a job's quarantine, to send back to the uploader: CSV (one
 // column per attribute the quarantined features have, then the rule, the
 // reason and the geometry as GeoJSON) or a GeoJSON FeatureCollection
 // (each feature's attributes with geoingest_rule, geoingest_reason and
-// geoingest_layer added, its geometry in EPSG:4326, its index as its id).
+// geoingest_layer added, geoingest_ before each again where an attribute
+// has its name, its geometry in EPSG:4326, its index as its id).
 // Both page through the quarantine: memory stays bounded whatever its size.
 
 // ExportQuarantine writes jobID's quarantine to w in format (csv or
@@ -73,8 +75,9 @@ func exportQuarantineCSV(ctx context.Context, w io.Writer, q Quarantine, jobID s
 	}
 	sort.Strings(names)
 	cw := csv.NewWriter(w)
-	header := append([]string{"index", "layer", "rule", "reason"}, names...)
-	if err := cw.Write(append(header, "geometry")); err != nil {
+	fixed := fixedColumns(names, "index", "layer", "rule", "reason", "geometry")
+	header := append(fixed[:4:4], names...)
+	if err := cw.Write(append(header, fixed[4])); err != nil {
 		return err
 	}
 	rec := make([]string, len(header)+1)
@@ -97,6 +100,27 @@ func exportQuarantineCSV(ctx context.Context, w io.Writer, q Quarantine, jobID s
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// fixedColumns are the export's own columns, each named as given unless
+// an attribute has that name (whatever its case: a spreadsheet's or a
+// loader's column lookup may ignore it), then with geoingest_ before it
+// (again while that is taken too): the header names every column once,
+// and an attribute keeps its own name, the one the uploader's file has.
+func fixedColumns(attrs []string, cols ...string) []string {
+	taken := map[string]bool{}
+	for _, a := range attrs {
+		taken[strings.ToLower(a)] = true
+	}
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		for taken[strings.ToLower(c)] {
+			c = "geoingest_" + c
+		}
+		taken[strings.ToLower(c)] = true
+		out[i] = c
+	}
+	return out
 }
 
 // csvValue is a JSON value as a CSV cell: a string as itself (leading
@@ -126,8 +150,12 @@ func exportQuarantineGeoJSON(ctx context.Context, w io.Writer, q Quarantine, job
 		if props == nil {
 			props = map[string]json.RawMessage{}
 		}
-		for k, v := range map[string]string{"geoingest_rule": f.Rule, "geoingest_reason": f.Reason, "geoingest_layer": f.Layer} {
-			b, _ := json.Marshal(v)
+		for _, kv := range [...][2]string{{"geoingest_rule", f.Rule}, {"geoingest_reason", f.Reason}, {"geoingest_layer", f.Layer}} {
+			k := kv[0]
+			for props[k] != nil { // the uploader's attribute keeps its name
+				k = "geoingest_" + k
+			}
+			b, _ := json.Marshal(kv[1])
 			props[k] = b
 		}
 		b, err := json.Marshal(struct {

@@ -69,7 +69,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
-		return err
+		return m.badParams("backfill", err) // a bad flag value: exit 2
 	}
 	params := p.params()
 	if p.schemaErr != nil {
@@ -94,7 +94,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	rs, err := ingest.ParseRoutes(specs)
 	if err != nil {
-		return err
+		return m.badParams("backfill", err) // a usage error, exit 2, as serve's
 	}
 	for _, r := range rs {
 		// A route's own mapping or key, checked against --schema at start
@@ -104,7 +104,7 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 			continue
 		}
 		if err := r.Check(params); err != nil {
-			return err
+			return m.badParams("backfill", err)
 		}
 	}
 
@@ -183,6 +183,11 @@ func runBackfill(ctx context.Context, m *Main, args []string) error {
 	}
 	if stats.Pending > 0 {
 		fmt.Fprintf(m.Stderr, "geoingest backfill: %d versions held as pending by a guard: see geoingest pending list\n", stats.Pending)
+		if guards.Force {
+			// A forced version is never held: these were held before,
+			// and their bytes again are those committed jobs.
+			fmt.Fprintf(m.Stderr, "geoingest backfill: --force applies new versions only; a version held before this run is applied with geoingest pending approve JOB --reason TEXT\n")
+		}
 		return exitError(exitPending)
 	}
 	return nil

@@ -314,3 +314,27 @@ func TestServeInboxConsoleRetry(t *testing.T) {
 	code, body = op.do("POST", "/api/jobs/"+job+"/retry", nil, "")
 	require.Equal(t, http.StatusConflict, code, body)
 }
+
+// TestConsoleJSONIsNotHTMLEscaped: the console's JSON API prints a held
+// version's reason and a source key with < > & as they are, as the CLI's
+// --json does; it printed "20 -\u003e 2" (encoding/json's escaping for
+// HTML, which JSON served as application/json needs not).
+func TestConsoleJSONIsNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "a&b <c>.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(squares(20)), 0o644))
+	code, out, errOut := run(t, env, "ingest", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.NoError(t, os.WriteFile(path, []byte(squares(2)), 0o644))
+	code, out, errOut = run(t, env, "ingest", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	base := startConsole(t, env)
+	c := consoleClient{t: t, base: base}
+	code, body := c.do(http.MethodGet, "/api/pending", nil, "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "(20 -> 2; threshold 20%)")
+	require.Contains(t, body, "a&b <c>.geojson")
+	require.NotContains(t, body, `\u003`)
+	require.NotContains(t, body, `\u0026`)
+}

@@ -71,7 +71,8 @@ func changesText(c *ingestChanges) string {
 // Exit status 0 when every file is committed (written, already present or
 // superseded), 1 when one failed or is in progress elsewhere (its claim
 // held under another worker's live lease), else exitPending when a version
-// was held as pending by a guard.
+// is held as pending by a guard (held now, or before and delivered again
+// while still undecided).
 func runIngest(ctx context.Context, m *Main, args []string) error {
 	fs := m.flagSet("ingest", "[flags] PATH...")
 	var d dbFlags
@@ -108,7 +109,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
-		return err
+		return m.badParams("ingest", err) // a bad flag value: exit 2
 	}
 	params := p.params()
 	if p.schemaErr != nil {
@@ -162,6 +163,14 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		path := it.Path
 		res := ingestFile(ctx, svc, it)
 		progress.clear()
+		// The bytes of a version still pending: reported as the first
+		// delivery was (outcome pending, its reason, exit status 4), not
+		// as a duplicate that is done.
+		again := res.Outcome == ingest.AlreadyPresent
+		res, err = ingest.StillPending(ctx, a.store, res)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: committed before; whether it is still pending is not known: %v\n", path, err)
+		}
 		if res.Outcome == ingest.Written {
 			compaction.WrittenJob(res)
 		}
@@ -209,7 +218,7 @@ func runIngest(ctx context.Context, m *Main, args []string) error {
 		if res.Quarantined > 0 {
 			fmt.Fprintf(m.Stderr, "geoingest ingest: %s: %d features left out by a policy, kept in the quarantine (geoingest quarantine list %s)\n", path, res.Quarantined, res.JobID)
 		}
-		if res.Outcome == ingest.AlreadyPresent {
+		if again {
 			if hint := notCurrentHint(ctx, a.store, res.JobID, path); hint != "" {
 				fmt.Fprintln(m.Stderr, "geoingest ingest: "+hint)
 			}

@@ -52,7 +52,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
-		return err
+		return m.badParams("inspect", err) // a bad flag value: exit 2
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -116,7 +116,7 @@ func runInspect(ctx context.Context, m *Main, args []string) error {
 	if len(specs) > 0 {
 		rs, err := ingest.ParseRoutes(specs)
 		if err != nil {
-			return err
+			return m.badParams("inspect", err) // a usage error, exit 2, as serve's
 		}
 		plan.Router = ingest.NewRouter(rs, nil)
 	}

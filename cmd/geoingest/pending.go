@@ -154,8 +154,10 @@ func runPending(ctx context.Context, m *Main, args []string) error {
 	}
 	switch {
 	case refused && r.Already:
-		fmt.Fprintf(m.Stderr, "geoingest pending approve: %s was superseded already (by %s at %s): a newer version of its source was applied; it cannot be approved, nothing changed\n",
-			r.JobID, r.Actor, r.At.UTC().Format("2006-01-02 15:04:05Z"))
+		// Superseded by a newer version applied, or held in its place, or
+		// by a delete: its audit trail says which job.
+		fmt.Fprintf(m.Stderr, "geoingest pending approve: %s was superseded already (by %s at %s): a newer version of its source arrived (see geoingest pending show %s); it cannot be approved, nothing changed\n",
+			r.JobID, r.Actor, r.At.UTC().Format("2006-01-02 15:04:05Z"), short(r.JobID))
 		return exitError(1)
 	case refused:
 		fmt.Fprintf(m.Stderr, "geoingest pending approve: %s superseded, not approved: a newer version of its source was applied meanwhile; it was dropped\n", r.JobID)

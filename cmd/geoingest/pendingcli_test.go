@@ -206,3 +206,25 @@ func TestIngestSaysWhatAForcedVersionTripped(t *testing.T) {
 	require.Contains(t, out, "written")
 	require.Contains(t, errOut, "geoingest ingest: "+path+": forced (the county sold them): shrink: features down 85.0% (20 -> 3; threshold 20%)")
 }
+
+// TestApproveOfAVersionANewerHeldOneSupersededSaysSo: a pending version
+// superseded by a newer version that was itself held (not applied) is
+// refused when approved, and the message does not say a newer version was
+// applied (none was: the current generation is the one before both); it
+// points at pending show, which says by which job, and at that job.
+func TestApproveOfAVersionANewerHeldOneSupersededSaysSo(t *testing.T) {
+	t.Parallel()
+	env, db, path, written, held := heldSquares(t)
+	writeSquareSource(t, path, 0, 3) // newer, shrunk too: held, and supersedes held
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	require.Equal(t, "pending", parseLines(t, out)[0].Outcome)
+	require.Equal(t, written, queryString(t, db, `SELECT current_job_id FROM sources`))
+
+	code, out, errOut = run(t, env, "pending", "approve", held, "--reason", "late")
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, held+" was superseded already")
+	require.NotContains(t, errOut, "was applied")
+	require.Contains(t, errOut, "geoingest pending show "+held[:12])
+	require.Equal(t, written, queryString(t, db, `SELECT current_job_id FROM sources`), "nothing changed")
+}

@@ -227,3 +227,102 @@ func TestQuarantineGuardNamesTheJob(t *testing.T) {
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "geoingest quarantine list "+l.JobID[:12]+")")
 }
+
+// TestQuarantineCSVHeaderNamesEachColumnOnce: a quarantined feature with
+// attributes named as the export's own columns (rule, Reason, index,
+// layer, geometry, and geoingest_rule too) exports a CSV whose header
+// names every column once: the attributes keep their names, the export's
+// own columns take geoingest_ before theirs. The header said "rule" twice
+// (and "index", "layer", ...), and a reader by name got one of the two.
+func TestQuarantineCSVHeaderNamesEachColumnOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "parcels.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"APN":"0001"},"geometry":{"type":"Polygon","coordinates":[[[13,52],[13.001,52],[13.001,52.001],[13,52.001],[13,52]]]}},
+{"type":"Feature","properties":{"APN":"0002","rule":"R-7","Reason":"sold","index":"0042","layer":"L1","geometry":"n/a","geoingest_rule":"mine"},"geometry":null}
+]}`), 0o644))
+	code, out, errOut := run(t, env, "ingest", "--json", "--no-guards", path)
+	require.Equal(t, 0, code, out+errOut)
+	job := parseLines(t, out)[0].JobID
+	code, out, errOut = run(t, env, "quarantine", "export", job, "--format", "csv")
+	require.Equal(t, 0, code, out+errOut)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err, out)
+	require.Len(t, rows, 2, out)
+	seen := map[string]bool{}
+	row := map[string]string{}
+	for i, h := range rows[0] {
+		require.False(t, seen[strings.ToLower(h)], "column %q twice: %v", h, rows[0])
+		seen[strings.ToLower(h)] = true
+		row[h] = rows[1][i]
+	}
+	for col, want := range map[string]string{
+		"APN": "0002", "rule": "R-7", "Reason": "sold", "index": "0042", "layer": "L1", "geometry": "n/a", "geoingest_rule": "mine",
+		"geoingest_index": "1", "geoingest_layer": "parcels", "geoingest_geoingest_rule": "null-geometry", "geoingest_reason": "", "geoingest_geometry": "",
+	} {
+		if col == "geoingest_reason" {
+			require.Contains(t, row[col], "null", "the reason, in words")
+			continue
+		}
+		require.Equal(t, want, row[col], "column %s: %v", col, rows)
+	}
+}
+
+// TestEmptiedVersionSaysSo: an emptied version of a source (a
+// FeatureCollection of no features) fails, names the file, says the file
+// has no features and that the current generation stays; it said "0 null
+// or empty, 0 not polygonal (points or lines), 0 with no area left after
+// repair", counts of policies that had nothing to do with it. The source's
+// current generation is the one before, as it was.
+func TestEmptiedVersionSaysSo(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "county.geojson")
+	writeSquareSource(t, path, 0, 5)
+	code, out, errOut := run(t, env, "ingest", "--json", path)
+	require.Equal(t, 0, code, out+errOut)
+	first := parseLines(t, out)[0].JobID
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	code, out, errOut = run(t, env, "ingest", "--json", path)
+	require.Equal(t, 1, code, out+errOut)
+	l := parseLines(t, out)[0]
+	require.Equal(t, "failed", l.Outcome)
+	require.Contains(t, out, "county.geojson: no polygonal features to write for parcels: the file has no features; an emptied version is refused, never applied")
+	require.NotContains(t, out, "0 null or empty")
+	require.Equal(t, first, queryString(t, env["DATABASE_URL"], `SELECT current_job_id FROM sources`))
+}
+
+// TestQuarantineGeoJSONKeepsTheUploadersAttributes: a quarantined feature
+// whose attributes hold a geoingest_rule (an export sent back and
+// uploaded again) keeps it in the GeoJSON export; the export's own takes
+// geoingest_ before its name. The export wrote its rule over the
+// uploader's value, which was lost.
+func TestQuarantineGeoJSONKeepsTheUploadersAttributes(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	path := filepath.Join(t.TempDir(), "parcels.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"APN":"0001"},"geometry":{"type":"Polygon","coordinates":[[[13,52],[13.001,52],[13.001,52.001],[13,52.001],[13,52]]]}},
+{"type":"Feature","properties":{"APN":"0002","geoingest_rule":"mine","geoingest_layer":"theirs"},"geometry":null}
+]}`), 0o644))
+	code, out, errOut := run(t, env, "ingest", "--json", "--no-guards", path)
+	require.Equal(t, 0, code, out+errOut)
+	job := parseLines(t, out)[0].JobID
+	code, out, errOut = run(t, env, "quarantine", "export", job, "--format", "geojson")
+	require.Equal(t, 0, code, out+errOut)
+	var fc struct {
+		Features []struct {
+			Properties map[string]string `json:"properties"`
+		} `json:"features"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &fc), out)
+	require.Len(t, fc.Features, 1)
+	p := fc.Features[0].Properties
+	require.Equal(t, "mine", p["geoingest_rule"], out)
+	require.Equal(t, "theirs", p["geoingest_layer"], out)
+	require.Equal(t, "null-geometry", p["geoingest_geoingest_rule"], out)
+	require.Equal(t, "parcels", p["geoingest_geoingest_layer"], out)
+	require.Contains(t, p["geoingest_reason"], "null", out)
+	require.Equal(t, "0002", p["APN"])
+}

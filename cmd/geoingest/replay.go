@@ -45,7 +45,7 @@ func runReplay(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
-		return err
+		return m.badParams("replay", err) // a bad flag value: exit 2
 	}
 	params := p.params()
 	if p.schemaErr != nil {

@@ -61,7 +61,10 @@ func TestIngestOfARestoredFileSaysHowToApplyIt(t *testing.T) {
 // TestIngestOfAPendingFileSaysHowToApproveIt: the bytes of a version a
 // guard holds, ingested again, are that pending job: ingest says so and
 // names `pending show` and `pending approve`, where it said "now pending"
-// and told to make them "current again" with --policy replace.
+// and told to make them "current again" with --policy replace. It
+// reports the version pending, as the first run did (outcome pending,
+// its reason, exit status 4), and so does a backfill over it: they said
+// already-present and exited 0, as if the version were done.
 func TestIngestOfAPendingFileSaysHowToApproveIt(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -76,12 +79,56 @@ func TestIngestOfAPendingFileSaysHowToApproveIt(t *testing.T) {
 	require.Equal(t, exitPending, code, out+errOut)
 	held := strings.Fields(out)[0]
 
+	heldErr := errOut
+
 	code, out, errOut = run(t, env, "ingest", path)
-	require.Equal(t, 0, code, out+errOut)
-	require.Contains(t, out, "already-present")
+	require.Equal(t, exitPending, code, out+errOut)
+	require.Contains(t, out, held+"  pending ")
+	require.Contains(t, out, " 2 features")
+	require.Contains(t, errOut, heldErr, "the first run's message again")
 	require.Contains(t, errOut, "held as pending by a guard and not applied")
 	require.Contains(t, errOut, "geoingest pending show "+held)
 	require.Contains(t, errOut, "geoingest pending approve "+held+" --reason TEXT")
 	require.NotContains(t, errOut, "--policy replace")
 	require.NotContains(t, errOut, "current again")
+
+	code, out, errOut = run(t, env, "ingest", "--json", path)
+	require.Equal(t, exitPending, code, out+errOut)
+	l := parseLines(t, out)[0]
+	require.Equal(t, "pending", l.Outcome)
+	require.Contains(t, out, `"reason":"shrink: features down 90.0% (20 -> 2; threshold 20%)`)
+
+	code, out, errOut = run(t, env, "backfill", "--dir", filepath.Dir(path), "--quiet")
+	require.Equal(t, exitPending, code, out+errOut)
+	require.Contains(t, out, " 1 pending, 0 already present")
+
+	// Decided, the bytes are a duplicate again, done.
+	code, out, errOut = run(t, env, "pending", "reject", held, "--reason", "truncated")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = run(t, env, "ingest", path)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "already-present")
+}
+
+// TestBackfillForceSaysAHeldVersionIsApproved: backfill --force --reason
+// over a version a guard held before applies nothing (the job is
+// committed, pending: its bytes again are that job) and exits 4; it says
+// so and how to apply it (pending approve), where it said only "1
+// versions held as pending by a guard", as if --force had been ignored.
+func TestBackfillForceSaysAHeldVersionIsApproved(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t), "GEOINGEST_HOME": t.TempDir()}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "county.geojson")
+	writeSquareSource(t, path, 0, 20)
+	code, out, errOut := run(t, env, "backfill", "--dir", dir, "--quiet")
+	require.Equal(t, 0, code, out+errOut)
+	writeSquareSource(t, path, 0, 2)
+	code, out, errOut = run(t, env, "backfill", "--dir", dir, "--quiet")
+	require.Equal(t, exitPending, code, out+errOut)
+	code, out, errOut = run(t, env, "backfill", "--dir", dir, "--quiet", "--force", "--reason", "the county says so")
+	require.Equal(t, exitPending, code, out+errOut)
+	require.Contains(t, out, " 1 pending,")
+	require.Contains(t, errOut, "--force applies new versions only")
+	require.Contains(t, errOut, "geoingest pending approve JOB --reason TEXT")
 }

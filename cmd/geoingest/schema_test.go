@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/stretchr/testify/require"
 )
@@ -268,4 +270,66 @@ func TestBrokenSchemaFileIsNamed(t *testing.T) {
 	code, out, errOut := run(t, map[string]string{}, "inspect", "--schema", filepath.Join(dir, "none.yaml"), "--mapping", "m", data)
 	require.Equal(t, 1, code, out+errOut)
 	require.Contains(t, errOut, "none.yaml: no such file or directory")
+}
+
+// TestSuggestedNamesNeedNoQuotes: the schema inspect --suggest-schema
+// prints from a file whose fields are named as every PostgreSQL reserved
+// word (pg_get_keywords: reserved, or reserved but a type or function
+// name), upper case, with spaces and dashes, a leading digit, or such as
+// YAML reads as a boolean, a null or a number, loads as it is, its
+// mapping's name goes into a route's mapping= as it is, and every column
+// it names can be selected from the typed view unquoted. It suggested
+// "order", "user" and "true" (SQL wanted them quoted; "true" read as a
+// YAML boolean and the file did not load), "_1" (read as the number 1)
+// and the mapping "parcels & co, 2024" (cut at the & and the , of a
+// route).
+func TestSuggestedNamesNeedNoQuotes(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
+	words := strings.Fields(queryString(t, env["DATABASE_URL"],
+		`SELECT string_agg(word, ' ' ORDER BY word) FROM pg_get_keywords() WHERE catcode IN ('R', 'T')`))
+	require.Greater(t, len(words), 90)
+	props := map[string]any{}
+	for i, w := range words {
+		props[strings.ToUpper(w[:1])+w[1:]] = i // Order, Group, ...
+	}
+	for _, f := range []string{"Sale Date", "owner-name", "1st_owner", "-1", "__2", "NULL", "Yes", "off", "~"} {
+		props[f] = "x"
+	}
+	feature := map[string]any{"type": "Feature", "properties": props,
+		"geometry": map[string]any{"type": "Polygon", "coordinates": [][][]float64{{{13, 52}, {13.001, 52}, {13.001, 52.001}, {13, 52.001}, {13, 52}}}}}
+	b, err := json.Marshal(map[string]any{"type": "FeatureCollection", "features": []any{feature}})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "c", "parcels & co, 2024.geojson")
+	require.NoError(t, os.MkdirAll(filepath.Dir(data), 0o755))
+	require.NoError(t, os.WriteFile(data, b, 0o644))
+
+	code, out, errOut := run(t, nil, "inspect", "--suggest-schema", data)
+	require.Equal(t, 0, code, out+errOut)
+	schemaFile := filepath.Join(dir, "suggested.yaml")
+	require.NoError(t, os.WriteFile(schemaFile, []byte(out), 0o644))
+	sc, err := ingest.LoadSchema(schemaFile)
+	require.NoError(t, err, out)
+	require.Len(t, sc.Mappings, 1)
+	m := sc.Mappings[0]
+	var names []string
+	for _, c := range m.Columns() {
+		names = append(names, c.Name)
+	}
+	require.Len(t, names, len(props), "a column for every field: %s", out)
+
+	// The mapping's name, as printed, in a route.
+	code, out, errOut = run(t, nil, "inspect", "--schema", schemaFile, "--key", "c/x.geojson",
+		"--route", "c/=parcels?mapping="+m.Name, data)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, `"name":"`+m.Name+`"`)
+
+	code, out, errOut = run(t, env, "schema", "apply", "--schema", schemaFile)
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = run(t, env, "ingest", "--json", "--schema", schemaFile, "--mapping", m.Name, data)
+	require.Equal(t, 0, code, out+errOut)
+	// Every name unquoted in SQL: a reserved word would be a syntax error.
+	require.Equal(t, "1", queryString(t, env["DATABASE_URL"],
+		"SELECT count(*)::text FROM (SELECT "+strings.Join(names, ", ")+" FROM geoingest_typed_parcels) s"))
 }

@@ -215,7 +215,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	limits, err := lf.limits()
 	if err != nil {
-		return err
+		return m.badParams("serve", err) // a bad flag value: exit 2
 	}
 	if err := awsf.validate(); err != nil {
 		return err
@@ -224,20 +224,22 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	// Flag values serve cannot take: usage errors (exit 2), as a bad
+	// route below and every other command's bad flag values are.
 	if _, ok := reindexFactor(c.compactReindex); !ok {
-		return fmt.Errorf("--compact-reindex-factor must be 0 (off) or more than 1")
+		return m.badParams("serve", fmt.Errorf("--compact-reindex-factor must be 0 (off) or more than 1"))
 	}
 	if c.workers < 1 {
-		return fmt.Errorf("--workers must be at least 1")
+		return m.badParams("serve", fmt.Errorf("--workers must be at least 1"))
 	}
 	if c.readerSpares < 0 {
-		return fmt.Errorf("--reader-spares must be 0 or more")
+		return m.badParams("serve", fmt.Errorf("--reader-spares must be 0 or more"))
 	}
 	if c.ackReplicas < 0 || c.ackReplicasTimeout <= 0 {
-		return fmt.Errorf("--ack-replicas must be 0 or more, --ack-replicas-timeout more than 0")
+		return m.badParams("serve", fmt.Errorf("--ack-replicas must be 0 or more, --ack-replicas-timeout more than 0"))
 	}
 	if c.queueURL != "" && c.inbox != "" {
-		return fmt.Errorf("give --queue-url or --inbox, not both")
+		return m.badParams("serve", fmt.Errorf("give --queue-url or --inbox, not both"))
 	}
 	specs := []string(c.routes)
 	if len(specs) == 0 && m.Getenv("GEOINGEST_ROUTES") != "" {
@@ -249,9 +251,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 			specs = defaultInboxRoutes
 		}
 	}
+	// A bad route (an option it cannot take, a ?shrink= that is no
+	// fraction) is a bad argument: a usage error, exit 2, as ingest's
+	// flags of the same job parameters are.
 	routes, err := ingest.ParseRoutes(specs)
 	if err != nil {
-		return err
+		return m.badParams("serve", err)
 	}
 	var schema *ingest.Schema
 	if c.schemaFile != "" {
@@ -265,7 +270,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		base := ingest.DefaultParams(r.Target)
 		base.PipelineVersion, base.Schema = c.pipelineVersion, schema
 		if err := r.Check(base); err != nil {
-			return err
+			return m.badParams("serve", err)
 		}
 	}
 

@@ -34,7 +34,7 @@ mappings:
 	} {
 		code, _, errOut := run(t, map[string]string{"GEOINGEST_INBOX": t.TempDir()}, "serve", "--until-idle", "1s", "--metrics-addr", "",
 			"--schema", schema, "--route", "ok/=parcels?mapping=county&key=apn", "--route", bad)
-		require.Equal(t, 1, code, errOut)
+		require.Equal(t, 2, code, errOut) // a usage error
 		require.Contains(t, errOut, says)
 		require.Contains(t, errOut, `route "c/=`, "the message names the route: %s", errOut)
 	}
@@ -67,8 +67,72 @@ mappings:
 		// No database: the check comes before backfill connects.
 		code, out, errOut := run(t, map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"},
 			"backfill", "--dir", data, "--schema", schema, "--route", bad)
-		require.Equal(t, 1, code, out+errOut)
+		require.Equal(t, 2, code, out+errOut) // a usage error
 		require.Contains(t, errOut, says)
 		require.Contains(t, errOut, `route "c/=`, "the message names the route: %s", errOut)
+	}
+}
+
+// TestRouteOptionErrorsAreUsageErrors: a route that does not parse (an
+// option no route takes, a guard threshold that is no fraction, a policy
+// it does not know) is a bad argument, as the ingest flag of the same
+// job parameter is: serve, backfill and inspect exit 2 naming the route,
+// where they exited 1 as for a failure.
+func TestRouteOptionErrorsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c", "x.geojson")
+	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+	require.NoError(t, os.WriteFile(file, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	noDB := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "GEOINGEST_INBOX": dir}
+	for bad, says := range map[string]string{
+		"c/=parcels?shrink=0.3":        `option "shrink"`,
+		"c/=parcels?guard-shrink=1.5":  `guard-shrink "1.5": want a fraction`,
+		"c/=parcels?guard-extent=big":  `guard-extent "big"`,
+		"c/=parcels?invalid=sometimes": `invalid`,
+		"c/=nowhere":                   `unknown target table`,
+	} {
+		for _, args := range [][]string{
+			{"serve", "--until-idle", "1s", "--metrics-addr", "", "--route", bad},
+			{"backfill", "--dir", dir, "--route", bad},
+			{"inspect", "--key", "c/x.geojson", "--route", bad, file},
+		} {
+			code, out, errOut := run(t, noDB, args...)
+			require.Equal(t, 2, code, "%v: %s%s", args, out, errOut)
+			require.Contains(t, errOut, says, args)
+			require.Contains(t, errOut, `route "c/=`, "%v: the message names the route: %s", args, errOut)
+		}
+	}
+}
+
+// TestBadFlagValuesAreUsageErrors: a flag value a command cannot take (a
+// negative limit, --workers 0, --queue-url with --inbox, ...) is a usage
+// error, exit 2, with what is wrong, as a bad route or --format is: they
+// exited 1, as for a failure.
+func TestBadFlagValuesAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "x.geojson")
+	require.NoError(t, os.WriteFile(file, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	noDB := map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "GEOINGEST_INBOX": dir}
+	serve := []string{"serve", "--until-idle", "1s", "--metrics-addr", ""}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{append(serve, "--workers", "0"), "--workers must be at least 1"},
+		{append(serve, "--reader-spares", "-1"), "--reader-spares must be 0 or more"},
+		{append(serve, "--ack-replicas", "-1"), "--ack-replicas must be 0 or more"},
+		{append(serve, "--compact-reindex-factor", "0.5"), "--compact-reindex-factor must be 0 (off) or more than 1"},
+		{append(serve, "--queue-url", "https://sqs.example/q", "--inbox", dir), "give --queue-url or --inbox, not both"},
+		{append(serve, "--max-features", "-5"), "--max-features -5: want 0 or more"},
+		{[]string{"ingest", "--max-vertices", "-1", file}, "--max-vertices -1: want 0 or more"},
+		{[]string{"backfill", "--dir", dir, "--max-layers", "-1"}, "--max-layers -1: want 0 or more"},
+		{[]string{"inspect", "--max-properties", "-1", file}, "--max-properties -1: want 0 or more"},
+		{[]string{"replay", "--max-vertices", "-1", file}, "--max-vertices -1: want 0 or more"},
+	} {
+		code, out, errOut := run(t, noDB, c.args...)
+		require.Equal(t, 2, code, "%v: %s%s", c.args, out, errOut)
+		require.Contains(t, errOut, c.says, c.args)
 	}
 }

@@ -171,11 +171,74 @@ func columnName(field string, used map[string]bool) string {
 	if len(n) > 60 {
 		n = n[:60]
 	}
+	if sqlReserved[n] {
+		// A reserved word (order, group, user, ...) would want quotes in
+		// every analyst's SQL: the schema's names are the ones that need
+		// none (docs/schema.md).
+		n += "_"
+	}
 	base := n
 	for i := 2; used[n] || ingest.IsReservedColumn(n); i++ {
 		n = fmt.Sprintf("%s_%d", base, i)
 	}
 	used[n] = true
+	return n
+}
+
+// sqlReserved are PostgreSQL's key words that a column name cannot be
+// without quotes (pg_get_keywords() catcode R, reserved, and T, reserved
+// but a function or type name), as of PostgreSQL 17: a column of the
+// typed views named so would have to be written "order" in every query.
+// TestSuggestedNamesNeedNoQuotes holds the list to the server's.
+var sqlReserved = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`all analyse analyze and any array as asc asymmetric
+		authorization binary both case cast check collate collation column concurrently
+		constraint create cross current_catalog current_date current_role current_schema
+		current_time current_timestamp current_user default deferrable desc distinct do else
+		end except false fetch for foreign freeze from full grant group having ilike in
+		initially inner intersect into is isnull join lateral leading left like limit
+		localtime localtimestamp natural not notnull null offset on only or order outer
+		overlaps placing primary references returning right select session_user similar some
+		symmetric system_user table tablesample then to trailing true union unique user using
+		variadic verbose when where window with`) {
+		sqlReserved[w] = true
+	}
+}
+
+// mappingName is a suggested mapping's name from a file's base name: its
+// letters, digits, '_', '-' and '.', anything else as '_', so that the
+// name can be given as it is to a route's mapping= option (which a '&',
+// a ',' in GEOINGEST_ROUTES, a space or a '?' would cut short) or to
+// --mapping.
+func mappingName(base string) string {
+	var b strings.Builder
+	for _, r := range base {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "mapping"
+	}
+	return b.String()
+}
+
+// yamlName is a column name as the schema file writes it: plain, but
+// quoted where YAML would read the plain scalar as something else (a
+// boolean or a null such as yes, off or ~; a number: YAML 1.1, which the
+// decoder follows there, reads _1 as 1).
+func yamlName(n string) string {
+	switch n {
+	case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
+		return strconv.Quote(n)
+	}
+	if n == "" || n[0] == '_' {
+		return strconv.Quote(n)
+	}
 	return n
 }
 
@@ -193,14 +256,15 @@ func SuggestSchema(rep *Report, name string) string {
 			}
 		}
 	}
+	name = mappingName(name)
 	fmt.Fprintf(&b, "# suggested by geoingest inspect --suggest-schema from %s\ntargets:\n  %s:\n    columns:\n", rep.Source, rep.Target)
 	for _, n := range order {
 		c := cols[n]
-		fmt.Fprintf(&b, "      - {name: %s, type: %s}  # %s\n", c.Name, c.Type, c.Why)
+		fmt.Fprintf(&b, "      - {name: %s, type: %s}  # %s\n", yamlName(c.Name), c.Type, c.Why)
 	}
 	fmt.Fprintf(&b, "mappings:\n  - name: %s\n    target: %s\n    fields:\n", strconv.Quote(name), rep.Target)
 	for _, n := range order {
-		fmt.Fprintf(&b, "      %s: {from: %s}\n", n, strconv.Quote(cols[n].Field))
+		fmt.Fprintf(&b, "      %s: {from: %s}\n", yamlName(n), strconv.Quote(cols[n].Field))
 	}
 	return b.String()
 }

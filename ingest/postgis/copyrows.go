@@ -103,9 +103,15 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 		// Nothing to write is a wrong upload (a points or lines layer, an
 		// empty layer), not an empty generation: committing it would
 		// replace the source's current parcels with nothing.
+		if rows.SkippedNull+rows.SkippedType+collapsed+rows.SkippedCast == 0 {
+			// An emptied version (a FeatureCollection of none, a
+			// shapefile of no records): said so, not in policy counts.
+			return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: the file has no features; an emptied version is refused, never applied (the source's current generation, if it has one, stays)", target)
+		}
 		cast := ""
 		if rows.SkippedCast > 0 {
-			cast = fmt.Sprintf(", %d with a value that does not cast under the mapping (quarantine rule cast)", rows.SkippedCast)
+			// Nothing is quarantined when the job fails: name the first.
+			cast = fmt.Sprintf(", %d with a value that does not cast under the mapping (the first: %s)", rows.SkippedCast, rows.FirstCast)
 		}
 		return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair%s",
 			target, rows.SkippedNull, rows.SkippedType, collapsed, cast)

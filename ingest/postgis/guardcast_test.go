@@ -54,7 +54,10 @@ func TestQuarantineGuardCountsCastFailures(t *testing.T) {
 // its mapping fails (nothing to write), and the error counts the cast
 // failures: it listed only "0 null or empty, 0 not polygonal (points or
 // lines), 0 with no area left after repair", and the quarantine that
-// would say why is rolled back with the job.
+// would say why is rolled back with the job. It names the first feature
+// that does not cast, with its field and value: the count alone ("10 ...
+// (quarantine rule cast)") sent the operator to a quarantine that the
+// failed job left empty (quarantine list: no such job).
 func TestNothingCastsSaysSo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -68,5 +71,6 @@ func TestNothingCastsSaysSo(t *testing.T) {
 	}
 	r := b.svc.Run(ctx, version(t, writeFeats(t, "v1.geojson", fs), "v1", "10", p))
 	require.Error(t, r.Err)
-	require.Contains(t, r.Err.Error(), "no polygonal features to write for parcels: 0 null or empty, 0 not polygonal (points or lines), 0 with no area left after repair, 10 with a value that does not cast under the mapping (quarantine rule cast)")
+	require.Contains(t, r.Err.Error(), "no polygonal features to write for parcels: 0 null or empty, 0 not polygonal (points or lines), 0 with no area left after repair, 10 with a value that does not cast under the mapping (the first: layer ")
+	require.Contains(t, r.Err.Error(), " feature 0: field OWNER value 1.5 does not cast to owner_id int8")
 }

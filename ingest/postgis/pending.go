@@ -305,6 +305,21 @@ func (s *Store) ListPending(ctx context.Context) ([]ingest.PendingInfo, error) {
 	return out, nil
 }
 
+// PendingVersion implements ingest.PendingLookup: jobID's features, area
+// and the reason it was held, while it is pending.
+func (s *Store) PendingVersion(ctx context.Context, jobID string) (ingest.PendingInfo, bool, error) {
+	rows, err := s.q.PendingJob(ctx, jobID)
+	if err != nil {
+		return ingest.PendingInfo{}, false, ingest.Transientf("read pending version %s: %w", jobID, err)
+	}
+	if len(rows) == 0 {
+		return ingest.PendingInfo{}, false, nil
+	}
+	r := rows[0]
+	return ingest.PendingInfo{JobID: r.JobID, Features: r.FeatureCount, AreaM2: r.TotalAreaM2, Reason: r.Reason,
+		Quarantined: r.Quarantined}, true, nil
+}
+
 // GuardEvents implements ingest.PendingVersions.
 func (s *Store) GuardEvents(ctx context.Context, jobID string) ([]ingest.GuardEvent, error) {
 	rows, err := s.q.GuardEvents(ctx, jobID)

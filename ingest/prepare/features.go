@@ -60,6 +60,9 @@ type Features struct {
 	// skipped, SkippedCast those whose mapped values do not cast
 	// (ingest.RuleCast).
 	SkippedNull, SkippedType, SkippedCast int64
+	// FirstCast is the first feature whose mapped value did not cast,
+	// with why: what a job whose every feature failed so says.
+	FirstCast string
 
 	// mapping is the job's typed-schema mapping (nil: none), mapped the
 	// record of the current feature (reused).
@@ -255,6 +258,9 @@ func (f *Features) next(direct bool) bool {
 			if err != nil {
 				if !f.skip(&ft, ingest.RuleCast, err.Error()+" (mapping "+f.mapping.Name+")") {
 					return false
+				}
+				if f.SkippedCast == 0 {
+					f.FirstCast = fmt.Sprintf("layer %q feature %d: %v (mapping %s)", ft.Layer, ft.Index, err, f.mapping.Name)
 				}
 				f.SkippedCast++
 				continue

@@ -54,11 +54,16 @@ func parseLimit(s string) (int, error) {
 	return n, nil
 }
 
-// writeJSON writes v as indented JSON.
+// writeJSON writes v as indented JSON, as the CLI's --json does: <, >
+// and & as they are (a guard's reason "10000 -> 10", a key "a&b"), not
+// \u003e. Escaping them guards JSON pasted into a page; this is served
+// as application/json with nosniff and a CSP that runs no script, and
+// the console's pages escape what they show themselves.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }

@@ -256,6 +256,51 @@ func (q *Queries) PendJobTable(ctx context.Context, arg PendJobTableParams) (int
 	return job_ref, err
 }
 
+const pendingJob = `-- name: PendingJob :many
+SELECT j.job_id, j.feature_count, j.total_area_m2, coalesce(j.quarantined, 0)::bigint AS quarantined,
+       coalesce(e.reason, '')::text AS reason
+FROM jobs j
+LEFT JOIN LATERAL (SELECT g.reason FROM geoingest_guard_events g
+                   WHERE g.job_id = j.job_id AND g.action = 'held' ORDER BY g.id DESC LIMIT 1) e ON true
+WHERE j.job_id = $1 AND j.status = 'pending'
+`
+
+type PendingJobRow struct {
+	JobID        string
+	FeatureCount int64
+	TotalAreaM2  float64
+	Quarantined  int64
+	Reason       string
+}
+
+// PendingJob is PendingJobs' row of one job, none when it is not
+// pending (never held, or decided or superseded since).
+func (q *Queries) PendingJob(ctx context.Context, jobID string) ([]PendingJobRow, error) {
+	rows, err := q.db.Query(ctx, pendingJob, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PendingJobRow
+	for rows.Next() {
+		var i PendingJobRow
+		if err := rows.Scan(
+			&i.JobID,
+			&i.FeatureCount,
+			&i.TotalAreaM2,
+			&i.Quarantined,
+			&i.Reason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const pendingJobs = `-- name: PendingJobs :many
 SELECT j.job_id, j.source_bucket, j.source_key, j.target_table, j.order_token, j.feature_count,
        j.total_area_m2, j.job_ref, j.committed_at, coalesce(e.reason, '')::text AS reason,

@@ -48,6 +48,16 @@ LEFT JOIN LATERAL (SELECT g.reason, g.summary FROM geoingest_guard_events g
 WHERE j.status = 'pending'
 ORDER BY j.committed_at, j.job_id;
 
+-- name: PendingJob :many
+-- PendingJob is PendingJobs' row of one job, none when it is not
+-- pending (never held, or decided or superseded since).
+SELECT j.job_id, j.feature_count, j.total_area_m2, coalesce(j.quarantined, 0)::bigint AS quarantined,
+       coalesce(e.reason, '')::text AS reason
+FROM jobs j
+LEFT JOIN LATERAL (SELECT g.reason FROM geoingest_guard_events g
+                   WHERE g.job_id = j.job_id AND g.action = 'held' ORDER BY g.id DESC LIMIT 1) e ON true
+WHERE j.job_id = @job_id AND j.status = 'pending';
+
 -- name: OlderPendingJobs :many
 -- OlderPendingJobs are the pending versions of a source (but job_id),
 -- for the caller to order against a newer one.
