@@ -1,11 +1,13 @@
 package main
 
 import (
+	"archive/zip"
 	"encoding/csv"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -269,28 +271,81 @@ func TestQuarantineCSVHeaderNamesEachColumnOnce(t *testing.T) {
 	}
 }
 
-// TestEmptiedVersionSaysSo: an emptied version of a source (a
-// FeatureCollection of no features) fails, names the file, says the file
-// has no features and that the current generation stays; it said "0 null
-// or empty, 0 not polygonal (points or lines), 0 with no area left after
-// repair", counts of policies that had nothing to do with it. The source's
-// current generation is the one before, as it was.
-func TestEmptiedVersionSaysSo(t *testing.T) {
+// TestEmptiedVersionIsPending: an emptied version of a source (a
+// FeatureCollection of no features, then a shapefile of no records, in
+// a zip) is held as pending, as a truncated one is: exit 4, the file and
+// the shrink named, the source's current generation as it was, and it
+// becomes current only when approved. It failed (exit 1), and no approval
+// could apply it. A source's first version of nothing still fails, and
+// says the file has no features (it said "0 null or empty, 0 not
+// polygonal (points or lines), 0 with no area left after repair").
+func TestEmptiedVersionIsPending(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": pgtest.NewDB(t)}
-	path := filepath.Join(t.TempDir(), "county.geojson")
+	dir := t.TempDir()
+	nothing := filepath.Join(dir, "nothing.geojson")
+	require.NoError(t, os.WriteFile(nothing, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
+	code, out, errOut := run(t, env, "ingest", "--json", nothing)
+	require.Equal(t, 1, code, out+errOut)
+	require.Equal(t, "failed", parseLines(t, out)[0].Outcome)
+	require.Contains(t, out, "nothing.geojson: no polygonal features to write for parcels: the file has no features; an emptied version is refused, never applied")
+	require.NotContains(t, out, "0 null or empty")
+
+	path := filepath.Join(dir, "county.geojson")
 	writeSquareSource(t, path, 0, 5)
-	code, out, errOut := run(t, env, "ingest", "--json", path)
+	code, out, errOut = run(t, env, "ingest", "--json", path)
 	require.Equal(t, 0, code, out+errOut)
 	first := parseLines(t, out)[0].JobID
 	require.NoError(t, os.WriteFile(path, []byte(`{"type":"FeatureCollection","features":[]}`), 0o644))
 	code, out, errOut = run(t, env, "ingest", "--json", path)
-	require.Equal(t, 1, code, out+errOut)
+	require.Equal(t, 4, code, out+errOut)
 	l := parseLines(t, out)[0]
-	require.Equal(t, "failed", l.Outcome)
-	require.Contains(t, out, "county.geojson: no polygonal features to write for parcels: the file has no features; an emptied version is refused, never applied")
-	require.NotContains(t, out, "0 null or empty")
+	require.Equal(t, "pending", l.Outcome, out)
+	require.Contains(t, out, "shrink: features down 100.0% (5 -> 0")
 	require.Equal(t, first, queryString(t, env["DATABASE_URL"], `SELECT current_job_id FROM sources`))
+	require.Equal(t, "5", queryString(t, env["DATABASE_URL"], `SELECT count(*) FROM parcels`))
+	code, out, errOut = run(t, env, "pending", "approve", l.JobID, "--reason", "the county gave its parcels to the state")
+	require.Equal(t, 0, code, out+errOut)
+	require.Equal(t, l.JobID, queryString(t, env["DATABASE_URL"], `SELECT current_job_id FROM sources`))
+	require.Equal(t, "0", queryString(t, env["DATABASE_URL"], `SELECT count(*) FROM parcels`))
+	code, out, errOut = run(t, env, "verify")
+	require.Equal(t, 0, code, out+errOut)
+
+	// A shapefile of no records, zipped, after a good one: pending too.
+	shp := filepath.Join(dir, "shp")
+	require.NoError(t, os.MkdirAll(shp, 0o755))
+	good := filepath.Join(shp, "lots.geojson")
+	writeSquareSource(t, good, 0, 3)
+	ogr := exec.Command("ogr2ogr", "-f", "ESRI Shapefile", filepath.Join(shp, "lots.shp"), good)
+	b, err := ogr.CombinedOutput()
+	require.NoError(t, err, string(b))
+	zipOf := func() string {
+		zp := filepath.Join(dir, "lots.zip")
+		zf, err := os.Create(zp)
+		require.NoError(t, err)
+		zw := zip.NewWriter(zf)
+		for _, ext := range []string{".shp", ".shx", ".dbf", ".prj"} {
+			data, err := os.ReadFile(filepath.Join(shp, "lots"+ext))
+			require.NoError(t, err)
+			w, err := zw.Create("lots" + ext)
+			require.NoError(t, err)
+			_, err = w.Write(data)
+			require.NoError(t, err)
+		}
+		require.NoError(t, zw.Close())
+		require.NoError(t, zf.Close())
+		return zp
+	}
+	lots := zipOf()
+	code, out, errOut = run(t, env, "ingest", "--json", lots)
+	require.Equal(t, 0, code, out+errOut)
+	ogr = exec.Command("ogr2ogr", "-f", "ESRI Shapefile", "-overwrite", "-where", "1 = 0", filepath.Join(shp, "lots.shp"), good)
+	b, err = ogr.CombinedOutput()
+	require.NoError(t, err, string(b))
+	lots = zipOf()
+	code, out, errOut = run(t, env, "ingest", "--json", lots)
+	require.Equal(t, 4, code, out+errOut)
+	require.Equal(t, "pending", parseLines(t, out)[0].Outcome, out)
 }
 
 // TestQuarantineGeoJSONKeepsTheUploadersAttributes: a quarantined feature

@@ -105,16 +105,26 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 		// replace the source's current parcels with nothing.
 		if rows.SkippedNull+rows.SkippedType+collapsed+rows.SkippedCast == 0 {
 			// An emptied version (a FeatureCollection of none, a
-			// shapefile of no records): said so, not in policy counts.
-			return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: the file has no features; an emptied version is refused, never applied (the source's current generation, if it has one, stays)", target)
+			// shapefile of no records). Of a source with a current
+			// generation it is what the guards are for (DESIGN: an
+			// emptied file is held, never applied without an approval):
+			// they hold it as pending, or --force applies it (the source
+			// then has no features); refused otherwise (pending.go). A
+			// source's first version of nothing is refused.
+			if g.src.CurrentJobID.Valid && !job.Guards.Off {
+				g.emptied = true
+			} else {
+				return emptiedError(target)
+			}
+		} else {
+			cast := ""
+			if rows.SkippedCast > 0 {
+				// Nothing is quarantined when the job fails: name the first.
+				cast = fmt.Sprintf(", %d with a value that does not cast under the mapping (the first: %s)", rows.SkippedCast, rows.FirstCast)
+			}
+			return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair%s",
+				target, rows.SkippedNull, rows.SkippedType, collapsed, cast)
 		}
-		cast := ""
-		if rows.SkippedCast > 0 {
-			// Nothing is quarantined when the job fails: name the first.
-			cast = fmt.Sprintf(", %d with a value that does not cast under the mapping (the first: %s)", rows.SkippedCast, rows.FirstCast)
-		}
-		return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: %d null or empty, %d not polygonal (points or lines), %d with no area left after repair%s",
-			target, rows.SkippedNull, rows.SkippedType, collapsed, cast)
 	}
 	res.Features, res.AreaM2 = written, area
 	g.rows = written
@@ -133,6 +143,14 @@ func (s *Store) recordWritten(ctx context.Context, g *gate, job ingest.Job, r in
 		SkippedType: rows.SkippedType, SkippedCast: rows.SkippedCast, RepairedInvalid: repaired,
 		LinearisedCurves: linearised, DroppedZm: droppedZM, Quarantined: pgtype.Int8{Int64: res.Quarantined, Valid: true},
 	})
+}
+
+// emptiedError refuses a version of no features: a source's first, one
+// under guards turned off, or one the guards did not hold and no --force
+// applied.
+func emptiedError(target string) error {
+	return ingest.PermanentCause(ingest.CauseWrongType, "no polygonal features to write for %s: the file has no features; an emptied version is refused, never applied "+
+		"(a source's current generation stays; under the guards it is held as pending, for an operator to approve or reject)", target)
 }
 
 // copyRows streams the features feats yields into table with one binary

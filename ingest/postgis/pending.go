@@ -93,6 +93,11 @@ func (s *Store) guard(ctx context.Context, g *gate, job ingest.Job, keys map[str
 		sum.Trips[i].Detail = strings.Replace(sum.Trips[i].Detail, "geoingest quarantine list JOB)", "geoingest quarantine list "+job.ID[:min(12, len(job.ID))]+")", 1)
 	}
 	if len(sum.Trips) == 0 {
+		if g.emptied && !job.Guards.Force {
+			// No guard held a version of nothing (a shrink threshold
+			// of 100 %): refused rather than applied unasked.
+			return false, emptiedError(job.Params.Target)
+		}
 		return false, nil
 	}
 	summary, err := json.Marshal(sum)

@@ -349,3 +349,80 @@ func unguarded(job ingest.Job) ingest.Job {
 	job.Guards.Off = true
 	return job
 }
+
+// TestEmptiedVersionIsHeldUntilApproved: a version of no features at all
+// (an export that wrote none) of a source with a current generation is
+// what the guards are for: held as pending, the current generation
+// untouched, then approved (the source has no features, once) or applied
+// by --force. It was refused as a failed job, which no approval could
+// apply. A source's first version of nothing, and one under guards
+// turned off, are still refused. In a diff write, a full one, and a full
+// one in a partition of its own.
+func TestEmptiedVersionIsHeldUntilApproved(t *testing.T) {
+	t.Parallel()
+	full := parcelsFile(t, "full.geojson", 100, 13, apn)
+	empty := parcelsFile(t, "empty.geojson", 0, 13, apn)
+	for _, mode := range []string{"diff", "full", "full-own"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.store.FullReplace = mode != "diff"
+			if mode == "full-own" {
+				b.store.OwnPartitionBytes = 1
+			}
+			ctx := context.Background()
+			first := b.svc.Run(ctx, version(t, empty, "v0", "00", ingest.DefaultParams("parcels")))
+			require.Equal(t, ingest.Failed, first.Outcome, "a first version of nothing")
+			require.ErrorContains(t, first.Err, "the file has no features")
+
+			v1 := version(t, full, "v1", "01", ingest.DefaultParams("parcels"))
+			require.Equal(t, ingest.Written, b.svc.Run(ctx, v1).Outcome)
+			off := version(t, empty, "off", "015", ingest.DefaultParams("parcels"))
+			off.Guards = ingest.Guards{Off: true}
+			res := b.svc.Run(ctx, off)
+			require.Equal(t, ingest.Failed, res.Outcome, "guards off: refused")
+
+			v2 := version(t, empty, "v2", "02", ingest.DefaultParams("parcels"))
+			res = b.svc.Run(ctx, v2)
+			require.NoError(t, res.Err)
+			require.Equal(t, ingest.Pending, res.Outcome, "%+v", res)
+			require.Contains(t, res.Reason, "shrink: features down 100.0% (100 -> 0")
+			n, cur := current(t, b.pool)
+			require.EqualValues(t, 100, n)
+			require.Equal(t, v1.ID, cur)
+			ps, err := b.store.ListPending(ctx)
+			require.NoError(t, err)
+			require.Len(t, ps, 1)
+			require.Zero(t, ps[0].Features)
+			verifiedStore(t, b.store)
+
+			r, err := b.svc.Decide(ctx, v2.ID, ingest.Decision{Approve: true, Actor: "op", Reason: "the county handed its parcels to the state"})
+			require.NoError(t, err)
+			require.Equal(t, "approved", r.Action)
+			n, cur = current(t, b.pool)
+			require.Zero(t, n)
+			require.Equal(t, v2.ID, cur)
+			verifiedStore(t, b.store)
+
+			// The next version lands whole on the empty generation.
+			v3 := version(t, full, "v3", "03", ingest.DefaultParams("parcels"))
+			res = b.svc.Run(ctx, v3)
+			require.Equal(t, ingest.Written, res.Outcome, "%+v", res)
+			n, cur = current(t, b.pool)
+			require.EqualValues(t, 100, n)
+			require.Equal(t, v3.ID, cur)
+			verifiedStore(t, b.store)
+
+			// Forced: applied at once, audited.
+			v4 := version(t, empty, "v4", "04", ingest.DefaultParams("parcels"))
+			v4.Guards = ingest.Guards{Force: true, Reason: "retired"}
+			res = b.svc.Run(ctx, v4)
+			require.Equal(t, ingest.Written, res.Outcome, "%+v", res)
+			require.Contains(t, res.Reason, "forced (retired)")
+			n, cur = current(t, b.pool)
+			require.Zero(t, n)
+			require.Equal(t, v4.ID, cur)
+			verifiedStore(t, b.store)
+		})
+	}
+}

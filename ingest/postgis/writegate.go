@@ -237,11 +237,15 @@ type gate struct {
 	src    db.Source
 	srcKey db.EnsureSourceParams
 	order  string
-	ref    int64              // the job's job_ref
-	held   bool               // the guards held the version: it is not to become current (pending.go)
-	extent *[4]float64        // the version's extent as the prepare workers measured it, when it is its rows' (pending.go)
-	rows   int64              // the version's rows, as the server counted them (recordWritten)
-	keys   *ingest.KeysReader // the version's property keys, for the guards (pending.go)
+	ref    int64 // the job's job_ref
+	held   bool  // the guards held the version: it is not to become current (pending.go)
+	// emptied is a version of no features of a source that has a current
+	// generation (recordWritten): the guards hold it, --force applies it,
+	// and it is refused otherwise (pending.go).
+	emptied bool
+	extent  *[4]float64        // the version's extent as the prepare workers measured it, when it is its rows' (pending.go)
+	rows    int64              // the version's rows, as the server counted them (recordWritten)
+	keys    *ingest.KeysReader // the version's property keys, for the guards (pending.go)
 	// version is a diff write's spool (diffspool.go): the version's rows,
 	// which it sends whole only as needed, and their extent.
 	version *versionSpool
