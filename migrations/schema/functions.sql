@@ -622,6 +622,15 @@ BEGIN
         DELETE FROM pg_temp.geoingest_match_removed m USING pg_temp.geoingest_match_overlap o WHERE m.rid = o.rid;
     END IF;
 
+    -- A pair whose geometry is the same once normalised (ST_Normalize:
+    -- each ring from the same vertex, in the same direction, the parts in
+    -- the same order) kept its geometry, written another way: its row is
+    -- rewritten as the file has it, but its geometry is not a change.
+    EXECUTE format('UPDATE pg_temp.geoingest_match_changed p SET gchg = false
+                    FROM %2$s i, %1$s t
+                    WHERE p.gchg AND i.feature_index = p.fi AND t.ctid = p.rid
+                      AND ST_OrderingEquals(ST_Normalize(i.geom), ST_Normalize(t.geom))', ot, inc);
+
     -- The changes, before any row moves (the old rows are found by ctid).
     EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, matched_by, old_bbox, new_bbox, area_delta_m2)
                     SELECT $1, p.fid,
@@ -630,7 +639,8 @@ BEGIN
                            p.how, ST_Envelope(t.geom), ST_Envelope(i.geom), i.area_m2 - t.area_m2
                     FROM pg_temp.geoingest_match_changed p
                     JOIN %2$s i ON i.feature_index = p.fi
-                    JOIN %1$s t ON t.ctid = p.rid', ot, inc) USING job_id;
+                    JOIN %1$s t ON t.ctid = p.rid
+                    WHERE p.gchg OR p.pchg', ot, inc) USING job_id;
     EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, new_bbox, area_delta_m2)
                     SELECT $1, i.id, ''added'', ST_Envelope(i.geom), i.area_m2
                     FROM pg_temp.geoingest_match_added a JOIN %s i ON i.feature_index = a.fi', inc) USING job_id;
@@ -656,7 +666,7 @@ BEGIN
     SELECT coalesce(sum(k.n), 0) INTO kept FROM pg_temp.geoingest_match_kept k;
     npairs := npairs + kept;
     r.by_key := r.by_key + kept;
-    r.unchanged := npairs - (SELECT count(*) FROM pg_temp.geoingest_match_changed);
+    r.unchanged := npairs - (SELECT count(*) FROM pg_temp.geoingest_match_changed p WHERE p.gchg OR p.pchg);
     r.added := (SELECT count(*) FROM pg_temp.geoingest_match_added);
     r.removed := (SELECT count(*) FROM pg_temp.geoingest_match_removed);
     SELECT ST_Extent(e)::geometry INTO r.bbox
@@ -2010,7 +2020,8 @@ BEGIN
 
     DROP TABLE IF EXISTS pg_temp.geoingest_match_new, pg_temp.geoingest_match_old;
     CREATE TEMP TABLE geoingest_match_new (rid tid, id bigint, k text, gh uuid, ph bigint,
-                                           old_rid tid, old_fid bigint, how text) ON COMMIT DROP;
+                                           old_rid tid, old_fid bigint, how text,
+                                           geom_same boolean NOT NULL DEFAULT false) ON COMMIT DROP;
     CREATE TEMP TABLE geoingest_match_old (rid tid, fid bigint, k text, gh uuid, ph bigint,
                                            taken boolean NOT NULL DEFAULT false,
                                            changed boolean NOT NULL DEFAULT false) ON COMMIT DROP;
@@ -2071,18 +2082,28 @@ BEGIN
     END IF;
     UPDATE geoingest_match_old o SET changed = true
     FROM geoingest_match_new n WHERE n.old_rid = o.rid AND (n.gh <> o.gh OR n.ph <> o.ph);
+    -- The pairs whose geometry is the same once normalised (as
+    -- geoingest_diff_changes): rewritten, but not a change of geometry.
+    DROP TABLE IF EXISTS pg_temp.geoingest_match_samegeom;
+    EXECUTE format('CREATE TEMP TABLE geoingest_match_samegeom ON COMMIT DROP AS
+                    SELECT m.rid FROM geoingest_match_new m
+                    JOIN geoingest_match_old o ON o.rid = m.old_rid
+                    JOIN %s nt ON nt.ctid = m.rid
+                    JOIN %s ot ON ot.ctid = m.old_rid
+                    WHERE m.gh <> o.gh AND ST_OrderingEquals(ST_Normalize(nt.geom), ST_Normalize(ot.geom))', nt, ot);
+    UPDATE geoingest_match_new m SET geom_same = true FROM pg_temp.geoingest_match_samegeom s WHERE s.rid = m.rid;
 
     -- The changes (before any row moves: the joins find rows by ctid).
     EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, matched_by, old_bbox, new_bbox, area_delta_m2)
                     SELECT $1, m.old_fid,
-                           CASE WHEN m.gh <> o.gh AND m.ph <> o.ph THEN ''geometry+attributes''
-                                WHEN m.gh <> o.gh THEN ''geometry'' ELSE ''attributes'' END,
+                           CASE WHEN m.gh <> o.gh AND NOT m.geom_same AND m.ph <> o.ph THEN ''geometry+attributes''
+                                WHEN m.gh <> o.gh AND NOT m.geom_same THEN ''geometry'' ELSE ''attributes'' END,
                            m.how, ST_Envelope(ot.geom), ST_Envelope(nt.geom), nt.area_m2 - ot.area_m2
                     FROM geoingest_match_new m
                     JOIN geoingest_match_old o ON o.rid = m.old_rid
                     JOIN %s nt ON nt.ctid = m.rid
                     JOIN %s ot ON ot.ctid = m.old_rid
-                    WHERE o.changed', nt, ot) USING job_id;
+                    WHERE o.changed AND ((m.gh <> o.gh AND NOT m.geom_same) OR m.ph <> o.ph)', nt, ot) USING job_id;
     EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, new_bbox, area_delta_m2)
                     SELECT $1, m.id, ''added'', ST_Envelope(nt.geom), nt.area_m2
                     FROM geoingest_match_new m JOIN %s nt ON nt.ctid = m.rid
@@ -2105,9 +2126,9 @@ BEGIN
     END IF;
 
     SELECT count(*) FILTER (WHERE m.how IS NULL),
-           count(*) FILTER (WHERE m.how IS NOT NULL AND m.gh <> o.gh),
+           count(*) FILTER (WHERE m.how IS NOT NULL AND m.gh <> o.gh AND NOT m.geom_same),
            count(*) FILTER (WHERE m.how IS NOT NULL AND m.ph <> o.ph),
-           count(*) FILTER (WHERE m.how IS NOT NULL AND m.gh = o.gh AND m.ph = o.ph),
+           count(*) FILTER (WHERE m.how IS NOT NULL AND (m.gh = o.gh OR m.geom_same) AND m.ph = o.ph),
            count(*) FILTER (WHERE m.how = 'key'), count(*) FILTER (WHERE m.how = 'content'),
            count(*) FILTER (WHERE m.how = 'overlap')
     INTO r.added, r.geometry, r.attributes, r.unchanged, r.by_key, r.by_content, r.by_overlap
