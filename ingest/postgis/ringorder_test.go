@@ -100,3 +100,90 @@ func TestRingOrderIsNotAGeometryChange(t *testing.T) {
 		})
 	}
 }
+
+// scaleFile writes 40 squares as x.geojson whose properties hold a value
+// written with the scale scale(i) gives (1.50 or 1.5; 1000.0 or 1000),
+// and square 7's use "R2" when edited.
+func scaleFile(t *testing.T, wide func(i int) bool, edited bool) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`{"type":"FeatureCollection","features":[`)
+	for i := range 40 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		x, y := 13+float64(i%10)*0.002, 52.5+float64(i/10)*0.002
+		val, area := `1.5`, `1000`
+		if wide(i) {
+			val, area = `1.50`, `1000.0`
+		}
+		use := "R1"
+		if i == 7 && edited {
+			use = "R2"
+		}
+		fmt.Fprintf(&b, `{"type":"Feature","properties":{"APN":"%07d","use":"%s","rate":%s,"sqft":%s,"code":"1.50"},"geometry":{"type":"Polygon","coordinates":[[[%g,%g],[%g,%g],[%g,%g],[%g,%g],[%g,%g]]]}}`,
+			i, use, val, area, x, y, x+0.001, y, x+0.001, y+0.001, x, y+0.001, x, y)
+	}
+	b.WriteString("]}")
+	path := filepath.Join(t.TempDir(), "x.geojson")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	return path
+}
+
+// TestNumberScaleIsNotAnAttributeChange: a republication that writes
+// 1.50 as 1.5 and 1000.0 as 1000 changed no feature's attributes (one
+// edit is its only change), in a diff and in a full replace, keyed and
+// not; a number become a string is still a change. The rows are rewritten as the new
+// file has them: the current rows are a full load's. Half the features
+// were recorded as attributes changes.
+func TestNumberScaleIsNotAnAttributeChange(t *testing.T) {
+	t.Parallel()
+	v1 := scaleFile(t, func(int) bool { return true }, false)
+	v2 := scaleFile(t, func(i int) bool { return i%2 == 0 }, true)
+	for _, keyed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+			t.Parallel()
+			b, full, empty := setup(t), setup(t), setup(t)
+			full.store.FullReplace = true
+			ctx := context.Background()
+			p := ingest.DefaultParams("parcels")
+			if keyed {
+				p.Key = []string{"APN"}
+			}
+			for _, s := range []*bundle{b, full} {
+				require.Equal(t, ingest.Written, s.svc.Run(ctx, version(t, v1, "v1", "01", p)).Outcome)
+			}
+			for name, s := range map[string]*bundle{"diff": b, "full replace": full} {
+				res := s.svc.Run(ctx, version(t, v2, "v2", "02", p))
+				require.NoError(t, res.Err, name)
+				require.Equal(t, ingest.Written, res.Outcome, name)
+				require.Equal(t, ingest.ChangeCounts{Attributes: 1, Unchanged: 39}, res.Changes.Counts, name)
+			}
+			require.NoError(t, empty.svc.Run(ctx, version(t, v2, "full", "01", p)).Err)
+			got, gc, _, gs := currentRows(t, b)
+			want, wc, _, ws := currentRows(t, empty)
+			require.Equal(t, want, got, "the current rows are a full load's: each value as the new file writes it")
+			require.Equal(t, wc, gc)
+			require.Equal(t, ws, gs)
+			requireVerified(t, b)
+
+			// A number that becomes a string is a change.
+			v3 := strings.ReplaceAll(readFile(t, v2), `"rate":1.5,`, `"rate":"1.5",`)
+			path := filepath.Join(t.TempDir(), "x.geojson")
+			require.NoError(t, os.WriteFile(path, []byte(v3), 0o644))
+			j3 := version(t, path, "v3", "03", p)
+			j3.Guards = ingest.Guards{Off: true} // the drift guard would hold it (a number become a string)
+			res := b.svc.Run(ctx, j3)
+			require.NoError(t, res.Err)
+			require.Equal(t, ingest.Written, res.Outcome)
+			require.Equal(t, ingest.ChangeCounts{Attributes: 20, Unchanged: 20}, res.Changes.Counts)
+		})
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -630,6 +630,12 @@ BEGIN
                     FROM %2$s i, %1$s t
                     WHERE p.gchg AND i.feature_index = p.fi AND t.ctid = p.rid
                       AND ST_OrderingEquals(ST_Normalize(i.geom), ST_Normalize(t.geom))', ot, inc);
+    -- Likewise attributes equal as jsonb values (a number's scale aside:
+    -- 1.50 is 1.5, 1000.0 is 1000) kept their values, written another way.
+    EXECUTE format('UPDATE pg_temp.geoingest_match_changed p SET pchg = false
+                    FROM %2$s i, %1$s t
+                    WHERE p.pchg AND i.feature_index = p.fi AND t.ctid = p.rid
+                      AND i.properties = t.properties', ot, inc);
 
     -- The changes, before any row moves (the old rows are found by ctid).
     EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, matched_by, old_bbox, new_bbox, area_delta_m2)
@@ -2021,7 +2027,8 @@ BEGIN
     DROP TABLE IF EXISTS pg_temp.geoingest_match_new, pg_temp.geoingest_match_old;
     CREATE TEMP TABLE geoingest_match_new (rid tid, id bigint, k text, gh uuid, ph bigint,
                                            old_rid tid, old_fid bigint, how text,
-                                           geom_same boolean NOT NULL DEFAULT false) ON COMMIT DROP;
+                                           geom_same boolean NOT NULL DEFAULT false,
+                                           props_same boolean NOT NULL DEFAULT false) ON COMMIT DROP;
     CREATE TEMP TABLE geoingest_match_old (rid tid, fid bigint, k text, gh uuid, ph bigint,
                                            taken boolean NOT NULL DEFAULT false,
                                            changed boolean NOT NULL DEFAULT false) ON COMMIT DROP;
@@ -2092,18 +2099,28 @@ BEGIN
                     JOIN %s ot ON ot.ctid = m.old_rid
                     WHERE m.gh <> o.gh AND ST_OrderingEquals(ST_Normalize(nt.geom), ST_Normalize(ot.geom))', nt, ot);
     UPDATE geoingest_match_new m SET geom_same = true FROM pg_temp.geoingest_match_samegeom s WHERE s.rid = m.rid;
+    -- And those whose attributes are equal as jsonb values (a number's
+    -- scale aside): rewritten, but not a change of attributes.
+    DROP TABLE IF EXISTS pg_temp.geoingest_match_sameprops;
+    EXECUTE format('CREATE TEMP TABLE geoingest_match_sameprops ON COMMIT DROP AS
+                    SELECT m.rid FROM geoingest_match_new m
+                    JOIN geoingest_match_old o ON o.rid = m.old_rid
+                    JOIN %s nt ON nt.ctid = m.rid
+                    JOIN %s ot ON ot.ctid = m.old_rid
+                    WHERE m.ph <> o.ph AND nt.properties = ot.properties', nt, ot);
+    UPDATE geoingest_match_new m SET props_same = true FROM pg_temp.geoingest_match_sameprops s WHERE s.rid = m.rid;
 
     -- The changes (before any row moves: the joins find rows by ctid).
     EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, matched_by, old_bbox, new_bbox, area_delta_m2)
                     SELECT $1, m.old_fid,
-                           CASE WHEN m.gh <> o.gh AND NOT m.geom_same AND m.ph <> o.ph THEN ''geometry+attributes''
+                           CASE WHEN m.gh <> o.gh AND NOT m.geom_same AND m.ph <> o.ph AND NOT m.props_same THEN ''geometry+attributes''
                                 WHEN m.gh <> o.gh AND NOT m.geom_same THEN ''geometry'' ELSE ''attributes'' END,
                            m.how, ST_Envelope(ot.geom), ST_Envelope(nt.geom), nt.area_m2 - ot.area_m2
                     FROM geoingest_match_new m
                     JOIN geoingest_match_old o ON o.rid = m.old_rid
                     JOIN %s nt ON nt.ctid = m.rid
                     JOIN %s ot ON ot.ctid = m.old_rid
-                    WHERE o.changed AND ((m.gh <> o.gh AND NOT m.geom_same) OR m.ph <> o.ph)', nt, ot) USING job_id;
+                    WHERE o.changed AND ((m.gh <> o.gh AND NOT m.geom_same) OR (m.ph <> o.ph AND NOT m.props_same))', nt, ot) USING job_id;
     EXECUTE format('INSERT INTO feature_changes (job_id, feature_id, kind, new_bbox, area_delta_m2)
                     SELECT $1, m.id, ''added'', ST_Envelope(nt.geom), nt.area_m2
                     FROM geoingest_match_new m JOIN %s nt ON nt.ctid = m.rid
@@ -2127,8 +2144,8 @@ BEGIN
 
     SELECT count(*) FILTER (WHERE m.how IS NULL),
            count(*) FILTER (WHERE m.how IS NOT NULL AND m.gh <> o.gh AND NOT m.geom_same),
-           count(*) FILTER (WHERE m.how IS NOT NULL AND m.ph <> o.ph),
-           count(*) FILTER (WHERE m.how IS NOT NULL AND (m.gh = o.gh OR m.geom_same) AND m.ph = o.ph),
+           count(*) FILTER (WHERE m.how IS NOT NULL AND m.ph <> o.ph AND NOT m.props_same),
+           count(*) FILTER (WHERE m.how IS NOT NULL AND (m.gh = o.gh OR m.geom_same) AND (m.ph = o.ph OR m.props_same)),
            count(*) FILTER (WHERE m.how = 'key'), count(*) FILTER (WHERE m.how = 'content'),
            count(*) FILTER (WHERE m.how = 'overlap')
     INTO r.added, r.geometry, r.attributes, r.unchanged, r.by_key, r.by_content, r.by_overlap
