@@ -320,7 +320,7 @@ func TestSuggestedNamesNeedNoQuotes(t *testing.T) {
 	require.Len(t, names, len(props), "a column for every field: %s", out)
 
 	// The mapping's name, as printed, in a route.
-	code, out, errOut = run(t, nil, "inspect", "--schema", schemaFile, "--key", "c/x.geojson",
+	code, out, errOut = run(t, nil, "inspect", "--schema", schemaFile, "--object-key", "c/x.geojson",
 		"--route", "c/=parcels?mapping="+m.Name, data)
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, `"name":"`+m.Name+`"`)

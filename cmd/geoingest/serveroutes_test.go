@@ -95,7 +95,7 @@ func TestRouteOptionErrorsAreUsageErrors(t *testing.T) {
 		for _, args := range [][]string{
 			{"serve", "--until-idle", "1s", "--metrics-addr", "", "--route", bad},
 			{"backfill", "--dir", dir, "--route", bad},
-			{"inspect", "--key", "c/x.geojson", "--route", bad, file},
+			{"inspect", "--object-key", "c/x.geojson", "--route", bad, file},
 		} {
 			code, out, errOut := run(t, noDB, args...)
 			require.Equal(t, 2, code, "%v: %s%s", args, out, errOut)
