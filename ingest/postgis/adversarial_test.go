@@ -355,3 +355,39 @@ func TestAdversarialPlaceholderKeys(t *testing.T) {
 		a.step(t, "x.geojson", collection("", base(ph)...), p)
 	}
 }
+
+// TestAdversarialKeyForms: key values whose normal form the writer and
+// the server must agree on (numbers in exponent, scale and sign forms,
+// strings with non-ASCII white space and letters), where one side's key
+// is the server's (a row without match columns, as written before
+// migration 0032: they are computed on the server when a match needs
+// them) and the other the writer's: the pairs by key are those of a full
+// replace, whose match computes every key on the server.
+func TestAdversarialKeyForms(t *testing.T) {
+	t.Parallel()
+	a := newAdvChain(t)
+	p := keyed("APN")
+	keys := []string{`1e2`, `100.0`, `-0`, `0.000001`, `1e-7`, `123456789012345678901234567890`, `1.5e300`, `-12.340`,
+		`"\u00a0A-1"`, `"a-2\r\n"`, `"stra\u00dfe"`, `"\u0130x"`, `"\uff41-3"`, `"\u00e9t\u00e9"`, `" \t"`, `"\u2028b"`, `"0x10"`}
+	version := func(v int) string {
+		var fs []string
+		for i, k := range keys {
+			fs = append(fs, square(i, fmt.Sprintf(`{"APN":%s,"v":%d}`, k, v)))
+		}
+		return collection("", fs...)
+	}
+	forget := func() {
+		for _, b := range []*bundle{a.pp.b, a.whole} {
+			tag, err := b.pool.Exec(context.Background(), `UPDATE geoingest_store.parcels SET match_key = NULL`)
+			require.NoError(t, err)
+			require.EqualValues(t, len(keys), tag.RowsAffected())
+		}
+	}
+	a.step(t, "x.geojson", version(0), p)
+	forget()                              // the old side's keys the server's
+	a.step(t, "x.geojson", version(1), p) // against the writer's
+	a.step(t, "x.geojson", version(2), p) // the writer's against the writer's
+	forget()
+	a.step(t, "x.geojson", version(2), p) // unchanged, kept by their bytes
+	a.step(t, "x.geojson", version(3), p)
+}
