@@ -13,6 +13,7 @@ import (
 
 	"github.com/geoingest/geoingest/ingest"
 	"github.com/geoingest/geoingest/internal/testsupport/parcelchain"
+	"github.com/geoingest/geoingest/internal/testsupport/pgtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -269,6 +270,10 @@ func FuzzDiffChains(f *testing.F) {
 	f.Add(uint64(12), uint8(4), true, false, uint8(2|8))
 	f.Add(uint64(13), uint8(4), false, false, uint8(4|8))
 	f.Add(uint64(14), uint8(4), true, true, uint8(4))
+	// Under -fuzz each worker process starts its own cluster: start it
+	// here, not in the first input, which the fuzzing engine gives 10 s
+	// before it calls the worker hung.
+	pgtest.NewDB(f)
 	f.Fuzz(func(t *testing.T, seed uint64, n uint8, keyed, own bool, mode uint8) {
 		runChainMode(t, seed, 2+int(n%5), keyed, own, own && seed%2 == 1, chainModeOf(mode))
 	})
