@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/geoingest/geoingest/ingest"
@@ -390,4 +391,64 @@ func TestAdversarialKeyForms(t *testing.T) {
 	forget()
 	a.step(t, "x.geojson", version(2), p) // unchanged, kept by their bytes
 	a.step(t, "x.geojson", version(3), p)
+}
+
+// TestAdversarialDeleteThenSameBytes: a source deleted, then delivered
+// again with the bytes of its rows of before: nothing is current, so
+// nothing is kept by its bytes, and the version equals a full load; the
+// one after it is prefiltered against it.
+func TestAdversarialDeleteThenSameBytes(t *testing.T) {
+	t.Parallel()
+	for _, key := range [][]string{nil, {"APN"}} {
+		t.Run(fmt.Sprintf("key=%v", key), func(t *testing.T) {
+			t.Parallel()
+			a := newAdvChain(t)
+			ctx := context.Background()
+			p := keyed(key...)
+			fs := squareTexts(10, func(i int) string { return fmt.Sprintf(`{"APN":"D-%d"}`, i) })
+			a.step(t, "x.geojson", collection("", fs...), p)
+			a.seq++
+			for _, b := range []*bundle{a.pp.b, a.whole, a.full} {
+				require.Equal(t, ingest.Retired, b.svc.Run(ctx, deleteVersion(t, fmt.Sprint("d", a.seq), fmt.Sprintf("%04d", a.seq))).Outcome)
+			}
+			require.Zero(t, a.step(t, "x.geojson", collection("", fs...), p), "no current generation: nothing kept")
+			require.EqualValues(t, 9, a.step(t, "x.geojson", collection("", fs[1:]...), p))
+		})
+	}
+}
+
+// TestAdversarialIDKey: a key that names the GeoJSON Feature's id member
+// (@id), a number in one version and a string in the next, missing from
+// some features, and a property @id already in the file.
+func TestAdversarialIDKey(t *testing.T) {
+	t.Parallel()
+	a := newAdvChain(t)
+	p := keyed("@id")
+	withID := func(id string, i int, props string) string {
+		s := square(i, props)
+		if id == "" {
+			return s
+		}
+		return strings.Replace(s, `{"type":"Feature",`, `{"type":"Feature","id":`+id+`,`, 1)
+	}
+	v := func(form func(i int) string, extra ...string) string {
+		var fs []string
+		for i := 0; i < 10; i++ {
+			fs = append(fs, withID(form(i), i, `{"n":1}`))
+		}
+		return collection("", append(fs, extra...)...)
+	}
+	num := func(i int) string { return fmt.Sprint(100 + i) }
+	str := func(i int) string { return fmt.Sprintf(`"%d"`, 100+i) }
+	some := func(i int) string {
+		if i%3 == 0 {
+			return ""
+		}
+		return num(i)
+	}
+	a.step(t, "x.geojson", v(num), p)
+	a.step(t, "x.geojson", v(str), p)
+	a.step(t, "x.geojson", v(some, withID("", 20, `{"@id":"105","n":2}`)), p)
+	a.step(t, "x.geojson", v(num, withID(`"x"`, 20, `{"@id":"105","n":2}`)), p)
+	a.step(t, "x.geojson", v(num), p)
 }
