@@ -452,3 +452,36 @@ func TestAdversarialIDKey(t *testing.T) {
 	a.step(t, "x.geojson", v(num, withID(`"x"`, 20, `{"@id":"105","n":2}`)), p)
 	a.step(t, "x.geojson", v(num), p)
 }
+
+// TestAdversarialDuplicateKeysFail: under duplicate-keys=fail, a version
+// whose only duplicate key comes from features kept by their bytes (a
+// feature's bytes twice, or a kept row's key again once normalised in a
+// parsed feature) fails and writes nothing, with the prefilter as
+// without it; a version without duplicates after it is written.
+func TestAdversarialDuplicateKeysFail(t *testing.T) {
+	t.Parallel()
+	a := newAdvChain(t)
+	ctx := context.Background()
+	p := keyed("APN")
+	p.DuplicateKeys = ingest.DuplicateKeysFail
+	fs := squareTexts(20, func(i int) string { return fmt.Sprintf(`{"APN":"F-%d"}`, i) })
+	a.step(t, "x.geojson", collection("", fs...), p)
+	for i, text := range []string{
+		collection("", append(append([]string{}, fs...), fs[7])...),                        // F-7's bytes twice
+		collection("", append(append([]string{}, fs...), square(30, `{"APN":" f-7"}`))...), // F-7 again, normalised
+		collection("", append(append([]string{}, fs...), fs[0], fs[0], fs[0])...),
+	} {
+		path := write(t, "x.geojson", text)
+		for _, b := range []*bundle{a.pp.b, a.whole, a.full} {
+			before := fidContents(t, b)
+			job := version(t, path, fmt.Sprint("dup", i), fmt.Sprintf("%04d", a.seq+1), p)
+			job.Guards.Off = true
+			res := b.svc.Run(ctx, job)
+			require.Error(t, res.Err, "version dup%d", i)
+			require.Contains(t, res.Err.Error(), "not unique")
+			require.Equal(t, before, fidContents(t, b), "version dup%d: nothing written", i)
+			requireVerified(t, b)
+		}
+	}
+	a.step(t, "x.geojson", collection("", fs[1:]...), p)
+}
