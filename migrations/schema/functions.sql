@@ -2027,10 +2027,10 @@ BEGIN
                                            taken boolean NOT NULL DEFAULT false,
                                            changed boolean NOT NULL DEFAULT false) ON COMMIT DROP;
     EXECUTE format('INSERT INTO geoingest_match_new (rid, id, k, gh, ph)
-                    SELECT ctid, id, %s, md5(ST_AsEWKB(geom))::uuid, jsonb_hash_extended(properties, 0)
+                    SELECT ctid, id, %s, md5(ST_AsEWKB(geom))::uuid, hashtextextended(properties::text, 0)
                     FROM %s WHERE job_ref = $1', kx, nt) USING new_ref, keyed, key_fields;
     EXECUTE format('INSERT INTO geoingest_match_old (rid, fid, k, gh, ph)
-                    SELECT ctid, coalesce(feature_id, id), %s, md5(ST_AsEWKB(geom))::uuid, jsonb_hash_extended(properties, 0)
+                    SELECT ctid, coalesce(feature_id, id), %s, md5(ST_AsEWKB(geom))::uuid, hashtextextended(properties::text, 0)
                     FROM %s WHERE job_ref = $1', kx, ot) USING old_ref, keyed, key_fields;
     ANALYZE geoingest_match_new;
     ANALYZE geoingest_match_old;
