@@ -1,4 +1,5 @@
--- Undoes 0063: a matched geometry is changed whenever its EWKB differs.
+-- Undoes 0063: a matched geometry or record is changed whenever its EWKB or
+-- jsonb text differs, and a full replace hashes properties as jsonb.
 CREATE OR REPLACE FUNCTION geoingest_diff_changes(job_id text, ot text, inc text, min_iou double precision, INOUT r job_changes)
  RETURNS job_changes
  LANGUAGE plpgsql
@@ -245,3 +246,5 @@ BEGIN
     RETURN r;
 END
 $function$;
+
+DROP FUNCTION geoingest_same_geometry(geometry, geometry, double precision, double precision);

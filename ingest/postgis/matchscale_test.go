@@ -10,7 +10,7 @@ import (
 )
 
 // TestFullReplaceMatchesAsTheDiff: a version whose only change is a
-// number's scale (12.50 -> 12.5, 1.0 -> 1) records no change (0064), and a
+// number's scale (12.50 -> 12.5, 1.0 -> 1) records no change (0063), and a
 // full replace pairs it as the diff does: keyed by key, unkeyed by overlap
 // (its bytes differ: not identical content). The full replace hashed
 // properties with jsonb_hash_extended, which hashes 12.50 and 12.5 alike,
