@@ -101,18 +101,11 @@ func TestRingOrderIsNotAGeometryChange(t *testing.T) {
 	}
 }
 
-// scaleFile writes 40 squares as x.geojson whose properties hold a value
-// written with the scale scale(i) gives (1.50 or 1.5; 1000.0 or 1000),
+// scaled are 40 squares' properties, with a value written at the scale
+// wide(i) says (1.50 or 1.5; 1000.0 or 1000), rate as written by rate,
 // and square 7's use "R2" when edited.
-func scaleFile(t *testing.T, wide func(i int) bool, edited bool) string {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString(`{"type":"FeatureCollection","features":[`)
-	for i := range 40 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		x, y := 13+float64(i%10)*0.002, 52.5+float64(i/10)*0.002
+func scaled(wide func(i int) bool, edited bool, rate func(v string) string) string {
+	return collection("", squareTexts(40, func(i int) string {
 		val, area := `1.5`, `1000`
 		if wide(i) {
 			val, area = `1.50`, `1000.0`
@@ -121,13 +114,8 @@ func scaleFile(t *testing.T, wide func(i int) bool, edited bool) string {
 		if i == 7 && edited {
 			use = "R2"
 		}
-		fmt.Fprintf(&b, `{"type":"Feature","properties":{"APN":"%07d","use":"%s","rate":%s,"sqft":%s,"code":"1.50"},"geometry":{"type":"Polygon","coordinates":[[[%g,%g],[%g,%g],[%g,%g],[%g,%g],[%g,%g]]]}}`,
-			i, use, val, area, x, y, x+0.001, y, x+0.001, y+0.001, x, y+0.001, x, y)
-	}
-	b.WriteString("]}")
-	path := filepath.Join(t.TempDir(), "x.geojson")
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
-	return path
+		return fmt.Sprintf(`{"APN":"%07d","use":"%s","rate":%s,"sqft":%s,"code":"1.50"}`, i, use, rate(val), area)
+	})...)
 }
 
 // TestNumberScaleIsNotAnAttributeChange: a republication that writes
@@ -138,8 +126,9 @@ func scaleFile(t *testing.T, wide func(i int) bool, edited bool) string {
 // were recorded as attributes changes.
 func TestNumberScaleIsNotAnAttributeChange(t *testing.T) {
 	t.Parallel()
-	v1 := scaleFile(t, func(int) bool { return true }, false)
-	v2 := scaleFile(t, func(i int) bool { return i%2 == 0 }, true)
+	number := func(v string) string { return v }
+	v1 := write(t, "x.geojson", scaled(func(int) bool { return true }, false, number))
+	v2 := write(t, "x.geojson", scaled(func(i int) bool { return i%2 == 0 }, true, number))
 	for _, keyed := range []bool{true, false} {
 		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
 			t.Parallel()
@@ -168,9 +157,12 @@ func TestNumberScaleIsNotAnAttributeChange(t *testing.T) {
 			requireVerified(t, b)
 
 			// A number that becomes a string is a change.
-			v3 := strings.ReplaceAll(readFile(t, v2), `"rate":1.5,`, `"rate":"1.5",`)
-			path := filepath.Join(t.TempDir(), "x.geojson")
-			require.NoError(t, os.WriteFile(path, []byte(v3), 0o644))
+			path := write(t, "x.geojson", scaled(func(i int) bool { return i%2 == 0 }, true, func(v string) string {
+				if v == "1.5" {
+					return `"1.5"`
+				}
+				return v
+			}))
 			j3 := version(t, path, "v3", "03", p)
 			j3.Guards = ingest.Guards{Off: true} // the drift guard would hold it (a number become a string)
 			res := b.svc.Run(ctx, j3)
@@ -179,11 +171,4 @@ func TestNumberScaleIsNotAnAttributeChange(t *testing.T) {
 			require.Equal(t, ingest.ChangeCounts{Attributes: 20, Unchanged: 20}, res.Changes.Counts)
 		})
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return string(b)
 }
